@@ -1,0 +1,182 @@
+package release_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/storytold/craft-releases/pkg/release"
+)
+
+// assetVectors are the test vectors of assets.md, plus cases for each rule
+// that the vectors leave implicit. want is "os/arch/package_type", with "null"
+// for a nil arch, or "" for a nil platform.
+var assetVectors = []struct {
+	name string
+	file string
+	want string
+}{
+	{"macos dmg", "photocraft-0.5.0-macos-universal.dmg", "macos/universal/dmg"},
+	{"macos cli zip", "photocraft-cli-0.5.0-macos-universal.zip", "macos/universal/cli_zip"},
+	{"windows arm64 portable", "photocraft-0.5.0-windows-arm64-portable.zip", "windows/arm64/portable_zip"},
+	{"windows x64 portable", "photocraft-0.5.0-windows-x64-portable.zip", "windows/x64/portable_zip"},
+	{"windows x86 portable", "photocraft-0.5.0-windows-x86-portable.zip", "windows/x86/portable_zip"},
+	{"windows x86 msi", "photocraft-0.5.0-windows-x86.msi", "windows/x86/msi"},
+	{"windows x64 msi", "photocraft-0.5.0-windows-x64.msi", "windows/x64/msi"},
+	{"windows arm64 msi", "photocraft-0.5.0-windows-arm64.msi", "windows/arm64/msi"},
+	{"linux aarch64 appimage", "photocraft-0.5.0-linux-aarch64.AppImage", "linux/arm64/app_image"},
+	{"linux aarch64 zsync", "photocraft-0.5.0-linux-aarch64.AppImage.zsync", "linux/arm64/app_image_zsync"},
+	{"linux aarch64 deb", "photocraft-0.5.0-linux-aarch64.deb", "linux/arm64/deb"},
+	{"linux aarch64 rpm", "photocraft-0.5.0-linux-aarch64.rpm", "linux/arm64/rpm"},
+	{"linux aarch64 flatpak", "photocraft-0.5.0-linux-aarch64.flatpak", "linux/arm64/flatpak"},
+	{"linux aarch64 tar.gz", "photocraft-0.5.0-linux-aarch64.tar.gz", "linux/arm64/tar_gz"},
+	{"linux x86_64 appimage", "photocraft-0.5.0-linux-x86_64.AppImage", "linux/x64/app_image"},
+	{"linux x86_64 zsync", "photocraft-0.5.0-linux-x86_64.AppImage.zsync", "linux/x64/app_image_zsync"},
+	{"linux x86_64 deb", "photocraft-0.5.0-linux-x86_64.deb", "linux/x64/deb"},
+	{"linux x86_64 rpm", "photocraft-0.5.0-linux-x86_64.rpm", "linux/x64/rpm"},
+	{"linux x86_64 flatpak", "photocraft-0.5.0-linux-x86_64.flatpak", "linux/x64/flatpak"},
+	{"linux x86_64 tar.gz", "photocraft-0.5.0-linux-x86_64.tar.gz", "linux/x64/tar_gz"},
+	{"freebsd tar.gz", "photocraft-0.5.0-freebsd-x86_64.tar.gz", "freebsd/x64/tar_gz"},
+	{"hyphenated version", "photocraft-0.2.0-rc.1-linux-x86_64.tar.gz", "linux/x64/tar_gz"},
+	{"web build", "photocraft-web-0.5.0.zip", "web/null/web_zip"},
+	{"linux portable", "photocraft-0.5.0-linux-x86_64-portable.zip", "linux/x64/portable_zip"},
+	{"os and arch only", "linux-x64.deb", "linux/x64/deb"},
+	{"checksums", "SHA256SUMS.txt", ""},
+	{"unknown os", "photocraft-0.5.0-plan9-x64.msi", ""},
+	{"bare zip without cli", "photocraft-0.5.0-macos-universal.zip", ""},
+	{"bare zip not macos", "photocraft-0.5.0-linux-x86_64.zip", ""},
+	{"os is case-sensitive", "photocraft-0.5.0-Linux-x86_64.AppImage", ""},
+	{"amd64 not accepted", "photocraft-0.5.0-linux-amd64.deb", ""},
+	{"no known suffix", "photocraft-0.5.0-windows-x64.exe", ""},
+	{"no hyphen in base", "x64.deb", ""},
+
+	// Beyond the vectors of assets.md, one case per rule they leave implicit.
+	{"web wins over everything", "photocraft-web-0.5.0-windows-x64-portable.zip", "web/null/web_zip"},
+	{"web needs zip", "photocraft-web-0.5.0.tar.gz", ""},
+	{"web needs hyphens both sides", "photocraftweb-0.5.0.zip", ""},
+	{"suffix is case-sensitive", "photocraft-0.5.0-windows-x64.MSI", ""},
+	{"appimage suffix is case-sensitive", "photocraft-0.5.0-linux-x86_64.appimage", ""},
+	{"arch is case-sensitive", "photocraft-0.5.0-windows-X64.msi", ""},
+	{"x86 arch", "photocraft-0.5.0-linux-x86.deb", "linux/x86/deb"},
+	{"arm64 arch", "photocraft-0.5.0-linux-arm64.deb", "linux/arm64/deb"},
+	{"empty arch", "photocraft-0.5.0-linux-.deb", ""},
+	{"empty os", "photocraft-0.5.0--x64.deb", ""},
+	{"suffix only", ".msi", ""},
+	{"empty name", "", ""},
+	{"cli zip needs macos", "photocraft-cli-0.5.0-windows-x64.zip", ""},
+	{"cli zip any arch", "photocraft-cli-0.5.0-macos-arm64.zip", "macos/arm64/cli_zip"},
+	{"cli needs hyphens both sides", "photocraftcli-0.5.0-macos-universal.zip", ""},
+	{"portable before zip", "photocraft-cli-0.5.0-macos-universal-portable.zip", "macos/universal/portable_zip"},
+	{"no cross-check of os and package", "photocraft-0.5.0-linux-x64.msi", "linux/x64/msi"},
+	{"dmg on windows", "photocraft-0.5.0-windows-x64.dmg", "windows/x64/dmg"},
+}
+
+func platformString(p *release.Platform) string {
+	if p == nil {
+		return ""
+	}
+	arch := "null"
+	if p.Arch != nil {
+		arch = *p.Arch
+	}
+	return p.OS + "/" + arch + "/" + p.PackageType
+}
+
+func TestParseAsset(t *testing.T) {
+	for _, tc := range assetVectors {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := platformString(release.ParseAsset(tc.file)); got != tc.want {
+				t.Errorf("ParseAsset(%q) = %q, want %q", tc.file, got, tc.want)
+			}
+		})
+	}
+}
+
+// TestParseAssetSharesArch checks the promise of ParseAsset's doc comment:
+// two results for the same arch point at one string.
+func TestParseAssetSharesArch(t *testing.T) {
+	a := release.ParseAsset("photocraft-0.5.0-windows-x64.msi")
+	b := release.ParseAsset("photocraft-0.5.0-linux-x86_64.deb")
+	if a == nil || b == nil || a.Arch == nil || b.Arch == nil {
+		t.Fatalf("ParseAsset: got %v and %v, want two platforms with an arch", a, b)
+	}
+	if a.Arch != b.Arch {
+		t.Errorf("x64 arch pointers: got %p and %p, want the same pointer", a.Arch, b.Arch)
+	}
+	if a == b {
+		t.Errorf("platform pointers: got the same %p twice, want a new Platform per call", a)
+	}
+}
+
+var (
+	knownOSes = map[string]bool{
+		release.OSWindows: true, release.OSMacOS: true, release.OSLinux: true,
+		release.OSFreeBSD: true, release.OSWeb: true,
+	}
+	knownArches = map[string]bool{
+		release.ArchX64: true, release.ArchX86: true, release.ArchARM64: true, release.ArchUniversal: true,
+	}
+	// packageSuffix is the file-name ending each non-web package type requires.
+	packageSuffix = map[string]string{
+		release.PackageMSI:           ".msi",
+		release.PackagePortableZip:   "-portable.zip",
+		release.PackageDMG:           ".dmg",
+		release.PackageCLIZip:        ".zip",
+		release.PackageAppImage:      ".AppImage",
+		release.PackageAppImageZsync: ".AppImage.zsync",
+		release.PackageDeb:           ".deb",
+		release.PackageRPM:           ".rpm",
+		release.PackageFlatpak:       ".flatpak",
+		release.PackageTarGz:         ".tar.gz",
+	}
+)
+
+func FuzzParseAsset(f *testing.F) {
+	for _, tc := range assetVectors {
+		f.Add(tc.file)
+	}
+	f.Fuzz(func(t *testing.T, name string) {
+		p := release.ParseAsset(name)
+		if p == nil {
+			return
+		}
+		if !knownOSes[p.OS] {
+			t.Errorf("ParseAsset(%q).OS = %q, want one of the enum", name, p.OS)
+		}
+		isWeb := p.OS == release.OSWeb
+		if isWeb != (p.PackageType == release.PackageWebZip) {
+			t.Errorf("ParseAsset(%q) = %s, want web_zip exactly when os is web", name, platformString(p))
+		}
+		switch {
+		case isWeb && p.Arch != nil:
+			t.Errorf("ParseAsset(%q).Arch = %q, want nil for the web build", name, *p.Arch)
+		case !isWeb && p.Arch == nil:
+			t.Errorf("ParseAsset(%q).Arch = nil, want an arch for os %q", name, p.OS)
+		case !isWeb && !knownArches[*p.Arch]:
+			t.Errorf("ParseAsset(%q).Arch = %q, want one of the enum", name, *p.Arch)
+		}
+		if isWeb {
+			if !strings.Contains(name, "-web-") || !strings.HasSuffix(name, ".zip") {
+				t.Errorf("ParseAsset(%q) = web, want web only for -web- … .zip", name)
+			}
+			return
+		}
+		suffix, ok := packageSuffix[p.PackageType]
+		if !ok {
+			t.Fatalf("ParseAsset(%q).PackageType = %q, want one of the enum", name, p.PackageType)
+		}
+		if !strings.HasSuffix(name, suffix) {
+			t.Errorf("ParseAsset(%q).PackageType = %q, want a name ending in %q", name, p.PackageType, suffix)
+		}
+	})
+}
+
+func BenchmarkParseAsset(b *testing.B) {
+	for _, tc := range assetVectors {
+		b.Run(tc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				release.ParseAsset(tc.file)
+			}
+		})
+	}
+}

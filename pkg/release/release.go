@@ -1,0 +1,122 @@
+// Package release is the shared vocabulary of the service: the wire types of
+// GET /v1/craft_apps/release_info, the time format, the asset-name parser, and
+// what is known of one app (an Entry). It uses the standard library only and
+// does no I/O.
+package release
+
+import "time"
+
+// App is one configured app: its wire key, display name and GitHub repository.
+type App struct {
+	Key  string // "photocraft": lowercase, the key of release_info.apps
+	Name string // "PhotoCraft"
+	Repo string // "storytold/photocraft": exactly org/project
+}
+
+// Release is the latest release of an app, as launchers read it.
+// Its JSON is the wire's "latest_release" object and also what Redis stores.
+type Release struct {
+	Tag           string  `json:"tag"`
+	Version       string  `json:"version"`
+	Name          string  `json:"name"`
+	PublishedAt   *Time   `json:"published_at"`
+	HTMLURL       string  `json:"html_url"`
+	Prerelease    bool    `json:"prerelease"`
+	NotesMarkdown string  `json:"notes_markdown"`
+	Assets        []Asset `json:"assets"`
+}
+
+// Asset is one downloadable file of a release.
+type Asset struct {
+	Name        string    `json:"name"`
+	SizeBytes   int64     `json:"size_bytes"`
+	DownloadURL string    `json:"download_url"`
+	SHA256      *string   `json:"sha256"`
+	Platform    *Platform `json:"platform"`
+}
+
+// Platform is what an asset's file name says it runs on (see ParseAsset).
+type Platform struct {
+	OS          string  `json:"os"`
+	Arch        *string `json:"arch"`
+	PackageType string  `json:"package_type"`
+}
+
+// Entry is everything known of one app: its last successful fetch (or 304
+// confirmation), its last failure, and its last claim. A zero time means never.
+// Entries are values; Merge combines two of them under the merge law.
+type Entry struct {
+	FetchedAt time.Time // last fetch or 304 confirmation; zero: never fetched
+	ETag      string    // GitHub's ETag verbatim, "" for none
+	Release   *Release  // nil: never fetched, or the repository has no release
+
+	FailedAt time.Time // last failed request; zero: never failed
+	Failures int       // failures in a row as of FailedAt
+
+	ClaimedAt time.Time // when a poller last started a request for the app
+}
+
+// Fetched reports whether the entry holds a fetch (a release or a known absence of one).
+func (e Entry) Fetched() bool { return !e.FetchedAt.IsZero() }
+
+// Failing reports whether the last thing that happened to the app was a failure:
+// a failure newer than its last fetch, or a failure and never a fetch.
+func (e Entry) Failing() bool {
+	return !e.FailedAt.IsZero() && e.FailedAt.After(e.FetchedAt)
+}
+
+// Merge returns e updated with what is newer in o: the fetch part (FetchedAt,
+// ETag, Release) only when o's fetch is strictly newer, the failure part
+// (FailedAt, Failures) only when o's failure is strictly newer, the claim only
+// when newer. Nothing ever goes back in time or disappears.
+func (e Entry) Merge(o Entry) Entry {
+	if o.FetchedAt.After(e.FetchedAt) {
+		e.FetchedAt, e.ETag, e.Release = o.FetchedAt, o.ETag, o.Release
+	}
+	if o.FailedAt.After(e.FailedAt) {
+		e.FailedAt, e.Failures = o.FailedAt, o.Failures
+	}
+	if o.ClaimedAt.After(e.ClaimedAt) {
+		e.ClaimedAt = o.ClaimedAt
+	}
+	return e
+}
+
+// Outcome classifies one answer from GitHub (github.md, "Classifying the answer").
+type Outcome int
+
+// The outcomes of one GitHub request.
+const (
+	Failed      Outcome = iota // transport error, timeout, bad status or bad body
+	NotModified                // 304: only the fetch time moves
+	Fetched                    // 200 with a good release, or 404 (no release)
+	RateLimited                // 403/429 with a rate-limit signal
+)
+
+// String returns the outcome's lowercase name, used in logs and metric labels.
+func (o Outcome) String() string {
+	switch o {
+	case NotModified:
+		return "not_modified"
+	case Fetched:
+		return "fetched"
+	case RateLimited:
+		return "rate_limited"
+	default:
+		return "failed"
+	}
+}
+
+// Answer is one classified answer from GitHub about one app.
+type Answer struct {
+	Outcome Outcome
+	Release *Release  // Fetched: the filtered release, or nil for a 404
+	ETag    string    // Fetched: the new ETag ("" for a 404 or none)
+	RetryAt time.Time // RateLimited: no request before this; zero when unknown
+	Err     error     // Failed or RateLimited: why, never containing a token
+
+	// Quota from the answer's x-ratelimit headers, when GitHub sent them
+	// (Remaining is -1 when unknown).
+	Remaining int
+	Reset     time.Time
+}

@@ -1,0 +1,138 @@
+package release_test
+
+import (
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/storytold/craft-releases/pkg/release"
+)
+
+func TestFormatTime(t *testing.T) {
+	base := time.Date(2026, 10, 8, 14, 52, 50, 0, time.UTC)
+	tests := []struct {
+		name string
+		in   time.Time
+		want string
+	}{
+		{"whole seconds", base, "2026-10-08T14:52:50Z"},
+		{"milliseconds", base.Add(120 * time.Millisecond), "2026-10-08T14:52:50.120Z"},
+		{"one millisecond", base.Add(time.Millisecond), "2026-10-08T14:52:50.001Z"},
+		{"microseconds", base.Add(123456 * time.Microsecond), "2026-10-08T14:52:50.123456Z"},
+		{"microseconds ending in zeros", base.Add(120010 * time.Microsecond), "2026-10-08T14:52:50.120010Z"},
+		{"nanoseconds", base.Add(123456789), "2026-10-08T14:52:50.123456789Z"},
+		{"one nanosecond", base.Add(1), "2026-10-08T14:52:50.000000001Z"},
+		{"other zone", time.Date(2026, 10, 8, 16, 52, 50, 0, time.FixedZone("CEST", 2*60*60)), "2026-10-08T14:52:50Z"},
+		{"other zone across a day", time.Date(2026, 10, 8, 20, 0, 0, 5e6, time.FixedZone("", -5*60*60)), "2026-10-09T01:00:00.005Z"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := release.FormatTime(tc.in); got != tc.want {
+				t.Errorf("FormatTime(%v) = %q, want %q", tc.in, got, tc.want)
+			}
+			b, err := json.Marshal(release.Time{Time: tc.in})
+			if err != nil {
+				t.Fatalf("json.Marshal(Time): %v", err)
+			}
+			if got, want := string(b), `"`+tc.want+`"`; got != want {
+				t.Errorf("Time.MarshalJSON(%v) = %s, want %s", tc.in, got, want)
+			}
+		})
+	}
+}
+
+func TestNewTime(t *testing.T) {
+	if got := release.NewTime(time.Time{}); got != nil {
+		t.Errorf("NewTime(zero) = %v, want nil", got)
+	}
+	now := time.Date(2026, 10, 8, 14, 52, 50, 0, time.UTC)
+	if got := release.NewTime(now); got == nil || !got.Equal(now) {
+		t.Errorf("NewTime(%v) = %v, want that time", now, got)
+	}
+	b, err := json.Marshal(struct {
+		At *release.Time `json:"at"`
+	}{release.NewTime(time.Time{})})
+	if err != nil {
+		t.Fatalf("json.Marshal: %v", err)
+	}
+	if got, want := string(b), `{"at":null}`; got != want {
+		t.Errorf("zero time on the wire: got %s, want %s", got, want)
+	}
+}
+
+func TestTimeUnmarshalJSON(t *testing.T) {
+	tests := []struct {
+		name string
+		in   string
+		want time.Time
+	}{
+		{"whole seconds", `"2026-10-08T14:52:50Z"`, time.Date(2026, 10, 8, 14, 52, 50, 0, time.UTC)},
+		{"milliseconds", `"2026-10-10T12:00:00.123Z"`, time.Date(2026, 10, 10, 12, 0, 0, 123e6, time.UTC)},
+		{"nanoseconds", `"2026-10-10T12:00:00.123456789Z"`, time.Date(2026, 10, 10, 12, 0, 0, 123456789, time.UTC)},
+		{"offset becomes UTC", `"2026-10-08T16:52:50+02:00"`, time.Date(2026, 10, 8, 14, 52, 50, 0, time.UTC)},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var got release.Time
+			if err := json.Unmarshal([]byte(tc.in), &got); err != nil {
+				t.Fatalf("json.Unmarshal(%s): %v", tc.in, err)
+			}
+			if !got.Equal(tc.want) || got.Location() != time.UTC {
+				t.Errorf("json.Unmarshal(%s) = %v, want %v in UTC", tc.in, got.Time, tc.want)
+			}
+			// A second trip through the wire format changes nothing.
+			b, err := json.Marshal(got)
+			if err != nil {
+				t.Fatalf("json.Marshal: %v", err)
+			}
+			var again release.Time
+			if err := json.Unmarshal(b, &again); err != nil {
+				t.Fatalf("json.Unmarshal(%s): %v", b, err)
+			}
+			if !again.Equal(got.Time) {
+				t.Errorf("round trip of %s: got %v, want %v", b, again.Time, got.Time)
+			}
+		})
+	}
+}
+
+func TestTimeUnmarshalJSONErrors(t *testing.T) {
+	tests := []struct {
+		name string
+		in   string
+	}{
+		{"number", `1791471170`},
+		{"not RFC 3339", `"Thu, 08 Oct 2026 14:52:50 GMT"`},
+		{"date only", `"2026-10-08"`},
+		{"no zone", `"2026-10-08T14:52:50"`},
+		{"empty string", `""`},
+		{"bad month", `"2026-13-08T14:52:50Z"`},
+		{"bool", `true`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var got release.Time
+			if err := json.Unmarshal([]byte(tc.in), &got); err == nil {
+				t.Errorf("json.Unmarshal(%s) = %v, want an error", tc.in, got.Time)
+			}
+		})
+	}
+	t.Run("direct call on a short input", func(t *testing.T) {
+		var got release.Time
+		if err := got.UnmarshalJSON([]byte(`"`)); err == nil {
+			t.Errorf("UnmarshalJSON(%q) = nil, want an error", `"`)
+		}
+	})
+}
+
+// TestTimeNullPointer checks that JSON null reads as a nil *Time, the way
+// Redis hands back a release with no publication date.
+func TestTimeNullPointer(t *testing.T) {
+	var r release.Release
+	if err := json.Unmarshal([]byte(`{"tag":"v1","published_at":null}`), &r); err != nil {
+		t.Fatalf("json.Unmarshal: %v", err)
+	}
+	if r.PublishedAt != nil {
+		t.Errorf("PublishedAt = %v, want nil", r.PublishedAt)
+	}
+}

@@ -1,0 +1,149 @@
+package release_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/storytold/craft-releases/pkg/release"
+)
+
+// wireExample is the "Example" of wire.md, verbatim.
+const wireExample = `{"success":true,
+ "release_info":{
+  "apps":{
+   "artcraft-launcher":{"name":"ArtCraft Launcher","repo":"storytold/craft-launcher",
+     "latest_release":null,"app_last_fetched":null},
+   "photocraft":{"name":"PhotoCraft","repo":"storytold/photocraft",
+     "latest_release":{"tag":"v0.5.0","version":"0.5.0","name":"PhotoCraft v0.5.0",
+       "published_at":"2026-10-08T14:52:50Z",
+       "html_url":"https://github.com/storytold/photocraft/releases/tag/v0.5.0",
+       "prerelease":false,"notes_markdown":"Notes",
+       "assets":[
+        {"name":"photocraft-0.5.0-windows-x64.msi","size_bytes":7,
+         "download_url":"https://github.com/storytold/photocraft/releases/download/v0.5.0/photocraft-0.5.0-windows-x64.msi",
+         "sha256":"8a5edab282632443219e051e4ade2d1d5bbc671c781051bf1437897cbdfea0f1",
+         "platform":{"os":"windows","arch":"x64","package_type":"msi"}},
+        {"name":"SHA256SUMS.txt","size_bytes":2048,
+         "download_url":"https://github.com/storytold/photocraft/releases/download/v0.5.0/SHA256SUMS.txt",
+         "sha256":null,"platform":null}]},
+     "app_last_fetched":"2026-10-10T12:00:00.123Z"}},
+  "last_fetched":null},
+ "app_renames":[],"repo_renames":[],
+ "important_notices":{"announcements":[],"alerts":[]}}`
+
+// exampleInfo builds the wire.md example as values, inserting the apps in
+// the reverse of their wire order to show the keys come out sorted.
+func exampleInfo() release.Info {
+	sum := "8a5edab282632443219e051e4ade2d1d5bbc671c781051bf1437897cbdfea0f1"
+	const download = "https://github.com/storytold/photocraft/releases/download/v0.5.0/"
+	msi := "photocraft-0.5.0-windows-x64.msi"
+	apps := make(map[string]release.AppInfo)
+	apps["photocraft"] = release.AppInfo{
+		Name: "PhotoCraft",
+		Repo: "storytold/photocraft",
+		LatestRelease: &release.Release{
+			Tag:           "v0.5.0",
+			Version:       "0.5.0",
+			Name:          "PhotoCraft v0.5.0",
+			PublishedAt:   release.NewTime(time.Date(2026, 10, 8, 14, 52, 50, 0, time.UTC)),
+			HTMLURL:       "https://github.com/storytold/photocraft/releases/tag/v0.5.0",
+			NotesMarkdown: "Notes",
+			Assets: []release.Asset{
+				{Name: msi, SizeBytes: 7, DownloadURL: download + msi, SHA256: &sum, Platform: release.ParseAsset(msi)},
+				{Name: "SHA256SUMS.txt", SizeBytes: 2048, DownloadURL: download + "SHA256SUMS.txt", Platform: release.ParseAsset("SHA256SUMS.txt")},
+			},
+		},
+		AppLastFetched: release.NewTime(time.Date(2026, 10, 10, 12, 0, 0, 123e6, time.UTC)),
+	}
+	apps["artcraft-launcher"] = release.AppInfo{Name: "ArtCraft Launcher", Repo: "storytold/craft-launcher"}
+	return release.Info{
+		Success:     true,
+		ReleaseInfo: release.ReleaseInfo{Apps: apps},
+		AppRenames:  []release.AppRename{},
+		RepoRenames: []release.RepoRename{},
+		ImportantNotices: release.Notices{
+			Announcements: []release.Announcement{},
+			Alerts:        []release.Alert{},
+		},
+	}
+}
+
+func TestMarshalWireExample(t *testing.T) {
+	var want bytes.Buffer
+	if err := json.Compact(&want, []byte(wireExample)); err != nil {
+		t.Fatalf("compact the example: %v", err)
+	}
+	got, err := release.Marshal(exampleInfo())
+	if err != nil {
+		t.Fatalf("Marshal: %v", err)
+	}
+	if !bytes.Equal(got, want.Bytes()) {
+		t.Errorf("Marshal(example):\n got %s\nwant %s", got, want.Bytes())
+	}
+}
+
+// TestUnmarshalWireExample reads the example back into the wire types and
+// writes it again: what the service stores in Redis and reads back is stable.
+func TestUnmarshalWireExample(t *testing.T) {
+	var info release.Info
+	if err := json.Unmarshal([]byte(wireExample), &info); err != nil {
+		t.Fatalf("json.Unmarshal(example): %v", err)
+	}
+	got, err := release.Marshal(info)
+	if err != nil {
+		t.Fatalf("Marshal: %v", err)
+	}
+	var want bytes.Buffer
+	if err := json.Compact(&want, []byte(wireExample)); err != nil {
+		t.Fatalf("compact the example: %v", err)
+	}
+	if !bytes.Equal(got, want.Bytes()) {
+		t.Errorf("Marshal(Unmarshal(example)):\n got %s\nwant %s", got, want.Bytes())
+	}
+}
+
+func TestMarshal(t *testing.T) {
+	link := "https://example.com/?a=1&b=2"
+	tests := []struct {
+		name string
+		in   any
+		want string
+	}{
+		{"no HTML escaping", release.Announcement{Title: "<b>&", Body: "a > b"}, `{"title":"<b>&","body":"a > b","created_at":null}`},
+		{"optional link", release.Alert{Title: "t", MaybeWebLink: &link}, `{"title":"t","body":"","maybe_web_link":"https://example.com/?a=1&b=2","created_at":null}`},
+		{"nil release", (*release.Release)(nil), `null`},
+		{"nil lists stay null", release.Notices{}, `{"announcements":null,"alerts":null}`},
+		{"empty lists", release.Notices{Announcements: []release.Announcement{}, Alerts: []release.Alert{}}, `{"announcements":[],"alerts":[]}`},
+		{"quote and control character", "\"\n", `"\"\n"`},
+		{"non-ASCII kept", "PhotoCraft … ünïcode", `"PhotoCraft … ünïcode"`},
+		{
+			"repo rename key order",
+			release.RepoRename{OldName: "org/old", NewName: "org/new"},
+			`{"old_name":"org/old","new_name":"org/new","renamed_at":null}`,
+		},
+		{
+			"app rename key order",
+			release.AppRename{OldName: "A", OldNameLower: "a", NewName: "B", NewNameLower: "b", Description: "d"},
+			`{"old_name":"A","old_name_lower":"a","new_name":"B","new_name_lower":"b","description":"d","renamed_at":null}`,
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := release.Marshal(tc.in)
+			if err != nil {
+				t.Fatalf("Marshal(%#v): %v", tc.in, err)
+			}
+			if string(got) != tc.want {
+				t.Errorf("Marshal(%#v) = %s, want %s", tc.in, got, tc.want)
+			}
+		})
+	}
+}
+
+func TestMarshalError(t *testing.T) {
+	if got, err := release.Marshal(make(chan int)); err == nil {
+		t.Errorf("Marshal(chan) = %s, want an error", got)
+	}
+}
