@@ -1,0 +1,117 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/storytold/craft-releases/pkg/release"
+)
+
+// DefaultApps returns the 13 Craft Apps of config.md in that table's order.
+// Each call returns a new slice.
+func DefaultApps() []release.App {
+	return []release.App{
+		{Key: "photocraft", Name: "PhotoCraft", Repo: "storytold/photocraft"},
+		{Key: "vectorcraft", Name: "VectorCraft", Repo: "storytold/vectorcraft"},
+		{Key: "filmcraft", Name: "FilmCraft", Repo: "storytold/filmcraft"},
+		{Key: "lightcraft", Name: "LightCraft", Repo: "storytold/lightcraft"},
+		{Key: "pdfcraft", Name: "PdfCraft", Repo: "storytold/pdfcraft"},
+		{Key: "effectcraft", Name: "EffectCraft", Repo: "storytold/effectcraft"},
+		{Key: "designcraft", Name: "DesignCraft", Repo: "storytold/designcraft"},
+		{Key: "wordcraft", Name: "WordCraft", Repo: "storytold/wordcraft"},
+		{Key: "deckcraft", Name: "DeckCraft", Repo: "storytold/deckcraft"},
+		{Key: "gridcraft", Name: "GridCraft", Repo: "storytold/gridcraft"},
+		{Key: "cadcraft", Name: "CADCraft", Repo: "storytold/cadcraft"},
+		{Key: "soundcraft", Name: "SoundCraft", Repo: "storytold/soundcraft"},
+		{Key: "artcraft-launcher", Name: "ArtCraft Launcher", Repo: "storytold/craft-launcher"},
+	}
+}
+
+// ParseApps parses an app list, "key=Name=org/repo,key=Name=org/repo,…", in
+// its order. Entries and their parts are trimmed, and empty entries (a
+// trailing comma) are skipped. The key is lowercased and may hold only
+// a-z, 0-9, '.', '_' and '-', so that it is safe in a Redis key and a JSON
+// key; the name must not be empty; the repo is exactly "org/project", each
+// part of letters, digits, '.', '_' and '-' as GitHub allows. A blank s gives
+// DefaultApps. A malformed entry or a repeated key is an error that quotes
+// the entry.
+func ParseApps(s string) ([]release.App, error) {
+	if strings.TrimSpace(s) == "" {
+		return DefaultApps(), nil
+	}
+	var apps []release.App
+	seen := make(map[string]bool)
+	for entry := range strings.SplitSeq(s, ",") {
+		entry = strings.TrimSpace(entry)
+		if entry == "" {
+			continue
+		}
+		app, err := parseApp(entry)
+		if err != nil {
+			return nil, fmt.Errorf("entry %q: %w", entry, err)
+		}
+		if seen[app.Key] {
+			return nil, fmt.Errorf("entry %q: key %q is already listed", entry, app.Key)
+		}
+		seen[app.Key] = true
+		apps = append(apps, app)
+	}
+	if len(apps) == 0 {
+		return nil, errors.New("no app listed; leave it empty for the default apps")
+	}
+	return apps, nil
+}
+
+func parseApp(entry string) (release.App, error) {
+	parts := strings.Split(entry, "=")
+	if len(parts) != 3 {
+		return release.App{}, errors.New("want key=Name=org/repo")
+	}
+	key := strings.TrimSpace(parts[0])
+	name := strings.TrimSpace(parts[1])
+	repo := strings.TrimSpace(parts[2])
+	switch {
+	case key == "":
+		return release.App{}, errors.New("empty key")
+	case !safeChars(key):
+		// Checked before lowercasing: strings.ToLower maps some non-ASCII
+		// letters (the Kelvin sign) onto ASCII ones.
+		return release.App{}, fmt.Errorf("key %q may hold only a-z, 0-9, '.', '_' and '-'", key)
+	case name == "":
+		return release.App{}, errors.New("empty name")
+	case !validName(name):
+		return release.App{}, fmt.Errorf("name %q holds a control character or invalid UTF-8", name)
+	case !validRepo(repo):
+		return release.App{}, fmt.Errorf("repo %q is not org/project", repo)
+	}
+	return release.App{Key: strings.ToLower(key), Name: name, Repo: repo}, nil
+}
+
+func validName(name string) bool {
+	return utf8.ValidString(name) && strings.IndexFunc(name, unicode.IsControl) < 0
+}
+
+// validRepo reports whether repo is "org/project" with parts GitHub allows.
+func validRepo(repo string) bool {
+	org, project, ok := strings.Cut(repo, "/")
+	return ok && validRepoPart(org) && validRepoPart(project)
+}
+
+func validRepoPart(s string) bool {
+	return s != "" && s != "." && s != ".." && safeChars(s)
+}
+
+// safeChars reports whether s holds only ASCII letters, digits, '.', '_' and '-'.
+func safeChars(s string) bool {
+	for _, c := range []byte(s) {
+		switch {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', c == '.', c == '_', c == '-':
+		default:
+			return false
+		}
+	}
+	return true
+}

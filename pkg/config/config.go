@@ -1,0 +1,327 @@
+// Package config reads the settings of cmd/api and cmd/poller from the
+// environment (config.md): it parses every variable with caarlos0/env,
+// checks it, raises a value below its minimum with a warning, and keeps
+// secrets out of every printed form.
+package config
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/redis/rueidis"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+
+	"github.com/storytold/craft-releases/pkg/release"
+	"github.com/storytold/craft-releases/pkg/schedule"
+)
+
+// The log formats of LOG_FORMAT.
+const (
+	FormatJSON    = "json"
+	FormatConsole = "console"
+)
+
+// Shared holds the settings both binaries read.
+type Shared struct {
+	RedisURL     SecretURL     // REDIS_URL as rueidis.ParseURL takes it; empty: no Redis
+	Apps         []release.App // CRAFT_APPS_RELEASE_APPS, in configured order
+	GitHubAPIURL string        // an absolute http(s) URL ending with "/"
+	LogLevel     zapcore.Level // debug, info, warn or error
+	LogFormat    string        // FormatJSON or FormatConsole
+}
+
+// Polling holds the settings of the poller, which cmd/api also uses when it
+// polls GitHub itself (standalone mode).
+type Polling struct {
+	PollingEnabled      bool   // false: no GitHub requests at all
+	CoordinationEnabled bool   // false: never read Redis for claims, freshness or backoff
+	GitHubToken         Secret // trimmed; empty: unauthenticated requests
+
+	PollInterval   time.Duration // I; its default and minimum depend on the token and the API URL
+	MaxBackoff     time.Duration // at least PollInterval
+	StartupJitter  time.Duration
+	Tick           time.Duration // at least 1 s
+	RequestSpacing time.Duration
+}
+
+// API holds every setting of cmd/api.
+type API struct {
+	Shared
+	Polling
+	HTTPAddr        string // host:port of the endpoint, /healthz, /readyz and /metrics
+	HydrateTimeout  time.Duration
+	ShutdownTimeout time.Duration
+}
+
+// Poller holds every setting of cmd/poller. ShutdownTimeout is an addition
+// to config.md, which gives it to cmd/api only: the poller needs a bound on
+// its shutdown too.
+type Poller struct {
+	Shared
+	Polling
+	HTTPAddr        string // host:port of /healthz, /readyz and /metrics
+	ShutdownTimeout time.Duration
+}
+
+// LoadAPI reads the settings of cmd/api through getenv (os.Getenv in main),
+// calling it once for each of Names("api") and for nothing else; it is safe
+// for concurrent use if getenv is. Values are trimmed, and a blank one takes
+// the default. It returns the checked settings and one warning for each
+// value it raised to its minimum, for the caller to log. The error names
+// every variable that is wrong and what is wrong with it, never a secret's
+// value; the settings are then zero.
+func LoadAPI(getenv func(string) string) (API, []string, error) {
+	var raw apiEnv
+	parseErr := parse(&raw, getenv)
+	var c checker
+	a := API{
+		Shared:          raw.Shared.check(&c),
+		HTTPAddr:        raw.HTTPAddr,
+		HydrateTimeout:  time.Duration(raw.HydrateTimeout),
+		ShutdownTimeout: time.Duration(raw.ShutdownTimeout),
+	}
+	a.Polling = raw.Polling.check(&c, a.GitHubAPIURL)
+	c.checkAddr(a.HTTPAddr)
+	if err := errors.Join(parseErr, c.err()); err != nil {
+		return API{}, nil, err
+	}
+	return a, c.warnings, nil
+}
+
+// LoadPoller reads the settings of cmd/poller through getenv, as LoadAPI
+// does. Unlike the API, the poller refuses an empty REDIS_URL unless
+// coordination is off.
+func LoadPoller(getenv func(string) string) (Poller, []string, error) {
+	var raw pollerEnv
+	parseErr := parse(&raw, getenv)
+	var c checker
+	p := Poller{
+		Shared:          raw.Shared.check(&c),
+		HTTPAddr:        raw.HTTPAddr,
+		ShutdownTimeout: time.Duration(raw.ShutdownTimeout),
+	}
+	p.Polling = raw.Polling.check(&c, p.GitHubAPIURL)
+	c.checkAddr(p.HTTPAddr)
+	if p.RedisURL == "" && p.CoordinationEnabled {
+		c.fail("REDIS_URL", "empty; the poller needs Redis unless CRAFT_APPS_RELEASE_COORDINATION_ENABLED=false")
+	}
+	if err := errors.Join(parseErr, c.err()); err != nil {
+		return Poller{}, nil, err
+	}
+	return p, c.warnings, nil
+}
+
+// Standalone reports whether cmd/api polls GitHub itself instead of reading
+// what the pollers share through Redis: with no REDIS_URL, or with
+// coordination off.
+func (a API) Standalone() bool { return a.RedisURL == "" || !a.CoordinationEnabled }
+
+// Timing returns the poller's timing for the schedule rules.
+func (p Polling) Timing() schedule.Timing {
+	return schedule.Timing{
+		Interval:      p.PollInterval,
+		MaxBackoff:    p.MaxBackoff,
+		Tick:          p.Tick,
+		Spacing:       p.RequestSpacing,
+		StartupJitter: p.StartupJitter,
+	}
+}
+
+// Fields returns the resolved settings, secrets masked, for the one start-up
+// log line.
+func (a API) Fields() []zap.Field {
+	return append(append(a.Shared.fields(), a.Polling.fields()...),
+		zap.String("http_addr", a.HTTPAddr),
+		zap.Duration("hydrate_timeout", a.HydrateTimeout),
+		zap.Duration("shutdown_timeout", a.ShutdownTimeout),
+		zap.Bool("standalone", a.Standalone()),
+	)
+}
+
+// Fields returns the resolved settings, secrets masked, for the one start-up
+// log line.
+func (p Poller) Fields() []zap.Field {
+	return append(append(p.Shared.fields(), p.Polling.fields()...),
+		zap.String("http_addr", p.HTTPAddr),
+		zap.Duration("shutdown_timeout", p.ShutdownTimeout),
+	)
+}
+
+func (s Shared) fields() []zap.Field {
+	keys := make([]string, len(s.Apps))
+	for i, app := range s.Apps {
+		keys[i] = app.Key
+	}
+	return []zap.Field{
+		zap.String("redis_url", s.RedisURL.String()),
+		zap.Strings("apps", keys),
+		zap.String("github_api_url", s.GitHubAPIURL),
+		zap.String("log_level", s.LogLevel.String()),
+		zap.String("log_format", s.LogFormat),
+	}
+}
+
+func (p Polling) fields() []zap.Field {
+	return []zap.Field{
+		zap.Bool("polling_enabled", p.PollingEnabled),
+		zap.Bool("coordination_enabled", p.CoordinationEnabled),
+		zap.Bool("github_token_set", p.GitHubToken != ""),
+		zap.Duration("poll_interval", p.PollInterval),
+		zap.Duration("max_backoff", p.MaxBackoff),
+		zap.Duration("startup_jitter", p.StartupJitter),
+		zap.Duration("tick", p.Tick),
+		zap.Duration("request_spacing", p.RequestSpacing),
+	}
+}
+
+// checker gathers the problems of one load, so that one start-up reports
+// every wrong variable at once.
+type checker struct {
+	errs     []error
+	warnings []string
+}
+
+func (c *checker) fail(name, format string, args ...any) {
+	c.errs = append(c.errs, fmt.Errorf("%s: "+format, append([]any{name}, args...)...))
+}
+
+func (c *checker) err() error { return errors.Join(c.errs...) }
+
+// atLeast returns d, or floor with a warning when d is below it. why says
+// where the minimum comes from, for the warning.
+func (c *checker) atLeast(name string, d, floor, unit time.Duration, why string) time.Duration {
+	if d >= floor {
+		return d
+	}
+	c.warnings = append(c.warnings, fmt.Sprintf("%s=%d is below the minimum %d%s: using %d",
+		name, d/unit, floor/unit, why, floor/unit))
+	return floor
+}
+
+func (c *checker) checkAddr(addr string) {
+	if _, port, err := net.SplitHostPort(addr); err != nil || port == "" {
+		c.fail("HTTP_ADDR", "%q is not host:port (such as :8080)", addr)
+	}
+}
+
+func (r sharedEnv) check(c *checker) Shared {
+	s := Shared{RedisURL: SecretURL(r.RedisURL)}
+	if r.RedisURL != "" {
+		if msg := redisURLProblem(r.RedisURL); msg != "" {
+			c.fail("REDIS_URL", "%s", msg)
+		}
+	}
+	apps, err := ParseApps(r.Apps)
+	if err != nil {
+		c.fail("CRAFT_APPS_RELEASE_APPS", "%w", err)
+	}
+	s.Apps = apps
+	s.GitHubAPIURL, err = normalizeAPIURL(r.GitHubAPIURL)
+	if err != nil {
+		c.fail("CRAFT_APPS_RELEASE_GITHUB_API_URL", "%q %w", RedactURL(r.GitHubAPIURL), err)
+	}
+	switch level := strings.ToLower(r.LogLevel); level {
+	case "debug", "info", "warn", "error":
+		// ParseLevel cannot fail on these four.
+		s.LogLevel, _ = zapcore.ParseLevel(level)
+	default:
+		c.fail("LOG_LEVEL", "%q is not debug, info, warn or error", r.LogLevel)
+	}
+	switch format := strings.ToLower(r.LogFormat); format {
+	case FormatJSON, FormatConsole:
+		s.LogFormat = format
+	default:
+		c.fail("LOG_FORMAT", "%q is not json or console", r.LogFormat)
+	}
+	return s
+}
+
+func (r pollingEnv) check(c *checker, apiURL string) Polling {
+	p := Polling{
+		PollingEnabled:      bool(r.PollingEnabled),
+		CoordinationEnabled: bool(r.CoordinationEnabled),
+		GitHubToken:         Secret(r.GitHubToken), // parse trimmed it: blank is no token
+		StartupJitter:       time.Duration(r.StartupJitter),
+		RequestSpacing:      time.Duration(r.RequestSpacing),
+	}
+	// The minimum protects GitHub's quota (60 requests an hour per IP
+	// without a token, 304s included); another API URL is a GitHub
+	// Enterprise or a test fake with quotas of its own.
+	interval, minimum, why := 1800*time.Second, time.Second, ""
+	if p.GitHubToken != "" {
+		interval = 120 * time.Second
+	}
+	if isGitHub(apiURL) {
+		minimum, why = 300*time.Second, " for GitHub's API without a token"
+		if p.GitHubToken != "" {
+			minimum, why = 60*time.Second, " for GitHub's API with a token"
+		}
+	}
+	if r.PollInterval != nil {
+		interval = time.Duration(*r.PollInterval)
+	}
+	p.PollInterval = c.atLeast("CRAFT_APPS_RELEASE_POLL_INTERVAL_SECS", interval, minimum, time.Second, why)
+	p.MaxBackoff = c.atLeast("CRAFT_APPS_RELEASE_MAX_BACKOFF_SECS", time.Duration(r.MaxBackoff), p.PollInterval, time.Second, " (the poll interval)")
+	p.Tick = c.atLeast("CRAFT_APPS_RELEASE_TICK_SECS", time.Duration(r.Tick), time.Second, time.Second, "")
+	return p
+}
+
+// normalizeAPIURL checks that s is an absolute http(s) URL fit to be a base
+// URL, and returns it ending with "/". The error does not repeat s.
+func normalizeAPIURL(s string) (string, error) {
+	u, err := url.Parse(s)
+	switch {
+	case err != nil:
+		return "", errors.New("is not a URL")
+	case u.Scheme != "http" && u.Scheme != "https":
+		return "", errors.New("is not an http or https URL")
+	case u.Host == "":
+		return "", errors.New("has no host")
+	case u.User != nil:
+		return "", errors.New("must not hold credentials; set CRAFT_APPS_RELEASE_GITHUB_TOKEN")
+	case u.RawQuery != "" || u.ForceQuery || u.Fragment != "":
+		return "", errors.New("must not have a query or a fragment")
+	}
+	if !strings.HasSuffix(u.Path, "/") {
+		u.Path += "/"
+		if u.RawPath != "" {
+			u.RawPath += "/"
+		}
+	}
+	return u.String(), nil
+}
+
+// isGitHub reports whether apiURL, normalised, is GitHub's own API. Only the
+// host counts, so that no spelling of the URL escapes GitHub's minimum.
+func isGitHub(apiURL string) bool {
+	u, err := url.Parse(apiURL)
+	return err == nil && strings.EqualFold(strings.TrimSuffix(u.Hostname(), "."), "api.github.com")
+}
+
+// redisURLProblem says what is wrong with a REDIS_URL, or "" when rueidis
+// accepts it. It never repeats the URL's password: url.Parse's errors quote
+// the whole URL, so they are replaced by a message of our own.
+func redisURLProblem(s string) string {
+	u, err := url.Parse(s)
+	if err != nil {
+		return "not a URL (want redis://[user:password@]host:port[/db], special characters of the password percent-encoded)"
+	}
+	switch u.Scheme {
+	case "redis", "rediss", "unix", "valkey", "valkeys":
+	default:
+		return fmt.Sprintf("scheme %q is not redis, rediss or unix (want redis://[user:password@]host:port[/db])", u.Scheme)
+	}
+	if _, err := rueidis.ParseURL(s); err != nil {
+		msg := strings.TrimPrefix(err.Error(), "redis: ")
+		if password, ok := u.User.Password(); ok && password != "" {
+			msg = strings.ReplaceAll(msg, password, "xxxxx")
+		}
+		return msg
+	}
+	return ""
+}

@@ -1,0 +1,635 @@
+package config_test
+
+import (
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/zap/zapcore"
+
+	"github.com/storytold/craft-releases/pkg/config"
+	"github.com/storytold/craft-releases/pkg/release"
+	"github.com/storytold/craft-releases/pkg/schedule"
+)
+
+// Secrets used throughout: no error, printed form or log line may hold them.
+const (
+	token    = "ghp_t0ken5ecret"
+	password = "hunter2pw"
+	redisURL = "redis://user:" + password + "@127.0.0.1:6379/0"
+)
+
+// lookup returns a getenv over vars.
+func lookup(vars map[string]string) func(string) string {
+	return func(name string) string { return vars[name] }
+}
+
+// with returns a copy of vars with the pairs name, value, … added unless vars
+// already sets name.
+func with(vars map[string]string, pairs ...string) map[string]string {
+	out := make(map[string]string, len(vars)+len(pairs)/2)
+	for i := 0; i+1 < len(pairs); i += 2 {
+		out[pairs[i]] = pairs[i+1]
+	}
+	for k, v := range vars {
+		out[k] = v
+	}
+	return out
+}
+
+// loaded is what both loaders share, so one table covers both binaries.
+type loaded struct {
+	shared   config.Shared
+	polling  config.Polling
+	warnings []string
+	err      error
+}
+
+// binaries runs a case through LoadAPI and through LoadPoller. The poller
+// gets a REDIS_URL unless the case sets one, since it refuses to start
+// without Redis while coordination is on.
+var binaries = []struct {
+	name string
+	load func(vars map[string]string) loaded
+}{
+	{"api", func(vars map[string]string) loaded {
+		a, w, err := config.LoadAPI(lookup(vars))
+		return loaded{a.Shared, a.Polling, w, err}
+	}},
+	{"poller", func(vars map[string]string) loaded {
+		p, w, err := config.LoadPoller(lookup(with(vars, "REDIS_URL", "redis://127.0.0.1:6379")))
+		return loaded{p.Shared, p.Polling, w, err}
+	}},
+}
+
+func defaultShared() config.Shared {
+	return config.Shared{
+		Apps:         config.DefaultApps(),
+		GitHubAPIURL: "https://api.github.com/",
+		LogLevel:     zapcore.InfoLevel,
+		LogFormat:    "json",
+	}
+}
+
+func defaultPolling() config.Polling {
+	return config.Polling{
+		PollingEnabled:      true,
+		CoordinationEnabled: true,
+		PollInterval:        1800 * time.Second,
+		MaxBackoff:          14400 * time.Second,
+		StartupJitter:       30 * time.Second,
+		Tick:                30 * time.Second,
+		RequestSpacing:      time.Second,
+	}
+}
+
+func TestLoadAPIDefaults(t *testing.T) {
+	got, warnings, err := config.LoadAPI(lookup(nil))
+	if err != nil {
+		t.Fatalf("LoadAPI(empty environment): %v", err)
+	}
+	want := config.API{
+		Shared:          defaultShared(),
+		Polling:         defaultPolling(),
+		HTTPAddr:        ":8080",
+		HydrateTimeout:  10 * time.Second,
+		ShutdownTimeout: 15 * time.Second,
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("LoadAPI(empty environment):\n got %+v\nwant %+v", got, want)
+	}
+	if len(warnings) != 0 {
+		t.Errorf("LoadAPI(empty environment) warnings = %q, want none", warnings)
+	}
+	if !got.Standalone() {
+		t.Errorf("Standalone() = false, want true with no REDIS_URL")
+	}
+}
+
+func TestLoadPollerDefaults(t *testing.T) {
+	got, warnings, err := config.LoadPoller(lookup(map[string]string{"REDIS_URL": "redis://127.0.0.1:6379"}))
+	if err != nil {
+		t.Fatalf("LoadPoller(only REDIS_URL): %v", err)
+	}
+	shared := defaultShared()
+	shared.RedisURL = "redis://127.0.0.1:6379"
+	want := config.Poller{
+		Shared:          shared,
+		Polling:         defaultPolling(),
+		HTTPAddr:        ":9090",
+		ShutdownTimeout: 15 * time.Second,
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("LoadPoller(only REDIS_URL):\n got %+v\nwant %+v", got, want)
+	}
+	if len(warnings) != 0 {
+		t.Errorf("LoadPoller(only REDIS_URL) warnings = %q, want none", warnings)
+	}
+}
+
+// TestLoadGood covers a good value of every variable both binaries read.
+// want edits the defaults; blank values take the default.
+func TestLoadGood(t *testing.T) {
+	tests := []struct {
+		name string
+		vars map[string]string
+		want func(*config.Shared, *config.Polling)
+	}{
+		{"blank values take the default", map[string]string{
+			"CRAFT_APPS_RELEASE_APPS": " ", "CRAFT_APPS_RELEASE_GITHUB_API_URL": "\t", "LOG_LEVEL": " ", "LOG_FORMAT": "",
+			"CRAFT_APPS_RELEASE_POLLING_ENABLED": " ", "CRAFT_APPS_RELEASE_COORDINATION_ENABLED": " ",
+			"CRAFT_APPS_RELEASE_POLL_INTERVAL_SECS": " ", "CRAFT_APPS_RELEASE_MAX_BACKOFF_SECS": " ",
+			"CRAFT_APPS_RELEASE_STARTUP_JITTER_SECS": " ", "CRAFT_APPS_RELEASE_TICK_SECS": "\n",
+			"CRAFT_APPS_RELEASE_REQUEST_SPACING_MS": " ",
+		}, func(*config.Shared, *config.Polling) {}},
+		{"redis url with password", map[string]string{"REDIS_URL": redisURL},
+			func(s *config.Shared, _ *config.Polling) { s.RedisURL = redisURL }},
+		{"redis url with TLS", map[string]string{"REDIS_URL": "rediss://redis.example:6380"},
+			func(s *config.Shared, _ *config.Polling) { s.RedisURL = "rediss://redis.example:6380" }},
+		{"redis url for a cluster", map[string]string{"REDIS_URL": "redis://10.0.0.1:6379?addr=10.0.0.2:6379&addr=10.0.0.3:6379"},
+			func(s *config.Shared, _ *config.Polling) {
+				s.RedisURL = "redis://10.0.0.1:6379?addr=10.0.0.2:6379&addr=10.0.0.3:6379"
+			}},
+		{"redis url trimmed", map[string]string{"REDIS_URL": "  redis://127.0.0.1:6379/2 \n"},
+			func(s *config.Shared, _ *config.Polling) { s.RedisURL = "redis://127.0.0.1:6379/2" }},
+		{"apps", map[string]string{"CRAFT_APPS_RELEASE_APPS": "Alpha=Alpha App=org/alpha, beta = Beta = org/beta "},
+			func(s *config.Shared, _ *config.Polling) {
+				s.Apps = []release.App{{Key: "alpha", Name: "Alpha App", Repo: "org/alpha"}, {Key: "beta", Name: "Beta", Repo: "org/beta"}}
+			}},
+		{"api url without slash", map[string]string{"CRAFT_APPS_RELEASE_GITHUB_API_URL": "http://127.0.0.1:8080"},
+			func(s *config.Shared, p *config.Polling) { s.GitHubAPIURL = "http://127.0.0.1:8080/" }},
+		{"enterprise api url", map[string]string{"CRAFT_APPS_RELEASE_GITHUB_API_URL": "https://ghe.example.com/api/v3"},
+			func(s *config.Shared, _ *config.Polling) { s.GitHubAPIURL = "https://ghe.example.com/api/v3/" }},
+		{"github without slash", map[string]string{"CRAFT_APPS_RELEASE_GITHUB_API_URL": "https://api.github.com"},
+			func(*config.Shared, *config.Polling) {}},
+		{"log level debug", map[string]string{"LOG_LEVEL": "debug"},
+			func(s *config.Shared, _ *config.Polling) { s.LogLevel = zapcore.DebugLevel }},
+		{"log level info", map[string]string{"LOG_LEVEL": "info"},
+			func(*config.Shared, *config.Polling) {}},
+		{"log level warn", map[string]string{"LOG_LEVEL": "warn"},
+			func(s *config.Shared, _ *config.Polling) { s.LogLevel = zapcore.WarnLevel }},
+		{"log level error in capitals", map[string]string{"LOG_LEVEL": "ERROR"},
+			func(s *config.Shared, _ *config.Polling) { s.LogLevel = zapcore.ErrorLevel }},
+		{"log format console", map[string]string{"LOG_FORMAT": "console"},
+			func(s *config.Shared, _ *config.Polling) { s.LogFormat = "console" }},
+		{"log format json in capitals", map[string]string{"LOG_FORMAT": "JSON"},
+			func(*config.Shared, *config.Polling) {}},
+		{"polling disabled", map[string]string{"CRAFT_APPS_RELEASE_POLLING_ENABLED": "false"},
+			func(_ *config.Shared, p *config.Polling) { p.PollingEnabled = false }},
+		{"polling disabled as 0", map[string]string{"CRAFT_APPS_RELEASE_POLLING_ENABLED": "0"},
+			func(_ *config.Shared, p *config.Polling) { p.PollingEnabled = false }},
+		{"polling enabled", map[string]string{"CRAFT_APPS_RELEASE_POLLING_ENABLED": "TRUE"},
+			func(*config.Shared, *config.Polling) {}},
+		{"coordination disabled", map[string]string{"CRAFT_APPS_RELEASE_COORDINATION_ENABLED": "false"},
+			func(_ *config.Shared, p *config.Polling) { p.CoordinationEnabled = false }},
+		{"token trimmed, interval 120", map[string]string{"CRAFT_APPS_RELEASE_GITHUB_TOKEN": "  " + token + "\n"},
+			func(_ *config.Shared, p *config.Polling) { p.GitHubToken, p.PollInterval = token, 120*time.Second }},
+		{"blank token is no token", map[string]string{"CRAFT_APPS_RELEASE_GITHUB_TOKEN": " \t "},
+			func(*config.Shared, *config.Polling) {}},
+		{"interval without token", map[string]string{"CRAFT_APPS_RELEASE_POLL_INTERVAL_SECS": "600"},
+			func(_ *config.Shared, p *config.Polling) { p.PollInterval = 600 * time.Second }},
+		{"interval at the minimum without token", map[string]string{"CRAFT_APPS_RELEASE_POLL_INTERVAL_SECS": "300"},
+			func(_ *config.Shared, p *config.Polling) { p.PollInterval = 300 * time.Second }},
+		{"interval at the minimum with token", map[string]string{"CRAFT_APPS_RELEASE_POLL_INTERVAL_SECS": "60", "CRAFT_APPS_RELEASE_GITHUB_TOKEN": token},
+			func(_ *config.Shared, p *config.Polling) { p.GitHubToken, p.PollInterval = token, 60*time.Second }},
+		{"long interval with token", map[string]string{"CRAFT_APPS_RELEASE_POLL_INTERVAL_SECS": "3600", "CRAFT_APPS_RELEASE_GITHUB_TOKEN": token},
+			func(_ *config.Shared, p *config.Polling) { p.GitHubToken, p.PollInterval = token, 3600*time.Second }},
+		{"short interval on another api", map[string]string{"CRAFT_APPS_RELEASE_POLL_INTERVAL_SECS": "1", "CRAFT_APPS_RELEASE_GITHUB_API_URL": "http://127.0.0.1:9999/"},
+			func(s *config.Shared, p *config.Polling) {
+				s.GitHubAPIURL, p.PollInterval = "http://127.0.0.1:9999/", time.Second
+			}},
+		{"interval with spaces", map[string]string{"CRAFT_APPS_RELEASE_POLL_INTERVAL_SECS": " 450 "},
+			func(_ *config.Shared, p *config.Polling) { p.PollInterval = 450 * time.Second }},
+		{"max backoff", map[string]string{"CRAFT_APPS_RELEASE_MAX_BACKOFF_SECS": "3600"},
+			func(_ *config.Shared, p *config.Polling) { p.MaxBackoff = time.Hour }},
+		{"max backoff equal to the interval", map[string]string{"CRAFT_APPS_RELEASE_MAX_BACKOFF_SECS": "1800"},
+			func(_ *config.Shared, p *config.Polling) { p.MaxBackoff = 1800 * time.Second }},
+		{"startup jitter", map[string]string{"CRAFT_APPS_RELEASE_STARTUP_JITTER_SECS": "5"},
+			func(_ *config.Shared, p *config.Polling) { p.StartupJitter = 5 * time.Second }},
+		{"no startup jitter", map[string]string{"CRAFT_APPS_RELEASE_STARTUP_JITTER_SECS": "0"},
+			func(_ *config.Shared, p *config.Polling) { p.StartupJitter = 0 }},
+		{"tick", map[string]string{"CRAFT_APPS_RELEASE_TICK_SECS": "1"},
+			func(_ *config.Shared, p *config.Polling) { p.Tick = time.Second }},
+		{"request spacing", map[string]string{"CRAFT_APPS_RELEASE_REQUEST_SPACING_MS": "250"},
+			func(_ *config.Shared, p *config.Polling) { p.RequestSpacing = 250 * time.Millisecond }},
+		{"no request spacing", map[string]string{"CRAFT_APPS_RELEASE_REQUEST_SPACING_MS": "0"},
+			func(_ *config.Shared, p *config.Polling) { p.RequestSpacing = 0 }},
+	}
+	for _, bin := range binaries {
+		for _, tc := range tests {
+			t.Run(bin.name+"/"+tc.name, func(t *testing.T) {
+				got := bin.load(tc.vars)
+				if got.err != nil {
+					t.Fatalf("load(%q): %v", tc.vars, got.err)
+				}
+				wantShared, wantPolling := defaultShared(), defaultPolling()
+				if bin.name == "poller" && tc.vars["REDIS_URL"] == "" {
+					wantShared.RedisURL = "redis://127.0.0.1:6379"
+				}
+				tc.want(&wantShared, &wantPolling)
+				if !reflect.DeepEqual(got.shared, wantShared) {
+					t.Errorf("Shared:\n got %+v\nwant %+v", got.shared, wantShared)
+				}
+				if !reflect.DeepEqual(got.polling, wantPolling) {
+					t.Errorf("Polling:\n got %+v\nwant %+v", got.polling, wantPolling)
+				}
+				if len(got.warnings) != 0 {
+					t.Errorf("warnings = %q, want none", got.warnings)
+				}
+			})
+		}
+	}
+}
+
+// TestLoadClamps covers every value that is raised to its minimum, and the
+// one warning each raise gives.
+func TestLoadClamps(t *testing.T) {
+	const (
+		interval = "CRAFT_APPS_RELEASE_POLL_INTERVAL_SECS"
+		backoff  = "CRAFT_APPS_RELEASE_MAX_BACKOFF_SECS"
+		tick     = "CRAFT_APPS_RELEASE_TICK_SECS"
+		apiURL   = "CRAFT_APPS_RELEASE_GITHUB_API_URL"
+		tok      = "CRAFT_APPS_RELEASE_GITHUB_TOKEN"
+	)
+	tests := []struct {
+		name         string
+		vars         map[string]string
+		wantInterval time.Duration
+		wantBackoff  time.Duration
+		wantTick     time.Duration
+		warnings     []string
+	}{
+		{
+			name:         "interval below 300 without token",
+			vars:         map[string]string{interval: "299"},
+			wantInterval: 300 * time.Second, wantBackoff: 14400 * time.Second, wantTick: 30 * time.Second,
+			warnings: []string{interval + "=299 is below the minimum 300 for GitHub's API without a token: using 300"},
+		},
+		{
+			name:         "interval below 60 with token",
+			vars:         map[string]string{interval: "59", tok: token},
+			wantInterval: 60 * time.Second, wantBackoff: 14400 * time.Second, wantTick: 30 * time.Second,
+			warnings: []string{interval + "=59 is below the minimum 60 for GitHub's API with a token: using 60"},
+		},
+		{
+			name:         "zero interval without token",
+			vars:         map[string]string{interval: "0"},
+			wantInterval: 300 * time.Second, wantBackoff: 14400 * time.Second, wantTick: 30 * time.Second,
+			warnings: []string{interval + "=0 is below the minimum 300 for GitHub's API without a token: using 300"},
+		},
+		{
+			name:         "GitHub's minimum whatever the spelling of its URL",
+			vars:         map[string]string{interval: "30", apiURL: "HTTPS://API.GitHub.com:443"},
+			wantInterval: 300 * time.Second, wantBackoff: 14400 * time.Second, wantTick: 30 * time.Second,
+			warnings: []string{interval + "=30 is below the minimum 300 for GitHub's API without a token: using 300"},
+		},
+		{
+			name:         "blank token keeps the minimum without token",
+			vars:         map[string]string{interval: "60", tok: "  "},
+			wantInterval: 300 * time.Second, wantBackoff: 14400 * time.Second, wantTick: 30 * time.Second,
+			warnings: []string{interval + "=60 is below the minimum 300 for GitHub's API without a token: using 300"},
+		},
+		{
+			name:         "zero interval on another api",
+			vars:         map[string]string{interval: "0", apiURL: "http://127.0.0.1:9999"},
+			wantInterval: time.Second, wantBackoff: 14400 * time.Second, wantTick: 30 * time.Second,
+			warnings: []string{interval + "=0 is below the minimum 1: using 1"},
+		},
+		{
+			name:         "max backoff below the default interval",
+			vars:         map[string]string{backoff: "100"},
+			wantInterval: 1800 * time.Second, wantBackoff: 1800 * time.Second, wantTick: 30 * time.Second,
+			warnings: []string{backoff + "=100 is below the minimum 1800 (the poll interval): using 1800"},
+		},
+		{
+			name:         "max backoff below the token's default interval",
+			vars:         map[string]string{backoff: "100", tok: token},
+			wantInterval: 120 * time.Second, wantBackoff: 120 * time.Second, wantTick: 30 * time.Second,
+			warnings: []string{backoff + "=100 is below the minimum 120 (the poll interval): using 120"},
+		},
+		{
+			name:         "max backoff below a raised interval",
+			vars:         map[string]string{interval: "10", backoff: "200"},
+			wantInterval: 300 * time.Second, wantBackoff: 300 * time.Second, wantTick: 30 * time.Second,
+			warnings: []string{
+				interval + "=10 is below the minimum 300 for GitHub's API without a token: using 300",
+				backoff + "=200 is below the minimum 300 (the poll interval): using 300",
+			},
+		},
+		{
+			name:         "max backoff below a long interval",
+			vars:         map[string]string{interval: "20000"},
+			wantInterval: 20000 * time.Second, wantBackoff: 20000 * time.Second, wantTick: 30 * time.Second,
+			warnings: []string{backoff + "=14400 is below the minimum 20000 (the poll interval): using 20000"},
+		},
+		{
+			name:         "zero tick",
+			vars:         map[string]string{tick: "0"},
+			wantInterval: 1800 * time.Second, wantBackoff: 14400 * time.Second, wantTick: time.Second,
+			warnings: []string{tick + "=0 is below the minimum 1: using 1"},
+		},
+	}
+	for _, bin := range binaries {
+		for _, tc := range tests {
+			t.Run(bin.name+"/"+tc.name, func(t *testing.T) {
+				got := bin.load(tc.vars)
+				if got.err != nil {
+					t.Fatalf("load(%q): %v", tc.vars, got.err)
+				}
+				p := got.polling
+				if p.PollInterval != tc.wantInterval || p.MaxBackoff != tc.wantBackoff || p.Tick != tc.wantTick {
+					t.Errorf("interval, max backoff, tick = %v, %v, %v; want %v, %v, %v",
+						p.PollInterval, p.MaxBackoff, p.Tick, tc.wantInterval, tc.wantBackoff, tc.wantTick)
+				}
+				if !slices.Equal(got.warnings, tc.warnings) {
+					t.Errorf("warnings:\n got %q\nwant %q", got.warnings, tc.warnings)
+				}
+			})
+		}
+	}
+}
+
+// TestLoadBad covers a bad value of every variable both binaries read: the
+// error names the variable and the problem.
+func TestLoadBad(t *testing.T) {
+	tests := []struct {
+		name string
+		vars map[string]string
+		want []string // each must appear in the error
+	}{
+		{"redis url scheme", map[string]string{"REDIS_URL": "http://127.0.0.1:6379"},
+			[]string{`REDIS_URL: scheme "http" is not redis`}},
+		{"redis url without scheme", map[string]string{"REDIS_URL": "127.0.0.1:6379"},
+			[]string{"REDIS_URL: "}},
+		{"redis url bad escape", map[string]string{"REDIS_URL": "redis://:" + password + "%zz@127.0.0.1:6379"},
+			[]string{"REDIS_URL: not a URL"}},
+		{"redis url database", map[string]string{"REDIS_URL": "redis://:" + password + "@127.0.0.1:6379/zero"},
+			[]string{"REDIS_URL: invalid database number"}},
+		{"redis url path", map[string]string{"REDIS_URL": "redis://:" + password + "@127.0.0.1:6379/0/" + password},
+			[]string{"REDIS_URL: invalid URL path"}},
+		{"apps malformed", map[string]string{"CRAFT_APPS_RELEASE_APPS": "good=Good=org/good,bad=Bad"},
+			[]string{`CRAFT_APPS_RELEASE_APPS: entry "bad=Bad"`}},
+		{"apps repeated key", map[string]string{"CRAFT_APPS_RELEASE_APPS": "a=A=org/a,A=Other=org/other"},
+			[]string{`CRAFT_APPS_RELEASE_APPS: entry "A=Other=org/other"`, "already listed"}},
+		{"apps only commas", map[string]string{"CRAFT_APPS_RELEASE_APPS": ",,"},
+			[]string{"CRAFT_APPS_RELEASE_APPS: no app"}},
+		{"api url scheme", map[string]string{"CRAFT_APPS_RELEASE_GITHUB_API_URL": "ftp://api.github.com/"},
+			[]string{`CRAFT_APPS_RELEASE_GITHUB_API_URL: "ftp://api.github.com/" is not an http or https URL`}},
+		{"api url relative", map[string]string{"CRAFT_APPS_RELEASE_GITHUB_API_URL": "api.github.com"},
+			[]string{"CRAFT_APPS_RELEASE_GITHUB_API_URL: ", "not an http or https URL"}},
+		{"api url without host", map[string]string{"CRAFT_APPS_RELEASE_GITHUB_API_URL": "https:///repos"},
+			[]string{"CRAFT_APPS_RELEASE_GITHUB_API_URL: ", "has no host"}},
+		{"api url unparsable", map[string]string{"CRAFT_APPS_RELEASE_GITHUB_API_URL": "http://[::1"},
+			[]string{"CRAFT_APPS_RELEASE_GITHUB_API_URL: ", "is not a URL"}},
+		{"api url with credentials", map[string]string{"CRAFT_APPS_RELEASE_GITHUB_API_URL": "https://me:" + password + "@ghe.example.com/"},
+			[]string{"CRAFT_APPS_RELEASE_GITHUB_API_URL: ", "must not hold credentials"}},
+		{"api url with query", map[string]string{"CRAFT_APPS_RELEASE_GITHUB_API_URL": "https://ghe.example.com/?x=1"},
+			[]string{"CRAFT_APPS_RELEASE_GITHUB_API_URL: ", "query or a fragment"}},
+		{"log level", map[string]string{"LOG_LEVEL": "verbose"},
+			[]string{`LOG_LEVEL: "verbose" is not debug, info, warn or error`}},
+		{"log level zap knows but we do not", map[string]string{"LOG_LEVEL": "dpanic"},
+			[]string{`LOG_LEVEL: "dpanic"`}},
+		{"log format", map[string]string{"LOG_FORMAT": "text"},
+			[]string{`LOG_FORMAT: "text" is not json or console`}},
+		{"polling enabled", map[string]string{"CRAFT_APPS_RELEASE_POLLING_ENABLED": "yes"},
+			[]string{`CRAFT_APPS_RELEASE_POLLING_ENABLED: "yes" is not true or false`}},
+		{"coordination enabled", map[string]string{"CRAFT_APPS_RELEASE_COORDINATION_ENABLED": "maybe"},
+			[]string{`CRAFT_APPS_RELEASE_COORDINATION_ENABLED: "maybe" is not true or false`}},
+		{"interval not a number", map[string]string{"CRAFT_APPS_RELEASE_POLL_INTERVAL_SECS": "abc"},
+			[]string{`CRAFT_APPS_RELEASE_POLL_INTERVAL_SECS: "abc" is not a whole number`}},
+		{"interval with a unit", map[string]string{"CRAFT_APPS_RELEASE_POLL_INTERVAL_SECS": "120s"},
+			[]string{`CRAFT_APPS_RELEASE_POLL_INTERVAL_SECS: "120s" is not a whole number`}},
+		{"interval negative", map[string]string{"CRAFT_APPS_RELEASE_POLL_INTERVAL_SECS": "-5"},
+			[]string{`CRAFT_APPS_RELEASE_POLL_INTERVAL_SECS: "-5" is negative`}},
+		{"interval hugely negative", map[string]string{"CRAFT_APPS_RELEASE_POLL_INTERVAL_SECS": "-99999999999999999999"},
+			[]string{`CRAFT_APPS_RELEASE_POLL_INTERVAL_SECS: "-99999999999999999999" is negative`}},
+		{"interval beyond a duration", map[string]string{"CRAFT_APPS_RELEASE_POLL_INTERVAL_SECS": "9223372037"},
+			[]string{`CRAFT_APPS_RELEASE_POLL_INTERVAL_SECS: "9223372037" is too large`}},
+		{"interval beyond int64", map[string]string{"CRAFT_APPS_RELEASE_POLL_INTERVAL_SECS": "99999999999999999999"},
+			[]string{`CRAFT_APPS_RELEASE_POLL_INTERVAL_SECS: "99999999999999999999" is too large`}},
+		{"max backoff negative", map[string]string{"CRAFT_APPS_RELEASE_MAX_BACKOFF_SECS": "-1"},
+			[]string{`CRAFT_APPS_RELEASE_MAX_BACKOFF_SECS: "-1" is negative`}},
+		{"max backoff fraction", map[string]string{"CRAFT_APPS_RELEASE_MAX_BACKOFF_SECS": "1.5"},
+			[]string{`CRAFT_APPS_RELEASE_MAX_BACKOFF_SECS: "1.5" is not a whole number`}},
+		{"startup jitter", map[string]string{"CRAFT_APPS_RELEASE_STARTUP_JITTER_SECS": "soon"},
+			[]string{`CRAFT_APPS_RELEASE_STARTUP_JITTER_SECS: "soon" is not a whole number`}},
+		{"startup jitter negative", map[string]string{"CRAFT_APPS_RELEASE_STARTUP_JITTER_SECS": "-30"},
+			[]string{`CRAFT_APPS_RELEASE_STARTUP_JITTER_SECS: "-30" is negative`}},
+		{"tick", map[string]string{"CRAFT_APPS_RELEASE_TICK_SECS": "abc"},
+			[]string{`CRAFT_APPS_RELEASE_TICK_SECS: "abc" is not a whole number`}},
+		{"tick negative", map[string]string{"CRAFT_APPS_RELEASE_TICK_SECS": "-1"},
+			[]string{`CRAFT_APPS_RELEASE_TICK_SECS: "-1" is negative`}},
+		{"request spacing", map[string]string{"CRAFT_APPS_RELEASE_REQUEST_SPACING_MS": "1e3"},
+			[]string{`CRAFT_APPS_RELEASE_REQUEST_SPACING_MS: "1e3" is not a whole number`}},
+		{"request spacing negative", map[string]string{"CRAFT_APPS_RELEASE_REQUEST_SPACING_MS": "-1000"},
+			[]string{`CRAFT_APPS_RELEASE_REQUEST_SPACING_MS: "-1000" is negative`}},
+		{"request spacing beyond a duration", map[string]string{"CRAFT_APPS_RELEASE_REQUEST_SPACING_MS": "9223372036855"},
+			[]string{`CRAFT_APPS_RELEASE_REQUEST_SPACING_MS: "9223372036855" is too large`}},
+		{"every wrong variable at once", map[string]string{
+			"CRAFT_APPS_RELEASE_TICK_SECS": "abc", "LOG_LEVEL": "loud", "CRAFT_APPS_RELEASE_APPS": "x",
+		}, []string{"CRAFT_APPS_RELEASE_TICK_SECS: ", "LOG_LEVEL: ", "CRAFT_APPS_RELEASE_APPS: "}},
+	}
+	for _, bin := range binaries {
+		for _, tc := range tests {
+			t.Run(bin.name+"/"+tc.name, func(t *testing.T) {
+				// A token in every case shows no error ever repeats it.
+				got := bin.load(with(tc.vars, "CRAFT_APPS_RELEASE_GITHUB_TOKEN", token))
+				if got.err == nil {
+					t.Fatalf("load(%q): no error, want one naming %q", tc.vars, tc.want)
+				}
+				msg := got.err.Error()
+				for _, want := range tc.want {
+					if !strings.Contains(msg, want) {
+						t.Errorf("error %q, want it to contain %q", msg, want)
+					}
+				}
+				for _, secret := range []string{token, password} {
+					if strings.Contains(msg, secret) {
+						t.Errorf("error %q holds the secret %q", msg, secret)
+					}
+				}
+				if got.warnings != nil || !reflect.DeepEqual(got.shared, config.Shared{}) || got.polling != (config.Polling{}) {
+					t.Errorf("on error got %+v, %+v, warnings %q; want zero values", got.shared, got.polling, got.warnings)
+				}
+			})
+		}
+	}
+}
+
+func TestLoadAPIOnly(t *testing.T) {
+	tests := []struct {
+		name    string
+		vars    map[string]string
+		want    func(*config.API)
+		wantErr string
+	}{
+		{"http addr", map[string]string{"HTTP_ADDR": "127.0.0.1:80"}, func(a *config.API) { a.HTTPAddr = "127.0.0.1:80" }, ""},
+		{"http addr port only", map[string]string{"HTTP_ADDR": ":9000"}, func(a *config.API) { a.HTTPAddr = ":9000" }, ""},
+		{"http addr without colon", map[string]string{"HTTP_ADDR": "8080"}, nil, `HTTP_ADDR: "8080" is not host:port`},
+		{"http addr without port", map[string]string{"HTTP_ADDR": "localhost:"}, nil, `HTTP_ADDR: "localhost:" is not host:port`},
+		{"hydrate timeout", map[string]string{"CRAFT_APPS_HYDRATE_TIMEOUT_SECS": "3"}, func(a *config.API) { a.HydrateTimeout = 3 * time.Second }, ""},
+		{"no hydrate timeout", map[string]string{"CRAFT_APPS_HYDRATE_TIMEOUT_SECS": "0"}, func(a *config.API) { a.HydrateTimeout = 0 }, ""},
+		{"hydrate timeout bad", map[string]string{"CRAFT_APPS_HYDRATE_TIMEOUT_SECS": "ten"}, nil, `CRAFT_APPS_HYDRATE_TIMEOUT_SECS: "ten" is not a whole number`},
+		{"hydrate timeout negative", map[string]string{"CRAFT_APPS_HYDRATE_TIMEOUT_SECS": "-10"}, nil, `CRAFT_APPS_HYDRATE_TIMEOUT_SECS: "-10" is negative`},
+		{"shutdown timeout", map[string]string{"SHUTDOWN_TIMEOUT_SECS": "30"}, func(a *config.API) { a.ShutdownTimeout = 30 * time.Second }, ""},
+		{"shutdown timeout bad", map[string]string{"SHUTDOWN_TIMEOUT_SECS": "15s"}, nil, `SHUTDOWN_TIMEOUT_SECS: "15s" is not a whole number`},
+		{"redis without coordination", map[string]string{"REDIS_URL": "redis://127.0.0.1:6379", "CRAFT_APPS_RELEASE_COORDINATION_ENABLED": "false"},
+			func(a *config.API) { a.RedisURL, a.CoordinationEnabled = "redis://127.0.0.1:6379", false }, ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, _, err := config.LoadAPI(lookup(tc.vars))
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("LoadAPI(%q) error = %v, want one containing %q", tc.vars, err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("LoadAPI(%q): %v", tc.vars, err)
+			}
+			want, _, err := config.LoadAPI(lookup(nil))
+			if err != nil {
+				t.Fatalf("LoadAPI(empty environment): %v", err)
+			}
+			tc.want(&want)
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("LoadAPI(%q):\n got %+v\nwant %+v", tc.vars, got, want)
+			}
+		})
+	}
+}
+
+func TestLoadPollerOnly(t *testing.T) {
+	const redis = "redis://127.0.0.1:6379"
+	tests := []struct {
+		name    string
+		vars    map[string]string
+		want    func(*config.Poller)
+		wantErr []string
+	}{
+		{"http addr", map[string]string{"REDIS_URL": redis, "HTTP_ADDR": ":9191"}, func(p *config.Poller) { p.HTTPAddr = ":9191" }, nil},
+		{"http addr bad", map[string]string{"REDIS_URL": redis, "HTTP_ADDR": "9090"}, nil, []string{`HTTP_ADDR: "9090" is not host:port`}},
+		{"shutdown timeout", map[string]string{"REDIS_URL": redis, "SHUTDOWN_TIMEOUT_SECS": "5"}, func(p *config.Poller) { p.ShutdownTimeout = 5 * time.Second }, nil},
+		{"shutdown timeout bad", map[string]string{"REDIS_URL": redis, "SHUTDOWN_TIMEOUT_SECS": "-5"}, nil, []string{`SHUTDOWN_TIMEOUT_SECS: "-5" is negative`}},
+		{"no redis while coordinated", map[string]string{}, nil, []string{"REDIS_URL: empty", "CRAFT_APPS_RELEASE_COORDINATION_ENABLED=false"}},
+		{"blank redis while coordinated", map[string]string{"REDIS_URL": "  "}, nil, []string{"REDIS_URL: empty"}},
+		{"no redis without coordination", map[string]string{"CRAFT_APPS_RELEASE_COORDINATION_ENABLED": "false"},
+			func(p *config.Poller) { p.RedisURL, p.CoordinationEnabled = "", false }, nil},
+		{"redis without coordination", map[string]string{"REDIS_URL": redis, "CRAFT_APPS_RELEASE_COORDINATION_ENABLED": "false"},
+			func(p *config.Poller) { p.CoordinationEnabled = false }, nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, _, err := config.LoadPoller(lookup(tc.vars))
+			if tc.wantErr != nil {
+				if err == nil {
+					t.Fatalf("LoadPoller(%q): no error, want one containing %q", tc.vars, tc.wantErr)
+				}
+				for _, want := range tc.wantErr {
+					if !strings.Contains(err.Error(), want) {
+						t.Errorf("LoadPoller(%q) error = %q, want it to contain %q", tc.vars, err, want)
+					}
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("LoadPoller(%q): %v", tc.vars, err)
+			}
+			want, _, err := config.LoadPoller(lookup(map[string]string{"REDIS_URL": redis}))
+			if err != nil {
+				t.Fatalf("LoadPoller(only REDIS_URL): %v", err)
+			}
+			tc.want(&want)
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("LoadPoller(%q):\n got %+v\nwant %+v", tc.vars, got, want)
+			}
+		})
+	}
+}
+
+// TestLoadReadsOnlyGetenv checks that the process environment, which env
+// would read by default, plays no part.
+func TestLoadReadsOnlyGetenv(t *testing.T) {
+	t.Setenv("LOG_LEVEL", "debug")
+	t.Setenv("REDIS_URL", "redis://127.0.0.1:6379")
+	t.Setenv("CRAFT_APPS_RELEASE_TICK_SECS", "abc")
+	a, _, err := config.LoadAPI(lookup(nil))
+	if err != nil {
+		t.Fatalf("LoadAPI(empty getenv): %v", err)
+	}
+	if a.LogLevel != zapcore.InfoLevel || a.RedisURL != "" {
+		t.Errorf("LoadAPI(empty getenv) = level %v, redis %q; want info and empty, not the process environment", a.LogLevel, a.RedisURL)
+	}
+	if _, _, err := config.LoadPoller(lookup(nil)); err == nil {
+		t.Errorf("LoadPoller(empty getenv): no error, want one for the missing REDIS_URL")
+	}
+}
+
+// TestLoadAsksForNames checks that the loaders ask getenv for exactly the
+// variables Names lists, so a manifest check built on Names is true.
+func TestLoadAsksForNames(t *testing.T) {
+	for _, bin := range []string{"api", "poller"} {
+		t.Run(bin, func(t *testing.T) {
+			var asked []string
+			getenv := func(name string) string {
+				asked = append(asked, name)
+				return ""
+			}
+			if bin == "api" {
+				config.LoadAPI(getenv)
+			} else {
+				config.LoadPoller(getenv)
+			}
+			if want := config.Names(bin); !slices.Equal(asked, want) {
+				t.Errorf("getenv asked for\n %q\nwant Names(%q) =\n %q", asked, bin, want)
+			}
+		})
+	}
+}
+
+func TestStandalone(t *testing.T) {
+	tests := []struct {
+		name string
+		vars map[string]string
+		want bool
+	}{
+		{"no redis", nil, true},
+		{"redis", map[string]string{"REDIS_URL": "redis://127.0.0.1:6379"}, false},
+		{"redis without coordination", map[string]string{"REDIS_URL": "redis://127.0.0.1:6379", "CRAFT_APPS_RELEASE_COORDINATION_ENABLED": "false"}, true},
+		{"no redis without coordination", map[string]string{"CRAFT_APPS_RELEASE_COORDINATION_ENABLED": "false"}, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			a, _, err := config.LoadAPI(lookup(tc.vars))
+			if err != nil {
+				t.Fatalf("LoadAPI(%q): %v", tc.vars, err)
+			}
+			if got := a.Standalone(); got != tc.want {
+				t.Errorf("Standalone() = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestTiming(t *testing.T) {
+	p := config.Polling{
+		PollInterval:   1 * time.Minute,
+		MaxBackoff:     2 * time.Minute,
+		StartupJitter:  3 * time.Second,
+		Tick:           4 * time.Second,
+		RequestSpacing: 5 * time.Millisecond,
+	}
+	want := schedule.Timing{
+		Interval:      1 * time.Minute,
+		MaxBackoff:    2 * time.Minute,
+		Tick:          4 * time.Second,
+		Spacing:       5 * time.Millisecond,
+		StartupJitter: 3 * time.Second,
+	}
+	if got := p.Timing(); got != want {
+		t.Errorf("Timing() = %+v, want %+v", got, want)
+	}
+}

@@ -1,0 +1,192 @@
+package config_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"strings"
+	"testing"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+
+	"github.com/storytold/craft-releases/pkg/config"
+)
+
+func TestSecretFormat(t *testing.T) {
+	tests := []struct {
+		format string
+		secret config.Secret
+		want   string
+	}{
+		{"%v", token, "[redacted]"},
+		{"%+v", token, "[redacted]"},
+		{"%#v", token, `"[redacted]"`},
+		{"%s", token, "[redacted]"},
+		{"%q", token, `"[redacted]"`},
+		{"%x", token, "5b72656461637465645d"},
+		{"%12s|", token, "  [redacted]|"},
+		{"%v", "", ""},
+		{"%q", "", `""`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.format+" "+tc.secret.String(), func(t *testing.T) {
+			if got := fmt.Sprintf(tc.format, tc.secret); got != tc.want {
+				t.Errorf("Sprintf(%q, secret) = %q, want %q", tc.format, got, tc.want)
+			}
+		})
+	}
+	if got := config.Secret(token).Reveal(); got != token {
+		t.Errorf("Reveal() = %q, want the token", got)
+	}
+}
+
+func TestRedactURL(t *testing.T) {
+	tests := []struct {
+		name string
+		in   string
+		want string
+	}{
+		{"empty", "", ""},
+		{"no user", "redis://127.0.0.1:6379/0", "redis://127.0.0.1:6379/0"},
+		{"user only", "redis://default@127.0.0.1:6379", "redis://default@127.0.0.1:6379"},
+		{"user and password", "redis://user:" + password + "@127.0.0.1:6379/0", "redis://user:xxxxx@127.0.0.1:6379/0"},
+		{"password only", "rediss://:" + password + "@redis.example:6380", "rediss://:xxxxx@redis.example:6380"},
+		{"password with @", "redis://:pa@ss" + password + "@h:6379", "redis://:xxxxx@h:6379"},
+		{"cluster", "redis://:" + password + "@h1:6379?addr=h2:6379", "redis://:xxxxx@h1:6379?addr=h2:6379"},
+		{"unparsable hides everything", "redis://:" + password + "%zz@h:6379", "[redacted]"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := config.RedactURL(tc.in); got != tc.want {
+				t.Errorf("RedactURL(%q) = %q, want %q", tc.in, got, tc.want)
+			}
+			u := config.SecretURL(tc.in)
+			if got := fmt.Sprintf("%v|%s|%+v", u, u, u); got != tc.want+"|"+tc.want+"|"+tc.want {
+				t.Errorf("Sprintf(SecretURL) = %q, want %q thrice", got, tc.want)
+			}
+			if got := u.Reveal(); got != tc.in {
+				t.Errorf("Reveal() = %q, want %q", got, tc.in)
+			}
+		})
+	}
+}
+
+// TestConfigNeverPrintsSecrets prints loaded settings every way a program
+// might, and looks for the token and the Redis password.
+func TestConfigNeverPrintsSecrets(t *testing.T) {
+	vars := map[string]string{"CRAFT_APPS_RELEASE_GITHUB_TOKEN": token, "REDIS_URL": redisURL}
+	a, _, err := config.LoadAPI(lookup(vars))
+	if err != nil {
+		t.Fatalf("LoadAPI: %v", err)
+	}
+	p, _, err := config.LoadPoller(lookup(vars))
+	if err != nil {
+		t.Fatalf("LoadPoller: %v", err)
+	}
+	if a.GitHubToken.Reveal() != token || a.RedisURL.Reveal() != redisURL || p.GitHubToken.Reveal() != token {
+		t.Fatalf("settings do not hold the secrets; the test would prove nothing")
+	}
+	printed := map[string]string{}
+	for _, verb := range []string{"%v", "%+v", "%#v", "%s", "%q", "%x"} {
+		printed["api "+verb] = fmt.Sprintf(verb, a)
+		printed["&api "+verb] = fmt.Sprintf(verb, &a)
+		printed["poller "+verb] = fmt.Sprintf(verb, p)
+		printed["polling "+verb] = fmt.Sprintf(verb, a.Polling)
+		printed["shared "+verb] = fmt.Sprintf(verb, a.Shared)
+	}
+	for name, v := range map[string]any{"api": a, "poller": p} {
+		b, err := json.Marshal(v)
+		if err != nil {
+			t.Fatalf("json.Marshal(%s): %v", name, err)
+		}
+		printed["json "+name] = string(b)
+	}
+	printed["log api"] = logLine(t, zapcore.NewJSONEncoder(zap.NewProductionEncoderConfig()), a.Fields()...)
+	printed["log poller"] = logLine(t, zapcore.NewConsoleEncoder(zap.NewDevelopmentEncoderConfig()), p.Fields()...)
+	printed["log any"] = logLine(t, zapcore.NewJSONEncoder(zap.NewProductionEncoderConfig()), zap.Any("config", a))
+	for name, out := range printed {
+		for _, secret := range []string{token, password} {
+			if strings.Contains(out, secret) {
+				t.Errorf("%s holds the secret %q:\n%s", name, secret, out)
+			}
+		}
+	}
+	if got := printed["api %+v"]; !strings.Contains(got, "GitHubToken:[redacted]") || !strings.Contains(got, "user:xxxxx@") {
+		t.Errorf("%%+v of the settings = %s, want the token as [redacted] and the password as xxxxx", got)
+	}
+}
+
+func TestFields(t *testing.T) {
+	vars := map[string]string{
+		"CRAFT_APPS_RELEASE_GITHUB_TOKEN": token, "REDIS_URL": redisURL,
+		"CRAFT_APPS_RELEASE_APPS": "a=A=org/a,b=B=org/b",
+	}
+	a, _, err := config.LoadAPI(lookup(vars))
+	if err != nil {
+		t.Fatalf("LoadAPI: %v", err)
+	}
+	p, _, err := config.LoadPoller(lookup(vars))
+	if err != nil {
+		t.Fatalf("LoadPoller: %v", err)
+	}
+	common := map[string]any{
+		"redis_url":            "redis://user:xxxxx@127.0.0.1:6379/0",
+		"apps":                 []any{"a", "b"},
+		"github_api_url":       "https://api.github.com/",
+		"log_level":            "info",
+		"log_format":           "json",
+		"polling_enabled":      true,
+		"coordination_enabled": true,
+		"github_token_set":     true,
+		"poll_interval":        "2m0s",
+		"max_backoff":          "4h0m0s",
+		"startup_jitter":       "30s",
+		"tick":                 "30s",
+		"request_spacing":      "1s",
+		"shutdown_timeout":     "15s",
+	}
+	tests := []struct {
+		name   string
+		fields []zap.Field
+		extra  map[string]any
+	}{
+		{"api", a.Fields(), map[string]any{"http_addr": ":8080", "hydrate_timeout": "10s", "standalone": false}},
+		{"poller", p.Fields(), map[string]any{"http_addr": ":9090"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := zap.NewProductionEncoderConfig()
+			cfg.EncodeDuration = zapcore.StringDurationEncoder
+			cfg.TimeKey = ""
+			var got map[string]any
+			line := logLine(t, zapcore.NewJSONEncoder(cfg), tc.fields...)
+			if err := json.Unmarshal([]byte(line), &got); err != nil {
+				t.Fatalf("read log line %s: %v", line, err)
+			}
+			want := map[string]any{"level": "info", "msg": "settings"}
+			for k, v := range common {
+				want[k] = v
+			}
+			for k, v := range tc.extra {
+				want[k] = v
+			}
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("log line:\n got %v\nwant %v", got, want)
+			}
+		})
+	}
+}
+
+// logLine logs one info line with fields through enc and returns it.
+func logLine(t testing.TB, enc zapcore.Encoder, fields ...zap.Field) string {
+	t.Helper()
+	var buf bytes.Buffer
+	log := zap.New(zapcore.NewCore(enc, zapcore.AddSync(&buf), zapcore.DebugLevel))
+	log.Info("settings", fields...)
+	if err := log.Sync(); err != nil {
+		t.Fatalf("sync log: %v", err)
+	}
+	return buf.String()
+}

@@ -1,0 +1,217 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"reflect"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/caarlos0/env/v11"
+)
+
+// The structs below are the one list of environment variables: env parses
+// them, and Names and Usage read the same tags, so they cannot disagree.
+// Besides env's own tags, "help" is the one-line description for --help and
+// "helpDefault" the default as --help shows it where envDefault cannot say it.
+
+// sharedEnv holds the variables of both binaries.
+type sharedEnv struct {
+	RedisURL     string `env:"REDIS_URL" helpDefault:"(empty)" help:"redis://[user:password@]host:port[/db], rediss:// for TLS; empty: no Redis"`
+	Apps         string `env:"CRAFT_APPS_RELEASE_APPS" helpDefault:"the 13 Craft Apps" help:"the apps to serve: key=Name=org/repo,key=Name=org/repo,…"`
+	GitHubAPIURL string `env:"CRAFT_APPS_RELEASE_GITHUB_API_URL" envDefault:"https://api.github.com/" help:"GitHub's REST API, GitHub Enterprise or a test fake"`
+	LogLevel     string `env:"LOG_LEVEL" envDefault:"info" help:"debug, info, warn or error"`
+	LogFormat    string `env:"LOG_FORMAT" envDefault:"json" help:"json for production, console for people"`
+}
+
+// pollingEnv holds the variables of the poller, which cmd/api reads too for
+// its standalone mode.
+type pollingEnv struct {
+	PollingEnabled      boolean  `env:"CRAFT_APPS_RELEASE_POLLING_ENABLED" envDefault:"true" help:"false: no GitHub requests at all (the apps are still listed)"`
+	CoordinationEnabled boolean  `env:"CRAFT_APPS_RELEASE_COORDINATION_ENABLED" envDefault:"true" help:"false: every process polls on its own; Redis is not read for claims, freshness or backoff"`
+	GitHubToken         string   `env:"CRAFT_APPS_RELEASE_GITHUB_TOKEN" helpDefault:"(unset)" help:"optional GitHub token; unset, empty or blank: unauthenticated requests"`
+	PollInterval        *seconds `env:"CRAFT_APPS_RELEASE_POLL_INTERVAL_SECS" helpDefault:"120 with a token, 1800 without" help:"seconds between two requests for one app; at least 60 with a token, 300 without, on GitHub's own API; else at least 1"`
+	MaxBackoff          seconds  `env:"CRAFT_APPS_RELEASE_MAX_BACKOFF_SECS" envDefault:"14400" help:"seconds, the longest fleet backoff; at least the poll interval"`
+	StartupJitter       seconds  `env:"CRAFT_APPS_RELEASE_STARTUP_JITTER_SECS" envDefault:"30" help:"seconds; the first tick waits a uniform 0…this"`
+	Tick                seconds  `env:"CRAFT_APPS_RELEASE_TICK_SECS" envDefault:"30" help:"seconds between two ticks, ±10 %; at least 1"`
+	RequestSpacing      millis   `env:"CRAFT_APPS_RELEASE_REQUEST_SPACING_MS" envDefault:"1000" help:"milliseconds between two GitHub requests of a round"`
+}
+
+// apiEnv holds every variable cmd/api reads.
+type apiEnv struct {
+	Shared          sharedEnv
+	Polling         pollingEnv
+	HTTPAddr        string  `env:"HTTP_ADDR" envDefault:":8080" help:"the endpoint, /healthz, /readyz and /metrics"`
+	HydrateTimeout  seconds `env:"CRAFT_APPS_HYDRATE_TIMEOUT_SECS" envDefault:"10" help:"seconds; ready after the first load from Redis, or after this long without one"`
+	ShutdownTimeout seconds `env:"SHUTDOWN_TIMEOUT_SECS" envDefault:"15" help:"seconds; on SIGTERM: unready at once, finish in-flight requests, then exit"`
+}
+
+// pollerEnv holds every variable cmd/poller reads.
+type pollerEnv struct {
+	Shared          sharedEnv
+	Polling         pollingEnv
+	HTTPAddr        string  `env:"HTTP_ADDR" envDefault:":9090" help:"the poller's /healthz, /readyz and /metrics"`
+	ShutdownTimeout seconds `env:"SHUTDOWN_TIMEOUT_SECS" envDefault:"15" help:"seconds; on SIGTERM: unready at once, finish the request in flight, then exit"`
+}
+
+// boolean is a variable that is true or false (or 1/0, t/f as strconv allows).
+type boolean bool
+
+func (b *boolean) UnmarshalText(text []byte) error {
+	v, err := strconv.ParseBool(string(text))
+	if err != nil {
+		return fmt.Errorf("%q is not true or false", text)
+	}
+	*b = boolean(v)
+	return nil
+}
+
+// seconds is a variable holding a whole, non-negative number of seconds.
+type seconds time.Duration
+
+func (s *seconds) UnmarshalText(text []byte) error {
+	d, err := wholeNumber(string(text), time.Second)
+	*s = seconds(d)
+	return err
+}
+
+// millis is a variable holding a whole, non-negative number of milliseconds.
+type millis time.Duration
+
+func (m *millis) UnmarshalText(text []byte) error {
+	d, err := wholeNumber(string(text), time.Millisecond)
+	*m = millis(d)
+	return err
+}
+
+// wholeNumber parses s as a count of unit, refusing what a time.Duration
+// cannot hold.
+func wholeNumber(s string, unit time.Duration) (time.Duration, error) {
+	limit := int64(math.MaxInt64 / unit)
+	n, err := strconv.ParseInt(s, 10, 64)
+	switch {
+	case errors.Is(err, strconv.ErrRange) && strings.HasPrefix(s, "-"), err == nil && n < 0:
+		return 0, fmt.Errorf("%q is negative", s)
+	case errors.Is(err, strconv.ErrRange), err == nil && n > limit:
+		return 0, fmt.Errorf("%q is too large (at most %d)", s, limit)
+	case err != nil:
+		return 0, fmt.Errorf("%q is not a whole number", s)
+	}
+	return time.Duration(n) * unit, nil
+}
+
+// variable is one environment variable as the tags of an *Env struct say.
+type variable struct {
+	field string // the Go field that holds it, as env's errors name it
+	name  string
+	def   string // as --help shows it
+	help  string
+}
+
+// variables lists the variables of an *Env struct type in field order, the
+// variables of an untagged struct field in its place, as env walks them.
+func variables(t reflect.Type) []variable {
+	var vars []variable
+	for f := range t.Fields() {
+		name, _, _ := strings.Cut(f.Tag.Get("env"), ",")
+		if name == "" {
+			if f.Type.Kind() == reflect.Struct {
+				vars = append(vars, variables(f.Type)...)
+			}
+			continue
+		}
+		def, ok := f.Tag.Lookup("helpDefault")
+		if !ok {
+			def = f.Tag.Get("envDefault")
+		}
+		vars = append(vars, variable{field: f.Name, name: name, def: def, help: f.Tag.Get("help")})
+	}
+	return vars
+}
+
+// binaryEnv returns the *Env struct type of a binary, or nil.
+func binaryEnv(binary string) reflect.Type {
+	switch binary {
+	case "api":
+		return reflect.TypeFor[apiEnv]()
+	case "poller":
+		return reflect.TypeFor[pollerEnv]()
+	}
+	return nil
+}
+
+// Names returns every environment variable that binary ("api" or "poller")
+// reads, in the order Usage lists them; nil for any other binary.
+func Names(binary string) []string {
+	t := binaryEnv(binary)
+	if t == nil {
+		return nil
+	}
+	var names []string
+	for _, v := range variables(t) {
+		names = append(names, v.name)
+	}
+	return names
+}
+
+// Usage writes the --help text of binary ("api" or "poller"): every variable
+// it reads, with its default and a one-line description. It writes nothing
+// for any other binary, and ignores write errors, as a --help printer may.
+func Usage(w io.Writer, binary string) {
+	t := binaryEnv(binary)
+	if t == nil {
+		return
+	}
+	fmt.Fprintf(w, "%s reads its settings from these environment variables:\n\n", binary)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "VARIABLE\tDEFAULT\tDESCRIPTION")
+	for _, v := range variables(t) {
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", v.name, v.def, v.help)
+	}
+	tw.Flush()
+	if binary == "api" {
+		fmt.Fprintln(w, "\nThe CRAFT_APPS_RELEASE_* polling settings apply when the API polls GitHub itself:\nwith no REDIS_URL, or with CRAFT_APPS_RELEASE_COORDINATION_ENABLED=false.")
+	}
+}
+
+// parse fills raw, a pointer to an *Env struct, from getenv. Values are
+// trimmed, and a blank one counts as unset. The error names each variable
+// whose value does not parse.
+func parse[T any](raw *T, getenv func(string) string) error {
+	vars := variables(reflect.TypeFor[T]())
+	// A non-nil map, even empty, keeps env from reading the process's
+	// environment behind getenv's back.
+	environment := make(map[string]string, len(vars))
+	for _, v := range vars {
+		if s := strings.TrimSpace(getenv(v.name)); s != "" {
+			environment[v.name] = s
+		}
+	}
+	err := env.ParseWithOptions(raw, env.Options{Environment: environment})
+	if err == nil {
+		return nil
+	}
+	var agg env.AggregateError
+	if !errors.As(err, &agg) {
+		return fmt.Errorf("read environment: %w", err)
+	}
+	names := make(map[string]string, len(vars))
+	for _, v := range vars {
+		names[v.field] = v.name
+	}
+	errs := make([]error, 0, len(agg.Errors))
+	for _, e := range agg.Errors {
+		var pe env.ParseError
+		if errors.As(e, &pe) && names[pe.Name] != "" {
+			// Our parsers say what is wrong; env's wrapping would name
+			// the Go field instead of the variable.
+			e = fmt.Errorf("%s: %w", names[pe.Name], pe.Err)
+		}
+		errs = append(errs, e)
+	}
+	return errors.Join(errs...)
+}
