@@ -1,0 +1,410 @@
+// Package github is the service's GitHub source: it asks GitHub's REST API for
+// the latest release of one app with go-github, classifies the answer
+// (spec/github.md) and turns the untrusted release into a bounded, filtered
+// release.Release.
+package github
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	gogithub "github.com/google/go-github/v66/github"
+
+	"github.com/storytold/craft-releases/pkg/release"
+)
+
+// Defaults and bounds of the request (spec/github.md, "The request").
+const (
+	DefaultBaseURL        = "https://api.github.com/"
+	DefaultUserAgent      = "craft-releases"
+	DefaultConnectTimeout = 10 * time.Second
+	DefaultRequestTimeout = 30 * time.Second
+
+	// MaxBody is the largest body read from GitHub, in bytes; an answer with
+	// a bigger one fails, and no more than MaxBody+1 bytes of it are read.
+	MaxBody = 4 << 20
+
+	// MaxRetryAfter is the longest Retry-After honoured; a longer one is
+	// clamped to it.
+	MaxRetryAfter = 86400 * time.Second
+)
+
+const (
+	mediaType  = "application/vnd.github+json"
+	apiVersion = "2022-11-28"
+)
+
+// Options configures a Client. Zero fields take the defaults.
+type Options struct {
+	// BaseURL is CRAFT_APPS_RELEASE_GITHUB_API_URL: GitHub's own API, a
+	// GitHub Enterprise API ("https://host/api/v3/") or a test fake. Paths
+	// are resolved under it as given; a missing trailing "/" is added.
+	BaseURL string
+
+	// Token is sent as "Authorization: Bearer <token>" after trimming
+	// surrounding space; when nothing is left no Authorization header is
+	// sent. It never appears in an Answer.
+	Token string
+
+	UserAgent      string        // names the service to GitHub
+	ConnectTimeout time.Duration // for a TCP connection (and TLS handshake)
+	RequestTimeout time.Duration // for a whole request, body included
+
+	Now func() time.Time // the clock that Retry-After counts from
+}
+
+// withDefaults returns o with its zero fields set to the defaults.
+func (o Options) withDefaults() Options {
+	if o.BaseURL == "" {
+		o.BaseURL = DefaultBaseURL
+	}
+	if o.UserAgent == "" {
+		o.UserAgent = DefaultUserAgent
+	}
+	if o.ConnectTimeout <= 0 {
+		o.ConnectTimeout = DefaultConnectTimeout
+	}
+	if o.RequestTimeout <= 0 {
+		o.RequestTimeout = DefaultRequestTimeout
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	o.Token = strings.TrimSpace(o.Token)
+	return o
+}
+
+// Client asks GitHub for the latest release of an app. It is safe for
+// concurrent use, though the service asks for one app at a time.
+type Client struct {
+	gh      *gogithub.Client
+	token   string // trimmed; "" for none
+	timeout time.Duration
+	now     func() time.Time
+}
+
+// New returns a Client for the API at o.BaseURL. It fails when the URL is not
+// an absolute http or https URL. It sends nothing.
+func New(o Options) (*Client, error) {
+	o = o.withDefaults()
+	base, err := url.Parse(o.BaseURL)
+	if err != nil {
+		return nil, fmt.Errorf("github api url: %w", err)
+	}
+	if (base.Scheme != "http" && base.Scheme != "https") || base.Host == "" {
+		return nil, fmt.Errorf("github api url %q: not an absolute http or https URL", base.Redacted())
+	}
+	// go-github resolves "repos/…" against the base URL, which must end in
+	// "/". Its WithEnterpriseURLs is not used: it appends "api/v3/" to any
+	// host not named "api.*", which would break a fake on 127.0.0.1.
+	if !strings.HasSuffix(base.Path, "/") {
+		base.Path += "/"
+	}
+
+	dialer := &net.Dialer{Timeout: o.ConnectTimeout, KeepAlive: 30 * time.Second}
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.DialContext = dialer.DialContext
+	tr.TLSHandshakeTimeout = o.ConnectTimeout
+	hc := &http.Client{
+		Transport: capped{tr},
+		// A renamed repository answers 301: it is reported as a failure, so
+		// that the configured repository is fixed, rather than followed to a
+		// release whose URLs would all fail the repository filter.
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+	gh := gogithub.NewClient(hc)
+	gh.BaseURL = base
+	gh.UserAgent = o.UserAgent
+	return &Client{gh: gh, token: o.Token, timeout: o.RequestTimeout, now: o.Now}, nil
+}
+
+// Latest asks GitHub for the latest release of app.Repo ("org/project"),
+// sending etag as If-None-Match when it is not empty, and classifies the
+// answer as spec/github.md says:
+//
+//   - 200 with a good release: Fetched, with the filtered release and the
+//     answer's ETag; a bad body (not JSON, a known field of the wrong type, a
+//     draft, a bad tag, over MaxBody bytes): Failed.
+//   - 304: NotModified. A 304 to a request without If-None-Match is Failed.
+//   - 404: Fetched with a nil Release and an empty ETag.
+//   - 403 or 429 with a rate-limit signal (status 429, x-ratelimit-remaining
+//     0, a Retry-After of whole seconds, or go-github's secondary rate limit):
+//     RateLimited. RetryAt is now plus Retry-After (clamped to MaxRetryAfter),
+//     else x-ratelimit-reset, else zero (unknown). A Retry-After that is an
+//     HTTP date counts as absent.
+//   - go-github refusing to send because it knows the limit is spent:
+//     RateLimited, RetryAt the reset it knows.
+//   - any other status: Failed, "HTTP <status>"; redirects are not followed.
+//   - transport errors and timeouts: Failed. When ctx is cancelled or its
+//     deadline passes, the answer is Failed and Err wraps ctx's error.
+//
+// Remaining and Reset come from the answer's x-ratelimit-* headers (Remaining
+// -1 when unknown). The request and its body are bounded by the request
+// timeout. No error, ETag or release returned contains the token: an answer
+// whose ETag or release would contain it is Failed.
+func (c *Client) Latest(ctx context.Context, app release.App, etag string) release.Answer {
+	a := c.latest(ctx, app.Repo, etag)
+	if a.Err != nil {
+		a.Err = c.redact(a.Err)
+	}
+	return a
+}
+
+func (c *Client) latest(ctx context.Context, repo, etag string) release.Answer {
+	req, err := c.newRequest(repo, etag)
+	if err != nil {
+		return failed(err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+
+	var got atomic.Bool
+	resp, err := c.gh.BareDo(context.WithValue(ctx, receivedKey{}, &got), req)
+	if !got.Load() || resp == nil || resp.Response == nil {
+		return c.unsent(repo, err)
+	}
+	defer resp.Body.Close()
+
+	// Every answer, failed ones included, reports the quota it announced.
+	a := quota(resp.Header)
+	fail := func(err error) release.Answer {
+		a.Outcome, a.Err = release.Failed, err
+		return a
+	}
+	switch code := resp.StatusCode; code {
+	case http.StatusOK:
+		rel, err := c.readRelease(repo, resp.Response)
+		if err != nil {
+			return fail(fmt.Errorf("latest release %s: %w", repo, err))
+		}
+		etag := resp.Header.Get("ETag")
+		if c.token != "" && strings.Contains(etag, c.token) {
+			return fail(fmt.Errorf("latest release %s: the etag contains the token", repo))
+		}
+		a.Outcome, a.Release, a.ETag = release.Fetched, rel, etag
+	case http.StatusNotModified:
+		if etag == "" {
+			return fail(fmt.Errorf("latest release %s: HTTP 304 to a request without If-None-Match", repo))
+		}
+		a.Outcome = release.NotModified
+	case http.StatusNotFound:
+		a.Outcome = release.Fetched
+	case http.StatusForbidden, http.StatusTooManyRequests:
+		var abuse *gogithub.AbuseRateLimitError
+		if !rateLimitSignal(code, resp.Header) && !errors.As(err, &abuse) {
+			return fail(fmt.Errorf("latest release %s: HTTP %d", repo, code))
+		}
+		a.Outcome = release.RateLimited
+		a.RetryAt = retryAt(resp.Header, c.now())
+		a.Err = fmt.Errorf("latest release %s: rate limited (HTTP %d)", repo, code)
+	default:
+		return fail(fmt.Errorf("latest release %s: HTTP %d", repo, code))
+	}
+	return a
+}
+
+// newRequest builds the one GET, with every header spec/github.md asks for.
+func (c *Client) newRequest(repo, etag string) (*http.Request, error) {
+	org, project, ok := strings.Cut(repo, "/")
+	if !ok || org == "" || project == "" || strings.Contains(project, "/") {
+		return nil, fmt.Errorf("latest release %q: repo is not org/project", repo)
+	}
+	path := "repos/" + url.PathEscape(org) + "/" + url.PathEscape(project) + "/releases/latest"
+	req, err := c.gh.NewRequest(http.MethodGet, path, nil)
+	if err != nil {
+		return nil, fmt.Errorf("latest release %s: %w", repo, err)
+	}
+	// go-github's NewRequest asks for the v3 media type; GitHub documents this one.
+	req.Header.Set("Accept", mediaType)
+	req.Header.Set("X-GitHub-Api-Version", apiVersion)
+	if etag != "" {
+		req.Header["If-None-Match"] = []string{etag}
+	}
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
+	return req, nil
+}
+
+// readRelease reads and parses a 200's body.
+func (c *Client) readRelease(repo string, resp *http.Response) (*release.Release, error) {
+	if resp.ContentLength > MaxBody {
+		return nil, fmt.Errorf("body of %d bytes is over %d", resp.ContentLength, MaxBody)
+	}
+	// The transport caps the body at MaxBody+1 bytes: one more than allowed
+	// tells a body at the limit from a longer one without reading on.
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, fmt.Errorf("read body: %w", err)
+	}
+	if len(body) > MaxBody {
+		return nil, fmt.Errorf("body is over %d bytes", MaxBody)
+	}
+	rel, err := ParseRelease(repo, body)
+	if err != nil {
+		return nil, err
+	}
+	if c.token != "" {
+		b, err := release.Marshal(rel)
+		if err != nil {
+			return nil, fmt.Errorf("encode release: %w", err)
+		}
+		if bytes.Contains(b, []byte(c.token)) {
+			return nil, errors.New("the release contains the token")
+		}
+	}
+	return rel, nil
+}
+
+// unsent classifies a request that got no answer from GitHub: go-github's
+// refusal to send while it knows a limit is spent, or a transport error.
+func (c *Client) unsent(repo string, err error) release.Answer {
+	var primary *gogithub.RateLimitError
+	var secondary *gogithub.AbuseRateLimitError
+	switch {
+	case errors.As(err, &primary):
+		reset := primary.Rate.Reset.Time.UTC()
+		return release.Answer{
+			Outcome:   release.RateLimited,
+			RetryAt:   reset,
+			Remaining: primary.Rate.Remaining,
+			Reset:     reset,
+			Err: fmt.Errorf("latest release %s: not sent: the rate limit is spent until %s",
+				repo, reset.Format(time.RFC3339)),
+		}
+	case errors.As(err, &secondary):
+		var at time.Time
+		if secondary.RetryAfter != nil {
+			at = c.now().Add(*secondary.RetryAfter).UTC()
+		}
+		return release.Answer{
+			Outcome:   release.RateLimited,
+			RetryAt:   at,
+			Remaining: -1,
+			Err:       fmt.Errorf("latest release %s: not sent: the secondary rate limit is spent", repo),
+		}
+	case err == nil:
+		return failed(fmt.Errorf("latest release %s: no answer", repo))
+	default:
+		return failed(fmt.Errorf("latest release %s: %w", repo, err))
+	}
+}
+
+// redact removes the token from err's message. The result does not wrap err,
+// so that unwrapping cannot bring the token back.
+func (c *Client) redact(err error) error {
+	if c.token == "" || !strings.Contains(err.Error(), c.token) {
+		return err
+	}
+	return errors.New(strings.ReplaceAll(err.Error(), c.token, "[REDACTED]"))
+}
+
+func failed(err error) release.Answer {
+	return release.Answer{Outcome: release.Failed, Err: err, Remaining: -1}
+}
+
+// quota reads the x-ratelimit-* headers into an Answer.
+func quota(h http.Header) release.Answer {
+	a := release.Answer{Remaining: -1}
+	if n, ok := seconds(h.Get("X-RateLimit-Remaining")); ok && n <= 1<<31 {
+		a.Remaining = int(n)
+	}
+	if t, ok := resetAt(h); ok {
+		a.Reset = t
+	}
+	return a
+}
+
+// rateLimitSignal reports whether a 403 or 429 says the rate limit is spent.
+func rateLimitSignal(status int, h http.Header) bool {
+	if status == http.StatusTooManyRequests {
+		return true
+	}
+	if n, ok := seconds(h.Get("X-RateLimit-Remaining")); ok && n == 0 {
+		return true
+	}
+	_, ok := retryAfter(h)
+	return ok
+}
+
+// retryAt is when GitHub allows the next request: now plus Retry-After, else
+// x-ratelimit-reset, else zero.
+func retryAt(h http.Header, now time.Time) time.Time {
+	if d, ok := retryAfter(h); ok {
+		return now.Add(d).UTC()
+	}
+	if t, ok := resetAt(h); ok {
+		return t
+	}
+	return time.Time{}
+}
+
+// retryAfter reads a Retry-After of whole seconds, clamped to MaxRetryAfter;
+// an HTTP date or anything else is not one.
+func retryAfter(h http.Header) (time.Duration, bool) {
+	v := h.Get("Retry-After")
+	n, ok := seconds(v)
+	if !ok {
+		// All digits but too big for uint64 is still a number of seconds.
+		if v == "" || strings.Trim(v, "0123456789") != "" {
+			return 0, false
+		}
+		n = ^uint64(0)
+	}
+	return time.Duration(min(n, uint64(MaxRetryAfter/time.Second))) * time.Second, true
+}
+
+// resetAt reads x-ratelimit-reset, Unix seconds greater than zero. A value
+// tens of thousands of years ahead is garbage, not a time.
+func resetAt(h http.Header) (time.Time, bool) {
+	n, ok := seconds(h.Get("X-RateLimit-Reset"))
+	if !ok || n == 0 || n > 1<<40 {
+		return time.Time{}, false
+	}
+	return time.Unix(int64(n), 0).UTC(), true
+}
+
+// seconds parses a non-negative decimal integer made of digits only.
+func seconds(s string) (uint64, bool) {
+	if s == "" || strings.Trim(s, "0123456789") != "" {
+		return 0, false
+	}
+	n, err := strconv.ParseUint(s, 10, 64)
+	return n, err == nil
+}
+
+// receivedKey marks a request's context with where the transport records
+// that GitHub answered: go-github's refusals to send carry a made-up 403
+// response that must not be classified as one of GitHub's.
+type receivedKey struct{}
+
+// capped is the transport: it records that an answer arrived and caps every
+// body at MaxBody+1 bytes, including the error bodies go-github reads whole.
+type capped struct{ next http.RoundTripper }
+
+func (c capped) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := c.next.RoundTrip(req)
+	if err != nil {
+		return nil, err
+	}
+	if got, ok := req.Context().Value(receivedKey{}).(*atomic.Bool); ok {
+		got.Store(true)
+	}
+	resp.Body = cappedBody{io.LimitReader(resp.Body, MaxBody+1), resp.Body}
+	return resp, nil
+}
+
+type cappedBody struct {
+	io.Reader
+	io.Closer
+}

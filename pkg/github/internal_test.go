@@ -1,0 +1,138 @@
+package github
+
+import (
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestOptionsDefaults(t *testing.T) {
+	o := Options{Token: " \tsecret\n"}.withDefaults()
+	checks := []struct {
+		name      string
+		got, want any
+	}{
+		{"BaseURL", o.BaseURL, "https://api.github.com/"},
+		{"UserAgent", o.UserAgent, "craft-releases"},
+		{"ConnectTimeout", o.ConnectTimeout, 10 * time.Second},
+		{"RequestTimeout", o.RequestTimeout, 30 * time.Second},
+		{"Token", o.Token, "secret"},
+		{"Now set", o.Now != nil, true},
+		{"MaxBody", MaxBody, 4_194_304},
+		{"MaxRetryAfter", MaxRetryAfter, 86400 * time.Second},
+	}
+	for _, c := range checks {
+		if c.got != c.want {
+			t.Errorf("%s = %v, want %v", c.name, c.got, c.want)
+		}
+	}
+	kept := Options{BaseURL: "http://x/", UserAgent: "ua", ConnectTimeout: time.Second, RequestTimeout: 2 * time.Second}.withDefaults()
+	if kept.BaseURL != "http://x/" || kept.UserAgent != "ua" || kept.ConnectTimeout != time.Second || kept.RequestTimeout != 2*time.Second {
+		t.Errorf("withDefaults replaced set fields: %+v", kept)
+	}
+}
+
+// TestRequestURL checks the URL without sending: GitHub's own API is not
+// mangled into an Enterprise one, and an Enterprise path is kept.
+func TestRequestURL(t *testing.T) {
+	tests := []struct{ base, want string }{
+		{"", "https://api.github.com/repos/storytold/photocraft/releases/latest"},
+		{"https://api.github.com/", "https://api.github.com/repos/storytold/photocraft/releases/latest"},
+		{"https://api.github.com", "https://api.github.com/repos/storytold/photocraft/releases/latest"},
+		{"http://127.0.0.1:8080/", "http://127.0.0.1:8080/repos/storytold/photocraft/releases/latest"},
+		{"https://ghe.example.com/api/v3/", "https://ghe.example.com/api/v3/repos/storytold/photocraft/releases/latest"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.base, func(t *testing.T) {
+			c, err := New(Options{BaseURL: tt.base})
+			if err != nil {
+				t.Fatal(err)
+			}
+			req, err := c.newRequest("storytold/photocraft", "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := req.URL.String(); got != tt.want {
+				t.Errorf("URL = %s, want %s", got, tt.want)
+			}
+		})
+	}
+}
+
+type roundTripperFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripperFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// TestCappedBody checks that every body, the error bodies go-github reads
+// whole included, stops one byte past MaxBody.
+func TestCappedBody(t *testing.T) {
+	tests := []struct {
+		name string
+		size int
+		want int
+	}{
+		{"small", 10, 10},
+		{"at the limit", MaxBody, MaxBody},
+		{"5 MiB", 5 << 20, MaxBody + 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			closed := false
+			next := roundTripperFunc(func(*http.Request) (*http.Response, error) {
+				body := struct {
+					io.Reader
+					io.Closer
+				}{strings.NewReader(strings.Repeat("x", tt.size)), closerFunc(func() error { closed = true; return nil })}
+				return &http.Response{StatusCode: 500, Body: body, Header: http.Header{}}, nil
+			})
+			req, _ := http.NewRequest(http.MethodGet, "http://127.0.0.1/", nil)
+			resp, err := capped{next}.RoundTrip(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, err := io.ReadAll(resp.Body)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(b) != tt.want {
+				t.Errorf("read %d bytes, want %d", len(b), tt.want)
+			}
+			resp.Body.Close()
+			if !closed {
+				t.Error("closing the capped body did not close the underlying one")
+			}
+		})
+	}
+}
+
+type closerFunc func() error
+
+func (f closerFunc) Close() error { return f() }
+
+func TestCut(t *testing.T) {
+	tests := []struct {
+		name  string
+		s     string
+		limit int
+		want  string
+	}{
+		{"fits", "abc", 3, "abc"},
+		{"empty", "", 3, ""},
+		{"one over", "abcd", 3, "…"},
+		{"ascii", "abcdefgh", 6, "abc…"},
+		{"before a 2-byte character", "abéc", 4, "a…"},
+		{"never splits a 2-byte character", "aébcd", 5, "a…"},
+		{"keeps a whole 2-byte character", "aébcdef", 6, "aé…"},
+		{"never splits a 4-byte character", "a😀bc", 6, "a…"},
+		{"keeps a whole 4-byte character", "a😀bcde", 8, "a😀…"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := cut(tt.s, tt.limit); got != tt.want {
+				t.Errorf("cut(%q, %d) = %q, want %q", tt.s, tt.limit, got, tt.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,190 @@
+package github
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/storytold/craft-releases/pkg/release"
+)
+
+// Bounds on a parsed release (spec/github.md, "Parsing a 200"), in bytes
+// except MaxAssets.
+const (
+	MaxTag       = 64
+	MaxName      = 200
+	MaxNotes     = 65536
+	MaxAssetName = 200
+	MaxAssets    = 200
+)
+
+// ellipsis ends a cut string.
+const ellipsis = "…"
+
+// ghRelease is the part of GitHub's release JSON the service reads. It is
+// our own type because go-github v66's ReleaseAsset has no digest.
+type ghRelease struct {
+	TagName     string        `json:"tag_name"`
+	Name        string        `json:"name"`
+	Body        string        `json:"body"`
+	Draft       bool          `json:"draft"`
+	Prerelease  bool          `json:"prerelease"`
+	PublishedAt *release.Time `json:"published_at"`
+	HTMLURL     string        `json:"html_url"`
+	Assets      []ghAsset     `json:"assets"`
+}
+
+type ghAsset struct {
+	Name               string `json:"name"`
+	Size               int64  `json:"size"`
+	BrowserDownloadURL string `json:"browser_download_url"`
+	Digest             string `json:"digest"`
+}
+
+// ParseRelease turns the body of GitHub's latest-release answer for repo
+// ("org/project") into the release launchers see. It fails on anything but a
+// JSON object, on a known field of the wrong JSON type (null reads as
+// absent), on a draft, and on a tag_name that is missing, empty or over
+// MaxTag bytes. Unknown fields are ignored. Otherwise:
+//
+//   - version is the tag without one leading "v" or "V";
+//   - name is cut to MaxName bytes, or is the tag when empty; notes are the
+//     body cut to MaxNotes bytes. A cut string keeps whole UTF-8 characters
+//     and ends in "…", which counts within the limit;
+//   - html_url is kept only under https://github.com/{repo}/releases/, else
+//     it becomes https://github.com/{repo}/releases/tag/{tag};
+//   - assets keep GitHub's order. An asset is dropped when its name is
+//     missing, empty, over MaxAssetName bytes, starts with "." or holds a
+//     control character or one of / \ : < > " | ? *; when its size is
+//     negative; or when its browser_download_url is not under
+//     https://github.com/{repo}/releases/download/. At most MaxAssets remain,
+//     always as a non-nil slice;
+//   - sha256 is the digest "sha256:<64 hex digits>" lowercased, else nil;
+//     platform is release.ParseAsset of the name.
+//
+// The repository part of a URL is compared with repo ignoring ASCII case, as
+// GitHub does with names. ParseRelease is safe for concurrent use.
+func ParseRelease(repo string, body []byte) (*release.Release, error) {
+	var gr ghRelease
+	if err := json.Unmarshal(body, &gr); err != nil {
+		return nil, fmt.Errorf("decode release: %w", err)
+	}
+	switch tag := gr.TagName; {
+	case gr.Draft:
+		return nil, errors.New("release is a draft")
+	case tag == "":
+		return nil, errors.New("release has no tag_name")
+	case len(tag) > MaxTag:
+		return nil, fmt.Errorf("tag_name of %d bytes is over %d", len(tag), MaxTag)
+	}
+	tag, version := gr.TagName, gr.TagName
+	if tag[0] == 'v' || tag[0] == 'V' {
+		version = tag[1:]
+	}
+	r := &release.Release{
+		Tag:           tag,
+		Version:       version,
+		Name:          cut(gr.Name, MaxName),
+		PublishedAt:   gr.PublishedAt,
+		HTMLURL:       gr.HTMLURL,
+		Prerelease:    gr.Prerelease,
+		NotesMarkdown: cut(gr.Body, MaxNotes),
+		Assets:        make([]release.Asset, 0, min(len(gr.Assets), MaxAssets)),
+	}
+	if r.Name == "" {
+		r.Name = tag
+	}
+	if !underRepo(r.HTMLURL, repo, "/releases/") {
+		r.HTMLURL = "https://github.com/" + repo + "/releases/tag/" + tag
+	}
+	if r.PublishedAt != nil && r.PublishedAt.IsZero() {
+		r.PublishedAt = nil
+	}
+	for _, a := range gr.Assets {
+		if len(r.Assets) == MaxAssets {
+			break
+		}
+		if !goodAssetName(a.Name) || a.Size < 0 ||
+			!underRepo(a.BrowserDownloadURL, repo, "/releases/download/") {
+			continue
+		}
+		r.Assets = append(r.Assets, release.Asset{
+			Name:        a.Name,
+			SizeBytes:   a.Size,
+			DownloadURL: a.BrowserDownloadURL,
+			SHA256:      sha256Of(a.Digest),
+			Platform:    release.ParseAsset(a.Name),
+		})
+	}
+	return r, nil
+}
+
+// cut returns s when it fits in limit bytes, else its longest prefix of whole
+// characters that leaves room for the ellipsis, followed by it.
+func cut(s string, limit int) string {
+	if len(s) <= limit {
+		return s
+	}
+	n := limit - len(ellipsis)
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + ellipsis
+}
+
+// goodAssetName reports whether name may be offered as a file name.
+func goodAssetName(name string) bool {
+	if name == "" || len(name) > MaxAssetName || name[0] == '.' {
+		return false
+	}
+	for _, r := range name {
+		if unicode.IsControl(r) || strings.ContainsRune(`/\:<>"|?*`, r) {
+			return false
+		}
+	}
+	return true
+}
+
+// underRepo reports whether u starts with https://github.com/{repo}{rest},
+// repo compared ignoring ASCII case.
+func underRepo(u, repo, rest string) bool {
+	u, ok := strings.CutPrefix(u, "https://github.com/")
+	if !ok || len(u) < len(repo) || !asciiEqualFold(u[:len(repo)], repo) {
+		return false
+	}
+	return strings.HasPrefix(u[len(repo):], rest)
+}
+
+// asciiEqualFold is strings.EqualFold for ASCII only: Unicode folding would
+// let "K" (U+212A KELVIN SIGN) stand for "k".
+func asciiEqualFold(a, b string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range len(a) {
+		x, y := a[i], b[i]
+		if 'A' <= x && x <= 'Z' {
+			x += 'a' - 'A'
+		}
+		if 'A' <= y && y <= 'Z' {
+			y += 'a' - 'A'
+		}
+		if x != y {
+			return false
+		}
+	}
+	return true
+}
+
+// sha256Of reads a digest "sha256:<64 hex digits>" into lowercase hex, or nil.
+func sha256Of(digest string) *string {
+	h, ok := strings.CutPrefix(digest, "sha256:")
+	if !ok || len(h) != 64 || strings.Trim(h, "0123456789abcdefABCDEF") != "" {
+		return nil
+	}
+	h = strings.ToLower(h)
+	return &h
+}

@@ -1,0 +1,533 @@
+package github_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/storytold/craft-releases/pkg/github"
+	"github.com/storytold/craft-releases/pkg/release"
+	"github.com/storytold/craft-releases/test/fakegithub"
+)
+
+const repo = "storytold/photocraft"
+
+// releaseJSON is a minimal good release with fields replaced or added.
+// A nil value removes a field; use json.RawMessage("null") for a JSON null.
+func releaseJSON(t testing.TB, fields map[string]any) []byte {
+	t.Helper()
+	m := map[string]any{"tag_name": "v1.2.3"}
+	for k, v := range fields {
+		if v == nil {
+			delete(m, k)
+			continue
+		}
+		m[k] = v
+	}
+	b, err := json.Marshal(m)
+	if err != nil {
+		t.Fatalf("encode release: %v", err)
+	}
+	return b
+}
+
+// asset is a good asset of repo with fields replaced; a nil value removes one.
+func asset(fields map[string]any) map[string]any {
+	m := map[string]any{
+		"name":                 "photocraft-1.2.3-windows-x64.msi",
+		"size":                 7,
+		"browser_download_url": "https://github.com/" + repo + "/releases/download/v1.2.3/photocraft-1.2.3-windows-x64.msi",
+		"digest":               "sha256:" + strings.Repeat("ab", 32),
+	}
+	for k, v := range fields {
+		if v == nil {
+			delete(m, k)
+			continue
+		}
+		m[k] = v
+	}
+	return m
+}
+
+func mustParse(t testing.TB, body []byte) *release.Release {
+	t.Helper()
+	r, err := github.ParseRelease(repo, body)
+	if err != nil {
+		t.Fatalf("ParseRelease(%.300s): %v", body, err)
+	}
+	return r
+}
+
+func TestParseReleaseRejects(t *testing.T) {
+	tests := []struct {
+		name string
+		body string
+	}{
+		{"empty", ""},
+		{"not json", "<html>rate limited</html>"},
+		{"truncated", `{"tag_name":"v1.0.0","name":"Tru`},
+		{"array", `[{"tag_name":"v1.0.0"}]`},
+		{"string", `"v1.0.0"`},
+		{"null", `null`},
+		{"trailing garbage", `{"tag_name":"v1.0.0"} {}`},
+		{"draft", `{"tag_name":"v1.0.0","draft":true}`},
+		{"tag missing", `{"name":"PhotoCraft"}`},
+		{"tag empty", `{"tag_name":""}`},
+		{"tag null", `{"tag_name":null}`},
+		{"tag over 64 bytes", `{"tag_name":"v` + strings.Repeat("1", 64) + `"}`},
+		{"tag a number", `{"tag_name":1}`},
+		{"name a number", `{"tag_name":"v1","name":1}`},
+		{"body an object", `{"tag_name":"v1","body":{}}`},
+		{"draft a string", `{"tag_name":"v1","draft":"false"}`},
+		{"prerelease a number", `{"tag_name":"v1","prerelease":0}`},
+		{"published_at a number", `{"tag_name":"v1","published_at":1760000000}`},
+		{"published_at not a time", `{"tag_name":"v1","published_at":"yesterday"}`},
+		{"html_url a bool", `{"tag_name":"v1","html_url":true}`},
+		{"assets an object", `{"tag_name":"v1","assets":{}}`},
+		{"asset a string", `{"tag_name":"v1","assets":["a.msi"]}`},
+		{"asset name a number", `{"tag_name":"v1","assets":[{"name":5}]}`},
+		{"asset size a string", `{"tag_name":"v1","assets":[{"name":"a.msi","size":"7"}]}`},
+		{"asset size a fraction", `{"tag_name":"v1","assets":[{"name":"a.msi","size":1.5}]}`},
+		{"asset url a number", `{"tag_name":"v1","assets":[{"browser_download_url":1}]}`},
+		{"asset digest an object", `{"tag_name":"v1","assets":[{"digest":{}}]}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r, err := github.ParseRelease(repo, []byte(tt.body))
+			if err == nil {
+				got, _ := release.Marshal(r)
+				t.Errorf("ParseRelease(%s) = %s, want an error", tt.body, got)
+			}
+		})
+	}
+}
+
+func TestParseReleaseWhole(t *testing.T) {
+	body := `{
+	  "url": "https://api.github.com/repos/storytold/photocraft/releases/1",
+	  "id": 1, "author": {"login": "bot"}, "reactions": {"+1": 3}, "mentions_count": 2,
+	  "html_url": "https://github.com/storytold/photocraft/releases/tag/v0.5.0",
+	  "tag_name": "v0.5.0", "name": "PhotoCraft v0.5.0", "draft": false, "prerelease": true,
+	  "created_at": "2026-10-08T14:50:00Z", "published_at": "2026-10-08T16:52:50.5+02:00",
+	  "body": "Notes",
+	  "assets": [
+	    {"name": "photocraft-0.5.0-windows-x64.msi", "size": 7, "state": "uploaded",
+	     "digest": "sha256:8A5EDAB282632443219E051E4ADE2D1D5BBC671C781051BF1437897CBDFEA0F1",
+	     "browser_download_url": "https://github.com/storytold/photocraft/releases/download/v0.5.0/photocraft-0.5.0-windows-x64.msi"},
+	    {"name": "SHA256SUMS.txt", "size": 2048, "digest": null, "uploader": {"login": "bot"},
+	     "browser_download_url": "https://github.com/storytold/photocraft/releases/download/v0.5.0/SHA256SUMS.txt"}
+	  ]
+	}`
+	sum := "8a5edab282632443219e051e4ade2d1d5bbc671c781051bf1437897cbdfea0f1"
+	x64 := release.ArchX64
+	want := &release.Release{
+		Tag:           "v0.5.0",
+		Version:       "0.5.0",
+		Name:          "PhotoCraft v0.5.0",
+		PublishedAt:   release.NewTime(time.Date(2026, 10, 8, 14, 52, 50, 500e6, time.UTC)),
+		HTMLURL:       "https://github.com/storytold/photocraft/releases/tag/v0.5.0",
+		Prerelease:    true,
+		NotesMarkdown: "Notes",
+		Assets: []release.Asset{
+			{
+				Name:        "photocraft-0.5.0-windows-x64.msi",
+				SizeBytes:   7,
+				DownloadURL: "https://github.com/storytold/photocraft/releases/download/v0.5.0/photocraft-0.5.0-windows-x64.msi",
+				SHA256:      &sum,
+				Platform:    &release.Platform{OS: release.OSWindows, Arch: &x64, PackageType: release.PackageMSI},
+			},
+			{
+				Name:        "SHA256SUMS.txt",
+				SizeBytes:   2048,
+				DownloadURL: "https://github.com/storytold/photocraft/releases/download/v0.5.0/SHA256SUMS.txt",
+			},
+		},
+	}
+	got := mustParse(t, []byte(body))
+	gotJSON, _ := release.Marshal(got)
+	wantJSON, _ := release.Marshal(want)
+	if string(gotJSON) != string(wantJSON) {
+		t.Errorf("ParseRelease:\n got %s\nwant %s", gotJSON, wantJSON)
+	}
+}
+
+func TestParseReleaseFields(t *testing.T) {
+	long := func(s string, n int) string { return strings.Repeat(s, n) }
+	tests := []struct {
+		name   string
+		fields map[string]any
+		field  func(*release.Release) any
+		want   any
+	}{
+		{"tag of 64 bytes", map[string]any{"tag_name": long("1", 64)}, tag, long("1", 64)},
+		{"version without v", map[string]any{"tag_name": "v1.2.3"}, version, "1.2.3"},
+		{"version without V", map[string]any{"tag_name": "V1.2.3"}, version, "1.2.3"},
+		{"only one v goes", map[string]any{"tag_name": "vv1"}, version, "v1"},
+		{"only one of vV goes", map[string]any{"tag_name": "vV1"}, version, "V1"},
+		{"version without a v", map[string]any{"tag_name": "1.2.3"}, version, "1.2.3"},
+		{"unicode tag", map[string]any{"tag_name": "v1.0-ß"}, version, "1.0-ß"},
+
+		{"name kept", map[string]any{"name": "PhotoCraft 1.2.3"}, name, "PhotoCraft 1.2.3"},
+		{"name missing is the tag", nil, name, "v1.2.3"},
+		{"name empty is the tag", map[string]any{"name": ""}, name, "v1.2.3"},
+		{"name null is the tag", map[string]any{"name": json.RawMessage("null")}, name, "v1.2.3"},
+		{"name of 200 bytes kept", map[string]any{"name": long("n", 200)}, name, long("n", 200)},
+		{"name of 201 bytes cut", map[string]any{"name": long("n", 201)}, name, long("n", 197) + "…"},
+		{"name cut before a split character", map[string]any{"name": long("n", 196) + long("é", 10)}, name,
+			long("n", 196) + "…"},
+		{"name cut after a whole character", map[string]any{"name": long("n", 195) + long("é", 10)}, name,
+			long("n", 195) + "é" + "…"},
+
+		{"notes missing", nil, notes, ""},
+		{"notes null", map[string]any{"body": json.RawMessage("null")}, notes, ""},
+		{"notes kept", map[string]any{"body": "## Fixed\n* things"}, notes, "## Fixed\n* things"},
+		{"notes of 64 KiB kept", map[string]any{"body": long("b", 65536)}, notes, long("b", 65536)},
+		{"notes over 64 KiB cut", map[string]any{"body": long("b", 65537)}, notes, long("b", 65533) + "…"},
+		{"notes cut in a 4-byte character", map[string]any{"body": long("b", 65532) + long("😀", 2)}, notes,
+			long("b", 65532) + "…"},
+
+		{"html_url kept", map[string]any{"html_url": "https://github.com/" + repo + "/releases/tag/v1.2.3"},
+			htmlURL, "https://github.com/" + repo + "/releases/tag/v1.2.3"},
+		{"html_url in another case kept", map[string]any{"html_url": "https://github.com/StoryTold/PhotoCraft/releases/tag/v1.2.3"},
+			htmlURL, "https://github.com/StoryTold/PhotoCraft/releases/tag/v1.2.3"},
+		{"html_url missing replaced", nil, htmlURL, "https://github.com/" + repo + "/releases/tag/v1.2.3"},
+		{"html_url of another repo replaced", map[string]any{"html_url": "https://github.com/evil/photocraft/releases/tag/v1.2.3"},
+			htmlURL, "https://github.com/" + repo + "/releases/tag/v1.2.3"},
+		{"html_url of a longer repo replaced", map[string]any{"html_url": "https://github.com/" + repo + "x/releases/tag/v1"},
+			htmlURL, "https://github.com/" + repo + "/releases/tag/v1.2.3"},
+		{"html_url over http replaced", map[string]any{"html_url": "http://github.com/" + repo + "/releases/tag/v1.2.3"},
+			htmlURL, "https://github.com/" + repo + "/releases/tag/v1.2.3"},
+		{"html_url outside releases replaced", map[string]any{"html_url": "https://github.com/" + repo + "/releasesX"},
+			htmlURL, "https://github.com/" + repo + "/releases/tag/v1.2.3"},
+		{"html_url on another host replaced", map[string]any{"html_url": "https://github.com.evil/" + repo + "/releases/"},
+			htmlURL, "https://github.com/" + repo + "/releases/tag/v1.2.3"},
+
+		{"prerelease true", map[string]any{"prerelease": true}, prerelease, true},
+		{"prerelease false", map[string]any{"prerelease": false}, prerelease, false},
+		{"prerelease missing", nil, prerelease, false},
+		{"draft false is fine", map[string]any{"draft": false}, tag, "v1.2.3"},
+		{"published_at null", map[string]any{"published_at": json.RawMessage("null")}, published, "null"},
+		{"published_at missing", nil, published, "null"},
+		{"published_at to UTC", map[string]any{"published_at": "2026-10-08T16:52:50+02:00"}, published, `"2026-10-08T14:52:50Z"`},
+		{"unknown fields ignored", map[string]any{"uploader": map[string]any{"id": 1}, "zipball_url": 5}, tag, "v1.2.3"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := mustParse(t, releaseJSON(t, tt.fields))
+			if got := tt.field(r); !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("got %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+func tag(r *release.Release) any        { return r.Tag }
+func version(r *release.Release) any    { return r.Version }
+func name(r *release.Release) any       { return r.Name }
+func notes(r *release.Release) any      { return r.NotesMarkdown }
+func htmlURL(r *release.Release) any    { return r.HTMLURL }
+func prerelease(r *release.Release) any { return r.Prerelease }
+func published(r *release.Release) any {
+	b, _ := release.Marshal(r.PublishedAt)
+	return string(b)
+}
+
+func TestParseReleaseAssetFilters(t *testing.T) {
+	dl := "https://github.com/" + repo + "/releases/download/v1.2.3/"
+	tests := []struct {
+		name   string
+		fields map[string]any
+		kept   bool
+	}{
+		{"good", nil, true},
+		{"name missing", map[string]any{"name": nil}, false},
+		{"name empty", map[string]any{"name": ""}, false},
+		{"name null", map[string]any{"name": json.RawMessage("null")}, false},
+		{"name of 200 bytes", map[string]any{"name": strings.Repeat("a", 196) + ".msi"}, true},
+		{"name of 201 bytes", map[string]any{"name": strings.Repeat("a", 197) + ".msi"}, false},
+		{"name starts with a dot", map[string]any{"name": ".photocraft.msi"}, false},
+		{"name with a dot inside", map[string]any{"name": "photo.craft.msi"}, true},
+		{"name with a space", map[string]any{"name": "photo craft.msi"}, true},
+		{"name with unicode", map[string]any{"name": "фото.msi"}, true},
+		{"name with NUL", map[string]any{"name": "photo\x00.msi"}, false},
+		{"name with a newline", map[string]any{"name": "photo\n.msi"}, false},
+		{"name with DEL", map[string]any{"name": "photo\x7f.msi"}, false},
+		{"name with a C1 control", map[string]any{"name": "photo\u0085.msi"}, false},
+		{"name with /", map[string]any{"name": "a/b.msi"}, false},
+		{`name with \`, map[string]any{"name": `a\b.msi`}, false},
+		{"name with :", map[string]any{"name": "a:b.msi"}, false},
+		{"name with <", map[string]any{"name": "a<b.msi"}, false},
+		{"name with >", map[string]any{"name": "a>b.msi"}, false},
+		{`name with "`, map[string]any{"name": `a"b.msi`}, false},
+		{"name with |", map[string]any{"name": "a|b.msi"}, false},
+		{"name with ?", map[string]any{"name": "a?b.msi"}, false},
+		{"name with *", map[string]any{"name": "a*b.msi"}, false},
+		{"url missing", map[string]any{"browser_download_url": nil}, false},
+		{"url of another repo", map[string]any{"browser_download_url": "https://github.com/evil/photocraft/releases/download/v1/a.msi"}, false},
+		{"url of a repo with the same prefix", map[string]any{"browser_download_url": "https://github.com/" + repo + "-x/releases/download/v1/a.msi"}, false},
+		{"url in another case", map[string]any{"browser_download_url": "https://github.com/Storytold/PHOTOCRAFT/releases/download/v1/a.msi"}, true},
+		{"url over http", map[string]any{"browser_download_url": "http://github.com/" + repo + "/releases/download/v1/a.msi"}, false},
+		{"url on another host", map[string]any{"browser_download_url": "https://objects.example.com/" + repo + "/releases/download/v1/a.msi"}, false},
+		{"url of a tag page", map[string]any{"browser_download_url": "https://github.com/" + repo + "/releases/tag/v1.2.3"}, false},
+		{"url exactly the prefix", map[string]any{"browser_download_url": dl[:len(dl)-len("v1.2.3/")]}, true},
+		{"size zero", map[string]any{"size": 0}, true},
+		{"size missing", map[string]any{"size": nil}, true},
+		{"size big", map[string]any{"size": int64(1) << 40}, true},
+		{"size negative", map[string]any{"size": -1}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a := asset(tt.fields)
+			r := mustParse(t, releaseJSON(t, map[string]any{"assets": []any{a}}))
+			if got := len(r.Assets) == 1; got != tt.kept {
+				t.Fatalf("kept = %v, want %v (assets %+v)", got, tt.kept, r.Assets)
+			}
+		})
+	}
+	t.Run("kelvin sign for k dropped", func(t *testing.T) {
+		// Unicode case folding takes U+212A KELVIN SIGN for "k"; GitHub does not.
+		a := asset(map[string]any{"browser_download_url": "https://github.com/storytold/\u212araft/releases/download/v1/a.msi"})
+		r, err := github.ParseRelease("storytold/kraft", releaseJSON(t, map[string]any{"assets": []any{a}}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(r.Assets) != 0 {
+			t.Errorf("asset under storytold/\\u212araft kept for storytold/kraft: %+v", r.Assets)
+		}
+	})
+}
+
+func TestParseReleaseAssetValues(t *testing.T) {
+	hex64 := strings.Repeat("0123456789abcdef", 4)
+	tests := []struct {
+		name     string
+		fields   map[string]any
+		sha256   string // "" for nil
+		platform string // "os/arch/package_type", "" for nil
+		size     int64
+	}{
+		{"digest lowercase", map[string]any{"digest": "sha256:" + hex64}, hex64, "windows/x64/msi", 7},
+		{"digest uppercase", map[string]any{"digest": "sha256:" + strings.ToUpper(hex64)}, hex64, "windows/x64/msi", 7},
+		{"digest of 63", map[string]any{"digest": "sha256:" + hex64[:63]}, "", "windows/x64/msi", 7},
+		{"digest of 65", map[string]any{"digest": "sha256:" + hex64 + "0"}, "", "windows/x64/msi", 7},
+		{"digest not hex", map[string]any{"digest": "sha256:" + hex64[:63] + "g"}, "", "windows/x64/msi", 7},
+		{"digest of another kind", map[string]any{"digest": "sha512:" + hex64}, "", "windows/x64/msi", 7},
+		{"digest prefix in capitals", map[string]any{"digest": "SHA256:" + hex64}, "", "windows/x64/msi", 7},
+		{"digest bare hex", map[string]any{"digest": hex64}, "", "windows/x64/msi", 7},
+		{"digest null", map[string]any{"digest": json.RawMessage("null")}, "", "windows/x64/msi", 7},
+		{"digest missing", map[string]any{"digest": nil}, "", "windows/x64/msi", 7},
+		{"size passes", map[string]any{"size": 123456789}, strings.Repeat("ab", 32), "windows/x64/msi", 123456789},
+		{"platform web", map[string]any{"name": "photocraft-web-1.2.3.zip"}, strings.Repeat("ab", 32), "web/null/web_zip", 7},
+		{"platform none", map[string]any{"name": "SHA256SUMS.txt"}, strings.Repeat("ab", 32), "", 7},
+		{"platform linux", map[string]any{"name": "photocraft-1.2.3-linux-aarch64.AppImage"}, strings.Repeat("ab", 32), "linux/arm64/app_image", 7},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := mustParse(t, releaseJSON(t, map[string]any{"assets": []any{asset(tt.fields)}}))
+			if len(r.Assets) != 1 {
+				t.Fatalf("%d assets, want 1", len(r.Assets))
+			}
+			a := r.Assets[0]
+			if got := deref(a.SHA256); got != tt.sha256 {
+				t.Errorf("sha256 = %q, want %q", got, tt.sha256)
+			}
+			if got := platformString(a.Platform); got != tt.platform {
+				t.Errorf("platform = %q, want %q", got, tt.platform)
+			}
+			if a.SizeBytes != tt.size {
+				t.Errorf("size = %d, want %d", a.SizeBytes, tt.size)
+			}
+		})
+	}
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+func platformString(p *release.Platform) string {
+	if p == nil {
+		return ""
+	}
+	arch := "null"
+	if p.Arch != nil {
+		arch = *p.Arch
+	}
+	return p.OS + "/" + arch + "/" + p.PackageType
+}
+
+func TestParseReleaseAssetList(t *testing.T) {
+	named := func(n int) []any {
+		as := make([]any, n)
+		for i := range as {
+			as[i] = asset(map[string]any{"name": fmt.Sprintf("a%03d.msi", i)})
+		}
+		return as
+	}
+	tests := []struct {
+		name   string
+		assets any // nil: no assets field
+		want   []string
+	}{
+		{"missing", nil, []string{}},
+		{"null", json.RawMessage("null"), []string{}},
+		{"empty", []any{}, []string{}},
+		{"all dropped", []any{asset(map[string]any{"name": ""}), json.RawMessage("null")}, []string{}},
+		{"order kept", []any{
+			asset(map[string]any{"name": "b.msi"}), asset(map[string]any{"name": ".x"}), asset(map[string]any{"name": "a.msi"}),
+		}, []string{"b.msi", "a.msi"}},
+		{"first 200 that remain", append([]any{asset(map[string]any{"name": ".dropped"})}, named(250)...), names(0, 200)},
+		{"exactly 200", named(200), names(0, 200)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fields := map[string]any{}
+			if tt.assets != nil {
+				fields["assets"] = tt.assets
+			}
+			r := mustParse(t, releaseJSON(t, fields))
+			if r.Assets == nil {
+				t.Fatal("Assets is nil, want a non-nil slice")
+			}
+			got := make([]string, len(r.Assets))
+			for i, a := range r.Assets {
+				got[i] = a.Name
+			}
+			if !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("assets = %v, want %v", got, tt.want)
+			}
+			b, _ := release.Marshal(r)
+			if len(tt.want) == 0 && !strings.Contains(string(b), `"assets":[]`) {
+				t.Errorf("JSON = %s, want \"assets\":[]", b)
+			}
+		})
+	}
+}
+
+func names(from, to int) []string {
+	var out []string
+	for i := from; i < to; i++ {
+		out = append(out, fmt.Sprintf("a%03d.msi", i))
+	}
+	return out
+}
+
+// checkRelease fails t unless r obeys every bound and filter of ParseRelease
+// for a release of repo.
+func checkRelease(t testing.TB, repo string, r *release.Release) {
+	t.Helper()
+	if r.Tag == "" || len(r.Tag) > github.MaxTag {
+		t.Errorf("tag %q: empty or over %d bytes", r.Tag, github.MaxTag)
+	}
+	if v := r.Version; v != r.Tag && "v"+v != r.Tag && "V"+v != r.Tag {
+		t.Errorf("version %q of tag %q", v, r.Tag)
+	}
+	if r.Name == "" || len(r.Name) > github.MaxName || !utf8.ValidString(r.Name) {
+		t.Errorf("name %q: empty, over %d bytes or not UTF-8", r.Name, github.MaxName)
+	}
+	if len(r.NotesMarkdown) > github.MaxNotes || !utf8.ValidString(r.NotesMarkdown) {
+		t.Errorf("notes of %d bytes: over %d or not UTF-8", len(r.NotesMarkdown), github.MaxNotes)
+	}
+	if !hasRepoPrefix(r.HTMLURL, repo, "/releases/") {
+		t.Errorf("html_url %q not under the repo's releases", r.HTMLURL)
+	}
+	if r.Assets == nil || len(r.Assets) > github.MaxAssets {
+		t.Errorf("assets: nil or %d, over %d", len(r.Assets), github.MaxAssets)
+	}
+	for _, a := range r.Assets {
+		if a.Name == "" || len(a.Name) > github.MaxAssetName || a.Name[0] == '.' ||
+			strings.ContainsAny(a.Name, `/\:<>"|?*`) || strings.ContainsFunc(a.Name, unicode.IsControl) {
+			t.Errorf("asset name %q kept", a.Name)
+		}
+		if !hasRepoPrefix(a.DownloadURL, repo, "/releases/download/") {
+			t.Errorf("asset %q: download_url %q kept", a.Name, a.DownloadURL)
+		}
+		if a.SizeBytes < 0 {
+			t.Errorf("asset %q: size %d", a.Name, a.SizeBytes)
+		}
+		if a.SHA256 != nil && (len(*a.SHA256) != 64 || strings.Trim(*a.SHA256, "0123456789abcdef") != "") {
+			t.Errorf("asset %q: sha256 %q", a.Name, *a.SHA256)
+		}
+		if got, want := a.Platform, release.ParseAsset(a.Name); !reflect.DeepEqual(got, want) {
+			t.Errorf("asset %q: platform %+v, want %+v", a.Name, got, want)
+		}
+	}
+	if _, err := release.Marshal(r); err != nil {
+		t.Errorf("release does not encode: %v", err)
+	}
+}
+
+func hasRepoPrefix(u, repo, rest string) bool {
+	p := "https://github.com/" + repo + rest
+	return len(u) >= len(p) && u[:len("https://github.com/")] == "https://github.com/" &&
+		strings.EqualFold(u[:len(p)], p) && u[len(p)-len(rest):len(p)] == rest
+}
+
+func FuzzParseRelease(f *testing.F) {
+	f.Add(fakegithub.NewRelease(repo, "v0.5.0").JSON())
+	f.Add(fakegithub.Oversized(300).Body)
+	f.Add([]byte(`{"tag_name":"v1","draft":false,"name":"` + strings.Repeat("é", 150) + `"}`))
+	f.Add([]byte(`{"tag_name":"v1","html_url":"https://github.com/STORYTOLD/photocraft/releases/x","assets":[` +
+		`{"name":"a.msi","size":-1,"browser_download_url":"https://github.com/storytold/photocraft/releases/download/a"},` +
+		`{"name":".b","size":1,"browser_download_url":"https://github.com/storytold/photocraft/releases/download/b"},` +
+		`{"name":"c\u0001","digest":"sha256:` + strings.Repeat("F", 64) + `"}]}`))
+	f.Add([]byte(`{"tag_name":"V","body":null,"published_at":"2026-01-01T00:00:00+14:00"}`))
+	f.Add([]byte(`{"tag_name":"v1","draft":true}`))
+	f.Add([]byte(`not json`))
+	f.Fuzz(func(t *testing.T, body []byte) {
+		r, err := github.ParseRelease(repo, body)
+		if err != nil {
+			if r != nil {
+				t.Errorf("ParseRelease returned a release with the error %v", err)
+			}
+			return
+		}
+		checkRelease(t, repo, r)
+	})
+}
+
+func TestParseReleaseRealistic(t *testing.T) {
+	for _, tag := range []string{"v0.5.0", "V2.0.0-rc.1", "1.0.0"} {
+		t.Run(tag, func(t *testing.T) {
+			fr := fakegithub.NewRelease(repo, tag)
+			r := mustParse(t, fr.JSON())
+			checkRelease(t, repo, r)
+			if len(r.Assets) != len(fr.Assets) {
+				t.Errorf("%d assets kept, want all %d", len(r.Assets), len(fr.Assets))
+			}
+			recognised := 0
+			for _, a := range r.Assets {
+				if a.Platform != nil {
+					recognised++
+				}
+				if a.SHA256 == nil {
+					t.Errorf("asset %s lost its digest", a.Name)
+				}
+			}
+			if recognised != len(fr.Assets)-1 {
+				t.Errorf("%d assets with a platform, want all but the checksum file (%d)", recognised, len(fr.Assets)-1)
+			}
+		})
+	}
+}
+
+func BenchmarkParseRelease(b *testing.B) {
+	fr := fakegithub.NewRelease(repo, "v0.5.0")
+	fr.Body = strings.Repeat("* Fixed a crash when opening large files on some systems\n", 80)
+	body := fr.JSON()
+	b.SetBytes(int64(len(body)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := github.ParseRelease(repo, body); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

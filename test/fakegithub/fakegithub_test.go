@@ -1,0 +1,486 @@
+package fakegithub
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+const repo = "storytold/photocraft"
+
+// get asks s for repo's latest release with the given headers and returns the
+// answer with its body read.
+func get(t testing.TB, s *Server, repo string, header http.Header) (*http.Response, []byte) {
+	t.Helper()
+	resp, err := try(context.Background(), s, "repos/"+repo+"/releases/latest", header)
+	if err != nil {
+		t.Fatalf("GET %s: %v", repo, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("read body of %s: %v", repo, err)
+	}
+	return resp, body
+}
+
+// try sends one GET on a fresh connection, so that Go's client never retries
+// it on another.
+func try(ctx context.Context, s *Server, path string, header http.Header) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.URL()+path, nil)
+	if err != nil {
+		return nil, err
+	}
+	for k, v := range header {
+		req.Header[k] = v
+	}
+	tr := &http.Transport{DisableKeepAlives: true}
+	defer tr.CloseIdleConnections()
+	return (&http.Client{Transport: tr}).Do(req)
+}
+
+func TestETagAndNotModified(t *testing.T) {
+	s := New(t)
+	s.Publish(repo, NewRelease(repo, "v0.5.0"))
+
+	resp, body := get(t, s, repo, nil)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("status = %d, want 200", resp.StatusCode)
+	}
+	etag := resp.Header.Get("ETag")
+	if etag != s.ETag(repo) {
+		t.Errorf("ETag = %q, want %q (ETag())", etag, s.ETag(repo))
+	}
+	if len(etag) < 3 || etag[0] != '"' || etag[len(etag)-1] != '"' || strings.HasPrefix(etag, "W/") {
+		t.Errorf("ETag = %q, want a quoted strong ETag", etag)
+	}
+	var got Release
+	if err := json.Unmarshal(body, &got); err != nil {
+		t.Fatalf("body is not a release: %v", err)
+	}
+	if got.TagName != "v0.5.0" || len(got.Assets) == 0 {
+		t.Errorf("release = %s with %d assets, want v0.5.0 with assets", got.TagName, len(got.Assets))
+	}
+
+	tests := []struct {
+		name        string
+		ifNoneMatch string
+		want        int
+	}{
+		{"current etag", etag, http.StatusNotModified},
+		{"in a list", `"other", ` + etag, http.StatusNotModified},
+		{"star", "*", http.StatusNotModified},
+		{"other etag", `"0000"`, http.StatusOK},
+		{"weak form of current", "W/" + etag, http.StatusOK},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			resp, body := get(t, s, repo, http.Header{"If-None-Match": {tt.ifNoneMatch}})
+			if resp.StatusCode != tt.want {
+				t.Fatalf("status = %d, want %d", resp.StatusCode, tt.want)
+			}
+			if tt.want == http.StatusNotModified && len(body) != 0 {
+				t.Errorf("304 body = %q, want none", body)
+			}
+		})
+	}
+
+	t.Run("same release same etag", func(t *testing.T) {
+		s.Publish(repo, NewRelease(repo, "v0.5.0"))
+		if got := s.ETag(repo); got != etag {
+			t.Errorf("ETag after republishing the same release = %q, want %q", got, etag)
+		}
+	})
+	t.Run("new release new etag", func(t *testing.T) {
+		s.Publish(repo, NewRelease(repo, "v0.6.0"))
+		resp, _ := get(t, s, repo, http.Header{"If-None-Match": {etag}})
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("status with the old ETag = %d, want 200", resp.StatusCode)
+		}
+		if got := resp.Header.Get("ETag"); got == etag || got != s.ETag(repo) {
+			t.Errorf("ETag = %q, want a new one equal to ETag() %q", got, s.ETag(repo))
+		}
+	})
+}
+
+func TestNotFound(t *testing.T) {
+	s := New(t)
+	s.Publish(repo, NewRelease(repo, "v1.0.0"))
+	s.Publish("storytold/gone", NewRelease("storytold/gone", "v1.0.0"))
+	s.Unpublish("storytold/gone")
+
+	tests := []struct {
+		name, path string
+	}{
+		{"unknown repo", "repos/storytold/unknown/releases/latest"},
+		{"unpublished repo", "repos/storytold/gone/releases/latest"},
+		{"other route", "repos/" + repo + "/releases"},
+		{"missing project", "repos/storytold//releases/latest"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			resp, err := try(context.Background(), s, tt.path, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			if resp.StatusCode != http.StatusNotFound {
+				t.Fatalf("status = %d, want 404", resp.StatusCode)
+			}
+			var msg struct {
+				Message string `json:"message"`
+			}
+			if err := json.NewDecoder(resp.Body).Decode(&msg); err != nil || msg.Message != "Not Found" {
+				t.Errorf("body message = %q (%v), want %q", msg.Message, err, "Not Found")
+			}
+			if resp.Header.Get("ETag") != "" {
+				t.Errorf("404 has ETag %q, want none", resp.Header.Get("ETag"))
+			}
+		})
+	}
+}
+
+func TestFaults(t *testing.T) {
+	reset := time.Unix(1_900_000_000, 0)
+	date := reset.UTC().Format(http.TimeFormat)
+	tests := []struct {
+		name       string
+		fault      Fault
+		wantStatus int
+		wantHeader map[string]string // "" means absent
+		wantBody   string            // a substring; "" checks nothing
+	}{
+		{"server error", ServerError(), 500, nil, `"message":"Internal Server Error"`},
+		{"any status", Status(http.StatusBadGateway), 502, nil, "Bad Gateway"},
+		{"rate limit with reset", RateLimit(reset), 403, map[string]string{
+			"X-Ratelimit-Remaining": "0", "X-Ratelimit-Reset": "1900000000", "Retry-After": "",
+		}, "rate limit exceeded"},
+		{"rate limit without reset", RateLimit(time.Time{}), 403, map[string]string{
+			"X-Ratelimit-Remaining": "0", "X-Ratelimit-Reset": "",
+		}, ""},
+		{"429 with seconds", TooManyRequests("120"), 429, map[string]string{"Retry-After": "120"}, ""},
+		{"429 with a date", TooManyRequests(date), 429, map[string]string{"Retry-After": date}, ""},
+		{"429 without retry-after", TooManyRequests(""), 429, map[string]string{"Retry-After": ""}, ""},
+		{"secondary rate limit", SecondaryRateLimit("60"), 403, map[string]string{
+			"Retry-After": "60", "X-Ratelimit-Remaining": "4999",
+		}, "secondary-rate-limits"},
+		{"malformed", Malformed(), 200, nil, `{"tag_name":"v1.0.0","name":"Trunc`},
+		{"raw draft", Raw(`{"tag_name":"v1","draft":true}`), 200, map[string]string{
+			"ETag": etagOf([]byte(`{"tag_name":"v1","draft":true}`)),
+		}, `"draft":true`},
+		{"header removed", Fault{Status: 500, Header: http.Header{"X-Ratelimit-Limit": nil}}, 500,
+			map[string]string{"X-Ratelimit-Limit": "", "X-Ratelimit-Remaining": "4999"}, ""},
+		{"slow then normal", Slow(time.Millisecond), 200, map[string]string{"ETag": "set"}, `"tag_name":"v1.0.0"`},
+		{"extra header on a normal answer", Fault{Header: http.Header{"X-Ratelimit-Remaining": {"0"}}}, 200,
+			map[string]string{"X-Ratelimit-Remaining": "0"}, `"tag_name":"v1.0.0"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := New(t)
+			s.Publish(repo, NewRelease(repo, "v1.0.0"))
+			s.Queue(repo, tt.fault)
+			resp, body := get(t, s, repo, nil)
+			if resp.StatusCode != tt.wantStatus {
+				t.Errorf("status = %d, want %d", resp.StatusCode, tt.wantStatus)
+			}
+			for k, want := range tt.wantHeader {
+				got := resp.Header.Get(k)
+				switch {
+				case want == "set" && got == "":
+					t.Errorf("%s absent, want set", k)
+				case want != "set" && got != want:
+					t.Errorf("%s = %q, want %q", k, got, want)
+				}
+			}
+			if !strings.Contains(string(body), tt.wantBody) {
+				t.Errorf("body = %.200q, want it to contain %q", body, tt.wantBody)
+			}
+			if resp, _ := get(t, s, repo, nil); resp.StatusCode != http.StatusOK {
+				t.Errorf("status after the queued fault = %d, want 200", resp.StatusCode)
+			}
+		})
+	}
+}
+
+func TestOversized(t *testing.T) {
+	for _, n := range []int{64, 1000, 5 << 20} {
+		t.Run(strconv.Itoa(n), func(t *testing.T) {
+			f := Oversized(n)
+			if len(f.Body) != n {
+				t.Errorf("len(body) = %d, want %d", len(f.Body), n)
+			}
+			var r Release
+			if err := json.Unmarshal(f.Body, &r); err != nil || r.TagName == "" {
+				t.Errorf("body is not a release with a tag: %v", err)
+			}
+		})
+	}
+}
+
+func TestFaultOrder(t *testing.T) {
+	const other = "storytold/vectorcraft"
+	s := New(t)
+	s.Publish(repo, NewRelease(repo, "v1.0.0"))
+	s.Publish(other, NewRelease(other, "v1.0.0"))
+	s.Queue(repo, Status(501), Status(502))
+	s.Queue(AnyRepo, Status(503))
+	s.Stick(repo, Status(504))
+	s.Stick(AnyRepo, Status(505))
+
+	steps := []struct {
+		repo string
+		want int
+	}{
+		{repo, 501},  // the repo's own queue first, in order
+		{repo, 502},  //
+		{other, 503}, // then the queue of any repo
+		{repo, 504},  // then the repo's stuck fault
+		{other, 505}, // then the one stuck for any repo
+		{repo, 504},  // stuck faults stay
+	}
+	for i, st := range steps {
+		if resp, _ := get(t, s, st.repo, nil); resp.StatusCode != st.want {
+			t.Errorf("request %d for %s: status = %d, want %d", i, st.repo, resp.StatusCode, st.want)
+		}
+	}
+	s.Unstick(repo)
+	if resp, _ := get(t, s, repo, nil); resp.StatusCode != 505 {
+		t.Errorf("after Unstick(repo): status = %d, want 505", resp.StatusCode)
+	}
+	s.ClearFaults()
+	if resp, _ := get(t, s, repo, nil); resp.StatusCode != 200 {
+		t.Errorf("after ClearFaults: status = %d, want 200", resp.StatusCode)
+	}
+}
+
+func TestHangup(t *testing.T) {
+	tests := []struct {
+		name  string
+		fault Fault
+		want  error
+	}{
+		{"close", CloseConn(), io.EOF},
+		{"reset", ResetConn(), syscall.ECONNRESET},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := New(t)
+			s.Publish(repo, NewRelease(repo, "v1.0.0"))
+			s.Stick(repo, tt.fault)
+			resp, err := try(context.Background(), s, "repos/"+repo+"/releases/latest", nil)
+			if err == nil {
+				resp.Body.Close()
+				t.Fatalf("status %d, want an error", resp.StatusCode)
+			}
+			if !errors.Is(err, tt.want) {
+				t.Errorf("error = %v, want %v", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestSlowHonoursCancellation(t *testing.T) {
+	s := New(t)
+	s.Publish(repo, NewRelease(repo, "v1.0.0"))
+	s.Stick(repo, Slow(time.Hour))
+
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() {
+		resp, err := try(ctx, s, "repos/"+repo+"/releases/latest", nil)
+		if err == nil {
+			resp.Body.Close()
+		}
+		errc <- err
+	}()
+	waitFor(t, func() bool { return s.Count(repo) == 1 })
+	cancel()
+	if err := <-errc; !errors.Is(err, context.Canceled) {
+		t.Errorf("error = %v, want context.Canceled", err)
+	}
+	idle := make(chan struct{})
+	go func() {
+		s.active.Wait()
+		close(idle)
+	}()
+	select {
+	case <-idle:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the delayed handler still runs 10 s after its request was cancelled")
+	}
+}
+
+// waitFor polls cond until it holds, failing the test after 10 s.
+func waitFor(t testing.TB, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not met within 10 s")
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+func TestRecording(t *testing.T) {
+	s := New(t)
+	s.Publish(repo, NewRelease(repo, "v1.0.0"))
+	before := time.Now()
+	get(t, s, repo, http.Header{
+		"If-None-Match":        {`"abc"`},
+		"Authorization":        {"Bearer t0ken"},
+		"User-Agent":           {"craft-releases-test"},
+		"Accept":               {"application/vnd.github+json"},
+		"X-Github-Api-Version": {"2022-11-28"},
+	})
+	get(t, s, "storytold/other", nil)
+	if _, err := try(context.Background(), s, "elsewhere", nil); err != nil {
+		t.Fatal(err)
+	}
+
+	reqs := s.Requests()
+	if len(reqs) != 3 {
+		t.Fatalf("%d requests recorded, want 3", len(reqs))
+	}
+	r := reqs[0]
+	checks := []struct{ name, got, want string }{
+		{"Method", r.Method, "GET"},
+		{"Path", r.Path, "/repos/" + repo + "/releases/latest"},
+		{"Repo", r.Repo, repo},
+		{"IfNoneMatch", r.IfNoneMatch, `"abc"`},
+		{"Authorization", r.Authorization, "Bearer t0ken"},
+		{"UserAgent", r.UserAgent, "craft-releases-test"},
+		{"Accept", r.Accept, "application/vnd.github+json"},
+		{"APIVersion", r.APIVersion, "2022-11-28"},
+		{"Header", r.Header.Get("Authorization"), "Bearer t0ken"},
+		{"second Authorization", reqs[1].Authorization, ""},
+		{"third Repo", reqs[2].Repo, ""},
+		{"third Path", reqs[2].Path, "/elsewhere"},
+	}
+	for _, c := range checks {
+		if c.got != c.want {
+			t.Errorf("%s = %q, want %q", c.name, c.got, c.want)
+		}
+	}
+	if _, ok := reqs[1].Header["Authorization"]; ok {
+		t.Error("second request recorded an Authorization header it did not send")
+	}
+	if r.At.Before(before) || r.At.After(time.Now()) {
+		t.Errorf("At = %v, want between %v and now", r.At, before)
+	}
+
+	counts := []struct {
+		repo string
+		want int
+	}{{repo, 1}, {"storytold/other", 1}, {"storytold/none", 0}, {AnyRepo, 3}}
+	for _, c := range counts {
+		if got := s.Count(c.repo); got != c.want {
+			t.Errorf("Count(%q) = %d, want %d", c.repo, got, c.want)
+		}
+	}
+	s.Reset()
+	if got := s.Count(AnyRepo); got != 0 {
+		t.Errorf("Count after Reset = %d, want 0", got)
+	}
+	if resp, _ := get(t, s, repo, nil); resp.StatusCode != 200 {
+		t.Errorf("status after Reset = %d, want 200: Reset must keep releases", resp.StatusCode)
+	}
+}
+
+func TestQuotaHeaders(t *testing.T) {
+	s := New(t)
+	s.Publish(repo, NewRelease(repo, "v1.0.0"))
+	tests := []struct {
+		name  string
+		quota *Quota
+		want  map[string]string
+	}{
+		{"default", nil, map[string]string{
+			"X-Ratelimit-Limit": "5000", "X-Ratelimit-Remaining": "4999", "X-Ratelimit-Used": "1", "X-Ratelimit-Reset": "set",
+		}},
+		{"set", &Quota{Limit: 60, Remaining: 7, Reset: time.Unix(1_900_000_000, 0)}, map[string]string{
+			"X-Ratelimit-Limit": "60", "X-Ratelimit-Remaining": "7", "X-Ratelimit-Reset": "1900000000",
+		}},
+		{"none", &Quota{}, map[string]string{
+			"X-Ratelimit-Limit": "", "X-Ratelimit-Remaining": "", "X-Ratelimit-Reset": "",
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if tt.quota != nil {
+				s.SetQuota(*tt.quota)
+			}
+			for _, r := range []string{repo, "storytold/none"} {
+				resp, _ := get(t, s, r, nil)
+				for k, want := range tt.want {
+					got := resp.Header.Get(k)
+					if (want == "set" && got == "") || (want != "set" && got != want) {
+						t.Errorf("%s: %s = %q, want %q", r, k, got, want)
+					}
+				}
+			}
+		})
+	}
+}
+
+func TestNewRelease(t *testing.T) {
+	a, b := NewRelease(repo, "v0.5.0"), NewRelease(repo, "v0.5.0")
+	if string(a.JSON()) != string(b.JSON()) {
+		t.Error("NewRelease is not deterministic")
+	}
+	if a.HTMLURL != "https://github.com/"+repo+"/releases/tag/v0.5.0" {
+		t.Errorf("HTMLURL = %q", a.HTMLURL)
+	}
+	for _, as := range a.Assets {
+		wantURL := "https://github.com/" + repo + "/releases/download/v0.5.0/" + as.Name
+		if as.BrowserDownloadURL != wantURL {
+			t.Errorf("%s: URL = %q, want %q", as.Name, as.BrowserDownloadURL, wantURL)
+		}
+		if len(as.Digest) != len("sha256:")+64 || !strings.HasPrefix(as.Digest, "sha256:") {
+			t.Errorf("%s: digest = %q, want sha256:<64 hex>", as.Name, as.Digest)
+		}
+		if as.Name != "SHA256SUMS.txt" && !strings.Contains(as.Name, "0.5.0") {
+			t.Errorf("%s: name lacks the version", as.Name)
+		}
+	}
+}
+
+func TestConcurrentUse(t *testing.T) {
+	s := New(t)
+	var wg sync.WaitGroup
+	for i := range 8 {
+		wg.Go(func() {
+			r := "storytold/app" + strconv.Itoa(i)
+			s.Publish(r, NewRelease(r, "v1.0.0"))
+			s.Queue(r, ServerError())
+			for range 5 {
+				// Not get: t.Fatal must not run outside the test's goroutine.
+				resp, err := try(context.Background(), s, "repos/"+r+"/releases/latest", nil)
+				if err != nil {
+					t.Errorf("GET %s: %v", r, err)
+					continue
+				}
+				resp.Body.Close()
+				s.Count(AnyRepo)
+				s.Requests()
+			}
+		})
+	}
+	wg.Wait()
+	if got := s.Count(AnyRepo); got != 40 {
+		t.Errorf("Count = %d, want 40", got)
+	}
+	for i := range 8 {
+		if got := s.Count("storytold/app" + strconv.Itoa(i)); got != 5 {
+			t.Errorf("Count(app%d) = %d, want 5", i, got)
+		}
+	}
+}
