@@ -1,0 +1,139 @@
+// Package api serves HTTP: GET /v1/craft_apps/release_info from the current
+// snapshot rendering, and the health endpoints of both binaries. It is the
+// only package that knows echo.
+package api
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"sync/atomic"
+	"time"
+
+	"github.com/labstack/echo/v4"
+	"go.uber.org/zap"
+
+	"github.com/storytold/craft-releases/pkg/snapshot"
+)
+
+// Renderer gives the rendering to serve. Current is called once per request,
+// concurrently, and must neither block nor return nil.
+type Renderer interface {
+	Current() *snapshot.Rendering
+}
+
+// Gate is a readiness flag that /readyz reports. Its zero value is closed
+// (not ready). Closing is final, so a late Open during shutdown cannot make a
+// stopping process ready again. It is safe for concurrent use.
+type Gate struct{ state atomic.Int32 }
+
+const (
+	gateNew int32 = iota
+	gateOpen
+	gateClosed
+)
+
+// Open makes /readyz answer 200, unless the gate was closed.
+func (g *Gate) Open() { g.state.CompareAndSwap(gateNew, gateOpen) }
+
+// Close makes /readyz answer 503 from now on, as when shutdown begins.
+func (g *Gate) Close() { g.state.Store(gateClosed) }
+
+// Ready reports whether the gate is open.
+func (g *Gate) Ready() bool { return g.state.Load() == gateOpen }
+
+// Options are the optional parts of a Server.
+type Options struct {
+	// Metrics, when not nil, serves GET /metrics.
+	Metrics http.Handler
+}
+
+// Server is an http.Handler for the service's routes, safe for concurrent use.
+// A handler's panic is logged and answered with 500.
+type Server struct {
+	echo *echo.Echo
+	log  *zap.Logger
+}
+
+// New returns the API's server: GET and HEAD /v1/craft_apps/release_info
+// from r, /healthz, /readyz reporting ready, and /metrics if opts has it.
+func New(r Renderer, ready *Gate, log *zap.Logger, opts Options) *Server {
+	s := newServer(log)
+	s.routes(r, ready, opts.Metrics)
+	return s
+}
+
+// NewHealth returns the poller's server: /healthz, /readyz reporting ready,
+// and /metrics if opts has it.
+func NewHealth(ready *Gate, log *zap.Logger, opts Options) *Server {
+	s := newServer(log)
+	s.routes(nil, ready, opts.Metrics)
+	return s
+}
+
+func newServer(log *zap.Logger) *Server {
+	e := echo.New()
+	e.HideBanner, e.HidePort = true, true
+	// zap is the only log: echo's own logger would write a second format.
+	e.Logger.SetOutput(io.Discard)
+	s := &Server{echo: e, log: log}
+	e.HTTPErrorHandler = s.handleError
+	return s
+}
+
+// ServeHTTP answers one request.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.echo.ServeHTTP(w, r) }
+
+// ListenAndServe listens on the TCP address addr and then behaves as Serve.
+func (s *Server) ListenAndServe(ctx context.Context, addr string, shutdownTimeout time.Duration) error {
+	ln, err := new(net.ListenConfig).Listen(ctx, "tcp", addr)
+	if err != nil {
+		return fmt.Errorf("listen %s: %w", addr, err)
+	}
+	return s.Serve(ctx, ln, shutdownTimeout)
+}
+
+// Serve answers HTTP requests on ln until ctx is done, then shuts down
+// gracefully: it stops accepting, closes idle connections, and waits at most
+// shutdownTimeout for the requests in flight before closing what is left.
+// It closes ln. It returns nil after a graceful shutdown, and an error when
+// serving failed or requests were still running at the deadline. Callers
+// close the readiness Gate first, so that load balancers stop sending traffic.
+func (s *Server) Serve(ctx context.Context, ln net.Listener, shutdownTimeout time.Duration) error {
+	srv := &http.Server{
+		Handler:           s,
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       10 * time.Second,
+		WriteTimeout:      30 * time.Second,
+		// Longer than Cloudflare's 900 s proxy idle timeout, so that the
+		// proxy, not the origin, closes an idle keep-alive connection and
+		// never sends a request on one the origin just closed.
+		IdleTimeout:    930 * time.Second,
+		MaxHeaderBytes: 64 << 10,
+		ErrorLog:       zap.NewStdLog(s.log.With(zap.String("addr", ln.Addr().String()))),
+	}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+
+	select {
+	case err := <-served:
+		return fmt.Errorf("serve %s: %w", ln.Addr(), err)
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownTimeout)
+	defer cancel()
+	err := srv.Shutdown(sctx)
+	if err != nil {
+		_ = srv.Close()
+	}
+	if serr := <-served; !errors.Is(serr, http.ErrServerClosed) {
+		return fmt.Errorf("serve %s: %w", ln.Addr(), serr)
+	}
+	if err != nil {
+		return fmt.Errorf("shut down %s: %w", ln.Addr(), err)
+	}
+	return nil
+}

@@ -1,0 +1,120 @@
+package api
+
+import (
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/labstack/echo/v4"
+	"go.uber.org/zap"
+
+	"github.com/storytold/craft-releases/pkg/release"
+	"github.com/storytold/craft-releases/pkg/snapshot"
+)
+
+// discard is a ResponseWriter that keeps one header map and drops the body.
+type discard struct{ h http.Header }
+
+func (d *discard) Header() http.Header         { return d.h }
+func (d *discard) Write(b []byte) (int, error) { return len(b), nil }
+func (d *discard) WriteHeader(int)             {}
+
+// defaultApps returns a rendering of 13 apps, each with 10 assets and 2 KiB of notes.
+func defaultApps(tb testing.TB) *snapshot.Rendering {
+	tb.Helper()
+	keys := []string{"photocraft", "vectorcraft", "filmcraft", "lightcraft", "pdfcraft", "effectcraft",
+		"designcraft", "wordcraft", "deckcraft", "gridcraft", "cadcraft", "soundcraft", "artcraft-launcher"}
+	apps := make([]release.App, 0, len(keys))
+	entries := make(map[string]release.Entry, len(keys))
+	for i, k := range keys {
+		repo := "storytold/" + k
+		apps = append(apps, release.App{Key: k, Name: k, Repo: repo})
+		tag := fmt.Sprintf("v0.%d.0", i)
+		r := &release.Release{Tag: tag, Version: tag[1:], Name: tag, HTMLURL: "https://github.com/" + repo,
+			NotesMarkdown: strings.Repeat(fmt.Sprintf("%s change %d. ", k, i), 2048/20)}
+		for j := range 10 {
+			name := fmt.Sprintf("%s-%s-linux-%d.deb", k, tag[1:], j)
+			r.Assets = append(r.Assets, release.Asset{Name: name, SizeBytes: 1 << 20,
+				DownloadURL: "https://github.com/" + repo + "/releases/download/" + tag + "/" + name})
+		}
+		entries[k] = release.Entry{FetchedAt: t0, Release: r}
+	}
+	s := snapshot.New(apps, func() time.Time { return t0 })
+	s.SetAll(entries)
+	return s.Current()
+}
+
+// BenchmarkReleaseInfo serves a 13-app rendering through the whole echo
+// router. echo_baseline is a handler that only answers 204 on the same
+// router: what echo itself costs.
+func BenchmarkReleaseInfo(b *testing.B) {
+	cur := defaultApps(b)
+	s := New(fixed{cur}, new(Gate), zap.NewNop(), Options{})
+	s.echo.GET("/bench/noop", func(c echo.Context) error { return c.NoContent(http.StatusNoContent) })
+
+	cases := []struct {
+		name, method, path string
+		header             http.Header
+	}{
+		{"echo_baseline", "GET", "/bench/noop", nil},
+		{"plain", "GET", ReleaseInfoPath, nil},
+		{"gzip", "GET", ReleaseInfoPath, http.Header{"Accept-Encoding": {"gzip, deflate, br"}}},
+		{"head", "HEAD", ReleaseInfoPath, http.Header{"Accept-Encoding": {"gzip, deflate, br"}}},
+		{"not_modified", "GET", ReleaseInfoPath, http.Header{"If-None-Match": {cur.ETag}}},
+		{"not_modified_gzip", "GET", ReleaseInfoPath,
+			http.Header{"Accept-Encoding": {"br;q=1.0, gzip;q=0.8, *;q=0.1"}, "If-None-Match": {`W/"old", ` + cur.GzipETag}}},
+	}
+	for _, bc := range cases {
+		b.Run(bc.name, func(b *testing.B) {
+			req := httptest.NewRequest(bc.method, bc.path, nil)
+			req.Header = bc.header
+			w := &discard{h: make(http.Header, 8)}
+			b.ReportAllocs()
+			for b.Loop() {
+				clear(w.h)
+				s.ServeHTTP(w, req)
+			}
+		})
+	}
+}
+
+// TestReleaseInfoAllocs holds the request path to no allocation of its own:
+// it must cost what echo's trivial handler costs.
+func TestReleaseInfoAllocs(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector changes allocation counts")
+	}
+	cur := defaultApps(t)
+	s := New(fixed{cur}, new(Gate), zap.NewNop(), Options{})
+	s.echo.GET("/bench/noop", func(c echo.Context) error { return c.NoContent(http.StatusNoContent) })
+	allocs := func(method, path string, header http.Header) float64 {
+		req := httptest.NewRequest(method, path, nil)
+		req.Header = header
+		w := &discard{h: make(http.Header, 8)}
+		return testing.AllocsPerRun(100, func() {
+			clear(w.h)
+			s.ServeHTTP(w, req)
+		})
+	}
+	baseline := allocs("GET", "/bench/noop", nil)
+	tests := []struct {
+		name   string
+		method string
+		header http.Header
+	}{
+		{"plain", "GET", nil},
+		{"gzip", "GET", http.Header{"Accept-Encoding": {"gzip, deflate, br"}}},
+		{"head", "HEAD", nil},
+		{"not modified", "GET", http.Header{"If-None-Match": {`W/"old", ` + cur.ETag}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := allocs(tt.method, ReleaseInfoPath, tt.header); got > baseline {
+				t.Errorf("allocations per request: got %v, want at most echo's own %v", got, baseline)
+			}
+		})
+	}
+}

@@ -1,0 +1,705 @@
+package snapshot_test
+
+import (
+	"bytes"
+	"compress/gzip"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/storytold/craft-releases/pkg/release"
+	"github.com/storytold/craft-releases/pkg/snapshot"
+)
+
+// The snapshot is the sink of the poller and of the Redis hydrator.
+var (
+	_ interface{ Set(string, release.Entry) } = (*snapshot.Snapshot)(nil)
+	_ interface {
+		SetAll(map[string]release.Entry)
+	} = (*snapshot.Snapshot)(nil)
+)
+
+var (
+	photocraft = release.App{Key: "photocraft", Name: "PhotoCraft", Repo: "storytold/photocraft"}
+	launcher   = release.App{Key: "artcraft-launcher", Name: "ArtCraft Launcher", Repo: "storytold/craft-launcher"}
+	filmcraft  = release.App{Key: "filmcraft", Name: "FilmCraft", Repo: "storytold/filmcraft"}
+)
+
+var t0 = time.Date(2026, 10, 10, 12, 0, 0, 0, time.UTC)
+
+// fixedClock returns a clock that always answers at.
+func fixedClock(at time.Time) func() time.Time { return func() time.Time { return at } }
+
+// rel returns a small release tagged tag.
+func rel(tag string) *release.Release {
+	return &release.Release{Tag: tag, Version: strings.TrimPrefix(tag, "v"), Name: tag, Assets: []release.Asset{}}
+}
+
+// decode parses a rendering's body.
+func decode(t testing.TB, r *snapshot.Rendering) release.Info {
+	t.Helper()
+	var info release.Info
+	if err := json.Unmarshal(r.Body, &info); err != nil {
+		t.Fatalf("body %s: %v", r.Body, err)
+	}
+	return info
+}
+
+// wireExample is the Example of wire.md, verbatim.
+const wireExample = `{"success":true,
+ "release_info":{
+  "apps":{
+   "artcraft-launcher":{"name":"ArtCraft Launcher","repo":"storytold/craft-launcher",
+     "latest_release":null,"app_last_fetched":null},
+   "photocraft":{"name":"PhotoCraft","repo":"storytold/photocraft",
+     "latest_release":{"tag":"v0.5.0","version":"0.5.0","name":"PhotoCraft v0.5.0",
+       "published_at":"2026-10-08T14:52:50Z",
+       "html_url":"https://github.com/storytold/photocraft/releases/tag/v0.5.0",
+       "prerelease":false,"notes_markdown":"Notes",
+       "assets":[
+        {"name":"photocraft-0.5.0-windows-x64.msi","size_bytes":7,
+         "download_url":"https://github.com/storytold/photocraft/releases/download/v0.5.0/photocraft-0.5.0-windows-x64.msi",
+         "sha256":"8a5edab282632443219e051e4ade2d1d5bbc671c781051bf1437897cbdfea0f1",
+         "platform":{"os":"windows","arch":"x64","package_type":"msi"}},
+        {"name":"SHA256SUMS.txt","size_bytes":2048,
+         "download_url":"https://github.com/storytold/photocraft/releases/download/v0.5.0/SHA256SUMS.txt",
+         "sha256":null,"platform":null}]},
+     "app_last_fetched":"2026-10-10T12:00:00.123Z"}},
+  "last_fetched":null},
+ "app_renames":[],"repo_renames":[],
+ "important_notices":{"announcements":[],"alerts":[]}}`
+
+func TestWireExample(t *testing.T) {
+	sum := "8a5edab282632443219e051e4ade2d1d5bbc671c781051bf1437897cbdfea0f1"
+	x64 := "x64"
+	const dl = "https://github.com/storytold/photocraft/releases/download/v0.5.0/"
+	s := snapshot.New([]release.App{photocraft, launcher}, fixedClock(t0))
+	s.Set("photocraft", release.Entry{
+		FetchedAt: t0.Add(123 * time.Millisecond),
+		ETag:      `"abc"`,
+		Release: &release.Release{
+			Tag:           "v0.5.0",
+			Version:       "0.5.0",
+			Name:          "PhotoCraft v0.5.0",
+			PublishedAt:   release.NewTime(time.Date(2026, 10, 8, 14, 52, 50, 0, time.UTC)),
+			HTMLURL:       "https://github.com/storytold/photocraft/releases/tag/v0.5.0",
+			NotesMarkdown: "Notes",
+			Assets: []release.Asset{
+				{
+					Name: "photocraft-0.5.0-windows-x64.msi", SizeBytes: 7,
+					DownloadURL: dl + "photocraft-0.5.0-windows-x64.msi",
+					SHA256:      &sum,
+					Platform:    &release.Platform{OS: "windows", Arch: &x64, PackageType: "msi"},
+				},
+				{Name: "SHA256SUMS.txt", SizeBytes: 2048, DownloadURL: dl + "SHA256SUMS.txt"},
+			},
+		},
+	})
+
+	var want bytes.Buffer
+	if err := json.Compact(&want, []byte(wireExample)); err != nil {
+		t.Fatal(err)
+	}
+	if got := s.Current().Body; !bytes.Equal(got, want.Bytes()) {
+		t.Errorf("body:\n got %s\nwant %s", got, want.Bytes())
+	}
+}
+
+func TestSet(t *testing.T) {
+	tests := []struct {
+		name       string
+		before     release.Entry // set first, when fetched or failed
+		app        string
+		update     release.Entry
+		wantRender bool
+		wantAt     time.Time // photocraft's app_last_fetched after the update
+		wantTag    string    // photocraft's latest_release tag after, "" for null
+	}{
+		{
+			name:       "first fetch renders",
+			app:        "photocraft",
+			update:     release.Entry{FetchedAt: t0, ETag: `"e1"`, Release: rel("v1")},
+			wantRender: true, wantAt: t0, wantTag: "v1",
+		},
+		{
+			name:       "newer fetch replaces",
+			before:     release.Entry{FetchedAt: t0, ETag: `"e1"`, Release: rel("v1")},
+			app:        "photocraft",
+			update:     release.Entry{FetchedAt: t0.Add(time.Minute), ETag: `"e2"`, Release: rel("v2")},
+			wantRender: true, wantAt: t0.Add(time.Minute), wantTag: "v2",
+		},
+		{
+			name:       "newer fetch of no release replaces",
+			before:     release.Entry{FetchedAt: t0, ETag: `"e1"`, Release: rel("v1")},
+			app:        "photocraft",
+			update:     release.Entry{FetchedAt: t0.Add(time.Minute)},
+			wantRender: true, wantAt: t0.Add(time.Minute), wantTag: "",
+		},
+		{
+			name:       "newer confirmation of the same release moves the time",
+			before:     release.Entry{FetchedAt: t0, ETag: `"e1"`, Release: rel("v1")},
+			app:        "photocraft",
+			update:     release.Entry{FetchedAt: t0.Add(time.Minute), ETag: `"e1"`, Release: rel("v1")},
+			wantRender: true, wantAt: t0.Add(time.Minute), wantTag: "v1",
+		},
+		{
+			name:       "older fetch ignored",
+			before:     release.Entry{FetchedAt: t0, ETag: `"e1"`, Release: rel("v1")},
+			app:        "photocraft",
+			update:     release.Entry{FetchedAt: t0.Add(-time.Minute), ETag: `"e0"`, Release: rel("v0")},
+			wantRender: false, wantAt: t0, wantTag: "v1",
+		},
+		{
+			name:       "equal fetch ignored",
+			before:     release.Entry{FetchedAt: t0, ETag: `"e1"`, Release: rel("v1")},
+			app:        "photocraft",
+			update:     release.Entry{FetchedAt: t0, ETag: `"e2"`, Release: rel("v2")},
+			wantRender: false, wantAt: t0, wantTag: "v1",
+		},
+		{
+			name:       "zero entry ignored",
+			before:     release.Entry{FetchedAt: t0, ETag: `"e1"`, Release: rel("v1")},
+			app:        "photocraft",
+			update:     release.Entry{},
+			wantRender: false, wantAt: t0, wantTag: "v1",
+		},
+		{
+			name:       "failure renders nothing",
+			before:     release.Entry{FetchedAt: t0, ETag: `"e1"`, Release: rel("v1")},
+			app:        "photocraft",
+			update:     release.Entry{FailedAt: t0.Add(time.Minute), Failures: 3},
+			wantRender: false, wantAt: t0, wantTag: "v1",
+		},
+		{
+			name:       "failure of a never fetched app renders nothing",
+			app:        "photocraft",
+			update:     release.Entry{FailedAt: t0, Failures: 1},
+			wantRender: false,
+		},
+		{
+			name:       "claim renders nothing",
+			before:     release.Entry{FetchedAt: t0, ETag: `"e1"`, Release: rel("v1")},
+			app:        "photocraft",
+			update:     release.Entry{ClaimedAt: t0.Add(time.Minute)},
+			wantRender: false, wantAt: t0, wantTag: "v1",
+		},
+		{
+			name:       "unknown app ignored",
+			before:     release.Entry{FetchedAt: t0, ETag: `"e1"`, Release: rel("v1")},
+			app:        "vectorcraft",
+			update:     release.Entry{FetchedAt: t0.Add(time.Minute), Release: rel("v9")},
+			wantRender: false, wantAt: t0, wantTag: "v1",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := snapshot.New([]release.App{photocraft, launcher}, fixedClock(t0))
+			if tt.before != (release.Entry{}) {
+				s.Set("photocraft", tt.before)
+			}
+			renders, before := s.Renders(), s.Current()
+
+			s.Set(tt.app, tt.update)
+
+			after := s.Current()
+			if got := s.Renders() - renders; got != map[bool]uint64{false: 0, true: 1}[tt.wantRender] {
+				t.Errorf("renders: got %d more, want render %v", got, tt.wantRender)
+			}
+			if got := after != before; got != tt.wantRender {
+				t.Errorf("new rendering published: got %v, want %v", got, tt.wantRender)
+			}
+			info := decode(t, after)
+			if _, ok := info.ReleaseInfo.Apps["vectorcraft"]; ok {
+				t.Errorf("apps: got an unconfigured app vectorcraft")
+			}
+			p := info.ReleaseInfo.Apps["photocraft"]
+			var gotAt time.Time
+			if p.AppLastFetched != nil {
+				gotAt = p.AppLastFetched.Time
+			}
+			if !gotAt.Equal(tt.wantAt) {
+				t.Errorf("app_last_fetched: got %v, want %v", gotAt, tt.wantAt)
+			}
+			if got := after.FetchedAt["photocraft"]; !got.Equal(tt.wantAt) {
+				t.Errorf("FetchedAt: got %v, want %v", got, tt.wantAt)
+			}
+			var gotTag string
+			if p.LatestRelease != nil {
+				gotTag = p.LatestRelease.Tag
+			}
+			if gotTag != tt.wantTag {
+				t.Errorf("latest_release tag: got %q, want %q", gotTag, tt.wantTag)
+			}
+		})
+	}
+}
+
+// TestSetKeepsFailureAndClaim checks that failures and claims are merged
+// (though not rendered), so that they never hide a later fetch nor let an
+// older one through.
+func TestSetKeepsFailureAndClaim(t *testing.T) {
+	s := snapshot.New([]release.App{photocraft}, fixedClock(t0))
+	s.Set("photocraft", release.Entry{FailedAt: t0.Add(time.Hour), Failures: 2, ClaimedAt: t0.Add(time.Hour)})
+	s.Set("photocraft", release.Entry{FetchedAt: t0, Release: rel("v1")})
+	if got := s.Current().FetchedAt["photocraft"]; !got.Equal(t0) {
+		t.Errorf("FetchedAt after a fetch older than the failure: got %v, want %v", got, t0)
+	}
+}
+
+func TestSetAll(t *testing.T) {
+	tests := []struct {
+		name        string
+		entries     map[string]release.Entry
+		wantRenders uint64
+		wantAt      map[string]time.Time
+	}{
+		{
+			name: "many fetches render once",
+			entries: map[string]release.Entry{
+				"photocraft":        {FetchedAt: t0.Add(time.Minute), Release: rel("v2")},
+				"artcraft-launcher": {FetchedAt: t0.Add(2 * time.Minute), Release: rel("v1")},
+				"filmcraft":         {FetchedAt: t0.Add(3 * time.Minute)},
+			},
+			wantRenders: 1,
+			wantAt: map[string]time.Time{
+				"photocraft": t0.Add(time.Minute), "artcraft-launcher": t0.Add(2 * time.Minute),
+				"filmcraft": t0.Add(3 * time.Minute),
+			},
+		},
+		{
+			name: "one change among no-ops renders once",
+			entries: map[string]release.Entry{
+				"photocraft":        {FetchedAt: t0.Add(-time.Minute), Release: rel("v0")},
+				"artcraft-launcher": {FetchedAt: t0},
+				"vectorcraft":       {FetchedAt: t0.Add(time.Hour)},
+			},
+			wantRenders: 1,
+			wantAt:      map[string]time.Time{"photocraft": t0, "artcraft-launcher": t0},
+		},
+		{
+			name: "no-ops render nothing",
+			entries: map[string]release.Entry{
+				"photocraft":  {FetchedAt: t0, Release: rel("v9")},
+				"filmcraft":   {FailedAt: t0, Failures: 1},
+				"vectorcraft": {FetchedAt: t0.Add(time.Hour)},
+			},
+			wantRenders: 0,
+			wantAt:      map[string]time.Time{"photocraft": t0},
+		},
+		{
+			name:        "empty renders nothing",
+			entries:     nil,
+			wantRenders: 0,
+			wantAt:      map[string]time.Time{"photocraft": t0},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := snapshot.New([]release.App{photocraft, launcher, filmcraft}, fixedClock(t0))
+			s.Set("photocraft", release.Entry{FetchedAt: t0, Release: rel("v1")})
+			renders := s.Renders()
+
+			s.SetAll(tt.entries)
+
+			if got := s.Renders() - renders; got != tt.wantRenders {
+				t.Errorf("renders: got %d, want %d", got, tt.wantRenders)
+			}
+			got := s.Current().FetchedAt
+			if len(got) != 3 {
+				t.Errorf("FetchedAt: got %d apps, want 3", len(got))
+			}
+			for _, a := range []string{"photocraft", "artcraft-launcher", "filmcraft"} {
+				if !got[a].Equal(tt.wantAt[a]) {
+					t.Errorf("FetchedAt[%s]: got %v, want %v", a, got[a], tt.wantAt[a])
+				}
+			}
+		})
+	}
+}
+
+func TestLastFetched(t *testing.T) {
+	tests := []struct {
+		name         string
+		apps         []release.App
+		fetched      map[string]time.Time
+		wantLast     string // last_fetched as JSON
+		wantComplete bool
+		wantCache    string
+	}{
+		{
+			name:     "no apps",
+			wantLast: "null", wantCache: "no-store",
+		},
+		{
+			name:     "none fetched",
+			apps:     []release.App{photocraft, launcher},
+			wantLast: "null", wantCache: "no-store",
+		},
+		{
+			name:     "one of two fetched",
+			apps:     []release.App{photocraft, launcher},
+			fetched:  map[string]time.Time{"photocraft": t0},
+			wantLast: "null", wantCache: "no-store",
+		},
+		{
+			name:         "one app fetched",
+			apps:         []release.App{photocraft},
+			fetched:      map[string]time.Time{"photocraft": t0},
+			wantLast:     `"2026-10-10T12:00:00Z"`,
+			wantComplete: true, wantCache: "public, max-age=60",
+		},
+		{
+			name: "all fetched: the oldest",
+			apps: []release.App{photocraft, launcher, filmcraft},
+			fetched: map[string]time.Time{
+				"photocraft":        t0.Add(time.Minute),
+				"artcraft-launcher": t0.Add(120 * time.Millisecond),
+				"filmcraft":         t0.Add(time.Hour),
+			},
+			wantLast:     `"2026-10-10T12:00:00.120Z"`,
+			wantComplete: true, wantCache: "public, max-age=60",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := snapshot.New(tt.apps, fixedClock(t0))
+			for app, at := range tt.fetched {
+				s.Set(app, release.Entry{FetchedAt: at})
+			}
+			r := s.Current()
+			var body struct {
+				ReleaseInfo struct {
+					LastFetched json.RawMessage `json:"last_fetched"`
+				} `json:"release_info"`
+			}
+			if err := json.Unmarshal(r.Body, &body); err != nil {
+				t.Fatal(err)
+			}
+			if got := string(body.ReleaseInfo.LastFetched); got != tt.wantLast {
+				t.Errorf("last_fetched: got %s, want %s", got, tt.wantLast)
+			}
+			if r.Complete != tt.wantComplete {
+				t.Errorf("Complete: got %v, want %v", r.Complete, tt.wantComplete)
+			}
+			if got := r.LastFetched.IsZero(); got == tt.wantComplete {
+				t.Errorf("LastFetched zero: got %v, want %v", got, !tt.wantComplete)
+			}
+			if r.CacheControl != tt.wantCache {
+				t.Errorf("CacheControl: got %q, want %q", r.CacheControl, tt.wantCache)
+			}
+			if got := r.Values.CacheControl; len(got) != 1 || got[0] != tt.wantCache {
+				t.Errorf("Values.CacheControl: got %q, want [%q]", got, tt.wantCache)
+			}
+		})
+	}
+}
+
+func TestEmptyListsRenderEmpty(t *testing.T) {
+	s := snapshot.New([]release.App{photocraft}, fixedClock(t0))
+	s.Set("photocraft", release.Entry{FetchedAt: t0, Release: &release.Release{Tag: "v1"}})
+	body := string(s.Current().Body)
+	for _, want := range []string{
+		`"assets":[]`,
+		`"app_renames":[]`,
+		`"repo_renames":[]`,
+		`"important_notices":{"announcements":[],"alerts":[]}`,
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("body %s: want it to contain %s", body, want)
+		}
+	}
+}
+
+func TestSetMeta(t *testing.T) {
+	link := "https://example.invalid/notice"
+	full := snapshot.Meta{
+		AppRenames: []release.AppRename{{OldName: "PicCraft", OldNameLower: "piccraft", NewName: "PhotoCraft",
+			NewNameLower: "photocraft", Description: "renamed", RenamedAt: release.NewTime(t0)}},
+		RepoRenames: []release.RepoRename{{OldName: "storytold/pic", NewName: "storytold/photocraft"}},
+		Notices: release.Notices{
+			Announcements: []release.Announcement{{Title: "Hello", Body: "Welcome"}},
+			Alerts:        []release.Alert{{Title: "Update", Body: "Please update", MaybeWebLink: &link}},
+		},
+	}
+	const fullJSON = `"app_renames":[{"old_name":"PicCraft","old_name_lower":"piccraft","new_name":"PhotoCraft",` +
+		`"new_name_lower":"photocraft","description":"renamed","renamed_at":"2026-10-10T12:00:00Z"}],` +
+		`"repo_renames":[{"old_name":"storytold/pic","new_name":"storytold/photocraft","renamed_at":null}],` +
+		`"important_notices":{"announcements":[{"title":"Hello","body":"Welcome","created_at":null}],` +
+		`"alerts":[{"title":"Update","body":"Please update","maybe_web_link":"https://example.invalid/notice","created_at":null}]}}`
+	const emptyJSON = `"app_renames":[],"repo_renames":[],"important_notices":{"announcements":[],"alerts":[]}}`
+
+	tests := []struct {
+		name        string
+		before      *snapshot.Meta
+		meta        snapshot.Meta
+		wantRenders uint64
+		wantSuffix  string
+	}{
+		{name: "zero meta renders nothing", meta: snapshot.Meta{}, wantRenders: 0, wantSuffix: emptyJSON},
+		{
+			name:        "empty lists render nothing",
+			meta:        snapshot.Meta{AppRenames: []release.AppRename{}, Notices: release.Notices{Alerts: []release.Alert{}}},
+			wantRenders: 0, wantSuffix: emptyJSON,
+		},
+		{name: "lists render", meta: full, wantRenders: 1, wantSuffix: fullJSON},
+		{name: "same lists render nothing", before: &full, meta: full, wantRenders: 0, wantSuffix: fullJSON},
+		{name: "cleared lists render", before: &full, meta: snapshot.Meta{}, wantRenders: 1, wantSuffix: emptyJSON},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := snapshot.New([]release.App{photocraft}, fixedClock(t0))
+			if tt.before != nil {
+				s.SetMeta(*tt.before)
+			}
+			renders := s.Renders()
+
+			s.SetMeta(tt.meta)
+
+			if got := s.Renders() - renders; got != tt.wantRenders {
+				t.Errorf("renders: got %d, want %d", got, tt.wantRenders)
+			}
+			if body := s.Current().Body; !bytes.HasSuffix(body, []byte(tt.wantSuffix)) {
+				t.Errorf("body: got %s, want it to end with %s", body, tt.wantSuffix)
+			}
+		})
+	}
+}
+
+// TestSetMetaCopies checks that a caller reusing its slices after SetMeta
+// cannot change what a later render serves.
+func TestSetMetaCopies(t *testing.T) {
+	s := snapshot.New([]release.App{photocraft}, fixedClock(t0))
+	renames := []release.RepoRename{{OldName: "storytold/a", NewName: "storytold/b"}}
+	s.SetMeta(snapshot.Meta{RepoRenames: renames})
+	renames[0].NewName = "storytold/changed"
+	s.Set("photocraft", release.Entry{FetchedAt: t0})
+	if body := s.Current().Body; !bytes.Contains(body, []byte(`"new_name":"storytold/b"`)) {
+		t.Errorf("body: got %s, want the repo rename as it was set", body)
+	}
+}
+
+func TestNewListsConfiguredApps(t *testing.T) {
+	dup := release.App{Key: "photocraft", Name: "Other", Repo: "storytold/other"}
+	s := snapshot.New([]release.App{photocraft, launcher, dup}, fixedClock(t0))
+	r := s.Current()
+	if r == nil {
+		t.Fatal("Current: got nil before any Set")
+	}
+	if got := s.Renders(); got != 1 {
+		t.Errorf("Renders after New: got %d, want 1", got)
+	}
+	if !r.RenderedAt.Equal(t0) {
+		t.Errorf("RenderedAt: got %v, want %v", r.RenderedAt, t0)
+	}
+	apps := decode(t, r).ReleaseInfo.Apps
+	want := map[string]release.AppInfo{
+		"photocraft":        {Name: "PhotoCraft", Repo: "storytold/photocraft"},
+		"artcraft-launcher": {Name: "ArtCraft Launcher", Repo: "storytold/craft-launcher"},
+	}
+	if len(apps) != len(want) {
+		t.Errorf("apps: got %d, want %d", len(apps), len(want))
+	}
+	for k, w := range want {
+		if got := apps[k]; got != w {
+			t.Errorf("apps[%s]: got %+v, want %+v", k, got, w)
+		}
+	}
+}
+
+func TestRepresentations(t *testing.T) {
+	s := snapshot.New([]release.App{photocraft, launcher}, fixedClock(t0))
+	first := s.Current()
+	s.Set("photocraft", release.Entry{FetchedAt: t0, Release: rel("v1")})
+	second := s.Current()
+
+	// Another pod with the same data must serve the same validators.
+	twin := snapshot.New([]release.App{launcher, photocraft}, fixedClock(t0.Add(time.Hour)))
+	twin.Set("photocraft", release.Entry{FetchedAt: t0, Release: rel("v1")})
+
+	for name, r := range map[string]*snapshot.Rendering{"first": first, "second": second} {
+		t.Run(name, func(t *testing.T) {
+			zr, err := gzip.NewReader(bytes.NewReader(r.Gzip))
+			if err != nil {
+				t.Fatal(err)
+			}
+			plain, err := io.ReadAll(zr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(plain, r.Body) {
+				t.Errorf("gunzipped: got %s, want Body %s", plain, r.Body)
+			}
+			for _, tag := range []string{r.ETag, r.GzipETag} {
+				if len(tag) < 18 || tag[0] != '"' || tag[len(tag)-1] != '"' || strings.Contains(tag[1:len(tag)-1], `"`) {
+					t.Errorf("ETag %s: want a strong, quoted entity tag", tag)
+				}
+			}
+			if r.ETag == r.GzipETag {
+				t.Errorf("ETag and GzipETag: both %s, want them distinct", r.ETag)
+			}
+			checks := []struct {
+				name string
+				got  []string
+				want string
+			}{
+				{"ETag", r.Values.ETag, r.ETag},
+				{"GzipETag", r.Values.GzipETag, r.GzipETag},
+				{"ContentLength", r.Values.ContentLength, strconv.Itoa(len(r.Body))},
+				{"GzipContentLength", r.Values.GzipContentLength, strconv.Itoa(len(r.Gzip))},
+				{"CacheControl", r.Values.CacheControl, r.CacheControl},
+			}
+			for _, c := range checks {
+				if len(c.got) != 1 || cap(c.got) != 1 || c.got[0] != c.want {
+					t.Errorf("Values.%s: got %q (cap %d), want [%q] (cap 1)", c.name, c.got, cap(c.got), c.want)
+				}
+			}
+		})
+	}
+	if first.ETag == second.ETag || first.GzipETag == second.GzipETag {
+		t.Errorf("ETags: got %s/%s before and %s/%s after a change, want them to change",
+			first.ETag, first.GzipETag, second.ETag, second.GzipETag)
+	}
+	if got, want := twin.Current(), second; got.ETag != want.ETag || got.GzipETag != want.GzipETag {
+		t.Errorf("ETags of an identical snapshot: got %s/%s, want %s/%s", got.ETag, got.GzipETag, want.ETag, want.GzipETag)
+	}
+}
+
+// TestConcurrent runs readers against writers; with -race it checks that
+// readers never lock and never see a torn rendering, and that what they see
+// never goes back in time.
+func TestConcurrent(t *testing.T) {
+	apps := []release.App{photocraft, launcher, filmcraft}
+	s := snapshot.New(apps, time.Now)
+	const writes = 200
+	// Writers interleave older and newer times on purpose.
+	at := func(w, i int) time.Time { return t0.Add(time.Duration((i*7+w*3)%writes) * time.Second) }
+	want := map[string]time.Time{}
+	for w := range 2 {
+		for i := range writes {
+			if app := apps[i%len(apps)].Key; at(w, i).After(want[app]) {
+				want[app] = at(w, i)
+			}
+		}
+	}
+
+	var wg sync.WaitGroup
+	for w := range 2 {
+		wg.Go(func() {
+			for i := range writes {
+				app := apps[i%len(apps)].Key
+				s.Set(app, release.Entry{FetchedAt: at(w, i), Release: rel(fmt.Sprintf("v%d", i))})
+				if i%50 == 0 {
+					s.SetAll(map[string]release.Entry{app: {FailedAt: at(w, i), Failures: i}})
+					s.SetMeta(snapshot.Meta{Notices: release.Notices{Alerts: []release.Alert{{Title: strconv.Itoa(i)}}}})
+				}
+			}
+		})
+	}
+	errs := make(chan error, 4)
+	for range 4 {
+		wg.Go(func() {
+			seen := map[string]time.Time{}
+			for range writes {
+				r := s.Current()
+				if got, want := r.Values.ContentLength[0], strconv.Itoa(len(r.Body)); got != want {
+					errs <- fmt.Errorf("Content-Length: got %s, want %s: a torn rendering", got, want)
+					return
+				}
+				for app, at := range r.FetchedAt {
+					if at.Before(seen[app]) {
+						errs <- fmt.Errorf("FetchedAt[%s]: went back from %v to %v", app, seen[app], at)
+						return
+					}
+					seen[app] = at
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	for app, w := range want {
+		if got := s.Current().FetchedAt[app]; !got.Equal(w) {
+			t.Errorf("FetchedAt[%s] at the end: got %v, want the newest written, %v", app, got, w)
+		}
+	}
+}
+
+// realisticApps returns the 13 default apps with a realistic release each:
+// 10 assets and 2 KiB of notes.
+func realisticApps() ([]release.App, map[string]release.Entry) {
+	keys := []string{"photocraft", "vectorcraft", "filmcraft", "lightcraft", "pdfcraft", "effectcraft",
+		"designcraft", "wordcraft", "deckcraft", "gridcraft", "cadcraft", "soundcraft", "artcraft-launcher"}
+	suffixes := []string{"windows-x64.msi", "windows-arm64.msi", "windows-x64-portable.zip", "macos-universal.dmg",
+		"linux-x86_64.AppImage", "linux-x86_64.AppImage.zsync", "linux-x86_64.deb", "linux-x86_64.rpm",
+		"linux-aarch64.tar.gz", "SHA256SUMS.txt"}
+	words := strings.Fields("fixed added improved the brush layer export import crash undo redo panel " +
+		"canvas color profile window macOS Linux Windows performance memory leak when on with a an of to in")
+	// A seeded generator: the notes vary like real ones but every run renders the same bytes.
+	rnd := rand.New(rand.NewPCG(1, 2))
+	published := release.NewTime(t0.Add(-48 * time.Hour))
+	apps := make([]release.App, 0, len(keys))
+	entries := make(map[string]release.Entry, len(keys))
+	for i, k := range keys {
+		repo := "storytold/" + k
+		apps = append(apps, release.App{Key: k, Name: strings.ToUpper(k[:1]) + k[1:], Repo: repo})
+		tag := fmt.Sprintf("v0.%d.0", i+1)
+		r := &release.Release{
+			Tag: tag, Version: tag[1:], Name: k + " " + tag, PublishedAt: published,
+			HTMLURL:       "https://github.com/" + repo + "/releases/tag/" + tag,
+			NotesMarkdown: notes(rnd, words),
+		}
+		for j, suf := range suffixes {
+			name := k + "-" + tag[1:] + "-" + suf
+			sum := fmt.Sprintf("%064x", j*1000+i)
+			arch := "x64"
+			r.Assets = append(r.Assets, release.Asset{
+				Name: name, SizeBytes: int64(50_000_000 + j), SHA256: &sum,
+				DownloadURL: "https://github.com/" + repo + "/releases/download/" + tag + "/" + name,
+				Platform:    &release.Platform{OS: "linux", Arch: &arch, PackageType: "deb"},
+			})
+		}
+		entries[k] = release.Entry{FetchedAt: t0, ETag: `"etag"`, Release: r}
+	}
+	return apps, entries
+}
+
+// notes returns 2 KiB of release notes made of words in random order.
+func notes(rnd *rand.Rand, words []string) string {
+	var b strings.Builder
+	for b.Len() < 2048 {
+		b.WriteString("- ")
+		for range 6 + rnd.IntN(10) {
+			b.WriteString(words[rnd.IntN(len(words))])
+			b.WriteByte(' ')
+		}
+		b.WriteString(strconv.Itoa(rnd.IntN(10000)))
+		b.WriteByte('\n')
+	}
+	return b.String()[:2048]
+}
+
+// BenchmarkRender measures one re-render of the 13 default apps with
+// realistic releases: JSON, gzip at best compression, and both ETags.
+func BenchmarkRender(b *testing.B) {
+	apps, entries := realisticApps()
+	s := snapshot.New(apps, fixedClock(t0))
+	s.SetAll(entries)
+	e := entries["photocraft"]
+	b.ReportAllocs()
+	for b.Loop() {
+		// Every Set is strictly newer, so every one renders.
+		e.FetchedAt = e.FetchedAt.Add(time.Millisecond)
+		s.Set("photocraft", e)
+	}
+	b.ReportMetric(float64(len(s.Current().Body)), "body-bytes")
+	b.ReportMetric(float64(len(s.Current().Gzip)), "gzip-bytes")
+}
