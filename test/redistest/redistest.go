@@ -1,0 +1,133 @@
+// Package redistest starts real redis-server processes on free loopback ports
+// for tests. Each server lives in its own temporary directory, persists
+// nothing, and is stopped by t.Cleanup.
+package redistest
+
+import (
+	"bufio"
+	"fmt"
+	"net"
+	"os/exec"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// Server is one redis-server process started by Start.
+type Server struct {
+	t    testing.TB
+	Addr string // host:port on loopback
+	args []string
+	cmd  *exec.Cmd
+}
+
+// Start runs redis-server on a free loopback port with the extra config
+// arguments given (such as "--enable-debug-command", "yes") and waits until it
+// answers PING. It fails the test when redis-server is missing or does not start.
+func Start(t testing.TB, args ...string) *Server {
+	t.Helper()
+	if _, err := exec.LookPath("redis-server"); err != nil {
+		t.Fatalf("redis-server not found (the test task installs it: apt-get install redis-server): %v", err)
+	}
+	s := &Server{t: t, Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(freePort(t))), args: args}
+	s.start()
+	t.Cleanup(s.Stop)
+	return s
+}
+
+// URL is the server's address as REDIS_URL takes it.
+func (s *Server) URL() string { return "redis://" + s.Addr }
+
+// Stop kills the server; it is safe to call more than once.
+func (s *Server) Stop() {
+	if s.cmd == nil {
+		return
+	}
+	_ = s.cmd.Process.Kill()
+	_ = s.cmd.Wait()
+	s.cmd = nil
+}
+
+// Restart stops the server and starts an empty one on the same port.
+func (s *Server) Restart() {
+	s.t.Helper()
+	s.Stop()
+	s.start()
+}
+
+func (s *Server) start() {
+	s.t.Helper()
+	_, port, _ := net.SplitHostPort(s.Addr)
+	args := append([]string{
+		"--port", port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+		"--dir", s.t.TempDir(), "--protected-mode", "no",
+	}, s.args...)
+	cmd := exec.Command("redis-server", args...)
+	if err := cmd.Start(); err != nil {
+		s.t.Fatalf("start redis-server: %v", err)
+	}
+	s.cmd = cmd
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		reply, err := s.Do("PING")
+		if err == nil && reply == "PONG" {
+			return
+		}
+		if time.Now().After(deadline) {
+			s.Stop()
+			s.t.Fatalf("redis-server on %s did not answer PING: %v", s.Addr, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// Do sends one command on a fresh connection and returns the first line of
+// the reply without its type byte (an error reply is returned as an error).
+// It is meant for administration in tests (ACL SETUSER, FLUSHALL, DEBUG),
+// independent of the client under test.
+func (s *Server) Do(args ...string) (string, error) {
+	conn, err := net.DialTimeout("tcp", s.Addr, time.Second)
+	if err != nil {
+		return "", err
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(5 * time.Second))
+	var b strings.Builder
+	fmt.Fprintf(&b, "*%d\r\n", len(args))
+	for _, a := range args {
+		fmt.Fprintf(&b, "$%d\r\n%s\r\n", len(a), a)
+	}
+	if _, err := conn.Write([]byte(b.String())); err != nil {
+		return "", err
+	}
+	line, err := bufio.NewReader(conn).ReadString('\n')
+	if err != nil {
+		return "", err
+	}
+	line = strings.TrimRight(line, "\r\n")
+	if strings.HasPrefix(line, "-") {
+		return "", fmt.Errorf("redis: %s", line[1:])
+	}
+	return strings.TrimLeft(line, "+:$*"), nil
+}
+
+// MustDo is Do that fails the test on error.
+func (s *Server) MustDo(args ...string) string {
+	s.t.Helper()
+	reply, err := s.Do(args...)
+	if err != nil {
+		s.t.Fatalf("redis %v: %v", args, err)
+	}
+	return reply
+}
+
+func freePort(t testing.TB) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("free port: %v", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
