@@ -1,0 +1,489 @@
+package poller_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest/observer"
+
+	"github.com/storytold/craft-releases/pkg/poller"
+	"github.com/storytold/craft-releases/pkg/release"
+	"github.com/storytold/craft-releases/pkg/schedule"
+)
+
+// t0 is when every test starts.
+var t0 = time.Date(2026, 10, 10, 12, 0, 0, 0, time.UTC)
+
+// timing is the production timing without a token: I = 1800 s, so M = 30 s,
+// C = F = R = 60 s.
+var timing = schedule.Timing{
+	Interval:      1800 * time.Second,
+	MaxBackoff:    4 * time.Hour,
+	Tick:          30 * time.Second,
+	Spacing:       time.Second,
+	StartupJitter: 30 * time.Second,
+}
+
+func apps(keys ...string) []release.App {
+	out := make([]release.App, len(keys))
+	for i, k := range keys {
+		out[i] = release.App{Key: k, Name: k, Repo: "storytold/" + k}
+	}
+	return out
+}
+
+func fetched(tag, etag string) release.Answer {
+	var rel *release.Release
+	if tag != "" {
+		rel = &release.Release{Tag: tag, Assets: []release.Asset{}}
+	}
+	return release.Answer{Outcome: release.Fetched, Release: rel, ETag: etag, Remaining: -1}
+}
+
+func notModified() release.Answer {
+	return release.Answer{Outcome: release.NotModified, Remaining: -1}
+}
+
+func failed() release.Answer {
+	return release.Answer{Outcome: release.Failed, Err: errors.New("HTTP 502"), Remaining: -1}
+}
+
+func rateLimited(retryAt time.Time) release.Answer {
+	return release.Answer{Outcome: release.RateLimited, RetryAt: retryAt, Err: errors.New("HTTP 403"), Remaining: 0}
+}
+
+// events records, in order, what the fakes saw, for tests about sequence.
+type events struct {
+	mu   sync.Mutex
+	list []string
+}
+
+func (e *events) add(s string) {
+	if e == nil {
+		return
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.list = append(e.list, s)
+}
+
+func (e *events) all() []string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return slices.Clone(e.list)
+}
+
+// fakeClock is a clock whose After returns at once, having moved the time
+// forward by the wait: the code under test never sleeps, and every wait is
+// recorded.
+type fakeClock struct {
+	mu     sync.Mutex
+	now    time.Time
+	waits  []time.Duration
+	events *events
+	// after, if set, is called after each wait with the new time.
+	after func(now time.Time)
+}
+
+func newClock() *fakeClock { return &fakeClock{now: t0} }
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *fakeClock) After(d time.Duration) <-chan time.Time {
+	c.mu.Lock()
+	c.now = c.now.Add(max(d, 0))
+	c.waits = append(c.waits, d)
+	now, after := c.now, c.after
+	c.mu.Unlock()
+	c.events.add(fmt.Sprintf("wait %v", d))
+	if after != nil {
+		after(now)
+	}
+	ch := make(chan time.Time, 1)
+	ch <- now
+	return ch
+}
+
+// set moves the clock to at, which must not be in its past.
+func (c *fakeClock) set(t testing.TB, at time.Time) {
+	t.Helper()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if at.Before(c.now) {
+		t.Fatalf("clock set back from %v to %v", c.now.Sub(t0), at.Sub(t0))
+	}
+	c.now = at
+}
+
+func (c *fakeClock) takeWaits() []time.Duration {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	w := c.waits
+	c.waits = nil
+	return w
+}
+
+// parkingClock fires its first fire waits at once and never fires the ones
+// after, announcing each of those on parked.
+type parkingClock struct {
+	mu     sync.Mutex
+	now    time.Time
+	fire   int
+	parked chan time.Duration
+}
+
+func (c *parkingClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *parkingClock) After(d time.Duration) <-chan time.Time {
+	c.mu.Lock()
+	if c.fire == 0 {
+		c.mu.Unlock()
+		c.parked <- d
+		return nil
+	}
+	c.fire--
+	c.now = c.now.Add(d)
+	ch := make(chan time.Time, 1)
+	ch <- c.now
+	c.mu.Unlock()
+	return ch
+}
+
+// fakeSource answers from a script of one answer per app and records what it
+// was asked: "app", or "app(etag)" when revalidating.
+type fakeSource struct {
+	mu     sync.Mutex
+	clock  poller.Clock
+	script map[string]release.Answer
+	asked  []string
+	at     []time.Time
+	events *events
+}
+
+func (s *fakeSource) Latest(_ context.Context, app release.App, etag string) release.Answer {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	call := app.Key
+	if etag != "" {
+		call += "(" + etag + ")"
+	}
+	s.asked = append(s.asked, call)
+	s.at = append(s.at, s.clock.Now())
+	s.events.add("ask " + call)
+	a, ok := s.script[app.Key]
+	if !ok {
+		return release.Answer{Outcome: release.Failed, Err: errors.New("unscripted request"), Remaining: -1}
+	}
+	delete(s.script, app.Key)
+	return a
+}
+
+func (s *fakeSource) take() (asked []string, at []time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	asked, at = s.asked, s.at
+	s.asked, s.at = nil, nil
+	return asked, at
+}
+
+// fakeFleet is the shared state in memory, with redis.md's guarded writes in
+// their simplest form. It records every call as "Op" or "Op app".
+type fakeFleet struct {
+	mu      sync.Mutex
+	entries map[string]release.Entry
+	backoff schedule.Backoff
+	errs    map[string]error // by operation: the error that call returns
+	calls   []string
+	events  *events
+	// during, if set, runs after a call is recorded and before it acts: the
+	// moment another pod may write.
+	during func(f *fakeFleet, op, arg string)
+}
+
+func newFleet() *fakeFleet {
+	return &fakeFleet{entries: map[string]release.Entry{}, errs: map[string]error{}}
+}
+
+func (f *fakeFleet) call(op, arg string) error {
+	f.mu.Lock()
+	name := op
+	if arg != "" {
+		name += " " + arg
+	}
+	f.calls = append(f.calls, name)
+	err, during := f.errs[op], f.during
+	f.mu.Unlock()
+	f.events.add(name)
+	if during != nil {
+		during(f, op, arg)
+	}
+	return err
+}
+
+func (f *fakeFleet) set(app string, e release.Entry) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.entries[app] = e
+}
+
+func (f *fakeFleet) setBackoff(b schedule.Backoff) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.backoff = b
+}
+
+func (f *fakeFleet) setErr(op string, err error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.errs[op] = err
+}
+
+func (f *fakeFleet) entry(app string) release.Entry {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.entries[app]
+}
+
+func (f *fakeFleet) takeCalls() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	c := f.calls
+	f.calls = nil
+	return c
+}
+
+func (f *fakeFleet) Load(_ context.Context, apps []string) (map[string]release.Entry, schedule.Backoff, error) {
+	if err := f.call("Load", ""); err != nil {
+		return nil, schedule.Backoff{}, err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := make(map[string]release.Entry, len(apps))
+	for _, app := range apps {
+		if e, ok := f.entries[app]; ok {
+			out[app] = e
+		}
+	}
+	return out, f.backoff, nil
+}
+
+func (f *fakeFleet) LoadApp(_ context.Context, app string) (release.Entry, schedule.Backoff, error) {
+	if err := f.call("LoadApp", app); err != nil {
+		return release.Entry{}, schedule.Backoff{}, err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.entries[app], f.backoff, nil
+}
+
+func (f *fakeFleet) Claim(_ context.Context, app string, at time.Time, window time.Duration) (bool, error) {
+	if err := f.call("Claim", app); err != nil {
+		return false, err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	e := f.entries[app]
+	if !e.ClaimedAt.IsZero() && e.ClaimedAt.Add(window).After(at) {
+		return false, nil
+	}
+	e.ClaimedAt = at
+	f.entries[app] = e
+	return true, nil
+}
+
+func (f *fakeFleet) PutFetch(_ context.Context, app string, n release.Entry) (bool, error) {
+	if err := f.call("PutFetch", app); err != nil {
+		return false, err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	e := f.entries[app]
+	if e.FetchedAt.After(n.FetchedAt) {
+		return false, nil
+	}
+	e.FetchedAt, e.ETag, e.Release = n.FetchedAt, n.ETag, n.Release
+	f.entries[app] = e
+	return true, nil
+}
+
+func (f *fakeFleet) PutNotModified(_ context.Context, app string, n release.Entry) (bool, error) {
+	if err := f.call("PutNotModified", app); err != nil {
+		return false, err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	e := f.entries[app]
+	switch {
+	case n.ETag == "":
+		return false, nil
+	case !e.Fetched():
+		e.FetchedAt, e.ETag, e.Release = n.FetchedAt, n.ETag, n.Release
+	case e.ETag != n.ETag || e.FetchedAt.After(n.FetchedAt):
+		return false, nil
+	default:
+		e.FetchedAt = n.FetchedAt
+	}
+	f.entries[app] = e
+	return true, nil
+}
+
+func (f *fakeFleet) PutFailure(_ context.Context, app string, n release.Entry) (bool, error) {
+	if err := f.call("PutFailure", app); err != nil {
+		return false, err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	e := f.entries[app]
+	if e.FailedAt.After(n.FailedAt) {
+		return false, nil
+	}
+	e.FailedAt, e.Failures = n.FailedAt, n.Failures
+	f.entries[app] = e
+	return true, nil
+}
+
+func (f *fakeFleet) PutBackoff(_ context.Context, b schedule.Backoff) error {
+	arg := "clear"
+	if !b.Until.IsZero() {
+		arg = fmt.Sprintf("until %v trouble %d", b.Until.Sub(t0), b.Trouble)
+	}
+	if err := f.call("PutBackoff", arg); err != nil {
+		return err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if b.Until.IsZero() {
+		b = schedule.Backoff{}
+	}
+	f.backoff = b
+	return nil
+}
+
+// fakeSink records every Set.
+type fakeSink struct {
+	mu   sync.Mutex
+	sets []string
+	last map[string]release.Entry
+}
+
+func (s *fakeSink) Set(app string, e release.Entry) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.sets = append(s.sets, app)
+	if s.last == nil {
+		s.last = map[string]release.Entry{}
+	}
+	s.last[app] = e
+}
+
+func (s *fakeSink) takeSets() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sets := s.sets
+	s.sets = nil
+	return sets
+}
+
+func (s *fakeSink) entry(app string) release.Entry {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.last[app]
+}
+
+// harness is a Poller wired to fakes.
+type harness struct {
+	p      *poller.Poller
+	clock  *fakeClock
+	source *fakeSource
+	fleet  *fakeFleet // nil: standalone
+	sink   *fakeSink
+	logs   *observer.ObservedLogs
+}
+
+// newHarness returns a poller over the apps keys with a fake clock at t0 and
+// draws of 0.5 (no jitter). fleet may be nil for a standalone poller.
+func newHarness(t testing.TB, keys []string, fleet *fakeFleet, coordinate bool) *harness {
+	t.Helper()
+	core, logs := observer.New(zapcore.DebugLevel)
+	h := &harness{clock: newClock(), fleet: fleet, sink: &fakeSink{}, logs: logs}
+	h.source = &fakeSource{clock: h.clock}
+	c := poller.Config{
+		Apps:       apps(keys...),
+		Timing:     timing,
+		Source:     h.source,
+		Coordinate: coordinate,
+		Sink:       h.sink,
+		Logger:     zap.New(core),
+		Clock:      h.clock,
+		Rand:       func() float64 { return 0.5 },
+	}
+	if fleet != nil {
+		c.Fleet = fleet
+	}
+	p, err := poller.New(c)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	h.p = p
+	return h
+}
+
+// roundLine is what a tick's "poll round" log line says.
+type roundLine struct {
+	Mode        string
+	Fetched     int64
+	Unchanged   int64
+	Failed      int64
+	RateLimited bool
+	Backoff     time.Duration
+	Trouble     int64
+}
+
+func parseRound(t testing.TB, e observer.LoggedEntry) roundLine {
+	t.Helper()
+	m := e.ContextMap()
+	var r roundLine
+	var ok [7]bool
+	r.Mode, ok[0] = m["mode"].(string)
+	r.Fetched, ok[1] = m["fetched"].(int64)
+	r.Unchanged, ok[2] = m["unchanged"].(int64)
+	r.Failed, ok[3] = m["failed"].(int64)
+	r.RateLimited, ok[4] = m["rate_limited"].(bool)
+	r.Backoff, ok[5] = m["backoff"].(time.Duration)
+	r.Trouble, ok[6] = m["trouble"].(int64)
+	if slices.Contains(ok[:], false) {
+		t.Fatalf("round log line fields = %v, want mode, fetched, unchanged, failed, rate_limited, backoff, trouble", m)
+	}
+	return r
+}
+
+// tickLogs splits the log entries since the last call into the round lines
+// and the messages of the warnings.
+func (h *harness) tickLogs(t testing.TB) (rounds []roundLine, warns []string, all []observer.LoggedEntry) {
+	t.Helper()
+	all = h.logs.TakeAll()
+	for _, e := range all {
+		switch {
+		case e.Message == "poll round":
+			rounds = append(rounds, parseRound(t, e))
+		case e.Level == zapcore.WarnLevel:
+			warns = append(warns, e.Message)
+		}
+	}
+	return rounds, warns, all
+}

@@ -1,0 +1,475 @@
+// Package poller runs the tick loop that asks GitHub about every configured
+// app when it is due (poller.md, "One tick"). It keeps every app's state in
+// memory and, when given a Fleet, coordinates with the other pollers through
+// it: it reads the fleet's state, claims apps, shares what it learns and
+// honours the fleet backoff. Without a Fleet, or while the Fleet fails, the
+// same rules run from memory alone.
+package poller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/storytold/craft-releases/pkg/release"
+	"github.com/storytold/craft-releases/pkg/schedule"
+)
+
+// warnEvery is how often a Redis outage is logged while it lasts.
+const warnEvery = 10 * time.Minute
+
+// Source asks GitHub about one app.
+type Source interface {
+	// Latest asks GitHub for app's latest release, revalidating etag when non-empty.
+	Latest(ctx context.Context, app release.App, etag string) release.Answer
+}
+
+// Fleet is the state the pollers share (redis.md). Every method may fail with
+// a Redis error; a refused guarded write is not an error but false.
+type Fleet interface {
+	// Load reads every listed app's shared entry and the fleet backoff in one pipeline.
+	Load(ctx context.Context, apps []string) (map[string]release.Entry, schedule.Backoff, error)
+	// LoadApp re-reads one app's entry and the backoff.
+	LoadApp(ctx context.Context, app string) (release.Entry, schedule.Backoff, error)
+	// Claim is the guarded write on claimed_ms with gap window; false when refused.
+	Claim(ctx context.Context, app string, at time.Time, window time.Duration) (bool, error)
+	// PutFetch shares a fetch (guarded on fetched_ms, gap 0).
+	PutFetch(ctx context.Context, app string, e release.Entry) (bool, error)
+	// PutNotModified shares a 304 (guarded on fetched_ms and e.ETag); when refused because
+	// the shared entry has no readable fetch, it republishes e whole as a fetch.
+	PutNotModified(ctx context.Context, app string, e release.Entry) (bool, error)
+	// PutFailure shares a failure (guarded on failed_ms).
+	PutFailure(ctx context.Context, app string, e release.Entry) (bool, error)
+	// PutBackoff writes the backoff (1-day TTL), or deletes it when b.Until is zero.
+	PutBackoff(ctx context.Context, b schedule.Backoff) error
+}
+
+// Sink receives every change of an app's entry, such as the API's snapshot
+// when the poller runs inside the API process.
+type Sink interface {
+	// Set records app's entry. It is called from the poller's loop, one call
+	// at a time, and must not block for long.
+	Set(app string, e release.Entry)
+}
+
+// Clock tells the time and waits. Tests pass a fake that advances on demand.
+type Clock interface {
+	// Now returns the current time.
+	Now() time.Time
+	// After returns a channel that receives the time once d has passed.
+	After(d time.Duration) <-chan time.Time
+}
+
+// Config is what a Poller needs. Source is required; the rest may be left zero.
+type Config struct {
+	Apps   []release.App   // polled in this order; keys must be distinct
+	Timing schedule.Timing // Interval and Tick must be positive
+	Source Source
+
+	// Fleet is the shared state; nil runs standalone, with no Redis at all.
+	Fleet Fleet
+	// Coordinate makes the poller read the fleet's state, claim apps and
+	// share the backoff. With a Fleet and Coordinate false the pollers run
+	// uncoordinated: nothing is read from the Fleet, but every result is still
+	// shared with the guarded writes.
+	Coordinate bool
+
+	Sink   Sink           // may be nil
+	Logger *zap.Logger    // nil: no logging
+	Clock  Clock          // nil: the system clock
+	Rand   func() float64 // uniform draws in [0, 1); nil: math/rand/v2
+}
+
+// mode is how a round works, as logged.
+type mode string
+
+const (
+	coordinated   mode = "coordinated"   // reads and writes the Fleet
+	standalone    mode = "standalone"    // memory only
+	uncoordinated mode = "uncoordinated" // memory, and writes to the Fleet
+)
+
+// Poller is the tick loop of one poller process. Create it with New.
+type Poller struct {
+	apps   []release.App
+	keys   []string
+	timing schedule.Timing
+	source Source
+	fleet  Fleet
+	mode   mode
+	sink   Sink
+	log    *zap.Logger
+	clock  Clock
+	rand   func() float64
+
+	loaded     chan struct{}
+	loadedOnce sync.Once
+
+	// mu serialises ticks and guards what follows.
+	mu        sync.Mutex
+	entries   map[string]release.Entry
+	backoff   schedule.Backoff
+	downSince time.Time // when Redis started failing; zero while it works
+	warnedAt  time.Time // the last warning of the current outage
+}
+
+// New returns a Poller for c. It fails when c has no Source, a non-positive
+// Interval or Tick, or an app key listed twice.
+func New(c Config) (*Poller, error) {
+	switch {
+	case c.Source == nil:
+		return nil, errors.New("new poller: no source")
+	case c.Timing.Interval <= 0:
+		return nil, fmt.Errorf("new poller: interval %v: must be positive", c.Timing.Interval)
+	case c.Timing.Tick <= 0:
+		return nil, fmt.Errorf("new poller: tick %v: must be positive", c.Timing.Tick)
+	}
+	p := &Poller{
+		apps:    slices.Clone(c.Apps),
+		keys:    make([]string, len(c.Apps)),
+		timing:  c.Timing,
+		source:  c.Source,
+		fleet:   c.Fleet,
+		mode:    standalone,
+		sink:    c.Sink,
+		log:     c.Logger,
+		clock:   c.Clock,
+		rand:    c.Rand,
+		loaded:  make(chan struct{}),
+		entries: make(map[string]release.Entry, len(c.Apps)),
+	}
+	for i, app := range c.Apps {
+		if _, dup := p.entries[app.Key]; dup {
+			return nil, fmt.Errorf("new poller: app %q listed twice", app.Key)
+		}
+		p.entries[app.Key] = release.Entry{}
+		p.keys[i] = app.Key
+	}
+	switch {
+	case c.Fleet != nil && c.Coordinate:
+		p.mode = coordinated
+	case c.Fleet != nil:
+		p.mode = uncoordinated
+	}
+	if p.log == nil {
+		p.log = zap.NewNop()
+	}
+	if p.clock == nil {
+		p.clock = systemClock{}
+	}
+	if p.rand == nil {
+		p.rand = rand.Float64
+	}
+	if p.mode != coordinated {
+		p.markLoaded()
+	}
+	return p, nil
+}
+
+// Loaded returns a channel that is closed once the start-up load from the
+// Fleet was tried, whether it worked or not. It is closed from the start when
+// the poller does not coordinate, since there is nothing to load.
+func (p *Poller) Loaded() <-chan struct{} { return p.loaded }
+
+func (p *Poller) markLoaded() { p.loadedOnce.Do(func() { close(p.loaded) }) }
+
+// Run polls until ctx is cancelled, then returns nil. It first loads the
+// fleet's state (when coordinating), waits the start-up jitter, and then ticks
+// every Tick ±10 %. GitHub and Redis trouble is logged and retried, never
+// returned. Run starts no goroutine; call it once.
+func (p *Poller) Run(ctx context.Context) error {
+	p.log.Info("poller starting", zap.String("mode", string(p.mode)), zap.Int("apps", len(p.apps)))
+	if p.mode == coordinated {
+		p.mu.Lock()
+		p.load(ctx)
+		p.mu.Unlock()
+		p.markLoaded()
+	}
+	if !p.sleep(ctx, p.timing.StartupDelay(p.rand())) {
+		return nil
+	}
+	for {
+		p.Tick(ctx)
+		if !p.sleep(ctx, p.timing.TickDelay(p.rand())) {
+			return nil
+		}
+	}
+}
+
+// Tick runs one tick: it reads the fleet's state when coordinating, and unless
+// a backoff is active asks GitHub about every due app, shares the results and
+// works out the backoff. A cancelled ctx ends the tick early and discards the
+// answer in flight. Ticks are serialised: Tick may be called while Run runs.
+func (p *Poller) Tick(ctx context.Context) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+
+	r := round{mode: p.mode}
+	if r.mode == coordinated && !p.load(ctx) {
+		r.mode = standalone
+	}
+	if p.backoff.Active(p.clock.Now()) {
+		p.log.Debug("backoff active", zap.Time("until", p.backoff.Until))
+		return
+	}
+	for _, app := range p.apps {
+		if ctx.Err() != nil {
+			return
+		}
+		if p.visit(ctx, app, &r) {
+			break
+		}
+	}
+	if ctx.Err() != nil {
+		return
+	}
+
+	now := p.clock.Now()
+	// A backoff that another poller set during our round stands: our
+	// own round's results must not clear or shorten it.
+	if !r.held {
+		next := schedule.Next(p.timing, p.backoff, r.sum, now, p.rand())
+		if next.Trouble != p.backoff.Trouble || !next.Until.Equal(p.backoff.Until) {
+			p.backoff = next
+			if r.mode == coordinated {
+				if err := p.fleet.PutBackoff(ctx, next); err != nil {
+					p.redisDown(ctx, err)
+					r.mode = standalone
+				} else {
+					p.redisUp()
+				}
+			}
+		}
+	}
+	// A tick with nothing due is routine: people read the rounds that asked.
+	level := zap.InfoLevel
+	if r.sum == (schedule.Round{}) {
+		level = zap.DebugLevel
+	}
+	p.log.Log(level, "poll round",
+		zap.String("mode", string(r.mode)),
+		zap.Int("fetched", r.sum.Fetched),
+		zap.Int("unchanged", r.sum.Unchanged),
+		zap.Int("failed", r.sum.Failed),
+		zap.Bool("rate_limited", r.sum.RateLimited),
+		zap.Duration("backoff", max(0, p.backoff.Until.Sub(now))),
+		zap.Int("trouble", p.backoff.Trouble),
+	)
+}
+
+// round is the state of one tick's round of requests.
+type round struct {
+	mode  mode
+	sum   schedule.Round
+	asked int  // requests made so far
+	held  bool // stopped by a fleet backoff that appeared mid-round
+}
+
+// visit asks GitHub about app if it is due, and records what happened.
+// It reports whether the round must stop.
+func (p *Poller) visit(ctx context.Context, app release.App, r *round) (stop bool) {
+	if !schedule.Due(p.timing, p.entries[app.Key], p.clock.Now()) {
+		return false
+	}
+	if r.mode == coordinated {
+		ask, stop := p.recheck(ctx, app.Key, r)
+		if !ask {
+			return stop
+		}
+	}
+	if r.asked > 0 && !p.sleep(ctx, p.timing.Spacing) {
+		return true
+	}
+	r.asked++
+
+	e := p.entries[app.Key]
+	start := p.clock.Now()
+	a := p.source.Latest(ctx, app, e.ETag)
+	if ctx.Err() != nil {
+		// An answer cut short by shutdown says nothing about GitHub.
+		return true
+	}
+	now := p.clock.Now()
+	p.log.Debug("github answer", zap.String("app", app.Key), zap.String("status", a.Outcome.String()),
+		zap.Duration("took", now.Sub(start)))
+
+	if a.Outcome == release.NotModified && e.ETag == "" {
+		// We sent no If-None-Match, so this 304 confirms nothing we hold.
+		a = release.Answer{Outcome: release.Failed, Err: errors.New("not modified without an etag")}
+	}
+	next := e
+	switch a.Outcome {
+	case release.Fetched:
+		r.sum.Fetched++
+		next.FetchedAt, next.ETag, next.Release = now, a.ETag, a.Release
+	case release.NotModified:
+		r.sum.Unchanged++
+		next.FetchedAt = now
+	case release.RateLimited:
+		r.sum.RateLimited, r.sum.RetryAt = true, a.RetryAt
+		p.log.Warn("github rate limit", zap.String("app", app.Key), zap.String("repo", app.Repo),
+			zap.Time("retry_at", a.RetryAt), zap.NamedError("err", a.Err))
+		return true
+	default:
+		r.sum.Failed++
+		n := 1
+		if e.Failing() {
+			n = max(e.Failures, 1)
+			if n < math.MaxInt {
+				n++
+			}
+		}
+		next.FailedAt, next.Failures = now, n
+		p.log.Warn("github request failed", zap.String("app", app.Key), zap.String("repo", app.Repo),
+			zap.Int("failures", n), zap.NamedError("err", a.Err))
+	}
+	p.share(ctx, app.Key, a.Outcome, next, r)
+	// Kept even when the shared write lost: memory follows the merge law on its own.
+	p.update(app.Key, next)
+	return false
+}
+
+// recheck re-reads app and the backoff from the fleet and claims app. It
+// reports whether to ask GitHub about app, and whether the round must stop.
+// A Redis error makes the rest of the round standalone, and app is still asked.
+func (p *Poller) recheck(ctx context.Context, key string, r *round) (ask, stop bool) {
+	shared, b, err := p.fleet.LoadApp(ctx, key)
+	if err != nil {
+		p.redisDown(ctx, err)
+		r.mode = standalone
+		return true, false
+	}
+	p.redisUp()
+	p.update(key, shared)
+	p.backoff = b
+	now := p.clock.Now()
+	if b.Active(now) {
+		r.held = true
+		return false, true
+	}
+	if !schedule.Due(p.timing, p.entries[key], now) {
+		return false, false
+	}
+	won, err := p.fleet.Claim(ctx, key, now, p.timing.ClaimWindow())
+	if err != nil {
+		p.redisDown(ctx, err)
+		r.mode = standalone
+		return true, false
+	}
+	p.redisUp()
+	if !won {
+		p.log.Debug("claim refused", zap.String("app", key))
+	}
+	return won, false
+}
+
+// share writes an answer's outcome to the fleet, unless the round is standalone.
+func (p *Poller) share(ctx context.Context, key string, o release.Outcome, e release.Entry, r *round) {
+	if r.mode == standalone {
+		return
+	}
+	var put func(context.Context, string, release.Entry) (bool, error)
+	switch o {
+	case release.Fetched:
+		put = p.fleet.PutFetch
+	case release.NotModified:
+		put = p.fleet.PutNotModified
+	default:
+		put = p.fleet.PutFailure
+	}
+	written, err := put(ctx, key, e)
+	if err != nil {
+		p.redisDown(ctx, err)
+		r.mode = standalone
+		return
+	}
+	p.redisUp()
+	if !written {
+		p.log.Debug("shared write refused", zap.String("app", key), zap.String("status", o.String()))
+	}
+}
+
+// load merges every app's shared entry into memory and takes the fleet's
+// backoff as ours. It reports whether the read worked.
+func (p *Poller) load(ctx context.Context) bool {
+	shared, b, err := p.fleet.Load(ctx, p.keys)
+	if err != nil {
+		p.redisDown(ctx, err)
+		return false
+	}
+	p.redisUp()
+	for _, key := range p.keys {
+		if e, ok := shared[key]; ok {
+			p.update(key, e)
+		}
+	}
+	p.backoff = b
+	return true
+}
+
+// update merges e into app's entry and passes the result to the Sink when the
+// fetch or the failure changed.
+func (p *Poller) update(key string, e release.Entry) {
+	old := p.entries[key]
+	merged := old.Merge(e)
+	p.entries[key] = merged
+	// Merge replaces each part only along with its time, so comparing the
+	// times is enough to see a change.
+	changed := !merged.FetchedAt.Equal(old.FetchedAt) || !merged.FailedAt.Equal(old.FailedAt)
+	if changed && p.sink != nil {
+		p.sink.Set(key, merged)
+	}
+}
+
+// redisDown notes a Redis failure, warning once per warnEvery while it lasts.
+// Errors caused by our own cancellation are not an outage.
+func (p *Poller) redisDown(ctx context.Context, err error) {
+	if ctx.Err() != nil {
+		return
+	}
+	now := p.clock.Now()
+	if p.downSince.IsZero() {
+		p.downSince = now
+	}
+	if !p.warnedAt.IsZero() && now.Sub(p.warnedAt) < warnEvery {
+		return
+	}
+	p.warnedAt = now
+	p.log.Warn("redis unavailable", zap.Duration("away", now.Sub(p.downSince)), zap.NamedError("err", err))
+}
+
+// redisUp notes that a Redis call worked, and logs the end of an outage.
+func (p *Poller) redisUp() {
+	if p.downSince.IsZero() {
+		return
+	}
+	p.log.Info("redis is back", zap.Duration("away", p.clock.Now().Sub(p.downSince)))
+	p.downSince, p.warnedAt = time.Time{}, time.Time{}
+}
+
+// sleep waits d, and reports false when ctx was cancelled first.
+func (p *Poller) sleep(ctx context.Context, d time.Duration) bool {
+	if ctx.Err() != nil {
+		return false
+	}
+	select {
+	case <-ctx.Done():
+		return false
+	case <-p.clock.After(d):
+		// Both may be ready at once; shutdown wins.
+		return ctx.Err() == nil
+	}
+}
+
+// systemClock is the real clock.
+type systemClock struct{}
+
+func (systemClock) Now() time.Time                         { return time.Now() }
+func (systemClock) After(d time.Duration) <-chan time.Time { return time.After(d) }

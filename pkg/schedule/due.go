@@ -1,0 +1,30 @@
+package schedule
+
+import (
+	"time"
+
+	"github.com/storytold/craft-releases/pkg/release"
+)
+
+// Due reports whether the app whose state is e should be asked about at now
+// (poller.md, "Is an app due?"):
+//
+//  1. fetched (or confirmed by a 304) less than I − M ago → not due;
+//  2. else, failing with n failures in a row, the last one less than
+//     min(F × 2^(n−1), I) − M ago → not due;
+//  3. else due; an app never fetched and never failed is due.
+//
+// A time ahead of now (another pod's clock running fast) has age 0.
+func Due(t Timing, e release.Entry, now time.Time) bool {
+	m := t.SkewMargin()
+	if e.Fetched() && age(e.FetchedAt, now) < t.Interval-m {
+		return false
+	}
+	if e.Failing() && age(e.FailedAt, now) < doubling(t.FirstRetry(), e.Failures, t.Interval)-m {
+		return false
+	}
+	return true
+}
+
+// age is max(0, now − at).
+func age(at, now time.Time) time.Duration { return max(0, now.Sub(at)) }

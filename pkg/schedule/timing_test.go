@@ -1,0 +1,125 @@
+package schedule_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/storytold/craft-releases/pkg/schedule"
+)
+
+// draws are the uniform draws every jitter test tries: the bottom, the middle
+// and the top of [0, 1).
+var draws = []float64{0, 0.5, 0.999}
+
+func TestTimingMargins(t *testing.T) {
+	tests := []struct {
+		name                       string
+		interval                   time.Duration
+		skew, claim, retry, margin time.Duration
+	}{
+		{"default 1800 s", 1800 * time.Second, 30 * time.Second, time.Minute, time.Minute, time.Minute},
+		{"token 120 s", 120 * time.Second, 30 * time.Second, time.Minute, time.Minute, time.Minute},
+		{"60 s", time.Minute, 15 * time.Second, 30 * time.Second, time.Minute, time.Minute},
+		{"10 s demo", 10 * time.Second, 2500 * time.Millisecond, 5 * time.Second, 10 * time.Second, 10 * time.Second},
+		{"1 s test", time.Second, 250 * time.Millisecond, 500 * time.Millisecond, time.Second, time.Second},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tm := schedule.Timing{Interval: tt.interval}
+			if got := tm.SkewMargin(); got != tt.skew {
+				t.Errorf("SkewMargin() = %v, want %v", got, tt.skew)
+			}
+			if got := tm.ClaimWindow(); got != tt.claim {
+				t.Errorf("ClaimWindow() = %v, want %v", got, tt.claim)
+			}
+			if got := tm.FirstRetry(); got != tt.retry {
+				t.Errorf("FirstRetry() = %v, want %v", got, tt.retry)
+			}
+			if got := tm.ResetMargin(); got != tt.margin {
+				t.Errorf("ResetMargin() = %v, want %v", got, tt.margin)
+			}
+		})
+	}
+}
+
+func TestJittered(t *testing.T) {
+	tests := []struct {
+		name string
+		d    time.Duration
+		f, u float64
+		want time.Duration
+	}{
+		{"bottom of the draw", 100 * time.Second, 0.1, 0, 90 * time.Second},
+		{"middle of the draw", 100 * time.Second, 0.1, 0.5, 100 * time.Second},
+		{"top of the draw", 100 * time.Second, 0.1, 0.999, 109_980 * time.Millisecond},
+		{"no spread", 100 * time.Second, 0, 0.999, 100 * time.Second},
+		{"zero duration", 0, 0.1, 0, 0},
+		{"four hours at the top", 4 * time.Hour, 0.1, 0.75, 4*time.Hour + 12*time.Minute},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := schedule.Jittered(tt.d, tt.f, tt.u); got != tt.want {
+				t.Errorf("Jittered(%v, %v, %v) = %v, want %v", tt.d, tt.f, tt.u, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestTickDelay(t *testing.T) {
+	tm := schedule.Timing{Tick: 30 * time.Second}
+	for _, u := range draws {
+		got := tm.TickDelay(u)
+		if got < 27*time.Second || got >= 33*time.Second {
+			t.Errorf("TickDelay(%v) = %v, want within [27s, 33s)", u, got)
+		}
+	}
+	if got, want := tm.TickDelay(0.5), 30*time.Second; got != want {
+		t.Errorf("TickDelay(0.5) = %v, want %v", got, want)
+	}
+	if got, want := tm.TickDelay(0), 27*time.Second; got != want {
+		t.Errorf("TickDelay(0) = %v, want %v", got, want)
+	}
+}
+
+func TestStartupDelay(t *testing.T) {
+	tests := []struct {
+		name   string
+		jitter time.Duration
+		u      float64
+		want   time.Duration
+	}{
+		{"bottom of the draw", 30 * time.Second, 0, 0},
+		{"middle of the draw", 30 * time.Second, 0.5, 15 * time.Second},
+		{"top of the draw", 30 * time.Second, 0.999, 29_970 * time.Millisecond},
+		{"no jitter configured", 0, 0.999, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tm := schedule.Timing{StartupJitter: tt.jitter}
+			if got := tm.StartupDelay(tt.u); got != tt.want {
+				t.Errorf("StartupDelay(%v) = %v, want %v", tt.u, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestBackoffActive(t *testing.T) {
+	now := time.Date(2026, 10, 10, 12, 0, 0, 0, time.UTC)
+	tests := []struct {
+		name string
+		b    schedule.Backoff
+		want bool
+	}{
+		{"none", schedule.Backoff{}, false},
+		{"until later", schedule.Backoff{Until: now.Add(time.Second), Trouble: 1}, true},
+		{"until now", schedule.Backoff{Until: now, Trouble: 1}, false},
+		{"until past", schedule.Backoff{Until: now.Add(-time.Second), Trouble: 3}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := tt.b.Active(now); got != tt.want {
+				t.Errorf("Active() = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
