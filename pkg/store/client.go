@@ -1,0 +1,392 @@
+package store
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/rueidis"
+)
+
+// The poller's client (redis.md, "The poller's client").
+const (
+	connectTimeout = 3 * time.Second
+	defaultTimeout = 5 * time.Second
+)
+
+// An Option adjusts NewClient or New.
+type Option func(*settings)
+
+type settings struct {
+	timeout time.Duration
+}
+
+func newSettings(opts []Option) settings {
+	s := settings{timeout: defaultTimeout}
+	for _, o := range opts {
+		o(&s)
+	}
+	return s
+}
+
+// WithTimeout sets how long one Redis call may take, 5 s unless set: for New,
+// the deadline of every call of the Store; for NewClient, the limit on every
+// read and write of a connection, health pings included. A d <= 0 keeps the
+// default.
+func WithTimeout(d time.Duration) Option {
+	return func(s *settings) {
+		if d > 0 {
+			s.timeout = d
+		}
+	}
+}
+
+// NewClient returns the poller's own Redis client for redisURL, read by
+// rueidis.ParseURL (redis://, rediss:// for TLS, several addr= for a
+// cluster). Whatever the URL says, the client is small (one pipelined
+// connection and one for transactions per node), connects within 3 s, gives
+// up on any read or write, health pings included, after 5 s (see
+// WithTimeout), and does no client-side caching, so it works on servers
+// without CLIENT TRACKING.
+//
+// NewClient does not connect: the first command does, so a Redis that is
+// down when the poller starts only fails commands until it is back. Until a
+// connection succeeds, B returns a builder for a single Redis and Mode guesses
+// from the URL; a command built that way before the client found a cluster
+// fails once, and is to be built again. A Store always builds its commands
+// once connected.
+//
+// rueidis retries a read-only command after a network error until its
+// context ends, so every call needs a deadline; a Store gives each one.
+//
+// The only error is a URL that does not parse; it never includes the URL's
+// password. The client is safe for concurrent use; Close it when done.
+func NewClient(redisURL string, opts ...Option) (rueidis.Client, error) {
+	set := newSettings(opts)
+	opt, err := rueidis.ParseURL(redisURL)
+	if err != nil {
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			// url.Error quotes the whole URL, password included.
+			err = ue.Err
+		}
+		return nil, fmt.Errorf("parse redis url: %w", err)
+	}
+	opt.Dialer.Timeout = connectTimeout
+	opt.ConnWriteTimeout = set.timeout
+	opt.DisableCache = true
+	// A negative multiplex is one pipelined connection per node (zero would
+	// let rueidis pick up to four); the blocking pool serves Dedicated.
+	opt.PipelineMultiplex = -1
+	opt.BlockingPoolSize = 1
+	return newLazyClient(opt), nil
+}
+
+// errNotDialed is the placeholder client's only answer; it is never returned.
+var errNotDialed = errors.New("placeholder: never dials")
+
+// errBuiltTooEarly is returned for a command built by a lazyClient before it
+// connected to what turned out to be a cluster.
+var errBuiltTooEarly = errors.New("redis command built before the client found a cluster; build it again")
+
+// lazyClient is a rueidis.Client that creates the real client on first use
+// and keeps it from then on (rueidis reconnects it by itself).
+type lazyClient struct {
+	opt         rueidis.ClientOption
+	placeholder rueidis.Builder
+	noSlot      uint16 // the key-slot bit of commands built by placeholder
+
+	real atomic.Pointer[rueidis.Client]
+
+	mu      sync.Mutex
+	dialing chan struct{} // closed when the connection attempt in flight ends
+	lastErr error         // of the last attempt
+	closed  bool
+}
+
+func newLazyClient(opt rueidis.ClientOption) *lazyClient {
+	b := singleBuilder()
+	probe := b.Arbitrary("PING").Build()
+	return &lazyClient{opt: opt, placeholder: b, noSlot: probe.Slot()}
+}
+
+// singleBuilder returns the command builder of a single-node rueidis client.
+// rueidis only hands builders out through clients, so it makes one that never
+// dials and closes it.
+func singleBuilder() rueidis.Builder {
+	c, _ := rueidis.NewClient(rueidis.ClientOption{
+		InitAddress:       []string{"placeholder:0"},
+		ForceSingleClient: true,
+		DisableCache:      true,
+		DialCtxFn: func(context.Context, string, *net.Dialer, *tls.Config) (net.Conn, error) {
+			return nil, errNotDialed
+		},
+	})
+	defer c.Close()
+	return c.B()
+}
+
+// connect returns the real client, creating it if needed. Only one attempt
+// runs at a time; callers wait for it until ctx ends.
+func (l *lazyClient) connect(ctx context.Context) (rueidis.Client, error) {
+	if c := l.real.Load(); c != nil {
+		return *c, nil
+	}
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return nil, rueidis.ErrClosing
+	}
+	if c := l.real.Load(); c != nil {
+		l.mu.Unlock()
+		return *c, nil
+	}
+	if l.dialing == nil {
+		l.dialing = make(chan struct{})
+		go l.dial(l.dialing)
+	}
+	done := l.dialing
+	l.mu.Unlock()
+
+	select {
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-done:
+	}
+	if c := l.real.Load(); c != nil {
+		return *c, nil
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return nil, l.lastErr
+}
+
+// dial makes one attempt. It is bounded by the connect timeout and, for a
+// cluster's first topology read, by the connection timeout, so it needs no
+// context of its own.
+func (l *lazyClient) dial(done chan struct{}) {
+	c, err := rueidis.NewClient(l.opt)
+	if err != nil && c != nil {
+		c.Close()
+		c = nil
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if c != nil && l.closed {
+		c.Close()
+		c, err = nil, rueidis.ErrClosing
+	}
+	if c != nil {
+		l.real.Store(&c)
+	}
+	l.lastErr = err
+	l.dialing = nil
+	close(done)
+}
+
+// tooEarly reports whether cmd, built by the placeholder, cannot go to c.
+func (l *lazyClient) tooEarly(c rueidis.Client, slot uint16) bool {
+	return slot&l.noSlot != 0 && c.Mode() == rueidis.ClientModeCluster
+}
+
+func (l *lazyClient) B() rueidis.Builder {
+	if c := l.real.Load(); c != nil {
+		return (*c).B()
+	}
+	return l.placeholder
+}
+
+func (l *lazyClient) Do(ctx context.Context, cmd rueidis.Completed) rueidis.RedisResult {
+	c, err := l.connect(ctx)
+	if err != nil {
+		return rueidis.NewErrorResult(err)
+	}
+	if l.tooEarly(c, cmd.Slot()) {
+		return rueidis.NewErrorResult(errBuiltTooEarly)
+	}
+	return c.Do(ctx, cmd)
+}
+
+func (l *lazyClient) DoMulti(ctx context.Context, multi ...rueidis.Completed) []rueidis.RedisResult {
+	c, err := l.connect(ctx)
+	if err == nil {
+		for i := range multi {
+			if l.tooEarly(c, multi[i].Slot()) {
+				err = errBuiltTooEarly
+				break
+			}
+		}
+	}
+	if err != nil {
+		return errorResults(len(multi), err)
+	}
+	return c.DoMulti(ctx, multi...)
+}
+
+func (l *lazyClient) DoCache(ctx context.Context, cmd rueidis.Cacheable, ttl time.Duration) rueidis.RedisResult {
+	c, err := l.connect(ctx)
+	if err != nil {
+		return rueidis.NewErrorResult(err)
+	}
+	if l.tooEarly(c, cmd.Slot()) {
+		return rueidis.NewErrorResult(errBuiltTooEarly)
+	}
+	return c.DoCache(ctx, cmd, ttl)
+}
+
+func (l *lazyClient) DoMultiCache(ctx context.Context, multi ...rueidis.CacheableTTL) []rueidis.RedisResult {
+	c, err := l.connect(ctx)
+	if err == nil {
+		for i := range multi {
+			if l.tooEarly(c, multi[i].Cmd.Slot()) {
+				err = errBuiltTooEarly
+				break
+			}
+		}
+	}
+	if err != nil {
+		return errorResults(len(multi), err)
+	}
+	return c.DoMultiCache(ctx, multi...)
+}
+
+func (l *lazyClient) DoStream(ctx context.Context, cmd rueidis.Completed) rueidis.RedisResultStream {
+	c, err := l.connect(ctx)
+	if err == nil && l.tooEarly(c, cmd.Slot()) {
+		err = errBuiltTooEarly
+	}
+	if err != nil {
+		return rueidis.NewErrorResultStream(err)
+	}
+	return c.DoStream(ctx, cmd)
+}
+
+func (l *lazyClient) DoMultiStream(ctx context.Context, multi ...rueidis.Completed) rueidis.MultiRedisResultStream {
+	c, err := l.connect(ctx)
+	if err == nil {
+		for i := range multi {
+			if l.tooEarly(c, multi[i].Slot()) {
+				err = errBuiltTooEarly
+				break
+			}
+		}
+	}
+	if err != nil {
+		return rueidis.NewErrorResultStream(err)
+	}
+	return c.DoMultiStream(ctx, multi...)
+}
+
+func (l *lazyClient) Receive(ctx context.Context, subscribe rueidis.Completed, fn func(msg rueidis.PubSubMessage)) error {
+	c, err := l.connect(ctx)
+	if err != nil {
+		return err
+	}
+	if l.tooEarly(c, subscribe.Slot()) {
+		return errBuiltTooEarly
+	}
+	return c.Receive(ctx, subscribe, fn)
+}
+
+// Dedicated connects first if needed; the attempt is bounded by itself.
+func (l *lazyClient) Dedicated(fn func(rueidis.DedicatedClient) error) error {
+	c, err := l.connect(context.Background())
+	if err != nil {
+		return err
+	}
+	return c.Dedicated(fn)
+}
+
+// Dedicate connects first if needed; when that fails, every command of the
+// returned client fails with the connection error.
+func (l *lazyClient) Dedicate() (rueidis.DedicatedClient, func()) {
+	c, err := l.connect(context.Background())
+	if err != nil {
+		return failedDedicated{b: l.placeholder, err: err}, func() {}
+	}
+	return c.Dedicate()
+}
+
+// Nodes returns the real client's nodes, or none before it connected.
+func (l *lazyClient) Nodes() map[string]rueidis.Client {
+	if c := l.real.Load(); c != nil {
+		return (*c).Nodes()
+	}
+	return map[string]rueidis.Client{}
+}
+
+// Mode returns the real client's mode or, before it connected, the mode the
+// URL suggests.
+func (l *lazyClient) Mode() rueidis.ClientMode {
+	if c := l.real.Load(); c != nil {
+		return (*c).Mode()
+	}
+	switch {
+	case l.opt.Sentinel.MasterSet != "":
+		return rueidis.ClientModeSentinel
+	case len(l.opt.InitAddress) > 1:
+		return rueidis.ClientModeCluster
+	}
+	return rueidis.ClientModeStandalone
+}
+
+// Close closes the real client; an attempt still in flight closes what it
+// makes.
+func (l *lazyClient) Close() {
+	l.mu.Lock()
+	l.closed = true
+	l.mu.Unlock()
+	if c := l.real.Load(); c != nil {
+		(*c).Close()
+	}
+}
+
+// failedDedicated is the DedicatedClient of a lazyClient that could not connect.
+type failedDedicated struct {
+	b   rueidis.Builder
+	err error
+}
+
+func (f failedDedicated) B() rueidis.Builder { return f.b }
+
+func (f failedDedicated) Do(context.Context, rueidis.Completed) rueidis.RedisResult {
+	return rueidis.NewErrorResult(f.err)
+}
+
+func (f failedDedicated) DoMulti(_ context.Context, multi ...rueidis.Completed) []rueidis.RedisResult {
+	return errorResults(len(multi), f.err)
+}
+
+func (f failedDedicated) Receive(context.Context, rueidis.Completed, func(rueidis.PubSubMessage)) error {
+	return f.err
+}
+
+func (f failedDedicated) SetPubSubHooks(rueidis.PubSubHooks) <-chan error { return f.errs() }
+
+func (f failedDedicated) SetOnInvalidations(func([]rueidis.RedisMessage)) <-chan error {
+	return f.errs()
+}
+
+func (f failedDedicated) Close() {}
+
+func (f failedDedicated) errs() <-chan error {
+	ch := make(chan error, 1)
+	ch <- f.err
+	close(ch)
+	return ch
+}
+
+// errorResults is n results that all fail with err.
+func errorResults(n int, err error) []rueidis.RedisResult {
+	res := make([]rueidis.RedisResult, n)
+	for i := range res {
+		res[i] = rueidis.NewErrorResult(err)
+	}
+	return res
+}

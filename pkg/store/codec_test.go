@@ -1,0 +1,189 @@
+package store
+
+import (
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/storytold/craft-releases/pkg/release"
+	"github.com/storytold/craft-releases/pkg/schedule"
+)
+
+func TestDecodeApp(t *testing.T) {
+	noon := at("12:00")
+	relJSON := `{"tag":"v1.0.0","version":"1.0.0","name":"PhotoCraft v1.0.0","published_at":"2026-10-08T14:52:50Z",` +
+		`"html_url":"https://github.com/storytold/photocraft/releases/tag/v1.0.0","prerelease":false,"notes_markdown":"",` +
+		`"assets":[]}`
+	full := func(kv ...string) map[string]string {
+		h := map[string]string{"v": "1", "fetched_ms": ms(noon), "etag": `"e"`, "release": relJSON,
+			"failed_ms": ms(noon.Add(time.Minute)), "failures": "2", "claimed_ms": ms(noon.Add(-time.Minute)), "by": "poller-a"}
+		for i := 0; i+1 < len(kv); i += 2 {
+			if kv[i+1] == "<del>" {
+				delete(h, kv[i])
+			} else {
+				h[kv[i]] = kv[i+1]
+			}
+		}
+		return h
+	}
+	v1 := &release.Release{Tag: "v1.0.0", Version: "1.0.0", Name: "PhotoCraft v1.0.0",
+		PublishedAt: release.NewTime(time.Date(2026, 10, 8, 14, 52, 50, 0, time.UTC)),
+		HTMLURL:     "https://github.com/storytold/photocraft/releases/tag/v1.0.0", Assets: []release.Asset{}}
+	fetched := release.Entry{FetchedAt: noon, ETag: `"e"`, Release: v1}
+	failed := release.Entry{FailedAt: noon.Add(time.Minute), Failures: 2}
+	claimed := release.Entry{ClaimedAt: noon.Add(-time.Minute)}
+	all := fetched.Merge(failed).Merge(claimed)
+	unfetched := failed.Merge(claimed)
+
+	tests := []struct {
+		name string
+		h    map[string]string
+		want release.Entry
+	}{
+		{"no hash", nil, release.Entry{}},
+		{"empty hash", map[string]string{}, release.Entry{}},
+		{"everything", full(), all},
+		{"no version", full("v", "<del>"), release.Entry{}},
+		{"another version", full("v", "2"), release.Entry{}},
+		{"version with a space", full("v", "1 "), release.Entry{}},
+		{"fetch of no release", full("release", "null", "etag", ""), unfetched.Merge(release.Entry{FetchedAt: noon})},
+		{"no etag", full("etag", "<del>"), unfetched},
+		{"empty etag", full("etag", ""), unfetched.Merge(release.Entry{FetchedAt: noon, Release: v1})},
+		{"no release", full("release", "<del>"), unfetched},
+		{"empty release", full("release", ""), unfetched},
+		{"cut release", full("release", "{"), unfetched},
+		{"release without tag", full("release", `{"name":"x"}`), unfetched},
+		{"release of the wrong shape", full("release", `{"tag":"v1","assets":{}}`), unfetched},
+		{"release with a bad time", full("release", `{"tag":"v1","published_at":"yesterday"}`), unfetched},
+		{"release as an array", full("release", `[]`), unfetched},
+		{"release without assets", full("release", `{"tag":"v1"}`),
+			unfetched.Merge(release.Entry{FetchedAt: noon, ETag: `"e"`, Release: &release.Release{Tag: "v1", Assets: []release.Asset{}}})},
+		{"no fetch time", full("fetched_ms", "<del>"), unfetched},
+		{"fetch time zero", full("fetched_ms", "0"), unfetched},
+		{"fetch time negative", full("fetched_ms", "-1"), unfetched},
+		{"fetch time with a plus", full("fetched_ms", "+"+ms(noon)), unfetched},
+		{"fetch time with a space", full("fetched_ms", ms(noon)+" "), unfetched},
+		{"fetch time in seconds", full("fetched_ms", strconv.FormatInt(noon.Unix(), 10)),
+			unfetched.Merge(release.Entry{FetchedAt: time.UnixMilli(noon.Unix()).UTC(), ETag: `"e"`, Release: v1})},
+		{"fetch time of 19 digits", full("fetched_ms", "1000000000000000000"), unfetched},
+		{"fetch time as a float", full("fetched_ms", "1.7e12"), unfetched},
+		{"no failure", full("failed_ms", "<del>", "failures", "<del>"), fetched.Merge(claimed)},
+		{"failure time garbage", full("failed_ms", "x"), fetched.Merge(claimed)},
+		{"failures missing", full("failures", "<del>"), withFailures(all, 1)},
+		{"failures zero", full("failures", "0"), withFailures(all, 1)},
+		{"failures negative", full("failures", "-3"), withFailures(all, 1)},
+		{"failures garbage", full("failures", "many"), withFailures(all, 1)},
+		{"failures without a failure", full("failed_ms", "<del>", "failures", "7"), fetched.Merge(claimed)},
+		{"claim garbage", full("claimed_ms", "soon"), fetched.Merge(failed)},
+	}
+	for _, tt := range tests {
+		if got := DecodeApp(tt.h); !sameEntry(t, got, tt.want) {
+			t.Errorf("%s: got %s, want %s", tt.name, fmtEntry(got), fmtEntry(tt.want))
+		}
+	}
+}
+
+func TestDecodeBackoff(t *testing.T) {
+	tests := []struct {
+		name string
+		h    map[string]string
+		want schedule.Backoff
+	}{
+		{"none", nil, schedule.Backoff{}},
+		{"backoff", map[string]string{"v": "1", "until_ms": ms(at("13:00")), "trouble": "3"}, schedule.Backoff{Until: at("13:00"), Trouble: 3}},
+		{"no trouble", map[string]string{"v": "1", "until_ms": ms(at("13:00"))}, schedule.Backoff{Until: at("13:00")}},
+		{"until zero", map[string]string{"v": "1", "until_ms": "0", "trouble": "3"}, schedule.Backoff{Trouble: 3}},
+		{"until garbage", map[string]string{"v": "1", "until_ms": "later", "trouble": "3"}, schedule.Backoff{Trouble: 3}},
+		{"trouble garbage", map[string]string{"v": "1", "until_ms": ms(at("13:00")), "trouble": "x"}, schedule.Backoff{Until: at("13:00")}},
+		{"another version", map[string]string{"v": "2", "until_ms": ms(at("13:00")), "trouble": "3"}, schedule.Backoff{}},
+	}
+	for _, tt := range tests {
+		if got := DecodeBackoff(tt.h); !got.Until.Equal(tt.want.Until) || got.Trouble != tt.want.Trouble {
+			t.Errorf("%s: got %+v, want %+v", tt.name, got, tt.want)
+		}
+	}
+}
+
+// FuzzDecodeApp feeds DecodeApp hashes from anyone: it must not panic, what
+// it returns must be consistent, and writing it back must read the same.
+func FuzzDecodeApp(f *testing.F) {
+	relJSON, err := release.Marshal(rel("v1.0.0"))
+	if err != nil {
+		f.Fatal(err)
+	}
+	noon := ms(at("12:00"))
+	f.Add("1", noon, `"e"`, true, string(relJSON), noon, "2", noon)
+	f.Add("1", noon, "", true, "null", "", "", "")
+	f.Add("1", "soon", `"e"`, true, "{", "0", "-1", "+5")
+	f.Add("2", noon, `"e"`, false, `{"tag":""}`, noon, "x", " 5")
+	f.Add("1", "1000000000000000000", "W/\"e\"", true, `{"tag":"v1","assets":null,"published_at":"2026-10-08T14:52:50.5Z"}`, "999999999999999999", "99999999999999999999", "007")
+
+	s := New(nil, "fuzz")
+	f.Fuzz(func(t *testing.T, v, fetchedMS, etag string, hasETag bool, rel, failedMS, failures, claimedMS string) {
+		h := map[string]string{"v": v, "fetched_ms": fetchedMS, "release": rel,
+			"failed_ms": failedMS, "failures": failures, "claimed_ms": claimedMS}
+		if hasETag {
+			h["etag"] = etag
+		}
+		e := DecodeApp(h)
+
+		if v != "1" && (e.Fetched() || !e.FailedAt.IsZero() || !e.ClaimedAt.IsZero()) {
+			t.Fatalf("a hash of version %q read as %s", v, fmtEntry(e))
+		}
+		if !e.Fetched() && (e.ETag != "" || e.Release != nil) {
+			t.Fatalf("no fetch, yet etag %q and release %v", e.ETag, e.Release)
+		}
+		if e.Fetched() && (!hasETag || e.ETag != etag || ms(e.FetchedAt) != trimZeros(fetchedMS)) {
+			t.Fatalf("fetch %s from fetched_ms %q etag %q (present %v)", fmtEntry(e), fetchedMS, etag, hasETag)
+		}
+		if e.Release != nil && (e.Release.Tag == "" || e.Release.Assets == nil) {
+			t.Fatalf("release %+v: a release has a tag and a list of assets", e.Release)
+		}
+		if e.FailedAt.IsZero() != (e.Failures == 0) {
+			t.Fatalf("failed at %v with %d failures", e.FailedAt, e.Failures)
+		}
+		for _, when := range []time.Time{e.FetchedAt, e.FailedAt, e.ClaimedAt} {
+			if !when.IsZero() && (when.UnixMilli() <= 0 || when.Location() != time.UTC || when.Nanosecond()%1e6 != 0) {
+				t.Fatalf("time %v: want a UTC millisecond after 1970", when)
+			}
+		}
+
+		// What the Store would write of e reads back as e.
+		back := map[string]string{}
+		var writes []write
+		if e.Fetched() {
+			w, err := s.fetchWrite(e)
+			if err != nil {
+				t.Fatalf("encode %s: %v", fmtEntry(e), err)
+			}
+			writes = append(writes, w)
+		}
+		if !e.FailedAt.IsZero() {
+			writes = append(writes, s.failureWrite(e))
+		}
+		if !e.ClaimedAt.IsZero() {
+			writes = append(writes, s.claimWrite(e.ClaimedAt, 0))
+		}
+		for _, w := range writes {
+			for i := 0; i+1 < len(w.pairs); i += 2 {
+				back[w.pairs[i]] = w.pairs[i+1]
+			}
+		}
+		if again := DecodeApp(back); !sameEntry(t, again, e) {
+			t.Fatalf("written back and read again: got %s, want %s", fmtEntry(again), fmtEntry(e))
+		}
+	})
+}
+
+// trimZeros drops the leading zeros of a decimal number.
+func trimZeros(s string) string {
+	for len(s) > 1 && s[0] == '0' {
+		s = s[1:]
+	}
+	return s
+}
+
+func withFailures(e release.Entry, n int) release.Entry {
+	e.Failures = n
+	return e
+}

@@ -1,0 +1,105 @@
+-- The guarded write of redis.md on one app hash. It makes the decision of
+-- decide (guard.go) and reads the hash as DecodeApp (codec.go) does: keep the
+-- three in step.
+--
+-- KEYS[1]   the app hash
+-- ARGV[1]   the guarding time field      ARGV[2]  the new time, Unix ms
+-- ARGV[3]   the minimum gap, ms          ARGV[4]  the TTL, ms
+-- ARGV[5]   "1" if an ETag is required   ARGV[6]  the required ETag
+-- ARGV[7..] the field/value pairs to set
+--
+-- Returns 1 written, 0 refused by time, -1 refused by ETag, -2 refused
+-- because the hash holds no readable fetch.
+
+local key = KEYS[1]
+
+local function millis(s)
+  if type(s) ~= 'string' or #s == 0 or #s > 18 or s:find('%D') then
+    return nil
+  end
+  local n = tonumber(s)
+  if n > 0 then
+    return n
+  end
+  return nil
+end
+
+-- The JSON types decodeRelease accepts for the fields of a release. Go is
+-- stricter still (it checks every asset and the time format); what this
+-- service writes passes both.
+local kinds = {
+  tag = 'string', version = 'string', name = 'string', published_at = 'string',
+  html_url = 'string', prerelease = 'boolean', notes_markdown = 'string', assets = 'table',
+}
+
+local function readable_release(s)
+  if type(s) ~= 'string' then
+    return false
+  end
+  local ok, r = pcall(cjson.decode, s)
+  if not ok then
+    return false
+  end
+  if r == cjson.null then
+    return true
+  end
+  if type(r) ~= 'table' or type(r.tag) ~= 'string' or r.tag == '' then
+    return false
+  end
+  for field, want in pairs(kinds) do
+    local v = r[field]
+    if v ~= nil and v ~= cjson.null and type(v) ~= want then
+      return false
+    end
+  end
+  return true
+end
+
+local kind = redis.call('TYPE', key)['ok']
+local h = {}
+if kind == 'hash' then
+  h = redis.call('HMGET', key, 'v', 'fetched_ms', 'etag', 'release', ARGV[1])
+end
+local current_format = h[1] == '1'
+
+-- Decoding the release costs the most, so it is done at most once and only
+-- when the write depends on it.
+local fetch_read, fetch_at = false, nil
+local function fetched()
+  if not fetch_read then
+    fetch_read = true
+    local at = millis(h[2])
+    if current_format and at and h[3] and readable_release(h[4]) then
+      fetch_at = at
+    end
+  end
+  return fetch_at
+end
+
+local current = nil
+if ARGV[1] == 'fetched_ms' then
+  current = fetched()
+elseif current_format then
+  current = millis(h[5])
+end
+if current and current + tonumber(ARGV[3]) > tonumber(ARGV[2]) then
+  return 0
+end
+
+if ARGV[5] == '1' then
+  if not fetched() then
+    return -2
+  end
+  if h[3] ~= ARGV[6] then
+    return -1
+  end
+end
+
+-- A key of another format or type reads as absent: replace it whole so that
+-- none of its fields is read later as if this format had written it.
+if kind ~= 'none' and not current_format then
+  redis.call('DEL', key)
+end
+redis.call('HSET', key, unpack(ARGV, 7))
+redis.call('PEXPIRE', key, ARGV[4])
+return 1

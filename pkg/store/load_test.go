@@ -1,0 +1,227 @@
+package store
+
+import (
+	"context"
+	"maps"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"github.com/storytold/craft-releases/pkg/release"
+	"github.com/storytold/craft-releases/pkg/schedule"
+	"github.com/storytold/craft-releases/test/redistest"
+)
+
+// apps13 are the default apps of config.md.
+var apps13 = []string{"photocraft", "vectorcraft", "filmcraft", "lightcraft", "pdfcraft", "effectcraft",
+	"designcraft", "wordcraft", "deckcraft", "gridcraft", "cadcraft", "soundcraft", "artcraft-launcher"}
+
+func TestLoad(t *testing.T) {
+	for _, top := range topologies {
+		t.Run(top.name, func(t *testing.T) {
+			srv := top.start(t)
+			a := newAdmin(t, srv)
+			s := newStore(t, srv.URL())
+			ctx := context.Background()
+
+			want := make(map[string]release.Entry, len(apps13))
+			for _, app := range apps13 {
+				want[app] = release.Entry{}
+			}
+			put := func(ok bool, err error) {
+				t.Helper()
+				if err != nil || !ok {
+					t.Fatalf("write = %v, %v; want true, nil", ok, err)
+				}
+			}
+			want["photocraft"] = fetch(at("12:02"), `"e2"`, rel("v0.2.0"))
+			put(s.PutFetch(ctx, "photocraft", want["photocraft"]))
+			want["filmcraft"] = fetch(at("12:03"), "", nil)
+			put(s.PutFetch(ctx, "filmcraft", want["filmcraft"]))
+			want["pdfcraft"] = release.Entry{FailedAt: at("12:04"), Failures: 3}
+			put(s.PutFailure(ctx, "pdfcraft", want["pdfcraft"]))
+			want["cadcraft"] = release.Entry{ClaimedAt: at("12:05")}
+			put(s.Claim(ctx, "cadcraft", at("12:05"), time.Minute))
+			// Unreadable keys read as absent.
+			a.hset(AppKey("wordcraft"), "v", "2", "fetched_ms", ms(at("12:06")), "etag", "x", "release", "null")
+			a.do("SET", AppKey("deckcraft"), "garbage")
+			a.hset(AppKey("soundcraft"), "v", "1", "fetched_ms", "soon", "etag", "x", "release", "null",
+				"failed_ms", ms(at("12:07")), "failures", "many")
+			want["soundcraft"] = release.Entry{FailedAt: at("12:07"), Failures: 1}
+
+			backoff := schedule.Backoff{Until: at("13:00"), Trouble: 2}
+			if err := s.PutBackoff(ctx, backoff); err != nil {
+				t.Fatal(err)
+			}
+
+			got, gotBackoff, err := s.Load(ctx, apps13)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got) != len(apps13) {
+				t.Errorf("Load returned %d apps, want %d", len(got), len(apps13))
+			}
+			for _, app := range apps13 {
+				e, ok := got[app]
+				if !ok {
+					t.Errorf("%s: missing from Load", app)
+					continue
+				}
+				if !sameEntry(t, e, want[app]) {
+					t.Errorf("%s: got %s, want %s", app, fmtEntry(e), fmtEntry(want[app]))
+				}
+			}
+			if !gotBackoff.Until.Equal(backoff.Until) || gotBackoff.Trouble != backoff.Trouble {
+				t.Errorf("backoff: got %+v, want %+v", gotBackoff, backoff)
+			}
+
+			e, b, err := s.LoadApp(ctx, "photocraft")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !sameEntry(t, e, want["photocraft"]) || !b.Until.Equal(backoff.Until) {
+				t.Errorf("LoadApp: got %s and %+v, want %s and %+v", fmtEntry(e), b, fmtEntry(want["photocraft"]), backoff)
+			}
+		})
+	}
+}
+
+// TestLoadIsOnePipeline: Load sends every HGETALL in one round trip.
+func TestLoadIsOnePipeline(t *testing.T) {
+	srv := redistest.Start(t)
+	c := &countingClient{Client: plainClient(t, srv)}
+	s := New(c, "poller-a")
+	ctx := context.Background()
+
+	tests := []struct {
+		name string
+		do   func() error
+		want []int // commands per round trip
+	}{
+		{"load", func() error { _, _, err := s.Load(ctx, apps13); return err }, []int{len(apps13) + 1}},
+		{"load one app", func() error { _, _, err := s.LoadApp(ctx, "photocraft"); return err }, []int{2}},
+		{"status", func() error { _, _, err := s.Status(ctx, apps13); return err }, []int{2 * (len(apps13) + 1)}},
+	}
+	for _, tt := range tests {
+		c.reset()
+		if err := tt.do(); err != nil {
+			t.Fatalf("%s: %v", tt.name, err)
+		}
+		if got := c.reset(); !slices.Equal(got, tt.want) {
+			t.Errorf("%s: round trips carried %v commands, want %v", tt.name, got, tt.want)
+		}
+	}
+}
+
+// plainClient is a rueidis client of the default user, as an API pod or a
+// test may hand to New.
+func plainClient(t testing.TB, srv *redistest.Server) rueidis.Client {
+	t.Helper()
+	c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{srv.Addr}, DisableCache: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	return c
+}
+
+func TestPutBackoff(t *testing.T) {
+	srv := redistest.Start(t)
+	a := newAdmin(t, srv)
+	s := newStore(t, srv.URL())
+	ctx := context.Background()
+
+	tests := []struct {
+		name   string
+		before []string // HSET pairs on the backoff key first
+		b      schedule.Backoff
+		want   map[string]string // nil: no key
+	}{
+		{"write", nil, schedule.Backoff{Until: at("13:00"), Trouble: 2},
+			map[string]string{"v": "1", "until_ms": ms(at("13:00")), "trouble": "2", "by": "poller-a"}},
+		{"overwrite a newer one", []string{"v", "1", "until_ms", ms(at("14:00")), "trouble", "5", "by", "poller-b"},
+			schedule.Backoff{Until: at("13:00"), Trouble: 1},
+			map[string]string{"v": "1", "until_ms": ms(at("13:00")), "trouble": "1", "by": "poller-a"}},
+		{"replace another format", []string{"v", "2", "until_ms", ms(at("14:00")), "scope", "all"},
+			schedule.Backoff{Until: at("13:00"), Trouble: 1},
+			map[string]string{"v": "1", "until_ms": ms(at("13:00")), "trouble": "1", "by": "poller-a"}},
+		{"clear", []string{"v", "1", "until_ms", ms(at("14:00")), "trouble", "5", "by", "poller-b"},
+			schedule.Backoff{}, nil},
+		{"clear nothing", nil, schedule.Backoff{}, nil},
+	}
+	for _, tt := range tests {
+		srv.MustDo("FLUSHALL")
+		if tt.before != nil {
+			a.hset(BackoffKey, tt.before...)
+		}
+		if err := s.PutBackoff(ctx, tt.b); err != nil {
+			t.Fatalf("%s: %v", tt.name, err)
+		}
+		raw := a.hgetall(BackoffKey)
+		if !maps.Equal(raw, tt.want) {
+			t.Errorf("%s: hash is %v, want %v", tt.name, raw, tt.want)
+		}
+		if tt.want == nil {
+			continue
+		}
+		if ttl := a.pttl(BackoffKey); ttl <= 23*time.Hour || ttl > 24*time.Hour {
+			t.Errorf("%s: TTL = %v, want about a day", tt.name, ttl)
+		}
+		_, got, err := s.Load(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !got.Until.Equal(tt.b.Until) || got.Trouble != tt.b.Trouble {
+			t.Errorf("%s: Load reads %+v, want %+v", tt.name, got, tt.b)
+		}
+	}
+}
+
+func TestStatus(t *testing.T) {
+	srv := redistest.Start(t)
+	a := newAdmin(t, srv)
+	s := newStore(t, srv.URL())
+	ctx := context.Background()
+	if ok, err := s.PutFetch(ctx, "photocraft", fetch(at("12:02"), `"e2"`, rel("v0.2.0"))); err != nil || !ok {
+		t.Fatalf("PutFetch = %v, %v", ok, err)
+	}
+	a.hset(AppKey("wordcraft"), "v", "2", "by", "poller-z")
+	a.do("PERSIST", AppKey("wordcraft"))
+	if err := s.PutBackoff(ctx, schedule.Backoff{Until: at("13:00"), Trouble: 1}); err != nil {
+		t.Fatal(err)
+	}
+
+	apps, b, err := s.Status(ctx, []string{"photocraft", "wordcraft", "filmcraft"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name        string
+		got         AppStatus
+		app         string
+		exists      bool
+		version, by string
+		tag         string
+		ttl         func(time.Duration) bool
+	}{
+		{"written", apps[0], "photocraft", true, "1", "poller-a", "v0.2.0", func(d time.Duration) bool { return d > 6*24*time.Hour }},
+		{"another format", apps[1], "wordcraft", true, "2", "poller-z", "", func(d time.Duration) bool { return d < 0 }},
+		{"absent", apps[2], "filmcraft", false, "", "", "", func(d time.Duration) bool { return d == 0 }},
+	}
+	for _, tt := range tests {
+		tag := ""
+		if tt.got.Entry.Release != nil {
+			tag = tt.got.Entry.Release.Tag
+		}
+		if tt.got.App != tt.app || tt.got.Exists != tt.exists || tt.got.Version != tt.version || tt.got.By != tt.by ||
+			tag != tt.tag || !tt.ttl(tt.got.TTL) {
+			t.Errorf("%s: got %+v (tag %q), want app %s exists %v version %q by %q tag %q", tt.name, tt.got, tag,
+				tt.app, tt.exists, tt.version, tt.by, tt.tag)
+		}
+	}
+	if !b.Exists || b.By != "poller-a" || b.Backoff.Trouble != 1 || !b.Backoff.Until.Equal(at("13:00")) || b.TTL <= 23*time.Hour {
+		t.Errorf("backoff status: got %+v", b)
+	}
+}

@@ -1,0 +1,352 @@
+// Package store is the fleet's shared state in Redis (redis.md): the app and
+// backoff hashes, how they are read, and the guarded write that never moves an
+// entry back in time, as a Lua script or, where Redis refuses scripts, as
+// WATCH/MULTI/EXEC. Every script and transaction touches one key, so it works
+// unchanged on Redis Cluster.
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"github.com/storytold/craft-releases/pkg/release"
+	"github.com/storytold/craft-releases/pkg/schedule"
+)
+
+// TTLs (redis.md, "Keys").
+const (
+	entryTTL   = 7 * 24 * time.Hour
+	backoffTTL = 24 * time.Hour
+)
+
+// Mode says how a Store makes its guarded writes.
+type Mode int
+
+// The modes of a Store.
+const (
+	ModeScript Mode = iota // the Lua script (EVALSHA, EVAL when Redis lacks it)
+	ModeWatch              // WATCH/MULTI/EXEC, after Redis refused the script
+)
+
+// String returns "script" or "watch", for logs and metric labels.
+func (m Mode) String() string {
+	if m == ModeWatch {
+		return "watch"
+	}
+	return "script"
+}
+
+// Store reads and writes the shared state through one Redis client. It is
+// safe for concurrent use. Every method bounds each of its Redis calls by the
+// timeout of WithTimeout (5 s), within the deadline of its context; an error
+// means nothing is known of what Redis holds, and a write may or may not have
+// happened. A write given a zero time is an error and writes nothing.
+type Store struct {
+	client  rueidis.Client
+	by      string
+	timeout time.Duration
+	script  *rueidis.Lua
+	watch   atomic.Bool // Redis refused the script: use WATCH/MULTI/EXEC
+
+	beforeExec func() // tests only: runs between the WATCH path's read and its EXEC
+}
+
+// New returns a Store that uses client (NewClient's, or any rueidis client)
+// and writes by, the poller's hostname, in the "by" field of every hash it
+// writes. The Store does not own the client: close it after the last call.
+func New(client rueidis.Client, by string, opts ...Option) *Store {
+	return &Store{
+		client:  client,
+		by:      by,
+		timeout: newSettings(opts).timeout,
+		script:  rueidis.NewLuaScript(guardLua),
+	}
+}
+
+// Mode reports how the Store makes its guarded writes. It starts as
+// ModeScript and turns to ModeWatch for good the first time Redis refuses the
+// script itself (NOPERM for EVALSHA or EVAL, an unknown or disabled command);
+// no other error changes it.
+func (s *Store) Mode() Mode {
+	if s.watch.Load() {
+		return ModeWatch
+	}
+	return ModeScript
+}
+
+// conn returns the client to send commands to: the real one behind a
+// NewClient client, so that commands are built for what it connected to.
+func (s *Store) conn(ctx context.Context) (rueidis.Client, error) {
+	if l, ok := s.client.(*lazyClient); ok {
+		return l.connect(ctx)
+	}
+	return s.client, nil
+}
+
+// Load reads every app's hash and the backoff hash in one pipeline. Every app
+// of apps is in the map; an absent or unreadable hash reads as the zero Entry
+// (DecodeApp), an absent or unreadable backoff as none.
+func (s *Store) Load(ctx context.Context, apps []string) (map[string]release.Entry, schedule.Backoff, error) {
+	hashes, err := s.hashes(ctx, apps)
+	if err != nil {
+		return nil, schedule.Backoff{}, fmt.Errorf("load: %w", err)
+	}
+	entries := make(map[string]release.Entry, len(apps))
+	for i, app := range apps {
+		entries[app] = DecodeApp(hashes[i])
+	}
+	return entries, DecodeBackoff(hashes[len(apps)]), nil
+}
+
+// LoadApp reads one app's hash and the backoff hash in one pipeline, as Load.
+func (s *Store) LoadApp(ctx context.Context, app string) (release.Entry, schedule.Backoff, error) {
+	hashes, err := s.hashes(ctx, []string{app})
+	if err != nil {
+		return release.Entry{}, schedule.Backoff{}, fmt.Errorf("load %s: %w", app, err)
+	}
+	return DecodeApp(hashes[0]), DecodeBackoff(hashes[1]), nil
+}
+
+// hashes reads the apps' hashes and then the backoff hash, in one pipeline.
+func (s *Store) hashes(ctx context.Context, apps []string) ([]map[string]string, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	c, err := s.conn(ctx)
+	if err != nil {
+		return nil, err
+	}
+	cmds := make(rueidis.Commands, 0, len(apps)+1)
+	for _, app := range apps {
+		cmds = append(cmds, c.B().Hgetall().Key(AppKey(app)).Build())
+	}
+	cmds = append(cmds, c.B().Hgetall().Key(BackoffKey).Build())
+	hashes := make([]map[string]string, len(cmds))
+	for i, r := range c.DoMulti(ctx, cmds...) {
+		h, _, err := readHash(r)
+		if err != nil {
+			return nil, err
+		}
+		hashes[i] = h
+	}
+	return hashes, nil
+}
+
+// Claim records that this poller starts a request for app at, unless another
+// claim was made less than window before at (a guarded write on claimed_ms).
+// It reports whether the claim was written. A claim is never released; it
+// lapses.
+func (s *Store) Claim(ctx context.Context, app string, at time.Time, window time.Duration) (bool, error) {
+	if at.IsZero() {
+		return false, fmt.Errorf("claim %s: %w", app, errNoTime)
+	}
+	v, err := s.guarded(ctx, app, s.claimWrite(at, window))
+	if err != nil {
+		return false, fmt.Errorf("claim %s: %w", app, err)
+	}
+	return v == written, nil
+}
+
+// PutFetch shares a fetch of app (e's FetchedAt, ETag and Release) unless the
+// hash holds a readable fetch newer than e's. It reports whether it was written.
+func (s *Store) PutFetch(ctx context.Context, app string, e release.Entry) (bool, error) {
+	v, err := s.putFetch(ctx, app, e)
+	if err != nil {
+		return false, fmt.Errorf("put fetch %s: %w", app, err)
+	}
+	return v == written, nil
+}
+
+func (s *Store) putFetch(ctx context.Context, app string, e release.Entry) (verdict, error) {
+	if e.FetchedAt.IsZero() {
+		return 0, errNoTime
+	}
+	w, err := s.fetchWrite(e)
+	if err != nil {
+		return 0, err
+	}
+	return s.guarded(ctx, app, w)
+}
+
+// PutNotModified shares that GitHub confirmed e's ETag at e.FetchedAt: it
+// moves the hash's fetch time, only if the hash's fetch has that ETag and is
+// not newer. When the hash holds no readable fetch at all (Redis was flushed,
+// the key expired, or it holds garbage or another format), it publishes e
+// whole instead, as PutFetch does. It writes nothing when e has no ETag, and
+// reports whether it wrote.
+func (s *Store) PutNotModified(ctx context.Context, app string, e release.Entry) (bool, error) {
+	if e.ETag == "" {
+		return false, nil
+	}
+	if e.FetchedAt.IsZero() {
+		return false, fmt.Errorf("put not modified %s: %w", app, errNoTime)
+	}
+	v, err := s.guarded(ctx, app, s.notModifiedWrite(e))
+	if err == nil && v == refusedNoFetch {
+		// The republish is itself guarded, so a fetch that lands
+		// meanwhile is never overwritten by this older copy.
+		v, err = s.putFetch(ctx, app, e)
+	}
+	if err != nil {
+		return false, fmt.Errorf("put not modified %s: %w", app, err)
+	}
+	return v == written, nil
+}
+
+// PutFailure shares a failed request for app at e.FailedAt, e.Failures in a
+// row (at least 1), unless the hash holds a failure newer than that. It
+// reports whether it was written.
+func (s *Store) PutFailure(ctx context.Context, app string, e release.Entry) (bool, error) {
+	if e.FailedAt.IsZero() {
+		return false, fmt.Errorf("put failure %s: %w", app, errNoTime)
+	}
+	v, err := s.guarded(ctx, app, s.failureWrite(e))
+	if err != nil {
+		return false, fmt.Errorf("put failure %s: %w", app, err)
+	}
+	return v == written, nil
+}
+
+// The writes by kind (redis.md, "Writes by kind").
+
+func (s *Store) claimWrite(at time.Time, window time.Duration) write {
+	return write{
+		field: fieldClaimedMS, at: at.UnixMilli(), gap: window.Milliseconds(),
+		pairs: []string{fieldV, formatVersion, fieldClaimedMS, ms(at), fieldBy, s.by},
+	}
+}
+
+func (s *Store) fetchWrite(e release.Entry) (write, error) {
+	rel, err := encodeRelease(e.Release)
+	if err != nil {
+		return write{}, err
+	}
+	return write{
+		field: fieldFetchedMS, at: e.FetchedAt.UnixMilli(),
+		pairs: []string{fieldV, formatVersion, fieldFetchedMS, ms(e.FetchedAt),
+			fieldETag, e.ETag, fieldRelease, rel, fieldBy, s.by},
+	}, nil
+}
+
+func (s *Store) notModifiedWrite(e release.Entry) write {
+	return write{
+		field: fieldFetchedMS, at: e.FetchedAt.UnixMilli(), needETag: true, etag: e.ETag,
+		pairs: []string{fieldV, formatVersion, fieldFetchedMS, ms(e.FetchedAt), fieldBy, s.by},
+	}
+}
+
+func (s *Store) failureWrite(e release.Entry) write {
+	return write{
+		field: fieldFailedMS, at: e.FailedAt.UnixMilli(),
+		pairs: []string{fieldV, formatVersion, fieldFailedMS, ms(e.FailedAt),
+			fieldFailures, strconv.Itoa(max(1, e.Failures)), fieldBy, s.by},
+	}
+}
+
+// PutBackoff shares the fleet backoff b for a day, replacing whatever the
+// backoff hash held; a zero b.Until deletes the hash. Last writer wins.
+func (s *Store) PutBackoff(ctx context.Context, b schedule.Backoff) error {
+	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	c, err := s.conn(ctx)
+	if err != nil {
+		return fmt.Errorf("put backoff: %w", err)
+	}
+	var cmds rueidis.Commands
+	if b.Until.IsZero() {
+		cmds = rueidis.Commands{c.B().Del().Key(BackoffKey).Build()}
+	} else {
+		// In one transaction, so the hash never lives without its TTL and
+		// keeps no field of an older format.
+		cmds = rueidis.Commands{
+			c.B().Multi().Build(),
+			c.B().Del().Key(BackoffKey).Build(),
+			hset(c.B(), BackoffKey, []string{fieldV, formatVersion, fieldUntilMS, ms(b.Until),
+				fieldTrouble, strconv.Itoa(b.Trouble), fieldBy, s.by}),
+			c.B().Pexpire().Key(BackoffKey).Milliseconds(backoffTTL.Milliseconds()).Build(),
+			c.B().Exec().Build(),
+		}
+	}
+	for _, r := range c.DoMulti(ctx, cmds...) {
+		if err := r.Error(); err != nil {
+			return fmt.Errorf("put backoff: %w", err)
+		}
+	}
+	return nil
+}
+
+// errNoTime is returned for a write whose time is zero.
+var errNoTime = errors.New("no time given")
+
+// AppStatus is one app's shared hash, for `poller status`.
+type AppStatus struct {
+	App     string
+	Exists  bool          // the key exists
+	Version string        // the hash's format version as stored ("1"; anything else reads as absent)
+	Entry   release.Entry // what pollers read from the hash (DecodeApp)
+	By      string        // hostname of the last writer
+	TTL     time.Duration // until the key expires: 0 when absent, negative when it never expires
+}
+
+// BackoffStatus is the shared backoff hash, for `poller status`.
+type BackoffStatus struct {
+	Exists  bool             // the key exists
+	Backoff schedule.Backoff // what pollers read from the hash (DecodeBackoff)
+	By      string           // hostname of the last writer
+	TTL     time.Duration    // as AppStatus.TTL
+}
+
+// Status reads every app's hash and the backoff hash with their TTLs, in one
+// pipeline, in the order of apps.
+func (s *Store) Status(ctx context.Context, apps []string) ([]AppStatus, BackoffStatus, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	c, err := s.conn(ctx)
+	if err != nil {
+		return nil, BackoffStatus{}, fmt.Errorf("status: %w", err)
+	}
+	keys := make([]string, 0, len(apps)+1)
+	for _, app := range apps {
+		keys = append(keys, AppKey(app))
+	}
+	keys = append(keys, BackoffKey)
+	cmds := make(rueidis.Commands, 0, 2*len(keys))
+	for _, k := range keys {
+		cmds = append(cmds, c.B().Hgetall().Key(k).Build(), c.B().Pttl().Key(k).Build())
+	}
+	res := c.DoMulti(ctx, cmds...)
+	hashes := make([]map[string]string, len(keys))
+	ttls := make([]int64, len(keys))
+	for i := range keys {
+		if hashes[i], _, err = readHash(res[2*i]); err != nil {
+			return nil, BackoffStatus{}, fmt.Errorf("status: %w", err)
+		}
+		if ttls[i], err = res[2*i+1].AsInt64(); err != nil {
+			return nil, BackoffStatus{}, fmt.Errorf("status: %w", err)
+		}
+	}
+	// PTTL answers -2 for no key and -1 for no expiry.
+	ttl := func(n int64) time.Duration {
+		switch {
+		case n == -1:
+			return -1
+		case n < 0:
+			return 0
+		}
+		return time.Duration(n) * time.Millisecond
+	}
+	out := make([]AppStatus, len(apps))
+	for i, app := range apps {
+		h := hashes[i]
+		out[i] = AppStatus{App: app, Exists: ttls[i] != -2, Version: h[fieldV],
+			Entry: DecodeApp(h), By: h[fieldBy], TTL: ttl(ttls[i])}
+	}
+	h, n := hashes[len(apps)], ttls[len(apps)]
+	b := BackoffStatus{Exists: n != -2, Backoff: DecodeBackoff(h), By: h[fieldBy], TTL: ttl(n)}
+	return out, b, nil
+}
