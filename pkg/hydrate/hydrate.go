@@ -1,0 +1,518 @@
+// Package hydrate keeps an API pod's in-memory snapshot up to date from the
+// app hashes the pollers share in Redis. It reads them with rueidis
+// server-assisted client-side caching: Redis pushes an invalidation the moment
+// a hash changes and the Hydrator re-reads that hash at once. Where the server
+// refuses client tracking it re-reads every app each second instead. It never
+// writes to Redis.
+package hydrate
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/rueidis"
+	"go.uber.org/zap"
+
+	"github.com/storytold/craft-releases/pkg/release"
+	"github.com/storytold/craft-releases/pkg/store"
+)
+
+const (
+	connectTimeout   = 3 * time.Second // dial and handshake of one connection
+	callTimeout      = 5 * time.Second // one round trip, health pings included
+	defaultInterval  = 5 * time.Second // safety-net re-read while Redis tracks our reads
+	fallbackInterval = time.Second     // re-read where Redis refuses client tracking
+	cacheTTL         = time.Minute     // bounds how long a lost invalidation can go unnoticed
+	minRetry         = 200 * time.Millisecond
+	maxRetry         = 5 * time.Second
+)
+
+// Sink receives what changed. SetAll is called from Run's goroutine only, with
+// a map it may keep, holding for each app whose entry moved forward the merged
+// entry the Hydrator now knows.
+type Sink interface {
+	SetAll(map[string]release.Entry)
+}
+
+// Option changes a default of New.
+type Option func(*Hydrator)
+
+// WithInterval sets how often every app is re-read while the server tracks
+// the Hydrator's reads (default 5 s). Those re-reads are answered by the local
+// cache unless something was lost. A d <= 0 keeps the default.
+func WithInterval(d time.Duration) Option {
+	return func(h *Hydrator) {
+		if d > 0 {
+			h.interval = d
+		}
+	}
+}
+
+// Stats is a copy of a Hydrator's counters at one moment.
+type Stats struct {
+	Loaded        bool   // the first load of every app finished
+	Connected     bool   // the last exchange with Redis worked
+	Fallback      bool   // Redis refused client tracking: every app is re-read each second
+	Reads         uint64 // app hashes read, from Redis or from the local cache
+	CacheHits     uint64 // reads the local cache answered without a round trip
+	Missing       uint64 // reads that found nothing usable: flushed, expired, another format version, not a hash
+	Failures      uint64 // connection attempts and reads that failed
+	Invalidations uint64 // invalidations received, including those for a flush or a lost connection
+	Hydrations    uint64 // calls to the sink's SetAll
+}
+
+// Hydrator feeds a Sink from the app hashes in Redis. Its methods other than
+// Run are safe for concurrent use.
+type Hydrator struct {
+	opt      rueidis.ClientOption
+	secret   string // the password, scrubbed from everything logged
+	apps     []release.App
+	keys     []string       // Redis key of apps[i]
+	index    map[string]int // Redis key → index in apps
+	sink     Sink
+	log      *zap.Logger
+	interval time.Duration
+
+	loaded chan struct{}
+	wake   chan struct{} // one pending signal: pending has something to read
+
+	mu       sync.Mutex
+	pending  []bool // apps[i] must be re-read
+	fallback atomic.Bool
+
+	// Owned by Run's goroutine.
+	seen      []release.Entry // everything passed to the sink so far, merged per app
+	started   time.Time
+	down      bool // an outage was logged and has not ended
+	downSince time.Time
+
+	connected     atomic.Bool
+	reads         atomic.Uint64
+	cacheHits     atomic.Uint64
+	missing       atomic.Uint64
+	failures      atomic.Uint64
+	invalidations atomic.Uint64
+	hydrations    atomic.Uint64
+}
+
+// New returns a Hydrator for the given apps that reads the Redis at redisURL
+// (as rueidis.ParseURL takes it) and feeds sink. It does not connect: Run does,
+// so a pod starts whatever state Redis is in. It fails only on a malformed URL,
+// and its error never contains the URL's password. A nil log discards logs.
+func New(redisURL string, apps []release.App, sink Sink, log *zap.Logger, opts ...Option) (*Hydrator, error) {
+	opt, err := rueidis.ParseURL(redisURL)
+	if err != nil {
+		return nil, fmt.Errorf("parse redis url: %w", scrubURLError(redisURL, err))
+	}
+	if sink == nil {
+		return nil, errors.New("new hydrator: nil sink")
+	}
+	if log == nil {
+		log = zap.NewNop()
+	}
+	if opt.Dialer.Timeout == 0 {
+		opt.Dialer.Timeout = connectTimeout
+	}
+	if opt.ConnWriteTimeout == 0 {
+		opt.ConnWriteTimeout = callTimeout
+	}
+	h := &Hydrator{
+		opt:      opt,
+		secret:   opt.Password,
+		apps:     slices.Clone(apps),
+		keys:     make([]string, len(apps)),
+		index:    make(map[string]int, len(apps)),
+		sink:     sink,
+		log:      log,
+		interval: defaultInterval,
+		loaded:   make(chan struct{}),
+		wake:     make(chan struct{}, 1),
+		pending:  make([]bool, len(apps)),
+		seen:     make([]release.Entry, len(apps)),
+	}
+	for i, a := range apps {
+		h.keys[i] = store.AppKey(a.Key)
+		h.index[h.keys[i]] = i
+	}
+	for _, o := range opts {
+		o(h)
+	}
+	return h, nil
+}
+
+// scrubURLError drops what could quote a password from a URL parse error:
+// net/url quotes the whole URL, and a password holding a '/' even splits into
+// the host and port it complains about.
+func scrubURLError(rawURL string, err error) error {
+	if strings.Contains(rawURL, "@") {
+		return errors.New("malformed url with credentials")
+	}
+	if ue := (*url.Error)(nil); errors.As(err, &ue) {
+		return ue.Err
+	}
+	return err
+}
+
+// Loaded returns a channel closed once every app was read from Redis and the
+// sink was given what it found. It stays open while Redis cannot be read.
+func (h *Hydrator) Loaded() <-chan struct{} { return h.loaded }
+
+// Stats returns the Hydrator's counters.
+func (h *Hydrator) Stats() Stats {
+	s := Stats{
+		Connected:     h.connected.Load(),
+		Fallback:      h.fallback.Load(),
+		Reads:         h.reads.Load(),
+		CacheHits:     h.cacheHits.Load(),
+		Missing:       h.missing.Load(),
+		Failures:      h.failures.Load(),
+		Invalidations: h.invalidations.Load(),
+		Hydrations:    h.hydrations.Load(),
+	}
+	select {
+	case <-h.loaded:
+		s.Loaded = true
+	default:
+	}
+	return s
+}
+
+// Run loads every app, closes Loaded, then keeps the sink current until ctx is
+// cancelled: it re-reads a hash as soon as Redis invalidates it, re-reads
+// every app after a flush or a lost connection, and every few seconds as a
+// safety net. An app's entry reaches the sink only when it moved forward, so
+// an absent, unreadable or older hash changes nothing. Redis being down,
+// silent or refusing client tracking never ends Run: it retries, with backoff.
+// On cancellation Run closes its Redis client and returns nil. Run must be
+// called once.
+func (h *Hydrator) Run(ctx context.Context) error {
+	h.started = time.Now()
+	for {
+		c, err := h.connect(ctx)
+		if err != nil {
+			return nil
+		}
+		err = h.serve(ctx, c)
+		c.Close()
+		if err == nil {
+			return nil
+		}
+		// The server refused client tracking on a reconnect.
+		h.fallBack(err)
+	}
+}
+
+// connect builds a rueidis client, retrying until it works or ctx is done.
+// rueidis dials at construction and reports a refused CLIENT TRACKING (or a
+// server without RESP3) as rueidis.ErrNoCache, which switches to the fallback.
+func (h *Hydrator) connect(ctx context.Context) (rueidis.Client, error) {
+	var retry backoff
+	for {
+		c, err := rueidis.NewClient(h.clientOption(ctx))
+		switch {
+		case err == nil:
+			return c, nil
+		case ctx.Err() != nil:
+			return nil, ctx.Err()
+		case errors.Is(err, rueidis.ErrNoCache) && !h.fallback.Load():
+			h.fallBack(err)
+			continue
+		}
+		h.failed(err)
+		if !sleep(ctx, retry.next()) {
+			return nil, ctx.Err()
+		}
+	}
+}
+
+func (h *Hydrator) clientOption(ctx context.Context) rueidis.ClientOption {
+	opt := h.opt
+	opt.InitAddress = slices.Clone(h.opt.InitAddress)
+	opt.DialCtxFn = closingDial(ctx, h.opt.DialCtxFn)
+	opt.RetryDelay = retryDelay
+	if h.fallback.Load() {
+		opt.DisableCache = true
+	} else {
+		opt.OnInvalidations = h.invalidated
+	}
+	return opt
+}
+
+// retryDelay lets rueidis retry a read a few times at once, which hides a
+// dropped connection; anything longer, and a refused CLIENT TRACKING, comes
+// back to serve, which logs it and backs off.
+func retryDelay(attempts int, _ rueidis.Completed, err error) time.Duration {
+	if attempts > 3 || errors.Is(err, rueidis.ErrNoCache) {
+		return -1
+	}
+	return time.Duration(attempts) * 10 * time.Millisecond
+}
+
+// closingDial wraps dial so that every connection it makes is closed when
+// done is: rueidis runs the handshake of its first connection and the PING of
+// its Close without any context, so on a silent server only this lets a
+// shutdown end them at once.
+func closingDial(done context.Context, dial func(context.Context, string, *net.Dialer, *tls.Config) (net.Conn, error)) func(context.Context, string, *net.Dialer, *tls.Config) (net.Conn, error) {
+	if dial == nil {
+		dial = func(ctx context.Context, addr string, d *net.Dialer, cfg *tls.Config) (net.Conn, error) {
+			if cfg != nil {
+				return (&tls.Dialer{NetDialer: d, Config: cfg}).DialContext(ctx, "tcp", addr)
+			}
+			return d.DialContext(ctx, "tcp", addr)
+		}
+	}
+	return func(ctx context.Context, addr string, d *net.Dialer, cfg *tls.Config) (net.Conn, error) {
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		defer context.AfterFunc(done, cancel)()
+		conn, err := dial(ctx, addr, d, cfg)
+		if err != nil {
+			return nil, err
+		}
+		return &closingConn{Conn: conn, stop: context.AfterFunc(done, func() { conn.Close() })}, nil
+	}
+}
+
+// closingConn forgets its close-on-shutdown hook once closed, so reconnects do
+// not pile hooks up.
+type closingConn struct {
+	net.Conn
+	stop func() bool
+}
+
+func (c *closingConn) Close() error {
+	c.stop()
+	return c.Conn.Close()
+}
+
+// serve keeps the sink current through c until ctx is done (nil) or the
+// server refuses client tracking on a reconnect (that error).
+func (h *Hydrator) serve(ctx context.Context, c rueidis.Client) error {
+	interval := h.interval
+	if h.fallback.Load() {
+		interval = fallbackInterval
+	}
+	if len(h.apps) == 0 {
+		h.finishLoad()
+	}
+	h.markAll()
+	tick := time.NewTicker(interval)
+	defer tick.Stop()
+	retry := time.NewTimer(time.Hour)
+	retry.Stop()
+	defer retry.Stop()
+	var wait backoff
+	waiting := false
+	for {
+		if idx := h.pendingUnless(waiting); len(idx) > 0 {
+			err := h.read(ctx, c, idx)
+			switch {
+			case err == nil:
+				wait = backoff{}
+			case ctx.Err() != nil:
+				return nil
+			case errors.Is(err, rueidis.ErrNoCache) && !h.fallback.Load():
+				return err
+			default:
+				h.failed(err)
+				// The connection's cache and tracking may be gone with it:
+				// read everything again once Redis answers.
+				h.markAll()
+				waiting = true
+				retry.Reset(wait.next())
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-h.wake:
+		case <-tick.C:
+			h.markAll()
+		case <-retry.C:
+			waiting = false
+		}
+	}
+}
+
+// read reads the hashes of apps idx in one round trip and passes what moved
+// forward to the sink. It returns the first error other than a key that is
+// not a hash; the apps that were read are applied either way.
+func (h *Hydrator) read(ctx context.Context, c rueidis.Client, idx []int) error {
+	ctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
+	multi := make([]rueidis.CacheableTTL, len(idx))
+	for i, a := range idx {
+		multi[i] = rueidis.CT(c.B().Hgetall().Key(h.keys[a]).Cache(), cacheTTL)
+	}
+	var firstErr error
+	var changed map[string]release.Entry
+	for i, r := range c.DoMultiCache(ctx, multi...) {
+		a := idx[i]
+		hash, err := r.AsStrMap()
+		if err != nil && !isWrongType(err) {
+			if firstErr == nil {
+				firstErr = fmt.Errorf("read %s: %w", h.keys[a], err)
+			}
+			continue
+		}
+		h.reads.Add(1)
+		if r.IsCacheHit() {
+			h.cacheHits.Add(1)
+		}
+		e := store.DecodeApp(hash)
+		if e == (release.Entry{}) {
+			h.missing.Add(1)
+		}
+		// Merge takes a part only when it is strictly newer, so an entry that
+		// moved nothing comes back identical.
+		if m := h.seen[a].Merge(e); m != h.seen[a] {
+			h.seen[a] = m
+			if changed == nil {
+				changed = make(map[string]release.Entry)
+			}
+			changed[h.apps[a].Key] = m
+		}
+	}
+	if firstErr == nil {
+		h.succeeded()
+	}
+	if len(changed) > 0 {
+		h.sink.SetAll(changed)
+		h.hydrations.Add(1)
+	}
+	if firstErr == nil && len(idx) == len(h.apps) {
+		h.finishLoad()
+	}
+	return firstErr
+}
+
+// finishLoad closes Loaded the first time it is called.
+func (h *Hydrator) finishLoad() {
+	select {
+	case <-h.loaded:
+	default:
+		close(h.loaded)
+		h.log.Info("first load from redis", zap.Int("apps", len(h.apps)), zap.Duration("took", time.Since(h.started)))
+	}
+}
+
+func isWrongType(err error) bool {
+	re, ok := rueidis.IsRedisErr(err)
+	return ok && strings.HasPrefix(re.Error(), "WRONGTYPE")
+}
+
+// invalidated is rueidis's OnInvalidations hook. It runs on the connection's
+// reading goroutine, so it only marks and signals.
+func (h *Hydrator) invalidated(keys []rueidis.RedisMessage) {
+	h.invalidations.Add(1)
+	if keys == nil {
+		// A flush, or the connection (and its tracking) was lost.
+		h.markAll()
+	} else {
+		h.mu.Lock()
+		for _, k := range keys {
+			if s, err := k.ToString(); err == nil {
+				if i, ok := h.index[s]; ok {
+					h.pending[i] = true
+				}
+			}
+		}
+		h.mu.Unlock()
+	}
+	select {
+	case h.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (h *Hydrator) markAll() {
+	h.mu.Lock()
+	for i := range h.pending {
+		h.pending[i] = true
+	}
+	h.mu.Unlock()
+}
+
+// pendingUnless returns the apps to re-read and clears them, or nothing while
+// waiting for a retry. An invalidation that arrives after this marks its app
+// again.
+func (h *Hydrator) pendingUnless(waiting bool) []int {
+	if waiting {
+		return nil
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var idx []int
+	for i, p := range h.pending {
+		if p {
+			idx = append(idx, i)
+			h.pending[i] = false
+		}
+	}
+	return idx
+}
+
+// succeeded notes a working exchange with Redis, and the end of an outage.
+func (h *Hydrator) succeeded() {
+	h.connected.Store(true)
+	if h.down {
+		h.down = false
+		h.log.Info("redis available again", zap.Duration("took", time.Since(h.downSince)))
+	}
+}
+
+// failed notes a failed exchange with Redis; it logs once per outage.
+func (h *Hydrator) failed(err error) {
+	h.failures.Add(1)
+	h.connected.Store(false)
+	if !h.down {
+		h.down, h.downSince = true, time.Now()
+		h.log.Warn("redis unavailable, serving what is loaded", h.errField(err))
+	}
+}
+
+// fallBack switches to re-reading every app each second without client
+// tracking, for good: it is a property of the server and the user.
+func (h *Hydrator) fallBack(err error) {
+	h.fallback.Store(true)
+	h.log.Warn("redis refused client tracking, re-reading every app each second", h.errField(err))
+}
+
+// errField is err for the log, without the password in case anything
+// quoted it.
+func (h *Hydrator) errField(err error) zap.Field {
+	msg := err.Error()
+	if h.secret != "" {
+		msg = strings.ReplaceAll(msg, h.secret, "[redacted]")
+	}
+	return zap.String("err", msg)
+}
+
+// backoff doubles from minRetry up to maxRetry; its zero value starts over.
+type backoff struct{ d time.Duration }
+
+func (b *backoff) next() time.Duration {
+	b.d = min(max(2*b.d, minRetry), maxRetry)
+	return b.d
+}
+
+// sleep waits d and reports whether ctx is still live.
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
