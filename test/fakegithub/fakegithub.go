@@ -86,7 +86,23 @@ type Quota struct {
 // quota of 5000 requests with 4999 remaining, resetting in an hour.
 func New(t testing.TB) *Server {
 	t.Helper()
-	s := &Server{
+	s := newServer()
+	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
+	t.Cleanup(s.Close)
+	return s
+}
+
+// Listen starts a fake GitHub on ln, as New does, for programs that are not
+// tests (the local development stack). Close stops it.
+func Listen(ln net.Listener) *Server {
+	s := newServer()
+	s.srv = &httptest.Server{Listener: ln, Config: &http.Server{Handler: http.HandlerFunc(s.serve)}}
+	s.srv.Start()
+	return s
+}
+
+func newServer() *Server {
+	return &Server{
 		done:     make(chan struct{}),
 		releases: make(map[string]published),
 		queued:   make(map[string][]Fault),
@@ -97,12 +113,12 @@ func New(t testing.TB) *Server {
 			Reset:     time.Now().Add(time.Hour).Truncate(time.Second),
 		},
 	}
-	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
-	t.Cleanup(func() {
-		close(s.done)
-		s.srv.Close()
-	})
-	return s
+}
+
+// Close stops the server, ending slow answers at once.
+func (s *Server) Close() {
+	close(s.done)
+	s.srv.Close()
 }
 
 // URL is the fake's base URL, ending in "/", as
