@@ -1,0 +1,160 @@
+// Command api serves GET /v1/craft_apps/release_info. With REDIS_URL it
+// hydrates its snapshot from what the pollers share in Redis and never calls
+// GitHub; without it (or with coordination off) it polls GitHub itself.
+// Every setting is an environment variable: run it with --help for the list.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"go.uber.org/zap"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/storytold/craft-releases/pkg/api"
+	"github.com/storytold/craft-releases/pkg/config"
+	"github.com/storytold/craft-releases/pkg/github"
+	"github.com/storytold/craft-releases/pkg/hydrate"
+	"github.com/storytold/craft-releases/pkg/poller"
+	"github.com/storytold/craft-releases/pkg/snapshot"
+)
+
+// version is stamped at build time with -ldflags "-X main.version=…".
+var version = "dev"
+
+func main() {
+	if err := run(context.Background(), os.Args[1:], os.Getenv, os.Stdout, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "api:", err)
+		os.Exit(1)
+	}
+}
+
+// run owns the process: it parses the configuration, wires the parts and
+// serves until ctx is cancelled or SIGINT/SIGTERM arrives, then shuts down in
+// order: unready at once, drain in-flight requests, stop the background work.
+func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	if len(args) > 0 {
+		if args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+			config.Usage(stdout, "api")
+			return nil
+		}
+		return fmt.Errorf("unknown argument %q (try --help)", args[0])
+	}
+	cfg, warnings, err := config.LoadAPI(getenv)
+	if err != nil {
+		return err
+	}
+	log := cfg.Logger(stderr).With(zap.String("binary", "api"))
+	defer func() { _ = log.Sync() }()
+	for _, w := range warnings {
+		log.Warn("setting raised to its minimum", zap.String("warning", w))
+	}
+	log.Info("starting", append(cfg.Fields(), zap.String("version", version))...)
+
+	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+
+	snap := snapshot.New(cfg.Apps, time.Now)
+	gate := &api.Gate{}
+	background, err := feeder(cfg, snap, gate, log)
+	if err != nil {
+		return err
+	}
+
+	// Listen before anything can wait on Redis or GitHub, so /healthz answers
+	// from the first second.
+	ln, err := net.Listen("tcp", cfg.HTTPAddr)
+	if err != nil {
+		return fmt.Errorf("listen %s: %w", cfg.HTTPAddr, err)
+	}
+	log.Info("listening", zap.String("addr", ln.Addr().String()))
+	server := api.New(snap, gate, log, api.Options{})
+
+	// The background work outlives ctx until the server has drained, so the
+	// order is: unready, drain, then stop polling or hydrating.
+	workCtx, stopWork := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopWork()
+	var g errgroup.Group
+	g.Go(func() error { return background(workCtx) })
+	g.Go(func() error {
+		select {
+		case <-ctx.Done():
+			gate.Close()
+			log.Info("shutting down", zap.Duration("timeout", cfg.ShutdownTimeout))
+		case <-workCtx.Done():
+		}
+		return nil
+	})
+	serveErr := server.Serve(ctx, ln, cfg.ShutdownTimeout)
+	stopWork()
+	if err := errors.Join(serveErr, g.Wait()); err != nil {
+		return err
+	}
+	log.Info("stopped")
+	return nil
+}
+
+// feeder returns the background work that keeps snap up to date, and opens
+// gate when the pod may take traffic: at once when it polls GitHub itself,
+// after the first load from Redis (or the hydrate timeout) in split mode.
+func feeder(cfg config.API, snap *snapshot.Snapshot, gate *api.Gate, log *zap.Logger) (func(context.Context) error, error) {
+	if !cfg.Standalone() {
+		h, err := hydrate.New(cfg.RedisURL.Reveal(), cfg.Apps, snap, log)
+		if err != nil {
+			return nil, err
+		}
+		log.Info("mode", zap.String("mode", "split"))
+		return func(ctx context.Context) error {
+			go openWhenLoaded(ctx, gate, h.Loaded(), cfg.HydrateTimeout, log)
+			return h.Run(ctx)
+		}, nil
+	}
+	gate.Open()
+	if !cfg.PollingEnabled {
+		log.Info("mode", zap.String("mode", "standalone"), zap.Bool("polling", false))
+		return func(ctx context.Context) error { <-ctx.Done(); return nil }, nil
+	}
+	src, err := github.New(github.Options{
+		BaseURL:   cfg.GitHubAPIURL,
+		Token:     cfg.GitHubToken.Reveal(),
+		UserAgent: "craft-releases-api/" + version,
+	})
+	if err != nil {
+		return nil, err
+	}
+	p, err := poller.New(poller.Config{
+		Apps:   cfg.Apps,
+		Timing: cfg.Timing(),
+		Source: src,
+		Sink:   snap,
+		Logger: log,
+	})
+	if err != nil {
+		return nil, err
+	}
+	log.Info("mode", zap.String("mode", "standalone"), zap.Bool("polling", true))
+	return p.Run, nil
+}
+
+// openWhenLoaded opens gate once loaded is closed, or after timeout without
+// it, so that a Redis outage never takes every pod out of the Service.
+func openWhenLoaded(ctx context.Context, gate *api.Gate, loaded <-chan struct{}, timeout time.Duration, log *zap.Logger) {
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	select {
+	case <-loaded:
+		log.Info("ready", zap.String("after", "first load"))
+	case <-timer.C:
+		log.Warn("ready without a load from redis", zap.Duration("took", timeout))
+	case <-ctx.Done():
+		return
+	}
+	gate.Open()
+}

@@ -1,0 +1,351 @@
+package main
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/storytold/craft-releases/pkg/config"
+	"github.com/storytold/craft-releases/pkg/release"
+	"github.com/storytold/craft-releases/test/fakegithub"
+)
+
+const infoPath = "/v1/craft_apps/release_info"
+
+// syncBuffer collects a process's log output from several goroutines.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// process is one in-process run of the api binary.
+type process struct {
+	base string
+	logs *syncBuffer
+	stop func() error // cancels run and returns its error
+}
+
+func freeAddr(t testing.TB) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// start runs the api with env on a free port and waits for /healthz.
+func start(t testing.TB, env map[string]string) *process {
+	t.Helper()
+	addr := freeAddr(t)
+	env["HTTP_ADDR"] = addr
+	logs := &syncBuffer{}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, nil, func(k string) string { return env[k] }, io.Discard, logs)
+	}()
+	var once sync.Once
+	var runErr error
+	p := &process{base: "http://" + addr, logs: logs, stop: func() error {
+		once.Do(func() { cancel(); runErr = <-done })
+		return runErr
+	}}
+	t.Cleanup(func() { _ = p.stop() })
+	eventually(t, "healthz answers", func() bool {
+		select {
+		case err := <-done:
+			t.Fatalf("run returned early: %v\nlogs:\n%s", err, logs)
+		default:
+		}
+		res, err := http.Get(p.base + "/healthz")
+		if err != nil {
+			return false
+		}
+		res.Body.Close()
+		return res.StatusCode == http.StatusOK
+	})
+	return p
+}
+
+// eventually polls cond until it holds or 20 s pass.
+func eventually(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting until %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func get(t testing.TB, url string, header ...string) (*http.Response, []byte) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	// A transport of our own, so Go does not add or strip Accept-Encoding.
+	res, err := (&http.Transport{DisableCompression: true}).RoundTrip(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	body, err := io.ReadAll(res.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res, body
+}
+
+func decode(t testing.TB, body []byte) release.Info {
+	t.Helper()
+	var info release.Info
+	if err := json.Unmarshal(body, &info); err != nil {
+		t.Fatalf("decode %s: %v", body, err)
+	}
+	return info
+}
+
+var testApps = "photocraft=PhotoCraft=storytold/photocraft, VectorCraft = VectorCraft = storytold/vectorcraft"
+
+func standaloneEnv(gh *fakegithub.Server) map[string]string {
+	return map[string]string{
+		"CRAFT_APPS_RELEASE_APPS":                testApps,
+		"CRAFT_APPS_RELEASE_GITHUB_API_URL":      gh.URL(),
+		"CRAFT_APPS_RELEASE_POLL_INTERVAL_SECS":  "1",
+		"CRAFT_APPS_RELEASE_TICK_SECS":           "1",
+		"CRAFT_APPS_RELEASE_STARTUP_JITTER_SECS": "0",
+		"CRAFT_APPS_RELEASE_REQUEST_SPACING_MS":  "0",
+		"LOG_LEVEL":                              "debug",
+	}
+}
+
+func allFetched(t testing.TB, p *process) func() bool {
+	return func() bool {
+		_, body := get(t, p.base+infoPath)
+		return decode(t, body).ReleaseInfo.LastFetched != nil
+	}
+}
+
+func TestStandaloneServesWhatGitHubHas(t *testing.T) {
+	gh := fakegithub.New(t)
+	gh.Publish("storytold/photocraft", fakegithub.NewRelease("storytold/photocraft", "v0.5.0"))
+	// vectorcraft has no release: a 404 is a fetch with no release.
+	p := start(t, standaloneEnv(gh))
+
+	eventually(t, "every app was fetched", allFetched(t, p))
+	res, body := get(t, p.base+infoPath)
+	if got, want := res.Header.Get("Cache-Control"), "public, max-age=60"; got != want {
+		t.Errorf("Cache-Control got %q, want %q", got, want)
+	}
+	info := decode(t, body)
+	photo := info.ReleaseInfo.Apps["photocraft"]
+	if photo.LatestRelease == nil || photo.LatestRelease.Tag != "v0.5.0" || photo.LatestRelease.Version != "0.5.0" {
+		t.Fatalf("photocraft release got %+v, want v0.5.0", photo.LatestRelease)
+	}
+	if len(photo.LatestRelease.Assets) == 0 {
+		t.Errorf("photocraft has no assets")
+	}
+	vector, ok := info.ReleaseInfo.Apps["vectorcraft"]
+	if !ok || vector.Name != "VectorCraft" || vector.LatestRelease != nil || vector.AppLastFetched == nil {
+		t.Errorf("vectorcraft got %+v (present %v), want fetched with no release", vector, ok)
+	}
+
+	// The gzip copy is the same document, and each representation revalidates.
+	gres, gbody := get(t, p.base+infoPath, "Accept-Encoding", "gzip")
+	if gres.Header.Get("Content-Encoding") != "gzip" || gres.Header.Get("Vary") != "Accept-Encoding" {
+		t.Fatalf("gzip headers got %v", gres.Header)
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(gbody))
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain, _ := io.ReadAll(zr)
+	if decode(t, plain).ReleaseInfo.Apps["photocraft"].LatestRelease.Tag != "v0.5.0" {
+		t.Errorf("gzip body differs: %s", plain)
+	}
+	for _, c := range []struct{ name, etag, enc string }{
+		{"plain", res.Header.Get("ETag"), ""},
+		{"gzip", gres.Header.Get("ETag"), "gzip"},
+	} {
+		r, b := get(t, p.base+infoPath, "If-None-Match", c.etag, "Accept-Encoding", c.enc)
+		if r.StatusCode != http.StatusNotModified || len(b) != 0 {
+			t.Errorf("%s revalidation got %d with %d bytes, want 304 and none", c.name, r.StatusCode, len(b))
+		}
+	}
+
+	// The fake saw the revalidating requests of later rounds.
+	eventually(t, "a revalidation with the ETag", func() bool {
+		for _, r := range gh.Requests() {
+			if r.Repo == "storytold/photocraft" && r.Header.Get("If-None-Match") == gh.ETag("storytold/photocraft") {
+				return true
+			}
+		}
+		return false
+	})
+	if err := p.stop(); err != nil {
+		t.Errorf("run after cancel got %v, want nil", err)
+	}
+}
+
+func TestStandaloneNeverServesHostileOrBrokenAnswers(t *testing.T) {
+	gh := fakegithub.New(t)
+	const repo = "storytold/photocraft"
+	good := fakegithub.NewRelease(repo, "v1.0.0")
+	gh.Publish(repo, good)
+	gh.Publish("storytold/vectorcraft", fakegithub.NewRelease("storytold/vectorcraft", "v2.0.0"))
+	p := start(t, standaloneEnv(gh))
+	eventually(t, "every app was fetched", allFetched(t, p))
+
+	draft := fakegithub.NewRelease(repo, "v9.0.0")
+	draft.Draft = true
+	faults := []struct {
+		name  string
+		fault fakegithub.Fault
+	}{
+		{"malformed json", fakegithub.Malformed()},
+		{"draft", fakegithub.Raw(string(draft.JSON()))},
+		{"5 MiB body", fakegithub.Oversized(5 << 20)},
+		{"server error", fakegithub.ServerError()},
+		{"wrong type", fakegithub.Raw(`{"tag_name": 5}`)},
+	}
+	for _, f := range faults {
+		t.Run(f.name, func(t *testing.T) {
+			before := gh.Count(repo)
+			gh.Stick(repo, f.fault)
+			eventually(t, "the fault was answered twice", func() bool { return gh.Count(repo) >= before+2 })
+			gh.Unstick(repo)
+			_, body := get(t, p.base+infoPath)
+			if got := decode(t, body).ReleaseInfo.Apps["photocraft"].LatestRelease; got == nil || got.Tag != "v1.0.0" {
+				t.Errorf("after %s the release got %+v, want v1.0.0 kept", f.name, got)
+			}
+		})
+	}
+
+	// A release with a hostile asset keeps the release and drops the asset.
+	hostile := fakegithub.NewRelease(repo, "v1.1.0")
+	hostile.Assets = append(hostile.Assets,
+		fakegithub.Asset{Name: "../evil.msi", Size: 1, BrowserDownloadURL: "https://github.com/" + repo + "/releases/download/v1.1.0/evil.msi"},
+		fakegithub.Asset{Name: "foreign-1.1.0-windows-x64.msi", Size: 1, BrowserDownloadURL: "https://evil.example/photocraft.msi"},
+	)
+	gh.Publish(repo, hostile)
+	eventually(t, "v1.1.0 is served", func() bool {
+		_, body := get(t, p.base+infoPath)
+		rel := decode(t, body).ReleaseInfo.Apps["photocraft"].LatestRelease
+		return rel != nil && rel.Tag == "v1.1.0"
+	})
+	_, body := get(t, p.base+infoPath)
+	if bytes.Contains(body, []byte("evil")) {
+		t.Errorf("a hostile asset reached the wire: %s", body)
+	}
+}
+
+func TestTokenIsSentButNeverLogged(t *testing.T) {
+	const token = "ghp_secretsecretsecret"
+	gh := fakegithub.New(t)
+	gh.Stick(fakegithub.AnyRepo, fakegithub.ServerError()) // failures are logged with their errors
+	env := standaloneEnv(gh)
+	env["CRAFT_APPS_RELEASE_GITHUB_TOKEN"] = "  " + token + " "
+	p := start(t, env)
+	eventually(t, "both apps were asked", func() bool { return gh.Count(fakegithub.AnyRepo) >= 2 })
+	if err := p.stop(); err != nil {
+		t.Fatal(err)
+	}
+	if got := gh.Requests()[0].Header.Get("Authorization"); got != "Bearer "+token {
+		t.Errorf("Authorization got %q, want the trimmed token", got)
+	}
+	if logs := p.logs.String(); strings.Contains(logs, token) || !strings.Contains(logs, "github request failed") {
+		t.Errorf("logs leak the token or miss the failure:\n%s", logs)
+	}
+}
+
+func TestNoTokenNoAuthorization(t *testing.T) {
+	gh := fakegithub.New(t)
+	env := standaloneEnv(gh)
+	env["CRAFT_APPS_RELEASE_GITHUB_TOKEN"] = "   "
+	start(t, env)
+	eventually(t, "a request arrived", func() bool { return gh.Count(fakegithub.AnyRepo) >= 1 })
+	if got := gh.Requests()[0].Header.Values("Authorization"); len(got) != 0 {
+		t.Errorf("Authorization got %q, want no header", got)
+	}
+}
+
+func TestColdPodIsNotCached(t *testing.T) {
+	gh := fakegithub.New(t)
+	env := standaloneEnv(gh)
+	env["CRAFT_APPS_RELEASE_POLLING_ENABLED"] = "false"
+	p := start(t, env)
+	res, body := get(t, p.base+infoPath)
+	if got := res.Header.Get("Cache-Control"); got != "no-store" {
+		t.Errorf("Cache-Control got %q, want no-store", got)
+	}
+	info := decode(t, body)
+	if len(info.ReleaseInfo.Apps) != 2 || info.ReleaseInfo.LastFetched != nil {
+		t.Errorf("cold body got %s, want both apps listed and last_fetched null", body)
+	}
+	if r, _ := get(t, p.base+"/readyz"); r.StatusCode != http.StatusOK {
+		t.Errorf("standalone readyz got %d, want 200 at once", r.StatusCode)
+	}
+	if n := gh.Count(fakegithub.AnyRepo); n != 0 {
+		t.Errorf("polling disabled, yet GitHub was asked %d times", n)
+	}
+}
+
+func TestBadEnvironmentStopsWithTheVariableName(t *testing.T) {
+	tests := []struct {
+		name, key, value string
+	}{
+		{"tick not a number", "CRAFT_APPS_RELEASE_TICK_SECS", "abc"},
+		{"bad app list", "CRAFT_APPS_RELEASE_APPS", "photocraft=PhotoCraft"},
+		{"bad bool", "CRAFT_APPS_RELEASE_POLLING_ENABLED", "maybe"},
+		{"bad log level", "LOG_LEVEL", "loud"},
+		{"bad redis url", "REDIS_URL", "http://nope"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			env := map[string]string{tc.key: tc.value}
+			err := run(context.Background(), nil, func(k string) string { return env[k] }, io.Discard, io.Discard)
+			if err == nil || !strings.Contains(err.Error(), tc.key) {
+				t.Errorf("run got %v, want an error naming %s", err, tc.key)
+			}
+		})
+	}
+}
+
+func TestHelpListsEveryVariable(t *testing.T) {
+	var out bytes.Buffer
+	if err := run(context.Background(), []string{"--help"}, func(string) string { return "" }, &out, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range config.Names("api") {
+		if !strings.Contains(out.String(), name) {
+			t.Errorf("--help does not list %s", name)
+		}
+	}
+}
