@@ -1,0 +1,135 @@
+// Command poller is the only part of the service that talks to GitHub. Its
+// replicas share the work through Redis (claims, guarded writes, a fleet-wide
+// backoff) and publish one hash per app for the API pods. `poller status`
+// prints what the fleet shares. Every setting is an environment variable: run
+// it with --help for the list.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"go.uber.org/zap"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/storytold/craft-releases/pkg/api"
+	"github.com/storytold/craft-releases/pkg/config"
+	"github.com/storytold/craft-releases/pkg/github"
+	"github.com/storytold/craft-releases/pkg/poller"
+	"github.com/storytold/craft-releases/pkg/store"
+)
+
+// version is stamped at build time with -ldflags "-X main.version=…".
+var version = "dev"
+
+func main() {
+	if err := run(context.Background(), os.Args[1:], os.Getenv, os.Stdout, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "poller:", err)
+		os.Exit(1)
+	}
+}
+
+// run owns the process: `poller` polls until ctx is cancelled or
+// SIGINT/SIGTERM arrives; `poller status` prints the shared state and exits.
+func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	if len(args) > 0 {
+		switch args[0] {
+		case "-h", "--help", "help":
+			config.Usage(stdout, "poller")
+			fmt.Fprintln(stdout, "\nSubcommands:\n  status    print every app's shared entry and the fleet backoff, then exit")
+			return nil
+		case "status":
+			return status(ctx, getenv, stdout, time.Now)
+		}
+		return fmt.Errorf("unknown argument %q (try --help)", args[0])
+	}
+	cfg, warnings, err := config.LoadPoller(getenv)
+	if err != nil {
+		return err
+	}
+	host, err := os.Hostname()
+	if err != nil {
+		return fmt.Errorf("hostname: %w", err)
+	}
+	log := cfg.Logger(stderr).With(zap.String("binary", "poller"), zap.String("host", host))
+	defer func() { _ = log.Sync() }()
+	for _, w := range warnings {
+		log.Warn("setting raised to its minimum", zap.String("warning", w))
+	}
+	log.Info("starting", append(cfg.Fields(), zap.String("version", version))...)
+
+	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+
+	src, err := github.New(github.Options{
+		BaseURL:   cfg.GitHubAPIURL,
+		Token:     cfg.GitHubToken.Reveal(),
+		UserAgent: "craft-releases-poller/" + version,
+	})
+	if err != nil {
+		return err
+	}
+	pc := poller.Config{
+		Apps:       cfg.Apps,
+		Timing:     cfg.Timing(),
+		Source:     src,
+		Coordinate: cfg.CoordinationEnabled,
+		Logger:     log,
+	}
+	if cfg.RedisURL != "" {
+		client, err := store.NewClient(cfg.RedisURL.Reveal())
+		if err != nil {
+			return err
+		}
+		defer client.Close()
+		pc.Fleet = store.New(client, host)
+	}
+	p, err := poller.New(pc)
+	if err != nil {
+		return err
+	}
+
+	// Listen before the start-up load from Redis, so /healthz answers from
+	// the first second.
+	ln, err := net.Listen("tcp", cfg.HTTPAddr)
+	if err != nil {
+		return fmt.Errorf("listen %s: %w", cfg.HTTPAddr, err)
+	}
+	log.Info("listening", zap.String("addr", ln.Addr().String()))
+	gate := &api.Gate{}
+	health := api.NewHealth(gate, log, api.Options{})
+
+	var g errgroup.Group
+	g.Go(func() error {
+		select {
+		case <-p.Loaded():
+			gate.Open()
+		case <-ctx.Done():
+		}
+		<-ctx.Done()
+		gate.Close()
+		log.Info("shutting down", zap.Duration("timeout", cfg.ShutdownTimeout))
+		return nil
+	})
+	if cfg.PollingEnabled {
+		// Cancelling ctx abandons the request under way: every shared write is
+		// one script or one transaction, so none is ever left half-written.
+		g.Go(func() error { return p.Run(ctx) })
+	} else {
+		log.Info("polling disabled")
+		gate.Open()
+	}
+	serveErr := health.Serve(ctx, ln, cfg.ShutdownTimeout)
+	if err := errors.Join(serveErr, g.Wait()); err != nil {
+		return err
+	}
+	log.Info("stopped")
+	return nil
+}

@@ -1,0 +1,168 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/storytold/craft-releases/pkg/config"
+	"github.com/storytold/craft-releases/pkg/store"
+	"github.com/storytold/craft-releases/test/fakegithub"
+	"github.com/storytold/craft-releases/test/redistest"
+)
+
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+func freeAddr(t testing.TB) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+func eventually(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting until %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func status200(url string) bool {
+	res, err := http.Get(url)
+	if err != nil {
+		return false
+	}
+	res.Body.Close()
+	return res.StatusCode == http.StatusOK
+}
+
+func env(gh *fakegithub.Server, redisURL string) map[string]string {
+	return map[string]string{
+		"REDIS_URL":                              redisURL,
+		"CRAFT_APPS_RELEASE_APPS":                "photocraft=PhotoCraft=storytold/photocraft,vectorcraft=VectorCraft=storytold/vectorcraft",
+		"CRAFT_APPS_RELEASE_GITHUB_API_URL":      gh.URL(),
+		"CRAFT_APPS_RELEASE_POLL_INTERVAL_SECS":  "60",
+		"CRAFT_APPS_RELEASE_TICK_SECS":           "1",
+		"CRAFT_APPS_RELEASE_STARTUP_JITTER_SECS": "0",
+		"CRAFT_APPS_RELEASE_REQUEST_SPACING_MS":  "0",
+	}
+}
+
+// startPoller runs the poller binary in-process until the test ends.
+func startPoller(t *testing.T, vars map[string]string) (base string, logs *syncBuffer, stop func() error) {
+	t.Helper()
+	addr := freeAddr(t)
+	vars["HTTP_ADDR"] = addr
+	logs = &syncBuffer{}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- run(ctx, nil, func(k string) string { return vars[k] }, io.Discard, logs) }()
+	var once sync.Once
+	var runErr error
+	stop = func() error {
+		once.Do(func() { cancel(); runErr = <-done })
+		return runErr
+	}
+	t.Cleanup(func() { _ = stop() })
+	base = "http://" + addr
+	eventually(t, "healthz answers", func() bool { return status200(base + "/healthz") })
+	return base, logs, stop
+}
+
+func TestPollerPublishesToRedisAndStatusShowsIt(t *testing.T) {
+	gh := fakegithub.New(t)
+	gh.Publish("storytold/photocraft", fakegithub.NewRelease("storytold/photocraft", "v0.5.0"))
+	rs := redistest.Start(t)
+	vars := env(gh, rs.URL())
+	base, logs, stop := startPoller(t, vars)
+
+	eventually(t, "readyz turns 200 after the start-up load", func() bool { return status200(base + "/readyz") })
+	eventually(t, "both apps are in Redis", func() bool {
+		n, err := rs.Do("EXISTS", store.AppKey("photocraft"), store.AppKey("vectorcraft"))
+		return err == nil && n == "2"
+	})
+	if by := rs.MustDo("HGET", store.AppKey("photocraft"), "by"); by == "" {
+		t.Errorf("by is empty, want the hostname")
+	}
+
+	var out bytes.Buffer
+	if err := run(context.Background(), []string{"status"}, func(k string) string { return vars[k] }, &out, io.Discard); err != nil {
+		t.Fatalf("status: %v", err)
+	}
+	table := out.String()
+	for _, want := range []string{"APP", "photocraft", "v0.5.0", gh.ETag("storytold/photocraft"), "vectorcraft", "(no release)", "fleet backoff: none"} {
+		if !strings.Contains(table, want) {
+			t.Errorf("status output lacks %q:\n%s", want, table)
+		}
+	}
+
+	if err := stop(); err != nil {
+		t.Errorf("run after cancel got %v, want nil", err)
+	}
+	if !strings.Contains(logs.String(), `"mode":"coordinated"`) {
+		t.Errorf("no coordinated round in the logs:\n%s", logs)
+	}
+}
+
+func TestPollerStartsWithRedisDownAndCarriesOnStandalone(t *testing.T) {
+	gh := fakegithub.New(t)
+	gh.Publish("storytold/photocraft", fakegithub.NewRelease("storytold/photocraft", "v1.0.0"))
+	vars := env(gh, "redis://"+freeAddr(t)) // nothing listens there
+	base, logs, _ := startPoller(t, vars)
+	eventually(t, "readyz after the failed start-up load", func() bool { return status200(base + "/readyz") })
+	eventually(t, "GitHub is asked anyway", func() bool { return gh.Count("storytold/photocraft") >= 1 })
+	eventually(t, "a standalone round is logged", func() bool {
+		return strings.Contains(logs.String(), `"mode":"standalone"`)
+	})
+	if n := strings.Count(logs.String(), "redis unavailable"); n != 1 {
+		t.Errorf("got %d redis warnings, want exactly 1 within 10 minutes", n)
+	}
+}
+
+func TestPollerRefusesToStartWithoutRedisWhileCoordinating(t *testing.T) {
+	vars := map[string]string{}
+	err := run(context.Background(), nil, func(k string) string { return vars[k] }, io.Discard, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "REDIS_URL") {
+		t.Fatalf("run got %v, want an error naming REDIS_URL", err)
+	}
+}
+
+func TestHelpListsEveryVariableAndStatus(t *testing.T) {
+	var out bytes.Buffer
+	if err := run(context.Background(), []string{"--help"}, func(string) string { return "" }, &out, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range append(config.Names("poller"), "status") {
+		if !strings.Contains(out.String(), name) {
+			t.Errorf("--help does not list %s", name)
+		}
+	}
+}

@@ -1,0 +1,104 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"text/tabwriter"
+	"time"
+
+	"github.com/storytold/craft-releases/pkg/config"
+	"github.com/storytold/craft-releases/pkg/store"
+)
+
+// status prints every configured app's shared entry and the fleet backoff as
+// a table an SRE reads at a glance.
+func status(ctx context.Context, getenv func(string) string, w io.Writer, now func() time.Time) error {
+	cfg, _, err := config.LoadPoller(getenv)
+	if err != nil {
+		return err
+	}
+	if cfg.RedisURL == "" {
+		return fmt.Errorf("status: REDIS_URL is empty: there is no shared state to show")
+	}
+	client, err := store.NewClient(cfg.RedisURL.Reveal())
+	if err != nil {
+		return err
+	}
+	defer client.Close()
+	keys := make([]string, len(cfg.Apps))
+	for i, a := range cfg.Apps {
+		keys[i] = a.Key
+	}
+	apps, backoff, err := store.New(client, "").Status(ctx, keys)
+	if err != nil {
+		return err
+	}
+	t := now()
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "APP\tTAG\tFETCHED\tETAG\tCLAIMED\tFAILURES\tLAST FAILURE\tBY\tEXPIRES IN")
+	for _, a := range apps {
+		if !a.Exists {
+			fmt.Fprintf(tw, "%s\t(no entry)\t-\t-\t-\t-\t-\t-\t-\n", a.App)
+			continue
+		}
+		e := a.Entry
+		tag := "-"
+		switch {
+		case e.Release != nil:
+			tag = e.Release.Tag
+		case e.Fetched():
+			tag = "(no release)"
+		case a.Version != "1":
+			tag = fmt.Sprintf("(format v=%q: unreadable)", a.Version)
+		}
+		failures, failed := "0", "-"
+		if e.Failing() {
+			failures, failed = fmt.Sprint(e.Failures), ago(t, e.FailedAt)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n",
+			a.App, tag, ago(t, e.FetchedAt), orDash(e.ETag), ago(t, e.ClaimedAt),
+			failures, failed, orDash(a.By), ttl(a.TTL))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	b := backoff.Backoff
+	switch {
+	case !backoff.Exists || b.Until.IsZero():
+		fmt.Fprintln(w, "\nfleet backoff: none")
+	case b.Active(t):
+		fmt.Fprintf(w, "\nfleet backoff: ACTIVE for %s more (until %s), %d bad rounds in a row, set by %s\n",
+			b.Until.Sub(t).Round(time.Second), b.Until.UTC().Format(time.RFC3339), b.Trouble, orDash(backoff.By))
+	default:
+		fmt.Fprintf(w, "\nfleet backoff: expired %s ago, %d bad rounds in a row, set by %s\n",
+			t.Sub(b.Until).Round(time.Second), b.Trouble, orDash(backoff.By))
+	}
+	return nil
+}
+
+// ago is how long before now t was, "-" for never, "in …" for a clock ahead.
+func ago(now, t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	d := now.Sub(t).Round(time.Second)
+	if d < 0 {
+		return "in " + (-d).String()
+	}
+	return d.String() + " ago"
+}
+
+func ttl(d time.Duration) string {
+	if d < 0 {
+		return "never"
+	}
+	return d.Round(time.Minute).String()
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
