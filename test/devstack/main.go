@@ -1,0 +1,200 @@
+// Command devstack runs a local split deployment for a person to try: a
+// redis-server, two pollers and two API pods, all on loopback, against a fake
+// GitHub that publishes a new release every little while (or against the real
+// GitHub with -github=real). Ctrl-C stops all of it.
+//
+//	go run ./test/devstack            # what `task dev` runs
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/storytold/craft-releases/pkg/config"
+	"github.com/storytold/craft-releases/test/fakegithub"
+)
+
+func main() {
+	if err := run(os.Args[1:]); err != nil {
+		fmt.Fprintln(os.Stderr, "devstack:", err)
+		os.Exit(1)
+	}
+}
+
+func run(args []string) error {
+	fs := flag.NewFlagSet("devstack", flag.ContinueOnError)
+	source := fs.String("github", "fake", "fake: a fake GitHub on loopback that publishes releases; real: GitHub itself (set CRAFT_APPS_RELEASE_GITHUB_TOKEN)")
+	every := fs.Duration("publish-every", 20*time.Second, "with -github=fake: how often a new release is published, round robin over the apps")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	dir, err := os.MkdirTemp("", "craft-devstack-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	fmt.Println("building cmd/api and cmd/poller …")
+	for _, name := range []string{"api", "poller"} {
+		build := exec.Command("go", "build", "-o", filepath.Join(dir, name), "./cmd/"+name)
+		build.Stdout, build.Stderr = os.Stdout, os.Stderr
+		if err := build.Run(); err != nil {
+			return fmt.Errorf("build %s: %w", name, err)
+		}
+	}
+
+	redisPort, err := freePort()
+	if err != nil {
+		return err
+	}
+	env := map[string]string{
+		"REDIS_URL":  "redis://127.0.0.1:" + strconv.Itoa(redisPort),
+		"LOG_FORMAT": "console",
+	}
+	if *source == "fake" {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return err
+		}
+		gh := fakegithub.Listen(ln)
+		defer gh.Close()
+		go publish(ctx, gh, *every)
+		env["CRAFT_APPS_RELEASE_GITHUB_API_URL"] = gh.URL()
+		env["CRAFT_APPS_RELEASE_POLL_INTERVAL_SECS"] = "10"
+		env["CRAFT_APPS_RELEASE_TICK_SECS"] = "2"
+		env["CRAFT_APPS_RELEASE_STARTUP_JITTER_SECS"] = "2"
+		env["CRAFT_APPS_RELEASE_REQUEST_SPACING_MS"] = "100"
+		fmt.Printf("fake GitHub on %s, a new release every %s\n", gh.URL(), *every)
+	}
+
+	var procs []*exec.Cmd
+	var wg sync.WaitGroup
+	startProc := func(name string, extra map[string]string, path string, args ...string) error {
+		cmd := exec.Command(path, args...)
+		cmd.Env = os.Environ()
+		for k, v := range env {
+			cmd.Env = append(cmd.Env, k+"="+v)
+		}
+		for k, v := range extra {
+			cmd.Env = append(cmd.Env, k+"="+v)
+		}
+		out, err := cmd.StdoutPipe()
+		if err != nil {
+			return err
+		}
+		cmd.Stderr = cmd.Stdout
+		if err := cmd.Start(); err != nil {
+			return fmt.Errorf("start %s: %w", name, err)
+		}
+		procs = append(procs, cmd)
+		wg.Add(1)
+		go func() { defer wg.Done(); prefix(name, out) }()
+		return nil
+	}
+	defer func() {
+		for _, p := range procs {
+			_ = p.Process.Signal(syscall.SIGTERM)
+		}
+		wg.Wait()
+		for _, p := range procs {
+			_ = p.Wait()
+		}
+	}()
+
+	if err := startProc("redis", nil, "redis-server", "--port", strconv.Itoa(redisPort), "--bind", "127.0.0.1",
+		"--save", "", "--appendonly", "no", "--dir", dir); err != nil {
+		return fmt.Errorf("%w (install it: apt-get install redis-server)", err)
+	}
+	if err := waitListening(ctx, env["REDIS_URL"][len("redis://"):]); err != nil {
+		return err
+	}
+	for i := 1; i <= 2; i++ {
+		if err := startProc(fmt.Sprintf("poller-%d", i), map[string]string{"HTTP_ADDR": fmt.Sprintf("127.0.0.1:909%d", i)}, filepath.Join(dir, "poller")); err != nil {
+			return err
+		}
+	}
+	for i := 1; i <= 2; i++ {
+		if err := startProc(fmt.Sprintf("api-%d", i), map[string]string{"HTTP_ADDR": fmt.Sprintf("127.0.0.1:808%d", i)}, filepath.Join(dir, "api")); err != nil {
+			return err
+		}
+	}
+	fmt.Printf(`
+the split deployment is up; Ctrl-C stops it
+  curl -s localhost:8081/v1/craft_apps/release_info     # API pod 1 (pod 2: 8082)
+  curl -s localhost:9091/metrics                        # poller 1 (poller 2: 9092)
+  REDIS_URL=%s go run ./cmd/poller status
+`, env["REDIS_URL"])
+	<-ctx.Done()
+	fmt.Println("\nstopping …")
+	return nil
+}
+
+// publish makes every default app's first release at once, then a newer
+// release of one app after another, so a person sees releases propagate.
+func publish(ctx context.Context, gh *fakegithub.Server, every time.Duration) {
+	apps := config.DefaultApps()
+	for _, a := range apps {
+		gh.Publish(a.Repo, fakegithub.NewRelease(a.Repo, "v1.0.0"))
+	}
+	ticker := time.NewTicker(every)
+	defer ticker.Stop()
+	for n := 1; ; n++ {
+		select {
+		case <-ctx.Done():
+			return
+		case <-ticker.C:
+		}
+		a := apps[(n-1)%len(apps)]
+		tag := fmt.Sprintf("v1.0.%d", (n-1)/len(apps)+1)
+		gh.Publish(a.Repo, fakegithub.NewRelease(a.Repo, tag))
+		fmt.Printf("[fake-github] published %s %s\n", a.Repo, tag)
+	}
+}
+
+// prefix copies r to stdout line by line, each line led by name.
+func prefix(name string, r io.Reader) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		fmt.Printf("[%s] %s\n", name, sc.Text())
+	}
+}
+
+// waitListening waits until something accepts connections on addr.
+func waitListening(ctx context.Context, addr string) error {
+	for {
+		conn, err := net.DialTimeout("tcp", addr, time.Second)
+		if err == nil {
+			return conn.Close()
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, errors.New("no free loopback port")
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
