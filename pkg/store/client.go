@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/redis/rueidis"
+	"go.uber.org/zap"
 )
 
 // The poller's client (redis.md, "The poller's client").
@@ -25,10 +26,11 @@ type Option func(*settings)
 
 type settings struct {
 	timeout time.Duration
+	log     *zap.Logger
 }
 
 func newSettings(opts []Option) settings {
-	s := settings{timeout: defaultTimeout}
+	s := settings{timeout: defaultTimeout, log: zap.NewNop()}
 	for _, o := range opts {
 		o(&s)
 	}
@@ -43,6 +45,17 @@ func WithTimeout(d time.Duration) Option {
 	return func(s *settings) {
 		if d > 0 {
 			s.timeout = d
+		}
+	}
+}
+
+// WithLogger gives New a logger for the one warning a Store ever logs: that
+// Redis refused the guarded-write script and writes go through
+// WATCH/MULTI/EXEC from then on. A nil log keeps the default, no logging.
+func WithLogger(log *zap.Logger) Option {
+	return func(s *settings) {
+		if log != nil {
+			s.log = log
 		}
 	}
 }

@@ -9,6 +9,10 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest/observer"
+
 	"github.com/storytold/craft-releases/test/redistest"
 )
 
@@ -109,7 +113,8 @@ func TestScriptRefusal(t *testing.T) {
 				srv.MustDo(append([]string{"ACL", "SETUSER", "poller", "on", ">pw"}, tt.user...)...)
 				url = "redis://poller:pw@" + srv.Addr
 			}
-			s := newStore(t, url, WithTimeout(2*time.Second))
+			core, logs := observer.New(zapcore.WarnLevel)
+			s := newStore(t, url, WithTimeout(2*time.Second), WithLogger(zap.New(core)))
 			ctx := context.Background()
 			when := at("12:00")
 			if tt.breakIt != nil {
@@ -128,6 +133,15 @@ func TestScriptRefusal(t *testing.T) {
 			}
 			if got := s.Mode(); got != tt.wantMode {
 				t.Errorf("Mode() = %v, want %v", got, tt.wantMode)
+			}
+			// One more write: the switch is announced once, not per write.
+			_, _ = s.PutFetch(ctx, app, fetch(when.Add(time.Minute), "e", nil))
+			wantWarnings := 0
+			if tt.wantMode == ModeWatch {
+				wantWarnings = 1
+			}
+			if got := logs.FilterMessageSnippet("watch/multi/exec").Len(); got != wantWarnings {
+				t.Errorf("got %d warnings about the switch, want %d", got, wantWarnings)
 			}
 		})
 	}

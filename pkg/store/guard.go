@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/redis/rueidis"
+	"go.uber.org/zap"
 )
 
 // guardLua is the guarded write as one Lua script (redis.md, "The guarded write").
@@ -90,7 +91,9 @@ func (s *Store) guarded(ctx context.Context, app string, w write) (verdict, erro
 		if err == nil || !scriptRefused(err) {
 			return v, err
 		}
-		s.watch.Store(true)
+		if s.watch.CompareAndSwap(false, true) {
+			s.log.Warn("redis refused the guarded-write script, using watch/multi/exec from now on", zap.NamedError("err", err))
+		}
 	}
 	return s.viaWatch(ctx, c, key, w)
 }

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/redis/rueidis"
+	"go.uber.org/zap"
 
 	"github.com/storytold/craft-releases/pkg/release"
 	"github.com/storytold/craft-releases/pkg/schedule"
@@ -53,6 +54,7 @@ type Store struct {
 	timeout time.Duration
 	script  *rueidis.Lua
 	watch   atomic.Bool // Redis refused the script: use WATCH/MULTI/EXEC
+	log     *zap.Logger
 
 	beforeExec func() // tests only: runs between the WATCH path's read and its EXEC
 }
@@ -61,10 +63,12 @@ type Store struct {
 // and writes by, the poller's hostname, in the "by" field of every hash it
 // writes. The Store does not own the client: close it after the last call.
 func New(client rueidis.Client, by string, opts ...Option) *Store {
+	set := newSettings(opts)
 	return &Store{
 		client:  client,
 		by:      by,
-		timeout: newSettings(opts).timeout,
+		timeout: set.timeout,
+		log:     set.log,
 		script:  rueidis.NewLuaScript(guardLua),
 	}
 }
