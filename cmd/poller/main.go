@@ -89,7 +89,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 			return err
 		}
 		defer client.Close()
-		pc.Fleet = store.New(client, host)
+		pc.Fleet = store.New(client, host, store.WithLogger(log))
 	}
 	p, err := poller.New(pc)
 	if err != nil {
