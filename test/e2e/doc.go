@@ -1,0 +1,6 @@
+// Package e2e runs the real cmd/api and cmd/poller binaries as processes
+// against a fake GitHub and a real redis-server, all on loopback: the split
+// deployment end to end, what the pods do when Redis fails, and the figures
+// of the design (propagation, throughput, memory, Redis load) as benchmarks.
+// It has no code of its own outside its tests.
+package e2e
