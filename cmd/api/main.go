@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 	"golang.org/x/sync/errgroup"
 
@@ -22,6 +23,7 @@ import (
 	"github.com/storytold/craft-releases/pkg/config"
 	"github.com/storytold/craft-releases/pkg/github"
 	"github.com/storytold/craft-releases/pkg/hydrate"
+	"github.com/storytold/craft-releases/pkg/metrics"
 	"github.com/storytold/craft-releases/pkg/poller"
 	"github.com/storytold/craft-releases/pkg/snapshot"
 )
@@ -63,10 +65,15 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 
 	snap := snapshot.New(cfg.Apps, time.Now)
 	gate := &api.Gate{}
-	background, err := feeder(cfg, snap, gate, log)
+	// A registry of our own, not the global one, so that tests can run
+	// several binaries in one process.
+	reg := metrics.NewRegistry("api", version, cfg.PollInterval)
+	background, err := feeder(cfg, snap, gate, log, reg)
 	if err != nil {
 		return err
 	}
+	requests := metrics.NewRequests()
+	reg.MustRegister(requests)
 
 	// Listen before anything can wait on Redis or GitHub, so /healthz answers
 	// from the first second.
@@ -75,7 +82,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return fmt.Errorf("listen %s: %w", cfg.HTTPAddr, err)
 	}
 	log.Info("listening", zap.String("addr", ln.Addr().String()))
-	server := api.New(snap, gate, log, api.Options{})
+	server := api.New(snap, gate, log, api.Options{Metrics: metrics.Handler(reg, log), Observer: requests})
 
 	// The background work outlives ctx until the server has drained, so the
 	// order is: unready, drain, then stop polling or hydrating.
@@ -103,19 +110,22 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 
 // feeder returns the background work that keeps snap up to date, and opens
 // gate when the pod may take traffic: at once when it polls GitHub itself,
-// after the first load from Redis (or the hydrate timeout) in split mode.
-func feeder(cfg config.API, snap *snapshot.Snapshot, gate *api.Gate, log *zap.Logger) (func(context.Context) error, error) {
+// after the first load from Redis (or the hydrate timeout) in split mode. It
+// registers the metrics of what it builds with reg.
+func feeder(cfg config.API, snap *snapshot.Snapshot, gate *api.Gate, log *zap.Logger, reg prometheus.Registerer) (func(context.Context) error, error) {
 	if !cfg.Standalone() {
 		h, err := hydrate.New(cfg.RedisURL.Reveal(), cfg.Apps, snap, log)
 		if err != nil {
 			return nil, err
 		}
+		reg.MustRegister(metrics.NewAPI(snap, h))
 		log.Info("mode", zap.String("mode", "split"))
 		return func(ctx context.Context) error {
 			go openWhenLoaded(ctx, gate, h.Loaded(), cfg.HydrateTimeout, log)
 			return h.Run(ctx)
 		}, nil
 	}
+	reg.MustRegister(metrics.NewAPI(snap, nil))
 	gate.Open()
 	if !cfg.PollingEnabled {
 		log.Info("mode", zap.String("mode", "standalone"), zap.Bool("polling", false))
@@ -129,12 +139,15 @@ func feeder(cfg config.API, snap *snapshot.Snapshot, gate *api.Gate, log *zap.Lo
 	if err != nil {
 		return nil, err
 	}
+	observer := metrics.NewPoller(cfg.Apps)
+	reg.MustRegister(observer)
 	p, err := poller.New(poller.Config{
-		Apps:   cfg.Apps,
-		Timing: cfg.Timing(),
-		Source: src,
-		Sink:   snap,
-		Logger: log,
+		Apps:     cfg.Apps,
+		Timing:   cfg.Timing(),
+		Source:   src,
+		Sink:     snap,
+		Observer: observer,
+		Logger:   log,
 	})
 	if err != nil {
 		return nil, err

@@ -49,6 +49,23 @@ func (g *Gate) Ready() bool { return g.state.Load() == gateOpen }
 type Options struct {
 	// Metrics, when not nil, serves GET /metrics.
 	Metrics http.Handler
+	// Observer, when not nil, is told about every answered request.
+	Observer Observer
+}
+
+// UnmatchedRoute is the route under which an Observer is told about the
+// requests whose path no route has (404), so that random paths make one
+// label value.
+const UnmatchedRoute = "unmatched"
+
+// Observer records answered requests, for metrics.
+type Observer interface {
+	// Route is called once for each registered route path, and once with
+	// UnmatchedRoute, when the server is built. The function it returns is
+	// called concurrently, once per answered request of that route, with the
+	// status code sent and the time taken; it must neither block nor, for a
+	// request path that allocates nothing itself, allocate.
+	Route(path string) func(code int, took time.Duration)
 }
 
 // Server is an http.Handler for the service's routes, safe for concurrent use.
@@ -56,12 +73,18 @@ type Options struct {
 type Server struct {
 	echo *echo.Echo
 	log  *zap.Logger
+	obs  Observer // nil: none
+
+	// observed holds each registered route path's recorder; nil without an
+	// Observer. Filled while the server is built, read-only afterwards.
+	observed  map[string]func(code int, took time.Duration)
+	unmatched func(code int, took time.Duration)
 }
 
 // New returns the API's server: GET and HEAD /v1/craft_apps/release_info
 // from r, /healthz, /readyz reporting ready, and /metrics if opts has it.
 func New(r Renderer, ready *Gate, log *zap.Logger, opts Options) *Server {
-	s := newServer(log)
+	s := newServer(log, opts.Observer)
 	s.routes(r, ready, opts.Metrics)
 	return s
 }
@@ -69,18 +92,22 @@ func New(r Renderer, ready *Gate, log *zap.Logger, opts Options) *Server {
 // NewHealth returns the poller's server: /healthz, /readyz reporting ready,
 // and /metrics if opts has it.
 func NewHealth(ready *Gate, log *zap.Logger, opts Options) *Server {
-	s := newServer(log)
+	s := newServer(log, opts.Observer)
 	s.routes(nil, ready, opts.Metrics)
 	return s
 }
 
-func newServer(log *zap.Logger) *Server {
+func newServer(log *zap.Logger, obs Observer) *Server {
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
 	// zap is the only log: echo's own logger would write a second format.
 	e.Logger.SetOutput(io.Discard)
-	s := &Server{echo: e, log: log}
-	e.HTTPErrorHandler = s.handleError
+	s := &Server{echo: e, log: log, obs: obs}
+	if obs != nil {
+		s.observed = make(map[string]func(int, time.Duration))
+		s.unmatched = obs.Route(UnmatchedRoute)
+	}
+	e.HTTPErrorHandler = s.unrouted
 	return s
 }
 

@@ -11,6 +11,7 @@ import (
 	"github.com/labstack/echo/v4"
 	"go.uber.org/zap"
 
+	"github.com/storytold/craft-releases/pkg/metrics"
 	"github.com/storytold/craft-releases/pkg/release"
 	"github.com/storytold/craft-releases/pkg/snapshot"
 )
@@ -48,11 +49,12 @@ func defaultApps(tb testing.TB) *snapshot.Rendering {
 }
 
 // BenchmarkReleaseInfo serves a 13-app rendering through the whole echo
-// router. echo_baseline is a handler that only answers 204 on the same
-// router: what echo itself costs.
+// router, with the request metrics of production. echo_baseline is a handler
+// that only answers 204 on the same router, without middleware: what echo
+// itself costs.
 func BenchmarkReleaseInfo(b *testing.B) {
 	cur := defaultApps(b)
-	s := New(fixed{cur}, new(Gate), zap.NewNop(), Options{})
+	s := New(fixed{cur}, new(Gate), zap.NewNop(), Options{Observer: metrics.NewRequests()})
 	s.echo.GET("/bench/noop", func(c echo.Context) error { return c.NoContent(http.StatusNoContent) })
 
 	cases := []struct {
@@ -81,14 +83,14 @@ func BenchmarkReleaseInfo(b *testing.B) {
 	}
 }
 
-// TestReleaseInfoAllocs holds the request path to no allocation of its own:
-// it must cost what echo's trivial handler costs.
+// TestReleaseInfoAllocs holds the request path, request metrics included, to
+// no allocation of its own: it must cost what echo's trivial handler costs.
 func TestReleaseInfoAllocs(t *testing.T) {
 	if raceEnabled {
 		t.Skip("the race detector changes allocation counts")
 	}
 	cur := defaultApps(t)
-	s := New(fixed{cur}, new(Gate), zap.NewNop(), Options{})
+	s := New(fixed{cur}, new(Gate), zap.NewNop(), Options{Observer: metrics.NewRequests()})
 	s.echo.GET("/bench/noop", func(c echo.Context) error { return c.NoContent(http.StatusNoContent) })
 	allocs := func(method, path string, header http.Header) float64 {
 		req := httptest.NewRequest(method, path, nil)

@@ -10,15 +10,24 @@ import (
 	"go.uber.org/zap"
 )
 
-// observe returns a middleware that turns a panic into a logged 500 and, when
-// log is at debug level, writes one access-log line per request. At any other
-// level it costs no allocation.
-func observe(log *zap.Logger) echo.MiddlewareFunc {
+// observe returns the middleware of the route registered as path. It turns a
+// panic into a logged 500 and answers a handler's error itself, so that the
+// status code is final when it tells the Observer, if any, about the request.
+// When the log is at debug level it also writes one access-log line per
+// request. Otherwise, and as long as the Observer does not, it costs no
+// allocation.
+func (s *Server) observe(path string) echo.MiddlewareFunc {
+	var record func(code int, took time.Duration)
+	if s.obs != nil {
+		record = s.obs.Route(path)
+		s.observed[path] = record
+	}
+	log := s.log
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) (err error) {
 			debug := log.Core().Enabled(zap.DebugLevel)
 			var start time.Time
-			if debug {
+			if debug || record != nil {
 				start = time.Now()
 			}
 			defer func() {
@@ -34,22 +43,48 @@ func observe(log *zap.Logger) echo.MiddlewareFunc {
 						zap.Stack("stack"))
 					err = echo.ErrInternalServerError
 				}
+				if err != nil {
+					s.handleError(err, c)
+					err = nil
+				}
+				if record == nil && !debug {
+					return
+				}
+				took := time.Since(start)
+				if record != nil {
+					record(c.Response().Status, took)
+				}
 				if debug {
-					status := c.Response().Status
-					// An error is answered after this middleware returns.
-					if he := (*echo.HTTPError)(nil); errors.As(err, &he) {
-						status = he.Code
-					}
 					log.Debug("request",
 						zap.String("method", c.Request().Method),
 						zap.String("path", c.Request().URL.Path),
-						zap.Int("status", status),
-						zap.Duration("took", time.Since(start)))
+						zap.Int("status", c.Response().Status),
+						zap.Duration("took", took))
 				}
 			}()
 			return next(c)
 		}
 	}
+}
+
+// unrouted is echo's error handler, which only the requests that no route
+// took reach: every route's middleware answers its own errors. They are 404
+// (no route has the path) and 405 (a route has the path, not the method),
+// told to the Observer under UnmatchedRoute and the route's path. Their time
+// is that of writing the answer, since routing them costs next to nothing
+// and no middleware ran before.
+func (s *Server) unrouted(err error, c echo.Context) {
+	if s.obs == nil {
+		s.handleError(err, c)
+		return
+	}
+	start := time.Now()
+	s.handleError(err, c)
+	record, ok := s.observed[c.Path()]
+	if !ok {
+		record = s.unmatched
+	}
+	record(c.Response().Status, time.Since(start))
 }
 
 // handleError answers a request whose handler returned err. echo's own

@@ -13,17 +13,16 @@ const ReleaseInfoPath = "/v1/craft_apps/release_info"
 // as on the poller's port; a nil metrics leaves out /metrics. Paths that are
 // not listed answer 404, listed paths asked with another method 405.
 func (s *Server) routes(r Renderer, ready *Gate, metrics http.Handler) {
-	// Applied to each handler once, here, rather than with echo's Use, which
-	// rebuilds the chain and allocates on every request.
-	mw := observe(s.log)
+	// The middleware is applied to each handler once, here, rather than
+	// with echo's Use, which rebuilds the chain and allocates on every request.
 	getOrHead := []string{http.MethodGet, http.MethodHead}
 
 	if r != nil {
-		s.echo.Match(getOrHead, ReleaseInfoPath, mw(releaseInfo(r)))
+		s.echo.Match(getOrHead, ReleaseInfoPath, s.observe(ReleaseInfoPath)(releaseInfo(r)))
 	}
-	s.echo.Match(getOrHead, "/healthz", mw(healthz()))
-	s.echo.Match(getOrHead, "/readyz", mw(readyz(ready)))
+	s.echo.Match(getOrHead, "/healthz", s.observe("/healthz")(healthz()))
+	s.echo.Match(getOrHead, "/readyz", s.observe("/readyz")(readyz(ready)))
 	if metrics != nil {
-		s.echo.GET("/metrics", mw(echo.WrapHandler(metrics)))
+		s.echo.GET("/metrics", s.observe("/metrics")(echo.WrapHandler(metrics)))
 	}
 }

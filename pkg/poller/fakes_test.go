@@ -405,6 +405,53 @@ func (s *fakeSink) entry(app string) release.Entry {
 	return s.last[app]
 }
 
+// fakeObserver records every Observer call, with times as offsets from t0:
+// "answer app outcome remaining reset", "fetched app at", "claim won|lost",
+// "refused op", "redis_error op", "round mode took until trouble".
+type fakeObserver struct {
+	mu    sync.Mutex
+	calls []string
+}
+
+func (o *fakeObserver) add(format string, args ...any) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.calls = append(o.calls, fmt.Sprintf(format, args...))
+}
+
+// since is t as an offset from t0, or "never" when zero.
+func since(t time.Time) string {
+	if t.IsZero() {
+		return "never"
+	}
+	return t.Sub(t0).String()
+}
+
+func (o *fakeObserver) Answer(app string, a release.Answer) {
+	o.add("answer %s %s %d %s", app, a.Outcome, a.Remaining, since(a.Reset))
+}
+func (o *fakeObserver) Fetched(app string, at time.Time) { o.add("fetched %s %s", app, since(at)) }
+func (o *fakeObserver) Claim(won bool) {
+	if won {
+		o.add("claim won")
+	} else {
+		o.add("claim lost")
+	}
+}
+func (o *fakeObserver) WriteRefused(op poller.Op) { o.add("refused %s", op) }
+func (o *fakeObserver) RedisError(op poller.Op)   { o.add("redis_error %s", op) }
+func (o *fakeObserver) Round(m poller.Mode, took time.Duration, b schedule.Backoff) {
+	o.add("round %s %v %s %d", m, took, since(b.Until), b.Trouble)
+}
+
+func (o *fakeObserver) take() []string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	c := o.calls
+	o.calls = nil
+	return c
+}
+
 // harness is a Poller wired to fakes.
 type harness struct {
 	p      *poller.Poller
@@ -412,6 +459,7 @@ type harness struct {
 	source *fakeSource
 	fleet  *fakeFleet // nil: standalone
 	sink   *fakeSink
+	obs    *fakeObserver
 	logs   *observer.ObservedLogs
 }
 
@@ -420,7 +468,7 @@ type harness struct {
 func newHarness(t testing.TB, keys []string, fleet *fakeFleet, coordinate bool) *harness {
 	t.Helper()
 	core, logs := observer.New(zapcore.DebugLevel)
-	h := &harness{clock: newClock(), fleet: fleet, sink: &fakeSink{}, logs: logs}
+	h := &harness{clock: newClock(), fleet: fleet, sink: &fakeSink{}, obs: &fakeObserver{}, logs: logs}
 	h.source = &fakeSource{clock: h.clock}
 	c := poller.Config{
 		Apps:       apps(keys...),
@@ -428,6 +476,7 @@ func newHarness(t testing.TB, keys []string, fleet *fakeFleet, coordinate bool) 
 		Source:     h.source,
 		Coordinate: coordinate,
 		Sink:       h.sink,
+		Observer:   h.obs,
 		Logger:     zap.New(core),
 		Clock:      h.clock,
 		Rand:       func() float64 { return 0.5 },

@@ -81,20 +81,60 @@ type Config struct {
 	// shared with the guarded writes.
 	Coordinate bool
 
-	Sink   Sink           // may be nil
-	Logger *zap.Logger    // nil: no logging
-	Clock  Clock          // nil: the system clock
-	Rand   func() float64 // uniform draws in [0, 1); nil: math/rand/v2
+	Sink     Sink           // may be nil
+	Observer Observer       // nil: none
+	Logger   *zap.Logger    // nil: no logging
+	Clock    Clock          // nil: the system clock
+	Rand     func() float64 // uniform draws in [0, 1); nil: math/rand/v2
 }
 
-// mode is how a round works, as logged.
-type mode string
+// Mode is how a round works, as logged and as told to an Observer.
+type Mode string
 
+// The modes of a round.
 const (
-	coordinated   mode = "coordinated"   // reads and writes the Fleet
-	standalone    mode = "standalone"    // memory only
-	uncoordinated mode = "uncoordinated" // memory, and writes to the Fleet
+	Coordinated   Mode = "coordinated"   // reads and writes the Fleet
+	Standalone    Mode = "standalone"    // memory only
+	Uncoordinated Mode = "uncoordinated" // memory, and writes to the Fleet
 )
+
+// Op names a Fleet call, as told to an Observer.
+type Op string
+
+// The Fleet calls.
+const (
+	OpLoad           Op = "load"
+	OpLoadApp        Op = "load_app"
+	OpClaim          Op = "claim"
+	OpPutFetch       Op = "put_fetch"
+	OpPutNotModified Op = "put_not_modified"
+	OpPutFailure     Op = "put_failure"
+	OpPutBackoff     Op = "put_backoff"
+)
+
+// Observer is told what the poller does, for metrics. Its methods are called
+// from the poller's loop, one call at a time, and must not block.
+type Observer interface {
+	// Answer reports GitHub's answer about app, as the poller classified it,
+	// with the quota the answer announced. An answer cut short by
+	// cancellation is not reported.
+	Answer(app string, a release.Answer)
+	// Fetched reports that the last fetch or 304 the poller knows of for app,
+	// its own or one read from the Fleet, moved to at.
+	Fetched(app string, at time.Time)
+	// Claim reports a claim the Fleet took (won) or refused.
+	Claim(won bool)
+	// WriteRefused reports a guarded write (OpPutFetch, OpPutNotModified or
+	// OpPutFailure) that the Fleet refused because it held something newer.
+	WriteRefused(op Op)
+	// RedisError reports a Fleet call that failed. Errors caused by the
+	// cancellation of the poller's context are not reported.
+	RedisError(op Op)
+	// Round reports the end of a tick not cut short by cancellation: how it
+	// ran, how long it took by the poller's Clock, and the backoff the poller
+	// holds after it (zero Until: none), whether or not the tick asked GitHub.
+	Round(m Mode, took time.Duration, b schedule.Backoff)
+}
 
 // Poller is the tick loop of one poller process. Create it with New.
 type Poller struct {
@@ -103,8 +143,9 @@ type Poller struct {
 	timing schedule.Timing
 	source Source
 	fleet  Fleet
-	mode   mode
+	mode   Mode
 	sink   Sink
+	obs    Observer
 	log    *zap.Logger
 	clock  Clock
 	rand   func() float64
@@ -137,8 +178,9 @@ func New(c Config) (*Poller, error) {
 		timing:  c.Timing,
 		source:  c.Source,
 		fleet:   c.Fleet,
-		mode:    standalone,
+		mode:    Standalone,
 		sink:    c.Sink,
+		obs:     c.Observer,
 		log:     c.Logger,
 		clock:   c.Clock,
 		rand:    c.Rand,
@@ -154,12 +196,15 @@ func New(c Config) (*Poller, error) {
 	}
 	switch {
 	case c.Fleet != nil && c.Coordinate:
-		p.mode = coordinated
+		p.mode = Coordinated
 	case c.Fleet != nil:
-		p.mode = uncoordinated
+		p.mode = Uncoordinated
 	}
 	if p.log == nil {
 		p.log = zap.NewNop()
+	}
+	if p.obs == nil {
+		p.obs = nopObserver{}
 	}
 	if p.clock == nil {
 		p.clock = systemClock{}
@@ -167,7 +212,7 @@ func New(c Config) (*Poller, error) {
 	if p.rand == nil {
 		p.rand = rand.Float64
 	}
-	if p.mode != coordinated {
+	if p.mode != Coordinated {
 		p.markLoaded()
 	}
 	return p, nil
@@ -186,7 +231,7 @@ func (p *Poller) markLoaded() { p.loadedOnce.Do(func() { close(p.loaded) }) }
 // returned. Run starts no goroutine; call it once.
 func (p *Poller) Run(ctx context.Context) error {
 	p.log.Info("poller starting", zap.String("mode", string(p.mode)), zap.Int("apps", len(p.apps)))
-	if p.mode == coordinated {
+	if p.mode == Coordinated {
 		p.mu.Lock()
 		p.load(ctx)
 		p.mu.Unlock()
@@ -211,12 +256,16 @@ func (p *Poller) Tick(ctx context.Context) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 
+	start := p.clock.Now()
 	r := round{mode: p.mode}
-	if r.mode == coordinated && !p.load(ctx) {
-		r.mode = standalone
+	if r.mode == Coordinated && !p.load(ctx) {
+		r.mode = Standalone
 	}
 	if p.backoff.Active(p.clock.Now()) {
 		p.log.Debug("backoff active", zap.Time("until", p.backoff.Until))
+		if ctx.Err() == nil {
+			p.obs.Round(r.mode, p.clock.Now().Sub(start), p.backoff)
+		}
 		return
 	}
 	for _, app := range p.apps {
@@ -238,10 +287,10 @@ func (p *Poller) Tick(ctx context.Context) {
 		next := schedule.Next(p.timing, p.backoff, r.sum, now, p.rand())
 		if next.Trouble != p.backoff.Trouble || !next.Until.Equal(p.backoff.Until) {
 			p.backoff = next
-			if r.mode == coordinated {
+			if r.mode == Coordinated {
 				if err := p.fleet.PutBackoff(ctx, next); err != nil {
-					p.redisDown(ctx, err)
-					r.mode = standalone
+					p.redisDown(ctx, OpPutBackoff, err)
+					r.mode = Standalone
 				} else {
 					p.redisUp()
 				}
@@ -262,14 +311,16 @@ func (p *Poller) Tick(ctx context.Context) {
 		zap.Duration("backoff", max(0, p.backoff.Until.Sub(now))),
 		zap.Int("trouble", p.backoff.Trouble),
 	)
+	p.obs.Round(r.mode, p.clock.Now().Sub(start), p.backoff)
 }
 
 // round is the state of one tick's round of requests.
 type round struct {
-	mode  mode
-	sum   schedule.Round
-	asked int  // requests made so far
-	held  bool // stopped by a fleet backoff that appeared mid-round
+	mode   Mode
+	sum    schedule.Round
+	asked  int  // requests made so far
+	spaced bool // the spacing after the last request was waited already
+	held   bool // stopped by a fleet backoff that appeared mid-round
 }
 
 // visit asks GitHub about app if it is due, and records what happened.
@@ -278,16 +329,22 @@ func (p *Poller) visit(ctx context.Context, app release.App, r *round) (stop boo
 	if !schedule.Due(p.timing, p.entries[app.Key], p.clock.Now()) {
 		return false
 	}
-	if r.mode == coordinated {
+	// The spacing comes before the re-check, so that a backoff another poller
+	// wrote meanwhile is seen and the claim is stamped when the request starts.
+	if r.asked > 0 && !r.spaced {
+		if !p.sleep(ctx, p.timing.Spacing) {
+			return true
+		}
+		r.spaced = true
+	}
+	if r.mode == Coordinated {
 		ask, stop := p.recheck(ctx, app.Key, r)
 		if !ask {
 			return stop
 		}
 	}
-	if r.asked > 0 && !p.sleep(ctx, p.timing.Spacing) {
-		return true
-	}
 	r.asked++
+	r.spaced = false
 
 	e := p.entries[app.Key]
 	start := p.clock.Now()
@@ -302,8 +359,10 @@ func (p *Poller) visit(ctx context.Context, app release.App, r *round) (stop boo
 
 	if a.Outcome == release.NotModified && e.ETag == "" {
 		// We sent no If-None-Match, so this 304 confirms nothing we hold.
-		a = release.Answer{Outcome: release.Failed, Err: errors.New("not modified without an etag")}
+		// The quota it announced stays true.
+		a.Outcome, a.Err = release.Failed, errors.New("not modified without an etag")
 	}
+	p.obs.Answer(app.Key, a)
 	next := e
 	switch a.Outcome {
 	case release.Fetched:
@@ -342,8 +401,8 @@ func (p *Poller) visit(ctx context.Context, app release.App, r *round) (stop boo
 func (p *Poller) recheck(ctx context.Context, key string, r *round) (ask, stop bool) {
 	shared, b, err := p.fleet.LoadApp(ctx, key)
 	if err != nil {
-		p.redisDown(ctx, err)
-		r.mode = standalone
+		p.redisDown(ctx, OpLoadApp, err)
+		r.mode = Standalone
 		return true, false
 	}
 	p.redisUp()
@@ -359,11 +418,12 @@ func (p *Poller) recheck(ctx context.Context, key string, r *round) (ask, stop b
 	}
 	won, err := p.fleet.Claim(ctx, key, now, p.timing.ClaimWindow())
 	if err != nil {
-		p.redisDown(ctx, err)
-		r.mode = standalone
+		p.redisDown(ctx, OpClaim, err)
+		r.mode = Standalone
 		return true, false
 	}
 	p.redisUp()
+	p.obs.Claim(won)
 	if !won {
 		p.log.Debug("claim refused", zap.String("app", key))
 	}
@@ -372,26 +432,25 @@ func (p *Poller) recheck(ctx context.Context, key string, r *round) (ask, stop b
 
 // share writes an answer's outcome to the fleet, unless the round is standalone.
 func (p *Poller) share(ctx context.Context, key string, o release.Outcome, e release.Entry, r *round) {
-	if r.mode == standalone {
+	if r.mode == Standalone {
 		return
 	}
-	var put func(context.Context, string, release.Entry) (bool, error)
+	put, op := p.fleet.PutFailure, OpPutFailure
 	switch o {
 	case release.Fetched:
-		put = p.fleet.PutFetch
+		put, op = p.fleet.PutFetch, OpPutFetch
 	case release.NotModified:
-		put = p.fleet.PutNotModified
-	default:
-		put = p.fleet.PutFailure
+		put, op = p.fleet.PutNotModified, OpPutNotModified
 	}
 	written, err := put(ctx, key, e)
 	if err != nil {
-		p.redisDown(ctx, err)
-		r.mode = standalone
+		p.redisDown(ctx, op, err)
+		r.mode = Standalone
 		return
 	}
 	p.redisUp()
 	if !written {
+		p.obs.WriteRefused(op)
 		p.log.Debug("shared write refused", zap.String("app", key), zap.String("status", o.String()))
 	}
 }
@@ -401,7 +460,7 @@ func (p *Poller) share(ctx context.Context, key string, o release.Outcome, e rel
 func (p *Poller) load(ctx context.Context) bool {
 	shared, b, err := p.fleet.Load(ctx, p.keys)
 	if err != nil {
-		p.redisDown(ctx, err)
+		p.redisDown(ctx, OpLoad, err)
 		return false
 	}
 	p.redisUp()
@@ -422,18 +481,22 @@ func (p *Poller) update(key string, e release.Entry) {
 	p.entries[key] = merged
 	// Merge replaces each part only along with its time, so comparing the
 	// times is enough to see a change.
-	changed := !merged.FetchedAt.Equal(old.FetchedAt) || !merged.FailedAt.Equal(old.FailedAt)
-	if changed && p.sink != nil {
+	fetched := !merged.FetchedAt.Equal(old.FetchedAt)
+	if fetched {
+		p.obs.Fetched(key, merged.FetchedAt)
+	}
+	if (fetched || !merged.FailedAt.Equal(old.FailedAt)) && p.sink != nil {
 		p.sink.Set(key, merged)
 	}
 }
 
-// redisDown notes a Redis failure, warning once per warnEvery while it lasts.
-// Errors caused by our own cancellation are not an outage.
-func (p *Poller) redisDown(ctx context.Context, err error) {
+// redisDown notes a Redis failure of op, warning once per warnEvery while it
+// lasts. Errors caused by our own cancellation are not an outage.
+func (p *Poller) redisDown(ctx context.Context, op Op, err error) {
 	if ctx.Err() != nil {
 		return
 	}
+	p.obs.RedisError(op)
 	now := p.clock.Now()
 	if p.downSince.IsZero() {
 		p.downSince = now
@@ -467,6 +530,16 @@ func (p *Poller) sleep(ctx context.Context, d time.Duration) bool {
 		return ctx.Err() == nil
 	}
 }
+
+// nopObserver is the Observer of a Config that has none.
+type nopObserver struct{}
+
+func (nopObserver) Answer(string, release.Answer)               {}
+func (nopObserver) Fetched(string, time.Time)                   {}
+func (nopObserver) Claim(bool)                                  {}
+func (nopObserver) WriteRefused(Op)                             {}
+func (nopObserver) RedisError(Op)                               {}
+func (nopObserver) Round(Mode, time.Duration, schedule.Backoff) {}
 
 // systemClock is the real clock.
 type systemClock struct{}

@@ -21,7 +21,10 @@ type step struct {
 	sets    []string                  // Sink.Set calls in order
 	round   *roundLine                // the round's log line; nil: no round (backoff)
 	warns   []string                  // warning messages, in order
-	check   func(t *testing.T, h *harness)
+	// observed are the Observer calls in order (fakeObserver's format);
+	// nil leaves them unchecked.
+	observed []string
+	check    func(t *testing.T, h *harness)
 }
 
 // scenario is a poller over apps, ticked step by step.
@@ -70,6 +73,9 @@ func runScenario(t *testing.T, sc scenario) {
 		}
 		if !slices.Equal(warns, st.warns) {
 			t.Errorf("step %d (at %v): warnings %q, want %q", i, st.at, warns, st.warns)
+		}
+		if got := h.obs.take(); st.observed != nil && !slices.Equal(got, st.observed) {
+			t.Errorf("step %d (at %v): observed\n%q\nwant\n%q", i, st.at, got, st.observed)
 		}
 		if st.check != nil {
 			st.check(t, h)
@@ -419,7 +425,8 @@ func TestTickCoordinated(t *testing.T) {
 				asked:   []string{"a"},
 				calls:   []string{"Load", "LoadApp a", "Claim a", "PutFetch a", "LoadApp b"},
 				sets:    []string{"a"},
-				round:   round(co, 1, 0, 0, false, time.Hour, 3),
+				// b's re-check comes after the spacing, so the round ends 1 s in.
+				round: round(co, 1, 0, 0, false, time.Hour-time.Second, 3),
 				check: func(t *testing.T, h *harness) {
 					if got, want := h.fleet.backoff, (schedule.Backoff{Until: at(time.Hour), Trouble: 3}); got != want {
 						t.Errorf("fleet backoff = %+v, want %+v", got, want)

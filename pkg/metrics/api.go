@@ -1,0 +1,166 @@
+package metrics
+
+import (
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/storytold/craft-releases/pkg/hydrate"
+	"github.com/storytold/craft-releases/pkg/snapshot"
+)
+
+// requestBuckets span an answer from memory (tens of microseconds) to a slow
+// client.
+var requestBuckets = []float64{0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.1, 0.5, 1, 5}
+
+// Requests holds craft_api_requests_total and
+// craft_api_request_duration_seconds. It is pkg/api's Observer and a
+// prometheus.Collector; register it once. It is safe for concurrent use.
+type Requests struct {
+	total    *prometheus.CounterVec
+	duration *prometheus.HistogramVec
+}
+
+// NewRequests returns the request series, with none yet.
+func NewRequests() *Requests {
+	return &Requests{
+		total: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "craft_api_requests_total",
+			Help: "Requests answered, by registered route path and status code.",
+		}, []string{"route", "code"}),
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "craft_api_request_duration_seconds",
+			Help:    "Time to answer a request, by registered route path.",
+			Buckets: requestBuckets,
+		}, []string{"route"}),
+	}
+}
+
+// Describe sends the descriptors of both series.
+func (r *Requests) Describe(ch chan<- *prometheus.Desc) {
+	r.total.Describe(ch)
+	r.duration.Describe(ch)
+}
+
+// Collect sends the current value of both series.
+func (r *Requests) Collect(ch chan<- prometheus.Metric) {
+	r.total.Collect(ch)
+	r.duration.Collect(ch)
+}
+
+// Route returns the recorder of the route registered as path, which the
+// server calls once per answered request. Call Route once per route, when the
+// server is built: the route's duration series appears then, and its
+// counters with the first request of each status code. The recorder is safe
+// for concurrent use and, once a code was seen, does not allocate.
+func (r *Requests) Route(path string) func(code int, took time.Duration) {
+	rt := &route{path: path, total: r.total, duration: r.duration.WithLabelValues(path)}
+	return rt.observe
+}
+
+// route records the requests of one route path.
+type route struct {
+	path     string
+	total    *prometheus.CounterVec
+	duration prometheus.Observer
+	// byCode caches each status code's counter; net/http allows 100 to 999.
+	byCode [1000]atomic.Pointer[prometheus.Counter]
+}
+
+func (rt *route) observe(code int, took time.Duration) {
+	if code < 0 || code >= len(rt.byCode) {
+		code = 0
+	}
+	c := rt.byCode[code].Load()
+	if c == nil {
+		// Two requests may race here; both get the vector's one child.
+		child := rt.total.WithLabelValues(rt.path, strconv.Itoa(code))
+		c = &child
+		rt.byCode[code].Store(c)
+	}
+	(*c).Inc()
+	rt.duration.Observe(took.Seconds())
+}
+
+// Renderings is what API reads from the served snapshot at each scrape:
+// *snapshot.Snapshot.
+type Renderings interface {
+	Current() *snapshot.Rendering
+	Renders() uint64
+}
+
+// Hydrator is what API reads from the Redis hydrator at each scrape:
+// *hydrate.Hydrator.
+type Hydrator interface {
+	Stats() hydrate.Stats
+}
+
+// API is a prometheus.Collector of what an API pod serves, read at scrape
+// time so that nothing on the request or render path changes:
+// craft_api_app_fetched_timestamp_seconds, craft_api_last_fetched_timestamp_seconds
+// and craft_api_renders_total from the current rendering, and in split mode
+// craft_api_hydrations_total, craft_api_invalidations_total and
+// craft_api_redis_connected from the hydrator. It is safe for concurrent use.
+type API struct {
+	renderings Renderings
+	hydrator   Hydrator // nil: standalone, no hydrator series
+
+	appFetched, lastFetched, renders     *prometheus.Desc
+	hydrations, invalidations, connected *prometheus.Desc
+}
+
+// NewAPI returns the collector of r and, when h is not nil, of h. Its app
+// label takes the apps of r's renderings, which are the configured ones.
+func NewAPI(r Renderings, h Hydrator) *API {
+	return &API{
+		renderings: r,
+		hydrator:   h,
+		appFetched: prometheus.NewDesc("craft_api_app_fetched_timestamp_seconds",
+			"app_last_fetched of each app in the served snapshot (Unix seconds; 0: never).", []string{"app"}, nil),
+		lastFetched: prometheus.NewDesc("craft_api_last_fetched_timestamp_seconds",
+			"release_info.last_fetched of the served snapshot (Unix seconds; 0 while null).", nil, nil),
+		renders: prometheus.NewDesc("craft_api_renders_total",
+			"Renderings of the response (once per change).", nil, nil),
+		hydrations: prometheus.NewDesc("craft_api_hydrations_total",
+			"Reads from Redis that changed the snapshot.", nil, nil),
+		invalidations: prometheus.NewDesc("craft_api_invalidations_total",
+			"Invalidation pushes received from Redis.", nil, nil),
+		connected: prometheus.NewDesc("craft_api_redis_connected",
+			"1 while the hydrator's last exchange with Redis worked, else 0.", nil, nil),
+	}
+}
+
+// Describe sends the descriptors of the series a collects.
+func (a *API) Describe(ch chan<- *prometheus.Desc) {
+	ch <- a.appFetched
+	ch <- a.lastFetched
+	ch <- a.renders
+	if a.hydrator != nil {
+		ch <- a.hydrations
+		ch <- a.invalidations
+		ch <- a.connected
+	}
+}
+
+// Collect reads the current rendering and the hydrator's counters.
+func (a *API) Collect(ch chan<- prometheus.Metric) {
+	cur := a.renderings.Current()
+	for app, at := range cur.FetchedAt {
+		ch <- prometheus.MustNewConstMetric(a.appFetched, prometheus.GaugeValue, seconds(at), app)
+	}
+	ch <- prometheus.MustNewConstMetric(a.lastFetched, prometheus.GaugeValue, seconds(cur.LastFetched))
+	ch <- prometheus.MustNewConstMetric(a.renders, prometheus.CounterValue, float64(a.renderings.Renders()))
+	if a.hydrator == nil {
+		return
+	}
+	st := a.hydrator.Stats()
+	connected := 0.0
+	if st.Connected {
+		connected = 1
+	}
+	ch <- prometheus.MustNewConstMetric(a.hydrations, prometheus.CounterValue, float64(st.Hydrations))
+	ch <- prometheus.MustNewConstMetric(a.invalidations, prometheus.CounterValue, float64(st.Invalidations))
+	ch <- prometheus.MustNewConstMetric(a.connected, prometheus.GaugeValue, connected)
+}

@@ -1,0 +1,216 @@
+package metrics
+
+import (
+	"slices"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/storytold/craft-releases/pkg/poller"
+	"github.com/storytold/craft-releases/pkg/release"
+	"github.com/storytold/craft-releases/pkg/schedule"
+)
+
+// The label values of the poller's fixed sets, every one of them exposed
+// from the start so that rate() and alerts see the zeros.
+var (
+	outcomes = []release.Outcome{release.Fetched, release.NotModified, release.Failed, release.RateLimited}
+	modes    = []poller.Mode{poller.Coordinated, poller.Standalone, poller.Uncoordinated}
+	ops      = []poller.Op{poller.OpLoad, poller.OpLoadApp, poller.OpClaim,
+		poller.OpPutFetch, poller.OpPutNotModified, poller.OpPutFailure, poller.OpPutBackoff}
+	// writeKinds names the guarded writes a Fleet may refuse.
+	writeKinds = map[poller.Op]string{
+		poller.OpPutFetch:       "fetch",
+		poller.OpPutNotModified: "not_modified",
+		poller.OpPutFailure:     "failure",
+	}
+)
+
+var _ poller.Observer = (*Poller)(nil)
+
+// roundBuckets spans an idle tick (one Redis read) to a full round of
+// requests spaced a second apart.
+var roundBuckets = []float64{0.001, 0.005, 0.025, 0.1, 0.5, 1, 2.5, 5, 10, 20, 30, 60, 120}
+
+// Poller holds the craft_poller_* series. It is a poller.Observer and a
+// prometheus.Collector; register it once. Its methods are safe for
+// concurrent use. Apps outside the list given to NewPoller, and modes and
+// operations outside pkg/poller's constants, are ignored.
+type Poller struct {
+	apps map[string]*appSeries
+
+	requests       *prometheus.CounterVec
+	quotaRemaining *prometheus.GaugeVec // no labels: absent until an answer had it
+	quotaReset     *prometheus.GaugeVec // no labels: absent until an answer had it
+	claims         *prometheus.CounterVec
+	claimsWon      prometheus.Counter
+	claimsLost     prometheus.Counter
+	refused        *prometheus.CounterVec
+	redisErrors    *prometheus.CounterVec
+	mode           *prometheus.GaugeVec
+	backoffUntil   prometheus.Gauge
+	roundDuration  prometheus.Histogram
+	fetched        *prometheus.GaugeVec
+}
+
+// appSeries are one app's series, resolved once.
+type appSeries struct {
+	requests map[release.Outcome]prometheus.Counter
+	fetched  prometheus.Gauge
+}
+
+// NewPoller returns the poller's series for the configured apps, every
+// counter at 0 and every app's fetch time at 0 (never).
+func NewPoller(apps []release.App) *Poller {
+	p := &Poller{
+		apps: make(map[string]*appSeries, len(apps)),
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "craft_poller_github_requests_total",
+			Help: "GitHub requests and how they were classified.",
+		}, []string{"app", "outcome"}),
+		quotaRemaining: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "craft_poller_github_quota_remaining",
+			Help: "x-ratelimit-remaining of the last GitHub answer that had it.",
+		}, nil),
+		quotaReset: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "craft_poller_github_quota_reset_timestamp_seconds",
+			Help: "x-ratelimit-reset of the last GitHub answer that had it (Unix seconds).",
+		}, nil),
+		claims: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "craft_poller_claims_total",
+			Help: "Soft claims taken (won) or refused (lost).",
+		}, []string{"result"}),
+		refused: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "craft_poller_writes_refused_total",
+			Help: "Guarded writes that Redis refused because another poller was newer.",
+		}, []string{"kind"}),
+		redisErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "craft_poller_redis_errors_total",
+			Help: "Redis calls that failed.",
+		}, []string{"op"}),
+		mode: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "craft_poller_mode",
+			Help: "How the last round ran: 1 for its mode, 0 for the others.",
+		}, []string{"mode"}),
+		backoffUntil: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "craft_poller_backoff_until_timestamp_seconds",
+			Help: "The fleet backoff as this poller knows it (Unix seconds; 0: none).",
+		}),
+		roundDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "craft_poller_round_duration_seconds",
+			Help:    "How long a round took.",
+			Buckets: roundBuckets,
+		}),
+		fetched: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "craft_poller_app_fetched_timestamp_seconds",
+			Help: "The last fetch or 304 of each app that this poller knows of (Unix seconds; 0: never).",
+		}, []string{"app"}),
+	}
+	for _, a := range apps {
+		if _, dup := p.apps[a.Key]; dup {
+			continue
+		}
+		s := &appSeries{
+			requests: make(map[release.Outcome]prometheus.Counter, len(outcomes)),
+			fetched:  p.fetched.WithLabelValues(a.Key),
+		}
+		for _, o := range outcomes {
+			s.requests[o] = p.requests.WithLabelValues(a.Key, o.String())
+		}
+		p.apps[a.Key] = s
+	}
+	p.claimsWon = p.claims.WithLabelValues("won")
+	p.claimsLost = p.claims.WithLabelValues("lost")
+	for _, kind := range writeKinds {
+		p.refused.WithLabelValues(kind)
+	}
+	for _, op := range ops {
+		p.redisErrors.WithLabelValues(string(op))
+	}
+	for _, m := range modes {
+		p.mode.WithLabelValues(string(m))
+	}
+	return p
+}
+
+func (p *Poller) collectors() []prometheus.Collector {
+	return []prometheus.Collector{p.requests, p.quotaRemaining, p.quotaReset, p.claims, p.refused,
+		p.redisErrors, p.mode, p.backoffUntil, p.roundDuration, p.fetched}
+}
+
+// Describe sends the descriptors of every series.
+func (p *Poller) Describe(ch chan<- *prometheus.Desc) {
+	for _, c := range p.collectors() {
+		c.Describe(ch)
+	}
+}
+
+// Collect sends the current value of every series.
+func (p *Poller) Collect(ch chan<- prometheus.Metric) {
+	for _, c := range p.collectors() {
+		c.Collect(ch)
+	}
+}
+
+// Answer counts a GitHub answer by app and outcome and keeps the quota it
+// announced: Remaining when known (not negative), Reset when not zero.
+func (p *Poller) Answer(app string, a release.Answer) {
+	if s, ok := p.apps[app]; ok {
+		if c, ok := s.requests[a.Outcome]; ok {
+			c.Inc()
+		}
+	}
+	if a.Remaining >= 0 {
+		p.quotaRemaining.WithLabelValues().Set(float64(a.Remaining))
+	}
+	if !a.Reset.IsZero() {
+		p.quotaReset.WithLabelValues().Set(seconds(a.Reset))
+	}
+}
+
+// Fetched sets app's last known fetch time.
+func (p *Poller) Fetched(app string, at time.Time) {
+	if s, ok := p.apps[app]; ok {
+		s.fetched.Set(seconds(at))
+	}
+}
+
+// Claim counts a claim won or lost.
+func (p *Poller) Claim(won bool) {
+	if won {
+		p.claimsWon.Inc()
+	} else {
+		p.claimsLost.Inc()
+	}
+}
+
+// WriteRefused counts a refused guarded write by its kind.
+func (p *Poller) WriteRefused(op poller.Op) {
+	if kind, ok := writeKinds[op]; ok {
+		p.refused.WithLabelValues(kind).Inc()
+	}
+}
+
+// RedisError counts a failed Redis call by its operation.
+func (p *Poller) RedisError(op poller.Op) {
+	if slices.Contains(ops, op) {
+		p.redisErrors.WithLabelValues(string(op)).Inc()
+	}
+}
+
+// Round sets the mode of the last round, records its duration and keeps the
+// backoff.
+func (p *Poller) Round(m poller.Mode, took time.Duration, b schedule.Backoff) {
+	if slices.Contains(modes, m) {
+		// The others first: a scrape in between sees no mode rather than two.
+		for _, other := range modes {
+			if other != m {
+				p.mode.WithLabelValues(string(other)).Set(0)
+			}
+		}
+		p.mode.WithLabelValues(string(m)).Set(1)
+	}
+	// An injected clock may step back; a round takes no negative time.
+	p.roundDuration.Observe(max(took, 0).Seconds())
+	p.backoffUntil.Set(seconds(b.Until))
+}

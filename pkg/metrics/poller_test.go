@@ -1,0 +1,210 @@
+package metrics_test
+
+import (
+	"maps"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/storytold/craft-releases/pkg/metrics"
+	"github.com/storytold/craft-releases/pkg/poller"
+	"github.com/storytold/craft-releases/pkg/release"
+	"github.com/storytold/craft-releases/pkg/schedule"
+)
+
+var t0 = time.Date(2026, 10, 10, 12, 0, 0, 0, time.UTC)
+
+// unix is t0 + d in Unix seconds.
+func unix(d time.Duration) float64 { return float64(t0.Add(d).UnixNano()) / 1e9 }
+
+// zeroPoller is what a Poller of apps a and b exposes before any call.
+func zeroPoller() map[string]float64 {
+	return map[string]float64{
+		`craft_poller_github_requests_total{app="a",outcome="fetched"}`:      0,
+		`craft_poller_github_requests_total{app="a",outcome="not_modified"}`: 0,
+		`craft_poller_github_requests_total{app="a",outcome="failed"}`:       0,
+		`craft_poller_github_requests_total{app="a",outcome="rate_limited"}`: 0,
+		`craft_poller_github_requests_total{app="b",outcome="fetched"}`:      0,
+		`craft_poller_github_requests_total{app="b",outcome="not_modified"}`: 0,
+		`craft_poller_github_requests_total{app="b",outcome="failed"}`:       0,
+		`craft_poller_github_requests_total{app="b",outcome="rate_limited"}`: 0,
+		`craft_poller_claims_total{result="won"}`:                            0,
+		`craft_poller_claims_total{result="lost"}`:                           0,
+		`craft_poller_writes_refused_total{kind="fetch"}`:                    0,
+		`craft_poller_writes_refused_total{kind="not_modified"}`:             0,
+		`craft_poller_writes_refused_total{kind="failure"}`:                  0,
+		`craft_poller_redis_errors_total{op="load"}`:                         0,
+		`craft_poller_redis_errors_total{op="load_app"}`:                     0,
+		`craft_poller_redis_errors_total{op="claim"}`:                        0,
+		`craft_poller_redis_errors_total{op="put_fetch"}`:                    0,
+		`craft_poller_redis_errors_total{op="put_not_modified"}`:             0,
+		`craft_poller_redis_errors_total{op="put_failure"}`:                  0,
+		`craft_poller_redis_errors_total{op="put_backoff"}`:                  0,
+		`craft_poller_mode{mode="coordinated"}`:                              0,
+		`craft_poller_mode{mode="standalone"}`:                               0,
+		`craft_poller_mode{mode="uncoordinated"}`:                            0,
+		`craft_poller_backoff_until_timestamp_seconds`:                       0,
+		`craft_poller_round_duration_seconds_count`:                          0,
+		`craft_poller_round_duration_seconds_sum`:                            0,
+		`craft_poller_app_fetched_timestamp_seconds{app="a"}`:                0,
+		`craft_poller_app_fetched_timestamp_seconds{app="b"}`:                0,
+	}
+}
+
+func answer(o release.Outcome, remaining int, reset time.Time) release.Answer {
+	return release.Answer{Outcome: o, Remaining: remaining, Reset: reset}
+}
+
+func TestPoller(t *testing.T) {
+	tests := []struct {
+		name    string
+		calls   func(p *metrics.Poller)
+		changed map[string]float64 // series that differ from zeroPoller, or are added to it
+	}{
+		{name: "no call: every counter at 0, the quota absent", calls: func(*metrics.Poller) {}},
+		{
+			name: "answers by app and outcome, the quota of the last that had it",
+			calls: func(p *metrics.Poller) {
+				p.Answer("a", answer(release.Fetched, 59, t0.Add(time.Hour)))
+				p.Answer("a", answer(release.NotModified, 58, t0.Add(time.Hour)))
+				p.Answer("b", answer(release.Failed, 57, t0.Add(2*time.Hour)))
+				p.Answer("b", answer(release.RateLimited, -1, time.Time{})) // no quota headers
+				p.Answer("b", answer(release.RateLimited, -1, time.Time{}))
+				p.Answer("not-configured", answer(release.Fetched, 56, t0.Add(3*time.Hour)))
+			},
+			changed: map[string]float64{
+				`craft_poller_github_requests_total{app="a",outcome="fetched"}`:      1,
+				`craft_poller_github_requests_total{app="a",outcome="not_modified"}`: 1,
+				`craft_poller_github_requests_total{app="b",outcome="failed"}`:       1,
+				`craft_poller_github_requests_total{app="b",outcome="rate_limited"}`: 2,
+				// An app outside the list is not counted, but GitHub's quota is GitHub's.
+				`craft_poller_github_quota_remaining`:               56,
+				`craft_poller_github_quota_reset_timestamp_seconds`: unix(3 * time.Hour),
+			},
+		},
+		{
+			name: "a quota of 0 is a quota",
+			calls: func(p *metrics.Poller) {
+				p.Answer("a", answer(release.RateLimited, 0, t0.Add(time.Hour)))
+			},
+			changed: map[string]float64{
+				`craft_poller_github_requests_total{app="a",outcome="rate_limited"}`: 1,
+				`craft_poller_github_quota_remaining`:                                0,
+				`craft_poller_github_quota_reset_timestamp_seconds`:                  unix(time.Hour),
+			},
+		},
+		{
+			name: "claims won and lost",
+			calls: func(p *metrics.Poller) {
+				p.Claim(true)
+				p.Claim(true)
+				p.Claim(false)
+			},
+			changed: map[string]float64{`craft_poller_claims_total{result="won"}`: 2, `craft_poller_claims_total{result="lost"}`: 1},
+		},
+		{
+			name: "refused writes by kind; other operations are no write",
+			calls: func(p *metrics.Poller) {
+				p.WriteRefused(poller.OpPutFetch)
+				p.WriteRefused(poller.OpPutNotModified)
+				p.WriteRefused(poller.OpPutNotModified)
+				p.WriteRefused(poller.OpPutFailure)
+				p.WriteRefused(poller.OpPutBackoff)
+				p.WriteRefused(poller.OpClaim)
+			},
+			changed: map[string]float64{
+				`craft_poller_writes_refused_total{kind="fetch"}`:        1,
+				`craft_poller_writes_refused_total{kind="not_modified"}`: 2,
+				`craft_poller_writes_refused_total{kind="failure"}`:      1,
+			},
+		},
+		{
+			name: "redis errors by operation, none outside pkg/poller's",
+			calls: func(p *metrics.Poller) {
+				for _, op := range []poller.Op{poller.OpLoad, poller.OpLoad, poller.OpLoadApp, poller.OpClaim, poller.OpPutFetch,
+					poller.OpPutNotModified, poller.OpPutFailure, poller.OpPutBackoff, poller.Op("flushall")} {
+					p.RedisError(op)
+				}
+			},
+			changed: map[string]float64{
+				`craft_poller_redis_errors_total{op="load"}`:             2,
+				`craft_poller_redis_errors_total{op="load_app"}`:         1,
+				`craft_poller_redis_errors_total{op="claim"}`:            1,
+				`craft_poller_redis_errors_total{op="put_fetch"}`:        1,
+				`craft_poller_redis_errors_total{op="put_not_modified"}`: 1,
+				`craft_poller_redis_errors_total{op="put_failure"}`:      1,
+				`craft_poller_redis_errors_total{op="put_backoff"}`:      1,
+			},
+		},
+		{
+			name: "rounds: the last mode is 1, the backoff is the last one held",
+			calls: func(p *metrics.Poller) {
+				p.Round(poller.Coordinated, 2*time.Second, schedule.Backoff{})
+				p.Round(poller.Standalone, 500*time.Millisecond, schedule.Backoff{Until: t0.Add(time.Hour), Trouble: 1})
+				p.Round(poller.Mode("sideways"), time.Second, schedule.Backoff{Until: t0.Add(2 * time.Hour), Trouble: 2})
+			},
+			changed: map[string]float64{
+				`craft_poller_mode{mode="standalone"}`:         1,
+				`craft_poller_backoff_until_timestamp_seconds`: unix(2 * time.Hour),
+				`craft_poller_round_duration_seconds_count`:    3,
+				`craft_poller_round_duration_seconds_sum`:      3.5,
+			},
+		},
+		{
+			name: "a backoff that cleared is 0",
+			calls: func(p *metrics.Poller) {
+				p.Round(poller.Uncoordinated, 0, schedule.Backoff{Until: t0.Add(time.Hour), Trouble: 1})
+				p.Round(poller.Uncoordinated, 0, schedule.Backoff{})
+			},
+			changed: map[string]float64{
+				`craft_poller_mode{mode="uncoordinated"}`:   1,
+				`craft_poller_round_duration_seconds_count`: 2,
+			},
+		},
+		{
+			name: "fetch times of configured apps only",
+			calls: func(p *metrics.Poller) {
+				p.Fetched("a", t0)
+				p.Fetched("a", t0.Add(90*time.Second+123*time.Millisecond))
+				p.Fetched("not-configured", t0)
+			},
+			changed: map[string]float64{`craft_poller_app_fetched_timestamp_seconds{app="a"}`: unix(90*time.Second + 123*time.Millisecond)},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := metrics.NewPoller([]release.App{{Key: "a"}, {Key: "b"}, {Key: "a"}})
+			reg := prometheus.NewPedanticRegistry()
+			reg.MustRegister(p)
+			tt.calls(p)
+			want := zeroPoller()
+			maps.Copy(want, tt.changed)
+			got := scrape(t, reg)
+			wantSamples(t, got, want, "craft_poller_github_", "craft_poller_claims", "craft_poller_writes", "craft_poller_redis",
+				"craft_poller_mode", "craft_poller_backoff", "craft_poller_round_duration_seconds_count",
+				"craft_poller_round_duration_seconds_sum", "craft_poller_app_")
+			lint(t, reg)
+		})
+	}
+}
+
+// TestPollerBounded checks that the series stay those of the configured apps
+// and the fixed sets, whatever the calls.
+func TestPollerBounded(t *testing.T) {
+	p := metrics.NewPoller([]release.App{{Key: "a"}, {Key: "b"}})
+	for i := range 100 {
+		app := string(rune('a' + i%26))
+		p.Answer(app, answer(release.Outcome(i%7), i, t0))
+		p.Fetched(app, t0)
+		p.RedisError(poller.Op(app))
+		p.WriteRefused(poller.Op(app))
+		p.Round(poller.Mode(app), 0, schedule.Backoff{})
+	}
+	// 2 apps × 4 outcomes, 2 quota gauges, 2 results, 3 kinds, 7 operations,
+	// 3 modes, the backoff, the round histogram, 2 apps' fetch times.
+	if got, want := testutil.CollectAndCount(p), 8+2+2+3+7+3+1+1+2; got != want {
+		t.Errorf("series: got %d, want %d", got, want)
+	}
+}
