@@ -84,10 +84,15 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	log.Info("listening", zap.String("addr", ln.Addr().String()))
 	server := api.New(snap, gate, log, api.Options{Metrics: metrics.Handler(reg, log), Observer: requests})
 
-	// The background work outlives ctx until the server has drained, so the
-	// order is: unready, drain, then stop polling or hydrating.
+	// Shutdown is ordered: unready at once, keep answering for a moment so
+	// that probes and load balancers see the 503, drain the requests in
+	// flight, and only then stop polling or hydrating. All of it within
+	// SHUTDOWN_TIMEOUT_SECS.
+	drain := min(time.Second, cfg.ShutdownTimeout/4)
 	workCtx, stopWork := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopWork()
+	serveCtx, stopServing := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopServing()
 	var g errgroup.Group
 	g.Go(func() error { return background(workCtx) })
 	g.Go(func() error {
@@ -95,11 +100,18 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		case <-ctx.Done():
 			gate.Close()
 			log.Info("shutting down", zap.Duration("timeout", cfg.ShutdownTimeout))
+			timer := time.NewTimer(drain)
+			defer timer.Stop()
+			select {
+			case <-timer.C:
+			case <-workCtx.Done():
+			}
+			stopServing()
 		case <-workCtx.Done():
 		}
 		return nil
 	})
-	serveErr := server.Serve(ctx, ln, cfg.ShutdownTimeout)
+	serveErr := server.Serve(serveCtx, ln, cfg.ShutdownTimeout-drain)
 	stopWork()
 	if err := errors.Join(serveErr, g.Wait()); err != nil {
 		return err

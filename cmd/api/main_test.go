@@ -40,9 +40,10 @@ func (b *syncBuffer) String() string {
 
 // process is one in-process run of the api binary.
 type process struct {
-	base string
-	logs *syncBuffer
-	stop func() error // cancels run and returns its error
+	base   string
+	logs   *syncBuffer
+	cancel func()       // cancels run, as SIGTERM does
+	stop   func() error // cancels run and returns its error
 }
 
 func freeAddr(t testing.TB) string {
@@ -68,7 +69,7 @@ func start(t testing.TB, env map[string]string) *process {
 	}()
 	var once sync.Once
 	var runErr error
-	p := &process{base: "http://" + addr, logs: logs, stop: func() error {
+	p := &process{base: "http://" + addr, logs: logs, cancel: cancel, stop: func() error {
 		once.Do(func() { cancel(); runErr = <-done })
 		return runErr
 	}}
@@ -347,5 +348,30 @@ func TestHelpListsEveryVariable(t *testing.T) {
 		if !strings.Contains(out.String(), name) {
 			t.Errorf("--help does not list %s", name)
 		}
+	}
+}
+
+func TestShutdownTurnsUnreadyWhileStillAnswering(t *testing.T) {
+	gh := fakegithub.New(t)
+	env := standaloneEnv(gh)
+	env["SHUTDOWN_TIMEOUT_SECS"] = "8"
+	p := start(t, env)
+	if r, _ := get(t, p.base+"/readyz"); r.StatusCode != http.StatusOK {
+		t.Fatalf("readyz before shutdown got %d, want 200", r.StatusCode)
+	}
+	p.cancel()
+	res, err := http.Get(p.base + "/readyz")
+	if err != nil {
+		t.Fatalf("readyz right after shutdown began: %v, want an answer", err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusServiceUnavailable {
+		t.Errorf("readyz right after shutdown began got %d, want 503", res.StatusCode)
+	}
+	if r, _ := get(t, p.base+infoPath); r.StatusCode != http.StatusOK {
+		t.Errorf("the endpoint while draining got %d, want 200", r.StatusCode)
+	}
+	if err := p.stop(); err != nil {
+		t.Errorf("run got %v, want nil", err)
 	}
 }
