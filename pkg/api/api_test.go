@@ -256,12 +256,10 @@ func TestServeGraceful(t *testing.T) {
 	inFlight := get("http://" + addr + ReleaseInfoPath)
 	<-r.entered
 	cancel()
+	// The listener closing is what refuses new connections. (Dialling the
+	// port to prove it would be flaky: another test may listen on it by now.)
 	<-ln.closed
 
-	if conn, err := net.Dial("tcp", addr); err == nil {
-		_ = conn.Close()
-		t.Errorf("dial after shutdown began: got a connection, want it refused")
-	}
 	select {
 	case err := <-served:
 		t.Fatalf("Serve returned %v with a request in flight", err)

@@ -1,0 +1,97 @@
+package mariadbtest_test
+
+import (
+	"context"
+	"database/sql"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	_ "github.com/go-sql-driver/mysql"
+
+	"github.com/storytold/craft-releases/test/mariadbtest"
+)
+
+func TestMain(m *testing.M) { os.Exit(mariadbtest.Main(m)) }
+
+func open(t testing.TB, dsn string) *sql.DB {
+	t.Helper()
+	db, err := sql.Open("mysql", dsn+"?interpolateParams=true")
+	if err != nil {
+		t.Fatalf("open %s: %v", dsn, err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+func ctx(t testing.TB) context.Context {
+	c, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	return c
+}
+
+func TestDatabasesAreSeparate(t *testing.T) {
+	srv := mariadbtest.Shared(t)
+	if again := mariadbtest.Shared(t); again != srv {
+		t.Fatalf("Shared returned %p, then %p; want one server per package", srv, again)
+	}
+	a, b := srv.NewDatabase(t), srv.NewDatabase(t)
+	if a.Name == b.Name || a.User == b.User {
+		t.Fatalf("two databases share a name or a user: %+v, %+v", a, b)
+	}
+	dbA := open(t, a.DSN())
+	if _, err := dbA.ExecContext(ctx(t), "CREATE TABLE t (id INT PRIMARY KEY)"); err != nil {
+		t.Fatalf("create a table in its own database: %v", err)
+	}
+	if _, err := dbA.ExecContext(ctx(t), "CREATE TABLE "+b.Name+".t (id INT PRIMARY KEY)"); err == nil {
+		t.Errorf("user %s created a table in %s; want access denied", a.User, b.Name)
+	}
+}
+
+func TestRestartKeepsData(t *testing.T) {
+	srv := mariadbtest.Start(t)
+	d := srv.NewDatabase(t)
+	db := open(t, d.DSN())
+	for _, q := range []string{"CREATE TABLE t (v VARCHAR(10))", "INSERT INTO t VALUES ('kept')"} {
+		if _, err := db.ExecContext(ctx(t), q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	srv.Stop()
+	var v string
+	err := db.QueryRowContext(ctx(t), "SELECT v FROM t").Scan(&v)
+	if err == nil {
+		t.Fatalf("query on a stopped server answered %q; want an error", v)
+	}
+	srv.Restart(t)
+	if err := db.QueryRowContext(ctx(t), "SELECT v FROM t").Scan(&v); err != nil || v != "kept" {
+		t.Errorf("after restart: got %q, %v; want %q", v, err, "kept")
+	}
+}
+
+func TestGlobalStatus(t *testing.T) {
+	srv := mariadbtest.Start(t)
+	d := srv.NewDatabase(t)
+	db := open(t, d.DSN())
+	before := srv.GlobalStatus(t, "Prepared_stmt_count")
+	stmt, err := db.PrepareContext(ctx(t), "SELECT ?")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := srv.GlobalStatus(t, "Prepared_stmt_count"); got != before+1 {
+		t.Errorf("Prepared_stmt_count with one statement held = %d, want %d", got, before+1)
+	}
+	stmt.Close()
+	// COM_STMT_CLOSE has no reply: the server frees the statement soon after.
+	deadline := time.Now().Add(10 * time.Second)
+	for got := srv.GlobalStatus(t, "Prepared_stmt_count"); got != before; got = srv.GlobalStatus(t, "Prepared_stmt_count") {
+		if time.Now().After(deadline) {
+			t.Fatalf("Prepared_stmt_count after closing it = %d, want %d", got, before)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if !strings.Contains(d.Password, "@") || !strings.Contains(d.Password, "/") {
+		t.Errorf("password %q lacks the characters a DSN must escape", d.Password)
+	}
+}
