@@ -126,7 +126,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 // registers the metrics of what it builds with reg.
 func feeder(cfg config.API, snap *snapshot.Snapshot, gate *api.Gate, log *zap.Logger, reg prometheus.Registerer) (func(context.Context) error, error) {
 	if !cfg.Standalone() {
-		h, err := hydrate.New(cfg.RedisURL.Reveal(), cfg.Apps, snap, log)
+		h, err := hydrate.New(cfg.RedisURL.Reveal(), cfg.Apps, snap, log, hydrate.WithMeta(snap))
 		if err != nil {
 			return nil, err
 		}

@@ -22,6 +22,7 @@ import (
 	"github.com/storytold/craft-releases/pkg/api"
 	"github.com/storytold/craft-releases/pkg/config"
 	"github.com/storytold/craft-releases/pkg/github"
+	"github.com/storytold/craft-releases/pkg/metrics"
 	"github.com/storytold/craft-releases/pkg/poller"
 	"github.com/storytold/craft-releases/pkg/store"
 )
@@ -44,9 +45,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		case "-h", "--help", "help":
 			config.Usage(stdout, "poller")
 			fmt.Fprintln(stdout, "\nSubcommands:\n  status    print every app's shared entry and the fleet backoff, then exit")
+			fmt.Fprint(stdout, metaHelp)
 			return nil
 		case "status":
 			return status(ctx, getenv, stdout, time.Now)
+		case "migrate", "notices", "renames":
+			return metaCommand(ctx, args, getenv, stdout, time.Now)
 		}
 		return fmt.Errorf("unknown argument %q (try --help)", args[0])
 	}
@@ -76,20 +80,31 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if err != nil {
 		return err
 	}
+	// A registry of our own, not the global one, so that tests can run
+	// several binaries in one process.
+	reg := metrics.NewRegistry("poller", version, cfg.PollInterval)
+	observer := metrics.NewPoller(cfg.Apps)
+	reg.MustRegister(observer)
 	pc := poller.Config{
 		Apps:       cfg.Apps,
 		Timing:     cfg.Timing(),
 		Source:     src,
 		Coordinate: cfg.CoordinationEnabled,
+		Observer:   observer,
 		Logger:     log,
 	}
+	var refreshMeta func(context.Context) error // nil without MySQL
 	if cfg.RedisURL != "" {
 		client, err := store.NewClient(cfg.RedisURL.Reveal())
 		if err != nil {
 			return err
 		}
 		defer client.Close()
-		pc.Fleet = store.New(client, host, store.WithLogger(log))
+		st := store.New(client, host, store.WithLogger(log))
+		pc.Fleet = st
+		if refreshMeta, err = metaRefresher(cfg, st, log); err != nil {
+			return err
+		}
 	}
 	p, err := poller.New(pc)
 	if err != nil {
@@ -104,7 +119,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	log.Info("listening", zap.String("addr", ln.Addr().String()))
 	gate := &api.Gate{}
-	health := api.NewHealth(gate, log, api.Options{})
+	health := api.NewHealth(gate, log, api.Options{Metrics: metrics.Handler(reg, log)})
 
 	var g errgroup.Group
 	g.Go(func() error {
@@ -125,6 +140,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	} else {
 		log.Info("polling disabled")
 		gate.Open()
+	}
+	if refreshMeta != nil {
+		// Its own goroutine: MySQL trouble never holds up polling.
+		g.Go(func() error { return refreshMeta(ctx) })
 	}
 	serveErr := health.Serve(ctx, ln, cfg.ShutdownTimeout)
 	if err := errors.Join(serveErr, g.Wait()); err != nil {

@@ -66,6 +66,7 @@ type Poller struct {
 	Polling
 	HTTPAddr        string // host:port of /healthz, /readyz and /metrics
 	ShutdownTimeout time.Duration
+	MySQL           MySQL // the renames and notices; MySQL.DSN empty: none
 }
 
 // LoadAPI reads the settings of cmd/api through getenv (os.Getenv in main),
@@ -95,7 +96,8 @@ func LoadAPI(getenv func(string) string) (API, []string, error) {
 
 // LoadPoller reads the settings of cmd/poller through getenv, as LoadAPI
 // does. Unlike the API, the poller refuses an empty REDIS_URL unless
-// coordination is off.
+// coordination is off, and a MySQL DSN without a REDIS_URL, since the
+// renames and notices are shared through Redis.
 func LoadPoller(getenv func(string) string) (Poller, []string, error) {
 	var raw pollerEnv
 	parseErr := parse(&raw, getenv)
@@ -107,8 +109,12 @@ func LoadPoller(getenv func(string) string) (Poller, []string, error) {
 	}
 	p.Polling = raw.Polling.check(&c, p.GitHubAPIURL)
 	c.checkAddr(p.HTTPAddr)
+	p.MySQL = raw.MySQL.check(&c)
 	if p.RedisURL == "" && p.CoordinationEnabled {
 		c.fail("REDIS_URL", "empty; the poller needs Redis unless CRAFT_APPS_RELEASE_COORDINATION_ENABLED=false")
+	}
+	if p.RedisURL == "" && p.MySQL.Enabled() {
+		c.fail("REDIS_URL", "empty, yet MySQL is set: the renames and notices are shared through Redis")
 	}
 	if err := errors.Join(parseErr, c.err()); err != nil {
 		return Poller{}, nil, err
@@ -146,10 +152,10 @@ func (a API) Fields() []zap.Field {
 // Fields returns the resolved settings, secrets masked, for the one start-up
 // log line.
 func (p Poller) Fields() []zap.Field {
-	return append(append(p.Shared.fields(), p.Polling.fields()...),
+	return append(append(append(p.Shared.fields(), p.Polling.fields()...),
 		zap.String("http_addr", p.HTTPAddr),
 		zap.Duration("shutdown_timeout", p.ShutdownTimeout),
-	)
+	), p.MySQL.fields()...)
 }
 
 func (s Shared) fields() []zap.Field {

@@ -85,6 +85,16 @@ func defaultPolling() config.Polling {
 	}
 }
 
+func defaultMySQL() config.MySQL {
+	return config.MySQL{
+		MaxConns:     4,
+		MaxLifetime:  600 * time.Second,
+		QueryTimeout: 5 * time.Second,
+		Replicas:     3,
+		Refresh:      60 * time.Second,
+	}
+}
+
 func TestLoadAPIDefaults(t *testing.T) {
 	got, warnings, err := config.LoadAPI(lookup(nil))
 	if err != nil {
@@ -120,6 +130,7 @@ func TestLoadPollerDefaults(t *testing.T) {
 		Polling:         defaultPolling(),
 		HTTPAddr:        ":9090",
 		ShutdownTimeout: 15 * time.Second,
+		MySQL:           defaultMySQL(),
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("LoadPoller(only REDIS_URL):\n got %+v\nwant %+v", got, want)

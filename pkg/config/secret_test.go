@@ -153,7 +153,8 @@ func TestFields(t *testing.T) {
 		extra  map[string]any
 	}{
 		{"api", a.Fields(), map[string]any{"http_addr": ":8080", "hydrate_timeout": "10s", "standalone": false}},
-		{"poller", p.Fields(), map[string]any{"http_addr": ":9090"}},
+		{"poller", p.Fields(), map[string]any{"http_addr": ":9090", "mysql": false, "mysql_max_connections": float64(4),
+			"mysql_max_lifetime": "10m0s", "mysql_query_timeout": "5s", "mysql_poller_replicas": float64(3), "meta_refresh": "1m0s"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

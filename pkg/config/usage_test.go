@@ -31,7 +31,9 @@ func TestNames(t *testing.T) {
 		want   []string
 	}{
 		{"api", append(slices.Clone(shared), "HTTP_ADDR", "CRAFT_APPS_HYDRATE_TIMEOUT_SECS", "SHUTDOWN_TIMEOUT_SECS")},
-		{"poller", append(slices.Clone(shared), "HTTP_ADDR", "SHUTDOWN_TIMEOUT_SECS")},
+		{"poller", append(slices.Clone(shared), "HTTP_ADDR", "SHUTDOWN_TIMEOUT_SECS",
+			"MYSQL_DSN", "MYSQL_URL", "MYSQL_MAX_CONNECTIONS", "MYSQL_MAX_LIFETIME_SECONDS",
+			"MYSQL_QUERY_TIMEOUT_SECS", "MYSQL_POLLER_REPLICAS", "CRAFT_APPS_META_REFRESH_SECS")},
 		{"web", nil},
 		{"", nil},
 	}
@@ -73,6 +75,13 @@ func TestUsage(t *testing.T) {
 			"CRAFT_APPS_RELEASE_POLL_INTERVAL_SECS": "120 with a token, 1800 without",
 			"HTTP_ADDR":                             ":9090",
 			"SHUTDOWN_TIMEOUT_SECS":                 "15",
+			"MYSQL_DSN":                             "(unset)",
+			"MYSQL_URL":                             "(unset)",
+			"MYSQL_MAX_CONNECTIONS":                 "4",
+			"MYSQL_MAX_LIFETIME_SECONDS":            "600",
+			"MYSQL_QUERY_TIMEOUT_SECS":              "5",
+			"MYSQL_POLLER_REPLICAS":                 "3",
+			"CRAFT_APPS_META_REFRESH_SECS":          "60",
 		}},
 	}
 	for _, tc := range tests {

@@ -56,6 +56,19 @@ type pollerEnv struct {
 	Polling         pollingEnv
 	HTTPAddr        string  `env:"HTTP_ADDR" envDefault:":9090" help:"the poller's /healthz, /readyz and /metrics"`
 	ShutdownTimeout seconds `env:"SHUTDOWN_TIMEOUT_SECS" envDefault:"15" help:"seconds; on SIGTERM: unready at once, finish the request in flight, then exit"`
+	MySQL           mysqlEnv
+}
+
+// mysqlEnv holds the poller's MySQL variables: where the renames and notices
+// live. The API never opens MySQL, so it has none of them.
+type mysqlEnv struct {
+	MySQLDSN          string  `env:"MYSQL_DSN" helpDefault:"(unset)" help:"user:password@tcp(host:3306)/database as go-sql-driver/mysql takes it; unset, with MYSQL_URL unset: no renames or notices"`
+	MySQLURL          string  `env:"MYSQL_URL" helpDefault:"(unset)" help:"mysql://user:password@host:3306/database, instead of MYSQL_DSN"`
+	MySQLMaxConns     count   `env:"MYSQL_MAX_CONNECTIONS" envDefault:"4" help:"MySQL connections per poller; at least 1"`
+	MySQLMaxLifetime  seconds `env:"MYSQL_MAX_LIFETIME_SECONDS" envDefault:"600" help:"seconds before a MySQL connection is closed and replaced; at least 1"`
+	MySQLQueryTimeout seconds `env:"MYSQL_QUERY_TIMEOUT_SECS" envDefault:"5" help:"seconds, the limit of every MySQL query; at least 1"`
+	MySQLReplicas     count   `env:"MYSQL_POLLER_REPLICAS" envDefault:"3" help:"poller replicas sharing the MySQL server, for the start-up check of max_prepared_stmt_count; at least 1"`
+	MetaRefresh       seconds `env:"CRAFT_APPS_META_REFRESH_SECS" envDefault:"60" help:"seconds between two reads of the renames and notices from MySQL; at least 1"`
 }
 
 // boolean is a variable that is true or false (or 1/0, t/f as strconv allows).
@@ -68,6 +81,18 @@ func (b *boolean) UnmarshalText(text []byte) error {
 	}
 	*b = boolean(v)
 	return nil
+}
+
+// count is a variable holding a whole, non-negative number.
+type count int
+
+func (n *count) UnmarshalText(text []byte) error {
+	d, err := wholeNumber(string(text), 1)
+	if err == nil && int64(d) > math.MaxInt32 {
+		return fmt.Errorf("%q is too large (at most %d)", text, math.MaxInt32)
+	}
+	*n = count(d)
+	return err
 }
 
 // seconds is a variable holding a whole, non-negative number of seconds.

@@ -1,5 +1,6 @@
 // Package hydrate keeps an API pod's in-memory snapshot up to date from the
-// app hashes the pollers share in Redis. It reads them with rueidis
+// app hashes the pollers share in Redis, and from the meta hash of renames
+// and notices when asked to (WithMeta). It reads them with rueidis
 // server-assisted client-side caching: Redis pushes an invalidation the moment
 // a hash changes and the Hydrator re-reads that hash at once. Where the server
 // refuses client tracking it re-reads every app each second instead. It never
@@ -43,6 +44,14 @@ type Sink interface {
 	SetAll(map[string]release.Entry)
 }
 
+// MetaSink receives the renames and notices. SetMeta is called from Run's
+// goroutine only, each time a meta hash newer than the last one given is
+// read; an absent, unreadable or older hash is never given, so what the sink
+// holds never goes back in time.
+type MetaSink interface {
+	SetMeta(release.Meta)
+}
+
 // Option changes a default of New.
 type Option func(*Hydrator)
 
@@ -57,17 +66,26 @@ func WithInterval(d time.Duration) Option {
 	}
 }
 
+// WithMeta makes the Hydrator read the meta hash (store.MetaKey) with the
+// app hashes, with the same client-side caching, and pass each newer meta to
+// sink. The first load then includes the meta hash. A nil sink reads nothing
+// more.
+func WithMeta(sink MetaSink) Option {
+	return func(h *Hydrator) { h.meta = sink }
+}
+
 // Stats is a copy of a Hydrator's counters at one moment.
 type Stats struct {
 	Loaded        bool   // the first load of every app finished
 	Connected     bool   // the last exchange with Redis worked
 	Fallback      bool   // Redis refused client tracking: every app is re-read each second
-	Reads         uint64 // app hashes read, from Redis or from the local cache
+	Reads         uint64 // hashes read (the apps', and the meta hash with WithMeta), from Redis or from the local cache
 	CacheHits     uint64 // reads the local cache answered without a round trip
 	Missing       uint64 // reads that found nothing usable: flushed, expired, another format version, not a hash
 	Failures      uint64 // connection attempts and reads that failed
 	Invalidations uint64 // invalidations received, including those for a flush or a lost connection
 	Hydrations    uint64 // calls to the sink's SetAll
+	Metas         uint64 // calls to the meta sink's SetMeta
 }
 
 // Hydrator feeds a Sink from the app hashes in Redis. Its methods other than
@@ -76,9 +94,10 @@ type Hydrator struct {
 	opt      rueidis.ClientOption
 	secret   string // the password, scrubbed from everything logged
 	apps     []release.App
-	keys     []string       // Redis key of apps[i]
-	index    map[string]int // Redis key → index in apps
+	keys     []string       // Redis key of apps[i], then the meta key when meta is set
+	index    map[string]int // Redis key → index in keys
 	sink     Sink
+	meta     MetaSink // nil: the meta hash is not read
 	log      *zap.Logger
 	interval time.Duration
 
@@ -86,11 +105,12 @@ type Hydrator struct {
 	wake   chan struct{} // one pending signal: pending has something to read
 
 	mu       sync.Mutex
-	pending  []bool // apps[i] must be re-read
+	pending  []bool // keys[i] must be re-read
 	fallback atomic.Bool
 
 	// Owned by Run's goroutine.
 	seen      []release.Entry // everything passed to the sink so far, merged per app
+	metaAt    time.Time       // read time of the last meta passed to the meta sink
 	started   time.Time
 	down      bool // an outage was logged and has not ended
 	downSince time.Time
@@ -102,6 +122,7 @@ type Hydrator struct {
 	failures      atomic.Uint64
 	invalidations atomic.Uint64
 	hydrations    atomic.Uint64
+	metas         atomic.Uint64
 }
 
 // New returns a Hydrator for the given apps that reads the Redis at redisURL
@@ -146,6 +167,11 @@ func New(redisURL string, apps []release.App, sink Sink, log *zap.Logger, opts .
 	for _, o := range opts {
 		o(h)
 	}
+	if h.meta != nil {
+		h.index[store.MetaKey] = len(h.keys)
+		h.keys = append(h.keys, store.MetaKey)
+		h.pending = append(h.pending, false)
+	}
 	return h, nil
 }
 
@@ -162,8 +188,9 @@ func scrubURLError(rawURL string, err error) error {
 	return err
 }
 
-// Loaded returns a channel closed once every app was read from Redis and the
-// sink was given what it found. It stays open while Redis cannot be read.
+// Loaded returns a channel closed once every app (and, with WithMeta, the
+// meta hash) was read from Redis and the sinks were given what they found.
+// It stays open while Redis cannot be read.
 func (h *Hydrator) Loaded() <-chan struct{} { return h.loaded }
 
 // Stats returns the Hydrator's counters.
@@ -177,6 +204,7 @@ func (h *Hydrator) Stats() Stats {
 		Failures:      h.failures.Load(),
 		Invalidations: h.invalidations.Load(),
 		Hydrations:    h.hydrations.Load(),
+		Metas:         h.metas.Load(),
 	}
 	select {
 	case <-h.loaded:
@@ -301,7 +329,7 @@ func (h *Hydrator) serve(ctx context.Context, c rueidis.Client) error {
 	if h.fallback.Load() {
 		interval = fallbackInterval
 	}
-	if len(h.apps) == 0 {
+	if len(h.keys) == 0 {
 		h.finishLoad()
 	}
 	h.markAll()
@@ -343,8 +371,8 @@ func (h *Hydrator) serve(ctx context.Context, c rueidis.Client) error {
 	}
 }
 
-// read reads the hashes of apps idx in one round trip and passes what moved
-// forward to the sink. It returns the first error other than a key that is
+// read reads the hashes of keys idx in one round trip and passes what moved
+// forward to the sinks. It returns the first error other than a key that is
 // not a hash; the apps that were read are applied either way.
 func (h *Hydrator) read(ctx context.Context, c rueidis.Client, idx []int) error {
 	ctx, cancel := context.WithTimeout(ctx, callTimeout)
@@ -355,6 +383,7 @@ func (h *Hydrator) read(ctx context.Context, c rueidis.Client, idx []int) error 
 	}
 	var firstErr error
 	var changed map[string]release.Entry
+	var meta *release.Meta
 	for i, r := range c.DoMultiCache(ctx, multi...) {
 		a := idx[i]
 		hash, err := r.AsStrMap()
@@ -367,6 +396,13 @@ func (h *Hydrator) read(ctx context.Context, c rueidis.Client, idx []int) error 
 		h.reads.Add(1)
 		if r.IsCacheHit() {
 			h.cacheHits.Add(1)
+		}
+		if a == len(h.apps) {
+			// The meta hash: absent until a poller with MySQL publishes.
+			if m, at := store.DecodeMeta(hash); at.After(h.metaAt) {
+				h.metaAt, meta = at, &m
+			}
+			continue
 		}
 		e := store.DecodeApp(hash)
 		if e == (release.Entry{}) {
@@ -389,7 +425,11 @@ func (h *Hydrator) read(ctx context.Context, c rueidis.Client, idx []int) error 
 		h.sink.SetAll(changed)
 		h.hydrations.Add(1)
 	}
-	if firstErr == nil && len(idx) == len(h.apps) {
+	if meta != nil {
+		h.meta.SetMeta(*meta)
+		h.metas.Add(1)
+	}
+	if firstErr == nil && len(idx) == len(h.keys) {
 		h.finishLoad()
 	}
 	return firstErr

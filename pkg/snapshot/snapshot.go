@@ -26,14 +26,6 @@ const (
 	cacheWarm = "public, max-age=60" // every app was fetched
 )
 
-// Meta holds the lists served next to the apps: app renames, repository
-// renames and important notices. Nil lists are served as empty ones.
-type Meta struct {
-	AppRenames  []release.AppRename
-	RepoRenames []release.RepoRename
-	Notices     release.Notices
-}
-
 // Rendering is one immutable rendering of the snapshot: the response body in
 // both representations with everything a handler sends with them. Nothing in
 // it may be modified, since every reader shares it.
@@ -75,7 +67,7 @@ type Snapshot struct {
 
 	mu      sync.Mutex // serialises writers; guards entries, meta and gz
 	entries map[string]release.Entry
-	meta    Meta
+	meta    release.Meta
 	gz      *gzip.Writer // reused: a best-compression writer is large
 
 	cur     atomic.Pointer[Rendering]
@@ -89,7 +81,7 @@ func New(apps []release.App, now func() time.Time) *Snapshot {
 	s := &Snapshot{
 		now:     now,
 		entries: make(map[string]release.Entry, len(apps)),
-		meta:    normalize(Meta{}),
+		meta:    normalize(release.Meta{}),
 	}
 	for _, a := range apps {
 		if _, dup := s.entries[a.Key]; dup {
@@ -140,7 +132,7 @@ func (s *Snapshot) SetAll(entries map[string]release.Entry) {
 
 // SetMeta replaces the renames and notices and re-renders when they differ
 // from the ones served. The lists are copied.
-func (s *Snapshot) SetMeta(m Meta) {
+func (s *Snapshot) SetMeta(m release.Meta) {
 	m = normalize(m)
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -265,8 +257,8 @@ func wireRelease(rel *release.Release) *release.Release {
 
 // normalize returns a copy of m's lists, with every nil list made empty so
 // that it encodes as [].
-func normalize(m Meta) Meta {
-	return Meta{
+func normalize(m release.Meta) release.Meta {
+	return release.Meta{
 		AppRenames:  nonNil(slices.Clone(m.AppRenames)),
 		RepoRenames: nonNil(slices.Clone(m.RepoRenames)),
 		Notices: release.Notices{

@@ -418,7 +418,7 @@ func TestEmptyListsRenderEmpty(t *testing.T) {
 
 func TestSetMeta(t *testing.T) {
 	link := "https://example.invalid/notice"
-	full := snapshot.Meta{
+	full := release.Meta{
 		AppRenames: []release.AppRename{{OldName: "PicCraft", OldNameLower: "piccraft", NewName: "PhotoCraft",
 			NewNameLower: "photocraft", Description: "renamed", RenamedAt: release.NewTime(t0)}},
 		RepoRenames: []release.RepoRename{{OldName: "storytold/pic", NewName: "storytold/photocraft"}},
@@ -436,20 +436,20 @@ func TestSetMeta(t *testing.T) {
 
 	tests := []struct {
 		name        string
-		before      *snapshot.Meta
-		meta        snapshot.Meta
+		before      *release.Meta
+		meta        release.Meta
 		wantRenders uint64
 		wantSuffix  string
 	}{
-		{name: "zero meta renders nothing", meta: snapshot.Meta{}, wantRenders: 0, wantSuffix: emptyJSON},
+		{name: "zero meta renders nothing", meta: release.Meta{}, wantRenders: 0, wantSuffix: emptyJSON},
 		{
 			name:        "empty lists render nothing",
-			meta:        snapshot.Meta{AppRenames: []release.AppRename{}, Notices: release.Notices{Alerts: []release.Alert{}}},
+			meta:        release.Meta{AppRenames: []release.AppRename{}, Notices: release.Notices{Alerts: []release.Alert{}}},
 			wantRenders: 0, wantSuffix: emptyJSON,
 		},
 		{name: "lists render", meta: full, wantRenders: 1, wantSuffix: fullJSON},
 		{name: "same lists render nothing", before: &full, meta: full, wantRenders: 0, wantSuffix: fullJSON},
-		{name: "cleared lists render", before: &full, meta: snapshot.Meta{}, wantRenders: 1, wantSuffix: emptyJSON},
+		{name: "cleared lists render", before: &full, meta: release.Meta{}, wantRenders: 1, wantSuffix: emptyJSON},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -476,7 +476,7 @@ func TestSetMeta(t *testing.T) {
 func TestSetMetaCopies(t *testing.T) {
 	s := snapshot.New([]release.App{photocraft}, fixedClock(t0))
 	renames := []release.RepoRename{{OldName: "storytold/a", NewName: "storytold/b"}}
-	s.SetMeta(snapshot.Meta{RepoRenames: renames})
+	s.SetMeta(release.Meta{RepoRenames: renames})
 	renames[0].NewName = "storytold/changed"
 	s.Set("photocraft", release.Entry{FetchedAt: t0})
 	if body := s.Current().Body; !bytes.Contains(body, []byte(`"new_name":"storytold/b"`)) {
@@ -596,7 +596,7 @@ func TestConcurrent(t *testing.T) {
 				s.Set(app, release.Entry{FetchedAt: at(w, i), Release: rel(fmt.Sprintf("v%d", i))})
 				if i%50 == 0 {
 					s.SetAll(map[string]release.Entry{app: {FailedAt: at(w, i), Failures: i}})
-					s.SetMeta(snapshot.Meta{Notices: release.Notices{Alerts: []release.Alert{{Title: strconv.Itoa(i)}}}})
+					s.SetMeta(release.Meta{Notices: release.Notices{Alerts: []release.Alert{{Title: strconv.Itoa(i)}}}})
 				}
 			}
 		})

@@ -3,6 +3,7 @@ package store
 import (
 	"encoding/json"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/storytold/craft-releases/pkg/release"
@@ -25,6 +26,12 @@ const (
 	fieldBy        = "by"
 	fieldUntilMS   = "until_ms"
 	fieldTrouble   = "trouble"
+
+	fieldReadMS        = "read_ms"
+	fieldAppRenames    = "app_renames"
+	fieldRepoRenames   = "repo_renames"
+	fieldAnnouncements = "announcements"
+	fieldAlerts        = "alerts"
 )
 
 // DecodeApp reads an app hash (HGETALL's answer; nil for no key) forgivingly:
@@ -72,6 +79,73 @@ func DecodeBackoff(h map[string]string) schedule.Backoff {
 		b.Trouble = n
 	}
 	return b
+}
+
+// DecodeMeta reads the meta hash (nil for no key) as DecodeApp reads an app
+// hash: it counts only when read_ms is a readable time and each of the four
+// lists (app_renames, repo_renames, announcements, alerts) is a JSON array of
+// its wire type; otherwise it reads as the zero Meta and a zero time. The
+// lists of a readable hash are never nil. The guarded write reads the hash the
+// same way (guard.go, guard.lua).
+func DecodeMeta(h map[string]string) (release.Meta, time.Time) {
+	var m release.Meta
+	if h[fieldV] != formatVersion {
+		return release.Meta{}, time.Time{}
+	}
+	at, ok := millis(h[fieldReadMS])
+	if !ok ||
+		!decodeList(h[fieldAppRenames], &m.AppRenames) ||
+		!decodeList(h[fieldRepoRenames], &m.RepoRenames) ||
+		!decodeList(h[fieldAnnouncements], &m.Notices.Announcements) ||
+		!decodeList(h[fieldAlerts], &m.Notices.Alerts) {
+		return release.Meta{}, time.Time{}
+	}
+	return m, at
+}
+
+// decodeList reads a JSON array into *list, never leaving it nil; JSON null
+// or anything but an array is unreadable.
+func decodeList[T any](s string, list *[]T) bool {
+	if !strings.HasPrefix(strings.TrimLeft(s, " \t\r\n"), "[") {
+		return false
+	}
+	if err := json.Unmarshal([]byte(s), list); err != nil {
+		return false
+	}
+	if *list == nil {
+		*list = []T{}
+	}
+	return true
+}
+
+// encodeMeta returns the meta hash's four list fields and their values, each
+// list as compact JSON, a nil list as [].
+func encodeMeta(m release.Meta) ([]string, error) {
+	pairs := make([]string, 0, 8)
+	for _, f := range []struct {
+		name string
+		v    any
+	}{
+		{fieldAppRenames, nonNil(m.AppRenames)},
+		{fieldRepoRenames, nonNil(m.RepoRenames)},
+		{fieldAnnouncements, nonNil(m.Notices.Announcements)},
+		{fieldAlerts, nonNil(m.Notices.Alerts)},
+	} {
+		b, err := release.Marshal(f.v)
+		if err != nil {
+			return nil, err
+		}
+		pairs = append(pairs, f.name, string(b))
+	}
+	return pairs, nil
+}
+
+// nonNil returns s, or an empty slice when s is nil, so it encodes as [].
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
 }
 
 // decodeRelease reads the "release" field: JSON null (no release) or a release

@@ -48,13 +48,17 @@ const (
 
 // decide is the guarded write's decision on a hash h (nil when the key is
 // absent or not a hash). A time blocks only when a reader would trust it: it
-// is read as DecodeApp reads it, so a hash of another format, an unreadable
-// time, or (for fetched_ms) a fetch whose ETag or release is unreadable never
-// blocks, and gets overwritten. guard.lua makes the same decision.
+// is read as DecodeApp (or, for read_ms, DecodeMeta) reads it, so a hash of
+// another format, an unreadable time, or (for fetched_ms) a fetch whose ETag
+// or release is unreadable, or (for read_ms) a meta whose lists are
+// unreadable, never blocks, and gets overwritten. guard.lua makes the same
+// decision.
 func decide(h map[string]string, w write) verdict {
 	e := DecodeApp(h)
 	var current time.Time
 	switch w.field {
+	case fieldReadMS:
+		_, current = DecodeMeta(h)
 	case fieldFetchedMS:
 		current = e.FetchedAt
 	case fieldFailedMS:
@@ -76,16 +80,16 @@ func decide(h map[string]string, w write) verdict {
 	return written
 }
 
-// guarded runs w on the app's hash through the script, or through
-// WATCH/MULTI/EXEC once Redis has refused the script itself.
-func (s *Store) guarded(ctx context.Context, app string, w write) (verdict, error) {
+// guarded runs w on the hash at key (an app's or the meta hash) through the
+// script, or through WATCH/MULTI/EXEC once Redis has refused the script
+// itself.
+func (s *Store) guarded(ctx context.Context, key string, w write) (verdict, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
 	c, err := s.conn(ctx)
 	if err != nil {
 		return 0, err
 	}
-	key := AppKey(app)
 	if !s.watch.Load() {
 		v, err := s.viaScript(ctx, c, key, w)
 		if err == nil || !scriptRefused(err) {

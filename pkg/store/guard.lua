@@ -1,8 +1,8 @@
--- The guarded write of redis.md on one app hash. It makes the decision of
--- decide (guard.go) and reads the hash as DecodeApp (codec.go) does: keep the
--- three in step.
+-- The guarded write of redis.md on one app hash, or on the meta hash. It
+-- makes the decision of decide (guard.go) and reads the hash as DecodeApp and
+-- DecodeMeta (codec.go) do: keep them in step.
 --
--- KEYS[1]   the app hash
+-- KEYS[1]   the app hash, or the meta hash (guarded on read_ms)
 -- ARGV[1]   the guarding time field      ARGV[2]  the new time, Unix ms
 -- ARGV[3]   the minimum gap, ms          ARGV[4]  the TTL, ms
 -- ARGV[5]   "1" if an ETag is required   ARGV[6]  the required ETag
@@ -55,6 +55,53 @@ local function readable_release(s)
   return true
 end
 
+-- The JSON types DecodeMeta accepts for the fields of each meta list's
+-- elements. Go is stricter still (it checks the time format, and tells an
+-- array from an object); what this service writes passes both.
+local meta_lists = {
+  app_renames = {
+    old_name = 'string', old_name_lower = 'string', new_name = 'string',
+    new_name_lower = 'string', description = 'string', renamed_at = 'string',
+  },
+  repo_renames = { old_name = 'string', new_name = 'string', renamed_at = 'string' },
+  announcements = { title = 'string', body = 'string', created_at = 'string' },
+  alerts = { title = 'string', body = 'string', maybe_web_link = 'string', created_at = 'string' },
+}
+
+local function readable_list(s, kinds)
+  if type(s) ~= 'string' or not s:find('^[ \t\r\n]*%[') then
+    return false
+  end
+  local ok, list = pcall(cjson.decode, s)
+  if not ok or type(list) ~= 'table' then
+    return false
+  end
+  for _, item in ipairs(list) do
+    if item ~= cjson.null then
+      if type(item) ~= 'table' then
+        return false
+      end
+      for field, want in pairs(kinds) do
+        local v = item[field]
+        if v ~= nil and v ~= cjson.null and type(v) ~= want then
+          return false
+        end
+      end
+    end
+  end
+  return true
+end
+
+-- The meta hash's time counts only when its four lists are readable.
+local function readable_meta()
+  for name, kinds in pairs(meta_lists) do
+    if not readable_list(redis.call('HGET', key, name), kinds) then
+      return false
+    end
+  end
+  return true
+end
+
 local kind = redis.call('TYPE', key)['ok']
 local h = {}
 if kind == 'hash' then
@@ -81,6 +128,9 @@ if ARGV[1] == 'fetched_ms' then
   current = fetched()
 elseif current_format then
   current = millis(h[5])
+  if current and ARGV[1] == 'read_ms' and not readable_meta() then
+    current = nil
+  end
 end
 if current and current + tonumber(ARGV[3]) > tonumber(ARGV[2]) then
   return 0

@@ -149,7 +149,7 @@ func (s *Store) Claim(ctx context.Context, app string, at time.Time, window time
 	if at.IsZero() {
 		return false, fmt.Errorf("claim %s: %w", app, errNoTime)
 	}
-	v, err := s.guarded(ctx, app, s.claimWrite(at, window))
+	v, err := s.guarded(ctx, AppKey(app), s.claimWrite(at, window))
 	if err != nil {
 		return false, fmt.Errorf("claim %s: %w", app, err)
 	}
@@ -174,7 +174,7 @@ func (s *Store) putFetch(ctx context.Context, app string, e release.Entry) (verd
 	if err != nil {
 		return 0, err
 	}
-	return s.guarded(ctx, app, w)
+	return s.guarded(ctx, AppKey(app), w)
 }
 
 // PutNotModified shares that GitHub confirmed e's ETag at e.FetchedAt: it
@@ -190,7 +190,7 @@ func (s *Store) PutNotModified(ctx context.Context, app string, e release.Entry)
 	if e.FetchedAt.IsZero() {
 		return false, fmt.Errorf("put not modified %s: %w", app, errNoTime)
 	}
-	v, err := s.guarded(ctx, app, s.notModifiedWrite(e))
+	v, err := s.guarded(ctx, AppKey(app), s.notModifiedWrite(e))
 	if err == nil && v == refusedNoFetch {
 		// The republish is itself guarded, so a fetch that lands
 		// meanwhile is never overwritten by this older copy.
@@ -209,9 +209,29 @@ func (s *Store) PutFailure(ctx context.Context, app string, e release.Entry) (bo
 	if e.FailedAt.IsZero() {
 		return false, fmt.Errorf("put failure %s: %w", app, errNoTime)
 	}
-	v, err := s.guarded(ctx, app, s.failureWrite(e))
+	v, err := s.guarded(ctx, AppKey(app), s.failureWrite(e))
 	if err != nil {
 		return false, fmt.Errorf("put failure %s: %w", app, err)
+	}
+	return v == written, nil
+}
+
+// PutMeta shares m, the renames and notices a poller read from MySQL at at,
+// unless the meta hash holds a readable read newer than at (a guarded write
+// on read_ms, gap 0: an equal time is written). It reports whether it was
+// written. The hash's TTL (7 days) is renewed by every write that goes
+// through, so it outlives a MySQL outage of up to a week.
+func (s *Store) PutMeta(ctx context.Context, m release.Meta, at time.Time) (bool, error) {
+	if at.IsZero() {
+		return false, fmt.Errorf("put meta: %w", errNoTime)
+	}
+	w, err := s.metaWrite(m, at)
+	if err != nil {
+		return false, fmt.Errorf("put meta: %w", err)
+	}
+	v, err := s.guarded(ctx, MetaKey, w)
+	if err != nil {
+		return false, fmt.Errorf("put meta: %w", err)
 	}
 	return v == written, nil
 }
@@ -242,6 +262,15 @@ func (s *Store) notModifiedWrite(e release.Entry) write {
 		field: fieldFetchedMS, at: e.FetchedAt.UnixMilli(), needETag: true, etag: e.ETag,
 		pairs: []string{fieldV, formatVersion, fieldFetchedMS, ms(e.FetchedAt), fieldBy, s.by},
 	}
+}
+
+func (s *Store) metaWrite(m release.Meta, at time.Time) (write, error) {
+	lists, err := encodeMeta(m)
+	if err != nil {
+		return write{}, err
+	}
+	pairs := append([]string{fieldV, formatVersion, fieldReadMS, ms(at)}, lists...)
+	return write{field: fieldReadMS, at: at.UnixMilli(), pairs: append(pairs, fieldBy, s.by)}, nil
 }
 
 func (s *Store) failureWrite(e release.Entry) write {

@@ -383,6 +383,18 @@ func TestDecide(t *testing.T) {
 	claimedAt := func(v string) map[string]string { return map[string]string{"v": "1", "claimed_ms": v} }
 	notMod := func(when time.Time, etag string) write { return s.notModifiedWrite(fetch(when, etag, nil)) }
 	failure := func(when time.Time) write { return s.failureWrite(release.Entry{FailedAt: when, Failures: 1}) }
+	meta := func(when time.Time) write {
+		w, err := s.metaWrite(testMeta(), when)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return w
+	}
+	readableMeta := func(when time.Time) map[string]string {
+		return map[string]string{"v": "1", "read_ms": ms(when), "app_renames": "[]", "repo_renames": "[]",
+			"announcements": ` [{"title":"t","body":"b","created_at":null}]`, "alerts": "[null]"}
+	}
+	metaOlder := meta(noon.Add(-time.Hour))
 
 	tests := []struct {
 		name  string
@@ -445,6 +457,25 @@ func TestDecide(t *testing.T) {
 		{"failure older", map[string]string{"v": "1", "failed_ms": ms(noon)}, false, failure(noon.Add(-time.Second)), refusedTime},
 		{"failure older than a fetch", readable(noon, "a"), false, failure(noon.Add(-time.Hour)), written},
 		{"failure over garbage", map[string]string{"v": "1", "failed_ms": "x"}, false, failure(noon), written},
+
+		{"meta of no key", nil, false, meta(noon), written},
+		{"meta over a string", nil, true, meta(noon), written},
+		{"meta newer", readableMeta(noon), false, meta(noon.Add(time.Millisecond)), written},
+		{"meta at the same time", readableMeta(noon), false, meta(noon), written},
+		{"meta older", readableMeta(noon), false, meta(noon.Add(-time.Millisecond)), refusedTime},
+		{"meta older than a meta of empty lists", with(readableMeta(noon), "announcements", "[]", "alerts", "\t[]"), false,
+			metaOlder, refusedTime},
+		{"meta older than another format", with(readableMeta(noon), "v", "2"), false, metaOlder, written},
+		{"meta older than an unreadable read_ms", with(readableMeta(noon), "read_ms", "x"), false, metaOlder, written},
+		{"meta older than a missing list", with(readableMeta(noon), "alerts", "<del>"), false, metaOlder, written},
+		{"meta older than a list that does not parse", with(readableMeta(noon), "app_renames", "[{"), false, metaOlder, written},
+		{"meta older than a list that is an object", with(readableMeta(noon), "repo_renames", "{}"), false, metaOlder, written},
+		{"meta older than a list that is null", with(readableMeta(noon), "alerts", "null"), false, metaOlder, written},
+		{"meta older than a list of numbers", with(readableMeta(noon), "alerts", "[1]"), false, metaOlder, written},
+		{"meta older than a field of the wrong type", with(readableMeta(noon), "announcements", `[{"title":true}]`), false,
+			metaOlder, written},
+		{"meta older than an app's fetch", readable(noon, "a"), false, metaOlder, written},
+		{"fetch older than a meta", readableMeta(noon), false, mustFetch(fetch(noon.Add(-time.Hour), "b", nil)), written},
 	}
 
 	for _, tt := range tests {
@@ -471,7 +502,7 @@ func TestDecide(t *testing.T) {
 				case tt.hash != nil:
 					a.hset(key, pairsOf(tt.hash)...)
 				}
-				got, err := s.guarded(context.Background(), app, tt.w)
+				got, err := s.guarded(context.Background(), key, tt.w)
 				if err != nil {
 					t.Fatalf("%s: %v", tt.name, err)
 				}

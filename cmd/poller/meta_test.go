@@ -1,0 +1,317 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net"
+	"os"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/storytold/craft-releases/pkg/store"
+	"github.com/storytold/craft-releases/test/fakegithub"
+	"github.com/storytold/craft-releases/test/mariadbtest"
+	"github.com/storytold/craft-releases/test/redistest"
+)
+
+// The MySQL tests share one MariaDB server, each with a database of its own.
+func TestMain(m *testing.M) { os.Exit(mariadbtest.Main(m)) }
+
+// clockAt is the clock of the subcommands in these tests.
+var clockAt = time.Date(2026, 10, 10, 12, 0, 0, 0, time.UTC)
+
+// command runs `poller args…` with vars and returns what it printed.
+func command(t testing.TB, vars map[string]string, args ...string) (string, error) {
+	t.Helper()
+	var out bytes.Buffer
+	getenv := func(k string) string { return vars[k] }
+	var err error
+	if args[0] == "--help" {
+		err = run(context.Background(), args, getenv, &out, io.Discard)
+	} else {
+		err = metaCommand(context.Background(), args, getenv, &out, func() time.Time { return clockAt })
+	}
+	return out.String(), err
+}
+
+func mustCommand(t testing.TB, vars map[string]string, args ...string) string {
+	t.Helper()
+	out, err := command(t, vars, args...)
+	if err != nil {
+		t.Fatalf("poller %s: %v", strings.Join(args, " "), err)
+	}
+	return out
+}
+
+func mysqlVars(t testing.TB) map[string]string {
+	t.Helper()
+	return map[string]string{"MYSQL_DSN": mariadbtest.Shared(t).NewDatabase(t).DSN()}
+}
+
+func TestMetaCommands(t *testing.T) {
+	vars := mysqlVars(t)
+	steps := []struct {
+		args []string
+		want []string // in the output, in order
+		not  []string // not in the output
+	}{
+		{[]string{"migrate"}, []string{"applied 00001_renames_and_notices.sql", "schema at version 1"}, nil},
+		{[]string{"migrate"}, []string{"schema already at version 1"}, []string{"applied"}},
+		{[]string{"notices", "add", "--kind", "alert", "--title", " Maintenance tonight ", "--body", "22:00 UTC.",
+			"--link", "https://status.example.com/1", "--end", "2026-10-11T00:00:00Z"}, []string{"added alert/1 (live)"}, nil},
+		{[]string{"notices", "add", "--kind", "announcement", "--title", "Soon", "--start", "2026-10-12T00:00:00+02:00"},
+			[]string{"added announcement/1 (scheduled)"}, nil},
+		{[]string{"notices", "list"}, []string{"ID", "STATE", "announcement/1", "scheduled", "2026-10-11T22:00:00Z",
+			`"Soon"`, "alert/1", "live", "2026-10-11T00:00:00Z", `"Maintenance tonight"`, "https://status.example.com/1"}, nil},
+		{[]string{"notices", "end", "alert/1"}, []string{"ended alert/1"}, nil},
+		{[]string{"notices", "end", "alert/1"}, []string{"alert/1 had already ended"}, nil},
+		{[]string{"notices", "list"}, []string{"announcement/1"}, []string{"alert/1"}},
+		{[]string{"notices", "list", "--all"}, []string{"announcement/1", "alert/1", "ended"}, nil},
+		{[]string{"renames", "add", "--kind", "app", "--old", "PdfCraft", "--new", "DocuCraft", "--description", "Same app.",
+			"--renamed-at", "2026-10-01T00:00:00Z"}, []string{"added app/1 (live)"}, nil},
+		{[]string{"renames", "add", "--kind", "repo", "--old", "storytold/pdfcraft", "--new", "storytold/docucraft"},
+			[]string{"added repo/1 (live)"}, nil},
+		{[]string{"renames", "list"}, []string{"app/1", `"PdfCraft"`, `"DocuCraft"`, "2026-10-01T00:00:00Z",
+			"repo/1", `"storytold/docucraft"`, "2026-10-10T12:00:00Z"}, nil},
+		{[]string{"renames", "end", "repo/1"}, []string{"ended repo/1"}, nil},
+		{[]string{"renames", "list"}, []string{"app/1"}, []string{"repo/1"}},
+	}
+	for _, st := range steps {
+		out := mustCommand(t, vars, st.args...)
+		rest := out
+		for _, w := range st.want {
+			i := strings.Index(rest, w)
+			if i < 0 {
+				t.Errorf("poller %s printed:\n%s\nwant %q (in order)", strings.Join(st.args, " "), out, w)
+				break
+			}
+			rest = rest[i+len(w):]
+		}
+		for _, n := range st.not {
+			if strings.Contains(out, n) {
+				t.Errorf("poller %s printed:\n%s\nwant no %q", strings.Join(st.args, " "), out, n)
+			}
+		}
+	}
+}
+
+// TestMetaCommandsRefuseBadInput: every bad input is refused with a message
+// that says what is wrong, and nothing is stored.
+func TestMetaCommandsRefuseBadInput(t *testing.T) {
+	vars := mysqlVars(t)
+	mustCommand(t, vars, "migrate")
+	alert := []string{"notices", "add", "--kind", "alert", "--title", "T"}
+	with := func(base []string, more ...string) []string { return append(append([]string(nil), base...), more...) }
+	tests := []struct {
+		name string
+		args []string
+		want []string
+	}{
+		{"a notice without a title", []string{"notices", "add", "--kind", "alert", "--body", "B"}, []string{"notices add: title is missing"}},
+		{"a notice with a blank title", []string{"notices", "add", "--kind", "alert", "--title", "  "}, []string{"title is missing"}},
+		{"a link that is not https", with(alert, "--link", "http://status.example.com"),
+			[]string{`link "http://status.example.com" is not an https:// URL`}},
+		{"a link that is no URL at all", with(alert, "--link", "status.example.com"), []string{"is not an https:// URL"}},
+		{"an announcement with a link", []string{"notices", "add", "--kind", "announcement", "--title", "T", "--link", "https://a.example"},
+			[]string{"announcements have no link"}},
+		{"an end before the start", with(alert, "--start", "2026-10-12T00:00:00Z", "--end", "2026-10-11T00:00:00Z"),
+			[]string{"end 2026-10-11T00:00:00Z is not after the start 2026-10-12T00:00:00Z"}},
+		{"an end in the past", with(alert, "--end", "2026-10-10T11:00:00Z"), []string{"is not in the future"}},
+		{"a title over the limit", []string{"notices", "add", "--kind", "alert", "--title", strings.Repeat("t", 201)},
+			[]string{"title is 201 characters long; the limit is 200"}},
+		{"a body over the limit", with(alert, "--body", strings.Repeat("b", 4001)), []string{"body is 4001 characters long; the limit is 4000"}},
+		{"a link over the limit", with(alert, "--link", "https://a.example/"+strings.Repeat("l", 2000)),
+			[]string{"link is 2018 characters long; the limit is 2000"}},
+		{"several problems at once", []string{"notices", "add", "--kind", "alert", "--link", "ftp://x"},
+			[]string{"title is missing", "is not an https:// URL"}},
+		{"a time that is not RFC 3339", with(alert, "--end", "tomorrow"),
+			[]string{`invalid value "tomorrow" for flag -end: "tomorrow" is not an RFC 3339 time such as 2026-10-10T22:00:00Z`}},
+		{"no kind", []string{"notices", "add", "--title", "T"}, []string{"--kind is missing (announcement or alert)"}},
+		{"an unknown kind", []string{"notices", "add", "--kind", "banner", "--title", "T"}, []string{`kind "banner" is not announcement or alert`}},
+		{"an unknown flag", with(alert, "--colour", "red"), []string{"flag provided but not defined: -colour"}},
+		{"a stray argument", with(alert, "extra"), []string{`unexpected argument "extra"`}},
+		{"help inside a command", with(alert, "-h"), []string{"the flags are listed by poller --help"}},
+		{"no verb", []string{"notices"}, []string{"notices: say list, add or end"}},
+		{"an unknown verb", []string{"notices", "delete"}, []string{`notices: unknown command "delete" (list, add or end)`}},
+		{"end without a ref", []string{"notices", "end"}, []string{"want one KIND/ID"}},
+		{"end of a bad ref", []string{"notices", "end", "alert-3"}, []string{`"alert-3" is not KIND/ID`}},
+		{"end of nothing", []string{"notices", "end", "alert/99"}, []string{"there is no alert/99"}},
+		{"end of an unknown kind", []string{"notices", "end", "banner/1"}, []string{`kind "banner" is not announcement or alert`}},
+		{"a rename without names", []string{"renames", "add", "--kind", "app"}, []string{"old name is missing", "new name is missing"}},
+		{"a rename to the same name", []string{"renames", "add", "--kind", "app", "--old", "A", "--new", "A"}, []string{`old and new names are both "A"`}},
+		{"a repo rename that is not org/project", []string{"renames", "add", "--kind", "repo", "--old", "pdfcraft", "--new", "storytold/x"},
+			[]string{`old name "pdfcraft" is not org/project`}},
+		{"an app name over the limit", []string{"renames", "add", "--kind", "app", "--old", "A", "--new", strings.Repeat("n", 101)},
+			[]string{"new name is 101 characters long; the limit is 100"}},
+		{"a rename with no kind", []string{"renames", "add", "--old", "A", "--new", "B"}, []string{"--kind is missing (app or repo)"}},
+		{"a rename ending before it starts", []string{"renames", "add", "--kind", "app", "--old", "A", "--new", "B",
+			"--start", "2026-10-12T00:00:00Z", "--end", "2026-10-11T00:00:00Z"}, []string{"is not after the start"}},
+		{"end of no rename", []string{"renames", "end", "app/7"}, []string{"there is no app/7"}},
+		{"migrate with an argument", []string{"migrate", "down"}, []string{`migrate: unexpected argument "down"`}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := command(t, vars, tt.args...)
+			if err == nil {
+				t.Fatalf("poller %q worked; want an error", tt.args)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q, want it to contain %q", err, w)
+				}
+			}
+		})
+	}
+	for _, list := range [][]string{{"notices", "list", "--all"}, {"renames", "list", "--all"}} {
+		if out := mustCommand(t, vars, list...); strings.Count(out, "\n") != 1 {
+			t.Errorf("poller %s after refused input:\n%s\nwant the header alone", strings.Join(list, " "), out)
+		}
+	}
+}
+
+func TestMetaCommandsNeedMySQL(t *testing.T) {
+	for _, args := range [][]string{{"migrate"}, {"notices", "list"}, {"renames", "add"}} {
+		_, err := command(t, map[string]string{}, args...)
+		if err == nil || !strings.Contains(err.Error(), "MYSQL_DSN: unset, and so is MYSQL_URL") {
+			t.Errorf("poller %s without MySQL: %v, want an error naming MYSQL_DSN", strings.Join(args, " "), err)
+		}
+	}
+}
+
+func TestHelpListsMetaCommands(t *testing.T) {
+	out := mustCommand(t, nil, "--help")
+	for _, want := range []string{"migrate", "notices", "renames", "MYSQL_DSN", "CRAFT_APPS_META_REFRESH_SECS", "title 200 characters"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("--help does not mention %q", want)
+		}
+	}
+}
+
+// TestPollerPublishesMeta runs the poller with MySQL: it logs its pool once
+// without the password, checks the statement cap, and publishes the live
+// notices to Redis while it polls GitHub.
+func TestPollerPublishesMeta(t *testing.T) {
+	d := mariadbtest.Shared(t).NewDatabase(t)
+	mysql := map[string]string{"MYSQL_DSN": d.DSN()}
+	mustCommand(t, mysql, "migrate")
+	mustCommand(t, mysql, "notices", "add", "--kind", "alert", "--title", "Hello from MySQL")
+
+	gh := fakegithub.New(t)
+	gh.Publish("storytold/photocraft", fakegithub.NewRelease("storytold/photocraft", "v0.5.0"))
+	rs := redistest.Start(t)
+	vars := env(gh, rs.URL())
+	vars["MYSQL_DSN"] = d.DSN()
+	vars["CRAFT_APPS_META_REFRESH_SECS"] = "1"
+	_, logs, stop := startPoller(t, vars)
+
+	eventually(t, "the alert is in Redis", func() bool {
+		return strings.Contains(hget(t, rs, store.MetaKey, "alerts"), `"title":"Hello from MySQL"`)
+	})
+	eventually(t, "photocraft is in Redis", func() bool {
+		n, err := rs.Do("EXISTS", store.AppKey("photocraft"))
+		return err == nil && n == "1"
+	})
+	if err := stop(); err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	out := logs.String()
+	for _, want := range []string{`"msg":"mysql pool"`, `"max_connections":4`, `"max_lifetime":600`, `"interpolate_params":true`,
+		`"msg":"prepared statements within the server's cap"`, `"max_prepared_stmt_count":16382`, `"fleet_worst_case":12`} {
+		if !strings.Contains(out, want) {
+			t.Errorf("logs lack %s:\n%s", want, out)
+		}
+	}
+	if n := strings.Count(out, `"msg":"mysql pool"`); n != 1 {
+		t.Errorf("%d pool lines, want 1", n)
+	}
+	if strings.Contains(out, d.Password) {
+		t.Errorf("the logs hold the MySQL password:\n%s", out)
+	}
+}
+
+// TestPollerPollsWithMySQLDown: with a MySQL that hangs up on every
+// connection the poller still polls GitHub and shares what it fetches, and
+// warns once however many refreshes fail.
+func TestPollerPollsWithMySQLDown(t *testing.T) {
+	gh := fakegithub.New(t)
+	gh.Publish("storytold/photocraft", fakegithub.NewRelease("storytold/photocraft", "v0.5.0"))
+	rs := redistest.Start(t)
+	down := hangUp(t)
+	vars := env(gh, rs.URL())
+	vars["MYSQL_DSN"] = "craft:secretpw@tcp(" + down.addr + ")/craft"
+	vars["MYSQL_QUERY_TIMEOUT_SECS"] = "1"
+	vars["CRAFT_APPS_META_REFRESH_SECS"] = "1"
+	_, logs, stop := startPoller(t, vars)
+
+	eventually(t, "both apps are in Redis", func() bool {
+		n, err := rs.Do("EXISTS", store.AppKey("photocraft"), store.AppKey("vectorcraft"))
+		return err == nil && n == "2"
+	})
+	// The start-up check and three refreshes at least.
+	eventually(t, "four attempts to reach MySQL", func() bool { return down.accepted.Load() >= 4 })
+	if err := stop(); err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	out := logs.String()
+	if n := strings.Count(out, `"msg":"mysql read failed, serving the last published meta"`); n != 1 {
+		t.Errorf("%d warnings about MySQL, want 1 (at most one every 10 minutes):\n%s", n, out)
+	}
+	if !strings.Contains(out, `"msg":"could not check max_prepared_stmt_count"`) {
+		t.Errorf("no warning about the unchecked statement cap:\n%s", out)
+	}
+	if strings.Contains(out, "secretpw") {
+		t.Errorf("the logs hold the MySQL password:\n%s", out)
+	}
+	if exists := rs.MustDo("EXISTS", store.MetaKey); exists != "0" {
+		t.Errorf("a meta hash was written without MySQL")
+	}
+}
+
+// hget reads one field of a hash through a client of its own: redistest's
+// Do returns only a reply's first line.
+func hget(t testing.TB, rs *redistest.Server, key, field string) string {
+	t.Helper()
+	c, err := store.NewClient(rs.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	v, err := c.Do(ctx, c.B().Hget().Key(key).Field(field).Build()).ToString()
+	if err != nil {
+		return ""
+	}
+	return v
+}
+
+// downMySQL accepts connections and closes them at once, counting them: a
+// MySQL that is down, as its clients see it.
+type downMySQL struct {
+	addr     string
+	accepted atomic.Int64
+}
+
+func hangUp(t testing.TB) *downMySQL {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	d := &downMySQL{addr: l.Addr().String()}
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			d.accepted.Add(1)
+			c.Close()
+		}
+	}()
+	return d
+}

@@ -1,0 +1,79 @@
+package meta_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/storytold/craft-releases/pkg/meta"
+	"github.com/storytold/craft-releases/pkg/store"
+	"github.com/storytold/craft-releases/test/redistest"
+)
+
+// seed stores a realistic load: two renames of each kind, three
+// announcements and two alerts live, and as many ended rows.
+func seed(b *testing.B, db *meta.DB) {
+	b.Helper()
+	created := noon.Add(-time.Hour)
+	for i := range 2 {
+		addRename(b, db, meta.Rename{Kind: meta.KindAppRename, OldName: fmt.Sprintf("Old%d", i), NewName: fmt.Sprintf("New%d", i),
+			Description: "A new name for the same app.", RenamedAt: created}, created)
+		addRename(b, db, meta.Rename{Kind: meta.KindRepoRename, OldName: fmt.Sprintf("storytold/old%d", i),
+			NewName: fmt.Sprintf("storytold/new%d", i), EndsAt: noon.Add(-time.Minute)}, created)
+		addRename(b, db, meta.Rename{Kind: meta.KindRepoRename, OldName: fmt.Sprintf("storytold/a%d", i),
+			NewName: fmt.Sprintf("storytold/b%d", i)}, created)
+	}
+	for i := range 3 {
+		addNotice(b, db, meta.Notice{Kind: meta.KindAnnouncement, Title: fmt.Sprintf("News %d", i),
+			Body: "Something launchers show inline, a sentence or two long."}, created)
+		addNotice(b, db, meta.Notice{Kind: meta.KindAnnouncement, Title: "old", EndsAt: noon.Add(-time.Minute)}, created)
+	}
+	for i := range 2 {
+		addNotice(b, db, meta.Notice{Kind: meta.KindAlert, Title: fmt.Sprintf("Alert %d", i), Body: "Please update.",
+			Link: "https://status.example.com/incidents/1"}, created)
+	}
+}
+
+// BenchmarkLive is the MySQL side of one refresh: one query over the four
+// tables.
+func BenchmarkLive(b *testing.B) {
+	db := migrated(b, nil)
+	seed(b, db)
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, _, err := db.Live(ctx, noon); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkRefresh is one whole meta refresh of a poller: read MySQL, then
+// the guarded write to Redis (the Lua script).
+func BenchmarkRefresh(b *testing.B) {
+	db := migrated(b, nil)
+	seed(b, db)
+	srv := redistest.Start(b)
+	client, err := store.NewClient(srv.URL())
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(client.Close)
+	at := noon
+	f, err := meta.NewRefresher(db, store.New(client, "bench"), time.Minute, nil, func() time.Time {
+		// Each refresh a millisecond later, so that every write goes through.
+		at = at.Add(time.Millisecond)
+		return at
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := f.Refresh(ctx); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
