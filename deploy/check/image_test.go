@@ -212,7 +212,8 @@ func TestImageBinaries(t *testing.T) {
 				t.Fatalf("the manifests probe %q on the %s, want %s and %s among them", paths, tt.binary, LivenessPath, ReadinessPath)
 			}
 			addr := serve(t, path, tt.env)
-			for _, p := range paths {
+			// The scrape path too: the manifests' scrape annotations and PodMonitor name it.
+			for _, p := range append(slices.Clone(paths), MetricsPath) {
 				resp, err := http.Get("http://" + addr + p)
 				if err != nil {
 					t.Fatal(err)
