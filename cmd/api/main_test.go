@@ -6,62 +6,33 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"net"
 	"net/http"
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/storytold/craft-releases/pkg/config"
 	"github.com/storytold/craft-releases/pkg/release"
 	"github.com/storytold/craft-releases/test/fakegithub"
+	"github.com/storytold/craft-releases/test/testkit"
 )
 
 const infoPath = "/v1/craft_apps/release_info"
 
-// syncBuffer collects a process's log output from several goroutines.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // process is one in-process run of the api binary.
 type process struct {
 	base   string
-	logs   *syncBuffer
+	logs   *testkit.Buffer
 	cancel func()       // cancels run, as SIGTERM does
 	stop   func() error // cancels run and returns its error
-}
-
-func freeAddr(t testing.TB) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
 }
 
 // start runs the api with env on a free port and waits for /healthz.
 func start(t testing.TB, env map[string]string) *process {
 	t.Helper()
-	addr := freeAddr(t)
+	addr := testkit.FreeAddr(t)
 	env["HTTP_ADDR"] = addr
-	logs := &syncBuffer{}
+	logs := &testkit.Buffer{}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
@@ -74,7 +45,7 @@ func start(t testing.TB, env map[string]string) *process {
 		return runErr
 	}}
 	t.Cleanup(func() { _ = p.stop() })
-	eventually(t, "healthz answers", func() bool {
+	testkit.Eventually(t, "healthz answers", func() bool {
 		select {
 		case err := <-done:
 			t.Fatalf("run returned early: %v\nlogs:\n%s", err, logs)
@@ -88,18 +59,6 @@ func start(t testing.TB, env map[string]string) *process {
 		return res.StatusCode == http.StatusOK
 	})
 	return p
-}
-
-// eventually polls cond until it holds or 20 s pass.
-func eventually(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting until %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }
 
 func get(t testing.TB, url string, header ...string) (*http.Response, []byte) {
@@ -160,7 +119,7 @@ func TestStandaloneServesWhatGitHubHas(t *testing.T) {
 	// vectorcraft has no release: a 404 is a fetch with no release.
 	p := start(t, standaloneEnv(gh))
 
-	eventually(t, "every app was fetched", allFetched(t, p))
+	testkit.Eventually(t, "every app was fetched", allFetched(t, p))
 	res, body := get(t, p.base+infoPath)
 	if got, want := res.Header.Get("Cache-Control"), "public, max-age=60"; got != want {
 		t.Errorf("Cache-Control got %q, want %q", got, want)
@@ -202,7 +161,7 @@ func TestStandaloneServesWhatGitHubHas(t *testing.T) {
 	}
 
 	// The fake saw the revalidating requests of later rounds.
-	eventually(t, "a revalidation with the ETag", func() bool {
+	testkit.Eventually(t, "a revalidation with the ETag", func() bool {
 		for _, r := range gh.Requests() {
 			if r.Repo == "storytold/photocraft" && r.Header.Get("If-None-Match") == gh.ETag("storytold/photocraft") {
 				return true
@@ -222,7 +181,7 @@ func TestStandaloneNeverServesHostileOrBrokenAnswers(t *testing.T) {
 	gh.Publish(repo, good)
 	gh.Publish("storytold/vectorcraft", fakegithub.NewRelease("storytold/vectorcraft", "v2.0.0"))
 	p := start(t, standaloneEnv(gh))
-	eventually(t, "every app was fetched", allFetched(t, p))
+	testkit.Eventually(t, "every app was fetched", allFetched(t, p))
 
 	draft := fakegithub.NewRelease(repo, "v9.0.0")
 	draft.Draft = true
@@ -240,7 +199,7 @@ func TestStandaloneNeverServesHostileOrBrokenAnswers(t *testing.T) {
 		t.Run(f.name, func(t *testing.T) {
 			before := gh.Count(repo)
 			gh.Stick(repo, f.fault)
-			eventually(t, "the fault was answered twice", func() bool { return gh.Count(repo) >= before+2 })
+			testkit.Eventually(t, "the fault was answered twice", func() bool { return gh.Count(repo) >= before+2 })
 			gh.Unstick(repo)
 			_, body := get(t, p.base+infoPath)
 			if got := decode(t, body).ReleaseInfo.Apps["photocraft"].LatestRelease; got == nil || got.Tag != "v1.0.0" {
@@ -256,7 +215,7 @@ func TestStandaloneNeverServesHostileOrBrokenAnswers(t *testing.T) {
 		fakegithub.Asset{Name: "foreign-1.1.0-windows-x64.msi", Size: 1, BrowserDownloadURL: "https://evil.example/photocraft.msi"},
 	)
 	gh.Publish(repo, hostile)
-	eventually(t, "v1.1.0 is served", func() bool {
+	testkit.Eventually(t, "v1.1.0 is served", func() bool {
 		_, body := get(t, p.base+infoPath)
 		rel := decode(t, body).ReleaseInfo.Apps["photocraft"].LatestRelease
 		return rel != nil && rel.Tag == "v1.1.0"
@@ -274,7 +233,7 @@ func TestTokenIsSentButNeverLogged(t *testing.T) {
 	env := standaloneEnv(gh)
 	env["CRAFT_APPS_RELEASE_GITHUB_TOKEN"] = "  " + token + " "
 	p := start(t, env)
-	eventually(t, "both apps were asked", func() bool { return gh.Count(fakegithub.AnyRepo) >= 2 })
+	testkit.Eventually(t, "both apps were asked", func() bool { return gh.Count(fakegithub.AnyRepo) >= 2 })
 	if err := p.stop(); err != nil {
 		t.Fatal(err)
 	}
@@ -291,7 +250,7 @@ func TestNoTokenNoAuthorization(t *testing.T) {
 	env := standaloneEnv(gh)
 	env["CRAFT_APPS_RELEASE_GITHUB_TOKEN"] = "   "
 	start(t, env)
-	eventually(t, "a request arrived", func() bool { return gh.Count(fakegithub.AnyRepo) >= 1 })
+	testkit.Eventually(t, "a request arrived", func() bool { return gh.Count(fakegithub.AnyRepo) >= 1 })
 	if got := gh.Requests()[0].Header.Values("Authorization"); len(got) != 0 {
 		t.Errorf("Authorization got %q, want no header", got)
 	}

@@ -13,31 +13,8 @@ import (
 	"github.com/storytold/craft-releases/pkg/store"
 	"github.com/storytold/craft-releases/test/fakegithub"
 	"github.com/storytold/craft-releases/test/redistest"
+	"github.com/storytold/craft-releases/test/testkit"
 )
-
-// scrape GETs the metrics at url and returns every sample by its series as
-// the text format prints it: name{label="value",...}, labels sorted by name.
-func scrape(t testing.TB, url string) map[string]float64 {
-	t.Helper()
-	res, body := get(t, url)
-	if res.StatusCode != http.StatusOK || !strings.HasPrefix(res.Header.Get("Content-Type"), "text/plain") {
-		t.Fatalf("GET %s: %d %s, want 200 text/plain", url, res.StatusCode, res.Header.Get("Content-Type"))
-	}
-	samples := make(map[string]float64)
-	for line := range strings.Lines(string(body)) {
-		line = strings.TrimSuffix(line, "\n")
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
-		}
-		i := strings.LastIndexByte(line, ' ')
-		v, err := strconv.ParseFloat(line[i+1:], 64)
-		if i < 0 || err != nil {
-			t.Fatalf("GET %s: unreadable sample %q", url, line)
-		}
-		samples[line[:i]] = v
-	}
-	return samples
-}
 
 // unixSeconds is t as the metrics give a time.
 func unixSeconds(t *release.Time) float64 {
@@ -59,8 +36,8 @@ func TestMetrics(t *testing.T) {
 	env["CRAFT_APPS_RELEASE_POLL_INTERVAL_SECS"] = "60"
 	p := start(t, env)
 	metricsURL := p.base + "/metrics"
-	eventually(t, "the first round ended", func() bool {
-		return scrape(t, metricsURL)[`craft_poller_mode{mode="standalone"}`] == 1
+	testkit.Eventually(t, "the first round ended", func() bool {
+		return testkit.Scrape(t, metricsURL)[`craft_poller_mode{mode="standalone"}`] == 1
 	})
 
 	// Requests the test makes, and their counts by route and code.
@@ -90,7 +67,7 @@ func TestMetrics(t *testing.T) {
 		}
 	}
 
-	got := scrape(t, metricsURL)
+	got := testkit.Scrape(t, metricsURL)
 	photo, vector := info.ReleaseInfo.Apps["photocraft"], info.ReleaseInfo.Apps["vectorcraft"]
 	if photo.AppLastFetched == nil || vector.AppLastFetched == nil || info.ReleaseInfo.LastFetched == nil {
 		t.Fatalf("after the first round the body got %s, want every app fetched", body)
@@ -179,8 +156,8 @@ func TestMetricsSplit(t *testing.T) {
 
 	p := start(t, map[string]string{"REDIS_URL": rs.URL(), "CRAFT_APPS_RELEASE_APPS": testApps})
 	metricsURL := p.base + "/metrics"
-	eventually(t, "the first load from Redis", func() bool { r, _ := get(t, p.base+"/readyz"); return r.StatusCode == http.StatusOK })
-	got := scrape(t, metricsURL)
+	testkit.Eventually(t, "the first load from Redis", func() bool { r, _ := get(t, p.base+"/readyz"); return r.StatusCode == http.StatusOK })
+	got := testkit.Scrape(t, metricsURL)
 	for _, tt := range []struct {
 		series string
 		want   float64
@@ -206,10 +183,10 @@ func TestMetricsSplit(t *testing.T) {
 	// Redis pushes an invalidation; the pod re-reads and re-renders.
 	vectorAt := photoAt.Add(time.Second)
 	put("vectorcraft", vectorAt)
-	eventually(t, "vectorcraft is hydrated", func() bool {
-		return scrape(t, metricsURL)[`craft_api_app_fetched_timestamp_seconds{app="vectorcraft"}`] == float64(vectorAt.UnixNano())/1e9
+	testkit.Eventually(t, "vectorcraft is hydrated", func() bool {
+		return testkit.Scrape(t, metricsURL)[`craft_api_app_fetched_timestamp_seconds{app="vectorcraft"}`] == float64(vectorAt.UnixNano())/1e9
 	})
-	got = scrape(t, metricsURL)
+	got = testkit.Scrape(t, metricsURL)
 	if v := got[`craft_api_invalidations_total`]; v < 1 {
 		t.Errorf("craft_api_invalidations_total: got %v, want at least 1", v)
 	}

@@ -4,56 +4,17 @@ import (
 	"bytes"
 	"context"
 	"io"
-	"net"
 	"net/http"
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/storytold/craft-releases/pkg/config"
 	"github.com/storytold/craft-releases/pkg/store"
 	"github.com/storytold/craft-releases/test/fakegithub"
 	"github.com/storytold/craft-releases/test/redistest"
+	"github.com/storytold/craft-releases/test/testkit"
 )
-
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
-func freeAddr(t testing.TB) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
-
-func eventually(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting until %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
 
 func status200(url string) bool {
 	res, err := http.Get(url)
@@ -77,11 +38,11 @@ func env(gh *fakegithub.Server, redisURL string) map[string]string {
 }
 
 // startPoller runs the poller binary in-process until the test ends.
-func startPoller(t *testing.T, vars map[string]string) (base string, logs *syncBuffer, stop func() error) {
+func startPoller(t *testing.T, vars map[string]string) (base string, logs *testkit.Buffer, stop func() error) {
 	t.Helper()
-	addr := freeAddr(t)
+	addr := testkit.FreeAddr(t)
 	vars["HTTP_ADDR"] = addr
-	logs = &syncBuffer{}
+	logs = &testkit.Buffer{}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- run(ctx, nil, func(k string) string { return vars[k] }, io.Discard, logs) }()
@@ -93,7 +54,7 @@ func startPoller(t *testing.T, vars map[string]string) (base string, logs *syncB
 	}
 	t.Cleanup(func() { _ = stop() })
 	base = "http://" + addr
-	eventually(t, "healthz answers", func() bool { return status200(base + "/healthz") })
+	testkit.Eventually(t, "healthz answers", func() bool { return status200(base + "/healthz") })
 	return base, logs, stop
 }
 
@@ -104,8 +65,8 @@ func TestPollerPublishesToRedisAndStatusShowsIt(t *testing.T) {
 	vars := env(gh, rs.URL())
 	base, logs, stop := startPoller(t, vars)
 
-	eventually(t, "readyz turns 200 after the start-up load", func() bool { return status200(base + "/readyz") })
-	eventually(t, "both apps are in Redis", func() bool {
+	testkit.Eventually(t, "readyz turns 200 after the start-up load", func() bool { return status200(base + "/readyz") })
+	testkit.Eventually(t, "both apps are in Redis", func() bool {
 		n, err := rs.Do("EXISTS", store.AppKey("photocraft"), store.AppKey("vectorcraft"))
 		return err == nil && n == "2"
 	})
@@ -135,11 +96,11 @@ func TestPollerPublishesToRedisAndStatusShowsIt(t *testing.T) {
 func TestPollerStartsWithRedisDownAndCarriesOnStandalone(t *testing.T) {
 	gh := fakegithub.New(t)
 	gh.Publish("storytold/photocraft", fakegithub.NewRelease("storytold/photocraft", "v1.0.0"))
-	vars := env(gh, "redis://"+freeAddr(t)) // nothing listens there
+	vars := env(gh, "redis://"+testkit.FreeAddr(t)) // nothing listens there
 	base, logs, _ := startPoller(t, vars)
-	eventually(t, "readyz after the failed start-up load", func() bool { return status200(base + "/readyz") })
-	eventually(t, "GitHub is asked anyway", func() bool { return gh.Count("storytold/photocraft") >= 1 })
-	eventually(t, "a standalone round is logged", func() bool {
+	testkit.Eventually(t, "readyz after the failed start-up load", func() bool { return status200(base + "/readyz") })
+	testkit.Eventually(t, "GitHub is asked anyway", func() bool { return gh.Count("storytold/photocraft") >= 1 })
+	testkit.Eventually(t, "a standalone round is logged", func() bool {
 		return strings.Contains(logs.String(), `"mode":"standalone"`)
 	})
 	if n := strings.Count(logs.String(), "redis unavailable"); n != 1 {

@@ -15,6 +15,7 @@ import (
 	"github.com/storytold/craft-releases/test/fakegithub"
 	"github.com/storytold/craft-releases/test/mariadbtest"
 	"github.com/storytold/craft-releases/test/redistest"
+	"github.com/storytold/craft-releases/test/testkit"
 )
 
 // The MySQL tests share one MariaDB server, each with a database of its own.
@@ -207,10 +208,10 @@ func TestPollerPublishesMeta(t *testing.T) {
 	vars["CRAFT_APPS_META_REFRESH_SECS"] = "1"
 	_, logs, stop := startPoller(t, vars)
 
-	eventually(t, "the alert is in Redis", func() bool {
+	testkit.Eventually(t, "the alert is in Redis", func() bool {
 		return strings.Contains(hget(t, rs, store.MetaKey, "alerts"), `"title":"Hello from MySQL"`)
 	})
-	eventually(t, "photocraft is in Redis", func() bool {
+	testkit.Eventually(t, "photocraft is in Redis", func() bool {
 		n, err := rs.Do("EXISTS", store.AppKey("photocraft"))
 		return err == nil && n == "1"
 	})
@@ -246,12 +247,12 @@ func TestPollerPollsWithMySQLDown(t *testing.T) {
 	vars["CRAFT_APPS_META_REFRESH_SECS"] = "1"
 	_, logs, stop := startPoller(t, vars)
 
-	eventually(t, "both apps are in Redis", func() bool {
+	testkit.Eventually(t, "both apps are in Redis", func() bool {
 		n, err := rs.Do("EXISTS", store.AppKey("photocraft"), store.AppKey("vectorcraft"))
 		return err == nil && n == "2"
 	})
 	// The start-up check and three refreshes at least.
-	eventually(t, "four attempts to reach MySQL", func() bool { return down.accepted.Load() >= 4 })
+	testkit.Eventually(t, "four attempts to reach MySQL", func() bool { return down.accepted.Load() >= 4 })
 	if err := stop(); err != nil {
 		t.Fatalf("run: %v", err)
 	}

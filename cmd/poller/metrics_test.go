@@ -1,9 +1,7 @@
 package main
 
 import (
-	"io"
 	"math"
-	"net/http"
 	"runtime"
 	"strconv"
 	"strings"
@@ -13,39 +11,8 @@ import (
 	"github.com/storytold/craft-releases/pkg/store"
 	"github.com/storytold/craft-releases/test/fakegithub"
 	"github.com/storytold/craft-releases/test/redistest"
+	"github.com/storytold/craft-releases/test/testkit"
 )
-
-// scrape GETs the metrics at url and returns every sample by its series as
-// the text format prints it: name{label="value",...}, labels sorted by name.
-func scrape(t testing.TB, url string) map[string]float64 {
-	t.Helper()
-	res, err := http.Get(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer res.Body.Close()
-	body, err := io.ReadAll(res.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if res.StatusCode != http.StatusOK || !strings.HasPrefix(res.Header.Get("Content-Type"), "text/plain") {
-		t.Fatalf("GET %s: %d %s, want 200 text/plain", url, res.StatusCode, res.Header.Get("Content-Type"))
-	}
-	samples := make(map[string]float64)
-	for line := range strings.Lines(string(body)) {
-		line = strings.TrimSuffix(line, "\n")
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
-		}
-		i := strings.LastIndexByte(line, ' ')
-		v, err := strconv.ParseFloat(line[i+1:], 64)
-		if i < 0 || err != nil {
-			t.Fatalf("GET %s: unreadable sample %q", url, line)
-		}
-		samples[line[:i]] = v
-	}
-	return samples
-}
 
 type sample struct {
 	series string
@@ -82,11 +49,11 @@ func TestMetrics(t *testing.T) {
 	rs := redistest.Start(t)
 	// The interval of 60 s makes one round in the test's lifetime.
 	base, _, _ := startPoller(t, env(gh, rs.URL()))
-	eventually(t, "the first round ended", func() bool {
-		return scrape(t, base+"/metrics")[`craft_poller_mode{mode="coordinated"}`] == 1
+	testkit.Eventually(t, "the first round ended", func() bool {
+		return testkit.Scrape(t, base+"/metrics")[`craft_poller_mode{mode="coordinated"}`] == 1
 	})
 
-	got := scrape(t, base+"/metrics")
+	got := testkit.Scrape(t, base+"/metrics")
 	checkSamples(t, got, []sample{
 		{`craft_build_info{binary="poller",goversion="` + runtime.Version() + `",version="dev"}`, 1},
 		{`craft_poll_interval_seconds`, 60},
@@ -132,11 +99,11 @@ func TestMetrics(t *testing.T) {
 func TestMetricsRedisDown(t *testing.T) {
 	gh := fakegithub.New(t)
 	gh.Publish("storytold/photocraft", fakegithub.NewRelease("storytold/photocraft", "v1.0.0"))
-	base, _, _ := startPoller(t, env(gh, "redis://"+freeAddr(t))) // nothing listens there
-	eventually(t, "a standalone round ended", func() bool {
-		return scrape(t, base+"/metrics")[`craft_poller_mode{mode="standalone"}`] == 1
+	base, _, _ := startPoller(t, env(gh, "redis://"+testkit.FreeAddr(t))) // nothing listens there
+	testkit.Eventually(t, "a standalone round ended", func() bool {
+		return testkit.Scrape(t, base+"/metrics")[`craft_poller_mode{mode="standalone"}`] == 1
 	})
-	got := scrape(t, base+"/metrics")
+	got := testkit.Scrape(t, base+"/metrics")
 	checkSamples(t, got, []sample{
 		{`craft_poller_github_requests_total{app="photocraft",outcome="fetched"}`, 1},
 		{`craft_poller_mode{mode="coordinated"}`, 0},
