@@ -87,7 +87,9 @@ func (o Options) withDefaults() Options {
 // Client asks GitHub for the latest release of an app. It is safe for
 // concurrent use, though the service asks for one app at a time.
 type Client struct {
-	gh      *gogithub.Client
+	hc      *http.Client
+	base    *url.URL
+	agent   string
 	token   string // trimmed; "" for none
 	timeout time.Duration
 	now     func() time.Time
@@ -122,10 +124,19 @@ func New(o Options) (*Client, error) {
 		// release whose URLs would all fail the repository filter.
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
-	gh := gogithub.NewClient(hc)
-	gh.BaseURL = base
-	gh.UserAgent = o.UserAgent
-	return &Client{gh: gh, token: o.Token, timeout: o.RequestTimeout, now: o.Now}, nil
+	return &Client{hc: hc, base: base, agent: o.UserAgent, token: o.Token, timeout: o.RequestTimeout, now: o.Now}, nil
+}
+
+// gh returns a go-github client for one request. A fresh one each time,
+// because a shared one remembers the last answer's rate headers and refuses
+// to send until their reset: an answer with only x-ratelimit-reset would then
+// stop every app, and a Retry-After shorter than the reset would be ignored.
+// The fleet backoff is what remembers a rate limit.
+func (c *Client) gh() *gogithub.Client {
+	gh := gogithub.NewClient(c.hc)
+	gh.BaseURL = c.base
+	gh.UserAgent = c.agent
+	return gh
 }
 
 // Latest asks GitHub for the latest release of app.Repo ("org/project"),
@@ -142,8 +153,6 @@ func New(o Options) (*Client, error) {
 //     RateLimited. RetryAt is now plus Retry-After (clamped to MaxRetryAfter),
 //     else x-ratelimit-reset, else zero (unknown). A Retry-After that is an
 //     HTTP date counts as absent.
-//   - go-github refusing to send because it knows the limit is spent:
-//     RateLimited, RetryAt the reset it knows.
 //   - any other status: Failed, "HTTP <status>"; redirects are not followed.
 //   - transport errors and timeouts: Failed. When ctx is cancelled or its
 //     deadline passes, the answer is Failed and Err wraps ctx's error.
@@ -161,7 +170,8 @@ func (c *Client) Latest(ctx context.Context, app release.App, etag string) relea
 }
 
 func (c *Client) latest(ctx context.Context, repo, etag string) release.Answer {
-	req, err := c.newRequest(repo, etag)
+	gh := c.gh()
+	req, err := c.newRequest(gh, repo, etag)
 	if err != nil {
 		return failed(err)
 	}
@@ -169,7 +179,7 @@ func (c *Client) latest(ctx context.Context, repo, etag string) release.Answer {
 	defer cancel()
 
 	var got atomic.Bool
-	resp, err := c.gh.BareDo(context.WithValue(ctx, receivedKey{}, &got), req)
+	resp, err := gh.BareDo(context.WithValue(ctx, receivedKey{}, &got), req)
 	if !got.Load() || resp == nil || resp.Response == nil {
 		return c.unsent(repo, err)
 	}
@@ -214,13 +224,13 @@ func (c *Client) latest(ctx context.Context, repo, etag string) release.Answer {
 }
 
 // newRequest builds the one GET, with every header spec/github.md asks for.
-func (c *Client) newRequest(repo, etag string) (*http.Request, error) {
+func (c *Client) newRequest(gh *gogithub.Client, repo, etag string) (*http.Request, error) {
 	org, project, ok := strings.Cut(repo, "/")
 	if !ok || org == "" || project == "" || strings.Contains(project, "/") {
 		return nil, fmt.Errorf("latest release %q: repo is not org/project", repo)
 	}
 	path := "repos/" + url.PathEscape(org) + "/" + url.PathEscape(project) + "/releases/latest"
-	req, err := c.gh.NewRequest(http.MethodGet, path, nil)
+	req, err := gh.NewRequest(http.MethodGet, path, nil)
 	if err != nil {
 		return nil, fmt.Errorf("latest release %s: %w", repo, err)
 	}
@@ -266,38 +276,14 @@ func (c *Client) readRelease(repo string, resp *http.Response) (*release.Release
 	return rel, nil
 }
 
-// unsent classifies a request that got no answer from GitHub: go-github's
-// refusal to send while it knows a limit is spent, or a transport error.
+// unsent classifies a request that got no answer from GitHub: a transport
+// error, a timeout or a cancellation. (go-github's refusal to send while it
+// remembers a spent limit cannot happen: each request has a fresh client.)
 func (c *Client) unsent(repo string, err error) release.Answer {
-	var primary *gogithub.RateLimitError
-	var secondary *gogithub.AbuseRateLimitError
-	switch {
-	case errors.As(err, &primary):
-		reset := primary.Rate.Reset.Time.UTC()
-		return release.Answer{
-			Outcome:   release.RateLimited,
-			RetryAt:   reset,
-			Remaining: primary.Rate.Remaining,
-			Reset:     reset,
-			Err: fmt.Errorf("latest release %s: not sent: the rate limit is spent until %s",
-				repo, reset.Format(time.RFC3339)),
-		}
-	case errors.As(err, &secondary):
-		var at time.Time
-		if secondary.RetryAfter != nil {
-			at = c.now().Add(*secondary.RetryAfter).UTC()
-		}
-		return release.Answer{
-			Outcome:   release.RateLimited,
-			RetryAt:   at,
-			Remaining: -1,
-			Err:       fmt.Errorf("latest release %s: not sent: the secondary rate limit is spent", repo),
-		}
-	case err == nil:
+	if err == nil {
 		return failed(fmt.Errorf("latest release %s: no answer", repo))
-	default:
-		return failed(fmt.Errorf("latest release %s: %w", repo, err))
 	}
+	return failed(fmt.Errorf("latest release %s: %w", repo, err))
 }
 
 // redact removes the token from err's message. The result does not wrap err,

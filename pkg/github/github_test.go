@@ -348,29 +348,46 @@ func TestLatestQuota(t *testing.T) {
 	}
 }
 
-// TestLatestRefusedWhileLimitSpent covers go-github's own bookkeeping: once it
-// has seen the limit spent it refuses to send, which is a rate limit too.
-func TestLatestRefusedWhileLimitSpent(t *testing.T) {
+// TestLatestKeepsNoRateLimitMemory checks that every request is sent and
+// classified by its own answer: go-github's habit of refusing to send until a
+// remembered reset would turn an answer with only x-ratelimit-reset into a
+// stop for every app, and would stretch a short Retry-After to the reset. The
+// fleet backoff is what remembers a rate limit.
+func TestLatestKeepsNoRateLimitMemory(t *testing.T) {
 	// go-github compares with the real clock, so the reset is a real future time.
 	reset := time.Now().Add(time.Hour).Truncate(time.Second).UTC()
+	resetOnly := http.Header{
+		"X-Ratelimit-Reset":     {strconv.FormatInt(reset.Unix(), 10)},
+		"X-Ratelimit-Remaining": nil,
+		"X-Ratelimit-Limit":     nil,
+	}
 	tests := []struct {
-		name      string
-		setup     func(gh *fakegithub.Server)
-		first     release.Outcome
-		wantRetry func(time.Time) bool
+		name  string
+		setup func(gh *fakegithub.Server)
+		first release.Outcome
 	}{
 		{"after a 403 rate limit", func(gh *fakegithub.Server) {
 			gh.Queue(repo, fakegithub.RateLimit(reset))
-		}, release.RateLimited, func(at time.Time) bool { return at.Equal(reset) }},
+		}, release.RateLimited},
+		{"after a 429 with a short Retry-After and a far reset", func(gh *fakegithub.Server) {
+			f := fakegithub.TooManyRequests("1")
+			f.Header.Set("X-Ratelimit-Remaining", "0")
+			f.Header.Set("X-Ratelimit-Reset", strconv.FormatInt(reset.Unix(), 10))
+			gh.Queue(repo, f)
+		}, release.RateLimited},
 		{"after a 200 that spent the last request", func(gh *fakegithub.Server) {
-			gh.SetQuota(fakegithub.Quota{Limit: 60, Remaining: 0, Reset: reset})
-		}, release.Fetched, func(at time.Time) bool { return at.Equal(reset) }},
+			gh.Queue(repo, fakegithub.Fault{Header: http.Header{"X-Ratelimit-Remaining": {"0"},
+				"X-Ratelimit-Reset": {strconv.FormatInt(reset.Unix(), 10)}}})
+		}, release.Fetched},
+		{"after a 500 with only x-ratelimit-reset", func(gh *fakegithub.Server) {
+			gh.Queue(repo, fakegithub.Fault{Status: http.StatusInternalServerError, Header: resetOnly})
+		}, release.Failed},
+		{"after a 403 with only x-ratelimit-reset", func(gh *fakegithub.Server) {
+			gh.Queue(repo, fakegithub.Fault{Status: http.StatusForbidden, Header: resetOnly})
+		}, release.Failed},
 		{"after a secondary rate limit", func(gh *fakegithub.Server) {
 			gh.Queue(repo, fakegithub.SecondaryRateLimit("3600"))
-		}, release.RateLimited, func(at time.Time) bool {
-			// go-github keeps the real time left; the client adds it to its clock.
-			return at.After(now.Add(50*time.Minute)) && !at.After(now.Add(time.Hour))
-		}},
+		}, release.RateLimited},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -382,18 +399,11 @@ func TestLatestRefusedWhileLimitSpent(t *testing.T) {
 			if a := c.Latest(context.Background(), app, ""); a.Outcome != tt.first {
 				t.Fatalf("first outcome = %v (err %v), want %v", a.Outcome, a.Err, tt.first)
 			}
-			a := c.Latest(context.Background(), app, "")
-			if a.Outcome != release.RateLimited {
-				t.Errorf("second outcome = %v (err %v), want rate limited", a.Outcome, a.Err)
+			if a := c.Latest(context.Background(), app, ""); a.Outcome != release.Fetched {
+				t.Errorf("second outcome = %v (err %v), want fetched", a.Outcome, a.Err)
 			}
-			if !tt.wantRetry(a.RetryAt) {
-				t.Errorf("second RetryAt = %v, reset %v", a.RetryAt, reset)
-			}
-			if !strings.Contains(errText(a.Err), "not sent") {
-				t.Errorf("second Err = %v, want it to say the request was not sent", a.Err)
-			}
-			if n := gh.Count(repo); n != 1 {
-				t.Errorf("the fake got %d requests, want 1: the second must not be sent", n)
+			if n := gh.Count(repo); n != 2 {
+				t.Errorf("the fake got %d requests, want 2: the second must be sent", n)
 			}
 		})
 	}

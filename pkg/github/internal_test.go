@@ -50,7 +50,7 @@ func TestRequestURL(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			req, err := c.newRequest("storytold/photocraft", "")
+			req, err := c.newRequest(c.gh(), "storytold/photocraft", "")
 			if err != nil {
 				t.Fatal(err)
 			}
