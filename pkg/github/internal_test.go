@@ -120,13 +120,13 @@ func TestCut(t *testing.T) {
 	}{
 		{"fits", "abc", 3, "abc"},
 		{"empty", "", 3, ""},
-		{"one over", "abcd", 3, "…"},
-		{"ascii", "abcdefgh", 6, "abc…"},
-		{"before a 2-byte character", "abéc", 4, "a…"},
-		{"never splits a 2-byte character", "aébcd", 5, "a…"},
-		{"keeps a whole 2-byte character", "aébcdef", 6, "aé…"},
-		{"never splits a 4-byte character", "a😀bc", 6, "a…"},
-		{"keeps a whole 4-byte character", "a😀bcde", 8, "a😀…"},
+		{"one over", "abcd", 3, "abc…"},
+		{"ascii", "abcdefgh", 6, "abcdef…"},
+		{"never splits a 2-byte character", "abéc", 2, "ab…"},
+		{"cut inside a 2-byte character", "abéc", 3, "ab…"},
+		{"keeps a whole 2-byte character", "abécd", 4, "abé…"},
+		{"never splits a 4-byte character", "a😀bc", 4, "a…"},
+		{"keeps a whole 4-byte character", "a😀bcde", 5, "a😀…"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -53,7 +53,7 @@ type ghAsset struct {
 //   - version is the tag without one leading "v" or "V";
 //   - name is cut to MaxName bytes, or is the tag when empty; notes are the
 //     body cut to MaxNotes bytes. A cut string keeps whole UTF-8 characters
-//     and ends in "…", which counts within the limit;
+//     and has "…" appended (3 bytes past the limit);
 //   - html_url is kept only under https://github.com/{repo}/releases/, else
 //     it becomes https://github.com/{repo}/releases/tag/{tag};
 //   - assets keep GitHub's order. An asset is dropped when its name is
@@ -123,12 +123,13 @@ func ParseRelease(repo string, body []byte) (*release.Release, error) {
 }
 
 // cut returns s when it fits in limit bytes, else its longest prefix of whole
-// characters that leaves room for the ellipsis, followed by it.
+// characters within limit bytes, followed by the ellipsis (github.md: "cut to
+// N bytes … and appends …").
 func cut(s string, limit int) string {
 	if len(s) <= limit {
 		return s
 	}
-	n := limit - len(ellipsis)
+	n := limit
 	for n > 0 && !utf8.RuneStart(s[n]) {
 		n--
 	}
@@ -149,34 +150,10 @@ func goodAssetName(name string) bool {
 }
 
 // underRepo reports whether u starts with https://github.com/{repo}{rest},
-// repo compared ignoring ASCII case.
+// exactly as github.md has it: a repository in another letter case is another
+// URL, and is not trusted.
 func underRepo(u, repo, rest string) bool {
-	u, ok := strings.CutPrefix(u, "https://github.com/")
-	if !ok || len(u) < len(repo) || !asciiEqualFold(u[:len(repo)], repo) {
-		return false
-	}
-	return strings.HasPrefix(u[len(repo):], rest)
-}
-
-// asciiEqualFold is strings.EqualFold for ASCII only: Unicode folding would
-// let "K" (U+212A KELVIN SIGN) stand for "k".
-func asciiEqualFold(a, b string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range len(a) {
-		x, y := a[i], b[i]
-		if 'A' <= x && x <= 'Z' {
-			x += 'a' - 'A'
-		}
-		if 'A' <= y && y <= 'Z' {
-			y += 'a' - 'A'
-		}
-		if x != y {
-			return false
-		}
-	}
-	return true
+	return strings.HasPrefix(u, "https://github.com/"+repo+rest)
 }
 
 // sha256Of reads a digest "sha256:<64 hex digits>" into lowercase hex, or nil.

@@ -177,24 +177,24 @@ func TestParseReleaseFields(t *testing.T) {
 		{"name empty is the tag", map[string]any{"name": ""}, name, "v1.2.3"},
 		{"name null is the tag", map[string]any{"name": json.RawMessage("null")}, name, "v1.2.3"},
 		{"name of 200 bytes kept", map[string]any{"name": long("n", 200)}, name, long("n", 200)},
-		{"name of 201 bytes cut", map[string]any{"name": long("n", 201)}, name, long("n", 197) + "…"},
-		{"name cut before a split character", map[string]any{"name": long("n", 196) + long("é", 10)}, name,
-			long("n", 196) + "…"},
-		{"name cut after a whole character", map[string]any{"name": long("n", 195) + long("é", 10)}, name,
-			long("n", 195) + "é" + "…"},
+		{"name of 201 bytes cut", map[string]any{"name": long("n", 201)}, name, long("n", 200) + "…"},
+		{"name cut before a split character", map[string]any{"name": long("n", 199) + long("é", 10)}, name,
+			long("n", 199) + "…"},
+		{"name cut after a whole character", map[string]any{"name": long("n", 198) + long("é", 10)}, name,
+			long("n", 198) + "é" + "…"},
 
 		{"notes missing", nil, notes, ""},
 		{"notes null", map[string]any{"body": json.RawMessage("null")}, notes, ""},
 		{"notes kept", map[string]any{"body": "## Fixed\n* things"}, notes, "## Fixed\n* things"},
 		{"notes of 64 KiB kept", map[string]any{"body": long("b", 65536)}, notes, long("b", 65536)},
-		{"notes over 64 KiB cut", map[string]any{"body": long("b", 65537)}, notes, long("b", 65533) + "…"},
-		{"notes cut in a 4-byte character", map[string]any{"body": long("b", 65532) + long("😀", 2)}, notes,
-			long("b", 65532) + "…"},
+		{"notes over 64 KiB cut", map[string]any{"body": long("b", 65537)}, notes, long("b", 65536) + "…"},
+		{"notes cut in a 4-byte character", map[string]any{"body": long("b", 65534) + long("😀", 2)}, notes,
+			long("b", 65534) + "…"},
 
 		{"html_url kept", map[string]any{"html_url": "https://github.com/" + repo + "/releases/tag/v1.2.3"},
 			htmlURL, "https://github.com/" + repo + "/releases/tag/v1.2.3"},
-		{"html_url in another case kept", map[string]any{"html_url": "https://github.com/StoryTold/PhotoCraft/releases/tag/v1.2.3"},
-			htmlURL, "https://github.com/StoryTold/PhotoCraft/releases/tag/v1.2.3"},
+		{"html_url in another case replaced", map[string]any{"html_url": "https://github.com/StoryTold/PhotoCraft/releases/tag/v1.2.3"},
+			htmlURL, "https://github.com/" + repo + "/releases/tag/v1.2.3"},
 		{"html_url missing replaced", nil, htmlURL, "https://github.com/" + repo + "/releases/tag/v1.2.3"},
 		{"html_url of another repo replaced", map[string]any{"html_url": "https://github.com/evil/photocraft/releases/tag/v1.2.3"},
 			htmlURL, "https://github.com/" + repo + "/releases/tag/v1.2.3"},
@@ -270,7 +270,7 @@ func TestParseReleaseAssetFilters(t *testing.T) {
 		{"url missing", map[string]any{"browser_download_url": nil}, false},
 		{"url of another repo", map[string]any{"browser_download_url": "https://github.com/evil/photocraft/releases/download/v1/a.msi"}, false},
 		{"url of a repo with the same prefix", map[string]any{"browser_download_url": "https://github.com/" + repo + "-x/releases/download/v1/a.msi"}, false},
-		{"url in another case", map[string]any{"browser_download_url": "https://github.com/Storytold/PHOTOCRAFT/releases/download/v1/a.msi"}, true},
+		{"url in another case", map[string]any{"browser_download_url": "https://github.com/Storytold/PHOTOCRAFT/releases/download/v1/a.msi"}, false},
 		{"url over http", map[string]any{"browser_download_url": "http://github.com/" + repo + "/releases/download/v1/a.msi"}, false},
 		{"url on another host", map[string]any{"browser_download_url": "https://objects.example.com/" + repo + "/releases/download/v1/a.msi"}, false},
 		{"url of a tag page", map[string]any{"browser_download_url": "https://github.com/" + repo + "/releases/tag/v1.2.3"}, false},
@@ -430,11 +430,11 @@ func checkRelease(t testing.TB, repo string, r *release.Release) {
 	if v := r.Version; v != r.Tag && "v"+v != r.Tag && "V"+v != r.Tag {
 		t.Errorf("version %q of tag %q", v, r.Tag)
 	}
-	if r.Name == "" || len(r.Name) > github.MaxName || !utf8.ValidString(r.Name) {
+	if r.Name == "" || len(r.Name) > github.MaxName+len("…") || !utf8.ValidString(r.Name) {
 		t.Errorf("name %q: empty, over %d bytes or not UTF-8", r.Name, github.MaxName)
 	}
-	if len(r.NotesMarkdown) > github.MaxNotes || !utf8.ValidString(r.NotesMarkdown) {
-		t.Errorf("notes of %d bytes: over %d or not UTF-8", len(r.NotesMarkdown), github.MaxNotes)
+	if len(r.NotesMarkdown) > github.MaxNotes+len("…") || !utf8.ValidString(r.NotesMarkdown) {
+		t.Errorf("notes of %d bytes: over %d and the ellipsis, or not UTF-8", len(r.NotesMarkdown), github.MaxNotes)
 	}
 	if !hasRepoPrefix(r.HTMLURL, repo, "/releases/") {
 		t.Errorf("html_url %q not under the repo's releases", r.HTMLURL)
