@@ -99,6 +99,10 @@ func TestRoutes(t *testing.T) {
 			if tt.method == "HEAD" && rec.Body.Len() != 0 {
 				t.Errorf("HEAD body: got %q, want none", rec.Body.String())
 			}
+			// wire.md: Vary on every answer of the endpoint, errors included.
+			if got := rec.Header().Get("Vary"); tt.path == ReleaseInfoPath && got != "Accept-Encoding" {
+				t.Errorf("Vary: got %q, want Accept-Encoding", got)
+			}
 		})
 	}
 }

@@ -97,5 +97,9 @@ func (s *Server) handleError(err error, c echo.Context) {
 			zap.String("path", c.Request().URL.Path),
 			zap.Error(err))
 	}
+	// wire.md: Vary on every answer of the endpoint, a 405 included.
+	if c.Request().URL.Path == ReleaseInfoPath {
+		c.Response().Header().Set(echo.HeaderVary, echo.HeaderAcceptEncoding)
+	}
 	s.echo.DefaultHTTPErrorHandler(err, c)
 }
