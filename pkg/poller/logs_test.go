@@ -139,3 +139,32 @@ func TestGitHubWarnings(t *testing.T) {
 		})
 	}
 }
+
+// TestRedisAwayCountsTheFailingCall checks that an outage is counted from the
+// start of its first failing call, which may have waited out its whole
+// timeout, not from when the failure came back.
+func TestRedisAwayCountsTheFailingCall(t *testing.T) {
+	const timeout = 5 * time.Second
+	h := newHarness(t, []string{"a"}, newFleet(), true)
+	h.source.script = map[string]release.Answer{"a": fetched("v1", "e1")}
+	h.fleet.setErr("Load", errors.New("i/o timeout"))
+	h.fleet.during = func(_ *fakeFleet, op, _ string) {
+		if op == "Load" {
+			h.clock.mu.Lock()
+			h.clock.now = h.clock.now.Add(timeout) // the call hangs until its deadline
+			h.clock.mu.Unlock()
+		}
+	}
+	h.p.Tick(context.Background()) // fails 0 s…5 s
+	h.fleet.setErr("Load", nil)
+	h.clock.set(t, t0.Add(30*time.Second))
+	h.p.Tick(context.Background()) // works at 30 s…35 s
+
+	var got []time.Duration
+	for _, e := range h.logs.FilterMessage("redis is back").All() {
+		got = append(got, e.ContextMap()["away"].(time.Duration))
+	}
+	if want := []time.Duration{35 * time.Second}; !slices.Equal(got, want) {
+		t.Errorf("redis is back with away %v, want %v", got, want)
+	}
+}

@@ -241,8 +241,11 @@ func (p *Poller) Run(ctx context.Context) error {
 		return nil
 	}
 	for {
+		start := p.clock.Now()
 		p.Tick(ctx)
-		if !p.sleep(ctx, p.timing.TickDelay(p.rand())) {
+		// Ticks are TICK ±10 % apart from start to start: a round's spacing,
+		// GitHub's answers and Redis timeouts do not stretch the period.
+		if !p.sleep(ctx, max(0, p.timing.TickDelay(p.rand())-p.clock.Now().Sub(start))) {
 			return nil
 		}
 	}
@@ -288,8 +291,9 @@ func (p *Poller) Tick(ctx context.Context) {
 		if next.Trouble != p.backoff.Trouble || !next.Until.Equal(p.backoff.Until) {
 			p.backoff = next
 			if r.mode == Coordinated {
+				start := p.clock.Now()
 				if err := p.fleet.PutBackoff(ctx, next); err != nil {
-					p.redisDown(ctx, OpPutBackoff, err)
+					p.redisDown(ctx, OpPutBackoff, err, start)
 					r.mode = Standalone
 				} else {
 					p.redisUp()
@@ -297,12 +301,7 @@ func (p *Poller) Tick(ctx context.Context) {
 			}
 		}
 	}
-	// A tick with nothing due is routine: people read the rounds that asked.
-	level := zap.InfoLevel
-	if r.sum == (schedule.Round{}) {
-		level = zap.DebugLevel
-	}
-	p.log.Log(level, "poll round",
+	p.log.Info("poll round",
 		zap.String("mode", string(r.mode)),
 		zap.Int("fetched", r.sum.Fetched),
 		zap.Int("unchanged", r.sum.Unchanged),
@@ -399,9 +398,10 @@ func (p *Poller) visit(ctx context.Context, app release.App, r *round) (stop boo
 // reports whether to ask GitHub about app, and whether the round must stop.
 // A Redis error makes the rest of the round standalone, and app is still asked.
 func (p *Poller) recheck(ctx context.Context, key string, r *round) (ask, stop bool) {
+	start := p.clock.Now()
 	shared, b, err := p.fleet.LoadApp(ctx, key)
 	if err != nil {
-		p.redisDown(ctx, OpLoadApp, err)
+		p.redisDown(ctx, OpLoadApp, err, start)
 		r.mode = Standalone
 		return true, false
 	}
@@ -418,7 +418,7 @@ func (p *Poller) recheck(ctx context.Context, key string, r *round) (ask, stop b
 	}
 	won, err := p.fleet.Claim(ctx, key, now, p.timing.ClaimWindow())
 	if err != nil {
-		p.redisDown(ctx, OpClaim, err)
+		p.redisDown(ctx, OpClaim, err, now)
 		r.mode = Standalone
 		return true, false
 	}
@@ -442,9 +442,10 @@ func (p *Poller) share(ctx context.Context, key string, o release.Outcome, e rel
 	case release.NotModified:
 		put, op = p.fleet.PutNotModified, OpPutNotModified
 	}
+	start := p.clock.Now()
 	written, err := put(ctx, key, e)
 	if err != nil {
-		p.redisDown(ctx, op, err)
+		p.redisDown(ctx, op, err, start)
 		r.mode = Standalone
 		return
 	}
@@ -458,9 +459,10 @@ func (p *Poller) share(ctx context.Context, key string, o release.Outcome, e rel
 // load merges every app's shared entry into memory and takes the fleet's
 // backoff as ours. It reports whether the read worked.
 func (p *Poller) load(ctx context.Context) bool {
+	start := p.clock.Now()
 	shared, b, err := p.fleet.Load(ctx, p.keys)
 	if err != nil {
-		p.redisDown(ctx, OpLoad, err)
+		p.redisDown(ctx, OpLoad, err, start)
 		return false
 	}
 	p.redisUp()
@@ -490,16 +492,18 @@ func (p *Poller) update(key string, e release.Entry) {
 	}
 }
 
-// redisDown notes a Redis failure of op, warning once per warnEvery while it
-// lasts. Errors caused by our own cancellation are not an outage.
-func (p *Poller) redisDown(ctx context.Context, op Op, err error) {
+// redisDown notes a Redis failure of op, a call that started at start,
+// warning once per warnEvery while it lasts. The outage is counted from the
+// start of its first failing call, which may have waited out its timeout.
+// Errors caused by our own cancellation are not an outage.
+func (p *Poller) redisDown(ctx context.Context, op Op, err error, start time.Time) {
 	if ctx.Err() != nil {
 		return
 	}
 	p.obs.RedisError(op)
 	now := p.clock.Now()
 	if p.downSince.IsZero() {
-		p.downSince = now
+		p.downSince = start
 	}
 	if !p.warnedAt.IsZero() && now.Sub(p.warnedAt) < warnEvery {
 		return

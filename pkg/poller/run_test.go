@@ -217,7 +217,8 @@ func TestRunCancel(t *testing.T) {
 	}{
 		{name: "during the start-up jitter", fire: 0, parked: 15 * time.Second},
 		{name: "during the spacing of a round", fire: 1, parked: time.Second, asked: []string{"a"}},
-		{name: "between two ticks", fire: 2, parked: 30 * time.Second, asked: []string{"a", "b"}},
+		// 30 s from the tick's start, of which the round's spacing took 1 s.
+		{name: "between two ticks", fire: 2, parked: 29 * time.Second, asked: []string{"a", "b"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
