@@ -24,13 +24,54 @@ local function millis(s)
   return nil
 end
 
--- The JSON types decodeRelease accepts for the fields of a release. Go is
--- stricter still (it checks every asset and the time format); what this
--- service writes passes both.
+-- The JSON types decodeRelease accepts for the fields of a release, of an
+-- asset and of a platform (nil: the field may also be absent or null).
 local kinds = {
   tag = 'string', version = 'string', name = 'string', published_at = 'string',
   html_url = 'string', prerelease = 'boolean', notes_markdown = 'string', assets = 'table',
 }
+local asset_kinds = {
+  name = 'string', size_bytes = 'number', download_url = 'string', sha256 = 'string', platform = 'table',
+}
+local platform_kinds = { os = 'string', arch = 'string', package_type = 'string' }
+
+local function typed(t, want)
+  if type(t) ~= 'table' then
+    return false
+  end
+  for field, kind in pairs(want) do
+    local v = t[field]
+    if v ~= nil and v ~= cjson.null and type(v) ~= kind then
+      return false
+    end
+  end
+  return true
+end
+
+-- An RFC 3339 time as Go's time.Parse reads it: date, T, time, an optional
+-- fraction, then Z or an offset.
+local function rfc3339(s)
+  local rest = s:match('^%d%d%d%d%-%d%d%-%d%dT%d%d:%d%d:%d%d(.*)$')
+  if rest == nil then
+    return false
+  end
+  rest = rest:gsub('^%.%d+', '', 1)
+  return rest == 'Z' or rest:find('^[+-]%d%d:%d%d$') ~= nil
+end
+
+local function readable_asset(a)
+  if a == cjson.null then
+    return true -- Go decodes a null asset as an empty one
+  end
+  if not typed(a, asset_kinds) then
+    return false
+  end
+  -- size_bytes decodes into an integer.
+  if type(a.size_bytes) == 'number' and a.size_bytes ~= math.floor(a.size_bytes) then
+    return false
+  end
+  return a.platform == nil or a.platform == cjson.null or typed(a.platform, platform_kinds)
+end
 
 local function readable_release(s)
   if type(s) ~= 'string' then
@@ -43,13 +84,24 @@ local function readable_release(s)
   if r == cjson.null then
     return true
   end
-  if type(r) ~= 'table' or type(r.tag) ~= 'string' or r.tag == '' then
+  if not typed(r, kinds) or type(r.tag) ~= 'string' or r.tag == '' then
     return false
   end
-  for field, want in pairs(kinds) do
-    local v = r[field]
-    if v ~= nil and v ~= cjson.null and type(v) ~= want then
-      return false
+  if type(r.published_at) == 'string' and not rfc3339(r.published_at) then
+    return false
+  end
+  if type(r.assets) == 'table' then
+    -- An array, not an object: every key 1..n (cjson reads [] and {} alike).
+    local n = #r.assets
+    for k in pairs(r.assets) do
+      if type(k) ~= 'number' or k < 1 or k > n then
+        return false
+      end
+    end
+    for i = 1, n do
+      if not readable_asset(r.assets[i]) then
+        return false
+      end
     end
   end
   return true
