@@ -81,11 +81,11 @@ func LoadAPI(getenv func(string) string) (API, []string, error) {
 	parseErr := parse(&raw, getenv)
 	var c checker
 	a := API{
-		Shared:          raw.Shared.check(&c),
-		HTTPAddr:        raw.HTTPAddr,
-		HydrateTimeout:  time.Duration(raw.HydrateTimeout),
-		ShutdownTimeout: time.Duration(raw.ShutdownTimeout),
+		Shared:   raw.Shared.check(&c),
+		HTTPAddr: raw.HTTPAddr,
 	}
+	a.HydrateTimeout = c.atLeast("CRAFT_APPS_HYDRATE_TIMEOUT_SECS", time.Duration(raw.HydrateTimeout), 0, time.Second, "")
+	a.ShutdownTimeout = c.atLeast("SHUTDOWN_TIMEOUT_SECS", time.Duration(raw.ShutdownTimeout), 0, time.Second, "")
 	a.Polling = raw.Polling.check(&c, a.GitHubAPIURL)
 	c.checkAddr(a.HTTPAddr)
 	if err := errors.Join(parseErr, c.err()); err != nil {
@@ -105,7 +105,7 @@ func LoadPoller(getenv func(string) string) (Poller, []string, error) {
 	p := Poller{
 		Shared:          raw.Shared.check(&c),
 		HTTPAddr:        raw.HTTPAddr,
-		ShutdownTimeout: time.Duration(raw.ShutdownTimeout),
+		ShutdownTimeout: c.atLeast("SHUTDOWN_TIMEOUT_SECS", time.Duration(raw.ShutdownTimeout), 0, time.Second, ""),
 	}
 	p.Polling = raw.Polling.check(&c, p.GitHubAPIURL)
 	c.checkAddr(p.HTTPAddr)
@@ -252,8 +252,8 @@ func (r pollingEnv) check(c *checker, apiURL string) Polling {
 		PollingEnabled:      bool(r.PollingEnabled),
 		CoordinationEnabled: bool(r.CoordinationEnabled),
 		GitHubToken:         Secret(r.GitHubToken), // parse trimmed it: blank is no token
-		StartupJitter:       time.Duration(r.StartupJitter),
-		RequestSpacing:      time.Duration(r.RequestSpacing),
+		StartupJitter:       c.atLeast("CRAFT_APPS_RELEASE_STARTUP_JITTER_SECS", time.Duration(r.StartupJitter), 0, time.Second, ""),
+		RequestSpacing:      c.atLeast("CRAFT_APPS_RELEASE_REQUEST_SPACING_MS", time.Duration(r.RequestSpacing), 0, time.Millisecond, ""),
 	}
 	// The minimum protects GitHub's quota (60 requests an hour per IP
 	// without a token, 304s included); another API URL is a GitHub

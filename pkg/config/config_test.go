@@ -412,30 +412,20 @@ func TestLoadBad(t *testing.T) {
 			[]string{`CRAFT_APPS_RELEASE_POLL_INTERVAL_SECS: "abc" is not a whole number`}},
 		{"interval with a unit", map[string]string{"CRAFT_APPS_RELEASE_POLL_INTERVAL_SECS": "120s"},
 			[]string{`CRAFT_APPS_RELEASE_POLL_INTERVAL_SECS: "120s" is not a whole number`}},
-		{"interval negative", map[string]string{"CRAFT_APPS_RELEASE_POLL_INTERVAL_SECS": "-5"},
-			[]string{`CRAFT_APPS_RELEASE_POLL_INTERVAL_SECS: "-5" is negative`}},
 		{"interval hugely negative", map[string]string{"CRAFT_APPS_RELEASE_POLL_INTERVAL_SECS": "-99999999999999999999"},
-			[]string{`CRAFT_APPS_RELEASE_POLL_INTERVAL_SECS: "-99999999999999999999" is negative`}},
+			[]string{`CRAFT_APPS_RELEASE_POLL_INTERVAL_SECS: "-99999999999999999999" is out of range`}},
 		{"interval beyond a duration", map[string]string{"CRAFT_APPS_RELEASE_POLL_INTERVAL_SECS": "9223372037"},
 			[]string{`CRAFT_APPS_RELEASE_POLL_INTERVAL_SECS: "9223372037" is too large`}},
 		{"interval beyond int64", map[string]string{"CRAFT_APPS_RELEASE_POLL_INTERVAL_SECS": "99999999999999999999"},
 			[]string{`CRAFT_APPS_RELEASE_POLL_INTERVAL_SECS: "99999999999999999999" is too large`}},
-		{"max backoff negative", map[string]string{"CRAFT_APPS_RELEASE_MAX_BACKOFF_SECS": "-1"},
-			[]string{`CRAFT_APPS_RELEASE_MAX_BACKOFF_SECS: "-1" is negative`}},
 		{"max backoff fraction", map[string]string{"CRAFT_APPS_RELEASE_MAX_BACKOFF_SECS": "1.5"},
 			[]string{`CRAFT_APPS_RELEASE_MAX_BACKOFF_SECS: "1.5" is not a whole number`}},
 		{"startup jitter", map[string]string{"CRAFT_APPS_RELEASE_STARTUP_JITTER_SECS": "soon"},
 			[]string{`CRAFT_APPS_RELEASE_STARTUP_JITTER_SECS: "soon" is not a whole number`}},
-		{"startup jitter negative", map[string]string{"CRAFT_APPS_RELEASE_STARTUP_JITTER_SECS": "-30"},
-			[]string{`CRAFT_APPS_RELEASE_STARTUP_JITTER_SECS: "-30" is negative`}},
 		{"tick", map[string]string{"CRAFT_APPS_RELEASE_TICK_SECS": "abc"},
 			[]string{`CRAFT_APPS_RELEASE_TICK_SECS: "abc" is not a whole number`}},
-		{"tick negative", map[string]string{"CRAFT_APPS_RELEASE_TICK_SECS": "-1"},
-			[]string{`CRAFT_APPS_RELEASE_TICK_SECS: "-1" is negative`}},
 		{"request spacing", map[string]string{"CRAFT_APPS_RELEASE_REQUEST_SPACING_MS": "1e3"},
 			[]string{`CRAFT_APPS_RELEASE_REQUEST_SPACING_MS: "1e3" is not a whole number`}},
-		{"request spacing negative", map[string]string{"CRAFT_APPS_RELEASE_REQUEST_SPACING_MS": "-1000"},
-			[]string{`CRAFT_APPS_RELEASE_REQUEST_SPACING_MS: "-1000" is negative`}},
 		{"request spacing beyond a duration", map[string]string{"CRAFT_APPS_RELEASE_REQUEST_SPACING_MS": "9223372036855"},
 			[]string{`CRAFT_APPS_RELEASE_REQUEST_SPACING_MS: "9223372036855" is too large`}},
 		{"every wrong variable at once", map[string]string{
@@ -483,7 +473,6 @@ func TestLoadAPIOnly(t *testing.T) {
 		{"hydrate timeout", map[string]string{"CRAFT_APPS_HYDRATE_TIMEOUT_SECS": "3"}, func(a *config.API) { a.HydrateTimeout = 3 * time.Second }, ""},
 		{"no hydrate timeout", map[string]string{"CRAFT_APPS_HYDRATE_TIMEOUT_SECS": "0"}, func(a *config.API) { a.HydrateTimeout = 0 }, ""},
 		{"hydrate timeout bad", map[string]string{"CRAFT_APPS_HYDRATE_TIMEOUT_SECS": "ten"}, nil, `CRAFT_APPS_HYDRATE_TIMEOUT_SECS: "ten" is not a whole number`},
-		{"hydrate timeout negative", map[string]string{"CRAFT_APPS_HYDRATE_TIMEOUT_SECS": "-10"}, nil, `CRAFT_APPS_HYDRATE_TIMEOUT_SECS: "-10" is negative`},
 		{"shutdown timeout", map[string]string{"SHUTDOWN_TIMEOUT_SECS": "30"}, func(a *config.API) { a.ShutdownTimeout = 30 * time.Second }, ""},
 		{"shutdown timeout bad", map[string]string{"SHUTDOWN_TIMEOUT_SECS": "15s"}, nil, `SHUTDOWN_TIMEOUT_SECS: "15s" is not a whole number`},
 		{"redis without coordination", map[string]string{"REDIS_URL": "redis://127.0.0.1:6379", "CRAFT_APPS_RELEASE_COORDINATION_ENABLED": "false"},
@@ -524,7 +513,7 @@ func TestLoadPollerOnly(t *testing.T) {
 		{"http addr", map[string]string{"REDIS_URL": redis, "HTTP_ADDR": ":9191"}, func(p *config.Poller) { p.HTTPAddr = ":9191" }, nil},
 		{"http addr bad", map[string]string{"REDIS_URL": redis, "HTTP_ADDR": "9090"}, nil, []string{`HTTP_ADDR: "9090" is not host:port`}},
 		{"shutdown timeout", map[string]string{"REDIS_URL": redis, "SHUTDOWN_TIMEOUT_SECS": "5"}, func(p *config.Poller) { p.ShutdownTimeout = 5 * time.Second }, nil},
-		{"shutdown timeout bad", map[string]string{"REDIS_URL": redis, "SHUTDOWN_TIMEOUT_SECS": "-5"}, nil, []string{`SHUTDOWN_TIMEOUT_SECS: "-5" is negative`}},
+		{"shutdown timeout bad", map[string]string{"REDIS_URL": redis, "SHUTDOWN_TIMEOUT_SECS": "5s"}, nil, []string{`SHUTDOWN_TIMEOUT_SECS: "5s" is not a whole number`}},
 		{"no redis while coordinated", map[string]string{}, nil, []string{"REDIS_URL: empty", "CRAFT_APPS_RELEASE_COORDINATION_ENABLED=false"}},
 		{"blank redis while coordinated", map[string]string{"REDIS_URL": "  "}, nil, []string{"REDIS_URL: empty"}},
 		{"no redis without coordination", map[string]string{"CRAFT_APPS_RELEASE_COORDINATION_ENABLED": "false"},
@@ -642,5 +631,37 @@ func TestTiming(t *testing.T) {
 	}
 	if got := p.Timing(); got != want {
 		t.Errorf("Timing() = %+v, want %+v", got, want)
+	}
+}
+
+// TestLoadRaisesNegatives checks config.md's rule for a value below its
+// minimum, a negative one included: raised to the minimum with one warning.
+func TestLoadRaisesNegatives(t *testing.T) {
+	tests := []struct {
+		name, value string
+		got         func(config.API) time.Duration
+		want        time.Duration
+	}{
+		{"CRAFT_APPS_RELEASE_POLL_INTERVAL_SECS", "-5", func(a config.API) time.Duration { return a.PollInterval }, 300 * time.Second},
+		{"CRAFT_APPS_RELEASE_MAX_BACKOFF_SECS", "-1", func(a config.API) time.Duration { return a.MaxBackoff }, 1800 * time.Second},
+		{"CRAFT_APPS_RELEASE_TICK_SECS", "-1", func(a config.API) time.Duration { return a.Tick }, time.Second},
+		{"CRAFT_APPS_RELEASE_STARTUP_JITTER_SECS", "-30", func(a config.API) time.Duration { return a.StartupJitter }, 0},
+		{"CRAFT_APPS_RELEASE_REQUEST_SPACING_MS", "-1000", func(a config.API) time.Duration { return a.RequestSpacing }, 0},
+		{"CRAFT_APPS_HYDRATE_TIMEOUT_SECS", "-10", func(a config.API) time.Duration { return a.HydrateTimeout }, 0},
+		{"SHUTDOWN_TIMEOUT_SECS", "-5", func(a config.API) time.Duration { return a.ShutdownTimeout }, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a, warnings, err := config.LoadAPI(func(k string) string { return map[string]string{tt.name: tt.value}[k] })
+			if err != nil {
+				t.Fatalf("LoadAPI: %v, want the value raised", err)
+			}
+			if got := tt.got(a); got != tt.want {
+				t.Errorf("got %v, want %v", got, tt.want)
+			}
+			if len(warnings) != 1 || !strings.HasPrefix(warnings[0], tt.name+"="+tt.value+" is below the minimum") {
+				t.Errorf("warnings %q, want one about %s", warnings, tt.name)
+			}
+		})
 	}
 }

@@ -48,16 +48,8 @@ func LoadMySQL(getenv func(string) string) (MySQL, []string, error) {
 
 func (r mysqlEnv) check(c *checker) MySQL {
 	m := MySQL{
-		MaxConns: int(r.MySQLMaxConns),
-		Replicas: int(r.MySQLReplicas),
-	}
-	if m.MaxConns < 1 {
-		c.warnings = append(c.warnings, "MYSQL_MAX_CONNECTIONS=0 is below the minimum 1: using 1")
-		m.MaxConns = 1
-	}
-	if m.Replicas < 1 {
-		c.warnings = append(c.warnings, "MYSQL_POLLER_REPLICAS=0 is below the minimum 1: using 1")
-		m.Replicas = 1
+		MaxConns: int(c.atLeast("MYSQL_MAX_CONNECTIONS", time.Duration(r.MySQLMaxConns), 1, 1, "")),
+		Replicas: int(c.atLeast("MYSQL_POLLER_REPLICAS", time.Duration(r.MySQLReplicas), 1, 1, "")),
 	}
 	m.MaxLifetime = c.atLeast("MYSQL_MAX_LIFETIME_SECONDS", time.Duration(r.MySQLMaxLifetime), time.Second, time.Second, "")
 	m.QueryTimeout = c.atLeast("MYSQL_QUERY_TIMEOUT_SECS", time.Duration(r.MySQLQueryTimeout), time.Second, time.Second, "")

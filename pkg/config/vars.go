@@ -83,7 +83,8 @@ func (b *boolean) UnmarshalText(text []byte) error {
 	return nil
 }
 
-// count is a variable holding a whole, non-negative number.
+// count is a variable holding a whole number. A negative one is kept for the
+// checks to raise to the minimum with a warning, as for any value below it.
 type count int
 
 func (n *count) UnmarshalText(text []byte) error {
@@ -91,11 +92,14 @@ func (n *count) UnmarshalText(text []byte) error {
 	if err == nil && int64(d) > math.MaxInt32 {
 		return fmt.Errorf("%q is too large (at most %d)", text, math.MaxInt32)
 	}
+	if err == nil && int64(d) < math.MinInt32 {
+		return fmt.Errorf("%q is out of range", text)
+	}
 	*n = count(d)
 	return err
 }
 
-// seconds is a variable holding a whole, non-negative number of seconds.
+// seconds is a variable holding a whole number of seconds.
 type seconds time.Duration
 
 func (s *seconds) UnmarshalText(text []byte) error {
@@ -104,7 +108,7 @@ func (s *seconds) UnmarshalText(text []byte) error {
 	return err
 }
 
-// millis is a variable holding a whole, non-negative number of milliseconds.
+// millis is a variable holding a whole number of milliseconds.
 type millis time.Duration
 
 func (m *millis) UnmarshalText(text []byte) error {
@@ -114,13 +118,14 @@ func (m *millis) UnmarshalText(text []byte) error {
 }
 
 // wholeNumber parses s as a count of unit, refusing what a time.Duration
-// cannot hold.
+// cannot hold. A negative count parses: it is below every minimum, and the
+// checks raise it with a warning (config.md).
 func wholeNumber(s string, unit time.Duration) (time.Duration, error) {
 	limit := int64(math.MaxInt64 / unit)
 	n, err := strconv.ParseInt(s, 10, 64)
 	switch {
-	case errors.Is(err, strconv.ErrRange) && strings.HasPrefix(s, "-"), err == nil && n < 0:
-		return 0, fmt.Errorf("%q is negative", s)
+	case errors.Is(err, strconv.ErrRange) && strings.HasPrefix(s, "-"), err == nil && n < -limit:
+		return 0, fmt.Errorf("%q is out of range", s)
 	case errors.Is(err, strconv.ErrRange), err == nil && n > limit:
 		return 0, fmt.Errorf("%q is too large (at most %d)", s, limit)
 	case err != nil:
