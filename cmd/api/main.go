@@ -133,8 +133,10 @@ func feeder(cfg config.API, snap *snapshot.Snapshot, gate *api.Gate, log *zap.Lo
 		reg.MustRegister(metrics.NewAPI(snap, h))
 		log.Info("mode", zap.String("mode", "split"))
 		return func(ctx context.Context) error {
-			go openWhenLoaded(ctx, gate, h.Loaded(), cfg.HydrateTimeout, log)
-			return h.Run(ctx)
+			var g errgroup.Group
+			g.Go(func() error { openWhenLoaded(ctx, gate, h.Loaded(), cfg.HydrateTimeout, log); return nil })
+			g.Go(func() error { return h.Run(ctx) })
+			return g.Wait()
 		}, nil
 	}
 	reg.MustRegister(metrics.NewAPI(snap, nil))

@@ -114,21 +114,13 @@ func newServer(log *zap.Logger, obs Observer) *Server {
 // ServeHTTP answers one request.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.echo.ServeHTTP(w, r) }
 
-// ListenAndServe listens on the TCP address addr and then behaves as Serve.
-func (s *Server) ListenAndServe(ctx context.Context, addr string, shutdownTimeout time.Duration) error {
-	ln, err := new(net.ListenConfig).Listen(ctx, "tcp", addr)
-	if err != nil {
-		return fmt.Errorf("listen %s: %w", addr, err)
-	}
-	return s.Serve(ctx, ln, shutdownTimeout)
-}
-
 // Serve answers HTTP requests on ln until ctx is done, then shuts down
 // gracefully: it stops accepting, closes idle connections, and waits at most
 // shutdownTimeout for the requests in flight before closing what is left.
 // It closes ln. It returns nil after a graceful shutdown, and an error when
 // serving failed or requests were still running at the deadline. Callers
-// close the readiness Gate first, so that load balancers stop sending traffic.
+// behind a load balancer close the readiness Gate a moment before ctx ends,
+// so that the balancer sees the 503 and stops sending traffic.
 func (s *Server) Serve(ctx context.Context, ln net.Listener, shutdownTimeout time.Duration) error {
 	srv := &http.Server{
 		Handler:           s,

@@ -303,23 +303,3 @@ func TestServeShutdownDeadline(t *testing.T) {
 	}
 }
 
-func TestListenAndServe(t *testing.T) {
-	ctx, cancel := context.WithCancel(t.Context())
-	cancel()
-	tests := []struct {
-		name    string
-		addr    string
-		wantErr bool
-	}{
-		{"bad address", "127.0.0.1:http-alt-nope", true},
-		{"cancelled context", "127.0.0.1:0", false},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			err := NewHealth(new(Gate), zap.NewNop(), Options{}).ListenAndServe(ctx, tt.addr, time.Second)
-			if (err != nil) != tt.wantErr {
-				t.Errorf("ListenAndServe(%s): got %v, want error %v", tt.addr, err, tt.wantErr)
-			}
-		})
-	}
-}

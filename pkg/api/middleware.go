@@ -95,7 +95,7 @@ func (s *Server) handleError(err error, c echo.Context) {
 		s.log.Error("request failed",
 			zap.String("method", c.Request().Method),
 			zap.String("path", c.Request().URL.Path),
-			zap.Error(err))
+			zap.NamedError("err", err))
 	}
 	// wire.md: Vary on every answer of the endpoint, a 405 included.
 	if c.Request().URL.Path == ReleaseInfoPath {

@@ -6,8 +6,14 @@ import (
 	"github.com/labstack/echo/v4"
 )
 
-// ReleaseInfoPath is the path of the endpoint launchers call.
-const ReleaseInfoPath = "/v1/craft_apps/release_info"
+// The paths the servers answer (wire.md, "Other endpoints"). The Kubernetes
+// manifests' probes and scrape settings are checked against them.
+const (
+	ReleaseInfoPath = "/v1/craft_apps/release_info" // the endpoint launchers call
+	HealthzPath     = "/healthz"                    // 200 while the process runs
+	ReadyzPath      = "/readyz"                     // 200 while the Gate is open
+	MetricsPath     = "/metrics"                    // Prometheus text
+)
 
 // routes lists every route of both servers. A nil r leaves out the endpoint,
 // as on the poller's port; a nil metrics leaves out /metrics. Paths that are
@@ -20,9 +26,9 @@ func (s *Server) routes(r Renderer, ready *Gate, metrics http.Handler) {
 	if r != nil {
 		s.echo.Match(getOrHead, ReleaseInfoPath, s.observe(ReleaseInfoPath)(releaseInfo(r)))
 	}
-	s.echo.Match(getOrHead, "/healthz", s.observe("/healthz")(healthz()))
-	s.echo.Match(getOrHead, "/readyz", s.observe("/readyz")(readyz(ready)))
+	s.echo.Match(getOrHead, HealthzPath, s.observe(HealthzPath)(healthz()))
+	s.echo.Match(getOrHead, ReadyzPath, s.observe(ReadyzPath)(readyz(ready)))
 	if metrics != nil {
-		s.echo.GET("/metrics", s.observe("/metrics")(echo.WrapHandler(metrics)))
+		s.echo.GET(MetricsPath, s.observe(MetricsPath)(echo.WrapHandler(metrics)))
 	}
 }

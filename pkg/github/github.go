@@ -15,7 +15,6 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	gogithub "github.com/google/go-github/v66/github"
@@ -178,10 +177,9 @@ func (c *Client) latest(ctx context.Context, repo, etag string) release.Answer {
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
 
-	var got atomic.Bool
-	resp, err := gh.BareDo(context.WithValue(ctx, receivedKey{}, &got), req)
-	if !got.Load() || resp == nil || resp.Response == nil {
-		return c.unsent(repo, err)
+	resp, err := gh.BareDo(ctx, req)
+	if resp == nil || resp.Response == nil {
+		return unsent(repo, err)
 	}
 	defer resp.Body.Close()
 
@@ -279,7 +277,7 @@ func (c *Client) readRelease(repo string, resp *http.Response) (*release.Release
 // unsent classifies a request that got no answer from GitHub: a transport
 // error, a timeout or a cancellation. (go-github's refusal to send while it
 // remembers a spent limit cannot happen: each request has a fresh client.)
-func (c *Client) unsent(repo string, err error) release.Answer {
+func unsent(repo string, err error) release.Answer {
 	if err == nil {
 		return failed(fmt.Errorf("latest release %s: no answer", repo))
 	}
@@ -369,22 +367,14 @@ func seconds(s string) (uint64, bool) {
 	return n, err == nil
 }
 
-// receivedKey marks a request's context with where the transport records
-// that GitHub answered: go-github's refusals to send carry a made-up 403
-// response that must not be classified as one of GitHub's.
-type receivedKey struct{}
-
-// capped is the transport: it records that an answer arrived and caps every
-// body at MaxBody+1 bytes, including the error bodies go-github reads whole.
+// capped is the transport: it caps every body at MaxBody+1 bytes, including
+// the error bodies go-github reads whole.
 type capped struct{ next http.RoundTripper }
 
 func (c capped) RoundTrip(req *http.Request) (*http.Response, error) {
 	resp, err := c.next.RoundTrip(req)
 	if err != nil {
 		return nil, err
-	}
-	if got, ok := req.Context().Value(receivedKey{}).(*atomic.Bool); ok {
-		got.Store(true)
 	}
 	resp.Body = cappedBody{io.LimitReader(resp.Body, MaxBody+1), resp.Body}
 	return resp, nil

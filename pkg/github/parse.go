@@ -65,8 +65,8 @@ type ghAsset struct {
 //   - sha256 is the digest "sha256:<64 hex digits>" lowercased, else nil;
 //     platform is release.ParseAsset of the name.
 //
-// The repository part of a URL is compared with repo ignoring ASCII case, as
-// GitHub does with names. ParseRelease is safe for concurrent use.
+// The repository part of a URL must match repo exactly: another letter case
+// is not trusted. ParseRelease is safe for concurrent use.
 func ParseRelease(repo string, body []byte) (*release.Release, error) {
 	var gr ghRelease
 	if err := json.Unmarshal(body, &gr); err != nil {

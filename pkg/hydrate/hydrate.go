@@ -13,7 +13,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -132,7 +131,7 @@ type Hydrator struct {
 func New(redisURL string, apps []release.App, sink Sink, log *zap.Logger, opts ...Option) (*Hydrator, error) {
 	opt, err := rueidis.ParseURL(redisURL)
 	if err != nil {
-		return nil, fmt.Errorf("parse redis url: %w", scrubURLError(redisURL, err))
+		return nil, fmt.Errorf("parse redis url: %w", store.ScrubURLError(redisURL, err))
 	}
 	if sink == nil {
 		return nil, errors.New("new hydrator: nil sink")
@@ -173,19 +172,6 @@ func New(redisURL string, apps []release.App, sink Sink, log *zap.Logger, opts .
 		h.pending = append(h.pending, false)
 	}
 	return h, nil
-}
-
-// scrubURLError drops what could quote a password from a URL parse error:
-// net/url quotes the whole URL, and a password holding a '/' even splits into
-// the host and port it complains about.
-func scrubURLError(rawURL string, err error) error {
-	if strings.Contains(rawURL, "@") {
-		return errors.New("malformed url with credentials")
-	}
-	if ue := (*url.Error)(nil); errors.As(err, &ue) {
-		return ue.Err
-	}
-	return err
 }
 
 // Loaded returns a channel closed once every app (and, with WithMeta, the
@@ -506,7 +492,7 @@ func (h *Hydrator) succeeded() {
 	h.connected.Store(true)
 	if h.down {
 		h.down = false
-		h.log.Info("redis available again", zap.Duration("took", time.Since(h.downSince)))
+		h.log.Info("redis available again", zap.Duration("away", time.Since(h.downSince)))
 	}
 }
 

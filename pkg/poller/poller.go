@@ -67,7 +67,8 @@ type Clock interface {
 	After(d time.Duration) <-chan time.Time
 }
 
-// Config is what a Poller needs. Source is required; the rest may be left zero.
+// Config is what a Poller needs. Source and a positive Timing.Interval and
+// Timing.Tick are required; the rest may be left zero.
 type Config struct {
 	Apps   []release.App   // polled in this order; keys must be distinct
 	Timing schedule.Timing // Interval and Tick must be positive

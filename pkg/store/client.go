@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -60,6 +61,19 @@ func WithLogger(log *zap.Logger) Option {
 	}
 }
 
+// ScrubURLError returns err, a failure to parse rawURL, without anything that
+// could quote a password: net/url quotes the whole URL, and a password holding
+// a '/' even splits into the host and port it complains about.
+func ScrubURLError(rawURL string, err error) error {
+	if strings.Contains(rawURL, "@") {
+		return errors.New("malformed url with credentials")
+	}
+	if ue := (*url.Error)(nil); errors.As(err, &ue) {
+		return ue.Err
+	}
+	return err
+}
+
 // NewClient returns the poller's own Redis client for redisURL, read by
 // rueidis.ParseURL (redis://, rediss:// for TLS, several addr= for a
 // cluster). Whatever the URL says, the client is small (one pipelined
@@ -84,12 +98,7 @@ func NewClient(redisURL string, opts ...Option) (rueidis.Client, error) {
 	set := newSettings(opts)
 	opt, err := rueidis.ParseURL(redisURL)
 	if err != nil {
-		var ue *url.Error
-		if errors.As(err, &ue) {
-			// url.Error quotes the whole URL, password included.
-			err = ue.Err
-		}
-		return nil, fmt.Errorf("parse redis url: %w", err)
+		return nil, fmt.Errorf("parse redis url: %w", ScrubURLError(redisURL, err))
 	}
 	opt.Dialer.Timeout = connectTimeout
 	opt.ConnWriteTimeout = set.timeout
