@@ -302,4 +302,3 @@ func TestServeShutdownDeadline(t *testing.T) {
 		t.Errorf("request cut at the deadline: got status %d, want a connection error", res.status)
 	}
 }
-

@@ -76,7 +76,7 @@ func parseApp(entry string) (release.App, error) {
 	switch {
 	case key == "":
 		return release.App{}, errors.New("empty key")
-	case !safeChars(key):
+	case !release.SafeName(key):
 		// Checked before lowercasing: strings.ToLower maps some non-ASCII
 		// letters (the Kelvin sign) onto ASCII ones.
 		return release.App{}, fmt.Errorf("key %q may hold only a-z, 0-9, '.', '_' and '-'", key)
@@ -84,7 +84,7 @@ func parseApp(entry string) (release.App, error) {
 		return release.App{}, errors.New("empty name")
 	case !validName(name):
 		return release.App{}, fmt.Errorf("name %q holds a control character or invalid UTF-8", name)
-	case !validRepo(repo):
+	case !release.ValidRepo(repo):
 		return release.App{}, fmt.Errorf("repo %q is not org/project", repo)
 	}
 	return release.App{Key: strings.ToLower(key), Name: name, Repo: repo}, nil
@@ -92,26 +92,4 @@ func parseApp(entry string) (release.App, error) {
 
 func validName(name string) bool {
 	return utf8.ValidString(name) && strings.IndexFunc(name, unicode.IsControl) < 0
-}
-
-// validRepo reports whether repo is "org/project" with parts GitHub allows.
-func validRepo(repo string) bool {
-	org, project, ok := strings.Cut(repo, "/")
-	return ok && validRepoPart(org) && validRepoPart(project)
-}
-
-func validRepoPart(s string) bool {
-	return s != "" && s != "." && s != ".." && safeChars(s)
-}
-
-// safeChars reports whether s holds only ASCII letters, digits, '.', '_' and '-'.
-func safeChars(s string) bool {
-	for _, c := range []byte(s) {
-		switch {
-		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', c == '.', c == '_', c == '-':
-		default:
-			return false
-		}
-	}
-	return true
 }

@@ -8,6 +8,8 @@ import (
 	"time"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/storytold/craft-releases/pkg/release"
 )
 
 // The limits on what a row may hold. Lengths of text are counted in
@@ -154,26 +156,10 @@ func repoName(what, s string) error {
 	if len(s) > MaxRepo {
 		return fmt.Errorf("%s is %d characters long; the limit is %d", what, len(s), MaxRepo)
 	}
-	org, project, ok := strings.Cut(s, "/")
-	if !ok || !repoPart(org) || !repoPart(project) {
+	if !release.ValidRepo(s) {
 		return fmt.Errorf("%s %q is not org/project (letters, digits, '.', '_' and '-')", what, s)
 	}
 	return nil
-}
-
-// repoPart reports whether s is a part of org/project GitHub allows.
-func repoPart(s string) bool {
-	if s == "" || s == "." || s == ".." {
-		return false
-	}
-	for _, c := range []byte(s) {
-		switch {
-		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', c == '.', c == '_', c == '-':
-		default:
-			return false
-		}
-	}
-	return true
 }
 
 // checkLink checks that link is an absolute https:// URL with a host, of at
