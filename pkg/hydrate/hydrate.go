@@ -22,6 +22,7 @@ import (
 	"github.com/redis/rueidis"
 	"go.uber.org/zap"
 
+	"github.com/storytold/craft-releases/pkg/outage"
 	"github.com/storytold/craft-releases/pkg/release"
 	"github.com/storytold/craft-releases/pkg/store"
 )
@@ -108,11 +109,10 @@ type Hydrator struct {
 	fallback atomic.Bool
 
 	// Owned by Run's goroutine.
-	seen      []release.Entry // everything passed to the sink so far, merged per app
-	metaAt    time.Time       // read time of the last meta passed to the meta sink
-	started   time.Time
-	down      bool // an outage was logged and has not ended
-	downSince time.Time
+	seen    []release.Entry // everything passed to the sink so far, merged per app
+	metaAt  time.Time       // read time of the last meta passed to the meta sink
+	started time.Time
+	redis   outage.Tracker
 
 	connected     atomic.Bool
 	reads         atomic.Uint64
@@ -490,20 +490,16 @@ func (h *Hydrator) pendingUnless(waiting bool) []int {
 // succeeded notes a working exchange with Redis, and the end of an outage.
 func (h *Hydrator) succeeded() {
 	h.connected.Store(true)
-	if h.down {
-		h.down = false
-		h.log.Info("redis available again", zap.Duration("away", time.Since(h.downSince)))
-	}
+	h.redis.Up(h.log, time.Now(), "redis available again")
 }
 
-// failed notes a failed exchange with Redis; it logs once per outage.
+// failed notes a failed exchange with Redis, warning at most every
+// outage.Every while the outage lasts.
 func (h *Hydrator) failed(err error) {
 	h.failures.Add(1)
 	h.connected.Store(false)
-	if !h.down {
-		h.down, h.downSince = true, time.Now()
-		h.log.Warn("redis unavailable, serving what is loaded", h.errField(err))
-	}
+	now := time.Now()
+	h.redis.Down(h.log, now, now, "redis unavailable, serving what is loaded", h.errField(err))
 }
 
 // fallBack switches to re-reading every app each second without client

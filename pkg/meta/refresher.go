@@ -9,12 +9,9 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/storytold/craft-releases/pkg/outage"
 	"github.com/storytold/craft-releases/pkg/release"
 )
-
-// warnEvery is how often an outage, or rows that break the limits, are
-// logged while they last.
-const warnEvery = 10 * time.Minute
 
 // Reader reads the renames and notices live at now; *DB is one.
 type Reader interface {
@@ -41,8 +38,8 @@ type Refresher struct {
 
 	mu        sync.Mutex // serialises refreshes; guards what follows
 	published *release.Meta
-	mysql     outage
-	redis     outage
+	mysql     outage.Tracker
+	redis     outage.Tracker
 
 	skippedWarned time.Time // the last warning about rows left out
 }
@@ -94,23 +91,23 @@ func (f *Refresher) Refresh(ctx context.Context) error {
 	took := f.now().Sub(at)
 	if err != nil {
 		if ctx.Err() == nil {
-			f.mysql.down(f.log, at, "mysql read failed, serving the last published meta", err)
+			f.mysql.Down(f.log, at, f.now(), "mysql read failed, serving the last published meta", zap.NamedError("err", err))
 		}
 		return err
 	}
-	f.mysql.up(f.log, f.now(), "mysql is back")
-	if len(skipped) > 0 && (f.skippedWarned.IsZero() || at.Sub(f.skippedWarned) >= warnEvery) {
+	f.mysql.Up(f.log, f.now(), "mysql is back")
+	if len(skipped) > 0 && (f.skippedWarned.IsZero() || at.Sub(f.skippedWarned) >= outage.Every) {
 		f.skippedWarned = at
 		f.log.Warn("meta rows break the limits and are not published", zap.Strings("ids", skipped))
 	}
 	written, err := f.pub.PutMeta(ctx, m, at)
 	if err != nil {
 		if ctx.Err() == nil {
-			f.redis.down(f.log, at, "redis write failed, meta not published", err)
+			f.redis.Down(f.log, at, f.now(), "redis write failed, meta not published", zap.NamedError("err", err))
 		}
 		return err
 	}
-	f.redis.up(f.log, f.now(), "redis is back for the meta")
+	f.redis.Up(f.log, f.now(), "redis is back for the meta")
 	level := zap.DebugLevel
 	if written && (f.published == nil || !reflect.DeepEqual(*f.published, m)) {
 		// A change is what people look for; the same lists every minute
@@ -127,32 +124,4 @@ func (f *Refresher) Refresh(ctx context.Context) error {
 		zap.Duration("took", took),
 	)
 	return nil
-}
-
-// outage tracks one kind of trouble: since when it lasts, and when it was
-// last logged.
-type outage struct {
-	since, warned time.Time
-}
-
-// down notes the trouble at now and warns unless it did less than warnEvery
-// ago.
-func (o *outage) down(log *zap.Logger, now time.Time, msg string, err error) {
-	if o.since.IsZero() {
-		o.since = now
-	}
-	if !o.warned.IsZero() && now.Sub(o.warned) < warnEvery {
-		return
-	}
-	o.warned = now
-	log.Warn(msg, zap.Duration("away", now.Sub(o.since)), zap.NamedError("err", err))
-}
-
-// up ends an outage, logging how long it lasted.
-func (o *outage) up(log *zap.Logger, now time.Time, msg string) {
-	if o.since.IsZero() {
-		return
-	}
-	log.Info(msg, zap.Duration("away", now.Sub(o.since)))
-	*o = outage{}
 }

@@ -18,12 +18,10 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/storytold/craft-releases/pkg/outage"
 	"github.com/storytold/craft-releases/pkg/release"
 	"github.com/storytold/craft-releases/pkg/schedule"
 )
-
-// warnEvery is how often a Redis outage is logged while it lasts.
-const warnEvery = 10 * time.Minute
 
 // Source asks GitHub about one app.
 type Source interface {
@@ -155,11 +153,10 @@ type Poller struct {
 	loadedOnce sync.Once
 
 	// mu serialises ticks and guards what follows.
-	mu        sync.Mutex
-	entries   map[string]release.Entry
-	backoff   schedule.Backoff
-	downSince time.Time // when Redis started failing; zero while it works
-	warnedAt  time.Time // the last warning of the current outage
+	mu      sync.Mutex
+	entries map[string]release.Entry
+	backoff schedule.Backoff
+	redis   outage.Tracker
 }
 
 // New returns a Poller for c. It fails when c has no Source, a non-positive
@@ -493,33 +490,19 @@ func (p *Poller) update(key string, e release.Entry) {
 	}
 }
 
-// redisDown notes a Redis failure of op, a call that started at start,
-// warning once per warnEvery while it lasts. The outage is counted from the
-// start of its first failing call, which may have waited out its timeout.
-// Errors caused by our own cancellation are not an outage.
+// redisDown notes a Redis failure of op, a call that started at start (see
+// outage.Tracker). Errors caused by our own cancellation are not an outage.
 func (p *Poller) redisDown(ctx context.Context, op Op, err error, start time.Time) {
 	if ctx.Err() != nil {
 		return
 	}
 	p.obs.RedisError(op)
-	now := p.clock.Now()
-	if p.downSince.IsZero() {
-		p.downSince = start
-	}
-	if !p.warnedAt.IsZero() && now.Sub(p.warnedAt) < warnEvery {
-		return
-	}
-	p.warnedAt = now
-	p.log.Warn("redis unavailable", zap.Duration("away", now.Sub(p.downSince)), zap.NamedError("err", err))
+	p.redis.Down(p.log, start, p.clock.Now(), "redis unavailable", zap.NamedError("err", err))
 }
 
 // redisUp notes that a Redis call worked, and logs the end of an outage.
 func (p *Poller) redisUp() {
-	if p.downSince.IsZero() {
-		return
-	}
-	p.log.Info("redis is back", zap.Duration("away", p.clock.Now().Sub(p.downSince)))
-	p.downSince, p.warnedAt = time.Time{}, time.Time{}
+	p.redis.Up(p.log, p.clock.Now(), "redis is back")
 }
 
 // sleep waits d, and reports false when ctx was cancelled first.
