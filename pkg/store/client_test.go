@@ -17,6 +17,7 @@ import (
 	"github.com/storytold/craft-releases/pkg/schedule"
 	"github.com/storytold/craft-releases/test/redistest"
 	"github.com/storytold/craft-releases/test/silentredis"
+	"github.com/storytold/craft-releases/test/testkit"
 )
 
 func TestNewClientURL(t *testing.T) {
@@ -119,8 +120,8 @@ func TestSilentRedis(t *testing.T) {
 	}
 
 	c.Close()
-	waitFor(t, "the client's connections to close", func() bool { return srv.Conns() == 0 })
-	waitFor(t, "goroutines back to their number before the client", func() bool {
+	testkit.Eventually(t, "the client's connections to close", func() bool { return srv.Conns() == 0 })
+	testkit.Eventually(t, "goroutines back to their number before the client", func() bool {
 		return runtime.NumGoroutine() <= before
 	})
 }

@@ -208,15 +208,3 @@ func (c *countingClient) reset() []int {
 	c.calls = nil
 	return calls
 }
-
-// waitFor polls cond until it holds; the deadline only stops a broken test.
-func waitFor(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("gave up waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}

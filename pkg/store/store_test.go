@@ -9,6 +9,7 @@ import (
 
 	"github.com/storytold/craft-releases/pkg/release"
 	"github.com/storytold/craft-releases/test/redistest"
+	"github.com/storytold/craft-releases/test/testkit"
 )
 
 // A topology is a way of running Redis.
@@ -28,7 +29,7 @@ func startCluster(t testing.TB) *redistest.Server {
 	t.Helper()
 	srv := redistest.Start(t, "--cluster-enabled", "yes")
 	srv.MustDo("CLUSTER", "ADDSLOTSRANGE", "0", "16383")
-	waitFor(t, "the cluster to serve its slots", func() bool {
+	testkit.Eventually(t, "the cluster to serve its slots", func() bool {
 		_, err := srv.Do("SET", "probe", "1")
 		return err == nil
 	})

@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/storytold/craft-releases/test/testkit"
 )
 
 const repo = "storytold/photocraft"
@@ -301,7 +303,7 @@ func TestSlowHonoursCancellation(t *testing.T) {
 		}
 		errc <- err
 	}()
-	waitFor(t, func() bool { return s.Count(repo) == 1 })
+	testkit.Eventually(t, "the fake saw it", func() bool { return s.Count(repo) == 1 })
 	cancel()
 	if err := <-errc; !errors.Is(err, context.Canceled) {
 		t.Errorf("error = %v, want context.Canceled", err)
@@ -315,18 +317,6 @@ func TestSlowHonoursCancellation(t *testing.T) {
 	case <-idle:
 	case <-time.After(10 * time.Second):
 		t.Fatal("the delayed handler still runs 10 s after its request was cancelled")
-	}
-}
-
-// waitFor polls cond until it holds, failing the test after 10 s.
-func waitFor(t testing.TB, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not met within 10 s")
-		}
-		time.Sleep(time.Millisecond)
 	}
 }
 

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/storytold/craft-releases/test/testkit"
 )
 
 func send(t testing.TB, conn net.Conn, args ...string) {
@@ -31,18 +33,6 @@ func dial(t testing.TB, s *Server) (net.Conn, *bufio.Reader) {
 	}
 	t.Cleanup(func() { conn.Close() })
 	return conn, bufio.NewReader(conn)
-}
-
-// waitFor polls cond until it holds; the deadline only stops a broken test.
-func waitFor(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("gave up waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
 }
 
 // skipElements reads n simple elements of an aggregate reply: bulk strings,
@@ -107,9 +97,9 @@ func TestCountsConnections(t *testing.T) {
 	s := Start(t)
 	a, _ := dial(t, s)
 	dial(t, s)
-	waitFor(t, "two open connections", func() bool { return s.Conns() == 2 })
+	testkit.Eventually(t, "two open connections", func() bool { return s.Conns() == 2 })
 	a.Close()
-	waitFor(t, "one open connection", func() bool { return s.Conns() == 1 })
+	testkit.Eventually(t, "one open connection", func() bool { return s.Conns() == 1 })
 	if got := s.Accepted(); got != 2 {
 		t.Errorf("Accepted() = %d, want 2", got)
 	}
@@ -125,7 +115,7 @@ func TestCleanupClosesConnections(t *testing.T) {
 		}
 		conn = c
 		send(t, conn, "PING")
-		waitFor(t, "the connection", func() bool { return s.Conns() == 1 })
+		testkit.Eventually(t, "the connection", func() bool { return s.Conns() == 1 })
 	})
 	defer conn.Close()
 	_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
