@@ -55,10 +55,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	log := cfg.Logger(stderr).With(zap.String("binary", "api"))
 	defer func() { _ = log.Sync() }()
-	for _, w := range warnings {
-		log.Warn("setting raised to its minimum", zap.String("warning", w))
-	}
-	log.Info("starting", append(cfg.Fields(), zap.String("version", version))...)
+	config.LogStart(log, warnings, append(cfg.Fields(), zap.String("version", version))...)
 
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
 	defer stop()

@@ -20,3 +20,12 @@ func (s Shared) Logger(w io.Writer) *zap.Logger {
 	}
 	return zap.New(zapcore.NewCore(encoder, zapcore.Lock(zapcore.AddSync(w)), s.LogLevel))
 }
+
+// LogStart logs each warning of a Load (a value raised to its minimum), then
+// the resolved settings, secrets masked, once at start-up (config.md).
+func LogStart(log *zap.Logger, warnings []string, settings ...zap.Field) {
+	for _, w := range warnings {
+		log.Warn("setting raised to its minimum", zap.String("warning", w))
+	}
+	log.Info("starting", settings...)
+}

@@ -6,6 +6,10 @@ import (
 	"strings"
 	"testing"
 
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest/observer"
+
 	"github.com/storytold/craft-releases/pkg/config"
 )
 
@@ -61,4 +65,14 @@ func TestLogger(t *testing.T) {
 			t.Errorf("at error level got:\n%s\nwant the error line only", out)
 		}
 	})
+}
+
+func TestLogStart(t *testing.T) {
+	core, logs := observer.New(zapcore.InfoLevel)
+	config.LogStart(zap.New(core), []string{"TICK=0 is below the minimum 1: using 1"}, zap.String("version", "v1"))
+	got := logs.All()
+	if len(got) != 2 || got[0].Message != "setting raised to its minimum" || got[0].Level != zapcore.WarnLevel ||
+		got[1].Message != "starting" || got[1].ContextMap()["version"] != "v1" {
+		t.Errorf("lines %+v, want the warning then the settings", got)
+	}
 }
