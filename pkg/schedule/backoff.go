@@ -10,6 +10,7 @@ type Round struct {
 	Fetched   int // answers with a release, or a 404
 	Unchanged int // 304s
 	Failed    int // failed requests
+	Apps      int // the apps configured, asked or not
 
 	RateLimited bool      // the round stopped on a rate limit
 	RetryAt     time.Time // when RateLimited: GitHub's retry point; zero when unknown
@@ -19,15 +20,22 @@ type Round struct {
 // backoff prev in force before it (poller.md, "Backoff after a round"):
 //
 //   - rate limited: one more bad round; the backoff lasts
-//     min(max(wait_for_reset + R, I × 2^(trouble−1)), MaxBackoff);
+//     jittered(min(I × 2^(trouble−1), MaxBackoff)), and never ends before
+//     GitHub's retry point + R: the jitter must not make the next request
+//     one that is certain to be refused. A retry point more than MaxBackoff
+//     away counts as MaxBackoff away, so a broken header cannot stop
+//     polling for a century;
 //   - at least one fetch or 304: trouble 0 and no backoff;
-//   - every request failed: one more bad round; the backoff lasts
-//     min(F × 2^(trouble−1), I);
-//   - no request at all (nothing was due, or every due app was skipped): the
-//     round says nothing of GitHub, so prev is returned unchanged.
+//   - every request failed, and the round asked at least two apps or every
+//     configured app (Apps): one more bad round; the backoff lasts
+//     jittered(min(F × 2^(trouble−1), I)). One app that keeps failing among
+//     others is that app's own retry, never a pause of the healthy apps;
+//   - otherwise (nothing was due, every due app was skipped, or one app of
+//     several failed): the round says nothing of GitHub as a whole, so prev
+//     is returned unchanged.
 //
-// The backoff's length is jittered by ±10 % with the uniform draw u in [0, 1).
-// Doubling saturates: a huge trouble count gives the cap, never an overflow.
+// Jitter is ±10 % with the uniform draw u in [0, 1). Doubling saturates: a
+// huge trouble count gives the cap, never an overflow.
 func Next(t Timing, prev Backoff, r Round, now time.Time, u float64) Backoff {
 	var base time.Duration
 	trouble := prev.Trouble
@@ -36,15 +44,27 @@ func Next(t Timing, prev Backoff, r Round, now time.Time, u float64) Backoff {
 	}
 	switch {
 	case r.RateLimited:
-		// Bounded before adding R: a reset centuries away must not overflow.
-		wait := min(max(0, r.RetryAt.Sub(now)), t.MaxBackoff)
-		base = min(max(wait+t.ResetMargin(), doubling(t.Interval, trouble, t.MaxBackoff)), t.MaxBackoff)
+		until := now.Add(Jittered(doubling(t.Interval, trouble, t.MaxBackoff), 0.1, u))
+		if !r.RetryAt.IsZero() {
+			// Bounded before adding R: a reset centuries away must not overflow.
+			wait := min(max(0, r.RetryAt.Sub(now)), t.MaxBackoff)
+			until = later(until, now.Add(wait+t.ResetMargin()))
+		}
+		return Backoff{Until: until, Trouble: trouble}
 	case r.Fetched > 0 || r.Unchanged > 0:
 		return Backoff{}
-	case r.Failed > 0:
+	case r.Failed >= 2 || (r.Failed > 0 && r.Failed >= r.Apps):
 		base = doubling(t.FirstRetry(), trouble, t.Interval)
 	default:
 		return prev
 	}
 	return Backoff{Until: now.Add(Jittered(base, 0.1, u)), Trouble: trouble}
+}
+
+// later returns the later of a and b.
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }

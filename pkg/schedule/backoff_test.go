@@ -21,9 +21,10 @@ func TestNext(t *testing.T) {
 		name string
 		prev schedule.Backoff
 		r    schedule.Round
-		// want is the backoff at u = 0.5 (no jitter): base after now, or the
-		// zero Backoff when wantNone.
+		// want is the backoff: base after now jittered, but never before
+		// floor after now; or the zero Backoff when wantNone.
 		base     time.Duration
+		floor    time.Duration
 		trouble  int
 		wantNone bool
 		wantPrev bool
@@ -38,17 +39,22 @@ func TestNext(t *testing.T) {
 
 		{name: "all failed, first bad round", r: schedule.Round{Failed: 13}, base: time.Minute, trouble: 1},
 		{name: "all failed, second bad round", prev: schedule.Backoff{Trouble: 1}, r: schedule.Round{Failed: 2}, base: 2 * time.Minute, trouble: 2},
-		{name: "all failed after three bad rounds", prev: expired, r: schedule.Round{Failed: 1}, base: 8 * time.Minute, trouble: 4},
-		{name: "all failed, capped at I", prev: schedule.Backoff{Trouble: 10}, r: schedule.Round{Failed: 1}, base: 1800 * time.Second, trouble: 11},
-		{name: "all failed, huge trouble saturates", prev: schedule.Backoff{Trouble: math.MaxInt}, r: schedule.Round{Failed: 1}, base: 1800 * time.Second, trouble: math.MaxInt},
+		{name: "all failed after three bad rounds", prev: expired, r: schedule.Round{Failed: 1, Apps: 1}, base: 8 * time.Minute, trouble: 4},
+		{name: "all failed, capped at I", prev: schedule.Backoff{Trouble: 10}, r: schedule.Round{Failed: 1, Apps: 1}, base: 1800 * time.Second, trouble: 11},
+		{name: "all failed, huge trouble saturates", prev: schedule.Backoff{Trouble: math.MaxInt}, r: schedule.Round{Failed: 1, Apps: 1}, base: 1800 * time.Second, trouble: math.MaxInt},
+		{name: "all failed, two of 13 asked", r: schedule.Round{Failed: 2, Apps: 13}, base: time.Minute, trouble: 1},
+		{name: "one app of 13 failed alone keeps no backoff", r: schedule.Round{Failed: 1, Apps: 13}, wantPrev: true},
+		{name: "one app of 13 failed alone keeps an expired backoff", prev: expired, r: schedule.Round{Failed: 1, Apps: 13}, wantPrev: true},
 
-		{name: "rate limited, reset 50 min away", r: schedule.Round{RateLimited: true, RetryAt: now.Add(50 * time.Minute)}, base: 51 * time.Minute, trouble: 1},
+		{name: "rate limited, reset 50 min away", r: schedule.Round{RateLimited: true, RetryAt: now.Add(50 * time.Minute)}, base: 30 * time.Minute, floor: 51 * time.Minute, trouble: 1},
 		{name: "rate limited, reset unknown", r: schedule.Round{RateLimited: true}, base: 30 * time.Minute, trouble: 1},
-		{name: "rate limited, reset already past", r: schedule.Round{RateLimited: true, RetryAt: now.Add(-time.Hour)}, base: 30 * time.Minute, trouble: 1},
-		{name: "rate limited, reset 10 s away", r: schedule.Round{RateLimited: true, RetryAt: now.Add(10 * time.Second)}, base: 30 * time.Minute, trouble: 1},
-		{name: "rate limited, reset beyond the max", r: schedule.Round{RateLimited: true, RetryAt: now.Add(5 * time.Hour)}, base: 4 * time.Hour, trouble: 1},
-		{name: "rate limited, reset in a far century", r: schedule.Round{RateLimited: true, RetryAt: now.AddDate(900, 0, 0)}, base: 4 * time.Hour, trouble: 1},
-		{name: "rate limited, doubling beats the reset", prev: schedule.Backoff{Trouble: 2}, r: schedule.Round{RateLimited: true, RetryAt: now.Add(50 * time.Minute)}, base: 2 * time.Hour, trouble: 3},
+		{name: "rate limited, reset already past", r: schedule.Round{RateLimited: true, RetryAt: now.Add(-time.Hour)}, base: 30 * time.Minute, floor: time.Minute, trouble: 1},
+		{name: "rate limited, reset 10 s away", r: schedule.Round{RateLimited: true, RetryAt: now.Add(10 * time.Second)}, base: 30 * time.Minute, floor: 70 * time.Second, trouble: 1},
+		{name: "rate limited, reset 30 min away, at the jitter's bottom", r: schedule.Round{RateLimited: true, RetryAt: now.Add(30 * time.Minute)}, base: 30 * time.Minute, floor: 31 * time.Minute, trouble: 1},
+		{name: "rate limited, reset beyond the max", r: schedule.Round{RateLimited: true, RetryAt: now.Add(5 * time.Hour)}, base: 30 * time.Minute, floor: 4*time.Hour + time.Minute, trouble: 1},
+		{name: "rate limited, reset in a far century", r: schedule.Round{RateLimited: true, RetryAt: now.AddDate(900, 0, 0)}, base: 30 * time.Minute, floor: 4*time.Hour + time.Minute, trouble: 1},
+		{name: "rate limited, doubling beats the reset", prev: schedule.Backoff{Trouble: 2}, r: schedule.Round{RateLimited: true, RetryAt: now.Add(50 * time.Minute)}, base: 2 * time.Hour, floor: 51 * time.Minute, trouble: 3},
+		{name: "rate limited, doubling near the reset", prev: schedule.Backoff{Trouble: 1}, r: schedule.Round{RateLimited: true, RetryAt: now.Add(59 * time.Minute)}, base: time.Hour, floor: time.Hour, trouble: 2},
 		{name: "rate limited, huge trouble saturates", prev: schedule.Backoff{Trouble: math.MaxInt}, r: schedule.Round{RateLimited: true}, base: 4 * time.Hour, trouble: math.MaxInt},
 		{name: "rate limit wins over fetches before it", r: schedule.Round{Fetched: 3, Unchanged: 2, RateLimited: true}, base: 30 * time.Minute, trouble: 1},
 	}
@@ -56,7 +62,7 @@ func TestNext(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			for _, u := range draws {
 				got := schedule.Next(worked, tt.prev, tt.r, now, u)
-				want := schedule.Backoff{Until: now.Add(schedule.Jittered(tt.base, 0.1, u)), Trouble: tt.trouble}
+				want := schedule.Backoff{Until: now.Add(max(schedule.Jittered(tt.base, 0.1, u), tt.floor)), Trouble: tt.trouble}
 				switch {
 				case tt.wantPrev:
 					want = tt.prev
