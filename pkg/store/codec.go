@@ -65,8 +65,9 @@ func DecodeApp(h map[string]string) release.Entry {
 }
 
 // DecodeBackoff reads the backoff hash (nil for no key) as DecodeApp reads an
-// app hash: an unreadable until_ms is no backoff, an unreadable trouble is 0,
-// and a hash of another format version is no backoff at all.
+// app hash: an unreadable until_ms is no backoff, a trouble that is not 1 to
+// 18 ASCII digits is 0, and a hash of another format version is no backoff
+// at all. The guarded clearing reads it the same way (clear_backoff.lua).
 func DecodeBackoff(h map[string]string) schedule.Backoff {
 	var b schedule.Backoff
 	if h[fieldV] != formatVersion {
@@ -75,8 +76,8 @@ func DecodeBackoff(h map[string]string) schedule.Backoff {
 	if at, ok := millis(h[fieldUntilMS]); ok {
 		b.Until = at
 	}
-	if n, err := strconv.Atoi(h[fieldTrouble]); err == nil && n > 0 {
-		b.Trouble = n
+	if n, ok := positive(h[fieldTrouble]); ok {
+		b.Trouble = int(n)
 	}
 	return b
 }
@@ -176,22 +177,31 @@ func encodeRelease(rel *release.Release) (string, error) {
 // numbers are doubles, reads exactly the same times as this decoder.
 const maxMillisDigits = 18
 
-// millis parses a Unix-millisecond time field; ok only for 1 to 18 ASCII digits
-// whose value is > 0 (no sign, no spaces, as guard.lua reads it).
+// millis parses a Unix-millisecond time field as positive does.
 func millis(s string) (time.Time, bool) {
-	if len(s) == 0 || len(s) > maxMillisDigits {
+	n, ok := positive(s)
+	if !ok {
 		return time.Time{}, false
+	}
+	return time.UnixMilli(n).UTC(), true
+}
+
+// positive parses a time or count field; ok only for 1 to 18 ASCII digits
+// whose value is > 0 (no sign, no spaces, as the Lua scripts read it).
+func positive(s string) (int64, bool) {
+	if len(s) == 0 || len(s) > maxMillisDigits {
+		return 0, false
 	}
 	for i := 0; i < len(s); i++ {
 		if s[i] < '0' || s[i] > '9' {
-			return time.Time{}, false
+			return 0, false
 		}
 	}
 	n, err := strconv.ParseInt(s, 10, 64)
 	if err != nil || n <= 0 {
-		return time.Time{}, false
+		return 0, false
 	}
-	return time.UnixMilli(n).UTC(), true
+	return n, true
 }
 
 // ms formats t as Unix milliseconds.

@@ -18,6 +18,11 @@ import (
 //go:embed guard.lua
 var guardLua string
 
+// clearBackoffLua is the guarded clearing of the backoff hash (Store.ClearBackoff).
+//
+//go:embed clear_backoff.lua
+var clearBackoffLua string
+
 // watchAttempts bounds how often the WATCH path re-reads and decides again
 // when another writer touched the key between its read and its EXEC.
 const watchAttempts = 5
@@ -84,6 +89,35 @@ func decide(h map[string]string, w write) verdict {
 // script, or through WATCH/MULTI/EXEC once Redis has refused the script
 // itself.
 func (s *Store) guarded(ctx context.Context, key string, w write) (verdict, error) {
+	script := func(ctx context.Context, c rueidis.Client) (verdict, error) { return s.viaScript(ctx, c, key, w) }
+	return s.scriptOrWatch(ctx, script, txn{
+		key:    key,
+		decide: func(h map[string]string) verdict { return decide(h, w) },
+		queue: func(b rueidis.Builder, replace bool) rueidis.Commands {
+			var cmds rueidis.Commands
+			if replace {
+				cmds = append(cmds, b.Del().Key(key).Build())
+			}
+			return append(cmds, hset(b, key, w.pairs), b.Pexpire().Key(key).Milliseconds(entryTTL.Milliseconds()).Build())
+		},
+	})
+}
+
+// A txn is one guarded change of one key as WATCH/MULTI/EXEC makes it:
+// decide in Go on the hash as read, then queue the change.
+type txn struct {
+	key string
+	// decide is the verdict on the hash at key (nil when there is no key or
+	// it holds another type); only written goes on to queue.
+	decide func(h map[string]string) verdict
+	// queue returns the commands between MULTI and EXEC; replace says the
+	// key holds another type or format and is to be replaced whole.
+	queue func(b rueidis.Builder, replace bool) rueidis.Commands
+}
+
+// scriptOrWatch makes one guarded change with script, or as t through
+// WATCH/MULTI/EXEC once Redis has refused scripts: the two must decide alike.
+func (s *Store) scriptOrWatch(ctx context.Context, script func(context.Context, rueidis.Client) (verdict, error), t txn) (verdict, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
 	c, err := s.conn(ctx)
@@ -91,7 +125,7 @@ func (s *Store) guarded(ctx context.Context, key string, w write) (verdict, erro
 		return 0, err
 	}
 	if !s.watch.Load() {
-		v, err := s.viaScript(ctx, c, key, w)
+		v, err := script(ctx, c)
 		if err == nil || !scriptRefused(err) {
 			return v, err
 		}
@@ -99,7 +133,7 @@ func (s *Store) guarded(ctx context.Context, key string, w write) (verdict, erro
 			s.log.Warn("redis refused the guarded-write script, using watch/multi/exec from now on", zap.NamedError("err", err))
 		}
 	}
-	return s.viaWatch(ctx, c, key, w)
+	return s.viaWatch(ctx, c, t)
 }
 
 // viaScript runs w as one EVALSHA (EVAL when Redis does not know the script).
@@ -129,13 +163,13 @@ func (s *Store) viaScript(ctx context.Context, c rueidis.Client, key string, w w
 	return 0, fmt.Errorf("guard script answered %d", n)
 }
 
-// viaWatch makes the decision of decide in Go between WATCH and EXEC, and
-// decides again when EXEC reports that another writer touched the key.
-func (s *Store) viaWatch(ctx context.Context, c rueidis.Client, key string, w write) (verdict, error) {
+// viaWatch makes t's decision in Go between WATCH and EXEC, and decides
+// again when EXEC reports that another writer touched the key.
+func (s *Store) viaWatch(ctx context.Context, c rueidis.Client, t txn) (verdict, error) {
 	var v verdict
 	err := c.Dedicated(func(d rueidis.DedicatedClient) error {
 		var err error
-		v, err = s.watchLoop(ctx, d, key, w)
+		v, err = s.watchLoop(ctx, d, t)
 		_, isRedis := rueidis.IsRedisErr(err)
 		if err != nil && !isRedis && !errors.Is(err, errContended) {
 			// A timeout or broken connection can leave a WATCH or MULTI
@@ -147,9 +181,9 @@ func (s *Store) viaWatch(ctx context.Context, c rueidis.Client, key string, w wr
 	return v, err
 }
 
-func (s *Store) watchLoop(ctx context.Context, d rueidis.DedicatedClient, key string, w write) (verdict, error) {
+func (s *Store) watchLoop(ctx context.Context, d rueidis.DedicatedClient, t txn) (verdict, error) {
 	for range watchAttempts {
-		res := d.DoMulti(ctx, d.B().Watch().Key(key).Build(), d.B().Hgetall().Key(key).Build())
+		res := d.DoMulti(ctx, d.B().Watch().Key(t.key).Build(), d.B().Hgetall().Key(t.key).Build())
 		if err := res[0].Error(); err != nil {
 			return 0, err
 		}
@@ -157,21 +191,14 @@ func (s *Store) watchLoop(ctx context.Context, d rueidis.DedicatedClient, key st
 		if err != nil {
 			return 0, err
 		}
-		if v := decide(h, w); v != written {
+		if v := t.decide(h); v != written {
 			return v, d.Do(ctx, d.B().Unwatch().Build()).Error()
 		}
 		if s.beforeExec != nil {
 			s.beforeExec()
 		}
-		tx := make(rueidis.Commands, 0, 5)
-		tx = append(tx, d.B().Multi().Build())
-		if replace {
-			tx = append(tx, d.B().Del().Key(key).Build())
-		}
-		tx = append(tx,
-			hset(d.B(), key, w.pairs),
-			d.B().Pexpire().Key(key).Milliseconds(entryTTL.Milliseconds()).Build(),
-			d.B().Exec().Build())
+		tx := append(rueidis.Commands{d.B().Multi().Build()}, t.queue(d.B(), replace)...)
+		tx = append(tx, d.B().Exec().Build())
 		res = d.DoMulti(ctx, tx...)
 		// A command refused while queued (NOPERM for HSET, say) makes EXEC
 		// fail with EXECABORT; its own error says more.

@@ -179,6 +179,66 @@ func TestPutBackoff(t *testing.T) {
 	}
 }
 
+// TestClearBackoff is the compare-and-delete of the backoff on each path: the
+// hash goes only if it still reads as the backoff read before.
+func TestClearBackoff(t *testing.T) {
+	b13 := schedule.Backoff{Until: at("13:00"), Trouble: 2}
+	hash := func(until, trouble string) []string {
+		return []string{"v", "1", "until_ms", until, "trouble", trouble, "by", "poller-b"}
+	}
+	tests := []struct {
+		name   string
+		before []string // HSET pairs on the backoff key first; nil: no key
+		wrong  bool     // the key holds a string
+		read   schedule.Backoff
+		want   bool
+	}{
+		{"still the one read", hash(ms(at("13:00")), "2"), false, b13, true},
+		{"another poller's newer backoff", hash(ms(at("14:00")), "3"), false, b13, false},
+		{"same end, more trouble", hash(ms(at("13:00")), "3"), false, b13, false},
+		{"a backoff where none was read", hash(ms(at("14:00")), "1"), false, schedule.Backoff{}, false},
+		{"trouble only, as read", hash("0", "4"), false, schedule.Backoff{Trouble: 4}, true},
+		{"nothing to clear", nil, false, schedule.Backoff{}, true},
+		{"gone since the read", nil, false, b13, false},
+		{"another format reads as none", []string{"v", "2", "until_ms", ms(at("13:00")), "trouble", "2"}, false, schedule.Backoff{}, true},
+		{"another format is not the one read", []string{"v", "2", "until_ms", ms(at("13:00")), "trouble", "2"}, false, b13, false},
+		{"a string reads as none", nil, true, schedule.Backoff{}, true},
+		{"trouble with a plus reads as 0", hash(ms(at("13:00")), "+2"), false, schedule.Backoff{Until: at("13:00")}, true},
+		{"trouble of 19 digits reads as 0", hash(ms(at("13:00")), "1000000000000000002"), false, schedule.Backoff{Until: at("13:00")}, true},
+		{"until with a space reads as none", hash(" "+ms(at("13:00")), "2"), false, schedule.Backoff{Trouble: 2}, true},
+	}
+	for _, p := range paths {
+		t.Run(p.name, func(t *testing.T) {
+			srv := redistest.Start(t)
+			a := newAdmin(t, srv)
+			s := newStore(t, p.url(t, srv))
+			for _, tt := range tests {
+				srv.MustDo("FLUSHALL")
+				switch {
+				case tt.wrong:
+					a.do("SET", BackoffKey, "garbage")
+				case tt.before != nil:
+					a.hset(BackoffKey, tt.before...)
+				}
+				got, err := s.ClearBackoff(context.Background(), tt.read)
+				if err != nil {
+					t.Fatalf("%s: %v", tt.name, err)
+				}
+				if got != tt.want {
+					t.Errorf("%s: ClearBackoff = %v, want %v", tt.name, got, tt.want)
+				}
+				had := tt.before != nil || tt.wrong
+				if n, _ := a.do("EXISTS", BackoffKey).AsInt64(); (n == 1) != (had && !got) {
+					t.Errorf("%s: ClearBackoff = %v, and the key exists: %v", tt.name, got, n == 1)
+				}
+			}
+			if got := s.Mode(); got != p.mode {
+				t.Errorf("Mode() = %v, want %v", got, p.mode)
+			}
+		})
+	}
+}
+
 func TestStatus(t *testing.T) {
 	srv := redistest.Start(t)
 	a := newAdmin(t, srv)

@@ -53,8 +53,10 @@ type Store struct {
 	by      string
 	timeout time.Duration
 	script  *rueidis.Lua
-	watch   atomic.Bool // Redis refused the script: use WATCH/MULTI/EXEC
-	log     *zap.Logger
+	// clearScript is the guarded clearing of the backoff (clear_backoff.lua).
+	clearScript *rueidis.Lua
+	watch       atomic.Bool // Redis refused the script: use WATCH/MULTI/EXEC
+	log         *zap.Logger
 
 	beforeExec func() // tests only: runs between the WATCH path's read and its EXEC
 }
@@ -65,11 +67,12 @@ type Store struct {
 func New(client rueidis.Client, by string, opts ...Option) *Store {
 	set := newSettings(opts)
 	return &Store{
-		client:  client,
-		by:      by,
-		timeout: set.timeout,
-		log:     set.log,
-		script:  rueidis.NewLuaScript(guardLua),
+		client:      client,
+		by:          by,
+		timeout:     set.timeout,
+		log:         set.log,
+		script:      rueidis.NewLuaScript(guardLua),
+		clearScript: rueidis.NewLuaScript(clearBackoffLua),
 	}
 }
 
@@ -311,6 +314,46 @@ func (s *Store) PutBackoff(ctx context.Context, b schedule.Backoff) error {
 		}
 	}
 	return nil
+}
+
+// ClearBackoff deletes the shared backoff hash only if it still reads as read,
+// the backoff this poller read last (as DecodeBackoff reads it; the zero
+// Backoff for none): a compare-and-delete, so that a backoff another poller
+// recorded since then stands. It reports whether it cleared (also when there
+// was nothing to clear) or was refused.
+func (s *Store) ClearBackoff(ctx context.Context, read schedule.Backoff) (bool, error) {
+	// As the hash stores them: Unix ms, and 0 for none.
+	stored := func(b schedule.Backoff) (until int64, trouble int) {
+		if !b.Until.IsZero() {
+			until = b.Until.UnixMilli()
+		}
+		return until, max(0, b.Trouble)
+	}
+	until, trouble := stored(read)
+	script := func(ctx context.Context, c rueidis.Client) (verdict, error) {
+		args := []string{strconv.FormatInt(until, 10), strconv.Itoa(trouble)}
+		n, err := s.clearScript.Exec(ctx, c, []string{BackoffKey}, args).AsInt64()
+		if err != nil || n != 1 {
+			return refusedTime, err
+		}
+		return written, nil
+	}
+	v, err := s.scriptOrWatch(ctx, script, txn{
+		key: BackoffKey,
+		decide: func(h map[string]string) verdict {
+			if u, t := stored(DecodeBackoff(h)); u != until || t != trouble {
+				return refusedTime
+			}
+			return written
+		},
+		queue: func(b rueidis.Builder, _ bool) rueidis.Commands {
+			return rueidis.Commands{b.Del().Key(BackoffKey).Build()}
+		},
+	})
+	if err != nil {
+		return false, fmt.Errorf("clear backoff: %w", err)
+	}
+	return v == written, nil
 }
 
 // errNoTime is returned for a write whose time is zero.
