@@ -374,6 +374,19 @@ func (f *fakeFleet) PutBackoff(_ context.Context, b schedule.Backoff) error {
 	return nil
 }
 
+func (f *fakeFleet) ClearBackoff(_ context.Context, read schedule.Backoff) (bool, error) {
+	if err := f.call("ClearBackoff", fmt.Sprintf("read %s trouble %d", since(read.Until), read.Trouble)); err != nil {
+		return false, err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !f.backoff.Until.Equal(read.Until) || f.backoff.Trouble != read.Trouble {
+		return false, nil
+	}
+	f.backoff = schedule.Backoff{}
+	return true, nil
+}
+
 // fakeSink records every Set.
 type fakeSink struct {
 	mu   sync.Mutex

@@ -45,8 +45,12 @@ type Fleet interface {
 	PutNotModified(ctx context.Context, app string, e release.Entry) (bool, error)
 	// PutFailure shares a failure (guarded on failed_ms).
 	PutFailure(ctx context.Context, app string, e release.Entry) (bool, error)
-	// PutBackoff writes the backoff (1-day TTL), or deletes it when b.Until is zero.
+	// PutBackoff writes the backoff b (1-day TTL); b.Until is never zero.
 	PutBackoff(ctx context.Context, b schedule.Backoff) error
+	// ClearBackoff deletes the shared backoff only if it still is read, the
+	// one this poller read last; false when refused (another poller recorded
+	// a backoff meanwhile, which stands).
+	ClearBackoff(ctx context.Context, read schedule.Backoff) (bool, error)
 }
 
 // Sink receives every change of an app's entry, such as the API's snapshot
@@ -108,7 +112,7 @@ const (
 	OpPutFetch       Op = "put_fetch"
 	OpPutNotModified Op = "put_not_modified"
 	OpPutFailure     Op = "put_failure"
-	OpPutBackoff     Op = "put_backoff"
+	OpPutBackoff     Op = "put_backoff" // writing or clearing the backoff
 )
 
 // Observer is told what the poller does, for metrics. Its methods are called
@@ -157,6 +161,11 @@ type Poller struct {
 	entries map[string]release.Entry
 	backoff schedule.Backoff
 	redis   outage.Tracker
+	// redisWorked and redisFailed say whether a Redis call of this tick
+	// worked, or failed: Redis is back only after a whole tick without an
+	// error, so that writes refused while reads work (READONLY after a
+	// failover) are one outage, not a warning and a recovery every tick.
+	redisWorked, redisFailed bool
 }
 
 // New returns a Poller for c. It fails when c has no Source, a non-positive
@@ -258,14 +267,19 @@ func (p *Poller) Tick(ctx context.Context) {
 	defer p.mu.Unlock()
 
 	start := p.clock.Now()
-	r := round{mode: p.mode}
-	if r.mode == Coordinated && !p.load(ctx) {
-		r.mode = Standalone
+	p.redisWorked, p.redisFailed = false, false
+	r := round{mode: p.mode, sum: schedule.Round{Apps: len(p.apps)}}
+	if r.mode == Coordinated {
+		if shared, ok := p.load(ctx); ok {
+			p.repair(ctx, shared, &r)
+		} else {
+			r.mode = Standalone
+		}
 	}
 	if p.backoff.Active(p.clock.Now()) {
 		p.log.Debug("backoff active", zap.Time("until", p.backoff.Until))
 		if ctx.Err() == nil {
-			p.obs.Round(r.mode, p.clock.Now().Sub(start), p.backoff)
+			p.endTick(r.mode, start)
 		}
 		return
 	}
@@ -287,15 +301,10 @@ func (p *Poller) Tick(ctx context.Context) {
 	if !r.held {
 		next := schedule.Next(p.timing, p.backoff, r.sum, now, p.rand())
 		if next.Trouble != p.backoff.Trouble || !next.Until.Equal(p.backoff.Until) {
+			read := p.backoff
 			p.backoff = next
 			if r.mode == Coordinated {
-				start := p.clock.Now()
-				if err := p.fleet.PutBackoff(ctx, next); err != nil {
-					p.redisDown(ctx, OpPutBackoff, err, start)
-					r.mode = Standalone
-				} else {
-					p.redisUp()
-				}
+				p.shareBackoff(ctx, read, next, &r)
 			}
 		}
 	}
@@ -308,7 +317,71 @@ func (p *Poller) Tick(ctx context.Context) {
 		zap.Duration("backoff", max(0, p.backoff.Until.Sub(now))),
 		zap.Int("trouble", p.backoff.Trouble),
 	)
-	p.obs.Round(r.mode, p.clock.Now().Sub(start), p.backoff)
+	p.endTick(r.mode, start)
+}
+
+// endTick ends a tick not cut short by cancellation: an outage of Redis ends
+// once a whole tick used Redis without an error, and the Observer hears of
+// the round.
+func (p *Poller) endTick(m Mode, start time.Time) {
+	if p.redisWorked && !p.redisFailed {
+		p.redis.Up(p.log, p.clock.Now(), "redis is back")
+	}
+	p.obs.Round(m, p.clock.Now().Sub(start), p.backoff)
+}
+
+// shareBackoff shares the backoff next that follows a round, replacing read,
+// the one this poller read from the fleet. Clearing is guarded: a backoff
+// that another poller wrote since our read stands.
+func (p *Poller) shareBackoff(ctx context.Context, read, next schedule.Backoff, r *round) {
+	start := p.clock.Now()
+	var err error
+	if next.Until.IsZero() {
+		var cleared bool
+		if cleared, err = p.fleet.ClearBackoff(ctx, read); err == nil && !cleared {
+			p.log.Debug("shared backoff changed since read, left standing")
+		}
+	} else {
+		err = p.fleet.PutBackoff(ctx, next)
+	}
+	if err != nil {
+		p.redisDown(ctx, OpPutBackoff, err, start)
+		r.mode = Standalone
+		return
+	}
+	p.redisUp()
+}
+
+// repair writes back from memory, guarded as usual and without asking
+// GitHub, every app whose shared entry, as just read, has no fetch or an
+// older one than memory holds: Redis was flushed, a key expired, or a write
+// was lost in a failover (redis.md, "Republishing after a loss"). Each entry
+// keeps its own fetch time, so nothing looks fresher than it is. A Redis
+// error stops the repair and makes the round standalone.
+func (p *Poller) repair(ctx context.Context, shared map[string]release.Entry, r *round) {
+	repaired := 0
+	for _, key := range p.keys {
+		mine := p.entries[key]
+		if !mine.Fetched() || !shared[key].FetchedAt.Before(mine.FetchedAt) {
+			continue
+		}
+		start := p.clock.Now()
+		written, err := p.fleet.PutFetch(ctx, key, mine)
+		if err != nil {
+			p.redisDown(ctx, OpPutFetch, err, start)
+			r.mode = Standalone
+			break
+		}
+		p.redisUp()
+		if !written {
+			p.obs.WriteRefused(OpPutFetch)
+			continue
+		}
+		repaired++
+	}
+	if repaired > 0 {
+		p.log.Info("redis entries written back from memory", zap.Int("apps", repaired))
+	}
 }
 
 // round is the state of one tick's round of requests.
@@ -455,13 +528,14 @@ func (p *Poller) share(ctx context.Context, key string, o release.Outcome, e rel
 }
 
 // load merges every app's shared entry into memory and takes the fleet's
-// backoff as ours. It reports whether the read worked.
-func (p *Poller) load(ctx context.Context) bool {
+// backoff as ours. It returns the shared entries as read, and whether the
+// read worked.
+func (p *Poller) load(ctx context.Context) (map[string]release.Entry, bool) {
 	start := p.clock.Now()
 	shared, b, err := p.fleet.Load(ctx, p.keys)
 	if err != nil {
 		p.redisDown(ctx, OpLoad, err, start)
-		return false
+		return nil, false
 	}
 	p.redisUp()
 	for _, key := range p.keys {
@@ -470,7 +544,7 @@ func (p *Poller) load(ctx context.Context) bool {
 		}
 	}
 	p.backoff = b
-	return true
+	return shared, true
 }
 
 // update merges e into app's entry and passes the result to the Sink when the
@@ -497,13 +571,13 @@ func (p *Poller) redisDown(ctx context.Context, op Op, err error, start time.Tim
 		return
 	}
 	p.obs.RedisError(op)
+	p.redisFailed = true
 	p.redis.Down(p.log, start, p.clock.Now(), "redis unavailable", zap.NamedError("err", err))
 }
 
-// redisUp notes that a Redis call worked, and logs the end of an outage.
-func (p *Poller) redisUp() {
-	p.redis.Up(p.log, p.clock.Now(), "redis is back")
-}
+// redisUp notes that a Redis call worked; the outage, if any, ends with
+// the tick (endTick).
+func (p *Poller) redisUp() { p.redisWorked = true }
 
 // sleep waits d, and reports false when ctx was cancelled first.
 func (p *Poller) sleep(ctx context.Context, d time.Duration) bool {

@@ -225,18 +225,18 @@ func TestTickStandalone(t *testing.T) {
 				},
 				{at: 29 * s, round: idle(sa)},
 				{
-					// The round's only request failed: a fleet backoff of F.
+					// The round's only request failed, but b is healthy: a's
+					// own retry, and no fleet backoff.
 					at: 30 * s, answers: map[string]release.Answer{"a": failed()},
 					asked: []string{"a"}, sets: []string{"a"}, warns: []string{"github request failed"},
-					round: round(sa, 0, 0, 1, false, time.Minute, 1),
+					round: round(sa, 0, 0, 1, false, 0, 0),
 					check: func(t *testing.T, h *harness) {
 						wantEntry(t, "a", h.sink.entry("a"), release.Entry{FailedAt: at(30 * s), Failures: 2})
 					},
 				},
-				{at: 89 * s},
-				// The backoff is over, but a's own retry (2F − M) is not.
-				{at: 90 * s, round: round(sa, 0, 0, 0, false, 0, 1)},
-				{at: 119 * s, round: round(sa, 0, 0, 0, false, 0, 1)},
+				// a's own retry (2F − M) is not over yet.
+				{at: 89 * s, round: idle(sa)},
+				{at: 119 * s, round: idle(sa)},
 				{
 					at: 120 * s, answers: map[string]release.Answer{"a": fetched("v1", "e2")},
 					asked: []string{"a"}, sets: []string{"a"}, round: round(sa, 1, 0, 0, false, 0, 0),
@@ -405,7 +405,7 @@ func TestTickCoordinated(t *testing.T) {
 				{at: 10*time.Minute - 1, calls: []string{"Load"}},
 				{
 					at: 10 * time.Minute, answers: map[string]release.Answer{"a": fetched("v1", "e1")},
-					asked: []string{"a"}, calls: []string{"Load", "LoadApp a", "Claim a", "PutFetch a", "PutBackoff clear"},
+					asked: []string{"a"}, calls: []string{"Load", "LoadApp a", "Claim a", "PutFetch a", "ClearBackoff read 10m0s trouble 2"},
 					sets: []string{"a"}, round: round(co, 1, 0, 0, false, 0, 0),
 				},
 			},
@@ -521,13 +521,112 @@ func TestTickCoordinated(t *testing.T) {
 					warns: []string{"redis unavailable"}, round: round(sa, 0, 1, 0, false, 0, 0),
 				},
 				{
+					// The shared entry is older than memory: written back.
 					at: 1800 * s, before: func(h *harness) { h.fleet.setErr("PutNotModified", nil) },
-					calls: []string{"Load"}, round: idle(co),
+					calls: []string{"Load", "PutFetch a"}, round: idle(co),
 					check: func(t *testing.T, h *harness) {
 						wantEntry(t, "a", h.sink.entry("a"), release.Entry{FetchedAt: at(1770 * s), ETag: "e1", Release: rel("v1")})
+						wantEntry(t, "shared a", h.fleet.entry("a"), release.Entry{FetchedAt: at(1770 * s), ETag: "e1", Release: rel("v1")})
 					},
 				},
 			},
+		},
+		{
+			name: "a flushed fleet is written back from memory at the next tick, without asking GitHub",
+			apps: []string{"a", "b", "c"}, fleet: newFleet, coordinate: true,
+			steps: []step{
+				{
+					answers: map[string]release.Answer{"a": fetched("v1", "e1"), "b": fetched("v2", "e2"), "c": failed()},
+					asked:   []string{"a", "b", "c"},
+					calls: []string{"Load", "LoadApp a", "Claim a", "PutFetch a", "LoadApp b", "Claim b", "PutFetch b",
+						"LoadApp c", "Claim c", "PutFailure c"},
+					sets: []string{"a", "b", "c"}, warns: []string{"github request failed"},
+					round: round(co, 2, 0, 1, false, 0, 0),
+				},
+				{
+					// FLUSHALL: c was never fetched, so there is nothing to write back.
+					at: 30 * s, before: func(h *harness) { h.fleet.entries = map[string]release.Entry{} },
+					calls: []string{"Load", "PutFetch a", "PutFetch b"}, round: idle(co),
+					check: func(t *testing.T, h *harness) {
+						wantEntry(t, "shared a", h.fleet.entry("a"), release.Entry{FetchedAt: t0, ETag: "e1", Release: rel("v1")})
+						wantEntry(t, "shared b", h.fleet.entry("b"), release.Entry{FetchedAt: at(1 * s), ETag: "e2", Release: rel("v2")})
+					},
+				},
+				{
+					at: 60 * s, answers: map[string]release.Answer{"c": fetched("v3", "e3")}, asked: []string{"c"},
+					calls: []string{"Load", "LoadApp c", "Claim c", "PutFetch c"}, sets: []string{"c"},
+					round: round(co, 1, 0, 0, false, 0, 0),
+				},
+				{
+					// A write lost in a failover: the shared fetch is older than memory's.
+					at: 90 * s, before: func(h *harness) { h.fleet.set("a", release.Entry{FetchedAt: at(-time.Hour), ETag: "e0", Release: rel("v0")}) },
+					calls: []string{"Load", "PutFetch a"}, round: idle(co),
+					check: func(t *testing.T, h *harness) {
+						wantEntry(t, "shared a", h.fleet.entry("a"), release.Entry{FetchedAt: t0, ETag: "e1", Release: rel("v1")})
+					},
+				},
+			},
+		},
+		{
+			name: "entries are written back during a fleet backoff too",
+			apps: []string{"a"}, fleet: newFleet, coordinate: true,
+			steps: []step{
+				{
+					answers: map[string]release.Answer{"a": fetched("v1", "e1")}, asked: []string{"a"},
+					calls: []string{"Load", "LoadApp a", "Claim a", "PutFetch a"}, sets: []string{"a"},
+					round: round(co, 1, 0, 0, false, 0, 0),
+				},
+				{
+					at: 30 * s, before: func(h *harness) {
+						h.fleet.entries = map[string]release.Entry{}
+						h.fleet.setBackoff(schedule.Backoff{Until: at(time.Hour), Trouble: 1})
+					},
+					calls: []string{"Load", "PutFetch a"},
+					check: func(t *testing.T, h *harness) {
+						wantEntry(t, "shared a", h.fleet.entry("a"), release.Entry{FetchedAt: t0, ETag: "e1", Release: rel("v1")})
+					},
+				},
+			},
+		},
+		{
+			name: "a Redis error while writing back makes the round standalone",
+			apps: []string{"a", "b"}, fleet: newFleet, coordinate: true,
+			steps: []step{
+				{
+					answers: map[string]release.Answer{"a": fetched("v1", "e1"), "b": fetched("v1", "e1")}, asked: []string{"a", "b"},
+					calls: []string{"Load", "LoadApp a", "Claim a", "PutFetch a", "LoadApp b", "Claim b", "PutFetch b"},
+					sets:  []string{"a", "b"}, round: round(co, 2, 0, 0, false, 0, 0),
+				},
+				{
+					at: 30 * s, before: func(h *harness) {
+						h.fleet.entries = map[string]release.Entry{}
+						h.fleet.setErr("PutFetch", errors.New("READONLY You can't write against a read only replica."))
+					},
+					calls: []string{"Load", "PutFetch a"}, warns: []string{"redis unavailable"}, round: idle(sa),
+				},
+			},
+		},
+		{
+			name: "a good round leaves a backoff that another pod wrote after our read",
+			apps: []string{"a"}, coordinate: true,
+			fleet: seeded(func(f *fakeFleet) {
+				f.setBackoff(schedule.Backoff{Until: at(-time.Minute), Trouble: 1})
+				f.during = func(f *fakeFleet, op, _ string) {
+					if op == "PutFetch" {
+						f.setBackoff(schedule.Backoff{Until: at(time.Hour), Trouble: 2})
+					}
+				}
+			}),
+			steps: []step{{
+				answers: map[string]release.Answer{"a": fetched("v1", "e1")}, asked: []string{"a"},
+				calls: []string{"Load", "LoadApp a", "Claim a", "PutFetch a", "ClearBackoff read -1m0s trouble 1"},
+				sets:  []string{"a"}, round: round(co, 1, 0, 0, false, 0, 0),
+				check: func(t *testing.T, h *harness) {
+					if b := h.fleet.backoff; !b.Until.Equal(at(time.Hour)) || b.Trouble != 2 {
+						t.Errorf("shared backoff = %+v, want the other pod's, until 1h trouble 2", b)
+					}
+				},
+			}},
 		},
 		{
 			name: "a refused shared write still moves memory",
