@@ -362,7 +362,9 @@ func (p *Poller) repair(ctx context.Context, shared map[string]release.Entry, r 
 	repaired := 0
 	for _, key := range p.keys {
 		mine := p.entries[key]
-		if !mine.Fetched() || !shared[key].FetchedAt.Before(mine.FetchedAt) {
+		// In milliseconds, as Redis keeps times: our own fetch, read back,
+		// is not older than memory.
+		if !mine.Fetched() || shared[key].Fetched() && shared[key].FetchedAt.UnixMilli() >= mine.FetchedAt.UnixMilli() {
 			continue
 		}
 		start := p.clock.Now()

@@ -559,7 +559,9 @@ func TestTickCoordinated(t *testing.T) {
 				},
 				{
 					// A write lost in a failover: the shared fetch is older than memory's.
-					at: 90 * s, before: func(h *harness) { h.fleet.set("a", release.Entry{FetchedAt: at(-time.Hour), ETag: "e0", Release: rel("v0")}) },
+					at: 90 * s, before: func(h *harness) {
+						h.fleet.set("a", release.Entry{FetchedAt: at(-time.Hour), ETag: "e0", Release: rel("v0")})
+					},
 					calls: []string{"Load", "PutFetch a"}, round: idle(co),
 					check: func(t *testing.T, h *harness) {
 						wantEntry(t, "shared a", h.fleet.entry("a"), release.Entry{FetchedAt: t0, ETag: "e1", Release: rel("v1")})

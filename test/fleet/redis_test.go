@@ -2,6 +2,7 @@ package fleet_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -55,9 +56,9 @@ func (s *sim) checkShared(url string, since time.Time) map[string]release.Entry 
 // TestRedisStoppedAndRestarted stops Redis under a coordinated poller for 9
 // simulated minutes and starts it again empty. During the outage the poller
 // keeps asking GitHub about every app from memory (304s for the ETags it
-// holds) and warns once; after it, it says Redis is back, republishes every
-// entry with its next 304s, and a second poller that starts then takes the
-// shared fetches and asks nothing while they are fresh.
+// holds) and warns once; after it, it says Redis is back, writes every entry
+// back from memory at its first tick, and a second poller that starts then
+// takes the shared fetches and asks nothing while they are fresh.
 func TestRedisStoppedAndRestarted(t *testing.T) {
 	srv := redistest.Start(t)
 	s := newSim(t, outageTiming, defaultApps())
@@ -91,7 +92,10 @@ func TestRedisStoppedAndRestarted(t *testing.T) {
 
 	up := s.clock.Now()
 	srv.Restart()
-	s.runFor(interval + s.timing.TickDelay(1))
+	s.runFor(s.timing.TickDelay(1))
+	// From memory: the 304s of the outage's last interval.
+	s.checkShared(srv.URL(), up.Add(-interval))
+	s.runFor(interval)
 	if got := first.count("redis is back"); got != 1 {
 		t.Errorf("%d \"redis is back\" after the restart, want 1", got)
 	}
@@ -119,38 +123,136 @@ func TestRedisStoppedAndRestarted(t *testing.T) {
 	}
 }
 
-// TestRedisFlushed empties Redis under a coordinated fleet of two: neither
-// poller refetches anything (their memory is fresh), and the next 304 of
-// each app republishes its whole entry from memory (redis.md,
-// "Republishing after a loss"), so Redis holds every release again within
-// an interval, without a single 200.
-func TestRedisFlushed(t *testing.T) {
-	srv := redistest.Start(t)
-	s := newSim(t, shortTiming, defaultApps())
-	interval := s.timing.Interval
+// flushRepair runs two coordinated pollers of the 13 default apps with
+// timing for an interval and then offset, so that every app was fetched,
+// empties Redis with FLUSHALL, and runs
+// the fleet until Redis holds a readable fetch of every app again. It
+// returns how long that took on the simulated clock, and the simulation,
+// with its clock where the repair was seen.
+func flushRepair(tb testing.TB, timing schedule.Timing, offset time.Duration) (time.Duration, *sim, *redistest.Server) {
+	tb.Helper()
+	srv := redistest.Start(tb)
+	s := newSim(tb, timing, defaultApps())
 	s.add("poller-1", memberConfig{redisURL: srv.URL(), coordinate: true, seed: 1})
 	s.add("poller-2", memberConfig{redisURL: srv.URL(), coordinate: true, seed: 2})
-	s.runFor(3 * interval)
+	s.runFor(timing.Interval + offset)
 
+	admin := adminStore(tb, srv.URL())
 	flushed := s.clock.Now()
 	srv.MustDo("FLUSHALL")
-	s.runFor(interval + s.timing.TickDelay(1))
-	s.checkShared(srv.URL(), flushed)
+	if !s.runWhile(timing.Interval, func() bool {
+		shared, _, err := admin.Load(context.Background(), keys(s.apps))
+		if err != nil {
+			tb.Fatalf("read the shared state: %v", err)
+		}
+		for _, app := range s.apps {
+			if !shared[app.Key].Fetched() {
+				return true
+			}
+		}
+		return false
+	}) {
+		tb.Fatalf("Redis still lacks an app %v after the flush", timing.Interval)
+	}
+	return s.clock.Now().Sub(flushed), s, srv
+}
 
-	after := s.reqs.between(flushed, s.clock.Now())
-	seen := make(map[string]bool)
-	for _, r := range after {
-		if seen[r.app] {
-			continue
-		}
-		seen[r.app] = true
-		if r.outcome != release.NotModified || r.etag != s.gh.ETag(s.repo(r.app)) {
-			t.Errorf("first request after the flush: %v with etag %s, want a 304 for the ETag held", r, r.etag)
+// TestRedisFlushed empties Redis under a coordinated fleet of two at the
+// production timing (I = 30 min): at the next tick the pollers write every
+// entry back from memory (redis.md, "Republishing after a loss"), each with
+// its own fetch time, without a single GitHub request.
+func TestRedisFlushed(t *testing.T) {
+	timing := productionTiming(30 * time.Minute)
+	took, s, srv := flushRepair(t, timing, 0)
+	if limit := timing.TickDelay(1); took > limit {
+		t.Errorf("Redis was repaired %v after the flush, want within a tick (%v)", took, limit)
+	}
+	start := s.clock.Now().Add(-took - timing.Interval)
+	shared := s.checkShared(srv.URL(), start)
+	if reqs := s.reqs.between(s.clock.Now().Add(-took), s.clock.Now().Add(time.Nanosecond)); len(reqs) > 0 {
+		t.Errorf("GitHub requests during the repair: %s", outcomes(reqs))
+	}
+	for _, m := range s.members {
+		for _, app := range s.apps {
+			mine, _ := m.sink.get(app.Key)
+			if e := shared[app.Key]; e.FetchedAt.UnixMilli() != mine.FetchedAt.UnixMilli() {
+				t.Errorf("%s: written back with fetch time %v, want %s's own %v", app.Key,
+					e.FetchedAt.Format(time.TimeOnly), m.name, mine.FetchedAt.Format(time.TimeOnly))
+			}
 		}
 	}
-	for app, n := range byApp(after) {
-		if n > 2 {
-			t.Errorf("%s: asked %d times in the interval after the flush, want at most 2", app, n)
+	// Written back once: an entry read back as written (in ms) is never
+	// written again.
+	const line = "redis entries written back from memory"
+	before := s.members[0].count(line) + s.members[1].count(line)
+	s.runFor(2 * timing.Interval)
+	if got := s.members[0].count(line) + s.members[1].count(line); before == 0 || got != before {
+		t.Errorf("%d write-back lines at the repair, %d after two more intervals, want at least 1 and no more", before, got)
+	}
+}
+
+// BenchmarkFlushRepair reports how long after a FLUSHALL a coordinated fleet
+// of two pollers at the production timing (I = 30 min, 30 s ticks) holds
+// every app in Redis again, in simulated seconds, on average and at worst
+// (the goal is one tick). Iteration i flushes (i mod 10) × 3 s later into
+// the ticks, so that -benchtime=10x tries every phase of a tick.
+func BenchmarkFlushRepair(b *testing.B) {
+	var sum, worst time.Duration
+	for i := range b.N {
+		took, s, srv := flushRepair(b, productionTiming(30*time.Minute), time.Duration(i%10)*3*time.Second)
+		s.stop()
+		srv.Stop()
+		sum += took
+		worst = max(worst, took)
+	}
+	mean := sum / time.Duration(b.N)
+	b.ReportMetric(mean.Seconds(), "sim-s/repair")
+	b.ReportMetric(worst.Seconds(), "worst-sim-s/repair")
+	b.Logf("I=30m, 2 pollers, 13 apps, %d flushes: Redis holds every app again %v after FLUSHALL on average, %v at worst (goal: one tick, 30 s ±10 %%)",
+		b.N, mean.Round(time.Millisecond), worst.Round(time.Millisecond))
+}
+
+// TestRedisReadOnly turns Redis into a replica of a primary that is gone, as
+// after a failover that left the pollers on the old primary: reads work and
+// every write answers READONLY, for 10 minutes at the production timing
+// while apps come due. Each poller warns once, never says Redis is back
+// while its writes fail, and says it once at the first tick after the
+// writes work again, when the entries are written back.
+func TestRedisReadOnly(t *testing.T) {
+	srv := redistest.Start(t)
+	timing := productionTiming(30 * time.Minute)
+	s := newSim(t, timing, defaultApps())
+	members := []*member{
+		s.add("poller-1", memberConfig{redisURL: srv.URL(), coordinate: true, seed: 1}),
+		s.add("poller-2", memberConfig{redisURL: srv.URL(), coordinate: true, seed: 2}),
+	}
+	s.runFor(timing.Interval - 5*time.Minute)
+
+	srv.MustDo("REPLICAOF", "127.0.0.1", "1")
+	if _, err := srv.Do("SET", "probe", "1"); err == nil || !strings.Contains(err.Error(), "READONLY") {
+		t.Fatalf("SET on the replica: %v, want READONLY", err)
+	}
+	const outage = 10 * time.Minute
+	readOnly := s.clock.Now()
+	s.runFor(outage)
+	if n := len(s.reqs.between(readOnly, s.clock.Now())); n < len(s.apps) {
+		t.Fatalf("%d GitHub requests during the outage, want every app asked", n)
+	}
+	for _, m := range members {
+		if got := m.count("redis unavailable"); got != 1 {
+			t.Errorf("%s: %d \"redis unavailable\" warnings in %v of READONLY writes, want 1", m.name, got, outage)
+		}
+		if got := m.count("redis is back"); got != 0 {
+			t.Errorf("%s: %d \"redis is back\" while writes fail, want 0", m.name, got)
 		}
 	}
+
+	srv.MustDo("REPLICAOF", "NO", "ONE")
+	s.runFor(timing.TickDelay(1))
+	for _, m := range members {
+		if got := m.count("redis is back"); got != 1 {
+			t.Errorf("%s: %d \"redis is back\" once writes work, want 1", m.name, got)
+		}
+	}
+	s.checkShared(srv.URL(), readOnly)
 }

@@ -271,6 +271,27 @@ func (s *sim) runUntil(end time.Time) {
 	}
 }
 
+// runWhile moves the simulation one deadline at a time while more is true,
+// for at most d, and reports whether more turned false. more is first asked
+// before the clock moves.
+func (s *sim) runWhile(d time.Duration, more func() bool) bool {
+	s.t.Helper()
+	end := s.clock.Now().Add(d)
+	for more() {
+		next, ok := s.clock.Next()
+		if !ok {
+			s.t.Fatal("no poller is waiting on the clock")
+		}
+		if next.After(end) {
+			s.clock.Set(end)
+			return false
+		}
+		s.clock.Set(next)
+		s.settle()
+	}
+	return true
+}
+
 // runFor runs the simulation for d from now.
 func (s *sim) runFor(d time.Duration) { s.runUntil(s.clock.Now().Add(d)) }
 
