@@ -39,7 +39,7 @@ const (
 // part counts only when fetched_ms, etag and a readable release are all
 // there; failures defaults to 1. Anything unreadable reads as absent, and a
 // hash of another format version reads as the zero Entry. The guarded write
-// reads hashes the same way (guard.go, guard.lua).
+// decides on what it reads, on both of its paths (guard.go).
 func DecodeApp(h map[string]string) release.Entry {
 	var e release.Entry
 	if h[fieldV] != formatVersion {
@@ -67,7 +67,7 @@ func DecodeApp(h map[string]string) release.Entry {
 // DecodeBackoff reads the backoff hash (nil for no key) as DecodeApp reads an
 // app hash: an unreadable until_ms is no backoff, a trouble that is not 1 to
 // 18 ASCII digits is 0, and a hash of another format version is no backoff
-// at all. The guarded clearing reads it the same way (clear_backoff.lua).
+// at all. The guarded clearing of the backoff decides on what it reads.
 func DecodeBackoff(h map[string]string) schedule.Backoff {
 	var b schedule.Backoff
 	if h[fieldV] != formatVersion {
@@ -87,7 +87,7 @@ func DecodeBackoff(h map[string]string) schedule.Backoff {
 // lists (app_renames, repo_renames, announcements, alerts) is a JSON array of
 // its wire type; otherwise it reads as the zero Meta and a zero time. The
 // lists of a readable hash are never nil. The guarded write reads the hash the
-// same way (guard.go, guard.lua).
+// same way (guard.go).
 func DecodeMeta(h map[string]string) (release.Meta, time.Time) {
 	var m release.Meta
 	if h[fieldV] != formatVersion {
@@ -173,8 +173,7 @@ func encodeRelease(rel *release.Release) (string, error) {
 	return string(b), err
 }
 
-// maxMillisDigits bounds a time field's length so that the Lua script, whose
-// numbers are doubles, reads exactly the same times as this decoder.
+// maxMillisDigits bounds a time field's length, well within int64.
 const maxMillisDigits = 18
 
 // millis parses a Unix-millisecond time field as positive does.
@@ -187,7 +186,7 @@ func millis(s string) (time.Time, bool) {
 }
 
 // positive parses a time or count field; ok only for 1 to 18 ASCII digits
-// whose value is > 0 (no sign, no spaces, as the Lua scripts read it).
+// whose value is > 0 (no sign, no spaces).
 func positive(s string) (int64, bool) {
 	if len(s) == 0 || len(s) > maxMillisDigits {
 		return 0, false

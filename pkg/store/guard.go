@@ -2,7 +2,9 @@ package store
 
 import (
 	"context"
+	"crypto/sha1"
 	_ "embed"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"strconv"
@@ -13,21 +15,18 @@ import (
 	"go.uber.org/zap"
 )
 
-// guardLua is the guarded write as one Lua script (redis.md, "The guarded write").
+// guardLua is the second half of a guarded change made by script: it
+// applies a decision made in Go only if the hash still holds what the
+// decision read (redis.md, "The guarded write").
 //
 //go:embed guard.lua
 var guardLua string
 
-// clearBackoffLua is the guarded clearing of the backoff hash (Store.ClearBackoff).
-//
-//go:embed clear_backoff.lua
-var clearBackoffLua string
-
-// watchAttempts bounds how often the WATCH path re-reads and decides again
-// when another writer touched the key between its read and its EXEC.
+// watchAttempts bounds how often a guarded change reads and decides again
+// when another writer touched the key between its read and its write.
 const watchAttempts = 5
 
-// errContended is returned when every WATCH attempt lost to another writer.
+// errContended is returned when every attempt lost to another writer.
 var errContended = errors.New("key kept changing during the transaction")
 
 // A write is one guarded write: set pairs unless the time field says the hash
@@ -39,6 +38,17 @@ type write struct {
 	needETag bool     // refuse unless the hash's readable fetch has etag
 	etag     string   // the required ETag, when needETag
 	pairs    []string // field, value, field, value…
+}
+
+// reads returns the fields that decide looks at for w.
+func (w write) reads() []string {
+	switch w.field {
+	case fieldReadMS:
+		return []string{fieldV, fieldReadMS, fieldAppRenames, fieldRepoRenames, fieldAnnouncements, fieldAlerts}
+	case fieldFetchedMS:
+		return []string{fieldV, fieldFetchedMS, fieldETag, fieldRelease}
+	}
+	return []string{fieldV, w.field}
 }
 
 // A verdict is what the guarded write did.
@@ -56,8 +66,8 @@ const (
 // is read as DecodeApp (or, for read_ms, DecodeMeta) reads it, so a hash of
 // another format, an unreadable time, or (for fetched_ms) a fetch whose ETag
 // or release is unreadable, or (for read_ms) a meta whose lists are
-// unreadable, never blocks, and gets overwritten. guard.lua makes the same
-// decision.
+// unreadable, never blocks, and gets overwritten. Both paths of the guarded
+// write make this one decision, in Go.
 func decide(h map[string]string, w write) verdict {
 	e := DecodeApp(h)
 	var current time.Time
@@ -85,39 +95,37 @@ func decide(h map[string]string, w write) verdict {
 	return written
 }
 
-// guarded runs w on the hash at key (an app's or the meta hash) through the
-// script, or through WATCH/MULTI/EXEC once Redis has refused the script
-// itself.
+// guarded runs w on the hash at key (an app's or the meta hash).
 func (s *Store) guarded(ctx context.Context, key string, w write) (verdict, error) {
-	script := func(ctx context.Context, c rueidis.Client) (verdict, error) { return s.viaScript(ctx, c, key, w) }
-	return s.scriptOrWatch(ctx, script, txn{
+	return s.apply(ctx, change{
 		key:    key,
+		reads:  w.reads(),
 		decide: func(h map[string]string) verdict { return decide(h, w) },
-		queue: func(b rueidis.Builder, replace bool) rueidis.Commands {
-			var cmds rueidis.Commands
-			if replace {
-				cmds = append(cmds, b.Del().Key(key).Build())
-			}
-			return append(cmds, hset(b, key, w.pairs), b.Pexpire().Key(key).Milliseconds(entryTTL.Milliseconds()).Build())
-		},
+		pairs:  w.pairs,
+		ttl:    entryTTL,
 	})
 }
 
-// A txn is one guarded change of one key as WATCH/MULTI/EXEC makes it:
-// decide in Go on the hash as read, then queue the change.
-type txn struct {
+// A change is one guarded change of one key: a decision made in Go on the
+// hash as read, then a write, or the key's deletion.
+type change struct {
 	key string
+	// reads are the fields decide looks at.
+	reads []string
 	// decide is the verdict on the hash at key (nil when there is no key or
-	// it holds another type); only written goes on to queue.
+	// it holds another type); only written goes on to change the key.
 	decide func(h map[string]string) verdict
-	// queue returns the commands between MULTI and EXEC; replace says the
-	// key holds another type or format and is to be replaced whole.
-	queue func(b rueidis.Builder, replace bool) rueidis.Commands
+	// pairs are the field/value pairs to set, renewing the key's TTL to
+	// ttl; a key of another type or format is replaced whole. nil deletes
+	// the key instead.
+	pairs []string
+	ttl   time.Duration
 }
 
-// scriptOrWatch makes one guarded change with script, or as t through
-// WATCH/MULTI/EXEC once Redis has refused scripts: the two must decide alike.
-func (s *Store) scriptOrWatch(ctx context.Context, script func(context.Context, rueidis.Client) (verdict, error), t txn) (verdict, error) {
+// apply makes ch by script, or through WATCH/MULTI/EXEC once Redis has
+// refused the script itself. Either way decide is called in Go on what the
+// key holds, so that both paths read a stored hash exactly as strictly.
+func (s *Store) apply(ctx context.Context, ch change) (verdict, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
 	c, err := s.conn(ctx)
@@ -125,7 +133,7 @@ func (s *Store) scriptOrWatch(ctx context.Context, script func(context.Context, 
 		return 0, err
 	}
 	if !s.watch.Load() {
-		v, err := script(ctx, c)
+		v, err := s.viaScript(ctx, c, ch)
 		if err == nil || !scriptRefused(err) {
 			return v, err
 		}
@@ -133,43 +141,79 @@ func (s *Store) scriptOrWatch(ctx context.Context, script func(context.Context, 
 			s.log.Warn("redis refused the guarded-write script, using watch/multi/exec from now on", zap.NamedError("err", err))
 		}
 	}
-	return s.viaWatch(ctx, c, t)
+	return s.viaWatch(ctx, c, ch)
 }
 
-// viaScript runs w as one EVALSHA (EVAL when Redis does not know the script).
-func (s *Store) viaScript(ctx context.Context, c rueidis.Client, key string, w write) (verdict, error) {
-	needETag := "0"
-	if w.needETag {
-		needETag = "1"
+// viaScript reads ch.reads, decides, and makes the change with one EVALSHA
+// (EVAL when Redis does not know the script) that applies it only if those
+// fields still hold what was read; else it reads and decides again.
+func (s *Store) viaScript(ctx context.Context, c rueidis.Client, ch change) (verdict, error) {
+	for range watchAttempts {
+		h, print, err := readFields(c.Do(ctx, c.B().Hmget().Key(ch.key).Field(ch.reads...).Build()), ch.reads)
+		if err != nil {
+			return 0, err
+		}
+		if v := ch.decide(h); v != written {
+			return v, nil
+		}
+		ttl := "0"
+		if ch.pairs != nil {
+			ttl = strconv.FormatInt(ch.ttl.Milliseconds(), 10)
+		}
+		args := make([]string, 0, 3+len(ch.reads)+len(ch.pairs))
+		args = append(args, print, ttl, strconv.Itoa(len(ch.reads)))
+		args = append(append(args, ch.reads...), ch.pairs...)
+		n, err := s.script.Exec(ctx, c, []string{ch.key}, args).AsInt64()
+		if err != nil {
+			return 0, err
+		}
+		if n == 1 {
+			return written, nil
+		}
 	}
-	args := make([]string, 0, 6+len(w.pairs))
-	args = append(args, w.field, strconv.FormatInt(w.at, 10), strconv.FormatInt(w.gap, 10),
-		strconv.FormatInt(entryTTL.Milliseconds(), 10), needETag, w.etag)
-	args = append(args, w.pairs...)
-	n, err := s.script.Exec(ctx, c, []string{key}, args).AsInt64()
+	return 0, errContended
+}
+
+// readFields reads an HMGET reply of fields into a hash of the fields that
+// exist (nil when the key holds another type), with its fingerprint as
+// guard.lua computes it: the SHA-1 of each field's length, ":" and value
+// ("-" for none), joined by ";"; or "other" for a key of another type.
+func readFields(r rueidis.RedisResult, fields []string) (map[string]string, string, error) {
+	vals, err := r.ToArray()
+	if re, ok := rueidis.IsRedisErr(err); ok && strings.HasPrefix(re.Error(), "WRONGTYPE") {
+		return nil, "other", nil
+	}
 	if err != nil {
-		return 0, err
+		return nil, "", err
 	}
-	switch n {
-	case 1:
-		return written, nil
-	case 0:
-		return refusedTime, nil
-	case -1:
-		return refusedETag, nil
-	case -2:
-		return refusedNoFetch, nil
+	if len(vals) != len(fields) {
+		return nil, "", fmt.Errorf("hmget answered %d values for %d fields", len(vals), len(fields))
 	}
-	return 0, fmt.Errorf("guard script answered %d", n)
+	h := make(map[string]string, len(fields))
+	parts := make([]string, len(fields))
+	for i, m := range vals {
+		v, err := m.ToString()
+		if rueidis.IsRedisNil(err) {
+			parts[i] = "-"
+			continue
+		}
+		if err != nil {
+			return nil, "", err
+		}
+		h[fields[i]] = v
+		parts[i] = strconv.Itoa(len(v)) + ":" + v
+	}
+	sum := sha1.Sum([]byte(strings.Join(parts, ";")))
+	return h, hex.EncodeToString(sum[:]), nil
 }
 
-// viaWatch makes t's decision in Go between WATCH and EXEC, and decides
+// viaWatch makes ch's decision in Go between WATCH and EXEC, and decides
 // again when EXEC reports that another writer touched the key.
-func (s *Store) viaWatch(ctx context.Context, c rueidis.Client, t txn) (verdict, error) {
+func (s *Store) viaWatch(ctx context.Context, c rueidis.Client, ch change) (verdict, error) {
 	var v verdict
 	err := c.Dedicated(func(d rueidis.DedicatedClient) error {
 		var err error
-		v, err = s.watchLoop(ctx, d, t)
+		v, err = s.watchLoop(ctx, d, ch)
 		_, isRedis := rueidis.IsRedisErr(err)
 		if err != nil && !isRedis && !errors.Is(err, errContended) {
 			// A timeout or broken connection can leave a WATCH or MULTI
@@ -181,9 +225,9 @@ func (s *Store) viaWatch(ctx context.Context, c rueidis.Client, t txn) (verdict,
 	return v, err
 }
 
-func (s *Store) watchLoop(ctx context.Context, d rueidis.DedicatedClient, t txn) (verdict, error) {
+func (s *Store) watchLoop(ctx context.Context, d rueidis.DedicatedClient, ch change) (verdict, error) {
 	for range watchAttempts {
-		res := d.DoMulti(ctx, d.B().Watch().Key(t.key).Build(), d.B().Hgetall().Key(t.key).Build())
+		res := d.DoMulti(ctx, d.B().Watch().Key(ch.key).Build(), d.B().Hgetall().Key(ch.key).Build())
 		if err := res[0].Error(); err != nil {
 			return 0, err
 		}
@@ -191,15 +235,24 @@ func (s *Store) watchLoop(ctx context.Context, d rueidis.DedicatedClient, t txn)
 		if err != nil {
 			return 0, err
 		}
-		if v := t.decide(h); v != written {
+		if v := ch.decide(h); v != written {
 			return v, d.Do(ctx, d.B().Unwatch().Build()).Error()
 		}
 		if s.beforeExec != nil {
 			s.beforeExec()
 		}
-		tx := append(rueidis.Commands{d.B().Multi().Build()}, t.queue(d.B(), replace)...)
-		tx = append(tx, d.B().Exec().Build())
-		res = d.DoMulti(ctx, tx...)
+		tx := rueidis.Commands{d.B().Multi().Build()}
+		switch {
+		case ch.pairs == nil:
+			tx = append(tx, d.B().Del().Key(ch.key).Build())
+		case replace:
+			tx = append(tx, d.B().Del().Key(ch.key).Build())
+			fallthrough
+		default:
+			tx = append(tx, hset(d.B(), ch.key, ch.pairs),
+				d.B().Pexpire().Key(ch.key).Milliseconds(ch.ttl.Milliseconds()).Build())
+		}
+		res = d.DoMulti(ctx, append(tx, d.B().Exec().Build())...)
 		// A command refused while queued (NOPERM for HSET, say) makes EXEC
 		// fail with EXECABORT; its own error says more.
 		for _, r := range res[:len(res)-1] {

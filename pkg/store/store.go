@@ -53,10 +53,8 @@ type Store struct {
 	by      string
 	timeout time.Duration
 	script  *rueidis.Lua
-	// clearScript is the guarded clearing of the backoff (clear_backoff.lua).
-	clearScript *rueidis.Lua
-	watch       atomic.Bool // Redis refused the script: use WATCH/MULTI/EXEC
-	log         *zap.Logger
+	watch   atomic.Bool // Redis refused the script: use WATCH/MULTI/EXEC
+	log     *zap.Logger
 
 	beforeExec func() // tests only: runs between the WATCH path's read and its EXEC
 }
@@ -67,12 +65,11 @@ type Store struct {
 func New(client rueidis.Client, by string, opts ...Option) *Store {
 	set := newSettings(opts)
 	return &Store{
-		client:      client,
-		by:          by,
-		timeout:     set.timeout,
-		log:         set.log,
-		script:      rueidis.NewLuaScript(guardLua),
-		clearScript: rueidis.NewLuaScript(clearBackoffLua),
+		client:  client,
+		by:      by,
+		timeout: set.timeout,
+		log:     set.log,
+		script:  rueidis.NewLuaScript(guardLua),
 	}
 }
 
@@ -330,24 +327,14 @@ func (s *Store) ClearBackoff(ctx context.Context, read schedule.Backoff) (bool, 
 		return until, max(0, b.Trouble)
 	}
 	until, trouble := stored(read)
-	script := func(ctx context.Context, c rueidis.Client) (verdict, error) {
-		args := []string{strconv.FormatInt(until, 10), strconv.Itoa(trouble)}
-		n, err := s.clearScript.Exec(ctx, c, []string{BackoffKey}, args).AsInt64()
-		if err != nil || n != 1 {
-			return refusedTime, err
-		}
-		return written, nil
-	}
-	v, err := s.scriptOrWatch(ctx, script, txn{
-		key: BackoffKey,
+	v, err := s.apply(ctx, change{
+		key:   BackoffKey,
+		reads: []string{fieldV, fieldUntilMS, fieldTrouble},
 		decide: func(h map[string]string) verdict {
 			if u, t := stored(DecodeBackoff(h)); u != until || t != trouble {
 				return refusedTime
 			}
 			return written
-		},
-		queue: func(b rueidis.Builder, _ bool) rueidis.Commands {
-			return rueidis.Commands{b.Del().Key(BackoffKey).Build()}
 		},
 	})
 	if err != nil {

@@ -396,6 +396,8 @@ func TestDecide(t *testing.T) {
 			"announcements": ` [{"title":"t","body":"b","created_at":null}]`, "alerts": "[null]"}
 	}
 	metaOlder := meta(noon.Add(-time.Hour))
+	older := mustFetch(fetch(noon.Add(-time.Hour), "b", nil))
+	foreign := func(rel string) map[string]string { return with(readable(noon, "a"), "release", rel) }
 
 	tests := []struct {
 		name  string
@@ -448,6 +450,23 @@ func TestDecide(t *testing.T) {
 		{"fetch older than a release with good times and assets", with(readable(noon, "a"), "release",
 			`{"tag":"v1","published_at":"2026-10-08T14:52:50.120+02:00","assets":[{"name":"a.msi","size_bytes":7,"sha256":null,"platform":{"os":"web","arch":null,"package_type":"web_zip"}},null]}`), false,
 			mustFetch(fetch(noon.Add(-time.Hour), "b", nil)), refusedTime},
+		// Foreign releases: both paths read them with DecodeApp, as every
+		// reader does, so they agree on every one of them.
+		{"fetch older than a release whose keys are in another case", foreign(`{"TAG":"v9"}`), false, older, refusedTime},
+		{"fetch older than a release whose asset keys are in another case", foreign(`{"Tag":"v9","Assets":[{"Size_Bytes":7,"PLATFORM":{"OS":"web"}}]}`), false, older, refusedTime},
+		{"fetch older than a release with month 13", foreign(`{"tag":"v1","published_at":"2026-13-01T00:00:00Z"}`), false, older, written},
+		{"fetch older than a release with 30 February", foreign(`{"tag":"v1","published_at":"2026-02-30T00:00:00Z"}`), false, older, written},
+		{"fetch older than a release with 29 February of a leap year", foreign(`{"tag":"v1","published_at":"2024-02-29T00:00:00Z"}`), false, older, refusedTime},
+		{"fetch older than a release at 24:00", foreign(`{"tag":"v1","published_at":"2026-10-08T24:00:00Z"}`), false, older, written},
+		{"fetch older than a release at second 60", foreign(`{"tag":"v1","published_at":"2026-10-08T23:59:60Z"}`), false, older, written},
+		{"fetch older than a release with an escaped time", foreign(`{"tag":"v1","published_at":"2026\u002d10-08T12:00:00Z"}`), false, older, written},
+		{"fetch older than a release with empty assets as an object", foreign(`{"tag":"v1","assets":{}}`), false, older, written},
+		{"fetch older than a release with a platform as an array", foreign(`{"tag":"v1","assets":[{"platform":[]}]}`), false, older, written},
+		{"fetch older than a release with a size in exponent form", foreign(`{"tag":"v1","assets":[{"size_bytes":1e3}]}`), false, older, written},
+		{"fetch older than a release with a size beyond int64", foreign(`{"tag":"v1","assets":[{"size_bytes":9223372036854775808}]}`), false, older, written},
+		{"fetch older than a release with unknown fields", foreign(`{"tag":"v1","x":{"y":[1,2]}}`), false, older, refusedTime},
+		{"304 of a release whose keys are in another case", foreign(`{"TAG":"v9"}`), false, notMod(noon.Add(time.Second), "a"), written},
+		{"304 of a release with 30 February", foreign(`{"tag":"v1","published_at":"2026-02-30T00:00:00Z"}`), false, notMod(noon.Add(time.Second), "a"), refusedNoFetch},
 		{"fetch older than a fetch without etag", with(readable(noon, "a"), "etag", "<del>"), false,
 			mustFetch(fetch(noon.Add(-time.Hour), "b", nil)), written},
 		{"fetch older than another format", with(readable(noon, "a"), "v", "2"), false,
