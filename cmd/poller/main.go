@@ -118,8 +118,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	gate := &api.Gate{}
 	health := api.NewHealth(gate, log, api.Options{Metrics: metrics.Handler(reg, log)})
 
-	var g errgroup.Group
-	g.Go(func() error {
+	work := []func(context.Context) error{func(ctx context.Context) error {
 		select {
 		case <-p.Loaded():
 			gate.Open()
@@ -129,23 +128,39 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		gate.Close()
 		log.Info("shutting down", zap.Duration("timeout", cfg.ShutdownTimeout))
 		return nil
-	})
+	}}
 	if cfg.PollingEnabled {
 		// Cancelling ctx abandons the request under way: every shared write is
 		// one script or one transaction, so none is ever left half-written.
-		g.Go(func() error { return p.Run(ctx) })
+		work = append(work, p.Run)
 	} else {
 		log.Info("polling disabled")
 		gate.Open()
 	}
 	if refreshMeta != nil {
 		// Its own goroutine: MySQL trouble never holds up polling.
-		g.Go(func() error { return refreshMeta(ctx) })
+		work = append(work, refreshMeta)
 	}
-	serveErr := health.Serve(ctx, ln, cfg.ShutdownTimeout)
-	if err := errors.Join(serveErr, g.Wait()); err != nil {
+	if err := serveWhile(ctx, health, ln, cfg.ShutdownTimeout, work...); err != nil {
 		return err
 	}
 	log.Info("stopped")
 	return nil
+}
+
+// serveWhile runs each of work in its own goroutine while health serves on
+// ln, until ctx ends, and returns once all of it stopped, with the errors of
+// serving and of work. Work's context also ends when serving fails, so that
+// a poller whose probes cannot be answered exits with the error, as cmd/api
+// does, instead of polling on unseen until Kubernetes kills it.
+func serveWhile(ctx context.Context, health *api.Server, ln net.Listener, shutdownTimeout time.Duration, work ...func(context.Context) error) error {
+	workCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	var g errgroup.Group
+	for _, w := range work {
+		g.Go(func() error { return w(workCtx) })
+	}
+	serveErr := health.Serve(ctx, ln, shutdownTimeout)
+	stop()
+	return errors.Join(serveErr, g.Wait())
 }
