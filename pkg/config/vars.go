@@ -55,7 +55,7 @@ type pollerEnv struct {
 	Shared          sharedEnv
 	Polling         pollingEnv
 	HTTPAddr        string  `env:"HTTP_ADDR" envDefault:":9090" help:"the poller's /healthz, /readyz and /metrics"`
-	ShutdownTimeout seconds `env:"SHUTDOWN_TIMEOUT_SECS" envDefault:"15" help:"seconds; on SIGTERM: unready at once, finish the request in flight, then exit"`
+	ShutdownTimeout seconds `env:"SHUTDOWN_TIMEOUT_SECS" envDefault:"15" help:"seconds; on SIGTERM: unready at once, cancel the GitHub request in flight (no shared write is left half-done), then exit"`
 	MySQL           mysqlEnv
 }
 

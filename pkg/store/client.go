@@ -77,8 +77,8 @@ func ScrubURLError(rawURL string, err error) error {
 // NewClient returns the poller's own Redis client for redisURL, read by
 // rueidis.ParseURL (redis://, rediss:// for TLS, several addr= for a
 // cluster). Whatever the URL says, the client is small (one pipelined
-// connection and one for transactions per node), connects within 3 s, gives
-// up on any read or write, health pings included, after 5 s (see
+// connection and one for transactions per node), gives a connection 3 s to
+// dial and up to 3 s more for its handshake, gives up on any read or write, health pings included, after 5 s (see
 // WithTimeout), and does no client-side caching, so it works on servers
 // without CLIENT TRACKING.
 //
