@@ -170,3 +170,79 @@ func TestRedisAwayCountsTheFailingCall(t *testing.T) {
 		t.Errorf("redis is back with away %v, want %v", got, want)
 	}
 }
+
+// TestAllFailedRoundLogsOneLine checks how a round's failed requests are
+// logged: one line when every request of the round failed (a first run with
+// no network: 13 identical warnings before), one warning per app otherwise.
+func TestAllFailedRoundLogsOneLine(t *testing.T) {
+	answers := func(failing ...string) map[string]release.Answer {
+		m := make(map[string]release.Answer, len(thirteen))
+		for _, app := range thirteen {
+			m[app] = fetched("v1", "e1")
+		}
+		for _, app := range failing {
+			m[app] = failed()
+		}
+		return m
+	}
+	tests := []struct {
+		name   string
+		before map[string]release.Answer // a first round at t0, nil for none
+		now    map[string]release.Answer // the round at I
+		want   []string                  // the warnings
+		fields map[string]any            // of the last warning
+	}{
+		{
+			name:   "first run, GitHub unreachable",
+			now:    answers(thirteen...),
+			want:   []string{"every github request failed, no app has a release yet"},
+			fields: map[string]any{"failed": int64(13), "no_release_yet": int64(13), "err": "HTTP 502", "retry_in": time.Minute},
+		},
+		{
+			name:   "every request failing after releases were fetched",
+			before: answers(),
+			now:    answers(thirteen...),
+			want:   []string{"every github request failed, serving the last releases fetched"},
+			fields: map[string]any{"failed": int64(13), "no_release_yet": int64(0), "err": "HTTP 502", "retry_in": time.Minute},
+		},
+		{
+			name:   "one app failing among healthy ones",
+			now:    answers("m"),
+			want:   []string{"github request failed"},
+			fields: map[string]any{"app": "m", "repo": "storytold/m", "failures": int64(1), "err": "HTTP 502"},
+		},
+		{
+			name:   "two apps failing among healthy ones",
+			now:    answers("c", "m"),
+			want:   []string{"github request failed", "github request failed"},
+			fields: map[string]any{"app": "m", "repo": "storytold/m"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t, thirteen, nil, false)
+			if tt.before != nil {
+				h.source.script = tt.before
+				h.p.Tick(context.Background())
+			}
+			h.logs.TakeAll()
+			h.clock.set(t, t0.Add(timing.Interval))
+			h.source.script = tt.now
+			h.p.Tick(context.Background())
+			warns := h.logs.FilterLevelExact(zapcore.WarnLevel).All()
+			var got []string
+			for _, w := range warns {
+				got = append(got, w.Message)
+			}
+			if !slices.Equal(got, tt.want) {
+				t.Fatalf("warnings %q, want %q", got, tt.want)
+			}
+			last := warns[len(warns)-1].ContextMap()
+			for k, want := range tt.fields {
+				if g := last[k]; g != want {
+					t.Errorf("field %s = %v, want %v", k, g, want)
+				}
+			}
+		})
+	}
+}

@@ -187,7 +187,7 @@ func TestObserver(t *testing.T) {
 			steps: []step{{
 				answers: map[string]release.Answer{"a": failed(), "b": fetched("v1", "e1")}, asked: []string{"a", "b"},
 				calls: []string{"Load", "LoadApp a", "Claim a", "PutFailure a"}, sets: []string{"a", "b"},
-				warns: []string{"github request failed", "redis unavailable"}, round: round("standalone", 1, 0, 1, false, 0, 0),
+				warns: []string{"redis unavailable", "github request failed"}, round: round("standalone", 1, 0, 1, false, 0, 0),
 				observed: []string{"claim won", "answer a failed -1 never", "redis_error put_failure",
 					"answer b fetched -1 never", "fetched b 1s", "round standalone 1s never 0"},
 			}},
@@ -198,7 +198,7 @@ func TestObserver(t *testing.T) {
 			steps: []step{{
 				answers: map[string]release.Answer{"a": failed()}, asked: []string{"a"},
 				calls: []string{"Load", "LoadApp a", "Claim a", "PutFailure a", "PutBackoff until 1m0s trouble 1"},
-				sets:  []string{"a"}, warns: []string{"github request failed", "redis unavailable"},
+				sets:  []string{"a"}, warns: []string{"redis unavailable", "github request failed"},
 				round:    round("standalone", 0, 0, 1, false, time.Minute, 1),
 				observed: []string{"claim won", "answer a failed -1 never", "redis_error put_backoff", "round standalone 0s 1m0s 1"},
 			}},

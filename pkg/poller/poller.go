@@ -292,6 +292,7 @@ func (p *Poller) Tick(ctx context.Context) {
 		}
 	}
 	if ctx.Err() != nil {
+		p.logFailures(&r)
 		return
 	}
 
@@ -308,6 +309,7 @@ func (p *Poller) Tick(ctx context.Context) {
 			}
 		}
 	}
+	p.logFailures(&r)
 	p.log.Info("poll round",
 		zap.String("mode", string(r.mode)),
 		zap.Int("fetched", r.sum.Fetched),
@@ -393,6 +395,46 @@ type round struct {
 	asked  int  // requests made so far
 	spaced bool // the spacing after the last request was waited already
 	held   bool // stopped by a fleet backoff that appeared mid-round
+
+	failures []failure // the failed requests, logged at the end of the round
+}
+
+// failure is one failed GitHub request of a round.
+type failure struct {
+	app release.App
+	n   int // failures in a row
+	err error
+}
+
+// logFailures logs the round's failed requests: one warning each, with the
+// app and its repository; but when every request of a round that asked
+// several apps failed (GitHub down or unreachable, such as on a first run
+// without network), one line that says so, with the first error, how many
+// apps have no release yet and when the poller retries, instead of a wall
+// of warnings that differ only by app.
+func (p *Poller) logFailures(r *round) {
+	all := len(r.failures) >= 2 && r.sum.Fetched == 0 && r.sum.Unchanged == 0 && !r.sum.RateLimited
+	if !all {
+		for _, f := range r.failures {
+			p.log.Warn("github request failed", zap.String("app", f.app.Key), zap.String("repo", f.app.Repo),
+				zap.Int("failures", f.n), zap.NamedError("err", f.err))
+		}
+		r.failures = nil
+		return
+	}
+	none := 0
+	for _, e := range p.entries {
+		if !e.Fetched() {
+			none++
+		}
+	}
+	msg := "every github request failed, serving the last releases fetched"
+	if none == len(p.entries) {
+		msg = "every github request failed, no app has a release yet"
+	}
+	p.log.Warn(msg, zap.Int("failed", len(r.failures)), zap.Int("no_release_yet", none),
+		zap.NamedError("err", r.failures[0].err), zap.Duration("retry_in", max(0, p.backoff.Until.Sub(p.clock.Now()))))
+	r.failures = nil
 }
 
 // visit asks GitHub about app if it is due, and records what happened.
@@ -445,6 +487,7 @@ func (p *Poller) visit(ctx context.Context, app release.App, r *round) (stop boo
 		next.FetchedAt = now
 	case release.RateLimited:
 		r.sum.RateLimited, r.sum.RetryAt = true, a.RetryAt
+		p.logFailures(r)
 		p.log.Warn("github rate limit", zap.String("app", app.Key), zap.String("repo", app.Repo),
 			zap.Time("retry_at", a.RetryAt), zap.NamedError("err", a.Err))
 		return true
@@ -458,8 +501,7 @@ func (p *Poller) visit(ctx context.Context, app release.App, r *round) (stop boo
 			}
 		}
 		next.FailedAt, next.Failures = now, n
-		p.log.Warn("github request failed", zap.String("app", app.Key), zap.String("repo", app.Repo),
-			zap.Int("failures", n), zap.NamedError("err", a.Err))
+		r.failures = append(r.failures, failure{app: app, n: n, err: a.Err})
 	}
 	p.share(ctx, app.Key, a.Outcome, next, r)
 	// Kept even when the shared write lost: memory follows the merge law on its own.

@@ -664,7 +664,7 @@ func TestTickCoordinated(t *testing.T) {
 				asked:   []string{"a"},
 				calls:   []string{"Load", "LoadApp a", "Claim a", "PutFailure a", "PutBackoff until 1m0s trouble 1"},
 				sets:    []string{"a"},
-				warns:   []string{"github request failed", "redis unavailable"},
+				warns:   []string{"redis unavailable", "github request failed"},
 				round:   round(sa, 0, 0, 1, false, time.Minute, 1),
 			}},
 		},
