@@ -369,19 +369,13 @@ func (p *Poller) repair(ctx context.Context, shared map[string]release.Entry, r 
 		if !mine.Fetched() || shared[key].Fetched() && shared[key].FetchedAt.UnixMilli() >= mine.FetchedAt.UnixMilli() {
 			continue
 		}
-		start := p.clock.Now()
-		written, err := p.fleet.PutFetch(ctx, key, mine)
-		if err != nil {
-			p.redisDown(ctx, OpPutFetch, err, start)
-			r.mode = Standalone
+		written, ok := p.put(ctx, OpPutFetch, p.fleet.PutFetch, key, mine, r)
+		if !ok {
 			break
 		}
-		p.redisUp()
-		if !written {
-			p.obs.WriteRefused(OpPutFetch)
-			continue
+		if written {
+			repaired++
 		}
-		repaired++
 	}
 	if repaired > 0 {
 		p.log.Info("redis entries written back from memory", zap.Int("apps", repaired))
@@ -557,18 +551,28 @@ func (p *Poller) share(ctx context.Context, key string, o release.Outcome, e rel
 	case release.NotModified:
 		put, op = p.fleet.PutNotModified, OpPutNotModified
 	}
+	if written, ok := p.put(ctx, op, put, key, e, r); ok && !written {
+		p.log.Debug("shared write refused", zap.String("app", key), zap.String("status", o.String()))
+	}
+}
+
+// put shares app's entry e with the guarded write put, op for the Observer.
+// It reports whether the write went through, and ok false for a Redis
+// error, which makes the rest of the round standalone.
+func (p *Poller) put(ctx context.Context, op Op, put func(context.Context, string, release.Entry) (bool, error),
+	key string, e release.Entry, r *round) (written, ok bool) {
 	start := p.clock.Now()
 	written, err := put(ctx, key, e)
 	if err != nil {
 		p.redisDown(ctx, op, err, start)
 		r.mode = Standalone
-		return
+		return false, false
 	}
 	p.redisUp()
 	if !written {
 		p.obs.WriteRefused(op)
-		p.log.Debug("shared write refused", zap.String("app", key), zap.String("status", o.String()))
 	}
+	return written, true
 }
 
 // load merges every app's shared entry into memory and takes the fleet's

@@ -103,6 +103,19 @@ func (a *admin) hset(key string, pairs ...string) {
 	a.do(append([]string{"HSET", key}, pairs...)...)
 }
 
+// seed empties Redis and puts at key a string when wrong, else the hash of
+// the HSET pairs (none: no key).
+func (a *admin) seed(srv *redistest.Server, key string, wrong bool, pairs []string) {
+	a.t.Helper()
+	srv.MustDo("FLUSHALL")
+	switch {
+	case wrong:
+		a.do("SET", key, "garbage")
+	case len(pairs) > 0:
+		a.hset(key, pairs...)
+	}
+}
+
 func (a *admin) pttl(key string) time.Duration {
 	a.t.Helper()
 	n, err := a.do("PTTL", key).AsInt64()

@@ -213,13 +213,7 @@ func TestClearBackoff(t *testing.T) {
 			a := newAdmin(t, srv)
 			s := newStore(t, p.url(t, srv))
 			for _, tt := range tests {
-				srv.MustDo("FLUSHALL")
-				switch {
-				case tt.wrong:
-					a.do("SET", BackoffKey, "garbage")
-				case tt.before != nil:
-					a.hset(BackoffKey, tt.before...)
-				}
+				a.seed(srv, BackoffKey, tt.wrong, tt.before)
 				got, err := s.ClearBackoff(context.Background(), tt.read)
 				if err != nil {
 					t.Fatalf("%s: %v", tt.name, err)

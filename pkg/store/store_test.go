@@ -291,13 +291,7 @@ func TestWritesByKind(t *testing.T) {
 			a := newAdmin(t, srv)
 			s := newStore(t, p.url(t, srv))
 			for _, tt := range tests {
-				srv.MustDo("FLUSHALL")
-				switch {
-				case tt.wrong:
-					a.do("SET", key, "garbage")
-				case tt.before != nil:
-					a.hset(key, tt.before...)
-				}
+				a.seed(srv, key, tt.wrong, tt.before)
 				// A short TTL shows whether the write renewed it.
 				const short = 100 * time.Second
 				if tt.wrong || tt.before != nil {
@@ -528,13 +522,7 @@ func TestDecide(t *testing.T) {
 			a := newAdmin(t, srv)
 			s := newStore(t, p.url(t, srv))
 			for _, tt := range tests {
-				srv.MustDo("FLUSHALL")
-				switch {
-				case tt.wrong:
-					a.do("SET", key, "garbage")
-				case tt.hash != nil:
-					a.hset(key, pairsOf(tt.hash)...)
-				}
+				a.seed(srv, key, tt.wrong, pairsOf(tt.hash))
 				got, err := s.guarded(context.Background(), key, tt.w)
 				if err != nil {
 					t.Fatalf("%s: %v", tt.name, err)
