@@ -377,13 +377,3 @@ func adminStore(t testing.TB, url string) *store.Store {
 	t.Cleanup(c.Close)
 	return store.New(c, "admin")
 }
-
-// repo returns the repository of the app with key, "" for none.
-func (s *sim) repo(key string) string {
-	for _, a := range s.apps {
-		if a.Key == key {
-			return a.Repo
-		}
-	}
-	return ""
-}
