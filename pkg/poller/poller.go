@@ -47,9 +47,9 @@ type Fleet interface {
 	PutFailure(ctx context.Context, app string, e release.Entry) (bool, error)
 	// PutBackoff writes the backoff b (1-day TTL); b.Until is never zero.
 	PutBackoff(ctx context.Context, b schedule.Backoff) error
-	// ClearBackoff deletes the shared backoff only if it still is read, the
-	// one this poller read last; false when refused (another poller recorded
-	// a backoff meanwhile, which stands).
+	// ClearBackoff deletes the shared backoff only if it is still read, the
+	// backoff this poller read last; false when refused (another poller
+	// recorded a backoff meanwhile, which stands).
 	ClearBackoff(ctx context.Context, read schedule.Backoff) (bool, error)
 }
 
