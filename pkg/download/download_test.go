@@ -1,0 +1,228 @@
+package download_test
+
+import (
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/storytold/craft-releases/pkg/download"
+	"github.com/storytold/craft-releases/pkg/release"
+)
+
+// assets builds a release's assets from file names, parsed as the poller does.
+func assets(names ...string) []release.Asset {
+	as := make([]release.Asset, len(names))
+	for i, n := range names {
+		as[i] = release.Asset{Name: n, DownloadURL: "https://github.com/storytold/photocraft/releases/download/v1/" + n,
+			Platform: release.ParseAsset(n)}
+	}
+	return as
+}
+
+func TestPick(t *testing.T) {
+	full := assets(
+		"SHA256SUMS.txt",
+		"photocraft-1.0.0-windows-x64-portable.zip",
+		"photocraft-1.0.0-windows-x64.msi",
+		"photocraft-1.0.0-windows-arm64.msi",
+		"photocraft-1.0.0-windows-x64.msi", // a second x64 msi: the first wins
+		"photocraft-1.0.0-macos-arm64.dmg",
+		"photocraft-1.0.0-macos-universal.dmg",
+		"photocraft-cli-1.0.0-macos-universal.zip",
+		"photocraft-1.0.0-linux-x86_64.AppImage.zsync",
+		"photocraft-1.0.0-linux-x86_64.tar.gz",
+		"photocraft-1.0.0-linux-x86_64.deb",
+		"photocraft-1.0.0-linux-x86_64.AppImage",
+		"photocraft-1.0.0-linux-aarch64.rpm",
+		"photocraft-1.0.0-freebsd-x86_64.tar.gz",
+		"photocraft-web-1.0.0.zip",
+	)
+	tests := []struct {
+		name   string
+		assets []release.Asset
+		want   download.Want
+		wantOK bool
+		asset  string // the name of the asset picked
+	}{
+		{"windows prefers the msi", full, download.Want{OS: "windows", Arch: "x64"}, true, "photocraft-1.0.0-windows-x64.msi"},
+		{"first of two equal assets", full, download.Want{OS: "windows", Arch: "x64", Package: "msi"}, true, "photocraft-1.0.0-windows-x64.msi"},
+		{"explicit portable", full, download.Want{OS: "windows", Arch: "x64", Package: "portable_zip"}, true, "photocraft-1.0.0-windows-x64-portable.zip"},
+		{"windows arm64", full, download.Want{OS: "windows", Arch: "arm64"}, true, "photocraft-1.0.0-windows-arm64.msi"},
+		{"windows portable when no msi", assets("a-1-windows-x64-portable.zip"), download.Want{OS: "windows", Arch: "x64"}, true, "a-1-windows-x64-portable.zip"},
+		{"no x86 build", full, download.Want{OS: "windows", Arch: "x86"}, false, ""},
+		{"macos arm64: the first of arm64 and universal", full, download.Want{OS: "macos", Arch: "arm64"}, true, "photocraft-1.0.0-macos-arm64.dmg"},
+		{"macos x64 takes the universal build", full, download.Want{OS: "macos", Arch: "x64"}, true, "photocraft-1.0.0-macos-universal.dmg"},
+		{"macos universal asked for", full, download.Want{OS: "macos", Arch: "universal"}, true, "photocraft-1.0.0-macos-universal.dmg"},
+		{"macos universal is not arm64", assets("a-1-macos-arm64.dmg"), download.Want{OS: "macos", Arch: "universal"}, false, ""},
+		{"macos cli only when no dmg", assets("a-cli-1-macos-universal.zip"), download.Want{OS: "macos", Arch: "arm64"}, true, "a-cli-1-macos-universal.zip"},
+		{"universal is only for macos", assets("a-1-linux-universal.deb"), download.Want{OS: "linux", Arch: "x64"}, false, ""},
+		{"linux prefers the appimage", full, download.Want{OS: "linux", Arch: "x64"}, true, "photocraft-1.0.0-linux-x86_64.AppImage"},
+		{"linux deb before tar.gz", assets("a-1-linux-x64.tar.gz", "a-1-linux-x64.rpm", "a-1-linux-x64.deb"), download.Want{OS: "linux", Arch: "x64"}, true, "a-1-linux-x64.deb"},
+		{"linux rpm before flatpak", assets("a-1-linux-x64.flatpak", "a-1-linux-x64.rpm"), download.Want{OS: "linux", Arch: "x64"}, true, "a-1-linux-x64.rpm"},
+		{"linux flatpak before tar.gz", assets("a-1-linux-x64.tar.gz", "a-1-linux-x64.flatpak"), download.Want{OS: "linux", Arch: "x64"}, true, "a-1-linux-x64.flatpak"},
+		{"zsync is never preferred", assets("a-1-linux-x64.AppImage.zsync"), download.Want{OS: "linux", Arch: "x64"}, false, ""},
+		{"zsync when asked for", full, download.Want{OS: "linux", Arch: "x64", Package: "app_image_zsync"}, true, "photocraft-1.0.0-linux-x86_64.AppImage.zsync"},
+		{"linux arm64", full, download.Want{OS: "linux", Arch: "arm64"}, true, "photocraft-1.0.0-linux-aarch64.rpm"},
+		{"freebsd", full, download.Want{OS: "freebsd", Arch: "x64"}, true, "photocraft-1.0.0-freebsd-x86_64.tar.gz"},
+		{"web", full, download.Want{OS: "web"}, true, "photocraft-web-1.0.0.zip"},
+		{"web has no arch", full, download.Want{OS: "web", Arch: "x64"}, false, ""},
+		{"an arch matches no web build", assets("a-web-1.zip"), download.Want{OS: "linux", Arch: ""}, false, ""},
+		{"package of another os", full, download.Want{OS: "windows", Arch: "x64", Package: "dmg"}, false, ""},
+		{"no assets", nil, download.Want{OS: "windows", Arch: "x64"}, false, ""},
+		{"only unrecognised assets", assets("SHA256SUMS.txt", "photocraft.exe"), download.Want{OS: "windows", Arch: "x64"}, false, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			i, ok := download.Pick(tt.assets, tt.want)
+			if ok != tt.wantOK {
+				t.Fatalf("Pick(%+v) ok = %v, want %v", tt.want, ok, tt.wantOK)
+			}
+			if !ok {
+				if i != -1 {
+					t.Errorf("Pick(%+v) = %d without a match, want -1", tt.want, i)
+				}
+				return
+			}
+			if got := tt.assets[i].Name; got != tt.asset {
+				t.Errorf("Pick(%+v) = %s, want %s", tt.want, got, tt.asset)
+			}
+			if i != firstIndex(tt.assets, tt.asset) {
+				t.Errorf("Pick(%+v) = index %d, want the first %s", tt.want, i, tt.asset)
+			}
+		})
+	}
+}
+
+func firstIndex(as []release.Asset, name string) int {
+	for i, a := range as {
+		if a.Name == name {
+			return i
+		}
+	}
+	return -1
+}
+
+func TestPreferred(t *testing.T) {
+	tests := []struct {
+		os   string
+		want []string
+	}{
+		{"windows", []string{"msi", "portable_zip"}},
+		{"macos", []string{"dmg", "cli_zip"}},
+		{"linux", []string{"app_image", "deb", "rpm", "flatpak", "tar_gz"}},
+		{"freebsd", []string{"tar_gz"}},
+		{"web", []string{"web_zip"}},
+		{"plan9", nil},
+	}
+	for _, tt := range tests {
+		if got := download.Preferred(tt.os); !reflect.DeepEqual(got, tt.want) {
+			t.Errorf("Preferred(%q) = %q, want %q", tt.os, got, tt.want)
+		}
+	}
+}
+
+func TestCheck(t *testing.T) {
+	tests := []struct {
+		name      string
+		want      download.Want
+		wantParam string // "" for no error
+		wantMsg   string
+	}{
+		{"nothing given", download.Want{}, "", ""},
+		{"every value", download.Want{OS: "linux", Arch: "arm64", Package: "app_image_zsync"}, "", ""},
+		{"web", download.Want{OS: "web", Package: "web_zip"}, "", ""},
+		{"os in upper case", download.Want{OS: "Windows"}, "os", `bad os "Windows": want one of windows, macos, linux, freebsd, web`},
+		{"amd64", download.Want{OS: "linux", Arch: "amd64"}, "arch", `bad arch "amd64": want one of x64, x86, arm64, universal`},
+		{"exe", download.Want{Package: "exe"}, "package", `bad package "exe": want one of msi, portable_zip, dmg, cli_zip, app_image, app_image_zsync, deb, rpm, flatpak, tar_gz, web_zip`},
+		{"the first bad value", download.Want{OS: "x", Arch: "y"}, "os", `bad os "x": want one of windows, macos, linux, freebsd, web`},
+		{"a quote and a long value", download.Want{Arch: `"` + strings.Repeat("a", 100)}, "arch",
+			`bad arch "\"` + strings.Repeat("a", 63) + `…": want one of x64, x86, arm64, universal`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := download.Check(tt.want)
+			if tt.wantParam == "" {
+				if err != nil {
+					t.Fatalf("Check(%+v) = %v, want nil", tt.want, err)
+				}
+				return
+			}
+			var bad *download.BadValueError
+			if !errors.As(err, &bad) || bad.Param != tt.wantParam {
+				t.Fatalf("Check(%+v) = %v, want a bad %s", tt.want, err, tt.wantParam)
+			}
+			if got := err.Error(); got != tt.wantMsg {
+				t.Errorf("message:\n got %s\nwant %s", got, tt.wantMsg)
+			}
+		})
+	}
+}
+
+func TestResolve(t *testing.T) {
+	const (
+		windows  = "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36"
+		linuxARM = "Mozilla/5.0 (X11; Linux aarch64; rv:133.0) Gecko/20100101 Firefox/133.0"
+		curl     = "curl/8.5.0"
+	)
+	tests := []struct {
+		name      string
+		want      download.Want
+		ua        string
+		resolved  download.Want
+		usedAgent bool
+		err       error
+	}{
+		{"all explicit", download.Want{OS: "linux", Arch: "x64", Package: "deb"}, windows, download.Want{OS: "linux", Arch: "x64", Package: "deb"}, false, nil},
+		{"os and arch explicit, no package", download.Want{OS: "macos", Arch: "arm64"}, windows, download.Want{OS: "macos", Arch: "arm64"}, false, nil},
+		{"web needs no arch", download.Want{OS: "web"}, curl, download.Want{OS: "web"}, false, nil},
+		{"nothing given", download.Want{}, windows, download.Want{OS: "windows", Arch: "x64"}, true, nil},
+		{"nothing given, arm64", download.Want{}, linuxARM, download.Want{OS: "linux", Arch: "arm64"}, true, nil},
+		{"package given", download.Want{Package: "portable_zip"}, windows, download.Want{OS: "windows", Arch: "x64", Package: "portable_zip"}, true, nil},
+		{"os given, arch from the agent", download.Want{OS: "linux"}, linuxARM, download.Want{OS: "linux", Arch: "arm64"}, true, nil},
+		{"os given, curl", download.Want{OS: "linux"}, curl, download.Want{OS: "linux", Arch: "x64"}, true, nil},
+		{"arch given, os from the agent", download.Want{Arch: "arm64"}, windows, download.Want{OS: "windows", Arch: "arm64"}, true, nil},
+		{"curl names no os", download.Want{}, curl, download.Want{}, true, download.ErrUnknownOS},
+		{"a phone names no os", download.Want{Arch: "x64"}, "Mozilla/5.0 (Linux; Android 10; K) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Mobile Safari/537.36", download.Want{Arch: "x64"}, true, download.ErrUnknownOS},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, used, err := download.Resolve(tt.want, tt.ua)
+			if !errors.Is(err, tt.err) {
+				t.Fatalf("Resolve(%+v) error = %v, want %v", tt.want, err, tt.err)
+			}
+			if got != tt.resolved || used != tt.usedAgent {
+				t.Errorf("Resolve(%+v) = %+v, %v; want %+v, %v", tt.want, got, used, tt.resolved, tt.usedAgent)
+			}
+		})
+	}
+}
+
+func TestPlatforms(t *testing.T) {
+	as := assets("SHA256SUMS.txt", "a-1-windows-x64.msi", "a-1-linux-x64.deb", "b-1-windows-x64.msi", "a-web-1.zip", "a-1-linux-arm64.deb")
+	var got []string
+	for _, p := range download.Platforms(as) {
+		arch := "null"
+		if p.Arch != nil {
+			arch = *p.Arch
+		}
+		got = append(got, p.OS+"/"+arch+"/"+p.PackageType)
+	}
+	want := []string{"windows/x64/msi", "linux/x64/deb", "web/null/web_zip", "linux/arm64/deb"}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("Platforms = %q, want %q", got, want)
+	}
+	if got := download.Platforms(nil); got != nil {
+		t.Errorf("Platforms(nil) = %v, want nil", got)
+	}
+}
+
+func TestPickAllocs(t *testing.T) {
+	as := assets("a-1-linux-x64.tar.gz", "a-1-linux-x64.deb", "a-1-windows-x64.msi")
+	if got := testing.AllocsPerRun(100, func() {
+		w, _, _ := download.Resolve(download.Want{}, agents[0].ua)
+		download.Pick(as, w)
+	}); got != 0 {
+		t.Errorf("allocations per Resolve and Pick: got %v, want 0", got)
+	}
+}
