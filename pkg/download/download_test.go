@@ -226,3 +226,21 @@ func TestPickAllocs(t *testing.T) {
 		t.Errorf("allocations per Resolve and Pick: got %v, want 0", got)
 	}
 }
+
+func TestLink(t *testing.T) {
+	x64 := "x64"
+	tests := []struct {
+		app  string
+		p    release.Platform
+		want string
+	}{
+		{"photocraft", release.Platform{OS: "windows", Arch: &x64, PackageType: "msi"}, "/v1/craft_apps/download/photocraft?os=windows&arch=x64&package=msi"},
+		{"photocraft", release.Platform{OS: "web", PackageType: "web_zip"}, "/v1/craft_apps/download/photocraft?os=web&package=web_zip"},
+		{"a b/c", release.Platform{OS: "web", PackageType: "web_zip"}, "/v1/craft_apps/download/a%20b%2Fc?os=web&package=web_zip"},
+	}
+	for _, tt := range tests {
+		if got := download.Link(tt.app, tt.p); got != tt.want {
+			t.Errorf("Link(%q, %+v) = %s, want %s", tt.app, tt.p, got, tt.want)
+		}
+	}
+}

@@ -1,7 +1,8 @@
 // Package snapshot holds what the API serves: every configured app's entry,
-// merged under the merge law, and the response rendered from them once per
-// change (JSON, a gzip copy, their ETags and header values), published behind
-// an atomic pointer so that readers never lock.
+// merged under the merge law, and the answers rendered from them once per
+// change (the full JSON, each app's own JSON and downloads, the release page;
+// each with a gzip copy, ETags and header values), published behind an atomic
+// pointer so that readers never lock.
 package snapshot
 
 import (
@@ -13,10 +14,12 @@ import (
 	"reflect"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/storytold/craft-releases/pkg/page"
 	"github.com/storytold/craft-releases/pkg/release"
 )
 
@@ -26,24 +29,53 @@ const (
 	cacheWarm = "public, max-age=60" // every app was fetched
 )
 
-// Rendering is one immutable rendering of the snapshot: the response body in
-// both representations with everything a handler sends with them. Nothing in
-// it may be modified, since every reader shares it.
-type Rendering struct {
-	Body     []byte // the JSON body, compact, no trailing newline
+// Doc is one answer in both representations with everything a handler sends
+// with them. Nothing in it may be modified, since every reader shares it.
+type Doc struct {
+	Body     []byte // compact JSON without a trailing newline, or the HTML page
 	Gzip     []byte // Body compressed with gzip
 	ETag     string // strong, quoted validator of Body
 	GzipETag string // strong, quoted validator of Gzip, distinct from ETag
 
-	CacheControl string    // "no-store" until every app was fetched, then "public, max-age=60"
-	Complete     bool      // every app was fetched: last_fetched is not null
-	LastFetched  time.Time // the oldest app_last_fetched; zero while not Complete
+	CacheControl string // "no-store" until what it shows was fetched, then "public, max-age=60"
+	Values       HeaderValues
+}
+
+// Rendering is one immutable rendering of the snapshot: the full answer of
+// GET /v1/craft_apps/release_info (its Doc), each app's own answer, and the
+// release page. Nothing in it may be modified, since every reader shares it.
+type Rendering struct {
+	Doc // the full answer; CacheControl is "public, max-age=60" once every app was fetched
+
+	Complete    bool      // every app was fetched: last_fetched is not null
+	LastFetched time.Time // the oldest app_last_fetched; zero while not Complete
 
 	// FetchedAt is each configured app's app_last_fetched; zero means never.
 	FetchedAt  map[string]time.Time
 	RenderedAt time.Time // by the snapshot's clock
 
-	Values HeaderValues
+	// Apps holds each configured app's own answer and downloads, by key.
+	Apps map[string]*App
+	// Page is the release page, HTML; cached like the full answer.
+	Page Doc
+}
+
+// App is one app's part of a rendering.
+type App struct {
+	// Doc is {"success":true,"app":AppInfo}, where AppInfo is byte for byte
+	// the app's object in the full answer; "no-store" until the app was fetched.
+	Doc
+
+	Fetched bool
+	Release *release.Release // nil: never fetched, or no release
+	// Downloads are the release's assets that a download link may redirect
+	// to, in the release's order: those with a platform and a download URL
+	// under https://github.com/{repo}/releases/download/.
+	Downloads []release.Asset
+	// Locations[i] is Downloads[i]'s URL as a Location header value.
+	Locations [][]string
+
+	fetchedAt time.Time // the fetch it shows, so that a new rendering can reuse it
 }
 
 // HeaderValues holds a rendering's response header values as one-element
@@ -65,10 +97,11 @@ type Snapshot struct {
 	now  func() time.Time
 	apps []release.App // in configured order
 
-	mu      sync.Mutex // serialises writers; guards entries, meta and gz
+	mu      sync.Mutex // serialises writers; guards entries, meta, gz and page
 	entries map[string]release.Entry
 	meta    release.Meta
 	gz      *gzip.Writer // reused: a best-compression writer is large
+	page    *page.Renderer
 
 	cur     atomic.Pointer[Rendering]
 	renders atomic.Uint64
@@ -82,6 +115,7 @@ func New(apps []release.App, now func() time.Time) *Snapshot {
 		now:     now,
 		entries: make(map[string]release.Entry, len(apps)),
 		meta:    normalize(release.Meta{}),
+		page:    page.NewRenderer(),
 	}
 	for _, a := range apps {
 		if _, dup := s.entries[a.Key]; dup {
@@ -157,8 +191,9 @@ func (s *Snapshot) merge(app string, e release.Entry) bool {
 	return !merged.FetchedAt.Equal(old.FetchedAt)
 }
 
-// render builds a new Rendering from the entries and publishes it. s.mu must
-// be held, except by New before s is shared.
+// render builds a new Rendering from the entries and publishes it. An app
+// whose fetch did not move keeps its part of the last rendering. s.mu must be
+// held, except by New before s is shared.
 func (s *Snapshot) render() {
 	info := release.Info{
 		Success: true,
@@ -169,18 +204,26 @@ func (s *Snapshot) render() {
 		RepoRenames:      s.meta.RepoRenames,
 		ImportantNotices: s.meta.Notices,
 	}
+	prev := s.cur.Load() // nil when called by New
 	fetched := make(map[string]time.Time, len(s.apps))
+	apps := make(map[string]*App, len(s.apps))
+	pageApps := make([]page.App, 0, len(s.apps))
 	var oldest time.Time
 	complete := len(s.apps) > 0
 	for _, a := range s.apps {
 		e := s.entries[a.Key]
 		fetched[a.Key] = e.FetchedAt
-		info.ReleaseInfo.Apps[a.Key] = release.AppInfo{
+		ai := release.AppInfo{
 			Name:           a.Name,
 			Repo:           a.Repo,
 			LatestRelease:  wireRelease(e.Release),
 			AppLastFetched: release.NewTime(e.FetchedAt),
 		}
+		info.ReleaseInfo.Apps[a.Key] = ai
+		app := s.renderApp(prev, a, e, ai)
+		apps[a.Key] = app
+		pageApps = append(pageApps, page.App{Key: a.Key, Name: a.Name, FetchedAt: e.FetchedAt,
+			Release: e.Release, Downloads: app.Downloads})
 		switch {
 		case !e.Fetched():
 			complete = false
@@ -193,36 +236,99 @@ func (s *Snapshot) render() {
 	}
 	info.ReleaseInfo.LastFetched = release.NewTime(oldest)
 
-	body, err := release.Marshal(info)
-	if err != nil {
-		// The wire types hold no value encoding/json refuses.
-		panic(fmt.Sprintf("snapshot: render: %v", err))
-	}
-	gz := s.compress(body)
-
 	r := &Rendering{
+		Doc:         s.doc(mustMarshal(info), complete),
+		Complete:    complete,
+		LastFetched: oldest,
+		FetchedAt:   fetched,
+		RenderedAt:  s.now(),
+		Apps:        apps,
+		Page:        s.doc(s.page.Render(pageApps), complete),
+	}
+	s.cur.Store(r)
+	s.renders.Add(1)
+}
+
+// renderApp returns app's part of the rendering: prev's when it shows the
+// same fetch, else a new one for entry e and its wire object ai.
+func (s *Snapshot) renderApp(prev *Rendering, a release.App, e release.Entry, ai release.AppInfo) *App {
+	if prev != nil {
+		if p := prev.Apps[a.Key]; p != nil && p.fetchedAt.Equal(e.FetchedAt) {
+			return p
+		}
+	}
+	body := append([]byte(`{"success":true,"app":`), mustMarshal(ai)...)
+	app := &App{
+		Doc:       s.doc(append(body, '}'), e.Fetched()),
+		Fetched:   e.Fetched(),
+		Release:   e.Release,
+		fetchedAt: e.FetchedAt,
+	}
+	if e.Release != nil {
+		for _, as := range e.Release.Assets {
+			if as.Platform != nil && trustedDownload(a.Repo, as.DownloadURL) {
+				app.Downloads = append(app.Downloads, as)
+				app.Locations = append(app.Locations, []string{as.DownloadURL})
+			}
+		}
+	}
+	return app
+}
+
+// doc returns body as a Doc: its gzip copy, ETags and header values, and
+// the Cache-Control of an answer whose data was fetched (warm) or not yet.
+func (s *Snapshot) doc(body []byte, warm bool) Doc {
+	gz := s.compress(body)
+	d := Doc{
 		Body:         body,
 		Gzip:         gz,
 		ETag:         etag(body),
 		GzipETag:     etag(gz),
 		CacheControl: cacheCold,
-		Complete:     complete,
-		LastFetched:  oldest,
-		FetchedAt:    fetched,
-		RenderedAt:   s.now(),
 	}
-	if complete {
-		r.CacheControl = cacheWarm
+	if warm {
+		d.CacheControl = cacheWarm
 	}
-	r.Values = HeaderValues{
-		CacheControl:      []string{r.CacheControl},
-		ETag:              []string{r.ETag},
+	d.Values = HeaderValues{
+		CacheControl:      []string{d.CacheControl},
+		ETag:              []string{d.ETag},
 		ContentLength:     []string{strconv.Itoa(len(body))},
-		GzipETag:          []string{r.GzipETag},
+		GzipETag:          []string{d.GzipETag},
 		GzipContentLength: []string{strconv.Itoa(len(gz))},
 	}
-	s.cur.Store(r)
-	s.renders.Add(1)
+	return d
+}
+
+// mustMarshal returns v's wire JSON.
+func mustMarshal(v any) []byte {
+	b, err := release.Marshal(v)
+	if err != nil {
+		// The wire types hold no value encoding/json refuses.
+		panic(fmt.Sprintf("snapshot: render: %v", err))
+	}
+	return b
+}
+
+// trustedDownload reports whether u may be a download link's Location: under
+// https://github.com/{repo}/releases/download/, as the GitHub source's filter
+// keeps them (github.md), with no dot segment, backslash, space or control
+// byte. It checks again here because entries also come from Redis.
+func trustedDownload(repo, u string) bool {
+	rest, ok := strings.CutPrefix(u, "https://github.com/"+repo+"/releases/download/")
+	if !ok || rest == "" {
+		return false
+	}
+	for i := range len(rest) {
+		if c := rest[i]; c <= ' ' || c == 0x7f || c == '\\' {
+			return false
+		}
+	}
+	for seg := range strings.SplitSeq(rest, "/") {
+		if seg == "." || seg == ".." || seg == "" {
+			return false
+		}
+	}
+	return true
 }
 
 // compress returns body gzipped with the snapshot's reusable writer.

@@ -1,0 +1,197 @@
+// Package page renders the release page, GET /: every app with its version,
+// dates, download buttons and release notes, as one HTML document made with
+// html/template. Release names and notes come from GitHub and are untrusted:
+// names are escaped text, and notes are Markdown rendered by goldmark, where
+// raw HTML shows as text, and then sanitised by bluemonday. The page has no
+// script, and its Content-Security-Policy allows none.
+package page
+
+import (
+	"bytes"
+	"crypto/sha256"
+	_ "embed"
+	"encoding/base64"
+	"fmt"
+	"html/template"
+	"slices"
+	"time"
+
+	"github.com/microcosm-cc/bluemonday"
+	"github.com/yuin/goldmark"
+
+	"github.com/storytold/craft-releases/pkg/download"
+	"github.com/storytold/craft-releases/pkg/release"
+)
+
+var (
+	//go:embed page.html
+	pageHTML string
+	//go:embed page.css
+	pageCSS string
+)
+
+// icon is the page's favicon, inline so that the browser asks for no
+// /favicon.ico (a 404 in its console).
+const icon = `data:image/svg+xml,<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 32 32"><rect width="32" height="32" rx="8" fill="%234b3fd8"/><path d="M9 17l7 7 7-7M16 7v16" stroke="white" stroke-width="3" fill="none" stroke-linecap="round" stroke-linejoin="round"/></svg>`
+
+// ContentSecurityPolicy returns the policy the page is served with: nothing
+// may load or run but its own inline stylesheet (by its hash) and its inline
+// icon; no script at all, no frames, no forms, no base URL.
+func ContentSecurityPolicy() string {
+	sum := sha256.Sum256([]byte(pageCSS))
+	return "default-src 'none'; style-src 'sha256-" + base64.StdEncoding.EncodeToString(sum[:]) + "'; " +
+		"img-src data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+}
+
+// App is what the page shows of one app.
+type App struct {
+	Key       string
+	Name      string
+	FetchedAt time.Time        // zero: never fetched
+	Release   *release.Release // nil: never fetched, or no release
+	// Downloads are the release's assets offered as buttons: those with a
+	// platform and a trusted download URL, in the release's order.
+	Downloads []release.Asset
+}
+
+// Renderer renders the page. It keeps each app's rendered notes until they
+// change, so that a new rendering converts only the notes that are new. It is
+// not safe for concurrent use.
+type Renderer struct {
+	tmpl   *template.Template
+	md     goldmark.Markdown
+	policy *bluemonday.Policy
+	notes  map[string]renderedNotes // by app key
+}
+
+type renderedNotes struct {
+	markdown string
+	html     template.HTML
+}
+
+// NewRenderer returns a Renderer with no notes rendered yet.
+func NewRenderer() *Renderer {
+	return &Renderer{
+		tmpl:   template.Must(template.New("page").Parse(pageHTML)),
+		md:     newMarkdown(),
+		policy: newPolicy(),
+		notes:  make(map[string]renderedNotes),
+	}
+}
+
+// Render returns the page of apps, in their order. The same apps give the
+// same bytes.
+func (r *Renderer) Render(apps []App) []byte {
+	v := view{Icon: template.URL(icon), CSS: template.CSS(pageCSS)}
+	keep := make(map[string]renderedNotes, len(apps))
+	for _, a := range apps {
+		av := appView{Key: a.Key, Anchor: "app-" + a.Key, Name: a.Name, Release: a.Release, Fetched: newStamp(a.FetchedAt)}
+		if a.Release != nil {
+			if a.Release.PublishedAt != nil {
+				av.Published = newStamp(a.Release.PublishedAt.Time)
+			}
+			av.Groups = groups(a.Key, a.Downloads)
+			n := r.renderNotes(a.Key, a.Release.NotesMarkdown)
+			keep[a.Key] = n
+			av.Notes = n.html
+		}
+		v.Apps = append(v.Apps, av)
+	}
+	r.notes = keep
+
+	var buf bytes.Buffer
+	if err := r.tmpl.Execute(&buf, v); err != nil {
+		// The template and the view's types are fixed: a failure is a bug.
+		panic(fmt.Sprintf("page: render: %v", err))
+	}
+	return buf.Bytes()
+}
+
+// renderNotes returns app's notes as sanitised HTML, from the last rendering
+// when they did not change.
+func (r *Renderer) renderNotes(app, markdown string) renderedNotes {
+	if n, ok := r.notes[app]; ok && n.markdown == markdown {
+		return n
+	}
+	var buf bytes.Buffer
+	// goldmark fails only when its writer does; a bytes.Buffer does not.
+	_ = r.md.Convert([]byte(markdown), &buf)
+	return renderedNotes{markdown: markdown, html: template.HTML(r.policy.SanitizeBytes(buf.Bytes()))}
+}
+
+// view is the template's data.
+type view struct {
+	Icon template.URL
+	CSS  template.CSS
+	Apps []appView
+}
+
+type appView struct {
+	Key, Anchor, Name string
+	Release           *release.Release
+	Published         *stamp // nil: unknown
+	Fetched           *stamp // nil: never
+	Groups            []group
+	Notes             template.HTML
+}
+
+// group is one operating system's buttons.
+type group struct {
+	OS, Label string
+	Buttons   []button
+}
+
+type button struct {
+	Href          string
+	Label, Detail string
+	Asset         string // the file name, for tests and people reading the source
+	Primary       bool   // the OS's preferred package
+	pkg           string // the package type
+}
+
+// osOrder is the order of the groups, and their headings.
+var osOrder = []struct{ os, label string }{
+	{release.OSWindows, "Windows"},
+	{release.OSMacOS, "macOS"},
+	{release.OSLinux, "Linux"},
+	{release.OSFreeBSD, "FreeBSD"},
+	{release.OSWeb, "Web"},
+}
+
+// groups returns one button per distinct platform of assets, grouped by
+// operating system; within a group the preferred package types come first
+// (download.Preferred), in the release's order otherwise, and the first
+// button of a group is its primary one.
+func groups(app string, assets []release.Asset) []group {
+	var gs []group
+	for _, o := range osOrder {
+		g := group{OS: o.os, Label: o.label}
+		for _, p := range download.Platforms(assets) {
+			if p.OS != o.os {
+				continue
+			}
+			i, _ := download.Pick(assets, download.Want{OS: p.OS, Arch: archOf(p), Package: p.PackageType})
+			g.Buttons = append(g.Buttons, button{
+				Href:   download.Link(app, p),
+				Label:  packages[p.PackageType].label,
+				Detail: detail(p, assets[i].SizeBytes),
+				Asset:  assets[i].Name,
+				pkg:    p.PackageType,
+			})
+		}
+		if len(g.Buttons) == 0 {
+			continue
+		}
+		pref := download.Preferred(o.os)
+		rank := func(b button) int {
+			if i := slices.Index(pref, b.pkg); i >= 0 {
+				return i
+			}
+			return len(pref)
+		}
+		slices.SortStableFunc(g.Buttons, func(a, b button) int { return rank(a) - rank(b) })
+		g.Buttons[0].Primary = true
+		gs = append(gs, g)
+	}
+	return gs
+}

@@ -1,0 +1,120 @@
+package page
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/storytold/craft-releases/pkg/release"
+)
+
+func TestNotes(t *testing.T) {
+	tests := []struct {
+		name, markdown string
+		want           []string // substrings of the HTML
+		notWant        []string
+	}{
+		{"markdown", "# New\n\n- **bold** and `code`\n\n| a |\n| - |\n| 1 |\n",
+			[]string{"<h1>New</h1>", "<strong>bold</strong>", "<code>code</code>", "<td>1</td>"}, nil},
+		{"a script block is text", "<script>alert(1)</script>\n",
+			[]string{"<pre><code>&lt;script&gt;alert(1)&lt;/script&gt;"}, []string{"<script"}},
+		{"inline HTML is text", "a <img src=x onerror=alert(1)> b",
+			[]string{"a &lt;img src=x onerror=alert(1)&gt; b"}, []string{"<img"}},
+		{"javascript: links lose their link", "[x](javascript:alert(1)) <javascript:alert(2)>",
+			[]string{"x", "javascript:alert(2)"}, []string{"href=\"javascript", "<a href=\"\""}},
+		{"links to the web stay, marked", "[x](https://example.com/a) https://example.com/b",
+			[]string{`<a href="https://example.com/a" rel="nofollow noreferrer">x</a>`, `<a href="https://example.com/b" rel="nofollow noreferrer">`}, nil},
+		{"relative links are dropped", "[x](/admin)", []string{"x"}, []string{"href"}},
+		{"an image is a link", "![diagram](https://example.com/d.png) ![](https://example.com/e.png)",
+			[]string{`<a href="https://example.com/d.png" rel="nofollow noreferrer">diagram</a>`, `>image</a>`}, []string{"<img"}},
+		{"a javascript: image", "![x](javascript:alert(1))", []string{"x"}, []string{"javascript:alert"}},
+		{"style attributes are dropped", "| a |\n|:-:|\n| 1 |\n", []string{"<th>a</th>"}, []string{"style"}},
+	}
+	r := NewRenderer()
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := string(r.renderNotes("app", tt.markdown).html)
+			for _, w := range tt.want {
+				if !strings.Contains(got, w) {
+					t.Errorf("notes %q:\n%s\nwant %q in it", tt.markdown, got, w)
+				}
+			}
+			for _, w := range tt.notWant {
+				if strings.Contains(got, w) {
+					t.Errorf("notes %q:\n%s\nwant no %q in it", tt.markdown, got, w)
+				}
+			}
+		})
+	}
+}
+
+func TestRenderNotesOnce(t *testing.T) {
+	r := NewRenderer()
+	a := App{Key: "photocraft", Name: "PhotoCraft", Release: &release.Release{Tag: "v1", Version: "1", Name: "v1", NotesMarkdown: "one"}}
+	r.Render([]App{a})
+	first := r.notes["photocraft"]
+	r.Render([]App{a})
+	if got := r.notes["photocraft"]; got != first {
+		t.Errorf("unchanged notes rendered again")
+	}
+	a.Release = &release.Release{Tag: "v2", Version: "2", Name: "v2", NotesMarkdown: "two"}
+	page := string(r.Render([]App{a}))
+	if !strings.Contains(page, "<p>two</p>") || strings.Contains(page, "<p>one</p>") {
+		t.Errorf("changed notes not rendered again")
+	}
+	if r.Render(nil); len(r.notes) != 0 {
+		t.Errorf("notes of apps no longer shown are kept: %v", r.notes)
+	}
+}
+
+func TestGroups(t *testing.T) {
+	var as []release.Asset
+	for _, n := range []string{"SHA256SUMS.txt", "a-1-linux-x64.tar.gz", "a-1-windows-x64-portable.zip", "a-1-linux-x64.deb",
+		"a-1-windows-x64.msi", "a-web-1.zip", "a-1-linux-x64.AppImage", "a-1-macos-universal.dmg", "a-1-windows-x64.msi"} {
+		as = append(as, release.Asset{Name: n, SizeBytes: 1_234_567, DownloadURL: "https://github.com/o/a/releases/download/v1/" + n, Platform: release.ParseAsset(n)})
+	}
+	var got []string
+	for _, g := range groups("a", as) {
+		for _, b := range g.Buttons {
+			s := g.Label + ": " + b.Label + " (" + b.Detail + ") " + b.Href
+			if b.Primary {
+				s += " primary"
+			}
+			got = append(got, s)
+		}
+	}
+	want := []string{
+		"Windows: Installer (x64 · .msi · 1.2\u00a0MB) /v1/craft_apps/download/a?os=windows&arch=x64&package=msi primary",
+		"Windows: Portable (x64 · .zip · 1.2\u00a0MB) /v1/craft_apps/download/a?os=windows&arch=x64&package=portable_zip",
+		"macOS: Disk image (Apple silicon and Intel · .dmg · 1.2\u00a0MB) /v1/craft_apps/download/a?os=macos&arch=universal&package=dmg primary",
+		"Linux: AppImage (x64 · .AppImage · 1.2\u00a0MB) /v1/craft_apps/download/a?os=linux&arch=x64&package=app_image primary",
+		"Linux: Debian/Ubuntu (x64 · .deb · 1.2\u00a0MB) /v1/craft_apps/download/a?os=linux&arch=x64&package=deb",
+		"Linux: Archive (x64 · .tar.gz · 1.2\u00a0MB) /v1/craft_apps/download/a?os=linux&arch=x64&package=tar_gz",
+		"Web: Web build (.zip · 1.2\u00a0MB) /v1/craft_apps/download/a?os=web&package=web_zip primary",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("buttons:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+func TestByteSize(t *testing.T) {
+	for n, want := range map[int64]string{0: "0\u00a0B", 999: "999\u00a0B", 1000: "1.0\u00a0kB", 52_400_000: "52\u00a0MB",
+		9_990_000: "10\u00a0MB", 9_940_000: "9.9\u00a0MB", 1_500_000_000: "1.5\u00a0GB", 3_000_000_000_000_000: "3000\u00a0TB"} {
+		if got := byteSize(n); got != want {
+			t.Errorf("byteSize(%d) = %q, want %q", n, got, want)
+		}
+	}
+}
+
+func TestRenderIsStable(t *testing.T) {
+	apps := []App{{Key: "a", Name: "A", FetchedAt: time.Date(2026, 10, 10, 12, 0, 0, 0, time.UTC)}, {Key: "b", Name: "B"}}
+	one, two := NewRenderer().Render(apps), NewRenderer().Render(apps)
+	if string(one) != string(two) {
+		t.Errorf("two renderings of the same apps differ")
+	}
+	for _, want := range []string{`datetime="2026-10-10T12:00:00Z">10 Oct 2026, 12:00 UTC</time>`, "Never checked on GitHub yet"} {
+		if !strings.Contains(string(one), want) {
+			t.Errorf("page: no %q", want)
+		}
+	}
+}

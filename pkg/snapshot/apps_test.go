@@ -1,0 +1,173 @@
+package snapshot_test
+
+import (
+	"bytes"
+	"compress/gzip"
+	"io"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/storytold/craft-releases/pkg/release"
+	"github.com/storytold/craft-releases/pkg/snapshot"
+)
+
+func gunzip(t testing.TB, b []byte) []byte {
+	t.Helper()
+	zr, err := gzip.NewReader(bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain, err := io.ReadAll(zr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return plain
+}
+
+func TestApps(t *testing.T) {
+	s := snapshot.New([]release.App{photocraft, launcher}, fixedClock(t0))
+	s.Set("photocraft", release.Entry{FetchedAt: t0, Release: rel("v1")})
+	cur := s.Current()
+	if len(cur.Apps) != 2 {
+		t.Fatalf("Apps: got %d, want 2", len(cur.Apps))
+	}
+	tests := []struct {
+		key      string
+		fetched  bool
+		cache    string
+		bodyWant string
+	}{
+		{"photocraft", true, "public, max-age=60", `{"success":true,"app":{"name":"PhotoCraft","repo":"storytold/photocraft","latest_release":{"tag":"v1","version":"1","name":"v1","published_at":null,"html_url":"","prerelease":false,"notes_markdown":"","assets":[]},"app_last_fetched":"2026-10-10T12:00:00Z"}}`},
+		{"artcraft-launcher", false, "no-store", `{"success":true,"app":{"name":"ArtCraft Launcher","repo":"storytold/craft-launcher","latest_release":null,"app_last_fetched":null}}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.key, func(t *testing.T) {
+			a := cur.Apps[tt.key]
+			if string(a.Body) != tt.bodyWant {
+				t.Errorf("Body:\n got %s\nwant %s", a.Body, tt.bodyWant)
+			}
+			if a.Fetched != tt.fetched || a.CacheControl != tt.cache || a.Values.CacheControl[0] != tt.cache {
+				t.Errorf("Fetched, CacheControl: got %v, %q, want %v, %q", a.Fetched, a.CacheControl, tt.fetched, tt.cache)
+			}
+			if got := gunzip(t, a.Gzip); !bytes.Equal(got, a.Body) {
+				t.Errorf("gunzipped: got %s, want Body", got)
+			}
+			if a.ETag == a.GzipETag || a.ETag == cur.ETag || a.Values.ETag[0] != a.ETag {
+				t.Errorf("ETags: %s, %s (full answer %s): want each distinct and in Values", a.ETag, a.GzipETag, cur.ETag)
+			}
+		})
+	}
+	if cur.Apps["photocraft"].ETag == cur.Apps["artcraft-launcher"].ETag {
+		t.Errorf("two apps with one ETag")
+	}
+}
+
+// TestAppsRenderOncePerChange checks that an app whose fetch did not move
+// keeps its part of the rendering, and one whose fetch moved gets a new one.
+func TestAppsRenderOncePerChange(t *testing.T) {
+	s := snapshot.New([]release.App{photocraft, launcher}, fixedClock(t0))
+	s.SetAll(map[string]release.Entry{
+		"photocraft":        {FetchedAt: t0, Release: rel("v1")},
+		"artcraft-launcher": {FetchedAt: t0, Release: rel("v1")},
+	})
+	before := s.Current()
+	s.Set("photocraft", release.Entry{FetchedAt: t0.Add(time.Minute), Release: rel("v2")})
+	after := s.Current()
+	if after.Apps["artcraft-launcher"] != before.Apps["artcraft-launcher"] {
+		t.Errorf("the launcher did not change, but its part was rendered again")
+	}
+	if after.Apps["photocraft"] == before.Apps["photocraft"] || after.Apps["photocraft"].ETag == before.Apps["photocraft"].ETag {
+		t.Errorf("photocraft changed, but its part did not")
+	}
+	s.SetMeta(release.Meta{RepoRenames: []release.RepoRename{{OldName: "a/b", NewName: "a/c"}}})
+	if meta := s.Current(); meta.Apps["photocraft"] != after.Apps["photocraft"] || meta.ETag == after.ETag {
+		t.Errorf("renames: the full answer must change and the apps' parts must not")
+	}
+}
+
+func TestDownloads(t *testing.T) {
+	const base = "https://github.com/storytold/photocraft/releases/download/v1/"
+	tests := []struct {
+		name    string
+		url     string
+		trusted bool
+	}{
+		{"under the repository", base + "photocraft-1-linux-x64.deb", true},
+		{"escaped name", base + "photocraft%201-linux-x64.deb", true},
+		{"another repository", "https://github.com/storytold/vectorcraft/releases/download/v1/photocraft-1-linux-x64.deb", false},
+		{"the repository in another case", "https://github.com/Storytold/photocraft/releases/download/v1/a-1-linux-x64.deb", false},
+		{"a repository with the same prefix", "https://github.com/storytold/photocraft-evil/releases/download/v1/a-1-linux-x64.deb", false},
+		{"another host", "https://evil.example/storytold/photocraft/releases/download/v1/a-1-linux-x64.deb", false},
+		{"http", "http://github.com/storytold/photocraft/releases/download/v1/a-1-linux-x64.deb", false},
+		{"nothing after the prefix", base[:len(base)-3], false},
+		{"dot dot", base + "../../../../evil/a-1-linux-x64.deb", false},
+		{"dot", base + "./a-1-linux-x64.deb", false},
+		{"empty segment", base + "/a-1-linux-x64.deb", false},
+		{"backslash", base + `..\a-1-linux-x64.deb`, false},
+		{"CRLF", base + "a-1-linux-x64.deb\r\nSet-Cookie: x=y", false},
+		{"space", base + "a 1-linux-x64.deb", false},
+		{"DEL", base + "a-1-linux-x64.deb\x7f", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := snapshot.New([]release.App{photocraft}, fixedClock(t0))
+			r := rel("v1")
+			r.Assets = []release.Asset{
+				{Name: "SHA256SUMS.txt", DownloadURL: base + "SHA256SUMS.txt"},
+				{Name: "a-1-linux-x64.deb", DownloadURL: tt.url, Platform: release.ParseAsset("a-1-linux-x64.deb")},
+			}
+			s.Set("photocraft", release.Entry{FetchedAt: t0, Release: r})
+			a := s.Current().Apps["photocraft"]
+			if got := len(a.Downloads) == 1; got != tt.trusted {
+				t.Fatalf("%q offered: got %v, want %v", tt.url, got, tt.trusted)
+			}
+			if tt.trusted && (a.Downloads[0].DownloadURL != tt.url || len(a.Locations) != 1 || a.Locations[0][0] != tt.url) {
+				t.Errorf("Downloads %v, Locations %q: want the asset and its URL", a.Downloads, a.Locations)
+			}
+			if !bytes.Contains(s.Current().Body, []byte(`"a-1-linux-x64.deb"`)) {
+				t.Errorf("the JSON answers must still list every asset")
+			}
+		})
+	}
+}
+
+func TestPageRendering(t *testing.T) {
+	s := snapshot.New([]release.App{photocraft, launcher}, fixedClock(t0))
+	cold := s.Current()
+	s.SetAll(map[string]release.Entry{
+		"photocraft":        {FetchedAt: t0, Release: rel("v1.2.3")},
+		"artcraft-launcher": {FetchedAt: t0},
+	})
+	warm := s.Current()
+	for _, c := range []struct {
+		name  string
+		r     *snapshot.Rendering
+		cache string
+	}{{"cold", cold, "no-store"}, {"warm", warm, "public, max-age=60"}} {
+		if c.r.Page.CacheControl != c.cache {
+			t.Errorf("%s page: Cache-Control %q, want %q", c.name, c.r.Page.CacheControl, c.cache)
+		}
+		if got := gunzip(t, c.r.Page.Gzip); !bytes.Equal(got, c.r.Page.Body) {
+			t.Errorf("%s page: the gzip copy is not the page", c.name)
+		}
+	}
+	page := string(warm.Page.Body)
+	for _, want := range []string{"<!doctype html>", "PhotoCraft", "1.2.3", "ArtCraft Launcher", "No release published yet"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("page: no %q", want)
+		}
+	}
+	if cold.Page.ETag == warm.Page.ETag {
+		t.Errorf("page ETag did not change with the data")
+	}
+	// Another pod with the same data serves the same page.
+	twin := snapshot.New([]release.App{photocraft, launcher}, fixedClock(t0.Add(time.Hour)))
+	twin.SetAll(map[string]release.Entry{
+		"photocraft":        {FetchedAt: t0, Release: rel("v1.2.3")},
+		"artcraft-launcher": {FetchedAt: t0},
+	})
+	if twin.Current().Page.ETag != warm.Page.ETag {
+		t.Errorf("page ETags of identical snapshots differ")
+	}
+}
