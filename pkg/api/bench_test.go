@@ -23,7 +23,8 @@ func (d *discard) Header() http.Header         { return d.h }
 func (d *discard) Write(b []byte) (int, error) { return len(b), nil }
 func (d *discard) WriteHeader(int)             {}
 
-// defaultApps returns a rendering of 13 apps, each with 10 assets and 2 KiB of notes.
+// defaultApps returns a rendering of 13 apps, each with 10 assets (of 10
+// platforms) and 2 KiB of notes.
 func defaultApps(tb testing.TB) *snapshot.Rendering {
 	tb.Helper()
 	keys := []string{"photocraft", "vectorcraft", "filmcraft", "lightcraft", "pdfcraft", "effectcraft",
@@ -36,10 +37,12 @@ func defaultApps(tb testing.TB) *snapshot.Rendering {
 		tag := fmt.Sprintf("v0.%d.0", i)
 		r := &release.Release{Tag: tag, Version: tag[1:], Name: tag, HTMLURL: "https://github.com/" + repo,
 			NotesMarkdown: strings.Repeat(fmt.Sprintf("%s change %d. ", k, i), 2048/20)}
-		for j := range 10 {
-			name := fmt.Sprintf("%s-%s-linux-%d.deb", k, tag[1:], j)
+		for _, platform := range []string{"windows-x64.msi", "windows-x64-portable.zip", "windows-arm64.msi",
+			"macos-universal.dmg", "linux-x86_64.AppImage", "linux-x86_64.AppImage.zsync", "linux-x86_64.deb",
+			"linux-x86_64.rpm", "linux-aarch64.AppImage", "linux-x86_64.tar.gz"} {
+			name := k + "-" + tag[1:] + "-" + platform
 			r.Assets = append(r.Assets, release.Asset{Name: name, SizeBytes: 1 << 20,
-				DownloadURL: "https://github.com/" + repo + "/releases/download/" + tag + "/" + name})
+				DownloadURL: "https://github.com/" + repo + "/releases/download/" + tag + "/" + name, Platform: release.ParseAsset(name)})
 		}
 		entries[k] = release.Entry{FetchedAt: t0, Release: r}
 	}
@@ -68,6 +71,12 @@ func BenchmarkReleaseInfo(b *testing.B) {
 		{"not_modified", "GET", ReleaseInfoPath, http.Header{"If-None-Match": {cur.ETag}}},
 		{"not_modified_gzip", "GET", ReleaseInfoPath,
 			http.Header{"Accept-Encoding": {"br;q=1.0, gzip;q=0.8, *;q=0.1"}, "If-None-Match": {`W/"old", ` + cur.GzipETag}}},
+		{"app", "GET", ReleaseInfoPath + "/photocraft", nil},
+		{"app_gzip", "GET", ReleaseInfoPath + "/photocraft", http.Header{"Accept-Encoding": {"gzip, deflate, br"}}},
+		{"app_not_modified", "GET", ReleaseInfoPath + "/photocraft", http.Header{"If-None-Match": {cur.Apps["photocraft"].ETag}}},
+		{"download_explicit", "GET", "/v1/craft_apps/download/photocraft?os=linux&arch=x64&package=deb", nil},
+		{"download_inferred", "GET", "/v1/craft_apps/download/photocraft", http.Header{"User-Agent": {benchAgent}}},
+		{"page_gzip", "GET", "/", http.Header{"Accept-Encoding": {"gzip, deflate, br"}}},
 	}
 	for _, bc := range cases {
 		b.Run(bc.name, func(b *testing.B) {
@@ -83,8 +92,12 @@ func BenchmarkReleaseInfo(b *testing.B) {
 	}
 }
 
-// TestReleaseInfoAllocs holds the request path, request metrics included, to
-// no allocation of its own: it must cost what echo's trivial handler costs.
+// benchAgent is Chrome on Windows 11, the commonest agent of a download.
+const benchAgent = "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36"
+
+// TestReleaseInfoAllocs holds the request paths of the full answer, an app's
+// answer, a download redirect and the page, request metrics included, to no
+// allocation of their own: each must cost what echo's trivial handler costs.
 func TestReleaseInfoAllocs(t *testing.T) {
 	if raceEnabled {
 		t.Skip("the race detector changes allocation counts")
@@ -105,16 +118,31 @@ func TestReleaseInfoAllocs(t *testing.T) {
 	tests := []struct {
 		name   string
 		method string
+		path   string
 		header http.Header
+		status int
 	}{
-		{"plain", "GET", nil},
-		{"gzip", "GET", http.Header{"Accept-Encoding": {"gzip, deflate, br"}}},
-		{"head", "HEAD", nil},
-		{"not modified", "GET", http.Header{"If-None-Match": {`W/"old", ` + cur.ETag}}},
+		{"plain", "GET", ReleaseInfoPath, nil, 200},
+		{"gzip", "GET", ReleaseInfoPath, http.Header{"Accept-Encoding": {"gzip, deflate, br"}}, 200},
+		{"head", "HEAD", ReleaseInfoPath, nil, 200},
+		{"not modified", "GET", ReleaseInfoPath, http.Header{"If-None-Match": {`W/"old", ` + cur.ETag}}, 304},
+		{"app", "GET", ReleaseInfoPath + "/photocraft", nil, 200},
+		{"app gzip", "GET", ReleaseInfoPath + "/photocraft", http.Header{"Accept-Encoding": {"gzip, deflate, br"}}, 200},
+		{"app HEAD", "HEAD", ReleaseInfoPath + "/photocraft", nil, 200},
+		{"app not modified", "GET", ReleaseInfoPath + "/photocraft", http.Header{"If-None-Match": {cur.Apps["photocraft"].ETag}}, 304},
+		{"download explicit", "GET", "/v1/craft_apps/download/photocraft?os=linux&arch=x64&package=deb", nil, 302},
+		{"download inferred", "GET", "/v1/craft_apps/download/photocraft", http.Header{"User-Agent": {benchAgent}}, 302},
+		{"page", "GET", "/", http.Header{"Accept-Encoding": {"gzip"}}, 200},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := allocs(tt.method, ReleaseInfoPath, tt.header); got > baseline {
+			req := httptest.NewRequest(tt.method, tt.path, nil)
+			req.Header = tt.header
+			rec := httptest.NewRecorder()
+			if s.ServeHTTP(rec, req); rec.Code != tt.status {
+				t.Fatalf("status: got %d, want %d", rec.Code, tt.status)
+			}
+			if got := allocs(tt.method, tt.path, tt.header); got > baseline {
 				t.Errorf("allocations per request: got %v, want at most echo's own %v", got, baseline)
 			}
 		})

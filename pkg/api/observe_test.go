@@ -81,7 +81,11 @@ func TestObserver(t *testing.T) {
 		{"readyz while not ready", apiServer, "GET", "/readyz", nil, "/readyz 503"},
 		{"metrics", apiServer, "GET", "/metrics", nil, "/metrics 200"},
 		{"unknown path", apiServer, "GET", "/wp-login.php", nil, UnmatchedRoute + " 404"},
-		{"below the endpoint", apiServer, "GET", ReleaseInfoPath + "/x", nil, UnmatchedRoute + " 404"},
+		{"one app", apiServer, "GET", ReleaseInfoPath + "/photocraft", nil, ReleaseInfoAppPath + " 200"},
+		{"an unknown app", apiServer, "GET", ReleaseInfoPath + "/x", nil, ReleaseInfoAppPath + " 404"},
+		{"below an app: the rest is the key", apiServer, "GET", ReleaseInfoPath + "/photocraft/x", nil, ReleaseInfoAppPath + " 404"},
+		{"a download", apiServer, "GET", "/v1/craft_apps/download/photocraft?os=linux&arch=x64", nil, DownloadPath + " 404"},
+		{"the page", apiServer, "GET", "/", nil, "/ 200"},
 		{"trailing slash", apiServer, "GET", ReleaseInfoPath + "/", nil, UnmatchedRoute + " 404"},
 		{"unknown path POST", apiServer, "POST", "/v1/craft_apps", nil, UnmatchedRoute + " 404"},
 		{"a handler's error", apiServer, "GET", "/fail/error", nil, "/fail/error 500"},
@@ -119,10 +123,10 @@ func TestObserverRoutes(t *testing.T) {
 		want  []string
 	}{
 		{"api", func(o Observer) { New(fixed{rendering(t, true)}, new(Gate), zap.NewNop(), Options{Observer: o}) },
-			[]string{UnmatchedRoute, ReleaseInfoPath, "/healthz", "/readyz"}},
+			[]string{UnmatchedRoute, ReleaseInfoPath, ReleaseInfoAppPath, DownloadPath, "/", "/healthz", "/readyz"}},
 		{"api with metrics", func(o Observer) {
 			New(fixed{rendering(t, true)}, new(Gate), zap.NewNop(), Options{Observer: o, Metrics: metrics})
-		}, []string{UnmatchedRoute, ReleaseInfoPath, "/healthz", "/readyz", "/metrics"}},
+		}, []string{UnmatchedRoute, ReleaseInfoPath, ReleaseInfoAppPath, DownloadPath, "/", "/healthz", "/readyz", "/metrics"}},
 		{"health with metrics", func(o Observer) { NewHealth(new(Gate), zap.NewNop(), Options{Observer: o, Metrics: metrics}) },
 			[]string{UnmatchedRoute, "/healthz", "/readyz", "/metrics"}},
 	}

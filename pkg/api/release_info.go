@@ -5,6 +5,8 @@ import (
 	"strings"
 
 	"github.com/labstack/echo/v4"
+
+	"github.com/storytold/craft-releases/pkg/snapshot"
 )
 
 // Canonical header keys, so that handlers assign to the header map directly.
@@ -19,47 +21,52 @@ const (
 	hdrVary            = "Vary"
 )
 
-// releaseInfo serves the current rendering (wire.md, "Headers and status"):
-// the gzip copy to clients that accept it, 304 when If-None-Match matches the
-// representation served, and Vary: Accept-Encoding on every answer. It does no
-// encoding and no locking, and assigns precomputed header values.
+// releaseInfo serves the current rendering's full answer.
 func releaseInfo(r Renderer) echo.HandlerFunc {
-	contentType := []string{"application/json"}
-	vary := []string{hdrAcceptEncoding}
-	gzipEncoding := []string{"gzip"}
+	return func(c echo.Context) error { return serveDoc(c, &r.Current().Doc, jsonType) }
+}
 
-	return func(c echo.Context) error {
-		req, res := c.Request(), c.Response()
-		cur := r.Current()
-		gz := acceptsGzip(req.Header[hdrAcceptEncoding])
-		etag, etagValue := cur.ETag, cur.Values.ETag
-		if gz {
-			etag, etagValue = cur.GzipETag, cur.Values.GzipETag
-		}
+// Fixed header values, shared by every answer: never modify them.
+var (
+	jsonType     = []string{"application/json"}
+	varyEncoding = []string{hdrAcceptEncoding}
+	gzipEncoding = []string{"gzip"}
+)
 
-		h := res.Header()
-		h[hdrCacheControl] = cur.Values.CacheControl
-		h[hdrETag] = etagValue
-		h[hdrVary] = vary
-		if noneMatch(req.Header[hdrIfNoneMatch], etag) {
-			res.WriteHeader(http.StatusNotModified)
-			return nil
-		}
+// serveDoc answers with d (wire.md, "Headers and status"): the gzip copy to
+// clients that accept it, 304 when If-None-Match matches the representation
+// served, and Vary: Accept-Encoding on every answer. It does no encoding and
+// no locking, and assigns precomputed header values.
+func serveDoc(c echo.Context, d *snapshot.Doc, contentType []string) error {
+	req, res := c.Request(), c.Response()
+	gz := acceptsGzip(req.Header[hdrAcceptEncoding])
+	etag, etagValue := d.ETag, d.Values.ETag
+	if gz {
+		etag, etagValue = d.GzipETag, d.Values.GzipETag
+	}
 
-		body, length := cur.Body, cur.Values.ContentLength
-		if gz {
-			body, length = cur.Gzip, cur.Values.GzipContentLength
-			h[hdrContentEncoding] = gzipEncoding
-		}
-		h[hdrContentType] = contentType
-		h[hdrContentLength] = length
-		res.WriteHeader(http.StatusOK)
-		if req.Method != http.MethodHead {
-			// A failed write means the client has gone: no one is left to tell.
-			_, _ = res.Write(body)
-		}
+	h := res.Header()
+	h[hdrCacheControl] = d.Values.CacheControl
+	h[hdrETag] = etagValue
+	h[hdrVary] = varyEncoding
+	if noneMatch(req.Header[hdrIfNoneMatch], etag) {
+		res.WriteHeader(http.StatusNotModified)
 		return nil
 	}
+
+	body, length := d.Body, d.Values.ContentLength
+	if gz {
+		body, length = d.Gzip, d.Values.GzipContentLength
+		h[hdrContentEncoding] = gzipEncoding
+	}
+	h[hdrContentType] = contentType
+	h[hdrContentLength] = length
+	res.WriteHeader(http.StatusOK)
+	if req.Method != http.MethodHead {
+		// A failed write means the client has gone: no one is left to tell.
+		_, _ = res.Write(body)
+	}
+	return nil
 }
 
 // acceptsGzip reports whether Accept-Encoding field values (RFC 9110, 12.5.3)

@@ -1,0 +1,113 @@
+package api
+
+import (
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/storytold/craft-releases/pkg/download"
+)
+
+// downloadRedirect answers 302 to the download_url of the asset of app's
+// current release that the query's os, arch and package ask for, inferring
+// what is missing from the User-Agent (package download). A link that gives
+// all it needs is the same for everyone and cached publicly; one that needed
+// the User-Agent says Vary: User-Agent and private. Errors are JSON, not
+// cached: 404 for an unknown app, no release or no such asset (listing the
+// platforms there are), 400 for a bad value or an os that cannot be told.
+// Only the snapshot's trusted download URLs are ever a Location.
+func downloadRedirect(r Renderer) echo.HandlerFunc {
+	public := []string{"public, max-age=60"}
+	private := []string{"private, max-age=60"}
+	varyAgent := []string{"User-Agent"}
+
+	return func(c echo.Context) error {
+		req, h := c.Request(), c.Response().Header()
+		key := c.Param("app")
+		app := r.Current().Apps[key]
+		if app == nil {
+			return writeError(c, http.StatusNotFound, unknownApp(key))
+		}
+		want := parseWant(req.URL.RawQuery)
+		if err := download.Check(want); err != nil {
+			return writeError(c, http.StatusBadRequest, errorBody{Error: err.Error()})
+		}
+		if app.Release == nil {
+			msg := key + " has no release on GitHub"
+			if !app.Fetched {
+				msg = key + " has no release yet: it was not fetched from GitHub yet"
+			}
+			return writeError(c, http.StatusNotFound, errorBody{Error: msg})
+		}
+		w, usedAgent, err := download.Resolve(want, req.Header.Get("User-Agent"))
+		if usedAgent {
+			h[hdrVary] = varyAgent
+		}
+		if err != nil {
+			return writeError(c, http.StatusBadRequest, newPlatformsError(err.Error(), app.Downloads))
+		}
+		i, ok := download.Pick(app.Downloads, w)
+		if !ok {
+			return writeError(c, http.StatusNotFound, newPlatformsError(noAsset(key, app.Release.Tag, w), app.Downloads))
+		}
+		h[hdrCacheControl] = public
+		if usedAgent {
+			h[hdrCacheControl] = private
+		}
+		h[hdrLocation] = app.Locations[i]
+		c.Response().WriteHeader(http.StatusFound)
+		return nil
+	}
+}
+
+// parseWant reads os, arch and package from a raw query, without allocating
+// for the wire's plain values: the first of each counts, an empty one is not
+// given, other parameters are ignored.
+func parseWant(rawQuery string) download.Want {
+	var w download.Want
+	for rawQuery != "" {
+		var pair string
+		pair, rawQuery, _ = strings.Cut(rawQuery, "&")
+		name, value, _ := strings.Cut(pair, "=")
+		var dst *string
+		switch name {
+		case "os":
+			dst = &w.OS
+		case "arch":
+			dst = &w.Arch
+		case "package":
+			dst = &w.Package
+		default:
+			continue
+		}
+		if *dst != "" {
+			continue
+		}
+		if strings.ContainsAny(value, "%+") {
+			if v, err := url.QueryUnescape(value); err == nil {
+				value = v
+			}
+		}
+		*dst = value
+	}
+	return w
+}
+
+// noAsset says which platform the release has no asset for.
+func noAsset(key, tag string, w download.Want) string {
+	p := w.OS
+	if w.Arch != "" {
+		p += "/" + w.Arch
+	}
+	if w.Package != "" {
+		p += "/" + w.Package
+	} else {
+		p += " (" + strings.Join(download.Preferred(w.OS), ", ") + ")"
+	}
+	return key + " " + tag + " has no asset for " + p + "; see platforms"
+}
+
+// hdrLocation is the redirect's header, in canonical form.
+const hdrLocation = "Location"

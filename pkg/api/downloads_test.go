@@ -1,0 +1,304 @@
+package api
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/storytold/craft-releases/pkg/page"
+	"github.com/storytold/craft-releases/pkg/release"
+	"github.com/storytold/craft-releases/pkg/snapshot"
+)
+
+// Real User-Agent strings (package download has the full table).
+const (
+	uaWindows  = "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36"
+	uaMac      = "Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_7) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/18.1 Safari/605.1.15"
+	uaLinuxARM = "Mozilla/5.0 (X11; Linux aarch64; rv:133.0) Gecko/20100101 Firefox/133.0"
+	uaCurl     = "curl/8.5.0"
+)
+
+// releaseOf returns a release of repo at tag with one asset per file name.
+func releaseOf(repo, tag string, names ...string) *release.Release {
+	r := &release.Release{Tag: tag, Version: strings.TrimPrefix(tag, "v"), Name: tag,
+		HTMLURL: "https://github.com/" + repo + "/releases/tag/" + tag, NotesMarkdown: "Notes for " + tag,
+		Assets: []release.Asset{}}
+	for _, n := range names {
+		r.Assets = append(r.Assets, release.Asset{Name: n, SizeBytes: 1234,
+			DownloadURL: downloadURL(repo, tag, n), Platform: release.ParseAsset(n)})
+	}
+	return r
+}
+
+func downloadURL(repo, tag, name string) string {
+	return "https://github.com/" + repo + "/releases/download/" + tag + "/" + name
+}
+
+// downloads returns a snapshot of four apps: photocraft with a full release
+// (and one asset whose URL is not under its repository), vectorcraft fetched
+// with no release, filmcraft never fetched, webcraft with only a web build.
+func downloads(t testing.TB) *snapshot.Snapshot {
+	t.Helper()
+	s := snapshot.New([]release.App{
+		{Key: "photocraft", Name: "PhotoCraft", Repo: "storytold/photocraft"},
+		{Key: "vectorcraft", Name: "VectorCraft", Repo: "storytold/vectorcraft"},
+		{Key: "filmcraft", Name: "FilmCraft", Repo: "storytold/filmcraft"},
+		{Key: "webcraft", Name: "WebCraft", Repo: "storytold/webcraft"},
+	}, func() time.Time { return t0 })
+	photo := releaseOf("storytold/photocraft", "v1.0.0",
+		"SHA256SUMS.txt",
+		"photocraft-1.0.0-windows-x64-portable.zip",
+		"photocraft-1.0.0-windows-x64.msi",
+		"photocraft-1.0.0-windows-arm64.msi",
+		"photocraft-1.0.0-macos-universal.dmg",
+		"photocraft-1.0.0-linux-x86_64.deb",
+		"photocraft-1.0.0-linux-aarch64.AppImage",
+		"photocraft-1.0.0-linux-x86_64.AppImage",
+		"photocraft-1.0.0-freebsd-x86_64.tar.gz",
+	)
+	// Entries also come from Redis: an asset whose URL left the repository
+	// must never be a Location, even when nothing else matches.
+	photo.Assets = append(photo.Assets, release.Asset{Name: "photocraft-1.0.0-windows-x86.msi",
+		DownloadURL: "https://evil.example/photocraft-1.0.0-windows-x86.msi",
+		Platform:    release.ParseAsset("photocraft-1.0.0-windows-x86.msi")})
+	s.SetAll(map[string]release.Entry{
+		"photocraft":  {FetchedAt: t0, Release: photo},
+		"vectorcraft": {FetchedAt: t0},
+		"webcraft":    {FetchedAt: t0, Release: releaseOf("storytold/webcraft", "v2", "webcraft-web-2.zip")},
+	})
+	return s
+}
+
+func serve(t testing.TB, s *Server, method, target string, header http.Header) *httptest.ResponseRecorder {
+	t.Helper()
+	req := httptest.NewRequest(method, target, nil)
+	for k, vs := range header {
+		req.Header[k] = vs
+	}
+	rec := httptest.NewRecorder()
+	s.ServeHTTP(rec, req)
+	return rec
+}
+
+// TestReleaseInfoAppIsTheFullAnswersObject checks, for every app, that its
+// own answer is {"success":true,"app":X} where X is byte for byte the app's
+// object in the full answer, and that both are served as rendered.
+func TestReleaseInfoAppIsTheFullAnswersObject(t *testing.T) {
+	snap := downloads(t)
+	s := New(snap, new(Gate), zap.NewNop(), Options{})
+	full := serve(t, s, "GET", ReleaseInfoPath, nil).Body.Bytes()
+	var top struct {
+		ReleaseInfo struct {
+			Apps map[string]json.RawMessage `json:"apps"`
+		} `json:"release_info"`
+	}
+	if err := json.Unmarshal(full, &top); err != nil {
+		t.Fatal(err)
+	}
+	if len(top.ReleaseInfo.Apps) != 4 {
+		t.Fatalf("full answer has %d apps, want 4", len(top.ReleaseInfo.Apps))
+	}
+	for key, obj := range top.ReleaseInfo.Apps {
+		t.Run(key, func(t *testing.T) {
+			rec := serve(t, s, "GET", ReleaseInfoPath+"/"+key, nil)
+			want := append(append([]byte(`{"success":true,"app":`), obj...), '}')
+			if rec.Code != 200 || !bytes.Equal(rec.Body.Bytes(), want) {
+				t.Errorf("GET %s/%s: %d\n got %s\nwant %s", ReleaseInfoPath, key, rec.Code, rec.Body.Bytes(), want)
+			}
+			if !bytes.Contains(full, obj) {
+				t.Errorf("the full answer does not hold the object verbatim")
+			}
+		})
+	}
+}
+
+func TestReleaseInfoApp(t *testing.T) {
+	snap := downloads(t)
+	s := New(snap, new(Gate), zap.NewNop(), Options{})
+	cur := snap.Current()
+	photo, film := cur.Apps["photocraft"], cur.Apps["filmcraft"]
+	tests := []struct {
+		name       string
+		method     string
+		key        string
+		header     http.Header
+		wantStatus int
+		wantBody   []byte
+		wantHeader map[string]string
+	}{
+		{"fetched", "GET", "photocraft", nil, 200, photo.Body, map[string]string{
+			"Cache-Control": "public, max-age=60", "Etag": photo.ETag, "Vary": "Accept-Encoding",
+			"Content-Type": "application/json", "Content-Encoding": ""}},
+		{"never fetched", "GET", "filmcraft", nil, 200, film.Body, map[string]string{
+			"Cache-Control": "no-store", "Etag": film.ETag, "Vary": "Accept-Encoding"}},
+		{"gzip", "GET", "photocraft", http.Header{"Accept-Encoding": {"gzip, br"}}, 200, photo.Gzip, map[string]string{
+			"Cache-Control": "public, max-age=60", "Etag": photo.GzipETag, "Content-Encoding": "gzip", "Vary": "Accept-Encoding"}},
+		{"HEAD", "HEAD", "photocraft", nil, 200, nil, map[string]string{
+			"Etag": photo.ETag, "Content-Length": strconv.Itoa(len(photo.Body))}},
+		{"304", "GET", "photocraft", http.Header{"If-None-Match": {photo.ETag}}, 304, nil, map[string]string{
+			"Cache-Control": "public, max-age=60", "Etag": photo.ETag, "Vary": "Accept-Encoding", "Content-Type": ""}},
+		{"304 gzip", "GET", "photocraft", http.Header{"Accept-Encoding": {"gzip"}, "If-None-Match": {`W/` + photo.GzipETag}}, 304, nil, map[string]string{
+			"Etag": photo.GzipETag}},
+		{"the full answer's ETag is another app's", "GET", "photocraft", http.Header{"If-None-Match": {cur.ETag}}, 200, photo.Body, nil},
+		{"another app's ETag", "GET", "photocraft", http.Header{"If-None-Match": {film.ETag}}, 200, photo.Body, nil},
+		{"unknown", "GET", "nope", nil, 404, []byte(`{"success":false,"error":"unknown app \"nope\""}`), map[string]string{
+			"Cache-Control": "no-store", "Content-Type": "application/json", "Vary": "Accept-Encoding", "Etag": ""}},
+		{"unknown, cut", "GET", strings.Repeat("a", 100), nil, 404,
+			[]byte(`{"success":false,"error":"unknown app \"` + strings.Repeat("a", 64) + `…\""}`), nil},
+		{"keys are case-sensitive", "GET", "PhotoCraft", nil, 404, []byte(`{"success":false,"error":"unknown app \"PhotoCraft\""}`), nil},
+		{"unknown HEAD", "HEAD", "nope", nil, 404, nil, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rec := serve(t, s, tt.method, ReleaseInfoPath+"/"+tt.key, tt.header)
+			if rec.Code != tt.wantStatus {
+				t.Fatalf("status: got %d, want %d", rec.Code, tt.wantStatus)
+			}
+			if !bytes.Equal(rec.Body.Bytes(), tt.wantBody) {
+				t.Errorf("body:\n got %s\nwant %s", rec.Body.Bytes(), tt.wantBody)
+			}
+			for k, want := range tt.wantHeader {
+				if got := rec.Header().Get(k); got != want {
+					t.Errorf("%s: got %q, want %q", k, got, want)
+				}
+			}
+		})
+	}
+}
+
+func TestDownload(t *testing.T) {
+	s := New(downloads(t), new(Gate), zap.NewNop(), Options{})
+	photo := func(name string) string { return downloadURL("storytold/photocraft", "v1.0.0", name) }
+	const (
+		public  = "public, max-age=60"
+		private = "private, max-age=60"
+	)
+	photoPlatforms := `[{"os":"windows","arch":"x64","package_type":"portable_zip"},{"os":"windows","arch":"x64","package_type":"msi"},` +
+		`{"os":"windows","arch":"arm64","package_type":"msi"},{"os":"macos","arch":"universal","package_type":"dmg"},` +
+		`{"os":"linux","arch":"x64","package_type":"deb"},{"os":"linux","arch":"arm64","package_type":"app_image"},` +
+		`{"os":"linux","arch":"x64","package_type":"app_image"},{"os":"freebsd","arch":"x64","package_type":"tar_gz"}]`
+	tests := []struct {
+		name      string
+		method    string
+		target    string // below /v1/craft_apps/download/
+		ua        string
+		status    int
+		location  string
+		cache     string
+		vary      string
+		wantError string // the error body, for answers other than 302
+	}{
+		{"explicit", "GET", "photocraft?os=windows&arch=x64&package=msi", uaMac, 302, photo("photocraft-1.0.0-windows-x64.msi"), public, "", ""},
+		{"explicit HEAD", "HEAD", "photocraft?os=windows&arch=x64&package=msi", "", 302, photo("photocraft-1.0.0-windows-x64.msi"), public, "", ""},
+		{"explicit portable", "GET", "photocraft?package=portable_zip&arch=x64&os=windows", uaCurl, 302, photo("photocraft-1.0.0-windows-x64-portable.zip"), public, "", ""},
+		{"os and arch: the preferred package", "GET", "photocraft?os=windows&arch=x64", uaCurl, 302, photo("photocraft-1.0.0-windows-x64.msi"), public, "", ""},
+		{"linux prefers the appimage", "GET", "photocraft?os=linux&arch=x64", "", 302, photo("photocraft-1.0.0-linux-x86_64.AppImage"), public, "", ""},
+		{"web needs no arch", "GET", "webcraft?os=web", "", 302, downloadURL("storytold/webcraft", "v2", "webcraft-web-2.zip"), public, "", ""},
+		{"escaped values", "GET", "photocraft?os=%77indows&arch=x64&package=msi", "", 302, photo("photocraft-1.0.0-windows-x64.msi"), public, "", ""},
+		{"first value counts, others ignored", "GET", "photocraft?utm_source=x&os=windows&os=linux&arch=arm64", "", 302, photo("photocraft-1.0.0-windows-arm64.msi"), public, "", ""},
+		{"inferred windows", "GET", "photocraft", uaWindows, 302, photo("photocraft-1.0.0-windows-x64.msi"), private, "User-Agent", ""},
+		{"inferred mac takes universal", "GET", "photocraft", uaMac, 302, photo("photocraft-1.0.0-macos-universal.dmg"), private, "User-Agent", ""},
+		{"inferred linux arm64", "GET", "photocraft", uaLinuxARM, 302, photo("photocraft-1.0.0-linux-aarch64.AppImage"), private, "User-Agent", ""},
+		{"arch inferred, os given", "GET", "photocraft?os=linux", uaLinuxARM, 302, photo("photocraft-1.0.0-linux-aarch64.AppImage"), private, "User-Agent", ""},
+		{"os inferred, package given", "GET", "photocraft?package=portable_zip", uaWindows, 302, photo("photocraft-1.0.0-windows-x64-portable.zip"), private, "User-Agent", ""},
+		{"empty values are not given", "GET", "photocraft?os=&arch=&package=", uaWindows, 302, photo("photocraft-1.0.0-windows-x64.msi"), private, "User-Agent", ""},
+
+		{"unknown app", "GET", "nope?os=windows&arch=x64", uaWindows, 404, "", "no-store", "", `{"success":false,"error":"unknown app \"nope\""}`},
+		{"bad os", "GET", "photocraft?os=Windows", uaWindows, 400, "", "no-store", "", `{"success":false,"error":"bad os \"Windows\": want one of windows, macos, linux, freebsd, web"}`},
+		{"bad arch", "GET", "photocraft?os=linux&arch=amd64", "", 400, "", "no-store", "", `{"success":false,"error":"bad arch \"amd64\": want one of x64, x86, arm64, universal"}`},
+		{"bad package", "GET", "photocraft?package=exe", uaWindows, 400, "", "no-store", "",
+			`{"success":false,"error":"bad package \"exe\": want one of msi, portable_zip, dmg, cli_zip, app_image, app_image_zsync, deb, rpm, flatpak, tar_gz, web_zip"}`},
+		{"never fetched", "GET", "filmcraft?os=windows&arch=x64", "", 404, "", "no-store", "", `{"success":false,"error":"filmcraft has no release yet: it was not fetched from GitHub yet"}`},
+		{"no release", "GET", "vectorcraft?os=windows&arch=x64", "", 404, "", "no-store", "", `{"success":false,"error":"vectorcraft has no release on GitHub"}`},
+		{"no asset", "GET", "photocraft?os=macos&arch=arm64&package=cli_zip", "", 404, "", "no-store", "",
+			`{"success":false,"error":"photocraft v1.0.0 has no asset for macos/arm64/cli_zip; see platforms","platforms":` + photoPlatforms + `}`},
+		{"no asset, inferred", "GET", "photocraft?arch=x86", uaWindows, 404, "", "no-store", "User-Agent",
+			`{"success":false,"error":"photocraft v1.0.0 has no asset for windows/x86 (msi, portable_zip); see platforms","platforms":` + photoPlatforms + `}`},
+		{"an untrusted URL is never a Location", "GET", "photocraft?os=windows&arch=x86&package=msi", "", 404, "", "no-store", "",
+			`{"success":false,"error":"photocraft v1.0.0 has no asset for windows/x86/msi; see platforms","platforms":` + photoPlatforms + `}`},
+		{"no platforms at all", "GET", "webcraft?os=linux&arch=x64", "", 404, "", "no-store", "",
+			`{"success":false,"error":"webcraft v2 has no asset for linux/x64 (app_image, deb, rpm, flatpak, tar_gz); see platforms","platforms":[{"os":"web","arch":null,"package_type":"web_zip"}]}`},
+		{"curl names no os", "GET", "photocraft", uaCurl, 400, "", "no-store", "User-Agent",
+			`{"success":false,"error":"no os given and the User-Agent names none: add os=windows, os=macos, os=linux, os=freebsd, os=web","platforms":` + photoPlatforms + `}`},
+		{"no User-Agent", "GET", "photocraft?arch=x64", "", 400, "", "no-store", "User-Agent",
+			`{"success":false,"error":"no os given and the User-Agent names none: add os=windows, os=macos, os=linux, os=freebsd, os=web","platforms":` + photoPlatforms + `}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := http.Header{}
+			if tt.ua != "" {
+				h.Set("User-Agent", tt.ua)
+			}
+			rec := serve(t, s, tt.method, "/v1/craft_apps/download/"+tt.target, h)
+			if rec.Code != tt.status {
+				t.Fatalf("status: got %d, want %d (%s)", rec.Code, tt.status, rec.Body.Bytes())
+			}
+			for k, want := range map[string]string{"Location": tt.location, "Cache-Control": tt.cache, "Vary": tt.vary} {
+				if got := rec.Header().Get(k); got != want {
+					t.Errorf("%s: got %q, want %q", k, got, want)
+				}
+			}
+			body, _ := io.ReadAll(rec.Body)
+			if tt.status == 302 || tt.method == "HEAD" {
+				if len(body) != 0 {
+					t.Errorf("body: got %q, want none", body)
+				}
+				return
+			}
+			if string(body) != tt.wantError {
+				t.Errorf("body:\n got %s\nwant %s", body, tt.wantError)
+			}
+			if got := rec.Header().Get("Content-Type"); got != "application/json" {
+				t.Errorf("Content-Type: got %q, want application/json", got)
+			}
+		})
+	}
+}
+
+func TestPage(t *testing.T) {
+	snap := downloads(t)
+	s := New(snap, new(Gate), zap.NewNop(), Options{})
+	pg := snap.Current().Page
+	tests := []struct {
+		name   string
+		method string
+		header http.Header
+		status int
+		body   []byte
+		etag   string
+	}{
+		{"plain", "GET", nil, 200, pg.Body, pg.ETag},
+		{"gzip", "GET", http.Header{"Accept-Encoding": {"gzip"}}, 200, pg.Gzip, pg.GzipETag},
+		{"HEAD", "HEAD", nil, 200, nil, pg.ETag},
+		{"304", "GET", http.Header{"If-None-Match": {pg.ETag}}, 304, nil, pg.ETag},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rec := serve(t, s, tt.method, "/", tt.header)
+			if rec.Code != tt.status || !bytes.Equal(rec.Body.Bytes(), tt.body) {
+				t.Fatalf("got %d %.80q, want %d %.80q", rec.Code, rec.Body.Bytes(), tt.status, tt.body)
+			}
+			want := map[string]string{"Etag": tt.etag, "Vary": "Accept-Encoding", "Cache-Control": "no-store",
+				"Content-Security-Policy": page.ContentSecurityPolicy()}
+			if tt.status == 200 {
+				want["Content-Type"] = "text/html; charset=utf-8"
+			}
+			for k, v := range want {
+				if got := rec.Header().Get(k); got != v {
+					t.Errorf("%s: got %q, want %q", k, got, v)
+				}
+			}
+		})
+	}
+	if csp := page.ContentSecurityPolicy(); !strings.HasPrefix(csp, "default-src 'none';") || strings.Contains(csp, "script") {
+		t.Errorf("Content-Security-Policy %q: want default-src 'none' and no script source", csp)
+	}
+}
