@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strconv"
 	"strings"
 	"testing"
@@ -13,6 +14,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/storytold/craft-releases/pkg/download"
 	"github.com/storytold/craft-releases/pkg/page"
 	"github.com/storytold/craft-releases/pkg/release"
 	"github.com/storytold/craft-releases/pkg/snapshot"
@@ -301,4 +303,18 @@ func TestPage(t *testing.T) {
 	if csp := page.ContentSecurityPolicy(); !strings.HasPrefix(csp, "default-src 'none';") || strings.Contains(csp, "script") {
 		t.Errorf("Content-Security-Policy %q: want default-src 'none' and no script source", csp)
 	}
+}
+
+// FuzzParseWant reads arbitrary queries: no panic, and any values encoded as
+// a browser or url.Values encodes them are read back as they were.
+func FuzzParseWant(f *testing.F) {
+	f.Add("os=windows&arch=x64&package=msi", "windows", "x64", "msi")
+	f.Add("os=%77&os=&&=&arch", "a b", "%", "+")
+	f.Fuzz(func(t *testing.T, raw, os, arch, pkg string) {
+		parseWant(raw)
+		q := url.Values{"os": {os}, "arch": {arch}, "package": {pkg}, "utm": {raw}}.Encode()
+		if got, want := parseWant(q), (download.Want{OS: os, Arch: arch, Package: pkg}); got != want {
+			t.Errorf("parseWant(%q) = %+v, want %+v", q, got, want)
+		}
+	})
 }

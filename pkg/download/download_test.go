@@ -244,3 +244,39 @@ func TestLink(t *testing.T) {
 		}
 	}
 }
+
+// FuzzChoose feeds arbitrary links and agents through Check, Resolve and
+// Pick: they must not panic, and an asset picked must be of the platform
+// asked for.
+func FuzzChoose(f *testing.F) {
+	for _, a := range agents {
+		f.Add(a.ua, "", "", "")
+	}
+	f.Add("curl/8.5.0", "macos", "arm64", "dmg")
+	f.Add("", "web", "", "web_zip")
+	f.Add("Windows ARM64", "", "x86", "msi")
+	as := assets("SHA256SUMS.txt", "a-1-windows-x64.msi", "a-1-windows-arm64-portable.zip", "a-1-macos-universal.dmg",
+		"a-cli-1-macos-arm64.zip", "a-1-linux-x86_64.AppImage", "a-1-linux-aarch64.deb", "a-1-freebsd-x64.tar.gz", "a-web-1.zip")
+	f.Fuzz(func(t *testing.T, ua, os, arch, pkg string) {
+		gos, garch := download.Guess(ua)
+		if (gos != "" && download.Preferred(gos) == nil) || (garch != "x64" && garch != "arm64") {
+			t.Fatalf("Guess(%q) = %q, %q: not wire values", ua, gos, garch)
+		}
+		want := download.Want{OS: os, Arch: arch, Package: pkg}
+		if download.Check(want) != nil {
+			return
+		}
+		w, _, err := download.Resolve(want, ua)
+		if err != nil {
+			return
+		}
+		i, ok := download.Pick(as, w)
+		if !ok {
+			return
+		}
+		p := as[i].Platform
+		if p.OS != w.OS || (w.Package != "" && p.PackageType != w.Package) {
+			t.Fatalf("Pick(%+v) = %s", w, as[i].Name)
+		}
+	})
+}
