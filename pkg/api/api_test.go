@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -76,6 +77,9 @@ func TestRoutes(t *testing.T) {
 		{name: "api unknown path", server: api, method: "GET", path: "/v1/craft_apps", wantStatus: 404},
 		{name: "api trailing slash", server: api, method: "GET", path: ReleaseInfoPath + "/", wantStatus: 404},
 		{name: "api POST release_info", server: api, method: "POST", path: ReleaseInfoPath, wantStatus: 405},
+		{name: "api POST an app", server: api, method: "POST", path: ReleaseInfoPath + "/photocraft", wantStatus: 405},
+		{name: "api PUT a download", server: api, method: "PUT", path: "/v1/craft_apps/download/photocraft", wantStatus: 405},
+		{name: "api POST the page", server: api, method: "POST", path: "/", wantStatus: 405},
 		{name: "api DELETE healthz", server: api, method: "DELETE", path: "/healthz", wantStatus: 405},
 		{name: "api metrics absent", server: api, method: "GET", path: "/metrics", wantStatus: 404},
 		{name: "api metrics", server: api, opts: Options{Metrics: metrics}, method: "GET", path: "/metrics", wantStatus: 200, wantBody: "metric 1\n"},
@@ -100,7 +104,7 @@ func TestRoutes(t *testing.T) {
 				t.Errorf("HEAD body: got %q, want none", rec.Body.String())
 			}
 			// wire.md: Vary on every answer of the endpoint, errors included.
-			if got := rec.Header().Get("Vary"); tt.path == ReleaseInfoPath && got != "Accept-Encoding" {
+			if got := rec.Header().Get("Vary"); strings.HasPrefix(tt.path, ReleaseInfoPath) && tt.wantStatus != 404 && got != "Accept-Encoding" {
 				t.Errorf("Vary: got %q, want Accept-Encoding", got)
 			}
 		})

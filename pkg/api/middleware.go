@@ -97,8 +97,9 @@ func (s *Server) handleError(err error, c echo.Context) {
 			zap.String("path", c.Request().URL.Path),
 			zap.NamedError("err", err))
 	}
-	// wire.md: Vary on every answer of the endpoint, a 405 included.
-	if c.Request().URL.Path == ReleaseInfoPath {
+	// wire.md: Vary on every answer of the endpoint and of an app's part of
+	// it, a 405 included.
+	if c.Request().URL.Path == ReleaseInfoPath || c.Path() == ReleaseInfoAppPath {
 		c.Response().Header().Set(echo.HeaderVary, echo.HeaderAcceptEncoding)
 	}
 	s.echo.DefaultHTTPErrorHandler(err, c)
