@@ -88,7 +88,7 @@ func TestGroups(t *testing.T) {
 		"Windows: Portable (x64 · .zip · 1.2\u00a0MB) /v1/craft_apps/download/a?os=windows&arch=x64&package=portable_zip",
 		"macOS: Disk image (Apple silicon and Intel · .dmg · 1.2\u00a0MB) /v1/craft_apps/download/a?os=macos&arch=universal&package=dmg primary",
 		"Linux: AppImage (x64 · .AppImage · 1.2\u00a0MB) /v1/craft_apps/download/a?os=linux&arch=x64&package=app_image primary",
-		"Linux: Debian/Ubuntu (x64 · .deb · 1.2\u00a0MB) /v1/craft_apps/download/a?os=linux&arch=x64&package=deb",
+		"Linux: Debian, Ubuntu (x64 · .deb · 1.2\u00a0MB) /v1/craft_apps/download/a?os=linux&arch=x64&package=deb",
 		"Linux: Archive (x64 · .tar.gz · 1.2\u00a0MB) /v1/craft_apps/download/a?os=linux&arch=x64&package=tar_gz",
 		"Web: Web build (.zip · 1.2\u00a0MB) /v1/craft_apps/download/a?os=web&package=web_zip primary",
 	}
