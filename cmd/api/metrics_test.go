@@ -60,7 +60,12 @@ func TestMetrics(t *testing.T) {
 	} else {
 		res.Body.Close()
 	}
-	randomPaths := []string{"/wp-login.php", "/v1/craft_apps/release_info/x", "/.env", "/nope/" + strconv.FormatInt(time.Now().UnixNano(), 36)}
+	get(t, p.base+ri+"/photocraft")
+	get(t, p.base+"/")
+	if res, _ := get(t, p.base+ri+"/x"); res.StatusCode != http.StatusNotFound {
+		t.Fatalf("GET %s/x: %d, want 404", ri, res.StatusCode)
+	}
+	randomPaths := []string{"/wp-login.php", "/v1/craft_apps/x", "/.env", "/nope/" + strconv.FormatInt(time.Now().UnixNano(), 36)}
 	for _, path := range randomPaths {
 		if res, _ := get(t, p.base+path); res.StatusCode != http.StatusNotFound {
 			t.Fatalf("GET %s: %d, want 404", path, res.StatusCode)
@@ -102,6 +107,10 @@ func TestMetrics(t *testing.T) {
 		{`craft_api_requests_total{code="304",route="/v1/craft_apps/release_info"}`, 1},
 		{`craft_api_requests_total{code="405",route="/v1/craft_apps/release_info"}`, 1},
 		{`craft_api_request_duration_seconds_count{route="/v1/craft_apps/release_info"}`, 5},
+		{`craft_api_requests_total{code="200",route="/v1/craft_apps/release_info/:app"}`, 1},
+		{`craft_api_requests_total{code="404",route="/v1/craft_apps/release_info/:app"}`, 1}, // an unknown app
+		{`craft_api_requests_total{code="200",route="/"}`, 1},
+		{`craft_api_request_duration_seconds_count{route="/v1/craft_apps/download/:app"}`, 0},
 		{`craft_api_requests_total{code="404",route="unmatched"}`, float64(len(randomPaths))},
 		{`craft_api_request_duration_seconds_count{route="unmatched"}`, float64(len(randomPaths))},
 	}
@@ -116,7 +125,8 @@ func TestMetrics(t *testing.T) {
 
 	// Label values come from the app list and the registered routes only:
 	// the random paths made no series of their own.
-	routes := map[string]bool{ri: true, "/healthz": true, "/readyz": true, "/metrics": true, "unmatched": true}
+	routes := map[string]bool{ri: true, ri + "/:app": true, "/v1/craft_apps/download/:app": true, "/": true,
+		"/healthz": true, "/readyz": true, "/metrics": true, "unmatched": true}
 	apps := map[string]bool{"photocraft": true, "vectorcraft": true}
 	for series := range got {
 		if v, ok := label(series, "route"); ok && !routes[v] {
