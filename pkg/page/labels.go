@@ -38,13 +38,20 @@ func archOf(p release.Platform) string {
 	return *p.Arch
 }
 
-// detail is a button's second line: the arch, the file's extension and size.
+// detail is a button's second line: the arch (as Apple names its Macs on
+// macOS), the file's extension and size.
 func detail(p release.Platform, size int64) string {
 	d := packages[p.PackageType].ext + " · " + byteSize(size)
-	if a := archOf(p); a != "" {
-		return archLabels[a] + " · " + d
+	a := archOf(p)
+	switch {
+	case a == "":
+		return d
+	case p.OS == release.OSMacOS && a == release.ArchARM64:
+		return "Apple silicon · " + d
+	case p.OS == release.OSMacOS && a == release.ArchX64:
+		return "Intel · " + d
 	}
-	return d
+	return archLabels[a] + " · " + d
 }
 
 // byteSize writes n bytes for people, in decimal units as file managers do,

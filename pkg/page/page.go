@@ -146,8 +146,15 @@ type button struct {
 	Label, Detail string
 	Asset         string // the file name, for tests and people reading the source
 	Primary       bool   // the OS's preferred package
-	pkg           string // the package type
+	pkg, arch     string // the platform's package type and arch ("" for none)
 }
+
+// Arches of one package type, commonest first: on macOS a universal build,
+// then Apple silicon; elsewhere x64.
+var (
+	macArches   = []string{release.ArchUniversal, release.ArchARM64, release.ArchX64, release.ArchX86}
+	otherArches = []string{release.ArchX64, release.ArchARM64, release.ArchX86, release.ArchUniversal}
+)
 
 // osOrder is the order of the groups, and their headings.
 var osOrder = []struct{ os, label string }{
@@ -159,9 +166,9 @@ var osOrder = []struct{ os, label string }{
 }
 
 // groups returns one button per distinct platform of assets, grouped by
-// operating system; within a group the preferred package types come first
-// (download.Preferred), in the release's order otherwise, and the first
-// button of a group is its primary one.
+// operating system. Within a group the preferred package types come first
+// (download.Preferred), then the commonest arch, in the release's
+// order otherwise; the first button of a group is its primary one.
 func groups(app string, assets []release.Asset) []group {
 	var gs []group
 	for _, o := range osOrder {
@@ -177,17 +184,23 @@ func groups(app string, assets []release.Asset) []group {
 				Detail: detail(p, assets[i].SizeBytes),
 				Asset:  assets[i].Name,
 				pkg:    p.PackageType,
+				arch:   archOf(p),
 			})
 		}
 		if len(g.Buttons) == 0 {
 			continue
 		}
-		pref := download.Preferred(o.os)
+		pref, arches := download.Preferred(o.os), otherArches
+		if o.os == release.OSMacOS {
+			arches = macArches
+		}
 		rank := func(b button) int {
-			if i := slices.Index(pref, b.pkg); i >= 0 {
-				return i
+			i := slices.Index(pref, b.pkg)
+			if i < 0 {
+				i = len(pref)
 			}
-			return len(pref)
+			// The web build's arch, none, ranks as the first.
+			return i*len(arches) + max(slices.Index(arches, b.arch), 0)
 		}
 		slices.SortStableFunc(g.Buttons, func(a, b button) int { return rank(a) - rank(b) })
 		g.Buttons[0].Primary = true

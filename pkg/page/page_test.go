@@ -70,7 +70,8 @@ func TestRenderNotesOnce(t *testing.T) {
 func TestGroups(t *testing.T) {
 	var as []release.Asset
 	for _, n := range []string{"SHA256SUMS.txt", "a-1-linux-x64.tar.gz", "a-1-windows-x64-portable.zip", "a-1-linux-x64.deb",
-		"a-1-windows-x64.msi", "a-web-1.zip", "a-1-linux-x64.AppImage", "a-1-macos-universal.dmg", "a-1-windows-x64.msi"} {
+		"a-1-windows-arm64.msi", "a-1-windows-x64.msi", "a-web-1.zip", "a-1-linux-arm64.AppImage", "a-1-linux-x64.AppImage",
+		"a-1-macos-x64.dmg", "a-1-macos-arm64.dmg", "a-1-windows-x64.msi"} {
 		as = append(as, release.Asset{Name: n, SizeBytes: 1_234_567, DownloadURL: "https://github.com/o/a/releases/download/v1/" + n, Platform: release.ParseAsset(n)})
 	}
 	var got []string
@@ -85,9 +86,12 @@ func TestGroups(t *testing.T) {
 	}
 	want := []string{
 		"Windows: Installer (x64 · .msi · 1.2\u00a0MB) /v1/craft_apps/download/a?os=windows&arch=x64&package=msi primary",
+		"Windows: Installer (Arm64 · .msi · 1.2\u00a0MB) /v1/craft_apps/download/a?os=windows&arch=arm64&package=msi",
 		"Windows: Portable (x64 · .zip · 1.2\u00a0MB) /v1/craft_apps/download/a?os=windows&arch=x64&package=portable_zip",
-		"macOS: Disk image (Apple silicon and Intel · .dmg · 1.2\u00a0MB) /v1/craft_apps/download/a?os=macos&arch=universal&package=dmg primary",
+		"macOS: Disk image (Apple silicon · .dmg · 1.2\u00a0MB) /v1/craft_apps/download/a?os=macos&arch=arm64&package=dmg primary",
+		"macOS: Disk image (Intel · .dmg · 1.2\u00a0MB) /v1/craft_apps/download/a?os=macos&arch=x64&package=dmg",
 		"Linux: AppImage (x64 · .AppImage · 1.2\u00a0MB) /v1/craft_apps/download/a?os=linux&arch=x64&package=app_image primary",
+		"Linux: AppImage (Arm64 · .AppImage · 1.2\u00a0MB) /v1/craft_apps/download/a?os=linux&arch=arm64&package=app_image",
 		"Linux: Debian, Ubuntu (x64 · .deb · 1.2\u00a0MB) /v1/craft_apps/download/a?os=linux&arch=x64&package=deb",
 		"Linux: Archive (x64 · .tar.gz · 1.2\u00a0MB) /v1/craft_apps/download/a?os=linux&arch=x64&package=tar_gz",
 		"Web: Web build (.zip · 1.2\u00a0MB) /v1/craft_apps/download/a?os=web&package=web_zip primary",
