@@ -1,4 +1,5 @@
-// Package api serves HTTP: GET /v1/craft_apps/release_info from the current
+// Package api serves HTTP: GET /v1/craft_apps/release_info, each app's part
+// of it, the download redirects and the release page from the current
 // snapshot rendering, and the health endpoints of both binaries. It is the
 // only package that knows echo.
 package api
@@ -81,8 +82,9 @@ type Server struct {
 	unmatched func(code int, took time.Duration)
 }
 
-// New returns the API's server: GET and HEAD /v1/craft_apps/release_info
-// from r, /healthz, /readyz reporting ready, and /metrics if opts has it.
+// New returns the API's server: GET and HEAD /v1/craft_apps/release_info,
+// /v1/craft_apps/release_info/{app}, /v1/craft_apps/download/{app} and / from
+// r, /healthz, /readyz reporting ready, and /metrics if opts has it.
 func New(r Renderer, ready *Gate, log *zap.Logger, opts Options) *Server {
 	s := newServer(log, opts.Observer)
 	s.routes(r, ready, opts.Metrics)
