@@ -15,6 +15,7 @@ require (
 	github.com/redis/rueidis v1.0.79
 	github.com/yuin/goldmark v1.8.7
 	go.uber.org/zap v1.28.0
+	golang.org/x/net v0.62.0
 	golang.org/x/sync v0.25.0
 )
 
@@ -40,7 +41,6 @@ require (
 	github.com/valyala/fasttemplate v1.2.2 // indirect
 	go.uber.org/multierr v1.11.0 // indirect
 	golang.org/x/crypto v0.58.0 // indirect
-	golang.org/x/net v0.62.0 // indirect
 	golang.org/x/sys v0.50.0 // indirect
 	golang.org/x/text v0.44.0 // indirect
 	google.golang.org/protobuf v1.36.12 // indirect

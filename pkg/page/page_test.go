@@ -1,9 +1,12 @@
 package page
 
 import (
+	"net/url"
 	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/net/html"
 
 	"github.com/storytold/craft-releases/pkg/release"
 )
@@ -121,4 +124,47 @@ func TestRenderIsStable(t *testing.T) {
 			t.Errorf("page: no %q", want)
 		}
 	}
+}
+
+// FuzzNotes renders arbitrary release notes: the HTML that comes out has no
+// element or attribute that could run script, load something or leave the
+// page, whatever the notes hold.
+func FuzzNotes(f *testing.F) {
+	for _, s := range []string{"# x\n\n- a\n", "<script>alert(1)</script>", "<img src=x onerror=alert(1)>",
+		"[x](javascript:alert(1))", "<a href=\"jAvAsCrIpT:alert(1)\">x</a>", "![x](https://e/x.png)",
+		"<svg onload=alert(1)>", "<iframe src=//e>", "<style>*{}</style>", "| a |\n|:-|\n| <b onclick=x>1</b> |",
+		"<details open ontoggle=alert(1)>", "[a](data:text/html,x)", "<form action=//e><input></form>"} {
+		f.Add(s)
+	}
+	r := NewRenderer()
+	allowed := map[string]bool{"a": true, "p": true, "h1": true, "h2": true, "h3": true, "h4": true, "h5": true, "h6": true,
+		"ul": true, "ol": true, "li": true, "strong": true, "em": true, "del": true, "code": true, "pre": true, "blockquote": true,
+		"hr": true, "br": true, "table": true, "thead": true, "tbody": true, "tr": true, "th": true, "td": true}
+	f.Fuzz(func(t *testing.T, md string) {
+		out := string(r.renderNotes("app", md).html)
+		z := html.NewTokenizer(strings.NewReader(out))
+		for {
+			tt := z.Next()
+			if tt == html.ErrorToken {
+				return
+			}
+			if tt != html.StartTagToken && tt != html.SelfClosingTagToken {
+				continue
+			}
+			tok := z.Token()
+			if !allowed[tok.Data] {
+				t.Fatalf("notes %q: element <%s> in %s", md, tok.Data, out)
+			}
+			for _, a := range tok.Attr {
+				switch {
+				case strings.HasPrefix(a.Key, "on"), a.Key == "style", a.Key == "src":
+					t.Fatalf("notes %q: attribute %s in %s", md, a.Key, out)
+				case a.Key == "href":
+					if u, err := url.Parse(a.Val); err != nil || (u.Scheme != "http" && u.Scheme != "https" && u.Scheme != "mailto") {
+						t.Fatalf("notes %q: link %q in %s", md, a.Val, out)
+					}
+				}
+			}
+		}
+	})
 }
