@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"encoding/json"
 	"net/http"
 	"strings"
 	"testing"
@@ -23,17 +22,12 @@ func TestStandaloneServesAppsDownloadsAndPage(t *testing.T) {
 	testkit.Eventually(t, "every app was fetched", allFetched(t, p))
 
 	_, full := get(t, p.base+infoPath)
-	var top struct {
-		ReleaseInfo struct {
-			Apps map[string]json.RawMessage `json:"apps"`
-		} `json:"release_info"`
+	answers := testkit.AppAnswers(t, full)
+	if len(answers) != 2 {
+		t.Fatalf("full answer has %d apps, want 2", len(answers))
 	}
-	if err := json.Unmarshal(full, &top); err != nil {
-		t.Fatal(err)
-	}
-	for key, obj := range top.ReleaseInfo.Apps {
+	for key, want := range answers {
 		res, body := get(t, p.base+infoPath+"/"+key)
-		want := append(append([]byte(`{"success":true,"app":`), obj...), '}')
 		if res.StatusCode != http.StatusOK || !bytes.Equal(body, want) {
 			t.Errorf("GET %s/%s: %d\n got %s\nwant %s", infoPath, key, res.StatusCode, body, want)
 		}

@@ -2,7 +2,6 @@ package api
 
 import (
 	"bytes"
-	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -18,6 +17,7 @@ import (
 	"github.com/storytold/craft-releases/pkg/page"
 	"github.com/storytold/craft-releases/pkg/release"
 	"github.com/storytold/craft-releases/pkg/snapshot"
+	"github.com/storytold/craft-releases/test/testkit"
 )
 
 // Real User-Agent strings (package download has the full table).
@@ -97,25 +97,17 @@ func TestReleaseInfoAppIsTheFullAnswersObject(t *testing.T) {
 	snap := downloads(t)
 	s := New(snap, new(Gate), zap.NewNop(), Options{})
 	full := serve(t, s, "GET", ReleaseInfoPath, nil).Body.Bytes()
-	var top struct {
-		ReleaseInfo struct {
-			Apps map[string]json.RawMessage `json:"apps"`
-		} `json:"release_info"`
+	answers := testkit.AppAnswers(t, full)
+	if len(answers) != 4 {
+		t.Fatalf("full answer has %d apps, want 4", len(answers))
 	}
-	if err := json.Unmarshal(full, &top); err != nil {
-		t.Fatal(err)
-	}
-	if len(top.ReleaseInfo.Apps) != 4 {
-		t.Fatalf("full answer has %d apps, want 4", len(top.ReleaseInfo.Apps))
-	}
-	for key, obj := range top.ReleaseInfo.Apps {
+	for key, want := range answers {
 		t.Run(key, func(t *testing.T) {
 			rec := serve(t, s, "GET", ReleaseInfoPath+"/"+key, nil)
-			want := append(append([]byte(`{"success":true,"app":`), obj...), '}')
 			if rec.Code != 200 || !bytes.Equal(rec.Body.Bytes(), want) {
 				t.Errorf("GET %s/%s: %d\n got %s\nwant %s", ReleaseInfoPath, key, rec.Code, rec.Body.Bytes(), want)
 			}
-			if !bytes.Contains(full, obj) {
+			if obj := want[len(`{"success":true,"app":`) : len(want)-1]; !bytes.Contains(full, obj) {
 				t.Errorf("the full answer does not hold the object verbatim")
 			}
 		})

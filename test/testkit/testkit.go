@@ -1,10 +1,12 @@
 // Package testkit holds the small helpers that the end-to-end tests of both
 // binaries share: a log buffer safe for concurrent writers, a free loopback
-// address, waiting for a condition, and reading a Prometheus scrape.
+// address, waiting for a condition, reading a Prometheus scrape, and each
+// app's answer as the full release_info answer holds it.
 package testkit
 
 import (
 	"bytes"
+	"encoding/json"
 	"io"
 	"net"
 	"net/http"
@@ -93,4 +95,24 @@ func Scrape(t testing.TB, url string) map[string]float64 {
 		samples[line[:i]] = v
 	}
 	return samples
+}
+
+// AppAnswers returns, for each app of a full release_info body, the answer
+// GET /v1/craft_apps/release_info/{app} must give: {"success":true,"app":X}
+// with X the app's object in body, byte for byte.
+func AppAnswers(t testing.TB, body []byte) map[string][]byte {
+	t.Helper()
+	var top struct {
+		ReleaseInfo struct {
+			Apps map[string]json.RawMessage `json:"apps"`
+		} `json:"release_info"`
+	}
+	if err := json.Unmarshal(body, &top); err != nil {
+		t.Fatalf("release_info body %.200s: %v", body, err)
+	}
+	answers := make(map[string][]byte, len(top.ReleaseInfo.Apps))
+	for key, obj := range top.ReleaseInfo.Apps {
+		answers[key] = append(append([]byte(`{"success":true,"app":`), obj...), '}')
+	}
+	return answers
 }
