@@ -16,8 +16,12 @@ import (
 // "Win64; x64". Both run x64 builds (Rosetta 2, Windows' emulation), and on
 // macOS a universal build matches any arch (Pick), so the guess is safe; an
 // explicit arch gives the native build.
+//
+// Only the agent's first comment is read, "(Windows NT 10.0; Win64; x64)",
+// where browsers and Electron apps name the system, or the whole agent when
+// it has none.
 func Guess(userAgent string) (os, arch string) {
-	ua := userAgent
+	ua := platform(userAgent)
 	switch {
 	case has(ua, "iPhone", "iPad", "iPod", "Android", "CrOS", "Windows Phone"):
 		os = ""
@@ -35,6 +39,16 @@ func Guess(userAgent string) (os, arch string) {
 		arch = release.ArchARM64
 	}
 	return os, arch
+}
+
+// platform returns the text of ua's first comment, or ua when it has none.
+func platform(ua string) string {
+	_, rest, ok := strings.Cut(ua, "(")
+	if !ok {
+		return ua
+	}
+	comment, _, _ := strings.Cut(rest, ")")
+	return comment
 }
 
 // has reports whether s contains one of subs.

@@ -48,6 +48,11 @@ var agents = []struct {
 	{"electron app macos", "Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_7) AppleWebKit/537.36 (KHTML, like Gecko) ArtCraftLauncher/0.2.0 Chrome/130.0.6723.191 Electron/33.3.1 Safari/537.36", "macos", "x64"},
 	{"electron app linux arm64", "Mozilla/5.0 (X11; Linux aarch64) AppleWebKit/537.36 (KHTML, like Gecko) ArtCraftLauncher/0.2.0 Chrome/130.0.6723.191 Electron/33.3.1 Safari/537.36", "linux", "arm64"},
 
+	// Only the platform comment counts.
+	{"a product token outside the comment", "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36 WindowsCompat/1.0 arm64", "linux", "x64"},
+	{"a comment-less agent naming its system", "PhotoCraft-Updater/1.0 Windows arm64", "windows", "arm64"},
+	{"an unclosed comment", "Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_7", "macos", "x64"},
+
 	// Nothing this service builds for.
 	{"curl", "curl/8.5.0", "", "x64"},
 	{"wget", "Wget/1.21.3", "", "x64"},
@@ -66,6 +71,13 @@ func TestGuess(t *testing.T) {
 				t.Errorf("Guess(%q) = %q, %q; want %q, %q", tt.ua, os, arch, tt.os, tt.arch)
 			}
 		})
+	}
+}
+
+func BenchmarkGuess(b *testing.B) {
+	ua := agents[0].ua
+	for b.Loop() {
+		download.Guess(ua)
 	}
 }
 
