@@ -1,0 +1,196 @@
+package redistest
+
+import (
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// Sentinel timings: a primary that does not answer for DownAfter is down, and
+// a failover that stalls is tried again after FailoverTimeout. They are short
+// so that a test sees a failover within a few seconds.
+const (
+	DownAfter       = time.Second
+	FailoverTimeout = 3 * time.Second
+)
+
+// Sentinel is one `redis-server --sentinel` process started by StartSentinel.
+type Sentinel struct {
+	t      testing.TB
+	Addr   string // host:port on loopback
+	Master string // the name of the monitored primary (master_set)
+	conf   string
+	cmd    *exec.Cmd
+}
+
+// StartSentinels starts n sentinels that monitor primary under the name
+// master and agree on a failover when quorum of them see it down. It waits
+// until every sentinel knows the others and every replica primary has, so a
+// failover can start as soon as the primary fails.
+func StartSentinels(t testing.TB, master string, primary *Server, n, quorum int) []*Sentinel {
+	t.Helper()
+	sentinels := make([]*Sentinel, n)
+	for i := range sentinels {
+		sentinels[i] = StartSentinel(t, master, primary.Addr, quorum)
+	}
+	replicas := 0
+	if info, err := Info(primary.Addr, "replication"); err == nil {
+		replicas, _ = strconv.Atoi(info["connected_slaves"])
+	}
+	for _, s := range sentinels {
+		waitUntil(t, "sentinel "+s.Addr+" knows the other sentinels and the replicas", func() bool {
+			others, err := s.list("SENTINEL", "SENTINELS", master)
+			if err != nil || len(others) != n-1 {
+				return false
+			}
+			ok, err := s.Replicas()
+			return err == nil && len(ok) >= replicas
+		})
+	}
+	return sentinels
+}
+
+// StartSentinel starts one sentinel on a free loopback port that monitors the
+// primary at primaryAddr under the name master, with quorum, DownAfter and
+// FailoverTimeout. Its config file is written to a temporary directory (a
+// sentinel rewrites it). It is stopped by t.Cleanup.
+func StartSentinel(t testing.TB, master, primaryAddr string, quorum int) *Sentinel {
+	t.Helper()
+	if _, err := exec.LookPath("redis-server"); err != nil {
+		t.Fatalf("redis-server not found (the test task installs it: apt-get install redis-server): %v", err)
+	}
+	host, port, _ := net.SplitHostPort(primaryAddr)
+	s := &Sentinel{t: t, Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(freePort(t))), Master: master}
+	_, myPort, _ := net.SplitHostPort(s.Addr)
+	dir := t.TempDir()
+	s.conf = filepath.Join(dir, "sentinel.conf")
+	conf := strings.Join([]string{
+		"port " + myPort,
+		"bind 127.0.0.1",
+		"protected-mode no",
+		"dir " + dir,
+		fmt.Sprintf("sentinel monitor %s %s %s %d", master, host, port, quorum),
+		fmt.Sprintf("sentinel down-after-milliseconds %s %d", master, DownAfter.Milliseconds()),
+		fmt.Sprintf("sentinel failover-timeout %s %d", master, FailoverTimeout.Milliseconds()),
+		fmt.Sprintf("sentinel parallel-syncs %s 1", master),
+	}, "\n") + "\n"
+	if err := os.WriteFile(s.conf, []byte(conf), 0o600); err != nil {
+		t.Fatalf("write sentinel config: %v", err)
+	}
+	s.cmd = exec.Command("redis-server", s.conf, "--sentinel")
+	if err := s.cmd.Start(); err != nil {
+		t.Fatalf("start redis-server --sentinel: %v", err)
+	}
+	t.Cleanup(s.Stop)
+	waitUntil(t, "sentinel "+s.Addr+" answers PING", func() bool {
+		reply, err := Query(s.Addr, "PING")
+		return err == nil && reply == "PONG"
+	})
+	return s
+}
+
+// Stop kills the sentinel; it is safe to call more than once.
+func (s *Sentinel) Stop() {
+	if s.cmd == nil {
+		return
+	}
+	_ = s.cmd.Process.Kill()
+	_ = s.cmd.Wait()
+	s.cmd = nil
+}
+
+// MasterAddr returns the address the sentinel gives for its primary now.
+func (s *Sentinel) MasterAddr() (string, error) {
+	reply, err := Query(s.Addr, "SENTINEL", "GET-MASTER-ADDR-BY-NAME", s.Master)
+	if err != nil {
+		return "", err
+	}
+	parts, ok := reply.([]any)
+	if !ok || len(parts) != 2 {
+		return "", fmt.Errorf("sentinel get-master-addr-by-name: reply %v", reply)
+	}
+	host, _ := parts[0].(string)
+	port, _ := parts[1].(string)
+	return net.JoinHostPort(host, port), nil
+}
+
+// Replicas returns the replicas the sentinel knows of that it sees healthy
+// (flags exactly "slave"), by address.
+func (s *Sentinel) Replicas() ([]string, error) {
+	all, err := s.list("SENTINEL", "REPLICAS", s.Master)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, r := range all {
+		if r["flags"] == "slave" && r["master-link-status"] == "ok" {
+			out = append(out, net.JoinHostPort(r["ip"], r["port"]))
+		}
+	}
+	return out, nil
+}
+
+// list runs a SENTINEL command whose reply is a list of field/value arrays.
+func (s *Sentinel) list(args ...string) ([]map[string]string, error) {
+	reply, err := Query(s.Addr, args...)
+	if err != nil {
+		return nil, err
+	}
+	items, ok := reply.([]any)
+	if !ok {
+		return nil, fmt.Errorf("%v: reply %T", args, reply)
+	}
+	out := make([]map[string]string, 0, len(items))
+	for _, item := range items {
+		kv, _ := item.([]any)
+		m := make(map[string]string, len(kv)/2)
+		for i := 0; i+1 < len(kv); i += 2 {
+			k, _ := kv[i].(string)
+			v, _ := kv[i+1].(string)
+			m[k] = v
+		}
+		out = append(out, m)
+	}
+	return out, nil
+}
+
+// SentinelURL is the REDIS_URL that reaches the primary named master through
+// the given sentinels, as rueidis.ParseURL takes it:
+// redis://S1?addr=S2&addr=S3&master_set=NAME.
+func SentinelURL(master string, sentinels ...*Sentinel) string {
+	addrs := make([]string, len(sentinels))
+	for i, s := range sentinels {
+		addrs[i] = s.Addr
+	}
+	return SentinelURLOf(master, addrs...)
+}
+
+// SentinelURLOf is SentinelURL for sentinel addresses given as host:port.
+func SentinelURLOf(master string, addrs ...string) string {
+	var b strings.Builder
+	b.WriteString("redis://" + addrs[0] + "?")
+	for _, a := range addrs[1:] {
+		b.WriteString("addr=" + a + "&")
+	}
+	b.WriteString("master_set=" + url.QueryEscape(master))
+	return b.String()
+}
+
+// waitUntil polls cond until it holds, failing the test after 20 s.
+func waitUntil(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting until %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

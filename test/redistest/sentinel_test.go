@@ -1,0 +1,46 @@
+package redistest
+
+import (
+	"testing"
+	"time"
+)
+
+func TestSentinelFailover(t *testing.T) {
+	primary := Start(t)
+	replica := StartReplica(t, primary)
+	sentinels := StartSentinels(t, "craft", primary, 3, 2)
+	if got, err := sentinels[0].MasterAddr(); err != nil || got != primary.Addr {
+		t.Fatalf("master before the failover = %q, %v; want %s", got, err, primary.Addr)
+	}
+	primary.MustDo("SET", "k", "v")
+
+	began := time.Now()
+	primary.Kill()
+	waitUntil(t, "every sentinel names the replica as the primary", func() bool {
+		for _, s := range sentinels {
+			if got, err := s.MasterAddr(); err != nil || got != replica.Addr {
+				return false
+			}
+		}
+		return true
+	})
+	t.Logf("failover took %v", time.Since(began).Round(time.Millisecond))
+	if got := replica.Role(); got != "master" {
+		t.Fatalf("promoted replica's role = %q, want master", got)
+	}
+	if got, err := Query(replica.Addr, "GET", "k"); err != nil || got != "v" {
+		t.Errorf("GET k on the promoted replica = %v, %v; want v", got, err)
+	}
+
+	began = time.Now()
+	primary.RestartAsReplicaOf(replica.Addr)
+	waitUntil(t, "the old primary syncs as a replica", primary.Synced)
+	waitUntil(t, "a sentinel sees the old primary as a healthy replica", func() bool {
+		rs, err := sentinels[0].Replicas()
+		return err == nil && len(rs) == 1 && rs[0] == primary.Addr
+	})
+	t.Logf("the old primary was back as a healthy replica after %v", time.Since(began).Round(time.Millisecond))
+	if got, want := SentinelURL("craft", sentinels...), "redis://"+sentinels[0].Addr+"?addr="+sentinels[1].Addr+"&addr="+sentinels[2].Addr+"&master_set=craft"; got != want {
+		t.Errorf("SentinelURL = %q, want %q", got, want)
+	}
+}
