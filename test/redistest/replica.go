@@ -8,7 +8,9 @@ import (
 
 // StartReplica runs a redis-server that replicates primary, as Start does
 // (extra config arguments after the replication ones), and waits until its
-// link to the primary is up. It is stopped by t.Cleanup.
+// link to the primary is up. It is stopped by t.Cleanup. A primary started
+// with "--repl-diskless-sync-delay", "0" syncs a replica at once instead of
+// after 5 s.
 func StartReplica(t testing.TB, primary *Server, args ...string) *Server {
 	t.Helper()
 	host, port, _ := net.SplitHostPort(primary.Addr)

@@ -6,8 +6,8 @@ import (
 )
 
 func TestSentinelFailover(t *testing.T) {
-	primary := Start(t)
-	replica := StartReplica(t, primary)
+	primary := Start(t, "--repl-diskless-sync-delay", "0")
+	replica := StartReplica(t, primary, "--repl-diskless-sync-delay", "0")
 	sentinels := StartSentinels(t, "craft", primary, 3, 2)
 	if got, err := sentinels[0].MasterAddr(); err != nil || got != primary.Addr {
 		t.Fatalf("master before the failover = %q, %v; want %s", got, err, primary.Addr)

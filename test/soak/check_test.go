@@ -1,0 +1,443 @@
+package soak
+
+import (
+	"fmt"
+	"net/http"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+)
+
+// report is every figure of a soak, written as summary.json.
+type report struct {
+	Settings settings          `json:"settings"`
+	Timings  map[string]string `json:"timings"`
+	Bounds   map[string]string `json:"bounds"`
+
+	Began      time.Time `json:"began"`      // the load started, faults began
+	FaultsEnd  time.Time `json:"faults_end"` // the last fault was lifted, publishing stopped
+	Settled    time.Time `json:"settled"`    // every pod served every latest release (zero: never)
+	LoadEnded  time.Time `json:"load_ended"` // the last answer
+	SettleTook float64   `json:"settle_took_s"`
+
+	Answers            int            `json:"answers"`
+	AnswersByPod       map[string]int `json:"answers_by_pod"`
+	BadAnswers         int            `json:"bad_answers"`
+	BadExamples        []string       `json:"bad_examples"`
+	Regressions        int            `json:"regressions"`
+	RegressionExamples []string       `json:"regression_examples"`
+
+	Published      int                `json:"releases_published"` // during the soak, after release 1 of each app
+	Releases       []releaseLag       `json:"releases"`
+	Unreached      int                `json:"releases_unreached"` // (release, pod) pairs never served
+	WorstLag       releaseLag         `json:"worst_lag"`
+	WorstLagPod    string             `json:"worst_lag_pod"`
+	LagPercentiles map[string]float64 `json:"lag_percentiles_s"`
+
+	Faults       []fault        `json:"faults"`
+	FaultsByKind map[string]int `json:"faults_by_kind"`
+	Flushes      []flushRepair  `json:"flush_repairs"`
+
+	GitHubRequests       int                `json:"github_requests"`
+	GitHubByStatus       map[string]int     `json:"github_by_status"`
+	PerApp               map[string]appLoad `json:"github_per_app"`
+	MaxPerAppPerInterval float64            `json:"github_max_per_app_per_interval"`
+	Early                []earlyRequest     `json:"github_early_requests"`
+	RateLimitWindows     []windowFigure     `json:"rate_limit_windows"`
+
+	Processes []procFigure `json:"processes"`
+	Failures  []string     `json:"failures"`
+}
+
+type releaseLag struct {
+	publication
+	LagS map[string]float64 `json:"lag_s"` // pod → seconds until it served this release or a newer one
+}
+
+type appLoad struct {
+	Requests    int     `json:"requests"`
+	PerInterval float64 `json:"per_interval"`
+}
+
+// earlyRequest is a request for an app closer to the one before it than the
+// rules allow without a reason, and the reason found ("" for none).
+type earlyRequest struct {
+	Repo   string    `json:"repo"`
+	At     time.Time `json:"at"`
+	Poller string    `json:"poller"`
+	GapS   float64   `json:"gap_s"`
+	Reason string    `json:"reason"`
+}
+
+type windowFigure struct {
+	Start        time.Time      `json:"start"`
+	Reset        time.Time      `json:"reset"`
+	Inside       map[string]int `json:"inside"` // poller → requests inside the window
+	AfterReset   int            `json:"after_reset_within_margin"`
+	Backoff      bool           `json:"backoff_learned"` // some poller was refused inside
+	RedisTrouble bool           `json:"redis_trouble"`
+}
+
+type procFigure struct {
+	Name           string  `json:"name"`
+	Samples        int     `json:"samples"`
+	FirstGoroutine float64 `json:"first_goroutines"`
+	LastGoroutine  float64 `json:"last_goroutines"`
+	PeakGoroutine  float64 `json:"peak_goroutines"`
+	FirstHeap      float64 `json:"first_heap_inuse_bytes"`
+	LastHeap       float64 `json:"last_heap_inuse_bytes"`
+	PeakRSS        float64 `json:"peak_rss_bytes"`
+	Checked        bool    `json:"checked"` // alive from the start of the load to its end
+}
+
+func (r *report) fail(format string, args ...any) {
+	r.Failures = append(r.Failures, fmt.Sprintf(format, args...))
+}
+
+// check runs every check on what was recorded.
+func (s *soak) check() report {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r := report{
+		Settings: s.set, Began: s.began, FaultsEnd: s.faultsEnd, Settled: s.settled, LoadEnded: s.loadEnded,
+		Timings: map[string]string{
+			"interval": interval.String(), "tick": tick.String(), "max_backoff": maxBackoff.String(),
+			"startup_jitter": startupJitter.String(), "request_spacing": spacing.String(),
+			"skew_margin": skewMargin.String(), "claim_window": claimWindow.String(),
+			"reset_margin": resetMargin.String(), "publish_every": publishEvery.String(),
+			"load": fmt.Sprintf("%d pods × %d workers, one request each per %v", len(s.pods), workersPerPod, loadPace),
+		},
+		Bounds: map[string]string{
+			"early_gap": earlyGap.String(), "flush_repair": repairBound.String(),
+			"settle": settleBound.String(), "goroutines": fmt.Sprint(goroutineBound),
+			"heap_inuse": fmt.Sprintf("%d MiB", heapBound>>20), "slack": slack.String(),
+		},
+		Faults: s.faults, Flushes: s.flushes, FaultsByKind: map[string]int{},
+		AnswersByPod: map[string]int{}, GitHubByStatus: map[string]int{}, PerApp: map[string]appLoad{},
+	}
+	if !s.settled.IsZero() {
+		r.SettleTook = s.settled.Sub(s.faultsEnd).Seconds()
+	} else {
+		r.fail("the pods did not all serve every app's latest release within %v of the last fault", settleBound)
+	}
+	for _, p := range s.problems {
+		r.fail("harness: %s", p)
+	}
+	for _, f := range s.faults {
+		r.FaultsByKind[f.Kind]++
+	}
+	s.checkAnswers(&r)
+	s.checkLag(&r)
+	s.checkGitHub(&r)
+	s.checkFlushes(&r)
+	s.checkLeaks(&r)
+	return r
+}
+
+func (s *soak) checkAnswers(r *report) {
+	byPod := make(map[string][]podAnswer)
+	for _, a := range s.answers {
+		r.Answers++
+		r.AnswersByPod[a.Pod]++
+		if a.Bad != "" {
+			r.BadAnswers++
+			if len(r.BadExamples) < 10 {
+				r.BadExamples = append(r.BadExamples, fmt.Sprintf("%s at %s: %s", a.Pod, s.rel(a.End), a.Bad))
+			}
+			continue
+		}
+		byPod[a.Pod] = append(byPod[a.Pod], a)
+	}
+	if r.Answers == 0 {
+		r.fail("no answer was recorded")
+	}
+	if r.BadAnswers > 0 {
+		r.fail("%d of %d answers were not 200 with a valid body; first: %s", r.BadAnswers, r.Answers, r.BadExamples[0])
+	}
+	// An answer must not serve less than an answer of the same pod that had
+	// ended before it started (answers in flight together may be either way).
+	for pod, as := range byPod {
+		byEnd := slices.Clone(as)
+		sort.Slice(as, func(i, j int) bool { return as[i].Start.Before(as[j].Start) })
+		sort.Slice(byEnd, func(i, j int) bool { return byEnd[i].End.Before(byEnd[j].End) })
+		maxTag := make(map[string]int)
+		maxFetched := make(map[string]time.Time)
+		k := 0
+		for _, b := range as {
+			for ; k < len(byEnd) && byEnd[k].End.Before(b.Start); k++ {
+				for app, n := range byEnd[k].Tags {
+					maxTag[app] = max(maxTag[app], n)
+					if f := byEnd[k].Fetched[app]; f.After(maxFetched[app]) {
+						maxFetched[app] = f
+					}
+				}
+			}
+			for app, n := range b.Tags {
+				bad := ""
+				switch {
+				case n < maxTag[app]:
+					bad = fmt.Sprintf("%s served %s %s after it had served %s", pod, app, tagOf(n), tagOf(maxTag[app]))
+				case b.Fetched[app].Before(maxFetched[app]):
+					bad = fmt.Sprintf("%s served %s fetched at %s after it had served one fetched at %s", pod, app,
+						b.Fetched[app].Format(time.StampMilli), maxFetched[app].Format(time.StampMilli))
+				}
+				if bad != "" {
+					r.Regressions++
+					if len(r.RegressionExamples) < 10 {
+						r.RegressionExamples = append(r.RegressionExamples, fmt.Sprintf("at %s: %s", s.rel(b.Start), bad))
+					}
+				}
+			}
+		}
+	}
+	if r.Regressions > 0 {
+		r.fail("%d regressions (a pod served an older release or fetch time than before); first: %s", r.Regressions, r.RegressionExamples[0])
+	}
+}
+
+// checkLag finds, for every release published during the soak and every pod,
+// the first answer that served it or a newer one.
+func (s *soak) checkLag(r *report) {
+	byPod := make(map[string][]podAnswer)
+	for _, a := range s.answers {
+		if a.Bad == "" {
+			byPod[a.Pod] = append(byPod[a.Pod], a)
+		}
+	}
+	for _, as := range byPod {
+		sort.Slice(as, func(i, j int) bool { return as[i].End.Before(as[j].End) })
+	}
+	var lags []float64
+	for _, p := range s.published {
+		if p.N == 1 {
+			continue // served before the soak began
+		}
+		r.Published++
+		rl := releaseLag{publication: p, LagS: map[string]float64{}}
+		for _, pod := range s.pods {
+			as := byPod[pod.name]
+			i := sort.Search(len(as), func(i int) bool { return !as[i].End.Before(p.At) })
+			found := false
+			for ; i < len(as); i++ {
+				if as[i].Tags[p.App] >= p.N {
+					lag := as[i].End.Sub(p.At).Seconds()
+					rl.LagS[pod.name] = lag
+					lags = append(lags, lag)
+					if lag > r.WorstLag.LagS[r.WorstLagPod] || r.WorstLagPod == "" {
+						r.WorstLag, r.WorstLagPod = rl, pod.name
+					}
+					found = true
+					break
+				}
+			}
+			if !found {
+				r.Unreached++
+				r.fail("%s %s (published at %s) never reached %s", p.App, p.Tag, s.rel(p.At), pod.name)
+			}
+		}
+		r.Releases = append(r.Releases, rl)
+	}
+	if r.WorstLagPod != "" {
+		r.WorstLag.LagS = map[string]float64{r.WorstLagPod: r.WorstLag.LagS[r.WorstLagPod]}
+	}
+	sort.Float64s(lags)
+	r.LagPercentiles = map[string]float64{}
+	if len(lags) > 0 {
+		for _, q := range []float64{0.5, 0.95, 1} {
+			r.LagPercentiles[fmt.Sprintf("p%g", q*100)] = lags[min(len(lags)-1, int(q*float64(len(lags))))]
+		}
+	}
+}
+
+// checkGitHub checks the requests against the rules of poller.md.
+func (s *soak) checkGitHub(r *report) {
+	span := s.loadEnded.Sub(s.began)
+	byRepo := make(map[string][]ghRequest)
+	for _, q := range s.requests {
+		r.GitHubRequests++
+		r.GitHubByStatus[statusClass(q.Status)]++
+		byRepo[q.Repo] = append(byRepo[q.Repo], q)
+	}
+	for _, a := range apps {
+		n := 0
+		for _, q := range byRepo[a.Repo] {
+			if !q.At.Before(s.began) && q.At.Before(s.loadEnded) {
+				n++
+			}
+		}
+		load := appLoad{Requests: n, PerInterval: float64(n) / (span.Seconds() / interval.Seconds())}
+		r.PerApp[a.Key] = load
+		r.MaxPerAppPerInterval = max(r.MaxPerAppPerInterval, load.PerInterval)
+	}
+
+	// Two requests for one app closer than I − M need a reason the rules give.
+	for repo, qs := range byRepo {
+		sort.Slice(qs, func(i, j int) bool { return qs[i].At.Before(qs[j].At) })
+		for i := 1; i < len(qs); i++ {
+			q1, q2 := qs[i-1], qs[i]
+			gap := q2.At.Sub(q1.At)
+			if gap >= earlyGap {
+				continue
+			}
+			e := earlyRequest{Repo: repo, At: q2.At, Poller: q2.Poller, GapS: gap.Seconds(), Reason: s.excuse(q1, q2)}
+			if e.Reason == "" {
+				r.fail("%s asked %s %.2fs after %s did (%s), under the %v the rules allow, with no fault to explain it",
+					q2.Poller, repo, gap.Seconds(), q1.Poller, s.rel(q1.At), earlyGap)
+			}
+			r.Early = append(r.Early, e)
+		}
+	}
+
+	// Inside a rate-limit window each poller is refused at most once, and
+	// once one was refused, the fleet waits until the reset plus R.
+	for _, f := range s.faults {
+		if f.Kind != faultRateLimit {
+			continue
+		}
+		w := windowFigure{Start: f.Start, Reset: f.End, Inside: map[string]int{},
+			RedisTrouble: s.redisTrouble(f.Start.Add(-interval), f.End.Add(resetMargin))}
+		for _, q := range s.requests {
+			if !q.At.Before(f.Start) && q.At.Before(f.End) {
+				w.Inside[q.Poller]++
+				if q.Status == http.StatusForbidden {
+					w.Backoff = true
+				}
+			}
+		}
+		for poller, n := range w.Inside {
+			if n > 1 {
+				r.fail("%s sent %d requests inside the rate-limit window %s–%s (at most the one refused)",
+					poller, n, s.rel(f.Start), s.rel(f.End))
+			}
+		}
+		if w.Backoff {
+			for _, q := range s.requests {
+				if !q.At.Before(f.End) && q.At.Before(f.End.Add(resetMargin-slack)) {
+					w.AfterReset++
+					if !w.RedisTrouble {
+						r.fail("%s asked %s at %s, %.2fs after the rate limit's reset, inside the fleet backoff (reset + R = %v)",
+							q.Poller, q.Repo, s.rel(q.At), q.At.Sub(f.End).Seconds(), resetMargin)
+					}
+				}
+			}
+		}
+		r.RateLimitWindows = append(r.RateLimitWindows, w)
+	}
+}
+
+// excuse returns the reason the rules give for q2 to follow q1 so soon, or "".
+func (s *soak) excuse(q1, q2 ghRequest) string {
+	if q1.Status == http.StatusForbidden {
+		return "the earlier request was rate limited, which says nothing of the app"
+	}
+	if f, ok := s.faultIn(q1.At.Add(-interval), q2.At, redisFault); ok {
+		return "pollers cut off from the fleet's state: " + f.Kind + " at " + s.rel(f.Start)
+	}
+	killed := q1.Canceled
+	for _, p := range s.procs {
+		if p.name == q1.Poller && !p.endedAt().IsZero() && p.endedAt().Before(q1.Done.Add(slack)) {
+			killed = true
+		}
+	}
+	inFlight := q1.Done.After(q2.At.Add(-slack))
+	if (killed || inFlight) && q2.At.Sub(q1.At) >= claimWindow-slack {
+		if killed {
+			return "the earlier request's poller was killed: its claim lapsed after C"
+		}
+		return "the earlier request was still unanswered: its claim lapsed after C"
+	}
+	return ""
+}
+
+// faultIn returns a fault of a kind that match accepts whose time, extended
+// by what a poller needs to notice that Redis is back (a call that times out
+// and a tick), overlaps [from, to].
+func (s *soak) faultIn(from, to time.Time, match func(string) bool) (fault, bool) {
+	for _, f := range s.faults {
+		if match(f.Kind) && !f.Start.After(to) && !f.End.Add(redisCall+longestTick).Before(from) {
+			return f, true
+		}
+	}
+	return fault{}, false
+}
+
+func (s *soak) redisTrouble(from, to time.Time) bool {
+	_, ok := s.faultIn(from, to, func(k string) bool { return redisFault(k) || k == faultPollerKill })
+	return ok
+}
+
+func (s *soak) checkFlushes(r *report) {
+	for _, f := range s.flushes {
+		if !f.Repaired || f.Took > repairBound {
+			r.fail("FLUSHALL at %s: every entry was back only after %v (repaired: %v); the rules write them back "+
+				"from memory at the next tick, within %v", s.rel(f.At), f.Took.Round(time.Millisecond), f.Repaired, repairBound)
+		}
+	}
+}
+
+func (s *soak) checkLeaks(r *report) {
+	for _, p := range s.procs {
+		st := s.stats[p.name]
+		if len(st) == 0 {
+			continue
+		}
+		pf := procFigure{Name: p.name, Samples: len(st), FirstGoroutine: st[0].Goroutines, FirstHeap: st[0].HeapInuse,
+			LastGoroutine: st[len(st)-1].Goroutines, LastHeap: st[len(st)-1].HeapInuse}
+		for _, x := range st {
+			pf.PeakGoroutine = max(pf.PeakGoroutine, x.Goroutines)
+			pf.PeakRSS = max(pf.PeakRSS, x.RSS)
+		}
+		pf.Checked = !st[0].At.After(s.began.Add(5*time.Second)) && !st[len(st)-1].At.Before(s.loadEnded)
+		if pf.Checked {
+			if d := pf.LastGoroutine - pf.FirstGoroutine; d > goroutineBound {
+				r.fail("%s: %v goroutines at the end, %v at the start (bound: +%d)", p.name, pf.LastGoroutine, pf.FirstGoroutine, goroutineBound)
+			}
+			if d := pf.LastHeap - pf.FirstHeap; d > heapBound {
+				r.fail("%s: heap in use grew by %.1f MiB (bound: %d MiB)", p.name, d/(1<<20), heapBound>>20)
+			}
+		}
+		r.Processes = append(r.Processes, pf)
+	}
+}
+
+func statusClass(code int) string {
+	switch {
+	case code == http.StatusOK:
+		return "200"
+	case code == http.StatusNotModified:
+		return "304"
+	case code == http.StatusForbidden || code == http.StatusTooManyRequests:
+		return "rate limited"
+	case code == 0:
+		return "no answer"
+	}
+	return "error"
+}
+
+// rel is t as seconds since the soak began, for messages.
+func (s *soak) rel(t time.Time) string { return fmt.Sprintf("t=%.1fs", t.Sub(s.began).Seconds()) }
+
+// Summary is the report's totals in a few lines.
+func (r *report) Summary() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "soak of %v, seed %d: report in %s\n", r.Settings.Duration, r.Settings.Seed, r.Settings.Report)
+	fmt.Fprintf(&b, "  answers %d, bad %d, regressions %d\n", r.Answers, r.BadAnswers, r.Regressions)
+	kinds := make([]string, 0, len(r.FaultsByKind))
+	for _, k := range faultKinds {
+		if n := r.FaultsByKind[k]; n > 0 {
+			kinds = append(kinds, fmt.Sprintf("%s %d", k, n))
+		}
+	}
+	fmt.Fprintf(&b, "  faults %d: %s\n", len(r.Faults), strings.Join(kinds, ", "))
+	fmt.Fprintf(&b, "  releases published %d, unreached (release, pod) %d, worst lag %.2fs (%s %s on %s), p50 %.2fs, p95 %.2fs\n",
+		r.Published, r.Unreached, r.WorstLag.LagS[r.WorstLagPod], r.WorstLag.App, r.WorstLag.Tag, r.WorstLagPod,
+		r.LagPercentiles["p50"], r.LagPercentiles["p95"])
+	fmt.Fprintf(&b, "  GitHub requests %d %v; per app per interval at most %.2f; early requests %d (all explained unless failed)\n",
+		r.GitHubRequests, r.GitHubByStatus, r.MaxPerAppPerInterval, len(r.Early))
+	for _, f := range r.Flushes {
+		fmt.Fprintf(&b, "  flush repaired in %v\n", f.Took.Round(time.Millisecond))
+	}
+	fmt.Fprintf(&b, "  settled %.1fs after the last fault; failures %d", r.SettleTook, len(r.Failures))
+	return b.String()
+}

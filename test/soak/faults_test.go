@@ -1,0 +1,277 @@
+package soak
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/storytold/craft-releases/pkg/store"
+	"github.com/storytold/craft-releases/test/fakegithub"
+	"github.com/storytold/craft-releases/test/redistest"
+)
+
+// The kinds of fault, in the order of the legend.
+const (
+	faultPollerKill  = "poller-kill"
+	faultPrimaryKill = "primary-kill"
+	faultFlush       = "flushall"
+	faultSilent      = "redis-silent"
+	faultGitHub500   = "github-500"
+	faultSlow        = "github-slow"
+	faultRateLimit   = "github-rate-limit"
+	faultGarbage     = "github-garbage"
+)
+
+var faultKinds = []string{faultPollerKill, faultPrimaryKill, faultFlush, faultSilent,
+	faultGitHub500, faultSlow, faultRateLimit, faultGarbage}
+
+// redisFault reports whether a kind of fault cuts pollers off from the
+// fleet's state in Redis (so they may ask GitHub on their own).
+func redisFault(kind string) bool {
+	return kind == faultPrimaryKill || kind == faultFlush || kind == faultSilent
+}
+
+// fault is one fault injected, from its start until the system was put
+// back (the poller restarted, the old primary synced as a replica, the
+// GitHub fault lifted).
+type fault struct {
+	Kind   string    `json:"kind"`
+	Start  time.Time `json:"start"`
+	End    time.Time `json:"end"`
+	Detail string    `json:"detail"`
+}
+
+// flushRepair is how long after a FLUSHALL every app's entry was back.
+type flushRepair struct {
+	At       time.Time     `json:"at"`
+	Took     time.Duration `json:"took_ns"`
+	Repaired bool          `json:"repaired"`
+}
+
+// injectFaults runs faults one after another, with a short pause between
+// them, until d has passed. The kinds come in a shuffled cycle, so that every
+// kind comes once before any comes twice; each fault's details are drawn from
+// the same seeded source, so a seed gives the same schedule.
+func (s *soak) injectFaults(d time.Duration) {
+	end := time.Now().Add(d)
+	// A short soak holds each fault for less, so that it sees every kind.
+	longest := 6 * time.Second
+	if d < time.Minute {
+		longest = 2500 * time.Millisecond
+	}
+	var cycle []string
+	for {
+		pause := time.Duration(250+s.faultRand.IntN(750)) * time.Millisecond
+		time.Sleep(pause)
+		if time.Until(end) < 2*time.Second {
+			time.Sleep(max(time.Until(end), 0))
+			return
+		}
+		if len(cycle) == 0 {
+			cycle = append([]string(nil), faultKinds...)
+			s.faultRand.Shuffle(len(cycle), func(i, j int) { cycle[i], cycle[j] = cycle[j], cycle[i] })
+		}
+		kind := cycle[0]
+		cycle = cycle[1:]
+		if kind == faultPrimaryKill {
+			s.waitHealthyReplica() // the last failover's replica, before a new one
+		}
+		f := fault{Kind: kind, Start: time.Now()}
+		f.Detail = s.inject(kind, min(time.Until(end), longest))
+		f.End = time.Now()
+		s.mu.Lock()
+		s.faults = append(s.faults, f)
+		s.mu.Unlock()
+		s.t.Logf("fault %-17s %5.1fs  %s", kind, f.End.Sub(f.Start).Seconds(), f.Detail)
+	}
+}
+
+// inject runs one fault of kind, lasting about up to at most, and returns
+// what it did.
+func (s *soak) inject(kind string, upTo time.Duration) string {
+	hold := func() time.Duration { // 1.5 s … upTo
+		return 1500*time.Millisecond + time.Duration(s.faultRand.Int64N(int64(max(upTo-1500*time.Millisecond, time.Millisecond))))
+	}
+	switch kind {
+	case faultPollerKill:
+		slot := 1 + s.faultRand.IntN(3)
+		pause := time.Duration(300+s.faultRand.IntN(1700)) * time.Millisecond
+		s.mu.Lock()
+		p := s.pollers[slot-1]
+		s.mu.Unlock()
+		p.kill()
+		time.Sleep(pause)
+		if err := s.startPoller(slot); err != nil {
+			s.problem("restart poller %d: %v", slot, err)
+		}
+		return fmt.Sprintf("SIGKILL %s, started again after %v", p.name, pause)
+
+	case faultPrimaryKill:
+		return s.killPrimary()
+
+	case faultFlush:
+		return s.flush()
+
+	case faultSilent:
+		slot := 1 + s.faultRand.IntN(3)
+		d := hold()
+		s.redisGates[slot-1].Stall()
+		time.Sleep(d)
+		s.redisGates[slot-1].Resume()
+		return fmt.Sprintf("redis silent for poller-%d for %v", slot, d.Round(time.Millisecond))
+
+	case faultGitHub500:
+		d := hold()
+		s.githubFault(kind, fakegithub.ServerError(), d)
+		return fmt.Sprintf("every request answered 500 for %v", d.Round(time.Millisecond))
+
+	case faultSlow:
+		d, delay := hold(), time.Duration(1000+s.faultRand.IntN(6000))*time.Millisecond
+		s.githubFault(kind, fakegithub.Slow(delay), d)
+		return fmt.Sprintf("every answer held back %v, for %v", delay, d.Round(time.Millisecond))
+
+	case faultRateLimit:
+		// The reset is announced in whole seconds; the window ends there.
+		reset := time.Now().Add(hold()).Truncate(time.Second).Add(time.Second)
+		s.githubFault(kind, fakegithub.RateLimit(reset), time.Until(reset))
+		return "rate limited, reset at " + reset.Format("15:04:05")
+
+	case faultGarbage:
+		bodies := []struct {
+			name  string
+			fault fakegithub.Fault
+		}{
+			{"JSON cut off", fakegithub.Malformed()},
+			{"an HTML page", fakegithub.Raw("<html><body>Unicorn!</body></html>")},
+			{"wrong types", fakegithub.Raw(`{"tag_name":5,"assets":"none","draft":"no"}`)},
+			{"2 MiB of release", fakegithub.Oversized(2 << 20)},
+		}
+		b := bodies[s.faultRand.IntN(len(bodies))]
+		d := hold()
+		s.githubFault(kind, b.fault, d)
+		return fmt.Sprintf("every answer 200 with %s, for %v", b.name, d.Round(time.Millisecond))
+	}
+	panic("unknown fault " + kind)
+}
+
+// githubFault makes every GitHub answer f for d.
+func (s *soak) githubFault(kind string, f fakegithub.Fault, d time.Duration) {
+	s.mu.Lock()
+	s.githubNow = kind
+	s.mu.Unlock()
+	s.gh.Stick(fakegithub.AnyRepo, f)
+	time.Sleep(d)
+	s.gh.Unstick(fakegithub.AnyRepo)
+	s.mu.Lock()
+	s.githubNow = ""
+	s.mu.Unlock()
+}
+
+// killPrimary kills the primary with SIGKILL, waits until every sentinel
+// names the replica, and starts the old primary again, empty, as a replica of
+// the new one, waiting until it is in sync.
+func (s *soak) killPrimary() string {
+	old, err := s.sentinels[0].MasterAddr()
+	if err != nil {
+		s.problem("ask a sentinel for the primary: %v", err)
+		return "no primary known"
+	}
+	servers := s.servers()
+	victim := servers[old]
+	if victim == nil {
+		s.problem("the sentinels name %s, which the soak did not start", old)
+		return "unknown primary"
+	}
+	var promoted string
+	for a := range servers {
+		if a != old {
+			promoted = a
+		}
+	}
+	began := time.Now()
+	victim.Kill()
+	if !waitUntil(func() bool {
+		for _, st := range s.sentinels {
+			if a, err := st.MasterAddr(); err != nil || a != promoted {
+				return false
+			}
+		}
+		return true
+	}) {
+		s.problem("no failover to %s within %v of killing %s", promoted, waitFor, old)
+		return "SIGKILL the primary " + old + ": no failover"
+	}
+	failover := time.Since(began)
+	victim.RestartAsReplicaOf(promoted)
+	if !waitUntil(victim.Synced) {
+		s.problem("%s did not come back as a replica of %s within %v", old, promoted, waitFor)
+	}
+	return fmt.Sprintf("SIGKILL the primary %s; sentinels promoted %s after %v; old primary back as a replica after %v",
+		old, promoted, failover.Round(time.Millisecond), time.Since(began).Round(time.Millisecond))
+}
+
+// waitHealthyReplica waits until every sentinel sees one healthy replica, so
+// that a failover has one to promote.
+func (s *soak) waitHealthyReplica() {
+	if !waitUntil(func() bool {
+		for _, st := range s.sentinels {
+			if rs, err := st.Replicas(); err != nil || len(rs) != 1 {
+				return false
+			}
+		}
+		return true
+	}) {
+		s.problem("the sentinels did not all see a healthy replica within %v", waitFor)
+	}
+}
+
+// flush sends FLUSHALL to the primary and measures how long until every
+// app's entry is back (the backoff hash is deleted on a good round anyway).
+func (s *soak) flush() string {
+	addr, err := s.sentinels[0].MasterAddr()
+	if err != nil {
+		s.problem("ask a sentinel for the primary: %v", err)
+		return "no primary known"
+	}
+	exists := []string{"EXISTS"}
+	for _, a := range apps {
+		exists = append(exists, store.AppKey(a.Key))
+	}
+	at := time.Now()
+	if _, err := redistest.Query(addr, "FLUSHALL"); err != nil {
+		s.problem("FLUSHALL on %s: %v", addr, err)
+		return "FLUSHALL failed"
+	}
+	// Wait well past the bound, so that the figure says how long it took.
+	limit := at.Add(interval + repairBound)
+	rep := flushRepair{At: at}
+	for time.Now().Before(limit) {
+		n, err := redistest.Query(addr, exists...)
+		if err == nil && n == int64(len(apps)) {
+			rep.Took, rep.Repaired = time.Since(at), true
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if !rep.Repaired {
+		rep.Took = time.Since(at)
+	}
+	s.mu.Lock()
+	s.flushes = append(s.flushes, rep)
+	s.mu.Unlock()
+	if !rep.Repaired {
+		return fmt.Sprintf("FLUSHALL on %s: entries not all back after %v", addr, rep.Took.Round(time.Millisecond))
+	}
+	return fmt.Sprintf("FLUSHALL on %s: every entry back after %v", addr, rep.Took.Round(time.Millisecond))
+}
+
+// waitUntil polls cond every 50 ms until it holds (true) or waitFor passed.
+func waitUntil(cond func() bool) bool {
+	deadline := time.Now().Add(waitFor)
+	for !cond() {
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return true
+}

@@ -1,0 +1,206 @@
+package soak
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// proc is one process of the deployment: a poller or an API pod. A poller
+// that is killed and started again is a new proc (poller-2#1, poller-2#2).
+type proc struct {
+	name    string // "poller-2#1", "api-3#1"
+	role    string // "poller" or "api"
+	slot    int    // 1…3 within its role
+	cmd     *exec.Cmd
+	base    string // "http://" and the address it logged as listening on
+	started time.Time
+
+	exited chan struct{} // closed once it exited and its output was read
+	mu     sync.Mutex
+	ended  time.Time
+	err    error
+	killed bool
+}
+
+// launch starts path with exactly env (plus HTTP_ADDR on a free loopback
+// port), its output appended to logPath, and waits until it logs the address
+// it listens on.
+func launch(name, role string, slot int, path, logPath string, env map[string]string) (*proc, error) {
+	p := &proc{name: name, role: role, slot: slot, exited: make(chan struct{})}
+	p.cmd = exec.Command(path)
+	p.cmd.Env = []string{"HTTP_ADDR=127.0.0.1:0"}
+	for k, v := range env {
+		p.cmd.Env = append(p.cmd.Env, k+"="+v)
+	}
+	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		logFile.Close()
+		return nil, err
+	}
+	p.cmd.Stdout, p.cmd.Stderr = w, w
+	if err := p.cmd.Start(); err != nil {
+		r.Close()
+		w.Close()
+		logFile.Close()
+		return nil, fmt.Errorf("start %s: %w", name, err)
+	}
+	w.Close()
+	p.started = time.Now()
+	listening := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(r)
+		sc.Buffer(make([]byte, 64<<10), 4<<20)
+		for sc.Scan() {
+			line := sc.Text()
+			fmt.Fprintln(logFile, line)
+			var rec struct{ Msg, Addr string }
+			if json.Unmarshal([]byte(line), &rec) == nil && rec.Msg == "listening" && rec.Addr != "" {
+				select {
+				case listening <- rec.Addr:
+				default:
+				}
+			}
+		}
+		_, _ = io.Copy(logFile, r)
+		r.Close()
+		logFile.Close()
+		err := p.cmd.Wait()
+		p.mu.Lock()
+		p.ended, p.err = time.Now(), err
+		p.mu.Unlock()
+		close(p.exited)
+	}()
+	select {
+	case addr := <-listening:
+		p.base = "http://" + addr
+		return p, nil
+	case <-p.exited:
+		return nil, fmt.Errorf("%s exited at start-up: %v (log: %s)", name, p.err, logPath)
+	case <-time.After(waitFor):
+		p.kill()
+		return nil, fmt.Errorf("%s did not log a listening address in %v (log: %s)", name, waitFor, logPath)
+	}
+}
+
+// kill sends SIGKILL and waits for the exit.
+func (p *proc) kill() {
+	p.mu.Lock()
+	p.killed = true
+	p.mu.Unlock()
+	_ = p.cmd.Process.Signal(syscall.SIGKILL)
+	<-p.exited
+}
+
+// stop sends SIGTERM and waits for the exit, killing it after waitFor; it
+// returns the exit error, nil for status 0.
+func (p *proc) stop() error {
+	select {
+	case <-p.exited:
+	default:
+		_ = p.cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-p.exited:
+		case <-time.After(waitFor):
+			p.kill()
+			return fmt.Errorf("%s still ran %v after SIGTERM; killed", p.name, waitFor)
+		}
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.killed {
+		return nil
+	}
+	return p.err
+}
+
+// alive reports whether the process has not exited.
+func (p *proc) alive() bool {
+	select {
+	case <-p.exited:
+		return false
+	default:
+		return true
+	}
+}
+
+// endedAt is when the process exited, or the zero time while it runs.
+func (p *proc) endedAt() time.Time {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.ended
+}
+
+// metricsURL is where the process serves its Prometheus metrics. It is the one
+// place that knows: when an API pod serves /metrics on a listener of its own
+// (METRICS_ADDR), this is the line to change.
+func metricsURL(p *proc) string { return p.base + "/metrics" }
+
+// processStats is what the soak reads of a process's metrics.
+type processStats struct {
+	At         time.Time `json:"at"`
+	Goroutines float64   `json:"goroutines"`
+	HeapInuse  float64   `json:"heap_inuse_bytes"`
+	RSS        float64   `json:"rss_bytes"`
+}
+
+var scrapeClient = &http.Client{Timeout: 5 * time.Second}
+
+// scrape reads the process's goroutines and memory from its metrics.
+func scrape(p *proc) (processStats, error) {
+	res, err := scrapeClient.Get(metricsURL(p))
+	if err != nil {
+		return processStats{}, err
+	}
+	defer res.Body.Close()
+	if res.StatusCode != http.StatusOK {
+		return processStats{}, fmt.Errorf("GET %s: %d", metricsURL(p), res.StatusCode)
+	}
+	st := processStats{At: time.Now()}
+	want := map[string]*float64{
+		"go_goroutines":                 &st.Goroutines,
+		"go_memstats_heap_inuse_bytes":  &st.HeapInuse,
+		"process_resident_memory_bytes": &st.RSS,
+	}
+	sc := bufio.NewScanner(res.Body)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	found := 0
+	for sc.Scan() {
+		name, value, ok := strings.Cut(sc.Text(), " ")
+		if dst, hit := want[name]; ok && hit {
+			if *dst, err = strconv.ParseFloat(strings.TrimSpace(value), 64); err != nil {
+				return processStats{}, fmt.Errorf("%s: %s %q", p.name, name, value)
+			}
+			found++
+		}
+	}
+	if found != len(want) {
+		return processStats{}, fmt.Errorf("%s: %d of %d process metrics in %s", p.name, found, len(want), metricsURL(p))
+	}
+	return st, sc.Err()
+}
+
+// buildBinaries builds cmd/api and cmd/poller into dir, as test/e2e does:
+// without the race detector, since the processes are what is observed.
+func buildBinaries(dir string) error {
+	cmd := exec.Command("go", "build", "-o", dir+string(filepath.Separator),
+		module+"/cmd/api", module+"/cmd/poller")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("go build: %w\n%s", err, out)
+	}
+	return nil
+}
