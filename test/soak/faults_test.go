@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/storytold/craft-releases/pkg/github"
 	"github.com/storytold/craft-releases/pkg/store"
 	"github.com/storytold/craft-releases/test/fakegithub"
 	"github.com/storytold/craft-releases/test/redistest"
@@ -143,7 +144,7 @@ func (s *soak) inject(kind string, upTo time.Duration) string {
 			{"JSON cut off", fakegithub.Malformed()},
 			{"an HTML page", fakegithub.Raw("<html><body>Unicorn!</body></html>")},
 			{"wrong types", fakegithub.Raw(`{"tag_name":5,"assets":"none","draft":"no"}`)},
-			{"2 MiB of release", fakegithub.Oversized(2 << 20)},
+			{"a release one byte over the size limit", fakegithub.Oversized(github.MaxBody + 1)},
 		}
 		b := bodies[s.faultRand.IntN(len(bodies))]
 		d := hold()

@@ -17,6 +17,9 @@ import (
 	"gonum.org/v1/plot/vg/vgimg"
 )
 
+// reportFiles are the entries a soak writes into the report directory.
+var reportFiles = []string{"summary.json", "answers.jsonl", "github.jsonl", "timeline.png", "logs"}
+
 // writeReport writes the report directory: summary.json (every figure and
 // every failure), answers.jsonl and github.jsonl (every answer and every
 // GitHub request), and timeline.png.
