@@ -214,13 +214,15 @@ func TestSoak(t *testing.T) {
 	wg.Go(func() { s.load(loadCtx) })
 	wg.Go(func() { s.sampleLoop(loadCtx) })
 	pubCtx, stopPublishing := context.WithTimeout(ctx, set.Duration)
-	wg.Go(func() { s.publish(pubCtx) })
+	published := make(chan struct{})
+	go func() { defer close(published); s.publish(pubCtx) }()
 
 	s.injectFaults(set.Duration)
+	stopPublishing()
+	<-published // settle waits for the last release published
 	s.mu.Lock()
 	s.faultsEnd = time.Now()
 	s.mu.Unlock()
-	stopPublishing()
 	s.settle()
 	time.Sleep(time.Second) // the load sees what settle saw
 	stopLoad()
