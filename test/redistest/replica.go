@@ -4,6 +4,8 @@ import (
 	"net"
 	"slices"
 	"testing"
+
+	"github.com/storytold/craft-releases/test/testkit"
 )
 
 // StartReplica runs a redis-server that replicates primary, as Start does
@@ -15,7 +17,7 @@ func StartReplica(t testing.TB, primary *Server, args ...string) *Server {
 	t.Helper()
 	host, port, _ := net.SplitHostPort(primary.Addr)
 	s := Start(t, append([]string{"--replicaof", host, port}, args...)...)
-	waitUntil(t, "replica "+s.Addr+" is in sync with "+primary.Addr, s.Synced)
+	testkit.Eventually(t, "replica "+s.Addr+" is in sync with "+primary.Addr, s.Synced)
 	return s
 }
 

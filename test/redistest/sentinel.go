@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/storytold/craft-releases/test/testkit"
 )
 
 // Sentinel timings: a primary that does not answer for DownAfter is down, and
@@ -45,7 +47,7 @@ func StartSentinels(t testing.TB, master string, primary *Server, n, quorum int)
 		replicas, _ = strconv.Atoi(info["connected_slaves"])
 	}
 	for _, s := range sentinels {
-		waitUntil(t, "sentinel "+s.Addr+" knows the other sentinels and the replicas", func() bool {
+		testkit.Eventually(t, "sentinel "+s.Addr+" knows the other sentinels and the replicas", func() bool {
 			others, err := s.list("SENTINEL", "SENTINELS", master)
 			if err != nil || len(others) != n-1 {
 				return false
@@ -89,7 +91,7 @@ func StartSentinel(t testing.TB, master, primaryAddr string, quorum int) *Sentin
 		t.Fatalf("start redis-server --sentinel: %v", err)
 	}
 	t.Cleanup(s.Stop)
-	waitUntil(t, "sentinel "+s.Addr+" answers PING", func() bool {
+	testkit.Eventually(t, "sentinel "+s.Addr+" answers PING", func() bool {
 		reply, err := Query(s.Addr, "PING")
 		return err == nil && reply == "PONG"
 	})
@@ -181,16 +183,4 @@ func SentinelURLOf(master string, addrs ...string) string {
 	}
 	b.WriteString("master_set=" + url.QueryEscape(master))
 	return b.String()
-}
-
-// waitUntil polls cond until it holds, failing the test after 20 s.
-func waitUntil(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting until %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }

@@ -3,6 +3,8 @@ package redistest
 import (
 	"testing"
 	"time"
+
+	"github.com/storytold/craft-releases/test/testkit"
 )
 
 func TestSentinelFailover(t *testing.T) {
@@ -16,7 +18,7 @@ func TestSentinelFailover(t *testing.T) {
 
 	began := time.Now()
 	primary.Kill()
-	waitUntil(t, "every sentinel names the replica as the primary", func() bool {
+	testkit.Eventually(t, "every sentinel names the replica as the primary", func() bool {
 		for _, s := range sentinels {
 			if got, err := s.MasterAddr(); err != nil || got != replica.Addr {
 				return false
@@ -34,8 +36,8 @@ func TestSentinelFailover(t *testing.T) {
 
 	began = time.Now()
 	primary.RestartAsReplicaOf(replica.Addr)
-	waitUntil(t, "the old primary syncs as a replica", primary.Synced)
-	waitUntil(t, "a sentinel sees the old primary as a healthy replica", func() bool {
+	testkit.Eventually(t, "the old primary syncs as a replica", primary.Synced)
+	testkit.Eventually(t, "a sentinel sees the old primary as a healthy replica", func() bool {
 		rs, err := sentinels[0].Replicas()
 		return err == nil && len(rs) == 1 && rs[0] == primary.Addr
 	})

@@ -25,6 +25,8 @@ type report struct {
 	AnswersByPod       map[string]int `json:"answers_by_pod"`
 	BadAnswers         int            `json:"bad_answers"`
 	BadExamples        []string       `json:"bad_examples"`
+	LatencyP99         float64        `json:"answer_latency_p99_s"`
+	LatencyMax         float64        `json:"answer_latency_max_s"`
 	Regressions        int            `json:"regressions"`
 	RegressionExamples []string       `json:"regression_examples"`
 
@@ -137,7 +139,9 @@ func (s *soak) check() report {
 
 func (s *soak) checkAnswers(r *report) {
 	byPod := make(map[string][]podAnswer)
+	var took []float64
 	for _, a := range s.answers {
+		took = append(took, a.End.Sub(a.Start).Seconds())
 		r.Answers++
 		r.AnswersByPod[a.Pod]++
 		if a.Bad != "" {
@@ -151,6 +155,9 @@ func (s *soak) checkAnswers(r *report) {
 	}
 	if r.Answers == 0 {
 		r.fail("no answer was recorded")
+	} else {
+		sort.Float64s(took)
+		r.LatencyP99, r.LatencyMax = took[min(len(took)-1, len(took)*99/100)], took[len(took)-1]
 	}
 	if r.BadAnswers > 0 {
 		r.fail("%d of %d answers were not 200 with a valid body; first: %s", r.BadAnswers, r.Answers, r.BadExamples[0])
@@ -256,7 +263,7 @@ func (s *soak) checkGitHub(r *report) {
 	byRepo := make(map[string][]ghRequest)
 	for _, q := range s.requests {
 		r.GitHubRequests++
-		r.GitHubByStatus[statusClass(q.Status)]++
+		r.GitHubByStatus[outcome(q)]++
 		byRepo[q.Repo] = append(byRepo[q.Repo], q)
 	}
 	for _, a := range apps {
@@ -401,6 +408,15 @@ func (s *soak) checkLeaks(r *report) {
 	}
 }
 
+// outcome is what a request got: its status class, or "garbage" for a 200
+// whose body the garbage fault replaced.
+func outcome(q ghRequest) string {
+	if q.Fault == faultGarbage && q.Status == http.StatusOK {
+		return "garbage"
+	}
+	return statusClass(q.Status)
+}
+
 func statusClass(code int) string {
 	switch {
 	case code == http.StatusOK:
@@ -422,7 +438,8 @@ func (s *soak) rel(t time.Time) string { return fmt.Sprintf("t=%.1fs", t.Sub(s.b
 func (r *report) Summary() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "soak of %v, seed %d: report in %s\n", r.Settings.Duration, r.Settings.Seed, r.Settings.Report)
-	fmt.Fprintf(&b, "  answers %d, bad %d, regressions %d\n", r.Answers, r.BadAnswers, r.Regressions)
+	fmt.Fprintf(&b, "  answers %d, bad %d, regressions %d, latency p99 %.3fs, max %.3fs\n",
+		r.Answers, r.BadAnswers, r.Regressions, r.LatencyP99, r.LatencyMax)
 	kinds := make([]string, 0, len(r.FaultsByKind))
 	for _, k := range faultKinds {
 		if n := r.FaultsByKind[k]; n > 0 {

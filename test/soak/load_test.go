@@ -56,19 +56,12 @@ func (s *soak) load(ctx context.Context) {
 				client = identityClient
 			}
 			wg.Go(func() {
-				tk := time.NewTicker(loadPace)
-				defer tk.Stop()
-				for {
-					select {
-					case <-ctx.Done():
-						return
-					case <-tk.C:
-					}
+				every(ctx, loadPace, func() {
 					a := s.ask(client, p)
 					s.mu.Lock()
 					s.answers = append(s.answers, a)
 					s.mu.Unlock()
-				}
+				})
 			})
 		}
 	}

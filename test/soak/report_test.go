@@ -153,12 +153,12 @@ func (s *soak) timeline(r *report, path string) error {
 		appTicks[i] = plot.Tick{Value: row[a.Repo], Label: a.Key}
 	}
 	pg.Y.Tick.Marker = plot.ConstantTicks(appTicks)
-	classes := []string{"200", "304", "rate limited", "error"}
+	classes := []string{"200", "304", "rate limited", "error"} // error: 5xx, no answer, garbage
 	for i, class := range classes {
 		var pts plotter.XYs
 		for _, q := range s.requests {
-			c := statusClass(q.Status)
-			if c == "no answer" {
+			c := outcome(q)
+			if c == "no answer" || c == "garbage" {
 				c = "error"
 			}
 			if y, ok := row[q.Repo]; ok && c == class && sec(q.At) >= 0 && sec(q.At) <= end {
@@ -208,6 +208,7 @@ func (s *soak) timeline(r *report, path string) error {
 
 	for _, p := range []*plot.Plot{pf, pa, pg, pl} {
 		p.X.Min, p.X.Max = 0, end // Add widened them to the data
+		p.X.Tick.Marker = stepTicks(end)
 	}
 	const w, h = 14 * vg.Inch, 13 * vg.Inch
 	img := vgimg.NewWith(vgimg.UseWH(w, h), vgimg.UseDPI(110))
@@ -229,6 +230,25 @@ func (s *soak) timeline(r *report, path string) error {
 		return err
 	}
 	return f.Close()
+}
+
+// stepTicks marks the time axis every 5, 10, 20 or 30 s, whichever gives
+// at most 20 marks.
+func stepTicks(end float64) plot.Ticker {
+	step := 30.0
+	for _, st := range []float64{5, 10, 20, 30} {
+		if end/st <= 20 {
+			step = st
+			break
+		}
+	}
+	return plot.TickerFunc(func(lo, hi float64) []plot.Tick {
+		var ticks []plot.Tick
+		for x := math.Ceil(lo/step) * step; x <= hi; x += step {
+			ticks = append(ticks, plot.Tick{Value: x, Label: fmt.Sprintf("%g", x)})
+		}
+		return ticks
+	})
 }
 
 func newPanel(title, ylabel string, end float64) *plot.Plot {
@@ -275,8 +295,7 @@ func (b bands) Plot(c draw.Canvas, p *plot.Plot) {
 			r = l + 2
 		}
 		k := kindColor[f.Kind]
-		col := color.NRGBA{R: k.R, G: k.G, B: k.B, A: 0x40}
-		c.FillPolygon(col, c.ClipPolygonX([]vg.Point{{X: l, Y: c.Min.Y}, {X: r, Y: c.Min.Y}, {X: r, Y: c.Max.Y}, {X: l, Y: c.Max.Y}}))
+		fillRect(c, color.NRGBA{R: k.R, G: k.G, B: k.B, A: 0x40}, l, r, c.Min.Y, c.Max.Y)
 	}
 }
 
@@ -296,7 +315,11 @@ func (g gantt) Plot(c draw.Canvas, p *plot.Plot) {
 			r = l + 3
 		}
 		y := g.row(f.Kind)
-		lo, hi := trY(y-0.35), trY(y+0.35)
-		c.FillPolygon(kindColor[f.Kind], c.ClipPolygonX([]vg.Point{{X: l, Y: lo}, {X: r, Y: lo}, {X: r, Y: hi}, {X: l, Y: hi}}))
+		fillRect(c, kindColor[f.Kind], l, r, trY(y-0.35), trY(y+0.35))
 	}
+}
+
+// fillRect fills the rectangle from (l, lo) to (r, hi), clipped to c.
+func fillRect(c draw.Canvas, col color.Color, l, r, lo, hi vg.Length) {
+	c.FillPolygon(col, c.ClipPolygonX([]vg.Point{{X: l, Y: lo}, {X: r, Y: lo}, {X: r, Y: hi}, {X: l, Y: hi}}))
 }

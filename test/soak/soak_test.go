@@ -310,14 +310,19 @@ func (s *soak) publishOne(a release.App) publication {
 
 // publish makes a new release of a random app every publishEvery until ctx ends.
 func (s *soak) publish(ctx context.Context) {
-	tk := time.NewTicker(publishEvery)
+	every(ctx, publishEvery, func() { s.publishOne(apps[s.publishRand.IntN(len(apps))]) })
+}
+
+// every calls fn every d until ctx ends.
+func every(ctx context.Context, d time.Duration, fn func()) {
+	tk := time.NewTicker(d)
 	defer tk.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-tk.C:
-			s.publishOne(apps[s.publishRand.IntN(len(apps))])
+			fn()
 		}
 	}
 }
@@ -476,18 +481,11 @@ func maps(m map[string]int) map[string]int {
 
 // sampleLoop scrapes every live process every two seconds until ctx ends.
 func (s *soak) sampleLoop(ctx context.Context) {
-	tk := time.NewTicker(2 * time.Second)
-	defer tk.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tk.C:
-			for _, p := range s.allLive() {
-				s.sample(p)
-			}
+	every(ctx, 2*time.Second, func() {
+		for _, p := range s.allLive() {
+			s.sample(p)
 		}
-	}
+	})
 }
 
 func (s *soak) sample(p *proc) {
