@@ -113,7 +113,6 @@ type redisGate struct {
 	resume  chan struct{}         // closed when a stall ends
 	conns   map[net.Conn]struct{} // every open connection, either side
 	doomed  []net.Conn            // open during the stall: closed when it ends
-	stalls  int
 }
 
 // newRedisGate makes a proxy for each of sentinels and servers (host:port).
@@ -165,7 +164,7 @@ func (g *redisGate) Stall() {
 	if g.stalled {
 		return
 	}
-	g.stalled, g.resume, g.stalls = true, make(chan struct{}), g.stalls+1
+	g.stalled, g.resume = true, make(chan struct{})
 	g.doomed = g.doomed[:0]
 	for c := range g.conns {
 		g.doomed = append(g.doomed, c)

@@ -1,0 +1,147 @@
+package soak
+
+import (
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/storytold/craft-releases/test/redistest"
+)
+
+// The checks themselves, on made-up records: each must catch what it is for
+// and pass what the rules allow.
+
+func TestRewritePorts(t *testing.T) {
+	ports := map[string]string{"40123": "51234", "40124": "51235"}
+	tests := []struct{ name, in, want string }{
+		{"a bulk string that is a port", "40123\r\n", "51234\r\n"},
+		{"a switch-master message", "craft 127.0.0.1 40123 127.0.0.1 40124\r\n", "craft 127.0.0.1 51234 127.0.0.1 51235\r\n"},
+		{"a port inside a longer word stays", "140123\r\n", "140123\r\n"},
+		{"a length line stays", "$5\r\n", "$5\r\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := string(rewritePorts([]byte(tt.in), ports)); got != tt.want {
+				t.Errorf("rewritePorts(%q) = %q, want %q", tt.in, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestRedisGateStalls(t *testing.T) {
+	srv := redistest.Start(t)
+	g, err := newRedisGate(nil, []string{srv.Addr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(g.Close)
+	addr := g.Addr(srv.Addr)
+	if got, err := redistest.Query(addr, "PING"); err != nil || got != "PONG" {
+		t.Fatalf("PING through the gate = %v, %v; want PONG", got, err)
+	}
+	held, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+
+	g.Stall()
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatalf("a stalled gate must still accept: %v", err)
+	}
+	defer conn.Close()
+	_, _ = conn.Write([]byte("*1\r\n$4\r\nPING\r\n"))
+	_ = conn.SetReadDeadline(time.Now().Add(300 * time.Millisecond))
+	if n, err := conn.Read(make([]byte, 16)); err == nil {
+		t.Fatalf("a stalled gate answered %d bytes", n)
+	} else if ne, ok := err.(net.Error); !ok || !ne.Timeout() {
+		t.Fatalf("read through a stalled gate: %v, want a timeout", err)
+	}
+
+	g.Resume()
+	_ = held.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := held.Read(make([]byte, 1)); err == nil {
+		t.Error("a connection open during the stall still works after it")
+	}
+	if got, err := redistest.Query(addr, "PING"); err != nil || got != "PONG" {
+		t.Fatalf("PING after the stall = %v, %v; want PONG", got, err)
+	}
+}
+
+// checked runs the checks on made-up records of one pod, one app and one
+// poller, starting at t0.
+func checked(t0 time.Time, answers []podAnswer, requests []ghRequest, faults []fault, flushes []flushRepair) report {
+	pod := &proc{name: "api-1#1", exited: make(chan struct{})}
+	poller := &proc{name: "poller-1#1", exited: make(chan struct{})}
+	s := &soak{
+		began: t0, faultsEnd: t0.Add(time.Minute), settled: t0.Add(time.Minute), loadEnded: t0.Add(2 * time.Minute),
+		pods: []*proc{pod}, procs: []*proc{pod, poller},
+		published: []publication{{App: apps[0].Key, N: 1, Tag: tagOf(1), At: t0}, {App: apps[0].Key, N: 2, Tag: tagOf(2), At: t0.Add(10 * time.Second)}},
+		answers:   answers, requests: requests, faults: faults, flushes: flushes,
+		stats: map[string][]processStats{},
+	}
+	return s.check()
+}
+
+func answerAt(t0 time.Time, sec float64, n int, fetched time.Time) podAnswer {
+	at := t0.Add(time.Duration(sec * float64(time.Second)))
+	return podAnswer{Pod: "api-1#1", Start: at, End: at.Add(time.Millisecond), Status: 200,
+		Tags: map[string]int{apps[0].Key: n}, Fetched: map[string]time.Time{apps[0].Key: fetched}}
+}
+
+func requestAt(t0 time.Time, sec float64, status int) ghRequest {
+	at := t0.Add(time.Duration(sec * float64(time.Second)))
+	return ghRequest{Poller: "poller-1#1", Repo: apps[0].Repo, At: at, Done: at.Add(10 * time.Millisecond), Status: status}
+}
+
+func TestChecks(t *testing.T) {
+	t0 := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	f1, f2 := t0.Add(-time.Second), t0.Add(11*time.Second)
+	good := []podAnswer{answerAt(t0, 1, 1, f1), answerAt(t0, 12, 2, f2), answerAt(t0, 20, 2, f2)}
+	paced := []ghRequest{requestAt(t0, 0, 200), requestAt(t0, 8, 304), requestAt(t0, 16, 200)}
+	tests := []struct {
+		name     string
+		answers  []podAnswer
+		requests []ghRequest
+		faults   []fault
+		flushes  []flushRepair
+		want     string // in a failure; "" for none
+	}{
+		{name: "all well", answers: good, requests: paced},
+		{name: "a bad answer", answers: append(good[:3:3], podAnswer{Pod: "api-1#1", Start: t0.Add(30 * time.Second), End: t0.Add(30 * time.Second), Bad: "status 500"}),
+			requests: paced, want: "not 200 with a valid body"},
+		{name: "an older release after a newer one", answers: append(good[:3:3], answerAt(t0, 30, 1, f1)), requests: paced, want: "regressions"},
+		{name: "an older fetch time after a newer one", answers: append(good[:3:3], answerAt(t0, 30, 2, f1)), requests: paced, want: "regressions"},
+		{name: "answers in flight together may cross", answers: append(good[:3:3], podAnswer{Pod: "api-1#1", Start: t0.Add(11900 * time.Millisecond), End: t0.Add(12100 * time.Millisecond), Status: 200,
+			Tags: map[string]int{apps[0].Key: 1}, Fetched: map[string]time.Time{apps[0].Key: f1}}), requests: paced},
+		{name: "a release never served", answers: good[:1], requests: paced, want: "never reached"},
+		{name: "an app asked twice in a tick", answers: good, requests: append(paced[:3:3], requestAt(t0, 16.5, 304)), want: "with no fault to explain it"},
+		{name: "an app asked twice while Redis was flushed", answers: good, requests: append(paced[:3:3], requestAt(t0, 16.5, 304)),
+			faults: []fault{{Kind: faultFlush, Start: t0.Add(15 * time.Second), End: t0.Add(15 * time.Second)}}},
+		{name: "a retry after a rate limit", answers: good, requests: []ghRequest{requestAt(t0, 0, 403), requestAt(t0, 2, 200)}},
+		{name: "two requests inside a rate-limit window", answers: good,
+			requests: []ghRequest{requestAt(t0, 30, 403), requestAt(t0, 31, 403)},
+			faults:   []fault{{Kind: faultRateLimit, Start: t0.Add(29 * time.Second), End: t0.Add(35 * time.Second)}},
+			want:     "inside the rate-limit window"},
+		{name: "a request after the reset inside the fleet backoff", answers: good,
+			requests: []ghRequest{requestAt(t0, 30, 403), requestAt(t0, 36, 200)},
+			faults:   []fault{{Kind: faultRateLimit, Start: t0.Add(29 * time.Second), End: t0.Add(35 * time.Second)}},
+			want:     "inside the fleet backoff"},
+		{name: "a slow flush repair", answers: good, requests: paced,
+			flushes: []flushRepair{{At: t0.Add(5 * time.Second), Took: 8 * time.Second, Repaired: true}}, want: "FLUSHALL"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := checked(t0, tt.answers, tt.requests, tt.faults, tt.flushes)
+			got := strings.Join(r.Failures, "\n")
+			switch {
+			case tt.want == "" && got != "":
+				t.Errorf("failures:\n%s\nwant none", got)
+			case tt.want != "" && !strings.Contains(got, tt.want):
+				t.Errorf("failures:\n%s\nwant one with %q", got, tt.want)
+			}
+		})
+	}
+}
