@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"strings"
 	"sync"
@@ -78,7 +79,7 @@ func (s *soak) ask(client *http.Client, p *proc) podAnswer {
 		return a
 	}
 	s.mu.Lock()
-	latest := maps(s.latest)
+	latest := maps.Clone(s.latest)
 	s.mu.Unlock()
 	a.Tags, a.Fetched = make(map[string]int, len(apps)), make(map[string]time.Time, len(apps))
 	if len(info.ReleaseInfo.Apps) != len(apps) {

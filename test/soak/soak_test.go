@@ -3,6 +3,7 @@ package soak
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -448,7 +449,7 @@ func (s *soak) settle() {
 	deadline := time.Now().Add(settleBound)
 	for {
 		s.mu.Lock()
-		latest := maps(s.latest)
+		latest := maps.Clone(s.latest)
 		s.mu.Unlock()
 		all := true
 		for _, p := range s.pods {
@@ -469,14 +470,6 @@ func (s *soak) settle() {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-}
-
-func maps(m map[string]int) map[string]int {
-	out := make(map[string]int, len(m))
-	for k, v := range m {
-		out[k] = v
-	}
-	return out
 }
 
 // sampleLoop scrapes every live process every two seconds until ctx ends.
