@@ -48,8 +48,9 @@ type report struct {
 	Early                []earlyRequest     `json:"github_early_requests"`
 	RateLimitWindows     []windowFigure     `json:"rate_limit_windows"`
 
-	Processes []procFigure `json:"processes"`
-	Failures  []string     `json:"failures"`
+	Processes  []procFigure `json:"processes"`
+	OutageLogs []outageLog  `json:"outage_logs"`
+	Failures   []string     `json:"failures"`
 }
 
 type releaseLag struct {
@@ -79,6 +80,15 @@ type windowFigure struct {
 	AfterReset   int            `json:"after_reset_within_margin"`
 	Backoff      bool           `json:"backoff_learned"` // some poller was refused inside
 	RedisTrouble bool           `json:"redis_trouble"`
+}
+
+// outageLog is how often a process warned that Redis failed and said it was
+// back, against the outages that reached it.
+type outageLog struct {
+	Name     string `json:"name"`
+	Outages  int    `json:"outages"`
+	Warnings int    `json:"warnings"`
+	Backs    int    `json:"backs"`
 }
 
 type procFigure struct {
@@ -134,7 +144,49 @@ func (s *soak) check() report {
 	s.checkGitHub(&r)
 	s.checkFlushes(&r)
 	s.checkLeaks(&r)
+	s.checkOutageLogs(&r)
 	return r
+}
+
+// The warnings the binaries log when Redis fails, and the line when it is back.
+const (
+	pollerDown = "redis unavailable"
+	pollerUp   = "redis is back"
+	podDown    = "redis unavailable, serving what is loaded"
+	podUp      = "redis available again"
+)
+
+// checkOutageLogs holds each process to one warning per outage (poller.md:
+// at most one every 10 minutes while it lasts, and "back" only after a whole
+// tick without a Redis error): no more warnings than the Redis outages that
+// reached it in its life, a failover for all, a silent Redis for its poller
+// alone, and no more "back" lines than warnings.
+func (s *soak) checkOutageLogs(r *report) {
+	for _, p := range s.procs {
+		from, to := p.started, p.endedAt()
+		if to.IsZero() {
+			to = time.Now()
+		}
+		outages := 0
+		for _, f := range s.faults {
+			reaches := f.Kind == faultPrimaryKill || (f.Kind == faultSilent && p.role == "poller" && f.Slot == p.slot)
+			if reaches && !f.Start.After(to) && !f.End.Before(from) {
+				outages++
+			}
+		}
+		down, up := pollerDown, pollerUp
+		if p.role == "api" {
+			down, up = podDown, podUp
+		}
+		downs, ups := p.count(down), p.count(up)
+		r.OutageLogs = append(r.OutageLogs, outageLog{Name: p.name, Outages: outages, Warnings: downs, Backs: ups})
+		if downs > outages {
+			r.fail("%s logged %q %d times for %d Redis outages in its life (one warning per outage)", p.name, down, downs, outages)
+		}
+		if ups > downs {
+			r.fail("%s logged %q %d times after %d warnings", p.name, up, ups, downs)
+		}
+	}
 }
 
 func (s *soak) checkAnswers(r *report) {

@@ -39,6 +39,7 @@ type fault struct {
 	Start  time.Time `json:"start"`
 	End    time.Time `json:"end"`
 	Detail string    `json:"detail"`
+	Slot   int       `json:"poller_slot,omitempty"` // the poller killed or cut off
 }
 
 // flushRepair is how long after a FLUSHALL every app's entry was back.
@@ -77,7 +78,7 @@ func (s *soak) injectFaults(d time.Duration) {
 			s.waitHealthyReplica() // the last failover's replica, before a new one
 		}
 		f := fault{Kind: kind, Start: time.Now()}
-		f.Detail = s.inject(kind, min(time.Until(end), longest))
+		f.Detail, f.Slot = s.inject(kind, min(time.Until(end), longest))
 		f.End = time.Now()
 		s.mu.Lock()
 		s.faults = append(s.faults, f)
@@ -87,8 +88,8 @@ func (s *soak) injectFaults(d time.Duration) {
 }
 
 // inject runs one fault of kind, lasting about up to at most, and returns
-// what it did.
-func (s *soak) inject(kind string, upTo time.Duration) string {
+// what it did and the poller slot it hit (0: none in particular).
+func (s *soak) inject(kind string, upTo time.Duration) (string, int) {
 	hold := func() time.Duration { // 1.5 s … upTo
 		return 1500*time.Millisecond + time.Duration(s.faultRand.Int64N(int64(max(upTo-1500*time.Millisecond, time.Millisecond))))
 	}
@@ -104,13 +105,13 @@ func (s *soak) inject(kind string, upTo time.Duration) string {
 		if err := s.startPoller(slot); err != nil {
 			s.problem("restart poller %d: %v", slot, err)
 		}
-		return fmt.Sprintf("SIGKILL %s, started again after %v", p.name, pause)
+		return fmt.Sprintf("SIGKILL %s, started again after %v", p.name, pause), slot
 
 	case faultPrimaryKill:
-		return s.killPrimary()
+		return s.killPrimary(), 0
 
 	case faultFlush:
-		return s.flush()
+		return s.flush(), 0
 
 	case faultSilent:
 		slot := 1 + s.faultRand.IntN(3)
@@ -118,23 +119,23 @@ func (s *soak) inject(kind string, upTo time.Duration) string {
 		s.redisGates[slot-1].Stall()
 		time.Sleep(d)
 		s.redisGates[slot-1].Resume()
-		return fmt.Sprintf("redis silent for poller-%d for %v", slot, d.Round(time.Millisecond))
+		return fmt.Sprintf("redis silent for poller-%d for %v", slot, d.Round(time.Millisecond)), slot
 
 	case faultGitHub500:
 		d := hold()
 		s.githubFault(kind, fakegithub.ServerError(), d)
-		return fmt.Sprintf("every request answered 500 for %v", d.Round(time.Millisecond))
+		return fmt.Sprintf("every request answered 500 for %v", d.Round(time.Millisecond)), 0
 
 	case faultSlow:
 		d, delay := hold(), time.Duration(1000+s.faultRand.IntN(6000))*time.Millisecond
 		s.githubFault(kind, fakegithub.Slow(delay), d)
-		return fmt.Sprintf("every answer held back %v, for %v", delay, d.Round(time.Millisecond))
+		return fmt.Sprintf("every answer held back %v, for %v", delay, d.Round(time.Millisecond)), 0
 
 	case faultRateLimit:
 		// The reset is announced in whole seconds; the window ends there.
 		reset := time.Now().Add(hold()).Truncate(time.Second).Add(time.Second)
 		s.githubFault(kind, fakegithub.RateLimit(reset), time.Until(reset))
-		return "rate limited, reset at " + reset.Format("15:04:05")
+		return "rate limited, reset at " + reset.Format("15:04:05"), 0
 
 	case faultGarbage:
 		bodies := []struct {
@@ -149,7 +150,7 @@ func (s *soak) inject(kind string, upTo time.Duration) string {
 		b := bodies[s.faultRand.IntN(len(bodies))]
 		d := hold()
 		s.githubFault(kind, b.fault, d)
-		return fmt.Sprintf("every answer 200 with %s, for %v", b.name, d.Round(time.Millisecond))
+		return fmt.Sprintf("every answer 200 with %s, for %v", b.name, d.Round(time.Millisecond)), 0
 	}
 	panic("unknown fault " + kind)
 }

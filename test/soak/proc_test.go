@@ -31,13 +31,14 @@ type proc struct {
 	ended  time.Time
 	err    error
 	killed bool
+	logged map[string]int // log lines by message
 }
 
 // launch starts path with exactly env (plus HTTP_ADDR on a free loopback
 // port), its output appended to logPath, and waits until it logs the address
 // it listens on.
 func launch(name, role string, slot int, path, logPath string, env map[string]string) (*proc, error) {
-	p := &proc{name: name, role: role, slot: slot, exited: make(chan struct{})}
+	p := &proc{name: name, role: role, slot: slot, exited: make(chan struct{}), logged: make(map[string]int)}
 	p.cmd = exec.Command(path)
 	p.cmd.Env = []string{"HTTP_ADDR=127.0.0.1:0"}
 	for k, v := range env {
@@ -69,7 +70,13 @@ func launch(name, role string, slot int, path, logPath string, env map[string]st
 			line := sc.Text()
 			fmt.Fprintln(logFile, line)
 			var rec struct{ Msg, Addr string }
-			if json.Unmarshal([]byte(line), &rec) == nil && rec.Msg == "listening" && rec.Addr != "" {
+			if json.Unmarshal([]byte(line), &rec) != nil {
+				continue
+			}
+			p.mu.Lock()
+			p.logged[rec.Msg]++
+			p.mu.Unlock()
+			if rec.Msg == "listening" && rec.Addr != "" {
 				select {
 				case listening <- rec.Addr:
 				default:
@@ -136,6 +143,13 @@ func (p *proc) alive() bool {
 	default:
 		return true
 	}
+}
+
+// count returns how many of its log lines had the message msg.
+func (p *proc) count(msg string) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.logged[msg]
 }
 
 // endedAt is when the process exited, or the zero time while it runs.
