@@ -127,6 +127,7 @@ func (s *soak) check() report {
 		},
 		Faults: s.faults, Flushes: s.flushes, FaultsByKind: map[string]int{},
 		AnswersByPod: map[string]int{}, GitHubByStatus: map[string]int{}, PerApp: map[string]appLoad{},
+		Failures: []string{},
 	}
 	if !s.settled.IsZero() {
 		r.SettleTook = s.settled.Sub(s.faultsEnd).Seconds()
