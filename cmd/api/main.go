@@ -45,6 +45,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if len(args) > 0 {
 		if args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
 			config.Usage(stdout, "api")
+			config.ScheduleUsage(stdout, getenv)
 			return nil
 		}
 		return fmt.Errorf("unknown argument %q (try --help)", args[0])
@@ -152,6 +153,9 @@ func feeder(cfg config.API, snap *snapshot.Snapshot, gate *api.Gate, log *zap.Lo
 	}
 	observer := metrics.NewPoller(cfg.Apps)
 	reg.MustRegister(observer)
+	sched := cfg.Schedule(cfg.Polling)
+	sched.Warn(log)
+	observer.Schedule(sched.RequestsPerHour, sched.QuotaPerHour)
 	p, err := poller.New(poller.Config{
 		Apps:     cfg.Apps,
 		Timing:   cfg.Timing(),

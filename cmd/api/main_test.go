@@ -308,6 +308,10 @@ func TestHelpListsEveryVariable(t *testing.T) {
 			t.Errorf("--help does not list %s", name)
 		}
 	}
+	// The safe interval for the 13 built-in apps without a token.
+	if !strings.Contains(out.String(), "For the 13 configured apps") || !strings.Contains(out.String(), "at least 810") {
+		t.Errorf("--help gives no safe interval for the configured apps:\n%s", out.String())
+	}
 }
 
 func TestShutdownTurnsUnreadyWhileStillAnswering(t *testing.T) {

@@ -176,12 +176,17 @@ func TestMetricsSplit(t *testing.T) {
 		{`craft_api_redis_connected`, 1},
 		{`craft_api_hydrations_total`, 1},
 		{`craft_api_app_fetched_timestamp_seconds{app="photocraft"}`, float64(photoAt.UnixNano()) / 1e9},
-		{`craft_api_app_fetched_timestamp_seconds{app="vectorcraft"}`, 0},
-		{`craft_api_last_fetched_timestamp_seconds`, 0},
+		{`craft_api_apps_unfetched`, 1},
 		{`craft_api_renders_total`, 2},
 	} {
 		if v, ok := got[tt.series]; !ok || v != tt.want {
 			t.Errorf("%s: got %v (present %v), want %v", tt.series, v, ok, tt.want)
+		}
+	}
+	// Never fetched has no time, rather than 0 (data 56 years old).
+	for _, series := range []string{`craft_api_app_fetched_timestamp_seconds{app="vectorcraft"}`, `craft_api_last_fetched_timestamp_seconds`} {
+		if v, ok := got[series]; ok {
+			t.Errorf("%s: got %v, want no series while never fetched", series, v)
 		}
 	}
 	for series := range got {

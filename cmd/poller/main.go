@@ -44,6 +44,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		switch args[0] {
 		case "-h", "--help", "help":
 			config.Usage(stdout, "poller")
+			config.ScheduleUsage(stdout, getenv)
 			fmt.Fprintln(stdout, "\nSubcommands:\n  status    print every app's shared entry and the fleet backoff, then exit")
 			fmt.Fprint(stdout, metaHelp)
 			return nil
@@ -82,6 +83,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	reg := metrics.NewRegistry("poller", version, cfg.PollInterval)
 	observer := metrics.NewPoller(cfg.Apps)
 	reg.MustRegister(observer)
+	if cfg.PollingEnabled {
+		sched := cfg.Schedule(cfg.Polling)
+		sched.Warn(log)
+		observer.Schedule(sched.RequestsPerHour, sched.QuotaPerHour)
+	}
 	pc := poller.Config{
 		Apps:       cfg.Apps,
 		Timing:     cfg.Timing(),

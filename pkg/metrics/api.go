@@ -99,15 +99,17 @@ type Hydrator interface {
 
 // API is a prometheus.Collector of what an API pod serves, read at scrape
 // time so that nothing on the request or render path changes:
-// craft_api_app_fetched_timestamp_seconds, craft_api_last_fetched_timestamp_seconds
-// and craft_api_renders_total from the current rendering, and in split mode
+// craft_api_app_fetched_timestamp_seconds, craft_api_last_fetched_timestamp_seconds,
+// craft_api_apps_unfetched and craft_api_renders_total from the current
+// rendering, and in split mode
 // craft_api_hydrations_total, craft_api_invalidations_total and
 // craft_api_redis_connected from the hydrator. It is safe for concurrent use.
 type API struct {
 	renderings Renderings
 	hydrator   Hydrator // nil: standalone, no hydrator series
 
-	appFetched, lastFetched, renders     *prometheus.Desc
+	appFetched, lastFetched, unfetched   *prometheus.Desc
+	renders                              *prometheus.Desc
 	hydrations, invalidations, connected *prometheus.Desc
 }
 
@@ -118,9 +120,11 @@ func NewAPI(r Renderings, h Hydrator) *API {
 		renderings: r,
 		hydrator:   h,
 		appFetched: prometheus.NewDesc("craft_api_app_fetched_timestamp_seconds",
-			"app_last_fetched of each app in the served snapshot (Unix seconds; 0: never).", []string{"app"}, nil),
+			"app_last_fetched of each app in the served snapshot (Unix seconds; absent while never fetched).", []string{"app"}, nil),
 		lastFetched: prometheus.NewDesc("craft_api_last_fetched_timestamp_seconds",
-			"release_info.last_fetched of the served snapshot (Unix seconds; 0 while null).", nil, nil),
+			"release_info.last_fetched of the served snapshot (Unix seconds; absent while null).", nil, nil),
+		unfetched: prometheus.NewDesc("craft_api_apps_unfetched",
+			"Configured apps the served snapshot has no fetch of yet.", nil, nil),
 		renders: prometheus.NewDesc("craft_api_renders_total",
 			"Renderings of the response (once per change).", nil, nil),
 		hydrations: prometheus.NewDesc("craft_api_hydrations_total",
@@ -136,6 +140,7 @@ func NewAPI(r Renderings, h Hydrator) *API {
 func (a *API) Describe(ch chan<- *prometheus.Desc) {
 	ch <- a.appFetched
 	ch <- a.lastFetched
+	ch <- a.unfetched
 	ch <- a.renders
 	if a.hydrator != nil {
 		ch <- a.hydrations
@@ -147,10 +152,20 @@ func (a *API) Describe(ch chan<- *prometheus.Desc) {
 // Collect reads the current rendering and the hydrator's counters.
 func (a *API) Collect(ch chan<- prometheus.Metric) {
 	cur := a.renderings.Current()
+	// A time that is not there is no series rather than 0, which would read
+	// as data 56 years old.
+	unfetched := 0
 	for app, at := range cur.FetchedAt {
+		if at.IsZero() {
+			unfetched++
+			continue
+		}
 		ch <- prometheus.MustNewConstMetric(a.appFetched, prometheus.GaugeValue, seconds(at), app)
 	}
-	ch <- prometheus.MustNewConstMetric(a.lastFetched, prometheus.GaugeValue, seconds(cur.LastFetched))
+	if !cur.LastFetched.IsZero() {
+		ch <- prometheus.MustNewConstMetric(a.lastFetched, prometheus.GaugeValue, seconds(cur.LastFetched))
+	}
+	ch <- prometheus.MustNewConstMetric(a.unfetched, prometheus.GaugeValue, float64(unfetched))
 	ch <- prometheus.MustNewConstMetric(a.renders, prometheus.CounterValue, float64(a.renderings.Renders()))
 	if a.hydrator == nil {
 		return

@@ -143,12 +143,11 @@ func TestAPI(t *testing.T) {
 		want     map[string]float64
 	}{
 		{
+			// Never fetched is no fetch time at all, not 0 (data 56 years old).
 			name: "cold standalone pod: never fetched, one render, no hydrator series",
 			want: map[string]float64{
-				`craft_api_app_fetched_timestamp_seconds{app="a"}`: 0,
-				`craft_api_app_fetched_timestamp_seconds{app="b"}`: 0,
-				`craft_api_last_fetched_timestamp_seconds`:         0,
-				`craft_api_renders_total`:                          1,
+				`craft_api_apps_unfetched`: 2,
+				`craft_api_renders_total`:  1,
 			},
 		},
 		{
@@ -158,8 +157,7 @@ func TestAPI(t *testing.T) {
 			},
 			want: map[string]float64{
 				`craft_api_app_fetched_timestamp_seconds{app="a"}`: unix(0),
-				`craft_api_app_fetched_timestamp_seconds{app="b"}`: 0,
-				`craft_api_last_fetched_timestamp_seconds`:         0,
+				`craft_api_apps_unfetched`:                         1,
 				`craft_api_renders_total`:                          2,
 			},
 		},
@@ -175,6 +173,7 @@ func TestAPI(t *testing.T) {
 				`craft_api_app_fetched_timestamp_seconds{app="a"}`: unix(time.Minute + time.Millisecond),
 				`craft_api_app_fetched_timestamp_seconds{app="b"}`: unix(time.Second),
 				`craft_api_last_fetched_timestamp_seconds`:         unix(time.Second),
+				`craft_api_apps_unfetched`:                         0,
 				`craft_api_renders_total`:                          3,
 				`craft_api_hydrations_total`:                       7,
 				`craft_api_invalidations_total`:                    11,
@@ -185,13 +184,11 @@ func TestAPI(t *testing.T) {
 			name:     "split mode, Redis lost",
 			hydrator: stats{Connected: false, Failures: 3},
 			want: map[string]float64{
-				`craft_api_app_fetched_timestamp_seconds{app="a"}`: 0,
-				`craft_api_app_fetched_timestamp_seconds{app="b"}`: 0,
-				`craft_api_last_fetched_timestamp_seconds`:         0,
-				`craft_api_renders_total`:                          1,
-				`craft_api_hydrations_total`:                       0,
-				`craft_api_invalidations_total`:                    0,
-				`craft_api_redis_connected`:                        0,
+				`craft_api_apps_unfetched`:      2,
+				`craft_api_renders_total`:       1,
+				`craft_api_hydrations_total`:    0,
+				`craft_api_invalidations_total`: 0,
+				`craft_api_redis_connected`:     0,
 			},
 		},
 	}
@@ -224,7 +221,7 @@ func TestAPIReadsAtScrapeTime(t *testing.T) {
 			t.Errorf("scrape %d: renders got %v, want %v", i, v, want)
 		}
 	}
-	if n := testutil.CollectAndCount(metrics.NewAPI(snap, nil)); n != 3 {
-		t.Errorf("standalone series: got %d, want 3", n)
+	if n := testutil.CollectAndCount(metrics.NewAPI(snap, nil)); n != 4 {
+		t.Errorf("standalone series: got %d, want 4", n)
 	}
 }

@@ -51,16 +51,17 @@ type Poller struct {
 	backoffUntil   prometheus.Gauge
 	roundDuration  prometheus.Histogram
 	fetched        *prometheus.GaugeVec
+	scheduleRate   *prometheus.GaugeVec // no labels: absent until Schedule
+	quotaPerHour   *prometheus.GaugeVec // no labels: absent unless the quota is known
 }
 
 // appSeries are one app's series, resolved once.
 type appSeries struct {
 	requests map[release.Outcome]prometheus.Counter
-	fetched  prometheus.Gauge
 }
 
 // NewPoller returns the poller's series for the configured apps, every
-// counter at 0 and every app's fetch time at 0 (never).
+// counter at 0 and no app's fetch time (absent until one is known).
 func NewPoller(apps []release.App) *Poller {
 	p := &Poller{
 		apps: make(map[string]*appSeries, len(apps)),
@@ -103,8 +104,16 @@ func NewPoller(apps []release.App) *Poller {
 		}),
 		fetched: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "craft_poller_app_fetched_timestamp_seconds",
-			Help: "The last fetch or 304 of each app that this poller knows of (Unix seconds; 0: never).",
+			Help: "The last fetch or 304 of each app that this poller knows of (Unix seconds; absent while never).",
 		}, []string{"app"}),
+		scheduleRate: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "craft_poller_schedule_requests_per_hour",
+			Help: "The fleet's steady-state GitHub requests an hour at the configured interval: apps × 3600 / (I − M).",
+		}, nil),
+		quotaPerHour: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "craft_poller_github_quota_per_hour",
+			Help: "GitHub's hourly quota for the configured token or for none (GitHub's own API only).",
+		}, nil),
 	}
 	for _, a := range apps {
 		if _, dup := p.apps[a.Key]; dup {
@@ -112,7 +121,6 @@ func NewPoller(apps []release.App) *Poller {
 		}
 		s := &appSeries{
 			requests: make(map[release.Outcome]prometheus.Counter, len(outcomes)),
-			fetched:  p.fetched.WithLabelValues(a.Key),
 		}
 		for _, o := range outcomes {
 			s.requests[o] = p.requests.WithLabelValues(a.Key, o.String())
@@ -135,7 +143,7 @@ func NewPoller(apps []release.App) *Poller {
 
 func (p *Poller) collectors() []prometheus.Collector {
 	return []prometheus.Collector{p.requests, p.quotaRemaining, p.quotaReset, p.claims, p.refused,
-		p.redisErrors, p.mode, p.backoffUntil, p.roundDuration, p.fetched}
+		p.redisErrors, p.mode, p.backoffUntil, p.roundDuration, p.fetched, p.scheduleRate, p.quotaPerHour}
 }
 
 // Describe sends the descriptors of every series.
@@ -168,10 +176,19 @@ func (p *Poller) Answer(app string, a release.Answer) {
 	}
 }
 
-// Fetched sets app's last known fetch time.
+// Fetched sets app's last known fetch time; a zero at changes nothing.
 func (p *Poller) Fetched(app string, at time.Time) {
-	if s, ok := p.apps[app]; ok {
-		s.fetched.Set(seconds(at))
+	if _, ok := p.apps[app]; ok && !at.IsZero() {
+		p.fetched.WithLabelValues(app).Set(seconds(at))
+	}
+}
+
+// Schedule exports what the configured schedule asks of GitHub, in requests
+// an hour, and GitHub's quota; a quota <= 0 (unknown) exports none.
+func (p *Poller) Schedule(requestsPerHour, quotaPerHour float64) {
+	p.scheduleRate.WithLabelValues().Set(requestsPerHour)
+	if quotaPerHour > 0 {
+		p.quotaPerHour.WithLabelValues().Set(quotaPerHour)
 	}
 }
 

@@ -48,8 +48,6 @@ func zeroPoller() map[string]float64 {
 		`craft_poller_backoff_until_timestamp_seconds`:                       0,
 		`craft_poller_round_duration_seconds_count`:                          0,
 		`craft_poller_round_duration_seconds_sum`:                            0,
-		`craft_poller_app_fetched_timestamp_seconds{app="a"}`:                0,
-		`craft_poller_app_fetched_timestamp_seconds{app="b"}`:                0,
 	}
 }
 
@@ -63,7 +61,7 @@ func TestPoller(t *testing.T) {
 		calls   func(p *metrics.Poller)
 		changed map[string]float64 // series that differ from zeroPoller, or are added to it
 	}{
-		{name: "no call: every counter at 0, the quota absent", calls: func(*metrics.Poller) {}},
+		{name: "no call: every counter at 0, the quota, the schedule and the fetch times absent", calls: func(*metrics.Poller) {}},
 		{
 			name: "answers by app and outcome, the quota of the last that had it",
 			calls: func(p *metrics.Poller) {
@@ -169,8 +167,26 @@ func TestPoller(t *testing.T) {
 				p.Fetched("a", t0)
 				p.Fetched("a", t0.Add(90*time.Second+123*time.Millisecond))
 				p.Fetched("not-configured", t0)
+				p.Fetched("b", time.Time{}) // never: still no series
 			},
 			changed: map[string]float64{`craft_poller_app_fetched_timestamp_seconds{app="a"}`: unix(90*time.Second + 123*time.Millisecond)},
+		},
+		{
+			name: "the schedule and GitHub's quota",
+			calls: func(p *metrics.Poller) {
+				p.Schedule(173.3, 60)
+			},
+			changed: map[string]float64{
+				`craft_poller_schedule_requests_per_hour`: 173.3,
+				`craft_poller_github_quota_per_hour`:      60,
+			},
+		},
+		{
+			name: "a schedule against an API whose quota is unknown",
+			calls: func(p *metrics.Poller) {
+				p.Schedule(26.4, 0)
+			},
+			changed: map[string]float64{`craft_poller_schedule_requests_per_hour`: 26.4},
 		},
 	}
 	for _, tt := range tests {
@@ -184,7 +200,7 @@ func TestPoller(t *testing.T) {
 			got := scrape(t, reg)
 			wantSamples(t, got, want, "craft_poller_github_", "craft_poller_claims", "craft_poller_writes", "craft_poller_redis",
 				"craft_poller_mode", "craft_poller_backoff", "craft_poller_round_duration_seconds_count",
-				"craft_poller_round_duration_seconds_sum", "craft_poller_app_")
+				"craft_poller_round_duration_seconds_sum", "craft_poller_app_", "craft_poller_schedule_")
 			lint(t, reg)
 		})
 	}

@@ -3,7 +3,10 @@
 // a clock or does I/O; the caller passes now and the random draws.
 package schedule
 
-import "time"
+import (
+	"math"
+	"time"
+)
 
 // Timing is the poller's configured timing.
 type Timing struct {
@@ -64,4 +67,34 @@ func doubling(base time.Duration, n int, limit time.Duration) time.Duration {
 		d *= 2
 	}
 	return min(d, limit)
+}
+
+// RequestsPerHour is the fleet's steady-state GitHub requests an hour for
+// apps apps: each app is asked again once its fetch is I − M old, so
+// apps × 3600 s / (I − M), whatever the number of pollers sharing the work
+// (retries of failing apps and 304s included, since GitHub counts those
+// without a token). It is 0 for no apps or an interval no longer than M.
+func (t Timing) RequestsPerHour(apps int) float64 {
+	period := t.Interval - t.SkewMargin()
+	if apps <= 0 || period <= 0 {
+		return 0
+	}
+	return float64(apps) * float64(time.Hour) / float64(period)
+}
+
+// SafeInterval is the shortest whole-second interval I at which apps apps
+// ask no more than quota requests an hour (RequestsPerHour(apps) ≤ quota), or
+// 0 when quota is not positive.
+func SafeInterval(apps int, quota float64) time.Duration {
+	if quota <= 0 {
+		return 0
+	}
+	if apps <= 0 {
+		return time.Second
+	}
+	for i := time.Duration(math.Ceil(float64(apps)*3600/quota)) * time.Second; ; i += time.Second {
+		if (Timing{Interval: i}).RequestsPerHour(apps) <= quota {
+			return i
+		}
+	}
 }

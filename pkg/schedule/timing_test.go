@@ -1,6 +1,7 @@
 package schedule_test
 
 import (
+	"math"
 	"testing"
 	"time"
 
@@ -119,6 +120,63 @@ func TestBackoffActive(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			if got := tt.b.Active(now); got != tt.want {
 				t.Errorf("Active() = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestRequestsPerHour(t *testing.T) {
+	tests := []struct {
+		name     string
+		interval time.Duration
+		apps     int
+		want     float64
+	}{
+		// The figure: 13 apps at 300 s ask about 170 times an hour.
+		{"13 apps at 300 s", 300 * time.Second, 13, 13 * 3600.0 / 270},
+		{"13 apps at the default 1800 s", 1800 * time.Second, 13, 13 * 3600.0 / 1770},
+		{"13 apps at 120 s with a token", 120 * time.Second, 13, 13 * 3600.0 / 90},
+		{"a 60 s interval: M is I/4", time.Minute, 4, 4 * 3600.0 / 45},
+		{"no apps", time.Minute, 0, 0},
+		{"no interval", 0, 13, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := schedule.Timing{Interval: tt.interval}.RequestsPerHour(tt.apps)
+			if math.Abs(got-tt.want) > 1e-9 {
+				t.Errorf("RequestsPerHour(%d) at %v = %v, want %v", tt.apps, tt.interval, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestSafeInterval(t *testing.T) {
+	tests := []struct {
+		name  string
+		apps  int
+		quota float64
+		want  time.Duration
+	}{
+		{"13 apps without a token", 13, 60, 810 * time.Second},
+		{"1 app without a token: M is I/4", 1, 60, 80 * time.Second},
+		{"13 apps with a token", 13, 5000, 13 * time.Second},
+		{"no quota", 13, 0, 0},
+		{"no apps", 0, 60, time.Second},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := schedule.SafeInterval(tt.apps, tt.quota)
+			if got != tt.want {
+				t.Fatalf("SafeInterval(%d, %v) = %v, want %v", tt.apps, tt.quota, got, tt.want)
+			}
+			if got <= time.Second {
+				return
+			}
+			if rph := (schedule.Timing{Interval: got}).RequestsPerHour(tt.apps); rph > tt.quota {
+				t.Errorf("at %v: %v requests an hour, over %v", got, rph, tt.quota)
+			}
+			if rph := (schedule.Timing{Interval: got - time.Second}).RequestsPerHour(tt.apps); rph <= tt.quota {
+				t.Errorf("a second less, %v, asks %v an hour, within %v: not the shortest", got-time.Second, rph, tt.quota)
 			}
 		})
 	}

@@ -1,0 +1,87 @@
+package config
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/storytold/craft-releases/pkg/schedule"
+)
+
+// GitHub's hourly request quotas on its own API (304s count without a token).
+const (
+	QuotaWithoutToken = 60
+	QuotaWithToken    = 5000
+)
+
+// Schedule is what the configured schedule asks of GitHub.
+type Schedule struct {
+	// RequestsPerHour is the fleet's steady-state requests an hour:
+	// apps × 3600 / (I − M), however many pollers share the work.
+	RequestsPerHour float64
+	// QuotaPerHour is GitHub's quota for the configured token, or for none;
+	// 0 when the API URL is not GitHub's own (an Enterprise server or a test
+	// fake, whose quota is its own).
+	QuotaPerHour float64
+	// SafeInterval is the shortest interval that stays within QuotaPerHour
+	// for the configured apps, never below the interval's minimum; 0 when
+	// the quota is unknown.
+	SafeInterval time.Duration
+}
+
+// Schedule works out what polling the configured apps at p's interval asks
+// of GitHub, and what GitHub allows.
+func (s Shared) Schedule(p Polling) Schedule {
+	sc := Schedule{RequestsPerHour: p.Timing().RequestsPerHour(len(s.Apps))}
+	if !isGitHub(s.GitHubAPIURL) {
+		return sc
+	}
+	sc.QuotaPerHour, sc.SafeInterval = QuotaWithoutToken, 300*time.Second
+	if p.GitHubToken != "" {
+		sc.QuotaPerHour, sc.SafeInterval = QuotaWithToken, 60*time.Second
+	}
+	sc.SafeInterval = max(sc.SafeInterval, schedule.SafeInterval(len(s.Apps), sc.QuotaPerHour))
+	return sc
+}
+
+// Exceeds reports whether the schedule asks for more than GitHub's quota.
+func (sc Schedule) Exceeds() bool {
+	return sc.QuotaPerHour > 0 && sc.RequestsPerHour > sc.QuotaPerHour
+}
+
+// Warn logs, when the schedule exceeds GitHub's quota, the one warning
+// `schedule exceeds github quota` with both figures and the safe interval.
+func (sc Schedule) Warn(log *zap.Logger) {
+	if !sc.Exceeds() {
+		return
+	}
+	log.Warn("schedule exceeds github quota",
+		zap.Float64("requests_per_hour", round1(sc.RequestsPerHour)),
+		zap.Float64("quota_per_hour", sc.QuotaPerHour),
+		zap.Int64("safe_interval_secs", int64(sc.SafeInterval/time.Second)),
+	)
+}
+
+// ScheduleUsage writes, for --help, the schedule's arithmetic and the safe
+// interval on GitHub's own API for the app count that getenv configures (the
+// built-in list when CRAFT_APPS_RELEASE_APPS is unset or does not parse).
+func ScheduleUsage(w io.Writer, getenv func(string) string) {
+	apps, err := ParseApps(getenv("CRAFT_APPS_RELEASE_APPS"))
+	if err != nil {
+		apps = DefaultApps()
+	}
+	shared := Shared{Apps: apps, GitHubAPIURL: "https://api.github.com/"}
+	without := shared.Schedule(Polling{})
+	with := shared.Schedule(Polling{GitHubToken: "set"})
+	fmt.Fprintf(w, "\nThe GitHub quota: the fleet asks apps × 3600 / (I − M) times an hour, M = min(30 s, I/4),\n"+
+		"however many pollers share the work. For the %d configured apps, on GitHub's own API:\n"+
+		"  without a token (%d an hour, 304s count):  CRAFT_APPS_RELEASE_POLL_INTERVAL_SECS of at least %d\n"+
+		"  with a token (%d an hour):                 CRAFT_APPS_RELEASE_POLL_INTERVAL_SECS of at least %d\n",
+		len(apps), QuotaWithoutToken, int64(without.SafeInterval/time.Second),
+		QuotaWithToken, int64(with.SafeInterval/time.Second))
+}
+
+func round1(f float64) float64 { return math.Round(f*10) / 10 }
