@@ -132,7 +132,7 @@ func feeder(cfg config.API, snap *snapshot.Snapshot, gate *api.Gate, log *zap.Lo
 		log.Info("mode", zap.String("mode", "split"))
 		return func(ctx context.Context) error {
 			var g errgroup.Group
-			g.Go(func() error { openWhenLoaded(ctx, gate, h.Loaded(), cfg.HydrateTimeout, log); return nil })
+			g.Go(func() error { h.Ready(ctx, cfg.HydrateTimeout, gate.Open); return nil })
 			g.Go(func() error { return h.Run(ctx) })
 			return g.Wait()
 		}, nil
@@ -169,20 +169,4 @@ func feeder(cfg config.API, snap *snapshot.Snapshot, gate *api.Gate, log *zap.Lo
 	}
 	log.Info("mode", zap.String("mode", "standalone"), zap.Bool("polling", true))
 	return p.Run, nil
-}
-
-// openWhenLoaded opens gate once loaded is closed, or after timeout without
-// it, so that a Redis outage never takes every pod out of the Service.
-func openWhenLoaded(ctx context.Context, gate *api.Gate, loaded <-chan struct{}, timeout time.Duration, log *zap.Logger) {
-	timer := time.NewTimer(timeout)
-	defer timer.Stop()
-	select {
-	case <-loaded:
-		log.Info("ready", zap.String("after", "first load"))
-	case <-timer.C:
-		log.Warn("ready without a load from redis", zap.Duration("took", timeout))
-	case <-ctx.Done():
-		return
-	}
-	gate.Open()
 }

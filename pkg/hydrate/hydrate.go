@@ -35,6 +35,7 @@ const (
 	cacheTTL         = time.Minute     // bounds how long a lost invalidation can go unnoticed
 	minRetry         = 200 * time.Millisecond
 	maxRetry         = 5 * time.Second
+	refusalRecheck   = time.Second // how often an unready pod that Redis refuses looks again
 )
 
 // Sink receives what changed. SetAll is called from Run's goroutine only, with
@@ -115,6 +116,7 @@ type Hydrator struct {
 	redis   outage.Tracker
 
 	connected     atomic.Bool
+	refusal       atomic.Pointer[error] // of the last failed exchange, when Redis refused the pod
 	reads         atomic.Uint64
 	cacheHits     atomic.Uint64
 	missing       atomic.Uint64
@@ -178,6 +180,84 @@ func New(redisURL string, apps []release.App, sink Sink, log *zap.Logger, opts .
 // meta hash) was read from Redis and the sinks were given what they found.
 // It stays open while Redis cannot be read.
 func (h *Hydrator) Loaded() <-chan struct{} { return h.loaded }
+
+// Refusal returns the error of the last failed exchange with Redis when
+// Redis refused the pod for its configuration: the credentials (WRONGPASS,
+// NOAUTH, another authentication error) or the user's permissions (NOPERM).
+// It returns nil once an exchange works, and for an outage: a refused
+// connection, a timeout, a server that went away.
+func (h *Hydrator) Refusal() error {
+	if err := h.refusal.Load(); err != nil {
+		return *err
+	}
+	return nil
+}
+
+// refused reports whether err is Redis refusing the pod for its
+// configuration rather than Redis being unavailable.
+func refused(err error) bool {
+	var re *rueidis.RedisError
+	if !errors.As(err, &re) {
+		return false
+	}
+	msg := re.Error()
+	for _, prefix := range []string{"WRONGPASS", "NOAUTH", "NOPERM"} {
+		if strings.HasPrefix(msg, prefix) {
+			return true
+		}
+	}
+	// Older servers and proxies: "ERR invalid password", "ERR AUTH <password>
+	// called without any password configured", "ERR Client sent AUTH, but no
+	// password is set".
+	lower := strings.ToLower(msg)
+	return strings.HasPrefix(lower, "err") && (strings.Contains(lower, "auth") || strings.Contains(lower, "password"))
+}
+
+// Ready calls open once the pod may take traffic: after the first load, or
+// after timeout without one, so that a Redis outage (refused connections,
+// timeouts) never takes every pod out of the Service. A pod that Redis
+// refuses for its configuration at the timeout (Refusal: a wrong password,
+// missing permissions) would serve every app empty for good, so it stays
+// unready instead, says why in one error line, and opens after its first
+// load once the configuration is fixed, or at once should the refusal turn
+// into an outage. Ready returns when it called open or when ctx is done.
+func (h *Hydrator) Ready(ctx context.Context, timeout time.Duration, open func()) {
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	select {
+	case <-h.loaded:
+		h.log.Info("ready", zap.String("after", "first load"))
+		open()
+		return
+	case <-timer.C:
+	case <-ctx.Done():
+		return
+	}
+	recheck := time.NewTicker(refusalRecheck)
+	defer recheck.Stop()
+	said := false
+	for {
+		err := h.Refusal()
+		if err == nil {
+			h.log.Warn("ready without a load from redis", zap.Duration("took", timeout))
+			open()
+			return
+		}
+		if !said {
+			h.log.Error("redis refuses this pod, staying unready", h.errField(err), zap.Duration("took", timeout))
+			said = true
+		}
+		select {
+		case <-h.loaded:
+			h.log.Info("ready", zap.String("after", "first load"))
+			open()
+			return
+		case <-recheck.C:
+		case <-ctx.Done():
+			return
+		}
+	}
+}
 
 // Stats returns the Hydrator's counters.
 func (h *Hydrator) Stats() Stats {
@@ -490,6 +570,7 @@ func (h *Hydrator) pendingUnless(waiting bool) []int {
 // succeeded notes a working exchange with Redis, and the end of an outage.
 func (h *Hydrator) succeeded() {
 	h.connected.Store(true)
+	h.refusal.Store(nil)
 	h.redis.Up(h.log, time.Now(), "redis available again")
 }
 
@@ -498,6 +579,11 @@ func (h *Hydrator) succeeded() {
 func (h *Hydrator) failed(err error) {
 	h.failures.Add(1)
 	h.connected.Store(false)
+	if refused(err) {
+		h.refusal.Store(&err)
+	} else {
+		h.refusal.Store(nil)
+	}
 	now := time.Now()
 	h.redis.Down(h.log, now, now, "redis unavailable, serving what is loaded", h.errField(err))
 }
