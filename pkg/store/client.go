@@ -5,11 +5,13 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"net/url"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/redis/rueidis"
@@ -79,8 +81,9 @@ func ScrubURLError(rawURL string, err error) error {
 // cluster). Whatever the URL says, the client is small (one pipelined
 // connection and one for transactions per node), gives a connection 3 s to
 // dial and up to 3 s more for its handshake, gives up on any read or write, health pings included, after 5 s (see
-// WithTimeout), and does no client-side caching, so it works on servers
-// without CLIENT TRACKING.
+// WithTimeout), fails a call at once when Redis refuses the connection
+// (rather than retrying it until the call's deadline), and does no
+// client-side caching, so it works on servers without CLIENT TRACKING.
 //
 // NewClient does not connect: the first command does, so a Redis that is
 // down when the poller starts only fails commands until it is back. Until a
@@ -89,8 +92,9 @@ func ScrubURLError(rawURL string, err error) error {
 // fails once, and is to be built again. A Store always builds its commands
 // once connected.
 //
-// rueidis retries a read-only command after a network error until its
-// context ends, so every call needs a deadline; a Store gives each one.
+// rueidis retries a read-only command after a network error other than a
+// refused connection until its context ends, so every call needs a
+// deadline; a Store gives each one.
 //
 // The only error is a URL that does not parse; it never includes the URL's
 // password. The client is safe for concurrent use; Close it when done.
@@ -107,7 +111,22 @@ func NewClient(redisURL string, opts ...Option) (rueidis.Client, error) {
 	// let rueidis pick up to four); the blocking pool serves Dedicated.
 	opt.PipelineMultiplex = -1
 	opt.BlockingPoolSize = 1
+	opt.RetryDelay = retryDelay
 	return newLazyClient(opt), nil
+}
+
+// retryDelay is how long rueidis waits before it retries a read that failed
+// on the network: rueidis's own exponential backoff up to a second, except
+// after a refused connection, which fails the call at once. A Redis that is
+// stopped or restarting refuses every dial, and retrying it until the call's
+// deadline would stretch every tick of a poller to that deadline; a silent
+// Redis is still bounded by the timeout.
+func retryDelay(attempts int, _ rueidis.Completed, err error) time.Duration {
+	if errors.Is(err, syscall.ECONNREFUSED) {
+		return -1
+	}
+	base := time.Microsecond << min(attempts, 20)
+	return min(time.Second, base+rand.N(base))
 }
 
 // errNotDialed is the placeholder client's only answer; it is never returned.

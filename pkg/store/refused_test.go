@@ -1,0 +1,101 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"github.com/storytold/craft-releases/pkg/schedule"
+	"github.com/storytold/craft-releases/test/redistest"
+	"github.com/storytold/craft-releases/test/testkit"
+)
+
+// TestRefusedRedisFailsAtOnce: a Redis that refuses connections (stopped,
+// restarting) fails every call at once with the refusal, before connecting
+// and after, instead of retrying until the call's timeout: otherwise every
+// tick of a poller would stretch to that timeout during the outage. The
+// timeout here is a minute, so a call that waited for it could not pass.
+func TestRefusedRedisFailsAtOnce(t *testing.T) {
+	const timeout = time.Minute
+	srv := redistest.Start(t)
+	connected := newStore(t, pollerURL(t, srv), WithTimeout(timeout))
+	ctx := context.Background()
+	if _, _, err := connected.Load(ctx, apps13); err != nil {
+		t.Fatalf("load before the outage: %v", err)
+	}
+	url := pollerURL(t, srv)
+	srv.Stop()
+	never := newStore(t, url, WithTimeout(timeout))
+	e := fetch(at("12:00"), `"e"`, rel("v1"))
+	for _, s := range []struct {
+		name  string
+		store *Store
+	}{{"a client that was connected", connected}, {"a client that never connected", never}} {
+		calls := []struct {
+			name string
+			do   func() error
+		}{
+			{"load", func() error { _, _, err := s.store.Load(ctx, apps13); return err }},
+			{"load one app", func() error { _, _, err := s.store.LoadApp(ctx, "photocraft"); return err }},
+			{"status", func() error { _, _, err := s.store.Status(ctx, apps13); return err }},
+			{"claim", func() error { _, err := s.store.Claim(ctx, "photocraft", at("12:00"), time.Minute); return err }},
+			{"fetch", func() error { _, err := s.store.PutFetch(ctx, "photocraft", e); return err }},
+			{"backoff", func() error { return s.store.PutBackoff(ctx, schedule.Backoff{Until: at("13:00"), Trouble: 1}) }},
+		}
+		for _, c := range calls {
+			began := time.Now()
+			err := c.do()
+			took := time.Since(began)
+			t.Logf("%s, %s: %v after %v", s.name, c.name, err, took)
+			if !errors.Is(err, syscall.ECONNREFUSED) {
+				t.Errorf("%s, %s: got %v, want the refusal", s.name, c.name, err)
+			}
+			// Retrying until the deadline ends just short of it.
+			if took >= timeout/2 {
+				t.Errorf("%s, %s: took %v, waiting out the %v timeout", s.name, c.name, took, timeout)
+			}
+		}
+	}
+	// Failing fast is no giving up: the client reconnects once Redis is back.
+	srv.Restart()
+	pollerURL(t, srv)
+	testkit.Eventually(t, "a load once Redis is back", func() bool {
+		_, _, err := connected.Load(ctx, apps13)
+		return err == nil
+	})
+}
+
+func TestRetryDelay(t *testing.T) {
+	refused := &net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}
+	tests := []struct {
+		name     string
+		attempts int
+		err      error
+		retry    bool
+	}{
+		{"a refused connection", 1, refused, false},
+		{"a refused connection, wrapped", 3, fmt.Errorf("load: %w", refused), false},
+		{"a dropped connection", 1, io.EOF, true},
+		{"a timeout", 5, os.ErrDeadlineExceeded, true},
+		{"many attempts", 1000, io.EOF, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d := retryDelay(tt.attempts, rueidis.Completed{}, tt.err)
+			switch {
+			case !tt.retry && d >= 0:
+				t.Errorf("got a retry after %v, want none (negative)", d)
+			case tt.retry && (d < 0 || d > time.Second):
+				t.Errorf("got %v, want a retry within a second", d)
+			}
+		})
+	}
+}
