@@ -45,11 +45,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		case "-h", "--help", "help":
 			config.Usage(stdout, "poller")
 			config.ScheduleUsage(stdout, getenv)
-			fmt.Fprintln(stdout, "\nSubcommands:\n  status    print every app's shared entry and the fleet backoff, then exit")
+			fmt.Fprint(stdout, "\nSubcommands:\n  status    print every app's shared entry and the fleet backoff, then exit\n"+backoffHelp)
 			fmt.Fprint(stdout, metaHelp)
 			return nil
 		case "status":
 			return status(ctx, getenv, stdout, time.Now)
+		case "backoff":
+			return backoffCommand(ctx, args[1:], getenv, stdout, stderr, time.Now)
 		case "migrate", "notices", "renames":
 			return metaCommand(ctx, args, getenv, stdout, time.Now)
 		}

@@ -63,17 +63,7 @@ func status(ctx context.Context, getenv func(string) string, w io.Writer, now fu
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	b := backoff.Backoff
-	switch {
-	case !backoff.Exists || b.Until.IsZero():
-		fmt.Fprintln(w, "\nfleet backoff: none")
-	case b.Active(t):
-		fmt.Fprintf(w, "\nfleet backoff: ACTIVE for %s more (until %s), %d bad rounds in a row, set by %s\n",
-			b.Until.Sub(t).Round(time.Second), b.Until.UTC().Format(time.RFC3339), b.Trouble, orDash(backoff.By))
-	default:
-		fmt.Fprintf(w, "\nfleet backoff: expired %s ago, %d bad rounds in a row, set by %s\n",
-			t.Sub(b.Until).Round(time.Second), b.Trouble, orDash(backoff.By))
-	}
+	fmt.Fprintln(w, "\n"+backoffLine(backoff, t))
 	return nil
 }
 
