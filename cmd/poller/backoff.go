@@ -17,21 +17,25 @@ import (
 	"github.com/storytold/craft-releases/pkg/store"
 )
 
-const backoffHelp = `  backoff   print the fleet backoff, then exit; backoff clear ends it (after fixing the token,
-            say), logged with who ran it
+const backoffHelp = `  backoff   print the fleet backoff, then exit; backoff clear [--by NAME] ends it (after
+            fixing the token, say), logged with who ran it: NAME, else $USER or the account
 `
 
 // backoffCommand runs `poller backoff`, which prints the fleet backoff, and
-// `poller backoff clear`, which ends it so that every poller asks GitHub
-// again at its next tick, and logs to stderr who cleared what.
+// `poller backoff clear [--by NAME]`, which ends it so that every poller asks
+// GitHub again at its next tick, and logs to stderr who cleared what: NAME
+// (for a `kubectl exec`, where the container's user says nothing), else the
+// user running it, and the host.
 func backoffCommand(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer, now func() time.Time) error {
-	clear := false
+	clear, by := false, ""
 	switch {
 	case len(args) == 0:
 	case len(args) == 1 && args[0] == "clear":
 		clear = true
+	case len(args) == 3 && args[0] == "clear" && args[1] == "--by" && strings.TrimSpace(args[2]) != "":
+		clear, by = true, strings.TrimSpace(args[2])
 	default:
-		return fmt.Errorf("backoff: got %q, want no argument or clear", strings.Join(args, " "))
+		return fmt.Errorf("backoff: got %q, want no argument, clear, or clear --by NAME", strings.Join(args, " "))
 	}
 	cfg, _, err := config.LoadPoller(getenv)
 	if err != nil {
@@ -63,6 +67,9 @@ func backoffCommand(ctx context.Context, args []string, getenv func(string) stri
 		return fmt.Errorf("backoff clear: %w", err)
 	}
 	who, host := operator(getenv)
+	if by != "" {
+		who = by
+	}
 	log := cfg.Logger(stderr).With(zap.String("binary", "poller"))
 	log.Warn("fleet backoff cleared",
 		zap.String("user", who), zap.String("host", host),

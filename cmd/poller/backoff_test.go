@@ -66,7 +66,16 @@ func TestBackoffCommand(t *testing.T) {
 		t.Errorf("after clear: got %q, %v", out, err)
 	}
 
-	if _, _, err := backoff("clear", "now"); err == nil || !strings.Contains(err.Error(), `got "clear now", want no argument or clear`) {
+	// --by names the person behind a kubectl exec.
+	if err := shared.PutBackoff(ctx, schedule.Backoff{Until: until, Trouble: 1}); err != nil {
+		t.Fatal(err)
+	}
+	out, logs, err = backoff("clear", "--by", "bob")
+	if err != nil || !strings.HasPrefix(out, "fleet backoff cleared by bob@") || !strings.Contains(logs, `"user":"bob"`) {
+		t.Errorf("clear --by bob: got %q, logs %q, %v", out, logs, err)
+	}
+
+	if _, _, err := backoff("clear", "now"); err == nil || !strings.Contains(err.Error(), `got "clear now", want no argument, clear, or clear --by NAME`) {
 		t.Errorf("two arguments: got %v, want an error", err)
 	}
 	if _, _, err := backoff("reset"); err == nil || !strings.Contains(err.Error(), `got "reset"`) {

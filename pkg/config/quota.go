@@ -77,11 +77,14 @@ func ScheduleUsage(w io.Writer, getenv func(string) string) {
 	without := shared.Schedule(Polling{})
 	with := shared.Schedule(Polling{GitHubToken: "set"})
 	fmt.Fprintf(w, "\nThe GitHub quota: the fleet asks apps × 3600 / (I − M) times an hour, M = min(30 s, I/4),\n"+
-		"however many pollers share the work. For the %d configured apps, on GitHub's own API:\n"+
-		"  without a token (%d an hour, 304s count):  CRAFT_APPS_RELEASE_POLL_INTERVAL_SECS of at least %d\n"+
-		"  with a token (%d an hour):                 CRAFT_APPS_RELEASE_POLL_INTERVAL_SECS of at least %d\n",
-		len(apps), QuotaWithoutToken, int64(without.SafeInterval/time.Second),
-		QuotaWithToken, int64(with.SafeInterval/time.Second))
+		"however many pollers share the work. For the %d configured apps, on GitHub's own API:\n", len(apps))
+	for _, q := range []struct {
+		what string
+		sc   Schedule
+	}{{fmt.Sprintf("without a token (%d an hour, 304s count):", QuotaWithoutToken), without},
+		{fmt.Sprintf("with a token (%d an hour):", QuotaWithToken), with}} {
+		fmt.Fprintf(w, "  %-43s CRAFT_APPS_RELEASE_POLL_INTERVAL_SECS of at least %d\n", q.what, int64(q.sc.SafeInterval/time.Second))
+	}
 }
 
 func round1(f float64) float64 { return math.Round(f*10) / 10 }
