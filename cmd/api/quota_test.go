@@ -1,0 +1,40 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net"
+	"strings"
+	"testing"
+
+	"github.com/storytold/craft-releases/test/testkit"
+)
+
+// TestQuotaWarningAtStartUp starts the API standalone against GitHub's own
+// API with its port taken, so that it stops after its start-up checks and
+// before any request: 13 apps at 300 s without a token log one warning with
+// both figures.
+func TestQuotaWarningAtStartUp(t *testing.T) {
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	vars := map[string]string{"HTTP_ADDR": taken.Addr().String(), "CRAFT_APPS_RELEASE_POLL_INTERVAL_SECS": "300"}
+	logs := &testkit.Buffer{}
+	err = run(context.Background(), nil, func(k string) string { return vars[k] }, io.Discard, logs)
+	if err == nil || !strings.Contains(err.Error(), "listen") {
+		t.Fatalf("run got %v, want the port taken", err)
+	}
+	var warnings []map[string]any
+	for line := range strings.Lines(logs.String()) {
+		var m map[string]any
+		if json.Unmarshal([]byte(line), &m) == nil && m["msg"] == "schedule exceeds github quota" {
+			warnings = append(warnings, m)
+		}
+	}
+	if len(warnings) != 1 || warnings[0]["requests_per_hour"] != 173.3 || warnings[0]["quota_per_hour"] != float64(60) {
+		t.Errorf("got %v, want one warning with requests_per_hour 173.3 and quota_per_hour 60", warnings)
+	}
+}
