@@ -13,7 +13,6 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/storytold/craft-releases/pkg/config"
-	"github.com/storytold/craft-releases/pkg/schedule"
 	"github.com/storytold/craft-releases/pkg/store"
 )
 
@@ -63,8 +62,14 @@ func backoffCommand(ctx context.Context, args []string, getenv func(string) stri
 		fmt.Fprintln(stdout, "fleet backoff: none, nothing to clear")
 		return nil
 	}
-	if err := st.PutBackoff(ctx, schedule.Backoff{}); err != nil {
+	// Guarded: only the backoff shown here goes, not one that a poller
+	// recorded since.
+	cleared, err := st.ClearBackoff(ctx, b.Backoff)
+	if err != nil {
 		return fmt.Errorf("backoff clear: %w", err)
+	}
+	if !cleared {
+		return fmt.Errorf("backoff clear: a poller changed the fleet backoff meanwhile; nothing cleared: read it again with `poller backoff`")
 	}
 	who, host := operator(getenv)
 	if by != "" {
