@@ -120,7 +120,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 
 // feeder returns the background work that keeps snap up to date, and opens
 // gate when the pod may take traffic: at once when it polls GitHub itself,
-// after the first load from Redis (or the hydrate timeout) in split mode. It
+// after the first load from Redis in split mode (or the hydrate timeout,
+// unless Redis refuses the pod's credentials: hydrate.Hydrator.Ready). It
 // registers the metrics of what it builds with reg.
 func feeder(cfg config.API, snap *snapshot.Snapshot, gate *api.Gate, log *zap.Logger, reg prometheus.Registerer) (func(context.Context) error, error) {
 	if !cfg.Standalone() {
