@@ -35,7 +35,6 @@ const (
 	cacheTTL         = time.Minute     // bounds how long a lost invalidation can go unnoticed
 	minRetry         = 200 * time.Millisecond
 	maxRetry         = 5 * time.Second
-	refusalRecheck   = time.Second // how often an unready pod that Redis refuses looks again
 )
 
 // Sink receives what changed. SetAll is called from Run's goroutine only, with
@@ -218,45 +217,34 @@ func refused(err error) bool {
 // timeouts) never takes every pod out of the Service. A pod that Redis
 // refuses for its configuration at the timeout (Refusal: a wrong password,
 // missing permissions) would serve every app empty for good, so it stays
-// unready instead, says why in one error line, and opens after its first
-// load once the configuration is fixed, or at once should the refusal turn
-// into an outage. Ready returns when it called open or when ctx is done.
+// unready instead, says why in one error line, and opens only after its
+// first load, once the configuration is fixed: an outage that follows the
+// refusal does not open it, so a rollout with a wrong password stays stalled
+// through a Redis restart. Ready returns when it called open or when ctx is
+// done.
 func (h *Hydrator) Ready(ctx context.Context, timeout time.Duration, open func()) {
 	timer := time.NewTimer(timeout)
 	defer timer.Stop()
 	select {
 	case <-h.loaded:
-		h.log.Info("ready", zap.String("after", "first load"))
-		open()
-		return
 	case <-timer.C:
-	case <-ctx.Done():
-		return
-	}
-	recheck := time.NewTicker(refusalRecheck)
-	defer recheck.Stop()
-	said := false
-	for {
 		err := h.Refusal()
 		if err == nil {
 			h.log.Warn("ready without a load from redis", zap.Duration("took", timeout))
 			open()
 			return
 		}
-		if !said {
-			h.log.Error("redis refuses this pod, staying unready", h.errField(err), zap.Duration("took", timeout))
-			said = true
-		}
+		h.log.Error("redis refuses this pod, staying unready", h.errField(err), zap.Duration("took", timeout))
 		select {
 		case <-h.loaded:
-			h.log.Info("ready", zap.String("after", "first load"))
-			open()
-			return
-		case <-recheck.C:
 		case <-ctx.Done():
 			return
 		}
+	case <-ctx.Done():
+		return
 	}
+	h.log.Info("ready", zap.String("after", "first load"))
+	open()
 }
 
 // Stats returns the Hydrator's counters.

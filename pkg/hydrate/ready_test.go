@@ -106,6 +106,27 @@ func TestReadyWhenRedisRefusesThePod(t *testing.T) {
 	}
 }
 
+// TestReadyRefusedThenAnOutage: a refusal is not forgotten when Redis then
+// goes away (a restart during a bad rollout): the pod stays unready until a
+// load, rather than opening empty as an outage would.
+func TestReadyRefusedThenAnOutage(t *testing.T) {
+	srv := redistest.Start(t)
+	srv.MustDo("ACL", "SETUSER", "api", "on", ">old", "~*", "&*", "+@all")
+	hs := start(t, "redis://api:new@"+srv.Addr, quiet)
+	opened := readiness(t, hs)
+	waitUntil(t, "the error line", func() bool { return len(refusedLines(hs)) > 0 })
+	srv.Stop()
+	waitUntil(t, "the outage seen", func() bool { return hs.h.Refusal() == nil && !hs.h.Stats().Connected })
+	failures := hs.h.Stats().Failures
+	waitUntil(t, "another failed attempt", func() bool { return hs.h.Stats().Failures > failures })
+	if n := opened.Load(); n != 0 {
+		t.Fatalf("opened %d times once the refusal turned into an outage, want unready", n)
+	}
+	srv.Restart()
+	srv.MustDo("ACL", "SETUSER", "api", "on", ">new", "~*", "&*", "+@all")
+	waitUntil(t, "ready after the first load", func() bool { return opened.Load() == 1 })
+}
+
 // TestReadyDuringAnOutage: a pod that cannot reach Redis (refused
 // connections, a Redis that stopped, a silent one) is ready after the
 // hydrate timeout with what it has, as before: an outage must never take
