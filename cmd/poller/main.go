@@ -99,6 +99,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		Logger:     log,
 	}
 	var refreshMeta func(context.Context) error // nil without MySQL
+	var fleet *store.Store                      // nil without Redis
 	if cfg.RedisURL != "" {
 		client, err := store.NewClient(cfg.RedisURL.Reveal())
 		if err != nil {
@@ -106,7 +107,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		}
 		defer client.Close()
 		st := store.New(client, host, store.WithLogger(log))
-		pc.Fleet = st
+		pc.Fleet, fleet = st, st
 		if refreshMeta, err = metaRefresher(cfg, st, log); err != nil {
 			return err
 		}
@@ -129,7 +130,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	work := []func(context.Context) error{func(ctx context.Context) error {
 		select {
 		case <-p.Loaded():
-			gate.Open()
+			if accepted(ctx, fleet, log) {
+				gate.Open()
+			}
 		case <-ctx.Done():
 		}
 		<-ctx.Done()

@@ -192,26 +192,6 @@ func (h *Hydrator) Refusal() error {
 	return nil
 }
 
-// refused reports whether err is Redis refusing the pod for its
-// configuration rather than Redis being unavailable.
-func refused(err error) bool {
-	var re *rueidis.RedisError
-	if !errors.As(err, &re) {
-		return false
-	}
-	msg := re.Error()
-	for _, prefix := range []string{"WRONGPASS", "NOAUTH", "NOPERM"} {
-		if strings.HasPrefix(msg, prefix) {
-			return true
-		}
-	}
-	// Older servers and proxies: "ERR invalid password", "ERR AUTH <password>
-	// called without any password configured", "ERR Client sent AUTH, but no
-	// password is set".
-	lower := strings.ToLower(msg)
-	return strings.HasPrefix(lower, "err") && (strings.Contains(lower, "auth") || strings.Contains(lower, "password"))
-}
-
 // Ready calls open once the pod may take traffic: after the first load, or
 // after timeout without one, so that a Redis outage (refused connections,
 // timeouts) never takes every pod out of the Service. A pod that Redis
@@ -567,7 +547,7 @@ func (h *Hydrator) succeeded() {
 func (h *Hydrator) failed(err error) {
 	h.failures.Add(1)
 	h.connected.Store(false)
-	if refused(err) {
+	if store.Refused(err) {
 		h.refusal.Store(&err)
 	} else {
 		h.refusal.Store(nil)

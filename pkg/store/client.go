@@ -129,6 +129,29 @@ func retryDelay(attempts int, _ rueidis.Completed, err error) time.Duration {
 	return min(time.Second, base+rand.N(base))
 }
 
+// Refused reports whether err is Redis refusing the client for its
+// configuration rather than Redis being unavailable: the credentials
+// (WRONGPASS, NOAUTH, another authentication error) or the user's permissions
+// (NOPERM). A refused connection, a timeout or a server that went away is an
+// outage, not a refusal.
+func Refused(err error) bool {
+	var re *rueidis.RedisError
+	if !errors.As(err, &re) {
+		return false
+	}
+	msg := re.Error()
+	for _, prefix := range []string{"WRONGPASS", "NOAUTH", "NOPERM"} {
+		if strings.HasPrefix(msg, prefix) {
+			return true
+		}
+	}
+	// Older servers and proxies: "ERR invalid password", "ERR AUTH <password>
+	// called without any password configured", "ERR Client sent AUTH, but no
+	// password is set".
+	lower := strings.ToLower(msg)
+	return strings.HasPrefix(lower, "err") && (strings.Contains(lower, "auth") || strings.Contains(lower, "password"))
+}
+
 // errNotDialed is the placeholder client's only answer; it is never returned.
 var errNotDialed = errors.New("placeholder: never dials")
 

@@ -99,3 +99,37 @@ func TestRetryDelay(t *testing.T) {
 		})
 	}
 }
+
+// TestRefused: what real redis-server answers a client it refuses for its
+// configuration, against an outage.
+func TestRefused(t *testing.T) {
+	srv := redistest.Start(t)
+	srv.MustDo("ACL", "SETUSER", "poller", "on", ">pw", "~*", "&*", "+@all", "-hgetall")
+	srv.MustDo("ACL", "SETUSER", "keyless", "on", ">pw", "~other:*", "&*", "+@all")
+	locked := redistest.Start(t)
+	locked.MustDo("CONFIG", "SET", "requirepass", "right")
+	down := redistest.Start(t)
+	down.Stop()
+	tests := []struct {
+		name string
+		url  string
+		want bool
+	}{
+		{"a wrong password (WRONGPASS)", "redis://poller:wrong@" + srv.Addr, true},
+		{"an unknown user (WRONGPASS)", "redis://nobody:pw@" + srv.Addr, true},
+		{"a command the user may not run (NOPERM)", "redis://poller:pw@" + srv.Addr, true},
+		{"keys the user may not read (NOPERM)", "redis://keyless:pw@" + srv.Addr, true},
+		{"no password where one is required (NOAUTH)", "redis://" + locked.Addr, true},
+		{"a working user", "redis://:any@" + srv.Addr, false},
+		{"a refused connection", down.URL(), false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := newStore(t, tt.url, WithTimeout(time.Second))
+			_, _, err := s.Load(context.Background(), apps13)
+			if got := Refused(err); got != tt.want {
+				t.Errorf("Refused(%v) = %v, want %v", err, got, tt.want)
+			}
+		})
+	}
+}
