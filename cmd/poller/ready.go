@@ -32,7 +32,7 @@ func accepted(ctx context.Context, st *store.Store, log *zap.Logger) bool {
 		case err == nil, !said && !store.Refused(err):
 			return true
 		case !said:
-			log.Error("redis refuses this poller, staying unready", zap.Error(err))
+			log.Error("redis refuses this poller, staying unready", zap.String("err", err.Error()))
 			said = true
 		}
 		t := time.NewTimer(acceptRecheck)

@@ -35,7 +35,7 @@ func TestReadinessRefusedVersusOutage(t *testing.T) {
 		if got := readyz(base); got != http.StatusServiceUnavailable {
 			t.Fatalf("readyz got %d, want 503 while Redis refuses the poller", got)
 		}
-		if out := logs.String(); !strings.Contains(out, "WRONGPASS") || strings.Contains(out, "new-secret") {
+		if out := logs.String(); !strings.Contains(out, `"err":"status: WRONGPASS`) || strings.Contains(out, "new-secret") {
 			t.Errorf("want the error line to name WRONGPASS and never the password:\n%s", out)
 		}
 		rs.MustDo("ACL", "SETUSER", "poller", ">new-secret")
