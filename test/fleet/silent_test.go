@@ -59,6 +59,9 @@ func waitFor(wait time.Duration, cond func() bool) bool {
 // is closed.
 func TestSilentRedis(t *testing.T) {
 	redisCode := []string{"github.com/redis/rueidis", "craft-releases/pkg/store", "craft-releases/pkg/poller"}
+	// Clients of earlier tests end in the background after their Close:
+	// wait for them, so that they are not counted as this test's.
+	waitFor(10*time.Second, func() bool { return len(goroutinesIn(redisCode...)) == 0 })
 	before := len(goroutinesIn(redisCode...))
 	silent := silentredis.Start(t)
 	s := newSim(t, outageTiming, defaultApps())
