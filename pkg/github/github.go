@@ -27,11 +27,22 @@ const (
 	DefaultBaseURL        = "https://api.github.com/"
 	DefaultUserAgent      = "craft-releases"
 	DefaultConnectTimeout = 10 * time.Second
-	DefaultRequestTimeout = 30 * time.Second
+	DefaultHeaderTimeout  = 10 * time.Second
+	DefaultRequestTimeout = 15 * time.Second
 
 	// MaxBody is the largest body read from GitHub, in bytes; an answer with
 	// a bigger one fails, and no more than MaxBody+1 bytes of it are read.
 	MaxBody = 4 << 20
+
+	// MaxHeaderBytes bounds an answer's status line and headers; a longer
+	// one fails, read no further. GitHub's are a few KiB.
+	MaxHeaderBytes = 64 << 10
+
+	// MaxETag is the longest ETag kept and sent back as If-None-Match;
+	// GitHub's are under 100 bytes. A longer one, or one that is not an
+	// entity tag, is dropped: the release is kept and the next request is
+	// unconditional.
+	MaxETag = 256
 
 	// MaxRetryAfter is the longest Retry-After honoured; a longer one is
 	// clamped to it.
@@ -57,7 +68,8 @@ type Options struct {
 
 	UserAgent      string        // names the service to GitHub
 	ConnectTimeout time.Duration // for a TCP connection (and TLS handshake)
-	RequestTimeout time.Duration // for a whole request, body included
+	HeaderTimeout  time.Duration // from the request sent to the answer's headers
+	RequestTimeout time.Duration // the budget of a whole request, body included
 
 	Now func() time.Time // the clock that Retry-After counts from
 }
@@ -72,6 +84,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.ConnectTimeout <= 0 {
 		o.ConnectTimeout = DefaultConnectTimeout
+	}
+	if o.HeaderTimeout <= 0 {
+		o.HeaderTimeout = DefaultHeaderTimeout
 	}
 	if o.RequestTimeout <= 0 {
 		o.RequestTimeout = DefaultRequestTimeout
@@ -95,7 +110,8 @@ type Client struct {
 }
 
 // New returns a Client for the API at o.BaseURL. It fails when the URL is not
-// an absolute http or https URL. It sends nothing.
+// an absolute http or https URL, and when a token would go over cleartext
+// http:// to anything but a loopback address. It sends nothing.
 func New(o Options) (*Client, error) {
 	o = o.withDefaults()
 	base, err := url.Parse(o.BaseURL)
@@ -104,6 +120,9 @@ func New(o Options) (*Client, error) {
 	}
 	if (base.Scheme != "http" && base.Scheme != "https") || base.Host == "" {
 		return nil, fmt.Errorf("github api url %q: not an absolute http or https URL", base.Redacted())
+	}
+	if o.Token != "" && base.Scheme == "http" && !Loopback(base.Hostname()) {
+		return nil, errors.New("github api url: a token is sent over http:// only to a loopback address; use https://")
 	}
 	// go-github resolves "repos/…" against the base URL, which must end in
 	// "/". Its WithEnterpriseURLs is not used: it appends "api/v3/" to any
@@ -116,6 +135,8 @@ func New(o Options) (*Client, error) {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.DialContext = dialer.DialContext
 	tr.TLSHandshakeTimeout = o.ConnectTimeout
+	tr.ResponseHeaderTimeout = o.HeaderTimeout
+	tr.MaxResponseHeaderBytes = MaxHeaderBytes
 	hc := &http.Client{
 		Transport: capped{tr},
 		// A renamed repository answers 301: it is reported as a failure, so
@@ -139,13 +160,14 @@ func (c *Client) gh() *gogithub.Client {
 }
 
 // Latest asks GitHub for the latest release of app.Repo ("org/project"),
-// sending etag as If-None-Match when it is not empty, and classifies the
-// answer as spec/github.md says:
+// sending etag as If-None-Match when it is an entity tag of at most MaxETag
+// bytes, and classifies the answer as spec/github.md says:
 //
 //   - 200 with a good release: Fetched, with the filtered release and the
-//     answer's ETag; a bad body (not JSON, a known field of the wrong type, a
+//     answer's ETag ("" when it is not such an entity tag); a bad body (not JSON, a known field of the wrong type, a
 //     draft, a bad tag, over MaxBody bytes): Failed.
 //   - 304: NotModified. A 304 to a request without If-None-Match is Failed.
+//   - headers over MaxHeaderBytes, or none within the header timeout: Failed.
 //   - 404: Fetched with a nil Release and an empty ETag.
 //   - 403 or 429 with a rate-limit signal (status 429, x-ratelimit-remaining
 //     0, a Retry-After of whole seconds, or go-github's secondary rate limit):
@@ -158,7 +180,7 @@ func (c *Client) gh() *gogithub.Client {
 //
 // Remaining and Reset come from the answer's x-ratelimit-* headers (Remaining
 // -1 when unknown). The request and its body are bounded by the request
-// timeout. No error, ETag or release returned contains the token: an answer
+// timeout, its budget. No error, ETag or release returned contains the token: an answer
 // whose ETag or release would contain it is Failed.
 func (c *Client) Latest(ctx context.Context, app release.App, etag string) release.Answer {
 	a := c.latest(ctx, app.Repo, etag)
@@ -199,9 +221,12 @@ func (c *Client) latest(ctx context.Context, repo, etag string) release.Answer {
 		if c.token != "" && strings.Contains(etag, c.token) {
 			return fail(fmt.Errorf("latest release %s: the etag contains the token", repo))
 		}
+		if !validETag(etag) {
+			etag = ""
+		}
 		a.Outcome, a.Release, a.ETag = release.Fetched, rel, etag
 	case http.StatusNotModified:
-		if etag == "" {
+		if !validETag(etag) {
 			return fail(fmt.Errorf("latest release %s: HTTP 304 to a request without If-None-Match", repo))
 		}
 		a.Outcome = release.NotModified
@@ -235,7 +260,7 @@ func (c *Client) newRequest(gh *gogithub.Client, repo, etag string) (*http.Reque
 	// go-github's NewRequest asks for the v3 media type; GitHub documents this one.
 	req.Header.Set("Accept", mediaType)
 	req.Header.Set("X-GitHub-Api-Version", apiVersion)
-	if etag != "" {
+	if validETag(etag) {
 		req.Header["If-None-Match"] = []string{etag}
 	}
 	if c.token != "" {
@@ -272,6 +297,35 @@ func (c *Client) readRelease(repo string, resp *http.Response) (*release.Release
 		}
 	}
 	return rel, nil
+}
+
+// validETag reports whether etag is an entity tag (RFC 9110 §8.8.3: an
+// optional W/, then a quoted string of visible ASCII but '"') of at most
+// MaxETag bytes.
+func validETag(etag string) bool {
+	if len(etag) > MaxETag {
+		return false
+	}
+	opaque := strings.TrimPrefix(etag, "W/")
+	if len(opaque) < 2 || opaque[0] != '"' || opaque[len(opaque)-1] != '"' {
+		return false
+	}
+	for _, c := range []byte(opaque[1 : len(opaque)-1]) {
+		if c < 0x21 || c == '"' || c > 0x7e {
+			return false
+		}
+	}
+	return true
+}
+
+// Loopback reports whether host (a URL's Hostname) is "localhost" or a
+// loopback IP address: the one place a token may go over cleartext.
+func Loopback(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 // unsent classifies a request that got no answer from GitHub: a transport

@@ -47,21 +47,24 @@ type ghAsset struct {
 // ParseRelease turns the body of GitHub's latest-release answer for repo
 // ("org/project") into the release launchers see. It fails on anything but a
 // JSON object, on a known field of the wrong JSON type (null reads as
-// absent), on a draft, and on a tag_name that is missing, empty or over
-// MaxTag bytes. Unknown fields are ignored. Otherwise:
+// absent), on a draft, and on a tag_name that is missing, over MaxTag bytes
+// or not release.ValidTag (a git ref name, printable throughout). Unknown
+// fields are ignored. Otherwise:
 //
 //   - version is the tag without one leading "v" or "V";
 //   - name is cut to MaxName bytes, or is the tag when empty; notes are the
 //     body cut to MaxNotes bytes. A cut string keeps whole UTF-8 characters
 //     and has "…" appended (3 bytes past the limit);
-//   - html_url is kept only under https://github.com/{repo}/releases/, else
-//     it becomes https://github.com/{repo}/releases/tag/{tag};
+//   - html_url is kept only when it is a page under
+//     https://github.com/{repo}/releases/ that every URL parser reads the
+//     same (see trustedDownload), else it becomes release.TagURL(repo, tag);
 //   - assets keep GitHub's order. An asset is dropped when its name is
 //     missing, empty, over MaxAssetName bytes, starts with "." or holds a
-//     control character or one of / \ : < > " | ? *; when its size is
-//     negative; or when its browser_download_url is not under
-//     https://github.com/{repo}/releases/download/. At most MaxAssets remain,
-//     always as a non-nil slice;
+//     control character, a bidirectional formatting character
+//     (release.Bidi) or one of / \ : < > " | ? *; when its size is negative
+//     or over release.MaxSizeBytes; or when its browser_download_url is not
+//     exactly this asset's download URL (trustedDownload). At most MaxAssets
+//     remain, always as a non-nil slice;
 //   - sha256 is the digest "sha256:<64 hex digits>" lowercased, else nil;
 //     platform is release.ParseAsset of the name.
 //
@@ -79,6 +82,8 @@ func ParseRelease(repo string, body []byte) (*release.Release, error) {
 		return nil, errors.New("release has no tag_name")
 	case len(tag) > MaxTag:
 		return nil, fmt.Errorf("tag_name of %d bytes is over %d", len(tag), MaxTag)
+	case !release.ValidTag(tag):
+		return nil, fmt.Errorf("tag_name %q is not a valid git ref name", tag)
 	}
 	tag, version := gr.TagName, gr.TagName
 	if tag[0] == 'v' || tag[0] == 'V' {
@@ -97,8 +102,8 @@ func ParseRelease(repo string, body []byte) (*release.Release, error) {
 	if r.Name == "" {
 		r.Name = tag
 	}
-	if !underRepo(r.HTMLURL, repo, "/releases/") {
-		r.HTMLURL = "https://github.com/" + repo + "/releases/tag/" + tag
+	if !trustedPage(r.HTMLURL, repo) {
+		r.HTMLURL = release.TagURL(repo, tag)
 	}
 	if r.PublishedAt != nil && r.PublishedAt.IsZero() {
 		r.PublishedAt = nil
@@ -107,8 +112,8 @@ func ParseRelease(repo string, body []byte) (*release.Release, error) {
 		if len(r.Assets) == MaxAssets {
 			break
 		}
-		if !goodAssetName(a.Name) || a.Size < 0 ||
-			!underRepo(a.BrowserDownloadURL, repo, "/releases/download/") {
+		if !goodAssetName(a.Name) || a.Size < 0 || a.Size > release.MaxSizeBytes ||
+			!trustedDownload(a.BrowserDownloadURL, repo, tag, a.Name) {
 			continue
 		}
 		r.Assets = append(r.Assets, release.Asset{
@@ -142,18 +147,11 @@ func goodAssetName(name string) bool {
 		return false
 	}
 	for _, r := range name {
-		if unicode.IsControl(r) || strings.ContainsRune(`/\:<>"|?*`, r) {
+		if unicode.IsControl(r) || release.Bidi(r) || strings.ContainsRune(`/\:<>"|?*`, r) {
 			return false
 		}
 	}
 	return true
-}
-
-// underRepo reports whether u starts with https://github.com/{repo}{rest},
-// exactly as github.md has it: a repository in another letter case is another
-// URL, and is not trusted.
-func underRepo(u, repo, rest string) bool {
-	return strings.HasPrefix(u, "https://github.com/"+repo+rest)
 }
 
 // sha256Of reads a digest "sha256:<64 hex digits>" into lowercase hex, or nil.

@@ -3,6 +3,8 @@ package github_test
 import (
 	"encoding/json"
 	"fmt"
+	"math"
+	"net/url"
 	"reflect"
 	"strings"
 	"testing"
@@ -36,13 +38,14 @@ func releaseJSON(t testing.TB, fields map[string]any) []byte {
 	return b
 }
 
-// asset is a good asset of repo with fields replaced; a nil value removes one.
+// asset is a good asset of repo's release v1.2.3 with fields replaced; a nil
+// value removes one. Its download URL is that of its name, unless fields
+// replace it.
 func asset(fields map[string]any) map[string]any {
 	m := map[string]any{
-		"name":                 "photocraft-1.2.3-windows-x64.msi",
-		"size":                 7,
-		"browser_download_url": "https://github.com/" + repo + "/releases/download/v1.2.3/photocraft-1.2.3-windows-x64.msi",
-		"digest":               "sha256:" + strings.Repeat("ab", 32),
+		"name":   "photocraft-1.2.3-windows-x64.msi",
+		"size":   7,
+		"digest": "sha256:" + strings.Repeat("ab", 32),
 	}
 	for k, v := range fields {
 		if v == nil {
@@ -50,6 +53,10 @@ func asset(fields map[string]any) map[string]any {
 			continue
 		}
 		m[k] = v
+	}
+	if _, ok := fields["browser_download_url"]; !ok {
+		name, _ := m["name"].(string)
+		m["browser_download_url"] = release.DownloadURL(repo, "v1.2.3", name)
 	}
 	return m
 }
@@ -274,11 +281,20 @@ func TestParseReleaseAssetFilters(t *testing.T) {
 		{"url over http", map[string]any{"browser_download_url": "http://github.com/" + repo + "/releases/download/v1/a.msi"}, false},
 		{"url on another host", map[string]any{"browser_download_url": "https://objects.example.com/" + repo + "/releases/download/v1/a.msi"}, false},
 		{"url of a tag page", map[string]any{"browser_download_url": "https://github.com/" + repo + "/releases/tag/v1.2.3"}, false},
-		{"url exactly the prefix", map[string]any{"browser_download_url": dl[:len(dl)-len("v1.2.3/")]}, true},
+		{"url exactly the prefix", map[string]any{"browser_download_url": dl[:len(dl)-len("v1.2.3/")]}, false},
+		{"url of another tag", map[string]any{"browser_download_url": "https://github.com/" + repo + "/releases/download/v1/photocraft-1.2.3-windows-x64.msi"}, false},
+		{"url of another asset", map[string]any{"browser_download_url": dl + "photocraft-1.2.3-windows-arm64.msi"}, false},
 		{"size zero", map[string]any{"size": 0}, true},
 		{"size missing", map[string]any{"size": nil}, true},
 		{"size big", map[string]any{"size": int64(1) << 40}, true},
 		{"size negative", map[string]any{"size": -1}, false},
+		{"size 2^53-1", map[string]any{"size": int64(1)<<53 - 1}, true},
+		{"size 2^53+1", map[string]any{"size": int64(1)<<53 + 1}, false},
+		{"size 2^63-1", map[string]any{"size": int64(math.MaxInt64)}, false},
+		{"name with RLO", map[string]any{"name": "photocraft-setup-\u202egpj.msi"}, false},
+		{"name with an isolate", map[string]any{"name": "a\u2066b.msi"}, false},
+		{"name with RLM", map[string]any{"name": "a\u200fb.msi"}, false},
+		{"name escaped in the url", map[string]any{"name": "photo craft+1.msi"}, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -436,8 +452,9 @@ func checkRelease(t testing.TB, repo string, r *release.Release) {
 	if len(r.NotesMarkdown) > github.MaxNotes+len("…") || !utf8.ValidString(r.NotesMarkdown) {
 		t.Errorf("notes of %d bytes: over %d and the ellipsis, or not UTF-8", len(r.NotesMarkdown), github.MaxNotes)
 	}
-	if !hasRepoPrefix(r.HTMLURL, repo, "/releases/") {
-		t.Errorf("html_url %q not under the repo's releases", r.HTMLURL)
+	if !strings.HasPrefix(r.HTMLURL, "https://github.com/"+repo+"/releases/") || strings.ContainsAny(r.HTMLURL, "?#\\ ") ||
+		strings.Contains(r.HTMLURL, "/.") || strings.Contains(strings.ToLower(r.HTMLURL), "%2e") || strings.Contains(strings.ToLower(r.HTMLURL), "%2f") {
+		t.Errorf("html_url %q not plainly under the repo's releases", r.HTMLURL)
 	}
 	if r.Assets == nil || len(r.Assets) > github.MaxAssets {
 		t.Errorf("assets: nil or %d, over %d", len(r.Assets), github.MaxAssets)
@@ -447,10 +464,13 @@ func checkRelease(t testing.TB, repo string, r *release.Release) {
 			strings.ContainsAny(a.Name, `/\:<>"|?*`) || strings.ContainsFunc(a.Name, unicode.IsControl) {
 			t.Errorf("asset name %q kept", a.Name)
 		}
-		if !hasRepoPrefix(a.DownloadURL, repo, "/releases/download/") {
+		if !plainDownload(a.DownloadURL, "/"+repo+"/releases/download/"+r.Tag+"/"+a.Name) {
 			t.Errorf("asset %q: download_url %q kept", a.Name, a.DownloadURL)
 		}
-		if a.SizeBytes < 0 {
+		if strings.ContainsFunc(a.Name, release.Bidi) {
+			t.Errorf("asset name %q with a bidirectional formatting character kept", a.Name)
+		}
+		if a.SizeBytes < 0 || a.SizeBytes > release.MaxSizeBytes {
 			t.Errorf("asset %q: size %d", a.Name, a.SizeBytes)
 		}
 		if a.SHA256 != nil && (len(*a.SHA256) != 64 || strings.Trim(*a.SHA256, "0123456789abcdef") != "") {
@@ -465,10 +485,22 @@ func checkRelease(t testing.TB, repo string, r *release.Release) {
 	}
 }
 
-func hasRepoPrefix(u, repo, rest string) bool {
-	p := "https://github.com/" + repo + rest
-	return len(u) >= len(p) && u[:len("https://github.com/")] == "https://github.com/" &&
-		strings.EqualFold(u[:len(p)], p) && u[len(p)-len(rest):len(p)] == rest
+// plainDownload is an oracle for the download URL filter, by other means:
+// the standard parser finds exactly path on https://github.com, and nothing
+// in the URL is a character or an escape that parsers read differently.
+func plainDownload(raw, path string) bool {
+	u, err := url.Parse(raw)
+	if err != nil || u.Scheme != "https" || u.Host != "github.com" || u.User != nil ||
+		u.RawQuery != "" || u.ForceQuery || u.Fragment != "" || u.Path != path {
+		return false
+	}
+	lower := strings.ToLower(raw)
+	for _, bad := range []string{`\`, "%2e", "%2f", "%5c", "/./", "/../", "#", "?"} {
+		if strings.Contains(lower, bad) {
+			return false
+		}
+	}
+	return !strings.ContainsFunc(raw, func(r rune) bool { return r <= ' ' || r >= 0x7f })
 }
 
 func FuzzParseRelease(f *testing.F) {

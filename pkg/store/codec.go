@@ -150,7 +150,8 @@ func nonNil[T any](s []T) []T {
 }
 
 // decodeRelease reads the "release" field: JSON null (no release) or a release
-// object with a non-empty tag. ok is false for anything else.
+// object with a non-empty tag whose assets' sizes are 0 to
+// release.MaxSizeBytes. ok is false for anything else.
 func decodeRelease(s string) (rel *release.Release, ok bool) {
 	if s == "" {
 		return nil, false
@@ -161,7 +162,15 @@ func decodeRelease(s string) (rel *release.Release, ok bool) {
 	if rel != nil && rel.Tag == "" {
 		return nil, false
 	}
-	if rel != nil && rel.Assets == nil {
+	if rel == nil {
+		return nil, true
+	}
+	for _, a := range rel.Assets {
+		if a.SizeBytes < 0 || a.SizeBytes > release.MaxSizeBytes {
+			return nil, false
+		}
+	}
+	if rel.Assets == nil {
 		rel.Assets = []release.Asset{}
 	}
 	return rel, true

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/storytold/craft-releases/pkg/release"
 )
 
 // Release is a release as GitHub's REST API returns it: the fields the
@@ -93,14 +95,14 @@ func NewRelease(repo, tag string) Release {
 			Size:               int64(1<<20 + 4096*i),
 			Digest:             "sha256:" + hex.EncodeToString(sum[:]),
 			DownloadCount:      int64(7 * i),
-			BrowserDownloadURL: "https://github.com/" + repo + "/releases/download/" + tag + "/" + name,
+			BrowserDownloadURL: release.DownloadURL(repo, tag, name),
 		}
 	}
 	return Release{
 		ID:              42,
 		NodeID:          "RE_kwDOFake",
 		URL:             "https://api.github.com/repos/" + repo + "/releases/42",
-		HTMLURL:         "https://github.com/" + repo + "/releases/tag/" + tag,
+		HTMLURL:         release.TagURL(repo, tag),
 		TagName:         tag,
 		TargetCommitish: "main",
 		Name:            project + " " + tag,

@@ -1,0 +1,81 @@
+package github
+
+import (
+	"net/url"
+	"slices"
+	"strings"
+	"unicode"
+)
+
+// githubOrigin is the one origin release URLs may point at.
+const githubOrigin = "https://github.com"
+
+// trustedDownload reports whether u is exactly the download URL of asset
+// name of release tag of repo ("org/project"): https on github.com, no user
+// info, port, query or fragment, and a path that is, segment by segment once
+// unescaped, /{repo}/releases/download/{tag}/{name} (a "/" in the tag
+// separating segments), with nothing that a URL parser could read another
+// way. A prefix check is not enough: a WHATWG parser (a browser, Electron,
+// Node's URL) resolves "…/download/../../other/repo/…" into another
+// repository. The repository must match in letter case too. It is safe for
+// concurrent use.
+func trustedDownload(u, repo, tag, name string) bool {
+	segs, ok := githubPath(u)
+	want := slices.Concat(strings.Split(repo, "/"), []string{"releases", "download"}, strings.Split(tag, "/"), []string{name})
+	return ok && slices.Equal(segs, want)
+}
+
+// trustedPage reports whether u is a page under the releases of repo:
+// githubPath's rules, and a path of /{repo}/releases/ and one segment or more.
+func trustedPage(u, repo string) bool {
+	segs, ok := githubPath(u)
+	org, project, _ := strings.Cut(repo, "/")
+	return ok && len(segs) > 3 && segs[0] == org && segs[1] == project && segs[2] == "releases"
+}
+
+// githubPath returns the unescaped path segments of u when u is
+// "https://github.com/" followed by a path that every URL parser reads the
+// same: only unreserved characters, sub-delimiters, ':', '@', '/' and
+// well-formed percent escapes (no '\', space, control or non-ASCII
+// character, no '?' or '#'), no empty segment, and no segment that is, once
+// unescaped, "." or "..", or holds a '/', a '\' or a control character.
+func githubPath(u string) ([]string, bool) {
+	rest, ok := strings.CutPrefix(u, githubOrigin+"/")
+	if !ok || rest == "" {
+		return nil, false
+	}
+	for i := 0; i < len(rest); i++ {
+		c := rest[i]
+		switch {
+		case c == '%':
+			if i+2 >= len(rest) || !ishex(rest[i+1]) || !ishex(rest[i+2]) {
+				return nil, false
+			}
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+		case strings.IndexByte("-._~!$&'()*+,;=:@/", c) >= 0:
+		default:
+			return nil, false
+		}
+	}
+	// The standard parser must agree on every part, as a last guard.
+	parsed, err := url.Parse(u)
+	if err != nil || parsed.Scheme != "https" || parsed.Host != "github.com" || parsed.User != nil ||
+		parsed.RawQuery != "" || parsed.ForceQuery || parsed.Fragment != "" || parsed.Opaque != "" {
+		return nil, false
+	}
+	raw := strings.Split(rest, "/")
+	segs := make([]string, len(raw))
+	for i, s := range raw {
+		seg, err := url.PathUnescape(s)
+		if err != nil || seg == "" || seg == "." || seg == ".." ||
+			strings.ContainsAny(seg, `/\`) || strings.ContainsFunc(seg, unicode.IsControl) {
+			return nil, false
+		}
+		segs[i] = seg
+	}
+	return segs, true
+}
+
+func ishex(c byte) bool {
+	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
+}

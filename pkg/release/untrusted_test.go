@@ -1,0 +1,36 @@
+package release_test
+
+import (
+	"testing"
+
+	"github.com/storytold/craft-releases/pkg/release"
+)
+
+func TestDownloadURL(t *testing.T) {
+	tests := []struct{ tag, name, want string }{
+		{"v1.2.3", "a-1.2.3-windows-x64.msi", "https://github.com/o/p/releases/download/v1.2.3/a-1.2.3-windows-x64.msi"},
+		{"release/1.0", "a b#?%.msi", "https://github.com/o/p/releases/download/release/1.0/a%20b%23%3F%25.msi"},
+		{"v1+x", "фото.msi", "https://github.com/o/p/releases/download/v1+x/%D1%84%D0%BE%D1%82%D0%BE.msi"},
+	}
+	for _, tt := range tests {
+		if got := release.DownloadURL("o/p", tt.tag, tt.name); got != tt.want {
+			t.Errorf("DownloadURL(%q, %q) = %q, want %q", tt.tag, tt.name, got, tt.want)
+		}
+	}
+	if got, want := release.TagURL("o/p", "v1#%"), "https://github.com/o/p/releases/tag/v1%23%25"; got != want {
+		t.Errorf("TagURL = %q, want %q", got, want)
+	}
+}
+
+func TestBidi(t *testing.T) {
+	for _, r := range "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u200e\u200f\u061c" {
+		if !release.Bidi(r) {
+			t.Errorf("Bidi(%U) = false", r)
+		}
+	}
+	for _, r := range "aé\u200b\u2029ب" {
+		if release.Bidi(r) {
+			t.Errorf("Bidi(%U) = true", r)
+		}
+	}
+}
