@@ -20,6 +20,10 @@ import (
 	"github.com/storytold/craft-releases/pkg/snapshot"
 )
 
+// IdleTimeout is how long a keep-alive connection may stay idle: just over
+// Cloudflare's proxy idle timeout to origins (900 s).
+const IdleTimeout = 930 * time.Second
+
 // Renderer gives the rendering to serve. Current is called once per request,
 // concurrently, and must neither block nor return nil.
 type Renderer interface {
@@ -52,6 +56,9 @@ type Options struct {
 	Metrics http.Handler
 	// Observer, when not nil, is told about every answered request.
 	Observer Observer
+	// MaxConnections caps the connections Serve holds open (see
+	// DefaultMaxConnections, the cap when it is 0 or less).
+	MaxConnections int
 }
 
 // UnmatchedRoute is the route under which an Observer is told about the
@@ -80,31 +87,39 @@ type Server struct {
 	// Observer. Filled while the server is built, read-only afterwards.
 	observed  map[string]func(code int, took time.Duration)
 	unmatched func(code int, took time.Duration)
+
+	maxConns int
+	nosniff  []string // the X-Content-Type-Options value, built once
 }
 
 // New returns the API's server: GET and HEAD /v1/craft_apps/release_info,
 // /v1/craft_apps/release_info/{app}, /v1/craft_apps/download/{app} and / from
 // r, /healthz, /readyz reporting ready, and /metrics if opts has it.
 func New(r Renderer, ready *Gate, log *zap.Logger, opts Options) *Server {
-	s := newServer(log, opts.Observer)
+	s := newServer(log, opts)
 	s.routes(r, ready, opts.Metrics)
 	return s
 }
 
-// NewHealth returns the poller's server: /healthz, /readyz reporting ready,
-// and /metrics if opts has it.
+// NewHealth returns the server of the ports that are not public (the
+// poller's, the API's metrics port): /healthz, /readyz reporting ready, and
+// /metrics if opts has it.
 func NewHealth(ready *Gate, log *zap.Logger, opts Options) *Server {
-	s := newServer(log, opts.Observer)
+	s := newServer(log, opts)
 	s.routes(nil, ready, opts.Metrics)
 	return s
 }
 
-func newServer(log *zap.Logger, obs Observer) *Server {
+func newServer(log *zap.Logger, opts Options) *Server {
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
 	// zap is the only log: echo's own logger would write a second format.
 	e.Logger.SetOutput(io.Discard)
-	s := &Server{echo: e, log: log, obs: obs}
+	obs := opts.Observer
+	s := &Server{echo: e, log: log, obs: obs, maxConns: opts.MaxConnections, nosniff: []string{"nosniff"}}
+	if s.maxConns <= 0 {
+		s.maxConns = DefaultMaxConnections
+	}
 	if obs != nil {
 		s.observed = make(map[string]func(int, time.Duration))
 		s.unmatched = obs.Route(UnmatchedRoute)
@@ -113,31 +128,42 @@ func newServer(log *zap.Logger, obs Observer) *Server {
 	return s
 }
 
-// ServeHTTP answers one request.
-func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.echo.ServeHTTP(w, r) }
+// ServeHTTP answers one request. Every answer carries
+// X-Content-Type-Options: nosniff, so that no browser reads one as anything
+// but its Content-Type.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	w.Header()[hdrContentTypeOptions] = s.nosniff
+	s.echo.ServeHTTP(w, r)
+}
 
 // Serve answers HTTP requests on ln until ctx is done, then shuts down
 // gracefully: it stops accepting, closes idle connections, and waits at most
 // shutdownTimeout for the requests in flight before closing what is left.
+// It holds at most the server's MaxConnections open: at the cap, the oldest
+// idle keep-alive connection is closed for a new one, which waits only when
+// none is idle.
 // It closes ln. It returns nil after a graceful shutdown, and an error when
 // serving failed or requests were still running at the deadline. Callers
 // behind a load balancer close the readiness Gate a moment before ctx ends,
 // so that the balancer sees the 503 and stops sending traffic.
 func (s *Server) Serve(ctx context.Context, ln net.Listener, shutdownTimeout time.Duration) error {
+	limited := newLimitListener(ln, s.maxConns)
 	srv := &http.Server{
 		Handler:           s,
+		ConnState:         limited.state,
 		ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout:       10 * time.Second,
 		WriteTimeout:      30 * time.Second,
 		// Longer than Cloudflare's 900 s proxy idle timeout, so that the
 		// proxy, not the origin, closes an idle keep-alive connection and
-		// never sends a request on one the origin just closed.
-		IdleTimeout:    930 * time.Second,
+		// never sends a request on one the origin just closed. The
+		// connection cap bounds what idle connections can cost meanwhile.
+		IdleTimeout:    IdleTimeout,
 		MaxHeaderBytes: 64 << 10,
 		ErrorLog:       zap.NewStdLog(s.log.With(zap.String("addr", ln.Addr().String()))),
 	}
 	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
+	go func() { served <- srv.Serve(limited) }()
 
 	select {
 	case err := <-served:

@@ -52,3 +52,25 @@ func (t text) write(c echo.Context, status int) error {
 	}
 	return nil
 }
+
+// options answers OPTIONS of a route with 204 and the methods it allows,
+// and the Vary that the route's other answers carry: Accept-Encoding where
+// they may be gzipped (wire.md), User-Agent for a download link.
+func options(path string) echo.HandlerFunc {
+	allow := []string{"GET, HEAD, OPTIONS"}
+	var vary []string
+	switch path {
+	case ReleaseInfoPath, ReleaseInfoAppPath, PagePath:
+		vary = varyEncoding
+	case DownloadPath:
+		vary = []string{"User-Agent"}
+	}
+	return func(c echo.Context) error {
+		h := c.Response().Header()
+		h[hdrAllow] = allow
+		if vary != nil {
+			h[hdrVary] = vary
+		}
+		return c.NoContent(http.StatusNoContent)
+	}
+}

@@ -10,7 +10,8 @@ import (
 	"go.uber.org/zap"
 )
 
-// observe returns the middleware of the route registered as path. It turns a
+// observe returns the middleware of the route registered as path. It answers
+// a GET or HEAD with a body 400 (refuseBody), turns a
 // panic into a logged 500 and answers a handler's error itself, so that the
 // status code is final when it tells the Observer, if any, about the request.
 // When the log is at debug level it also writes one access-log line per
@@ -62,9 +63,26 @@ func (s *Server) observe(path string) echo.MiddlewareFunc {
 						zap.Duration("took", took))
 				}
 			}()
+			if err := refuseBody(c); err != nil {
+				return err
+			}
 			return next(c)
 		}
 	}
+}
+
+// refuseBody returns a 400 error for a GET or HEAD request that has a body
+// (a Transfer-Encoding or a non-zero Content-Length), and sets Connection:
+// close on the answer: such a message has no defined meaning (RFC 9110
+// §9.3.1), and where its body ends is how requests get smuggled past a
+// proxy (RFC 9112 §6.1), so the connection is not reused.
+func refuseBody(c echo.Context) error {
+	r := c.Request()
+	if (r.Method != http.MethodGet && r.Method != http.MethodHead) || (r.ContentLength == 0 && len(r.TransferEncoding) == 0) {
+		return nil
+	}
+	c.Response().Header().Set(hdrConnection, "close")
+	return echo.NewHTTPError(http.StatusBadRequest, "a GET or HEAD request must not have a body")
 }
 
 // unrouted is echo's error handler, which only the requests that no route
@@ -72,8 +90,12 @@ func (s *Server) observe(path string) echo.MiddlewareFunc {
 // (no route has the path) and 405 (a route has the path, not the method),
 // told to the Observer under UnmatchedRoute and the route's path. Their time
 // is that of writing the answer, since routing them costs next to nothing
-// and no middleware ran before.
+// and no middleware ran before. A GET or HEAD with a body is answered 400
+// here too.
 func (s *Server) unrouted(err error, c echo.Context) {
+	if bad := refuseBody(c); bad != nil {
+		err = bad
+	}
 	if s.obs == nil {
 		s.handleError(err, c)
 		return

@@ -11,14 +11,17 @@ import (
 
 // Canonical header keys, so that handlers assign to the header map directly.
 const (
-	hdrAcceptEncoding  = "Accept-Encoding"
-	hdrCacheControl    = "Cache-Control"
-	hdrContentEncoding = "Content-Encoding"
-	hdrContentLength   = "Content-Length"
-	hdrContentType     = "Content-Type"
-	hdrETag            = "Etag"
-	hdrIfNoneMatch     = "If-None-Match"
-	hdrVary            = "Vary"
+	hdrAcceptEncoding     = "Accept-Encoding"
+	hdrAllow              = "Allow"
+	hdrConnection         = "Connection"
+	hdrContentTypeOptions = "X-Content-Type-Options"
+	hdrCacheControl       = "Cache-Control"
+	hdrContentEncoding    = "Content-Encoding"
+	hdrContentLength      = "Content-Length"
+	hdrContentType        = "Content-Type"
+	hdrETag               = "Etag"
+	hdrIfNoneMatch        = "If-None-Match"
+	hdrVary               = "Vary"
 )
 
 // releaseInfo serves the current rendering's full answer.

@@ -21,22 +21,29 @@ const (
 )
 
 // routes lists every route of both servers. A nil r leaves out the endpoint,
-// as on the poller's port; a nil metrics leaves out /metrics. Paths that are
-// not listed answer 404, listed paths asked with another method 405.
+// as on the poller's port; a nil metrics leaves out /metrics. Every route
+// answers GET, HEAD and OPTIONS (204 with Allow, through the same middleware,
+// so it is counted). Paths that are not listed answer 404, listed paths
+// asked with another method 405.
 func (s *Server) routes(r Renderer, ready *Gate, metrics http.Handler) {
-	// The middleware is applied to each handler once, here, rather than
-	// with echo's Use, which rebuilds the chain and allocates on every request.
-	getOrHead := []string{http.MethodGet, http.MethodHead}
-
 	if r != nil {
-		s.echo.Match(getOrHead, ReleaseInfoPath, s.observe(ReleaseInfoPath)(releaseInfo(r)))
-		s.echo.Match(getOrHead, ReleaseInfoAppPath, s.observe(ReleaseInfoAppPath)(releaseInfoApp(r)))
-		s.echo.Match(getOrHead, DownloadPath, s.observe(DownloadPath)(downloadRedirect(r)))
-		s.echo.Match(getOrHead, PagePath, s.observe(PagePath)(releasePage(r)))
+		s.get(ReleaseInfoPath, releaseInfo(r))
+		s.get(ReleaseInfoAppPath, releaseInfoApp(r))
+		s.get(DownloadPath, downloadRedirect(r))
+		s.get(PagePath, releasePage(r))
 	}
-	s.echo.Match(getOrHead, HealthzPath, s.observe(HealthzPath)(healthz()))
-	s.echo.Match(getOrHead, ReadyzPath, s.observe(ReadyzPath)(readyz(ready)))
+	s.get(HealthzPath, healthz())
+	s.get(ReadyzPath, readyz(ready))
 	if metrics != nil {
-		s.echo.GET(MetricsPath, s.observe(MetricsPath)(echo.WrapHandler(metrics)))
+		s.get(MetricsPath, echo.WrapHandler(metrics))
 	}
+}
+
+// get registers h for GET and HEAD of path, and OPTIONS. The middleware is
+// applied to each handler once, here, rather than with echo's Use, which
+// rebuilds the chain and allocates on every request.
+func (s *Server) get(path string, h echo.HandlerFunc) {
+	mw := s.observe(path)
+	s.echo.Match([]string{http.MethodGet, http.MethodHead}, path, mw(h))
+	s.echo.OPTIONS(path, mw(options(path)))
 }
