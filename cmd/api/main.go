@@ -74,13 +74,20 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	reg.MustRegister(requests)
 
 	// Listen before anything can wait on Redis or GitHub, so /healthz answers
-	// from the first second.
+	// from the first second. The endpoint's port is public; /metrics is on
+	// a port of its own that the Service does not expose.
 	ln, err := net.Listen("tcp", cfg.HTTPAddr)
 	if err != nil {
 		return fmt.Errorf("listen %s: %w", cfg.HTTPAddr, err)
 	}
-	log.Info("listening", zap.String("addr", ln.Addr().String()))
-	server := api.New(snap, gate, log, api.Options{Metrics: metrics.Handler(reg, log), Observer: requests})
+	mln, err := net.Listen("tcp", cfg.MetricsAddr)
+	if err != nil {
+		ln.Close()
+		return fmt.Errorf("listen %s: %w", cfg.MetricsAddr, err)
+	}
+	log.Info("listening", zap.String("addr", ln.Addr().String()), zap.String("metrics_addr", mln.Addr().String()))
+	server := api.New(snap, gate, log, api.Options{Observer: requests, MaxConnections: cfg.MaxConnections})
+	private := api.NewHealth(gate, log, api.Options{Metrics: metrics.Handler(reg, log), Observer: requests})
 
 	// Shutdown is ordered: unready at once, keep answering for a moment so
 	// that probes and load balancers see the 503, drain the requests in
@@ -109,7 +116,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		}
 		return nil
 	})
-	serveErr := server.Serve(serveCtx, ln, cfg.ShutdownTimeout-drain)
+	var serving errgroup.Group
+	serving.Go(func() error { return server.Serve(serveCtx, ln, cfg.ShutdownTimeout-drain) })
+	serving.Go(func() error { return private.Serve(serveCtx, mln, cfg.ShutdownTimeout-drain) })
+	serveErr := serving.Wait()
 	stopWork()
 	if err := errors.Join(serveErr, g.Wait()); err != nil {
 		return err

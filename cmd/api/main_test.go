@@ -21,10 +21,11 @@ const infoPath = "/v1/craft_apps/release_info"
 
 // process is one in-process run of the api binary.
 type process struct {
-	base   string
-	logs   *testkit.Buffer
-	cancel func()       // cancels run, as SIGTERM does
-	stop   func() error // cancels run and returns its error
+	base    string // the public port
+	private string // the metrics port
+	logs    *testkit.Buffer
+	cancel  func()       // cancels run, as SIGTERM does
+	stop    func() error // cancels run and returns its error
 }
 
 // start runs the api with env on a free port and waits for /healthz.
@@ -32,6 +33,8 @@ func start(t testing.TB, env map[string]string) *process {
 	t.Helper()
 	addr := testkit.FreeAddr(t)
 	env["HTTP_ADDR"] = addr
+	maddr := testkit.FreeAddr(t)
+	env["METRICS_ADDR"] = maddr
 	logs := &testkit.Buffer{}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -40,7 +43,7 @@ func start(t testing.TB, env map[string]string) *process {
 	}()
 	var once sync.Once
 	var runErr error
-	p := &process{base: "http://" + addr, logs: logs, cancel: cancel, stop: func() error {
+	p := &process{base: "http://" + addr, private: "http://" + maddr, logs: logs, cancel: cancel, stop: func() error {
 		once.Do(func() { cancel(); runErr = <-done })
 		return runErr
 	}}
@@ -336,5 +339,31 @@ func TestShutdownTurnsUnreadyWhileStillAnswering(t *testing.T) {
 	}
 	if err := p.stop(); err != nil {
 		t.Errorf("run got %v, want nil", err)
+	}
+}
+
+// TestMetricsPortApart: /metrics answers only on METRICS_ADDR, which serves
+// the probes too but not the endpoint; the public port serves the endpoint
+// and the probes, and nosniff everywhere (issue 10, findings 3 and 7).
+func TestMetricsPortApart(t *testing.T) {
+	p := start(t, map[string]string{"CRAFT_APPS_RELEASE_POLLING_ENABLED": "false"})
+	tests := []struct {
+		url  string
+		want int
+	}{
+		{p.base + infoPath, http.StatusOK},
+		{p.base + "/healthz", http.StatusOK},
+		{p.base + "/readyz", http.StatusOK},
+		{p.base + "/metrics", http.StatusNotFound},
+		{p.private + "/metrics", http.StatusOK},
+		{p.private + "/healthz", http.StatusOK},
+		{p.private + "/readyz", http.StatusOK},
+		{p.private + infoPath, http.StatusNotFound},
+	}
+	for _, tt := range tests {
+		res, _ := get(t, tt.url)
+		if res.StatusCode != tt.want || res.Header.Get("X-Content-Type-Options") != "nosniff" {
+			t.Errorf("GET %s: %d, X-Content-Type-Options %q; want %d, nosniff", tt.url, res.StatusCode, res.Header.Get("X-Content-Type-Options"), tt.want)
+		}
 	}
 }

@@ -35,7 +35,7 @@ func TestMetrics(t *testing.T) {
 	// One round in the test's lifetime: an app fetched is not due for 45 s.
 	env["CRAFT_APPS_RELEASE_POLL_INTERVAL_SECS"] = "60"
 	p := start(t, env)
-	metricsURL := p.base + "/metrics"
+	metricsURL := p.private + "/metrics"
 	testkit.Eventually(t, "the first round ended", func() bool {
 		return testkit.Scrape(t, metricsURL)[`craft_poller_mode{mode="standalone"}`] == 1
 	})
@@ -165,7 +165,7 @@ func TestMetricsSplit(t *testing.T) {
 	put("photocraft", photoAt)
 
 	p := start(t, map[string]string{"REDIS_URL": rs.URL(), "CRAFT_APPS_RELEASE_APPS": testApps})
-	metricsURL := p.base + "/metrics"
+	metricsURL := p.private + "/metrics"
 	testkit.Eventually(t, "the first load from Redis", func() bool { r, _ := get(t, p.base+"/readyz"); return r.StatusCode == http.StatusOK })
 	got := testkit.Scrape(t, metricsURL)
 	for _, tt := range []struct {

@@ -53,7 +53,9 @@ type Polling struct {
 type API struct {
 	Shared
 	Polling
-	HTTPAddr        string // host:port of the endpoint, /healthz, /readyz and /metrics
+	HTTPAddr        string // host:port of the endpoint, /healthz and /readyz: the public port
+	MetricsAddr     string // host:port of /metrics, /healthz and /readyz: not public
+	MaxConnections  int    // the cap on open connections of HTTPAddr
 	HydrateTimeout  time.Duration
 	ShutdownTimeout time.Duration
 }
@@ -81,13 +83,19 @@ func LoadAPI(getenv func(string) string) (API, []string, error) {
 	parseErr := parse(&raw, getenv)
 	var c checker
 	a := API{
-		Shared:   raw.Shared.check(&c),
-		HTTPAddr: raw.HTTPAddr,
+		Shared:      raw.Shared.check(&c),
+		HTTPAddr:    raw.HTTPAddr,
+		MetricsAddr: raw.MetricsAddr,
 	}
+	a.MaxConnections = int(c.atLeast("HTTP_MAX_CONNECTIONS", time.Duration(raw.MaxConnections), 1, 1, ""))
 	a.HydrateTimeout = c.atLeast("CRAFT_APPS_HYDRATE_TIMEOUT_SECS", time.Duration(raw.HydrateTimeout), 0, time.Second, "")
 	a.ShutdownTimeout = c.atLeast("SHUTDOWN_TIMEOUT_SECS", time.Duration(raw.ShutdownTimeout), 0, time.Second, "")
 	a.Polling = raw.Polling.check(&c, a.GitHubAPIURL)
-	c.checkAddr(a.HTTPAddr)
+	c.checkAddr("HTTP_ADDR", a.HTTPAddr)
+	c.checkAddr("METRICS_ADDR", a.MetricsAddr)
+	if samePort(a.HTTPAddr, a.MetricsAddr) {
+		c.fail("METRICS_ADDR", "%q has the port of HTTP_ADDR: /metrics is served on a port of its own, which is not public", a.MetricsAddr)
+	}
 	if err := errors.Join(parseErr, c.err()); err != nil {
 		return API{}, nil, err
 	}
@@ -108,7 +116,7 @@ func LoadPoller(getenv func(string) string) (Poller, []string, error) {
 		ShutdownTimeout: c.atLeast("SHUTDOWN_TIMEOUT_SECS", time.Duration(raw.ShutdownTimeout), 0, time.Second, ""),
 	}
 	p.Polling = raw.Polling.check(&c, p.GitHubAPIURL)
-	c.checkAddr(p.HTTPAddr)
+	c.checkAddr("HTTP_ADDR", p.HTTPAddr)
 	p.MySQL = raw.MySQL.check(&c)
 	if p.RedisURL == "" && p.CoordinationEnabled {
 		c.fail("REDIS_URL", "empty; the poller needs Redis unless CRAFT_APPS_RELEASE_COORDINATION_ENABLED=false")
@@ -143,6 +151,8 @@ func (p Polling) Timing() schedule.Timing {
 func (a API) Fields() []zap.Field {
 	return append(append(a.Shared.fields(), a.Polling.fields()...),
 		zap.String("http_addr", a.HTTPAddr),
+		zap.String("metrics_addr", a.MetricsAddr),
+		zap.Int("max_connections", a.MaxConnections),
 		zap.Duration("hydrate_timeout", a.HydrateTimeout),
 		zap.Duration("shutdown_timeout", a.ShutdownTimeout),
 		zap.Bool("standalone", a.Standalone()),
@@ -209,10 +219,18 @@ func (c *checker) atLeast(name string, d, floor, unit time.Duration, why string)
 	return floor
 }
 
-func (c *checker) checkAddr(addr string) {
+func (c *checker) checkAddr(name, addr string) {
 	if _, port, err := net.SplitHostPort(addr); err != nil || port == "" {
-		c.fail("HTTP_ADDR", "%q is not host:port (such as :8080)", addr)
+		c.fail(name, "%q is not host:port (such as :8080)", addr)
 	}
+}
+
+// samePort reports whether two listen addresses name the same port; port 0
+// (any free port) is never the same.
+func samePort(a, b string) bool {
+	_, pa, errA := net.SplitHostPort(a)
+	_, pb, errB := net.SplitHostPort(b)
+	return errA == nil && errB == nil && pa != "" && pa != "0" && pa == pb
 }
 
 func (r sharedEnv) check(c *checker) Shared {
@@ -271,6 +289,9 @@ func (r pollingEnv) check(c *checker, apiURL string) Polling {
 	if r.PollInterval != nil {
 		interval = time.Duration(*r.PollInterval)
 	}
+	if p.GitHubToken != "" && cleartext(apiURL) {
+		c.fail("CRAFT_APPS_RELEASE_GITHUB_TOKEN", "is set, and CRAFT_APPS_RELEASE_GITHUB_API_URL is http:// to a host that is not loopback: a token goes over cleartext only to loopback (use https://)")
+	}
 	p.PollInterval = c.atLeast("CRAFT_APPS_RELEASE_POLL_INTERVAL_SECS", interval, minimum, time.Second, why)
 	p.MaxBackoff = c.atLeast("CRAFT_APPS_RELEASE_MAX_BACKOFF_SECS", time.Duration(r.MaxBackoff), p.PollInterval, time.Second, " (the poll interval)")
 	p.Tick = c.atLeast("CRAFT_APPS_RELEASE_TICK_SECS", time.Duration(r.Tick), time.Second, time.Second, "")
@@ -302,6 +323,18 @@ func normalizeAPIURL(s string) (string, error) {
 	return u.String(), nil
 }
 
+// cleartext reports whether apiURL, normalised, is http:// to a host that is
+// not loopback, where a token would cross the network in the clear.
+func cleartext(apiURL string) bool {
+	u, err := url.Parse(apiURL)
+	if err != nil || u.Scheme != "http" {
+		return false
+	}
+	// As github.New decides it, without importing the GitHub client here.
+	ip := net.ParseIP(u.Hostname())
+	return !strings.EqualFold(u.Hostname(), "localhost") && (ip == nil || !ip.IsLoopback())
+}
+
 // isGitHub reports whether apiURL, normalised, is GitHub's own API. Only the
 // host counts, so that no spelling of the URL escapes GitHub's minimum.
 func isGitHub(apiURL string) bool {
@@ -309,25 +342,32 @@ func isGitHub(apiURL string) bool {
 	return err == nil && strings.EqualFold(strings.TrimSuffix(u.Hostname(), "."), "api.github.com")
 }
 
+// badRedisURL is the one message for a REDIS_URL that does not parse. It
+// quotes nothing: what is wrong may be a password holding a character that
+// must be percent-encoded, and a piece of it would then show as a host, a
+// port or a database.
+const badRedisURL = "not a valid URL (want redis://[user:password@]host:port[/db], with any of @ / ? # % : in the user or password percent-encoded)"
+
 // redisURLProblem says what is wrong with a REDIS_URL, or "" when rueidis
-// accepts it. It never repeats the URL's password: url.Parse's errors quote
-// the whole URL, so they are replaced by a message of our own.
+// accepts it. Its messages are fixed and never repeat any of the URL. A URL
+// with an '@' after its host (in the path, query or fragment) or a '#' is
+// refused: it is a password with a '/', '?' or '#' that was not
+// percent-encoded, whose second half would otherwise be dialled as a host.
 func redisURLProblem(s string) string {
 	u, err := url.Parse(s)
-	if err != nil {
-		return "not a URL (want redis://[user:password@]host:port[/db], special characters of the password percent-encoded)"
+	if err != nil || strings.Contains(s, "#") {
+		return badRedisURL
 	}
 	switch u.Scheme {
 	case "redis", "rediss", "unix", "valkey", "valkeys":
 	default:
-		return fmt.Sprintf("scheme %q is not redis, rediss or unix (want redis://[user:password@]host:port[/db])", u.Scheme)
+		return "the scheme is not redis, rediss or unix (want redis://[user:password@]host:port[/db])"
+	}
+	if strings.Contains(u.Path, "@") || strings.Contains(u.RawQuery, "@") {
+		return badRedisURL
 	}
 	if _, err := rueidis.ParseURL(s); err != nil {
-		msg := strings.TrimPrefix(err.Error(), "redis: ")
-		if password, ok := u.User.Password(); ok && password != "" {
-			msg = strings.ReplaceAll(msg, password, "xxxxx")
-		}
-		return msg
+		return badRedisURL
 	}
 	return ""
 }

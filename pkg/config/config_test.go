@@ -104,6 +104,8 @@ func TestLoadAPIDefaults(t *testing.T) {
 		Shared:          defaultShared(),
 		Polling:         defaultPolling(),
 		HTTPAddr:        ":8080",
+		MetricsAddr:     ":9090",
+		MaxConnections:  1024,
 		HydrateTimeout:  10 * time.Second,
 		ShutdownTimeout: 15 * time.Second,
 	}
@@ -371,15 +373,15 @@ func TestLoadBad(t *testing.T) {
 		want []string // each must appear in the error
 	}{
 		{"redis url scheme", map[string]string{"REDIS_URL": "http://127.0.0.1:6379"},
-			[]string{`REDIS_URL: scheme "http" is not redis`}},
+			[]string{`REDIS_URL: the scheme is not redis`}},
 		{"redis url without scheme", map[string]string{"REDIS_URL": "127.0.0.1:6379"},
 			[]string{"REDIS_URL: "}},
 		{"redis url bad escape", map[string]string{"REDIS_URL": "redis://:" + password + "%zz@127.0.0.1:6379"},
-			[]string{"REDIS_URL: not a URL"}},
+			[]string{"REDIS_URL: not a valid URL"}},
 		{"redis url database", map[string]string{"REDIS_URL": "redis://:" + password + "@127.0.0.1:6379/zero"},
-			[]string{"REDIS_URL: invalid database number"}},
+			[]string{"REDIS_URL: not a valid URL"}},
 		{"redis url path", map[string]string{"REDIS_URL": "redis://:" + password + "@127.0.0.1:6379/0/" + password},
-			[]string{"REDIS_URL: invalid URL path"}},
+			[]string{"REDIS_URL: not a valid URL"}},
 		{"apps malformed", map[string]string{"CRAFT_APPS_RELEASE_APPS": "good=Good=org/good,bad=Bad"},
 			[]string{`CRAFT_APPS_RELEASE_APPS: entry "bad=Bad"`}},
 		{"apps repeated key", map[string]string{"CRAFT_APPS_RELEASE_APPS": "a=A=org/a,A=Other=org/other"},

@@ -152,7 +152,8 @@ func TestFields(t *testing.T) {
 		fields []zap.Field
 		extra  map[string]any
 	}{
-		{"api", a.Fields(), map[string]any{"http_addr": ":8080", "hydrate_timeout": "10s", "standalone": false}},
+		{"api", a.Fields(), map[string]any{"http_addr": ":8080", "metrics_addr": ":9090", "max_connections": float64(1024),
+			"hydrate_timeout": "10s", "standalone": false}},
 		{"poller", p.Fields(), map[string]any{"http_addr": ":9090", "mysql": false, "mysql_max_connections": float64(4),
 			"mysql_max_lifetime": "10m0s", "mysql_query_timeout": "5s", "mysql_poller_replicas": float64(3), "meta_refresh": "1m0s"}},
 	}

@@ -30,7 +30,7 @@ func TestNames(t *testing.T) {
 		binary string
 		want   []string
 	}{
-		{"api", append(slices.Clone(shared), "HTTP_ADDR", "CRAFT_APPS_HYDRATE_TIMEOUT_SECS", "SHUTDOWN_TIMEOUT_SECS")},
+		{"api", append(slices.Clone(shared), "HTTP_ADDR", "METRICS_ADDR", "HTTP_MAX_CONNECTIONS", "CRAFT_APPS_HYDRATE_TIMEOUT_SECS", "SHUTDOWN_TIMEOUT_SECS")},
 		{"poller", append(slices.Clone(shared), "HTTP_ADDR", "SHUTDOWN_TIMEOUT_SECS",
 			"MYSQL_DSN", "MYSQL_URL", "MYSQL_MAX_CONNECTIONS", "MYSQL_MAX_LIFETIME_SECONDS",
 			"MYSQL_QUERY_TIMEOUT_SECS", "MYSQL_POLLER_REPLICAS", "CRAFT_APPS_META_REFRESH_SECS")},
@@ -66,6 +66,8 @@ func TestUsage(t *testing.T) {
 			"CRAFT_APPS_RELEASE_TICK_SECS":            "30",
 			"CRAFT_APPS_RELEASE_REQUEST_SPACING_MS":   "1000",
 			"HTTP_ADDR":                               ":8080",
+			"METRICS_ADDR":                            ":9090",
+			"HTTP_MAX_CONNECTIONS":                    "1024",
 			"CRAFT_APPS_HYDRATE_TIMEOUT_SECS":         "10",
 			"SHUTDOWN_TIMEOUT_SECS":                   "15",
 		}},

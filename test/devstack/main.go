@@ -129,7 +129,9 @@ func run(args []string) error {
 		}
 	}
 	for i := 1; i <= 2; i++ {
-		if err := startProc(fmt.Sprintf("api-%d", i), map[string]string{"HTTP_ADDR": fmt.Sprintf("127.0.0.1:808%d", i)}, filepath.Join(dir, "api")); err != nil {
+		if err := startProc(fmt.Sprintf("api-%d", i), map[string]string{
+			"HTTP_ADDR": fmt.Sprintf("127.0.0.1:808%d", i), "METRICS_ADDR": fmt.Sprintf("127.0.0.1:918%d", i),
+		}, filepath.Join(dir, "api")); err != nil {
 			return err
 		}
 	}
@@ -137,6 +139,7 @@ func run(args []string) error {
 the split deployment is up; Ctrl-C stops it
   curl -s localhost:8081/v1/craft_apps/release_info     # API pod 1 (pod 2: 8082)
   curl -s localhost:9091/metrics                        # poller 1 (poller 2: 9092)
+  curl -s localhost:9181/metrics                        # API pod 1, its port that is not public (pod 2: 9182)
   REDIS_URL=%s go run ./cmd/poller status
 `, env["REDIS_URL"])
 	<-ctx.Done()

@@ -97,8 +97,8 @@ type proc struct {
 }
 
 // start runs path with exactly env (nothing inherited, so a developer's
-// REDIS_URL or token cannot leak in), HTTP_ADDR on a free loopback port
-// unless env has one, and waits until it logs the address it listens on and
+// REDIS_URL or token cannot leak in), HTTP_ADDR and METRICS_ADDR on free
+// loopback ports unless env has them, and waits until it logs the address it listens on and
 // /healthz answers 200. When the test ends it is stopped with SIGTERM, and
 // the test fails unless it exits 0; its output is shown if the test failed.
 func start(t testing.TB, name, path string, env map[string]string) *proc {
@@ -124,6 +124,9 @@ func launch(t testing.TB, name, path string, env map[string]string) *proc {
 	p.cmd.Env = []string{} // not nil, which would inherit ours
 	if _, ok := env["HTTP_ADDR"]; !ok {
 		p.cmd.Env = append(p.cmd.Env, "HTTP_ADDR=127.0.0.1:0")
+	}
+	if _, ok := env["METRICS_ADDR"]; !ok {
+		p.cmd.Env = append(p.cmd.Env, "METRICS_ADDR=127.0.0.1:0") // the API's; the poller reads none
 	}
 	for k, v := range env {
 		p.cmd.Env = append(p.cmd.Env, k+"="+v)

@@ -24,6 +24,7 @@ type proc struct {
 	slot    int    // 1…3 within its role
 	cmd     *exec.Cmd
 	base    string // "http://" and the address it logged as listening on
+	metrics string // the same for its metrics_addr (an API's METRICS_ADDR); "" for the base
 	started time.Time
 
 	exited chan struct{} // closed once it exited and its output was read
@@ -34,13 +35,13 @@ type proc struct {
 	logged map[string]int // log lines by message
 }
 
-// launch starts path with exactly env (plus HTTP_ADDR on a free loopback
-// port), its output appended to logPath, and waits until it logs the address
-// it listens on.
+// launch starts path with exactly env (plus HTTP_ADDR and, for an API,
+// METRICS_ADDR on free loopback ports), its output appended to logPath, and
+// waits until it logs the addresses it listens on.
 func launch(name, role string, slot int, path, logPath string, env map[string]string) (*proc, error) {
 	p := &proc{name: name, role: role, slot: slot, exited: make(chan struct{}), logged: make(map[string]int)}
 	p.cmd = exec.Command(path)
-	p.cmd.Env = []string{"HTTP_ADDR=127.0.0.1:0"}
+	p.cmd.Env = []string{"HTTP_ADDR=127.0.0.1:0", "METRICS_ADDR=127.0.0.1:0"} // the poller reads no METRICS_ADDR
 	for k, v := range env {
 		p.cmd.Env = append(p.cmd.Env, k+"="+v)
 	}
@@ -62,14 +63,18 @@ func launch(name, role string, slot int, path, logPath string, env map[string]st
 	}
 	w.Close()
 	p.started = time.Now()
-	listening := make(chan string, 1)
+	type addrs struct{ addr, metrics string }
+	listening := make(chan addrs, 1)
 	go func() {
 		sc := bufio.NewScanner(r)
 		sc.Buffer(make([]byte, 64<<10), 4<<20)
 		for sc.Scan() {
 			line := sc.Text()
 			fmt.Fprintln(logFile, line)
-			var rec struct{ Msg, Addr string }
+			var rec struct {
+				Msg, Addr   string
+				MetricsAddr string `json:"metrics_addr"`
+			}
 			if json.Unmarshal([]byte(line), &rec) != nil {
 				continue
 			}
@@ -78,7 +83,7 @@ func launch(name, role string, slot int, path, logPath string, env map[string]st
 			p.mu.Unlock()
 			if rec.Msg == "listening" && rec.Addr != "" {
 				select {
-				case listening <- rec.Addr:
+				case listening <- addrs{rec.Addr, rec.MetricsAddr}:
 				default:
 				}
 			}
@@ -93,8 +98,11 @@ func launch(name, role string, slot int, path, logPath string, env map[string]st
 		close(p.exited)
 	}()
 	select {
-	case addr := <-listening:
-		p.base = "http://" + addr
+	case a := <-listening:
+		p.base = "http://" + a.addr
+		if a.metrics != "" {
+			p.metrics = "http://" + a.metrics
+		}
 		return p, nil
 	case <-p.exited:
 		return nil, fmt.Errorf("%s exited at start-up: %v (log: %s)", name, p.err, logPath)
@@ -159,10 +167,14 @@ func (p *proc) endedAt() time.Time {
 	return p.ended
 }
 
-// metricsURL is where the process serves its Prometheus metrics. It is the one
-// place that knows: when an API pod serves /metrics on a listener of its own
-// (METRICS_ADDR), this is the line to change.
-func metricsURL(p *proc) string { return p.base + "/metrics" }
+// metricsURL is where the process serves its Prometheus metrics: an API pod
+// on its METRICS_ADDR, a poller on its one port.
+func metricsURL(p *proc) string {
+	if p.metrics != "" {
+		return p.metrics + "/metrics"
+	}
+	return p.base + "/metrics"
+}
 
 // processStats is what the soak reads of a process's metrics.
 type processStats struct {
