@@ -95,10 +95,10 @@ func backoffLine(b store.BackoffStatus, now time.Time) string {
 		return "fleet backoff: none"
 	case bo.Active(now):
 		return fmt.Sprintf("fleet backoff: ACTIVE for %s more (until %s), %d bad rounds in a row, set by %s",
-			bo.Until.Sub(now).Round(time.Second), bo.Until.UTC().Format(time.RFC3339), bo.Trouble, orDash(b.By))
+			bo.Until.Sub(now).Round(time.Second), bo.Until.UTC().Format(time.RFC3339), bo.Trouble, orDash(shown(b.By)))
 	default:
 		return fmt.Sprintf("fleet backoff: expired %s ago, %d bad rounds in a row, set by %s",
-			now.Sub(bo.Until).Round(time.Second), bo.Trouble, orDash(b.By))
+			now.Sub(bo.Until).Round(time.Second), bo.Trouble, orDash(shown(b.By)))
 	}
 }
 

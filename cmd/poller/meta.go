@@ -150,7 +150,7 @@ func notices(ctx context.Context, db *meta.DB, args []string, w io.Writer, now f
 		for _, n := range list {
 			if state := n.State(t); all || state != "ended" {
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", n.Ref(), state, when(n.StartsAt), when(n.EndsAt),
-					strconv.Quote(n.Title), orDash(n.Link))
+					strconv.Quote(n.Title), orDash(shown(n.Link)))
 			}
 		}
 		return tw.Flush()
@@ -266,6 +266,13 @@ func parseFlags(fs *flag.FlagSet, args []string) error {
 	if err := fs.Parse(args); errors.Is(err, flag.ErrHelp) {
 		return fmt.Errorf("%s: the flags are listed by poller --help", fs.Name())
 	} else if err != nil {
+		// A time flag's own error names it as it is typed; the flag
+		// package's would say "invalid value … for flag -end".
+		fs.VisitAll(func(f *flag.Flag) {
+			if v, ok := f.Value.(*timeValue); ok && v.err != nil {
+				err = v.err
+			}
+		})
 		return fmt.Errorf("%s: %w", fs.Name(), err)
 	}
 	if fs.NArg() > 0 {
@@ -307,11 +314,16 @@ func reportEnd(w io.Writer, kind string, id int64, ended bool, err error) error 
 	return nil
 }
 
-// timeValue is a flag holding an RFC 3339 time.
-type timeValue struct{ t time.Time }
+// timeValue is a flag holding an RFC 3339 time. The zero time is refused:
+// it is how the rows say "none", which leaving the flag out already says.
+type timeValue struct {
+	name string
+	t    time.Time
+	err  error // why the last Set failed, naming the flag
+}
 
 func timeFlag(fs *flag.FlagSet, name, usage string) *timeValue {
-	v := &timeValue{}
+	v := &timeValue{name: name}
 	fs.Var(v, name, usage)
 	return v
 }
@@ -325,11 +337,16 @@ func (v *timeValue) String() string {
 
 func (v *timeValue) Set(s string) error {
 	t, err := time.Parse(time.RFC3339, s)
-	if err != nil {
-		return fmt.Errorf("%q is not an RFC 3339 time such as 2026-10-10T22:00:00Z", s)
+	switch {
+	case err != nil:
+		v.err = fmt.Errorf("--%s %q is not an RFC 3339 time such as 2026-10-10T22:00:00Z", v.name, s)
+	case t.IsZero():
+		v.err = fmt.Errorf("--%s %q is the zero time, which means none: leave --%s out instead", v.name, s, v.name)
+	default:
+		v.t = t
+		return nil
 	}
-	v.t = t
-	return nil
+	return v.err
 }
 
 // when shows a time of a listing, "-" for none.

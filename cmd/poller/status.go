@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strconv"
 	"text/tabwriter"
 	"time"
 
@@ -12,7 +13,9 @@ import (
 )
 
 // status prints every configured app's shared entry and the fleet backoff as
-// a table an SRE reads at a glance.
+// a table an SRE reads at a glance. What came from outside (a tag, an ETag,
+// a writer's name, all read from Redis) is shown by shown, so that no value
+// can move the cursor, retitle the terminal or break the columns.
 func status(ctx context.Context, getenv func(string) string, w io.Writer, now func() time.Time) error {
 	cfg, _, err := config.LoadPoller(getenv)
 	if err != nil {
@@ -39,14 +42,14 @@ func status(ctx context.Context, getenv func(string) string, w io.Writer, now fu
 	fmt.Fprintln(tw, "APP\tTAG\tFETCHED\tETAG\tCLAIMED\tFAILURES\tLAST FAILURE\tBY\tEXPIRES IN")
 	for _, a := range apps {
 		if !a.Exists {
-			fmt.Fprintf(tw, "%s\t(no entry)\t-\t-\t-\t-\t-\t-\t-\n", a.App)
+			fmt.Fprintf(tw, "%s\t(no entry)\t-\t-\t-\t-\t-\t-\t-\n", shown(a.App))
 			continue
 		}
 		e := a.Entry
 		tag := "-"
 		switch {
 		case e.Release != nil:
-			tag = e.Release.Tag
+			tag = shown(e.Release.Tag)
 		case e.Fetched():
 			tag = "(no release)"
 		case a.Version != "1":
@@ -57,8 +60,8 @@ func status(ctx context.Context, getenv func(string) string, w io.Writer, now fu
 			failures, failed = fmt.Sprint(e.Failures), ago(t, e.FailedAt)
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n",
-			a.App, tag, ago(t, e.FetchedAt), orDash(e.ETag), ago(t, e.ClaimedAt),
-			failures, failed, orDash(a.By), ttl(a.TTL))
+			shown(a.App), tag, ago(t, e.FetchedAt), orDash(shown(e.ETag)), ago(t, e.ClaimedAt),
+			failures, failed, orDash(shown(a.By)), ttl(a.TTL))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -84,6 +87,19 @@ func ttl(d time.Duration) string {
 		return "never"
 	}
 	return d.Round(time.Minute).String()
+}
+
+// shown is how a table shows a value that came from outside: verbatim when
+// it is printable ASCII without spaces, else quoted with every other byte
+// escaped (strconv.QuoteToASCII), so that control sequences, bidirectional
+// overrides, tabs and newlines show as escapes and do nothing.
+func shown(s string) string {
+	for i := 0; i < len(s); i++ {
+		if s[i] <= ' ' || s[i] >= 0x7f {
+			return strconv.QuoteToASCII(s)
+		}
+	}
+	return s
 }
 
 func orDash(s string) string {

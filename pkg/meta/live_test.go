@@ -177,6 +177,8 @@ func TestLiveSkipsBadRows(t *testing.T) {
 	good := addNotice(t, db, meta.Notice{Kind: meta.KindAlert, Title: "good"}, noon)
 	srv.Exec(t, "INSERT INTO "+d.Name+".craft_alerts (title, created_at) VALUES (CONCAT('bell', CHAR(7)), '2026-10-01')")
 	srv.Exec(t, "INSERT INTO "+d.Name+".craft_app_renames (old_name, new_name, created_at) VALUES ('Same', 'Same', '2026-10-01')")
+	// A right-to-left override (U+202E) in a title.
+	srv.Exec(t, "INSERT INTO "+d.Name+".craft_announcements (title, created_at) VALUES (CONCAT('Update ', _utf8mb4 X'E280AE', 'exe.msi'), '2026-10-01')")
 
 	m, skipped, err := db.Live(context.Background(), noon)
 	if err != nil {
@@ -185,7 +187,7 @@ func TestLiveSkipsBadRows(t *testing.T) {
 	if got, want := titles(m), []string{"alert:" + good.Title}; !slices.Equal(got, want) {
 		t.Errorf("live: got %q, want %q", got, want)
 	}
-	if want := []string{"app/1", "alert/2"}; !slices.Equal(skipped, want) {
+	if want := []string{"app/1", "announcement/1", "alert/2"}; !slices.Equal(skipped, want) {
 		t.Errorf("skipped %q, want %q", skipped, want)
 	}
 }

@@ -122,7 +122,9 @@ func (r Rename) Validate() error {
 }
 
 // text checks that s is UTF-8 of at most limit characters without control
-// characters (but newlines and tabs when multiline).
+// characters (but newlines and tabs when multiline) and without
+// bidirectional formatting characters (release.Bidi), which make a title
+// read as another ("Trojan Source").
 func text(what, s string, limit int, multiline bool) error {
 	if !utf8.ValidString(s) {
 		return fmt.Errorf("%s is not valid UTF-8", what)
@@ -138,6 +140,10 @@ func text(what, s string, limit int, multiline bool) error {
 			return fmt.Errorf("%s holds the control character %U (only newlines and tabs are allowed)", what, r)
 		}
 		return fmt.Errorf("%s holds the control character %U (it is one line of text)", what, r)
+	}
+	if i := strings.IndexFunc(s, release.Bidi); i >= 0 {
+		r, _ := utf8.DecodeRuneInString(s[i:])
+		return fmt.Errorf("%s holds the bidirectional formatting character %U, which can make it read as something else", what, r)
 	}
 	return nil
 }
