@@ -211,36 +211,48 @@ func TestImageBinaries(t *testing.T) {
 			if !slices.Contains(paths, LivenessPath) || !slices.Contains(paths, ReadinessPath) {
 				t.Fatalf("the manifests probe %q on the %s, want %s and %s among them", paths, tt.binary, LivenessPath, ReadinessPath)
 			}
-			addr := serve(t, path, tt.env)
-			// The scrape path too: the manifests' scrape annotations and PodMonitor name it.
-			for _, p := range append(slices.Clone(paths), MetricsPath) {
-				resp, err := http.Get("http://" + addr + p)
+			addr, metricsAddr := serve(t, path, tt.env)
+			// The scrape path too, where the manifests' scrape annotations
+			// and PodMonitor look: the API's METRICS_ADDR, the poller's one
+			// port. The API's public port must not serve it.
+			type get struct {
+				addr, path string
+				want       int
+			}
+			gets := []get{{metricsAddr, MetricsPath, http.StatusOK}}
+			for _, p := range paths {
+				gets = append(gets, get{addr, p, http.StatusOK})
+			}
+			if tt.binary == "api" {
+				gets = append(gets, get{addr, MetricsPath, http.StatusNotFound})
+			}
+			for _, p := range gets {
+				resp, err := http.Get("http://" + p.addr + p.path)
 				if err != nil {
 					t.Fatal(err)
 				}
 				resp.Body.Close()
-				if resp.StatusCode != http.StatusOK {
-					t.Errorf("GET %s on the %s: got %s, want 200 OK", p, tt.binary, resp.Status)
+				if resp.StatusCode != p.want {
+					t.Errorf("GET %s on %s of the %s: got %s, want %d", p.path, p.addr, tt.binary, resp.Status, p.want)
 				}
 			}
 		})
 	}
 }
 
-// serve starts the binary at path with env and HTTP_ADDR on a free
-// loopback port, waits until it answers /healthz, and returns its address.
+// serve starts the binary at path with env, HTTP_ADDR and METRICS_ADDR on
+// free loopback ports, waits until it answers /healthz, and returns where
+// it serves /metrics: the API's METRICS_ADDR, the poller's HTTP_ADDR.
 // Cleanup stops it with SIGTERM and wants a clean exit.
-func serve(t testing.TB, path string, env []string) string {
+func serve(t testing.TB, path string, env []string) (addr, metricsAddr string) {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
+	addr, metricsAddr = freeAddr(t), freeAddr(t)
 	var logs bytes.Buffer
 	cmd := exec.Command(path)
-	cmd.Env = append([]string{"HTTP_ADDR=" + addr}, env...)
+	cmd.Env = append([]string{"HTTP_ADDR=" + addr, "METRICS_ADDR=" + metricsAddr}, env...)
+	if filepath.Base(path) == "poller" {
+		metricsAddr = addr
+	}
 	cmd.Stdout, cmd.Stderr = &logs, &logs
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -266,7 +278,7 @@ func serve(t testing.TB, path string, env []string) string {
 		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+LivenessPath, nil)
 		if resp, err := http.DefaultClient.Do(req); err == nil {
 			resp.Body.Close()
-			return addr
+			return addr, metricsAddr
 		}
 		select {
 		case <-exited:
@@ -278,6 +290,17 @@ func serve(t testing.TB, path string, env []string) string {
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
+}
+
+// freeAddr is a loopback host:port that nothing listened on a moment ago.
+func freeAddr(t testing.TB) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
 }
 
 func TestStatic(t *testing.T) {

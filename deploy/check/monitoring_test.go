@@ -162,7 +162,7 @@ func TestAlertChecksCatchBrokenRules(t *testing.T) {
 			s.PrometheusRules[0].Spec.Groups[0].Rules[2].Annotations["runbook_url"] = "https://example.com/ops#nowhere"
 		}, "names no section of docs/operations.md"},
 		{"a PodMonitor on a port the pods lack", func(s *Set) {
-			port := "metrics"
+			port := "http" // the API's public port: the pollers have none
 			s.PodMonitors[0].Spec.PodMetricsEndpoints[0].Port = &port
 		}, "declares no port named"},
 		{"a PodMonitor that misses the pollers", func(s *Set) {

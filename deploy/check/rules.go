@@ -94,10 +94,12 @@ func (s *Set) ours() []workload {
 
 // settings is what a binary makes of a container's environment.
 type settings struct {
-	addr     string        // HTTP_ADDR
-	port     int32         // its port
-	shutdown time.Duration // SHUTDOWN_TIMEOUT_SECS
-	warnings []string      // settings raised to their minimum
+	addr        string        // HTTP_ADDR
+	port        int32         // its port
+	metricsAddr string        // where /metrics is: METRICS_ADDR (api), HTTP_ADDR (poller)
+	metricsPort int32         // its port
+	shutdown    time.Duration // SHUTDOWN_TIMEOUT_SECS
+	warnings    []string      // settings raised to their minimum
 }
 
 // settings loads w's environment with the binary's own configuration code,
@@ -114,24 +116,35 @@ func (s *Set) settings(w workload) (settings, error) {
 	case "api":
 		var cfg config.API
 		cfg, st.warnings, err = config.LoadAPI(getenv)
-		st.addr, st.shutdown = cfg.HTTPAddr, cfg.ShutdownTimeout
+		st.addr, st.metricsAddr, st.shutdown = cfg.HTTPAddr, cfg.MetricsAddr, cfg.ShutdownTimeout
 	case "poller":
 		var cfg config.Poller
 		cfg, st.warnings, err = config.LoadPoller(getenv)
-		st.addr, st.shutdown = cfg.HTTPAddr, cfg.ShutdownTimeout
+		st.addr, st.metricsAddr, st.shutdown = cfg.HTTPAddr, cfg.HTTPAddr, cfg.ShutdownTimeout
 	default:
 		return settings{}, fmt.Errorf("%s runs no binary of the service", w)
 	}
 	if err != nil {
 		return settings{}, fmt.Errorf("%s: the %s would not start: %w", w, w.binary, err)
 	}
-	_, port, _ := net.SplitHostPort(st.addr) // LoadAPI and LoadPoller checked it
+	if st.port, err = numericPort(st.addr); err != nil {
+		return settings{}, fmt.Errorf("%s: HTTP_ADDR %w", w, err)
+	}
+	if st.metricsPort, err = numericPort(st.metricsAddr); err != nil {
+		return settings{}, fmt.Errorf("%s: METRICS_ADDR %w", w, err)
+	}
+	return st, nil
+}
+
+// numericPort is the port of a listen address that LoadAPI or LoadPoller
+// checked, when it is a number.
+func numericPort(addr string) (int32, error) {
+	_, port, _ := net.SplitHostPort(addr)
 	p, err := strconv.ParseInt(port, 10, 32)
 	if err != nil {
-		return settings{}, fmt.Errorf("%s: HTTP_ADDR %q has no numeric port", w, st.addr)
+		return 0, fmt.Errorf("%q has no numeric port", addr)
 	}
-	st.port = int32(p)
-	return st, nil
+	return int32(p), nil
 }
 
 // checkWorkloads: both binaries run, each from the service's image with the
@@ -238,8 +251,13 @@ func checkProbes(s *Set) []string {
 			problems = append(problems, err.Error())
 			continue
 		}
-		if !declares(w.c, st.port) {
-			problems = append(problems, fmt.Sprintf("%s: listens on %s but declares no TCP containerPort %d", w, st.addr, st.port))
+		for _, l := range []struct {
+			addr string
+			port int32
+		}{{st.addr, st.port}, {st.metricsAddr, st.metricsPort}} {
+			if !declares(w.c, l.port) {
+				problems = append(problems, fmt.Sprintf("%s: listens on %s but declares no TCP containerPort %d", w, l.addr, l.port))
+			}
 		}
 		probes := []struct {
 			kind     string
@@ -271,7 +289,8 @@ func checkProbes(s *Set) []string {
 }
 
 // checkScrape: each pod of the service carries the Prometheus scrape
-// annotations, pointing at the port the binary listens on and /metrics.
+// annotations, pointing at the port the binary serves /metrics on (the API's
+// METRICS_ADDR, the poller's HTTP_ADDR) and /metrics.
 func checkScrape(s *Set) []string {
 	var problems []string
 	for _, w := range s.ours() {
@@ -283,7 +302,7 @@ func checkScrape(s *Set) []string {
 		a := w.deploy.Spec.Template.Annotations
 		want := map[string]string{
 			"prometheus.io/scrape": "true",
-			"prometheus.io/port":   fmt.Sprint(st.port),
+			"prometheus.io/port":   fmt.Sprint(st.metricsPort),
 			"prometheus.io/path":   MetricsPath,
 		}
 		for _, k := range slices.Sorted(maps.Keys(want)) {
@@ -528,8 +547,11 @@ func checkToken(s *Set) []string {
 }
 
 // checkNetwork: the NetworkPolicies that select a pod of the service isolate
-// it both ways, let in only the port its binary listens on, and let out only
-// Redis and DNS (and GitHub's HTTPS for the poller).
+// it both ways, let in only the ports its binary listens on, and let out only
+// Redis and DNS (and GitHub's HTTPS for the poller). No rule lets in every
+// source: the public port only from the peers it names, the metrics port
+// only from namespaces named by kubernetes.io/metadata.name (the monitoring
+// namespace), never by an IP block.
 func checkNetwork(s *Set) []string {
 	var problems []string
 	for _, w := range s.ours() {
@@ -556,6 +578,7 @@ func checkNetwork(s *Set) []string {
 				isolatedIn = true
 				for _, r := range np.Spec.Ingress {
 					addPorts(in, w.c, r.Ports)
+					problems = append(problems, checkPeers(np.Name, w, r, st)...)
 				}
 			}
 			if slices.Contains(types, networkingv1.PolicyTypeEgress) {
@@ -569,7 +592,9 @@ func checkNetwork(s *Set) []string {
 			problems = append(problems, fmt.Sprintf("%s: no NetworkPolicy isolates its pods for both ingress and egress", w))
 			continue
 		}
-		if got, want := slices.Sorted(maps.Keys(in)), []string{fmt.Sprintf("TCP/%d", st.port)}; !slices.Equal(got, want) {
+		wantIn := []string{fmt.Sprintf("TCP/%d", st.port), fmt.Sprintf("TCP/%d", st.metricsPort)}
+		slices.Sort(wantIn)
+		if got, want := slices.Sorted(maps.Keys(in)), slices.Compact(wantIn); !slices.Equal(got, want) {
 			problems = append(problems, fmt.Sprintf("%s: NetworkPolicies let in %v, want %v", w, got, want))
 		}
 		if got, want := slices.Sorted(maps.Keys(out)), wantEgress(w.binary); !slices.Equal(got, want) {
@@ -577,6 +602,40 @@ func checkNetwork(s *Set) []string {
 		}
 	}
 	return problems
+}
+
+// checkPeers checks who an ingress rule of policy lets in: somebody, never
+// everybody, and on the metrics port only whole namespaces named by
+// kubernetes.io/metadata.name.
+func checkPeers(policy string, w workload, r networkingv1.NetworkPolicyIngressRule, st settings) []string {
+	ports := map[string]bool{}
+	addPorts(ports, w.c, r.Ports)
+	metrics := ports[fmt.Sprintf("TCP/%d", st.metricsPort)] || ports["any"] || ports["TCP/any"]
+	if len(r.From) == 0 {
+		return []string{fmt.Sprintf("NetworkPolicy %s: lets anyone in to %s on %v; name where the traffic comes from", policy, w, slices.Sorted(maps.Keys(ports)))}
+	}
+	var problems []string
+	for _, peer := range r.From {
+		if everyone(peer) {
+			problems = append(problems, fmt.Sprintf("NetworkPolicy %s: a peer of %s lets everyone in", policy, w))
+		}
+		if metrics && (peer.IPBlock != nil || peer.NamespaceSelector == nil || peer.NamespaceSelector.MatchLabels["kubernetes.io/metadata.name"] == "") {
+			problems = append(problems, fmt.Sprintf("NetworkPolicy %s: lets %s's metrics port %d be reached from more than a namespace named by kubernetes.io/metadata.name", policy, w, st.metricsPort))
+		}
+	}
+	return problems
+}
+
+// everyone reports whether a peer admits every source: an IP block of the
+// whole address space, or every pod of every namespace.
+func everyone(p networkingv1.NetworkPolicyPeer) bool {
+	if p.IPBlock != nil {
+		return (p.IPBlock.CIDR == "0.0.0.0/0" || p.IPBlock.CIDR == "::/0") && len(p.IPBlock.Except) == 0
+	}
+	empty := func(sel *metav1.LabelSelector) bool {
+		return sel != nil && len(sel.MatchLabels) == 0 && len(sel.MatchExpressions) == 0
+	}
+	return empty(p.NamespaceSelector) && (p.PodSelector == nil || empty(p.PodSelector))
 }
 
 // checkAvailability: two or more pollers spread across nodes; the API scaled

@@ -8,6 +8,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
@@ -61,6 +62,17 @@ func poller(t testing.TB, s *Set) *corev1.Container {
 }
 
 // setEnv sets name to value in c's env, in place if it is there.
+func networkPolicy(t testing.TB, s *Set, name string) *networkingv1.NetworkPolicy {
+	t.Helper()
+	for _, np := range s.NetworkPolicies {
+		if np.Name == name {
+			return np
+		}
+	}
+	t.Fatalf("no NetworkPolicy %s", name)
+	return nil
+}
+
 func setEnv(c *corev1.Container, name, value string) {
 	for i := range c.Env {
 		if c.Env[i].Name == name {
@@ -257,7 +269,32 @@ func TestChecksCatchBrokenManifests(t *testing.T) {
 					np.Spec.Ingress[0].Ports[0].Port = ptr(intstr.FromInt32(80))
 				}
 			}
-		}, "let in [TCP/80], want [TCP/8080]"},
+		}, "let in [TCP/80 TCP/9090], want [TCP/8080 TCP/9090]"},
+		{"the API's endpoint open to anyone", "network", func(t testing.TB, s *Set) {
+			networkPolicy(t, s, "craft-releases-api").Spec.Ingress[0].From = nil
+		}, "NetworkPolicy craft-releases-api: lets anyone in to Deployment craft-releases-api container api on [TCP/8080]"},
+		{"the API's endpoint open to every namespace", "network", func(t testing.TB, s *Set) {
+			networkPolicy(t, s, "craft-releases-api").Spec.Ingress[0].From = []networkingv1.NetworkPolicyPeer{{NamespaceSelector: &metav1.LabelSelector{}}}
+		}, "a peer of Deployment craft-releases-api container api lets everyone in"},
+		{"the API's endpoint open to the whole Internet", "network", func(t testing.TB, s *Set) {
+			networkPolicy(t, s, "craft-releases-api").Spec.Ingress[0].From = []networkingv1.NetworkPolicyPeer{{IPBlock: &networkingv1.IPBlock{CIDR: "0.0.0.0/0"}}}
+		}, "lets everyone in"},
+		{"the API's metrics open with the endpoint", "network", func(t testing.TB, s *Set) {
+			np := networkPolicy(t, s, "craft-releases-api")
+			np.Spec.Ingress[0].Ports = append(np.Spec.Ingress[0].Ports, networkingv1.NetworkPolicyPort{Port: ptr(intstr.FromInt32(9090))})
+		}, "lets Deployment craft-releases-api container api's metrics port 9090 be reached from more than a namespace"},
+		{"the pollers' metrics open to an IP block", "network", func(t testing.TB, s *Set) {
+			networkPolicy(t, s, "craft-releases-poller").Spec.Ingress[0].From = []networkingv1.NetworkPolicyPeer{{IPBlock: &networkingv1.IPBlock{CIDR: "10.0.0.0/8"}}}
+		}, "metrics port 9090 be reached from more than a namespace"},
+		{"the API's metrics on the public port", "scrape", func(t testing.TB, s *Set) {
+			deployment(t, s, "craft-releases-api").Spec.Template.Annotations["prometheus.io/port"] = "8080"
+		}, `pod annotation prometheus.io/port is "8080", want "9090"`},
+		{"the API's metrics port undeclared", "probes", func(t testing.TB, s *Set) {
+			api(t, s).Ports = api(t, s).Ports[:1]
+		}, "listens on :9090 but declares no TCP containerPort 9090"},
+		{"a Service exposing the metrics port", "availability", func(t testing.TB, s *Set) {
+			s.Services[0].Spec.Ports = append(s.Services[0].Spec.Ports, corev1.ServicePort{Name: "metrics", Port: 9090, TargetPort: intstr.FromString("metrics")})
+		}, "Service craft-releases-api: port 9090 targets metrics, but the api listens on :8080"},
 		{"no policies", "network", func(t testing.TB, s *Set) {
 			s.NetworkPolicies = nil
 		}, "no NetworkPolicy isolates its pods"},
