@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -17,6 +16,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/storytold/craft-releases/test/testkit"
 )
 
 // dockerfile parses deploy/Dockerfile or fails the test.
@@ -246,7 +247,7 @@ func TestImageBinaries(t *testing.T) {
 // Cleanup stops it with SIGTERM and wants a clean exit.
 func serve(t testing.TB, path string, env []string) (addr, metricsAddr string) {
 	t.Helper()
-	addr, metricsAddr = freeAddr(t), freeAddr(t)
+	addr, metricsAddr = testkit.FreeAddr(t), testkit.FreeAddr(t)
 	var logs bytes.Buffer
 	cmd := exec.Command(path)
 	cmd.Env = append([]string{"HTTP_ADDR=" + addr, "METRICS_ADDR=" + metricsAddr}, env...)
@@ -290,17 +291,6 @@ func serve(t testing.TB, path string, env []string) (addr, metricsAddr string) {
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
-}
-
-// freeAddr is a loopback host:port that nothing listened on a moment ago.
-func freeAddr(t testing.TB) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
 }
 
 func TestStatic(t *testing.T) {

@@ -29,13 +29,20 @@ func TestEveryOverlayPassesEveryCheck(t *testing.T) {
 // deployment returns the Deployment name of s or fails the test.
 func deployment(t testing.TB, s *Set, name string) *appsv1.Deployment {
 	t.Helper()
-	for _, d := range s.Deployments {
-		if d.Name == name {
-			return d
+	return named(t, s.Deployments, "Deployment", name)
+}
+
+// named returns the object of kind called name among objects, or fails the test.
+func named[T interface{ GetName() string }](t testing.TB, objects []T, kind, name string) T {
+	t.Helper()
+	for _, o := range objects {
+		if o.GetName() == name {
+			return o
 		}
 	}
-	t.Fatalf("no Deployment %s", name)
-	return nil
+	t.Fatalf("no %s %s", kind, name)
+	var none T
+	return none
 }
 
 // configMap returns the generated ConfigMap whose name is prefix plus a
@@ -61,18 +68,13 @@ func poller(t testing.TB, s *Set) *corev1.Container {
 	return &deployment(t, s, "craft-releases-poller").Spec.Template.Spec.Containers[0]
 }
 
-// setEnv sets name to value in c's env, in place if it is there.
+// networkPolicy returns the NetworkPolicy name of s or fails the test.
 func networkPolicy(t testing.TB, s *Set, name string) *networkingv1.NetworkPolicy {
 	t.Helper()
-	for _, np := range s.NetworkPolicies {
-		if np.Name == name {
-			return np
-		}
-	}
-	t.Fatalf("no NetworkPolicy %s", name)
-	return nil
+	return named(t, s.NetworkPolicies, "NetworkPolicy", name)
 }
 
+// setEnv sets name to value in c's env, in place if it is there.
 func setEnv(c *corev1.Container, name, value string) {
 	for i := range c.Env {
 		if c.Env[i].Name == name {
