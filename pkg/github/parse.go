@@ -57,13 +57,13 @@ type ghAsset struct {
 //     and has "…" appended (3 bytes past the limit);
 //   - html_url is kept only when it is a page under
 //     https://github.com/{repo}/releases/ that every URL parser reads the
-//     same (see trustedDownload), else it becomes release.TagURL(repo, tag);
+//     same (release.PageRepo), else it becomes release.TagURL(repo, tag);
 //   - assets keep GitHub's order. An asset is dropped when its name is
 //     missing, empty, over MaxAssetName bytes, starts with "." or holds a
 //     control character, a bidirectional formatting character
 //     (release.Bidi) or one of / \ : < > " | ? *; when its size is negative
 //     or over release.MaxSizeBytes; or when its browser_download_url is not
-//     exactly this asset's download URL (trustedDownload). At most MaxAssets
+//     exactly this asset's download URL (release.DownloadRepo). At most MaxAssets
 //     remain, always as a non-nil slice;
 //   - sha256 is the digest "sha256:<64 hex digits>" lowercased, else nil;
 //     platform is release.ParseAsset of the name.
@@ -102,7 +102,7 @@ func ParseRelease(repo string, body []byte) (*release.Release, error) {
 	if r.Name == "" {
 		r.Name = tag
 	}
-	if !trustedPage(r.HTMLURL, repo) {
+	if page, ok := release.PageRepo(r.HTMLURL); !ok || page != repo {
 		r.HTMLURL = release.TagURL(repo, tag)
 	}
 	if r.PublishedAt != nil && r.PublishedAt.IsZero() {
@@ -152,6 +152,13 @@ func goodAssetName(name string) bool {
 		}
 	}
 	return true
+}
+
+// trustedDownload reports whether u is exactly the download URL of asset
+// name of release tag of repo, the repository in the same letter case.
+func trustedDownload(u, repo, tag, name string) bool {
+	got, ok := release.DownloadRepo(u, tag, name)
+	return ok && got == repo
 }
 
 // sha256Of reads a digest "sha256:<64 hex digits>" into lowercase hex, or nil.

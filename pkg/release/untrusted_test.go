@@ -34,3 +34,34 @@ func TestBidi(t *testing.T) {
 		}
 	}
 }
+
+func TestDownloadRepo(t *testing.T) {
+	dl := "https://github.com/o/p/releases/download/"
+	tests := []struct {
+		url, tag, name, want string
+	}{
+		{dl + "v1/a.msi", "v1", "a.msi", "o/p"},
+		{dl + "release/1.0/a%20b.msi", "release/1.0", "a b.msi", "o/p"},
+		{dl + "v1/../../../../x/y/releases/download/v1/a.msi", "v1", "a.msi", ""},
+		{dl + "v1/%2e%2e/a.msi", "v1", "a.msi", ""},
+		{dl + "v1/b.msi", "v1", "a.msi", ""},
+		{dl + "v2/a.msi", "v1", "a.msi", ""},
+		{"https://github.com/o/releases/download/v1/a.msi", "v1", "a.msi", ""},
+		{"https://github.com/../p/releases/download/v1/a.msi", "v1", "a.msi", ""},
+	}
+	for _, tt := range tests {
+		if got, _ := release.DownloadRepo(tt.url, tt.tag, tt.name); got != tt.want {
+			t.Errorf("DownloadRepo(%q, %q, %q) = %q, want %q", tt.url, tt.tag, tt.name, got, tt.want)
+		}
+	}
+	for _, page := range []string{"https://github.com/o/p/releases/tag/v1", "https://github.com/o/p/releases/latest"} {
+		if got, ok := release.PageRepo(page); !ok || got != "o/p" {
+			t.Errorf("PageRepo(%q) = %q, %v; want o/p", page, got, ok)
+		}
+	}
+	for _, page := range []string{"https://github.com/o/p/releases/", "https://github.com/o/p/issues/1", "https://github.com/o/p/releases/../../x/y/releases/z"} {
+		if _, ok := release.PageRepo(page); ok {
+			t.Errorf("PageRepo(%q) ok, want not a releases page", page)
+		}
+	}
+}

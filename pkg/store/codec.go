@@ -150,8 +150,13 @@ func nonNil[T any](s []T) []T {
 }
 
 // decodeRelease reads the "release" field: JSON null (no release) or a release
-// object with a non-empty tag whose assets' sizes are 0 to
-// release.MaxSizeBytes. ok is false for anything else.
+// object whose tag is release.ValidTag, whose html_url, if any, is a page of
+// the releases of a repository (release.PageRepo), and whose assets have
+// sizes of 0 to release.MaxSizeBytes, names without bidirectional formatting
+// characters and download URLs, if any, that are exactly theirs for the tag
+// (release.DownloadRepo). ok is false for anything else: an entry written
+// before those rules were the parser's reads as never fetched, and is asked
+// of GitHub again without an ETag rather than served.
 func decodeRelease(s string) (rel *release.Release, ok bool) {
 	if s == "" {
 		return nil, false
@@ -159,14 +164,18 @@ func decodeRelease(s string) (rel *release.Release, ok bool) {
 	if err := json.Unmarshal([]byte(s), &rel); err != nil {
 		return nil, false
 	}
-	if rel != nil && rel.Tag == "" {
-		return nil, false
-	}
 	if rel == nil {
 		return nil, true
 	}
+	if !release.ValidTag(rel.Tag) {
+		return nil, false
+	}
+	if _, ok := release.PageRepo(rel.HTMLURL); !ok && rel.HTMLURL != "" {
+		return nil, false
+	}
 	for _, a := range rel.Assets {
-		if a.SizeBytes < 0 || a.SizeBytes > release.MaxSizeBytes {
+		if _, ok := release.DownloadRepo(a.DownloadURL, rel.Tag, a.Name); (!ok && a.DownloadURL != "") ||
+			a.SizeBytes < 0 || a.SizeBytes > release.MaxSizeBytes || strings.ContainsFunc(a.Name, release.Bidi) {
 			return nil, false
 		}
 	}

@@ -1,4 +1,4 @@
-package github
+package release
 
 import (
 	"net/url"
@@ -10,35 +10,42 @@ import (
 // githubOrigin is the one origin release URLs may point at.
 const githubOrigin = "https://github.com"
 
-// trustedDownload reports whether u is exactly the download URL of asset
-// name of release tag of repo ("org/project"): https on github.com, no user
+// DownloadRepo returns the repository ("org/project") whose download URL of
+// asset name of release tag u is, exactly: https on github.com, no user
 // info, port, query or fragment, and a path that is, segment by segment once
-// unescaped, /{repo}/releases/download/{tag}/{name} (a "/" in the tag
-// separating segments), with nothing that a URL parser could read another
-// way. A prefix check is not enough: a WHATWG parser (a browser, Electron,
-// Node's URL) resolves "…/download/../../other/repo/…" into another
-// repository. The repository must match in letter case too. It is safe for
-// concurrent use.
-func trustedDownload(u, repo, tag, name string) bool {
+// unescaped, /{org}/{project}/releases/download/{tag}/{name} (a "/" in the
+// tag separating segments), with nothing that a URL parser could read
+// another way (see githubPath). ok is false for any other URL. A prefix
+// check is not enough: a WHATWG parser (a browser, Electron, Node's URL)
+// resolves "…/download/../../other/repo/…" into another repository. It is
+// safe for concurrent use.
+func DownloadRepo(u, tag, name string) (repo string, ok bool) {
 	segs, ok := githubPath(u)
-	want := slices.Concat(strings.Split(repo, "/"), []string{"releases", "download"}, strings.Split(tag, "/"), []string{name})
-	return ok && slices.Equal(segs, want)
+	want := slices.Concat([]string{"releases", "download"}, strings.Split(tag, "/"), []string{name})
+	if !ok || len(segs) != 2+len(want) || !slices.Equal(segs[2:], want) {
+		return "", false
+	}
+	return segs[0] + "/" + segs[1], true
 }
 
-// trustedPage reports whether u is a page under the releases of repo:
-// githubPath's rules, and a path of /{repo}/releases/ and one segment or more.
-func trustedPage(u, repo string) bool {
+// PageRepo returns the repository ("org/project") whose releases u is a page
+// of: githubPath's rules, and a path of /{org}/{project}/releases/ and one
+// segment or more. ok is false for any other URL.
+func PageRepo(u string) (repo string, ok bool) {
 	segs, ok := githubPath(u)
-	org, project, _ := strings.Cut(repo, "/")
-	return ok && len(segs) > 3 && segs[0] == org && segs[1] == project && segs[2] == "releases"
+	if !ok || len(segs) < 4 || segs[2] != "releases" {
+		return "", false
+	}
+	return segs[0] + "/" + segs[1], true
 }
 
 // githubPath returns the unescaped path segments of u when u is
 // "https://github.com/" followed by a path that every URL parser reads the
 // same: only unreserved characters, sub-delimiters, ':', '@', '/' and
 // well-formed percent escapes (no '\', space, control or non-ASCII
-// character, no '?' or '#'), no empty segment, and no segment that is, once
-// unescaped, "." or "..", or holds a '/', a '\' or a control character.
+// character, no '?' or '#'), no empty segment, no segment that is, once
+// unescaped, "." or "..", or holds a '/', a '\' or a control character, and
+// a repository (the first two segments) that ValidRepo accepts.
 func githubPath(u string) ([]string, bool) {
 	rest, ok := strings.CutPrefix(u, githubOrigin+"/")
 	if !ok || rest == "" {
@@ -72,6 +79,9 @@ func githubPath(u string) ([]string, bool) {
 			return nil, false
 		}
 		segs[i] = seg
+	}
+	if len(segs) < 2 || !ValidRepo(segs[0]+"/"+segs[1]) {
+		return nil, false
 	}
 	return segs, true
 }
