@@ -116,16 +116,31 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		}
 		return nil
 	})
-	var serving errgroup.Group
-	serving.Go(func() error { return server.Serve(serveCtx, ln, cfg.ShutdownTimeout-drain) })
-	serving.Go(func() error { return private.Serve(serveCtx, mln, cfg.ShutdownTimeout-drain) })
-	serveErr := serving.Wait()
+	serveErr := serveAll(serveCtx, cfg.ShutdownTimeout-drain, listening{server, ln}, listening{private, mln})
 	stopWork()
 	if err := errors.Join(serveErr, g.Wait()); err != nil {
 		return err
 	}
 	log.Info("stopped")
 	return nil
+}
+
+// listening is a server and the listener it serves on.
+type listening struct {
+	server *api.Server
+	ln     net.Listener
+}
+
+// serveAll serves each of servers until ctx ends, and returns once all of
+// them stopped. When one fails to serve, the others shut down too, so that
+// the pod exits with the error instead of running on half deaf (no metrics,
+// or no public port) until Kubernetes kills it for another reason.
+func serveAll(ctx context.Context, shutdownTimeout time.Duration, servers ...listening) error {
+	g, gctx := errgroup.WithContext(ctx)
+	for _, l := range servers {
+		g.Go(func() error { return l.server.Serve(gctx, l.ln, shutdownTimeout) })
+	}
+	return g.Wait()
 }
 
 // feeder returns the background work that keeps snap up to date, and opens
