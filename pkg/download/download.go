@@ -118,8 +118,11 @@ func Pick(assets []release.Asset, w Want) (i int, ok bool) {
 	return -1, false
 }
 
-// first returns the index of the first asset of w's os and arch with package pkg.
+// first returns the index of the first asset of w's os and arch with package
+// pkg; on macOS, failing that, the first universal build, so that a native
+// build listed after a universal one is still what its arch asks for.
 func first(assets []release.Asset, w Want, pkg string) (int, bool) {
+	universal := -1
 	for i, a := range assets {
 		p := a.Platform
 		if p == nil || p.OS != w.OS || p.PackageType != pkg {
@@ -130,12 +133,13 @@ func first(assets []release.Asset, w Want, pkg string) (int, bool) {
 			if w.Arch == "" {
 				return i, true
 			}
-		case *p.Arch == w.Arch,
-			*p.Arch == release.ArchUniversal && w.OS == release.OSMacOS:
+		case *p.Arch == w.Arch:
 			return i, true
+		case *p.Arch == release.ArchUniversal && w.OS == release.OSMacOS && universal < 0:
+			universal = i
 		}
 	}
-	return -1, false
+	return universal, universal >= 0
 }
 
 // Platforms returns the distinct platforms of assets, in the order of their
