@@ -93,8 +93,12 @@ func TestDownloads(t *testing.T) {
 		url     string
 		trusted bool
 	}{
-		{"under the repository", base + "photocraft-1-linux-x64.deb", true},
-		{"escaped name", base + "photocraft%201-linux-x64.deb", true},
+		{"under the repository", base + "a-1-linux-x64.deb", true},
+		{"escaped name", base + "a%2D1-linux-x64.deb", true},
+		{"another asset's name", base + "b-1-linux-x64.deb", false},
+		{"another tag", "https://github.com/storytold/photocraft/releases/download/v2/a-1-linux-x64.deb", false},
+		{"a query", base + "a-1-linux-x64.deb?x=1", false},
+		{"an encoded dot dot", base + "%2e%2e/%2e%2e/%2e%2e/%2e%2e/evil/x/releases/download/v1/a-1-linux-x64.deb", false},
 		{"another repository", "https://github.com/storytold/vectorcraft/releases/download/v1/photocraft-1-linux-x64.deb", false},
 		{"the repository in another case", "https://github.com/Storytold/photocraft/releases/download/v1/a-1-linux-x64.deb", false},
 		{"a repository with the same prefix", "https://github.com/storytold/photocraft-evil/releases/download/v1/a-1-linux-x64.deb", false},

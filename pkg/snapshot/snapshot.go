@@ -14,7 +14,6 @@ import (
 	"reflect"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -266,7 +265,7 @@ func (s *Snapshot) renderApp(prev *Rendering, a release.App, e release.Entry, ai
 	}
 	if e.Release != nil {
 		for _, as := range e.Release.Assets {
-			if as.Platform != nil && trustedDownload(a.Repo, as.DownloadURL) {
+			if as.Platform != nil && trustedDownload(a.Repo, e.Release.Tag, as) {
 				app.Downloads = append(app.Downloads, as)
 				app.Locations = append(app.Locations, []string{as.DownloadURL})
 			}
@@ -309,26 +308,13 @@ func mustMarshal(v any) []byte {
 	return b
 }
 
-// trustedDownload reports whether u may be a download link's Location: under
-// https://github.com/{repo}/releases/download/, as the GitHub source's filter
-// keeps them (github.md), with no dot segment, backslash, space or control
-// byte. It checks again here because entries also come from Redis.
-func trustedDownload(repo, u string) bool {
-	rest, ok := strings.CutPrefix(u, "https://github.com/"+repo+"/releases/download/")
-	if !ok || rest == "" {
-		return false
-	}
-	for i := range len(rest) {
-		if c := rest[i]; c <= ' ' || c == 0x7f || c == '\\' {
-			return false
-		}
-	}
-	for seg := range strings.SplitSeq(rest, "/") {
-		if seg == "." || seg == ".." || seg == "" {
-			return false
-		}
-	}
-	return true
+// trustedDownload reports whether as may be a download link's Location: its
+// URL is exactly repo's download URL of as in release tag, as the GitHub
+// source's filter keeps them (release.DownloadRepo). It checks again here
+// because entries also come from Redis.
+func trustedDownload(repo, tag string, as release.Asset) bool {
+	got, ok := release.DownloadRepo(as.DownloadURL, tag, as.Name)
+	return ok && got == repo
 }
 
 // compress returns body gzipped with the snapshot's reusable writer.
