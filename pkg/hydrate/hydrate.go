@@ -182,9 +182,10 @@ func (h *Hydrator) Loaded() <-chan struct{} { return h.loaded }
 
 // Refusal returns the error of the last failed exchange with Redis when
 // Redis refused the pod for its configuration: the credentials (WRONGPASS,
-// NOAUTH, another authentication error) or the user's permissions (NOPERM).
-// It returns nil once an exchange works, and for an outage: a refused
-// connection, a timeout, a server that went away.
+// NOAUTH, another authentication error) or the user's permissions (NOPERM),
+// the last such refusal since an exchange last worked, whatever outage
+// (a refused connection, a timeout, a server that went away) came after it.
+// It returns nil once an exchange works, and when Redis never refused the pod.
 func (h *Hydrator) Refusal() error {
 	if err := h.refusal.Load(); err != nil {
 		return *err
@@ -547,10 +548,11 @@ func (h *Hydrator) succeeded() {
 func (h *Hydrator) failed(err error) {
 	h.failures.Add(1)
 	h.connected.Store(false)
+	// A refusal stands until an exchange works: an outage that follows it
+	// (Redis restarting during a rollout with a wrong password) says
+	// nothing of the pod's configuration.
 	if store.Refused(err) {
 		h.refusal.Store(&err)
-	} else {
-		h.refusal.Store(nil)
 	}
 	now := time.Now()
 	h.redis.Down(h.log, now, now, "redis unavailable, serving what is loaded", h.errField(err))

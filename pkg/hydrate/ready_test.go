@@ -14,11 +14,19 @@ import (
 )
 
 // hydrateTimeout stands for CRAFT_APPS_HYDRATE_TIMEOUT_SECS: short, since
-// every case but the first load waits it out.
-const hydrateTimeout = 300 * time.Millisecond
+// every case but the first load waits it out, and long enough for the first
+// exchange with Redis to have failed by then on a loaded machine.
+const hydrateTimeout = time.Second
 
-// readiness runs hs's Ready and reports how often it called open.
+// readiness runs hs's Ready with hydrateTimeout and reports how often it
+// called open.
 func readiness(t testing.TB, hs *harness) *atomic.Int32 {
+	t.Helper()
+	return readinessAfter(t, hs, hydrateTimeout)
+}
+
+// readinessAfter is readiness with the given hydrate timeout.
+func readinessAfter(t testing.TB, hs *harness, hydrateTimeout time.Duration) *atomic.Int32 {
 	t.Helper()
 	var opened atomic.Int32
 	ctx, cancel := context.WithCancel(context.Background())
@@ -115,16 +123,39 @@ func TestReadyRefusedThenAnOutage(t *testing.T) {
 	hs := start(t, "redis://api:new@"+srv.Addr, quiet)
 	opened := readiness(t, hs)
 	waitUntil(t, "the error line", func() bool { return len(refusedLines(hs)) > 0 })
-	srv.Stop()
-	waitUntil(t, "the outage seen", func() bool { return hs.h.Refusal() == nil && !hs.h.Stats().Connected })
 	failures := hs.h.Stats().Failures
-	waitUntil(t, "another failed attempt", func() bool { return hs.h.Stats().Failures > failures })
+	srv.Stop()
+	waitUntil(t, "another failed attempt", func() bool { return hs.h.Stats().Failures > failures+1 })
 	if n := opened.Load(); n != 0 {
 		t.Fatalf("opened %d times once the refusal turned into an outage, want unready", n)
+	}
+	if hs.h.Refusal() == nil {
+		t.Errorf("Refusal() = nil during the outage that followed it, want the refusal")
 	}
 	srv.Restart()
 	srv.MustDo("ACL", "SETUSER", "api", "on", ">new", "~*", "&*", "+@all")
 	waitUntil(t, "ready after the first load", func() bool { return opened.Load() == 1 })
+}
+
+// TestReadyRefusedThenAnOutageBeforeTheTimeout: Redis refuses the pod, then
+// goes away before the hydrate timeout (restarted during a bad rollout): at
+// the timeout the pod still stays unready, rather than opening empty as if
+// the refusal had been an outage.
+func TestReadyRefusedThenAnOutageBeforeTheTimeout(t *testing.T) {
+	srv := redistest.Start(t)
+	srv.MustDo("ACL", "SETUSER", "api", "on", ">old", "~*", "&*", "+@all")
+	hs := start(t, "redis://api:new@"+srv.Addr, quiet)
+	waitUntil(t, "the refusal", func() bool { return hs.h.Refusal() != nil })
+	failures := hs.h.Stats().Failures
+	srv.Stop()
+	waitUntil(t, "a failed attempt of the outage", func() bool { return hs.h.Stats().Failures > failures+1 })
+	opened := readinessAfter(t, hs, 200*time.Millisecond)
+	waitUntil(t, "the error line", func() bool {
+		return len(refusedLines(hs)) > 0 || hs.logs.FilterMessage("ready without a load from redis").Len() > 0
+	})
+	if n := opened.Load(); n != 0 {
+		t.Fatalf("opened %d times at the timeout after a refusal and an outage, want unready", n)
+	}
 }
 
 // TestReadyDuringAnOutage: a pod that cannot reach Redis (refused
