@@ -312,7 +312,7 @@ func TestHelpListsEveryVariable(t *testing.T) {
 		}
 	}
 	// The safe interval for the 13 built-in apps without a token.
-	if !strings.Contains(out.String(), "For the 13 configured apps") || !strings.Contains(out.String(), "at least 810") {
+	if !strings.Contains(out.String(), "For the 13 configured apps") || !strings.Contains(out.String(), "at least 1005") {
 		t.Errorf("--help gives no safe interval for the configured apps:\n%s", out.String())
 	}
 }

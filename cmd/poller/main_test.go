@@ -127,7 +127,7 @@ func TestHelpListsEveryVariableAndStatus(t *testing.T) {
 	if err := run(context.Background(), []string{"--help"}, func(string) string { return "" }, &out, io.Discard); err != nil {
 		t.Fatal(err)
 	}
-	for _, name := range append(config.Names("poller"), "status", "backoff clear", "at least 810") {
+	for _, name := range append(config.Names("poller"), "status", "backoff clear", "at least 1005") {
 		if !strings.Contains(out.String(), name) {
 			t.Errorf("--help does not list %s", name)
 		}

@@ -77,7 +77,8 @@ func ScheduleUsage(w io.Writer, getenv func(string) string) {
 	without := shared.Schedule(Polling{})
 	with := shared.Schedule(Polling{GitHubToken: "set"})
 	fmt.Fprintf(w, "\nThe GitHub quota: the fleet asks apps × 3600 / (I − M) times an hour, M = min(30 s, I/4),\n"+
-		"however many pollers share the work. For the %d configured apps, on GitHub's own API:\n", len(apps))
+		"however many pollers share the work. A safe interval keeps that within %.0f %% of the quota (the rest\n"+
+		"is headroom for retries and restarts). For the %d configured apps, on GitHub's own API:\n", schedule.QuotaShare*100, len(apps))
 	for _, q := range []struct {
 		what string
 		sc   Schedule

@@ -34,11 +34,11 @@ func TestScheduleQuota(t *testing.T) {
 		exceeds bool
 	}{
 		// The runbook's old advice: 13 apps at the unauthenticated minimum.
-		{"13 apps at 300 s without a token", map[string]string{"CRAFT_APPS_RELEASE_POLL_INTERVAL_SECS": "300"}, 173.3, 60, 810, true},
-		{"13 apps at the default 1800 s", nil, 26.4, 60, 810, false},
-		{"13 apps at 810 s", map[string]string{"CRAFT_APPS_RELEASE_POLL_INTERVAL_SECS": "810"}, 60, 60, 810, false},
+		{"13 apps at 300 s without a token", map[string]string{"CRAFT_APPS_RELEASE_POLL_INTERVAL_SECS": "300"}, 173.3, 60, 1005, true},
+		{"13 apps at the default 1800 s", nil, 26.4, 60, 1005, false},
+		{"13 apps at 810 s: the whole quota, no headroom", map[string]string{"CRAFT_APPS_RELEASE_POLL_INTERVAL_SECS": "810"}, 60, 60, 1005, false},
 		{"13 apps at the default 120 s with a token", map[string]string{"CRAFT_APPS_RELEASE_GITHUB_TOKEN": "t"}, 520, 5000, 60, false},
-		{"200 apps at 120 s with a token", map[string]string{"CRAFT_APPS_RELEASE_GITHUB_TOKEN": "t", "CRAFT_APPS_RELEASE_APPS": appList(200)}, 8000, 5000, 174, true},
+		{"200 apps at 120 s with a token", map[string]string{"CRAFT_APPS_RELEASE_GITHUB_TOKEN": "t", "CRAFT_APPS_RELEASE_APPS": appList(200)}, 8000, 5000, 210, true},
 		{"GitHub Enterprise: quota unknown", map[string]string{"CRAFT_APPS_RELEASE_GITHUB_API_URL": "https://ghe.example.com/api/v3/", "CRAFT_APPS_RELEASE_POLL_INTERVAL_SECS": "10"}, 13 * 3600.0 / 7.5, 0, 0, false},
 	}
 	for _, tt := range tests {
@@ -84,9 +84,9 @@ func TestScheduleUsage(t *testing.T) {
 		apps string
 		want []string
 	}{
-		{"the built-in list", "", []string{"For the 13 configured apps", "at least 810", "at least 60"}},
+		{"the built-in list", "", []string{"For the 13 configured apps", "at least 1005", "at least 60"}},
 		{"one app", "a=App=org/repo", []string{"For the 1 configured apps", "at least 300", "at least 60"}},
-		{"100 apps", appList(100), []string{"For the 100 configured apps", "at least 6030", "at least 96"}},
+		{"100 apps", appList(100), []string{"For the 100 configured apps", "at least 7530", "at least 120"}},
 		{"a list that does not parse", "nonsense", []string{"For the 13 configured apps"}},
 	}
 	for _, tt := range tests {

@@ -82,9 +82,17 @@ func (t Timing) RequestsPerHour(apps int) float64 {
 	return float64(apps) * float64(time.Hour) / float64(period)
 }
 
+// QuotaShare is the part of GitHub's quota that SafeInterval lets the
+// schedule plan on. The rest is headroom for what the steady state does not
+// count: per-app retries, restarts, a second poller's request when a claim
+// lapses. A schedule planned at the whole quota is rate-limited by the first
+// of them.
+const QuotaShare = 0.8
+
 // SafeInterval is the shortest whole-second interval I at which apps apps
-// ask no more than quota requests an hour (RequestsPerHour(apps) ≤ quota), or
-// 0 when quota is not positive.
+// ask no more than QuotaShare of quota requests an hour
+// (RequestsPerHour(apps) ≤ QuotaShare × quota), or 0 when quota is not
+// positive.
 func SafeInterval(apps int, quota float64) time.Duration {
 	if quota <= 0 {
 		return 0
@@ -92,8 +100,9 @@ func SafeInterval(apps int, quota float64) time.Duration {
 	if apps <= 0 {
 		return time.Second
 	}
-	for i := time.Duration(math.Ceil(float64(apps)*3600/quota)) * time.Second; ; i += time.Second {
-		if (Timing{Interval: i}).RequestsPerHour(apps) <= quota {
+	planned := QuotaShare * quota
+	for i := time.Duration(math.Ceil(float64(apps)*3600/planned)) * time.Second; ; i += time.Second {
+		if (Timing{Interval: i}).RequestsPerHour(apps) <= planned {
 			return i
 		}
 	}

@@ -157,9 +157,9 @@ func TestSafeInterval(t *testing.T) {
 		quota float64
 		want  time.Duration
 	}{
-		{"13 apps without a token", 13, 60, 810 * time.Second},
-		{"1 app without a token: M is I/4", 1, 60, 80 * time.Second},
-		{"13 apps with a token", 13, 5000, 13 * time.Second},
+		{"13 apps without a token", 13, 60, 1005 * time.Second},
+		{"1 app without a token: M is I/4", 1, 60, 100 * time.Second},
+		{"13 apps with a token", 13, 5000, 16 * time.Second},
 		{"no quota", 13, 0, 0},
 		{"no apps", 0, 60, time.Second},
 	}
@@ -172,11 +172,12 @@ func TestSafeInterval(t *testing.T) {
 			if got <= time.Second {
 				return
 			}
-			if rph := (schedule.Timing{Interval: got}).RequestsPerHour(tt.apps); rph > tt.quota {
-				t.Errorf("at %v: %v requests an hour, over %v", got, rph, tt.quota)
+			planned := schedule.QuotaShare * tt.quota
+			if rph := (schedule.Timing{Interval: got}).RequestsPerHour(tt.apps); rph > planned {
+				t.Errorf("at %v: %v requests an hour, over %v", got, rph, planned)
 			}
-			if rph := (schedule.Timing{Interval: got - time.Second}).RequestsPerHour(tt.apps); rph <= tt.quota {
-				t.Errorf("a second less, %v, asks %v an hour, within %v: not the shortest", got-time.Second, rph, tt.quota)
+			if rph := (schedule.Timing{Interval: got - time.Second}).RequestsPerHour(tt.apps); rph <= planned {
+				t.Errorf("a second less, %v, asks %v an hour, within %v: not the shortest", got-time.Second, rph, planned)
 			}
 		})
 	}
