@@ -150,7 +150,7 @@ func serveAll(ctx context.Context, shutdownTimeout time.Duration, servers ...lis
 // registers the metrics of what it builds with reg.
 func feeder(cfg config.API, snap *snapshot.Snapshot, gate *api.Gate, log *zap.Logger, reg prometheus.Registerer) (func(context.Context) error, error) {
 	if !cfg.Standalone() {
-		h, err := hydrate.New(cfg.RedisURL.Reveal(), cfg.Apps, snap, log, hydrate.WithMeta(snap))
+		h, err := hydrate.New(cfg.RedisURL.Reveal(), cfg.Apps, snap, log, hydrate.WithMeta(snap), hydrate.WithTLS(cfg.RedisTLS.Config()))
 		if err != nil {
 			return nil, err
 		}

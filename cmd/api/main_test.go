@@ -289,6 +289,7 @@ func TestBadEnvironmentStopsWithTheVariableName(t *testing.T) {
 		{"bad bool", "CRAFT_APPS_RELEASE_POLLING_ENABLED", "maybe"},
 		{"bad log level", "LOG_LEVEL", "loud"},
 		{"bad redis url", "REDIS_URL", "http://nope"},
+		{"missing CA file", "REDIS_TLS_CA_FILE", "/nonexistent/ca.pem"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -43,7 +43,7 @@ func backoffCommand(ctx context.Context, args []string, getenv func(string) stri
 	if cfg.RedisURL == "" {
 		return fmt.Errorf("backoff: REDIS_URL is empty: there is no fleet backoff")
 	}
-	client, err := store.NewClient(cfg.RedisURL.Reveal())
+	client, err := store.NewClient(cfg.RedisURL.Reveal(), store.WithTLS(cfg.RedisTLS.Config()))
 	if err != nil {
 		return err
 	}

@@ -101,7 +101,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	var refreshMeta func(context.Context) error // nil without MySQL
 	var fleet *store.Store                      // nil without Redis
 	if cfg.RedisURL != "" {
-		client, err := store.NewClient(cfg.RedisURL.Reveal())
+		client, err := store.NewClient(cfg.RedisURL.Reveal(), store.WithTLS(cfg.RedisTLS.Config()))
 		if err != nil {
 			return err
 		}

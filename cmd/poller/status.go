@@ -24,7 +24,7 @@ func status(ctx context.Context, getenv func(string) string, w io.Writer, now fu
 	if cfg.RedisURL == "" {
 		return fmt.Errorf("status: REDIS_URL is empty: there is no shared state to show")
 	}
-	client, err := store.NewClient(cfg.RedisURL.Reveal())
+	client, err := store.NewClient(cfg.RedisURL.Reveal(), store.WithTLS(cfg.RedisTLS.Config()))
 	if err != nil {
 		return err
 	}

@@ -29,6 +29,7 @@ const (
 // Shared holds the settings both binaries read.
 type Shared struct {
 	RedisURL     SecretURL     // REDIS_URL as rueidis.ParseURL takes it; empty: no Redis
+	RedisTLS     RedisTLS      // the REDIS_TLS_* files
 	Apps         []release.App // CRAFT_APPS_RELEASE_APPS, in configured order
 	GitHubAPIURL string        // an absolute http(s) URL ending with "/"
 	LogLevel     zapcore.Level // debug, info, warn or error
@@ -173,13 +174,19 @@ func (s Shared) fields() []zap.Field {
 	for i, app := range s.Apps {
 		keys[i] = app.Key
 	}
-	return []zap.Field{
+	fields := []zap.Field{
 		zap.String("redis_url", s.RedisURL.String()),
 		zap.Strings("apps", keys),
 		zap.String("github_api_url", s.GitHubAPIURL),
 		zap.String("log_level", s.LogLevel.String()),
 		zap.String("log_format", s.LogFormat),
 	}
+	for i, name := range []string{"redis_tls_ca_file", "redis_tls_cert_file", "redis_tls_key_file"} {
+		if s.RedisTLS.files[i] != "" {
+			fields = append(fields, zap.String(name, s.RedisTLS.files[i]))
+		}
+	}
+	return fields
 }
 
 func (p Polling) fields() []zap.Field {
@@ -240,6 +247,7 @@ func (r sharedEnv) check(c *checker) Shared {
 			c.fail("REDIS_URL", "%s", msg)
 		}
 	}
+	s.RedisTLS = RedisTLS{config: r.redisTLS(c), files: [3]string{r.RedisTLSCA, r.RedisTLSCert, r.RedisTLSKey}}
 	apps, err := ParseApps(r.Apps)
 	if err != nil {
 		c.fail("CRAFT_APPS_RELEASE_APPS", "%w", err)

@@ -13,6 +13,9 @@ func TestNames(t *testing.T) {
 	// Every variable of config.md for each binary, in its tables' order.
 	shared := []string{
 		"REDIS_URL",
+		"REDIS_TLS_CA_FILE",
+		"REDIS_TLS_CERT_FILE",
+		"REDIS_TLS_KEY_FILE",
 		"CRAFT_APPS_RELEASE_APPS",
 		"CRAFT_APPS_RELEASE_GITHUB_API_URL",
 		"LOG_LEVEL",

@@ -21,7 +21,10 @@ import (
 
 // sharedEnv holds the variables of both binaries.
 type sharedEnv struct {
-	RedisURL     string `env:"REDIS_URL" helpDefault:"(empty)" help:"redis://[user:password@]host:port[/db], rediss:// for TLS; empty: no Redis"`
+	RedisURL     string `env:"REDIS_URL" helpDefault:"(empty)" help:"redis://[user:password@]host:port[/db], rediss:// for TLS; ?addr=host:port&… for a cluster's other seeds, with &master_set=NAME for sentinels; empty: no Redis"`
+	RedisTLSCA   string `env:"REDIS_TLS_CA_FILE" helpDefault:"(unset)" help:"PEM file of CA certificates that Redis's certificate may chain to, besides the system roots (which GitHub's requests keep using alone); needs rediss://"`
+	RedisTLSCert string `env:"REDIS_TLS_CERT_FILE" helpDefault:"(unset)" help:"PEM file of a client certificate for a Redis that asks for one, with REDIS_TLS_KEY_FILE; needs rediss://"`
+	RedisTLSKey  string `env:"REDIS_TLS_KEY_FILE" helpDefault:"(unset)" help:"PEM file of the private key of REDIS_TLS_CERT_FILE"`
 	Apps         string `env:"CRAFT_APPS_RELEASE_APPS" helpDefault:"the 13 Craft Apps" help:"the apps to serve: key=Name=org/repo,key=Name=org/repo,…"`
 	GitHubAPIURL string `env:"CRAFT_APPS_RELEASE_GITHUB_API_URL" envDefault:"https://api.github.com/" help:"GitHub's REST API, GitHub Enterprise or a test fake"`
 	LogLevel     string `env:"LOG_LEVEL" envDefault:"info" help:"debug, info, warn or error"`

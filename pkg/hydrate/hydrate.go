@@ -66,6 +66,13 @@ func WithInterval(d time.Duration) Option {
 	}
 }
 
+// WithTLS gives the Hydrator the trust and client certificate of a
+// rediss:// URL, as store.MergeTLS applies them; it changes nothing for a
+// redis:// URL, nor with a nil extra.
+func WithTLS(extra *tls.Config) Option {
+	return func(h *Hydrator) { h.opt.TLSConfig = store.MergeTLS(h.opt.TLSConfig, extra) }
+}
+
 // WithMeta makes the Hydrator read the meta hash (store.MetaKey) with the
 // app hashes, with the same client-side caching, and pass each newer meta to
 // sink. The first load then includes the meta hash. A nil sink reads nothing

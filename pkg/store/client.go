@@ -30,6 +30,7 @@ type Option func(*settings)
 type settings struct {
 	timeout time.Duration
 	log     *zap.Logger
+	tls     *tls.Config
 }
 
 func newSettings(opts []Option) settings {
@@ -61,6 +62,32 @@ func WithLogger(log *zap.Logger) Option {
 			s.log = log
 		}
 	}
+}
+
+// WithTLS gives NewClient the trust and client certificate of a rediss://
+// URL: extra's RootCAs, when set, replace the system roots for Redis, and its
+// Certificates are offered to a server that asks for one (MergeTLS). It
+// changes nothing for a redis:// URL, nor with a nil extra; New ignores it.
+func WithTLS(extra *tls.Config) Option {
+	return func(s *settings) { s.tls = extra }
+}
+
+// MergeTLS returns parsed, the TLS settings rueidis.ParseURL made of a
+// rediss:// URL (its server name, its skip_verify), with the RootCAs and
+// Certificates of extra, as a copy; parsed itself when either is nil (a
+// redis:// URL, no extra settings).
+func MergeTLS(parsed, extra *tls.Config) *tls.Config {
+	if parsed == nil || extra == nil {
+		return parsed
+	}
+	merged := parsed.Clone()
+	if extra.RootCAs != nil {
+		merged.RootCAs = extra.RootCAs
+	}
+	if len(extra.Certificates) > 0 {
+		merged.Certificates = extra.Certificates
+	}
+	return merged
 }
 
 // ScrubURLError returns err, a failure to parse rawURL, without anything that
@@ -104,6 +131,7 @@ func NewClient(redisURL string, opts ...Option) (rueidis.Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("parse redis url: %w", ScrubURLError(redisURL, err))
 	}
+	opt.TLSConfig = MergeTLS(opt.TLSConfig, set.tls)
 	opt.Dialer.Timeout = connectTimeout
 	opt.ConnWriteTimeout = set.timeout
 	opt.DisableCache = true

@@ -5,6 +5,7 @@ package redistest
 
 import (
 	"bufio"
+	"crypto/tls"
 	"fmt"
 	"net"
 	"os/exec"
@@ -20,6 +21,7 @@ type Server struct {
 	Addr string // host:port on loopback
 	args []string
 	cmd  *exec.Cmd
+	tls  *tls.Config // StartTLS's: the server listens on TLS only
 }
 
 // Start runs redis-server on a free loopback port with the extra config
@@ -36,8 +38,14 @@ func Start(t testing.TB, args ...string) *Server {
 	return s
 }
 
-// URL is the server's address as REDIS_URL takes it.
-func (s *Server) URL() string { return "redis://" + s.Addr }
+// URL is the server's address as REDIS_URL takes it: rediss:// for
+// StartTLS's.
+func (s *Server) URL() string {
+	if s.tls != nil {
+		return "rediss://" + s.Addr
+	}
+	return "redis://" + s.Addr
+}
 
 // Stop kills the server; it is safe to call more than once.
 func (s *Server) Stop() {
@@ -59,10 +67,13 @@ func (s *Server) Restart() {
 func (s *Server) start() {
 	s.t.Helper()
 	_, port, _ := net.SplitHostPort(s.Addr)
-	args := append([]string{
-		"--port", port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+	ports := []string{"--port", port}
+	if s.tls != nil {
+		ports = []string{"--port", "0", "--tls-port", port}
+	}
+	args := append(append(ports, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
 		"--dir", s.t.TempDir(), "--protected-mode", "no",
-	}, s.args...)
+	), s.args...)
 	cmd := exec.Command("redis-server", args...)
 	if err := cmd.Start(); err != nil {
 		s.t.Fatalf("start redis-server: %v", err)
@@ -87,7 +98,13 @@ func (s *Server) start() {
 // It is meant for administration in tests (ACL SETUSER, FLUSHALL, DEBUG),
 // independent of the client under test.
 func (s *Server) Do(args ...string) (string, error) {
-	conn, err := net.DialTimeout("tcp", s.Addr, time.Second)
+	var conn net.Conn
+	var err error
+	if s.tls != nil {
+		conn, err = tls.DialWithDialer(&net.Dialer{Timeout: time.Second}, "tcp", s.Addr, s.tls)
+	} else {
+		conn, err = net.DialTimeout("tcp", s.Addr, time.Second)
+	}
 	if err != nil {
 		return "", err
 	}

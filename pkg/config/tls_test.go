@@ -1,0 +1,150 @@
+package config_test
+
+import (
+	"crypto/x509"
+	"encoding/json"
+	"encoding/pem"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/storytold/craft-releases/pkg/config"
+	"github.com/storytold/craft-releases/test/redistest"
+)
+
+func TestRedisTLS(t *testing.T) {
+	ca := redistest.NewCA(t)
+	cert, key := ca.Issue("poller")
+	vars := map[string]string{
+		"REDIS_URL":           "rediss://redis.internal:6380",
+		"REDIS_TLS_CA_FILE":   ca.File,
+		"REDIS_TLS_CERT_FILE": cert,
+		"REDIS_TLS_KEY_FILE":  key,
+	}
+	for _, bin := range []string{"api", "poller"} {
+		t.Run(bin, func(t *testing.T) {
+			s := loadShared(t, bin, vars)
+			if s.RedisTLS.Config() == nil {
+				t.Fatal("RedisTLS is nil, want the CA and the client certificate")
+			}
+			if n := len(s.RedisTLS.Config().Certificates); n != 1 {
+				t.Errorf("got %d client certificates, want 1", n)
+			}
+			// A certificate the CA issued verifies against the roots.
+			server, _ := ca.Issue("redis")
+			if _, err := parseCert(t, server).Verify(x509.VerifyOptions{Roots: s.RedisTLS.Config().RootCAs}); err != nil {
+				t.Errorf("a certificate of the CA does not verify against RedisTLS.RootCAs: %v", err)
+			}
+		})
+	}
+	// The private key is never printed: the settings print as the files.
+	p, _, err := config.LoadPoller(func(k string) string { return vars[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := json.Marshal(p)
+	if err != nil {
+		t.Fatalf("json of the settings: %v", err)
+	}
+	files := "ca=" + ca.File + " cert=" + cert + " key=" + key
+	for _, out := range []string{fmt.Sprintf("%v", p), fmt.Sprintf("%+v", p), fmt.Sprintf("%#v", p), string(b)} {
+		if !strings.Contains(out, files) || strings.Contains(out, "PrivateKey") || strings.Contains(out, "Certificates") {
+			t.Errorf("printed settings show more than the files %q:\n%s", files, out)
+		}
+	}
+	if s := loadShared(t, "api", map[string]string{"REDIS_URL": "rediss://redis.internal:6380"}); s.RedisTLS.Config() != nil {
+		t.Errorf("RedisTLS without REDIS_TLS_* = %v, want nil (rueidis's own: the system roots)", s.RedisTLS)
+	}
+	if s := loadShared(t, "api", map[string]string{"REDIS_URL": "rediss://r:6380", "REDIS_TLS_CA_FILE": ca.File}); s.RedisTLS.Config() == nil || s.RedisTLS.Config().RootCAs == nil || len(s.RedisTLS.Config().Certificates) != 0 {
+		t.Errorf("RedisTLS with a CA alone = %+v, want roots and no certificate", s.RedisTLS)
+	}
+}
+
+func TestRedisTLSBad(t *testing.T) {
+	ca := redistest.NewCA(t)
+	cert, key := ca.Issue("poller")
+	_, otherKey := ca.Issue("other")
+	dir := t.TempDir()
+	garbage := filepath.Join(dir, "garbage.pem")
+	if err := os.WriteFile(garbage, []byte("not a certificate\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		vars map[string]string
+		want string // the error names the variable
+	}{
+		{"CA missing", map[string]string{"REDIS_TLS_CA_FILE": filepath.Join(dir, "nope.pem")}, `REDIS_TLS_CA_FILE: "` + filepath.Join(dir, "nope.pem") + `": no such file`},
+		{"CA without a certificate", map[string]string{"REDIS_TLS_CA_FILE": garbage}, "REDIS_TLS_CA_FILE: " + `"` + garbage + `": holds no PEM certificate`},
+		{"CA is a key", map[string]string{"REDIS_TLS_CA_FILE": key}, "REDIS_TLS_CA_FILE"},
+		{"certificate without key", map[string]string{"REDIS_TLS_CERT_FILE": cert}, "REDIS_TLS_KEY_FILE: empty"},
+		{"key without certificate", map[string]string{"REDIS_TLS_KEY_FILE": key}, "REDIS_TLS_CERT_FILE: empty"},
+		{"certificate missing", map[string]string{"REDIS_TLS_CERT_FILE": filepath.Join(dir, "c.pem"), "REDIS_TLS_KEY_FILE": key}, "REDIS_TLS_CERT_FILE"},
+		{"certificate garbage", map[string]string{"REDIS_TLS_CERT_FILE": garbage, "REDIS_TLS_KEY_FILE": key}, "REDIS_TLS_CERT_FILE"},
+		{"key missing", map[string]string{"REDIS_TLS_CERT_FILE": cert, "REDIS_TLS_KEY_FILE": filepath.Join(dir, "k.pem")}, "REDIS_TLS_KEY_FILE"},
+		{"key of another certificate", map[string]string{"REDIS_TLS_CERT_FILE": cert, "REDIS_TLS_KEY_FILE": otherKey}, "REDIS_TLS_KEY_FILE"},
+		{"CA with redis://", map[string]string{"REDIS_URL": "redis://r:6379", "REDIS_TLS_CA_FILE": ca.File}, "REDIS_TLS_CA_FILE: is set, and REDIS_URL is not rediss://"},
+		{"certificate with redis://", map[string]string{"REDIS_URL": "redis://r:6379", "REDIS_TLS_CERT_FILE": cert, "REDIS_TLS_KEY_FILE": key}, "REDIS_TLS_CERT_FILE: is set, and REDIS_URL is not rediss://"},
+		{"CA without REDIS_URL", map[string]string{"REDIS_URL": "", "REDIS_TLS_CA_FILE": ca.File}, "REDIS_TLS_CA_FILE: is set"},
+	}
+	for _, tc := range tests {
+		for _, bin := range []string{"api", "poller"} {
+			t.Run(tc.name+"/"+bin, func(t *testing.T) {
+				vars := map[string]string{"REDIS_URL": "rediss://r:6380"}
+				for k, v := range tc.vars {
+					vars[k] = v
+				}
+				if vars["REDIS_URL"] == "" && bin == "poller" {
+					vars["CRAFT_APPS_RELEASE_COORDINATION_ENABLED"] = "false"
+				}
+				err := loadErr(bin, vars)
+				if err == nil || !strings.Contains(err.Error(), tc.want) {
+					t.Errorf("load got %v, want an error containing %q", err, tc.want)
+				}
+			})
+		}
+	}
+}
+
+func loadShared(t *testing.T, bin string, vars map[string]string) config.Shared {
+	t.Helper()
+	getenv := func(k string) string { return vars[k] }
+	if bin == "api" {
+		a, _, err := config.LoadAPI(getenv)
+		if err != nil {
+			t.Fatalf("LoadAPI: %v", err)
+		}
+		return a.Shared
+	}
+	p, _, err := config.LoadPoller(getenv)
+	if err != nil {
+		t.Fatalf("LoadPoller: %v", err)
+	}
+	return p.Shared
+}
+
+func loadErr(bin string, vars map[string]string) error {
+	getenv := func(k string) string { return vars[k] }
+	if bin == "api" {
+		_, _, err := config.LoadAPI(getenv)
+		return err
+	}
+	_, _, err := config.LoadPoller(getenv)
+	return err
+}
+
+func parseCert(t *testing.T, file string) *x509.Certificate {
+	t.Helper()
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	block, _ := pem.Decode(data)
+	cert, err := x509.ParseCertificate(block.Bytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cert
+}
