@@ -36,7 +36,9 @@ func (r RedisTLS) String() string {
 }
 
 // Format prints String under any verb and flags.
-func (r RedisTLS) Format(f fmt.State, verb rune) { fmt.Fprintf(f, fmt.FormatString(f, verb), r.String()) }
+func (r RedisTLS) Format(f fmt.State, verb rune) {
+	fmt.Fprintf(f, fmt.FormatString(f, verb), r.String())
+}
 
 // MarshalText returns String.
 func (r RedisTLS) MarshalText() ([]byte, error) { return []byte(r.String()), nil }

@@ -153,6 +153,8 @@ func New(redisURL string, apps []release.App, sink Sink, log *zap.Logger, opts .
 	if opt.ConnWriteTimeout == 0 {
 		opt.ConnWriteTimeout = callTimeout
 	}
+	// No CLIENT SETINFO: store.APIACL does not grant it.
+	opt.ClientSetInfo = rueidis.DisableClientSetInfo
 	h := &Hydrator{
 		opt:      opt,
 		secret:   opt.Password,

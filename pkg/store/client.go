@@ -135,6 +135,8 @@ func NewClient(redisURL string, opts ...Option) (rueidis.Client, error) {
 	opt.Dialer.Timeout = connectTimeout
 	opt.ConnWriteTimeout = set.timeout
 	opt.DisableCache = true
+	// No CLIENT SETINFO: PollerACL does not grant it (acl.go).
+	opt.ClientSetInfo = rueidis.DisableClientSetInfo
 	// A negative multiplex is one pipelined connection per node (zero would
 	// let rueidis pick up to four); the blocking pool serves Dedicated.
 	opt.PipelineMultiplex = -1

@@ -148,3 +148,30 @@ func freePort(t testing.TB) int {
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port
 }
+
+// Denied returns one line for each entry of the server's ACL LOG (each
+// command or key a user was denied), such as "user=craft-api reason=command
+// object=hset", newest first, and resets the log. It fails the test when the
+// server does not answer; it does not speak TLS.
+func (s *Server) Denied() []string {
+	s.t.Helper()
+	reply, err := Query(s.Addr, "ACL", "LOG")
+	if err != nil {
+		s.t.Fatalf("acl log of %s: %v", s.Addr, err)
+	}
+	entries, _ := reply.([]any)
+	lines := make([]string, 0, len(entries))
+	for _, e := range entries {
+		fields, _ := e.([]any)
+		var parts []string
+		for i := 0; i+1 < len(fields); i += 2 {
+			switch k := fmt.Sprint(fields[i]); k {
+			case "username", "reason", "context", "object":
+				parts = append(parts, fmt.Sprintf("%s=%v", k, fields[i+1]))
+			}
+		}
+		lines = append(lines, strings.Join(parts, " "))
+	}
+	s.MustDo("ACL", "LOG", "RESET")
+	return lines
+}

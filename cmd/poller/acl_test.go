@@ -1,0 +1,91 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/storytold/craft-releases/pkg/store"
+	"github.com/storytold/craft-releases/test/fakegithub"
+	"github.com/storytold/craft-releases/test/mariadbtest"
+	"github.com/storytold/craft-releases/test/redistest"
+	"github.com/storytold/craft-releases/test/testkit"
+)
+
+// TestPollerAsItsLeastPrivilegeUser runs the poller as the user of
+// store.PollerACL (docs/operations.md) through everything it does with Redis:
+// claims and fetches, 304s, a failure, the fleet backoff, the meta from MySQL,
+// then `poller status` and `poller backoff clear`. Redis denies it nothing (its
+// ACL LOG stays empty) and the guarded-write script is never refused: a new
+// command the poller sends fails here, not in a deploy.
+func TestPollerAsItsLeastPrivilegeUser(t *testing.T) {
+	d := mariadbtest.Shared(t).NewDatabase(t)
+	mysql := map[string]string{"MYSQL_DSN": d.DSN()}
+	mustCommand(t, mysql, "migrate")
+	mustCommand(t, mysql, "notices", "add", "--kind", "alert", "--title", "Hello from MySQL")
+
+	rs := redistest.Start(t)
+	rs.MustDo(store.SetUser("craft-poller", "poller-secret", store.PollerACL)...)
+	gh := fakegithub.New(t)
+	gh.Publish("storytold/photocraft", fakegithub.NewRelease("storytold/photocraft", "v0.5.0"))
+	gh.Publish("storytold/vectorcraft", fakegithub.NewRelease("storytold/vectorcraft", "v1.0.0"))
+	vars := env(gh, "redis://craft-poller:poller-secret@"+rs.Addr)
+	vars["CRAFT_APPS_RELEASE_POLL_INTERVAL_SECS"] = "1"
+	vars["MYSQL_DSN"] = d.DSN()
+	vars["CRAFT_APPS_META_REFRESH_SECS"] = "1"
+	base, logs, stop := startPoller(t, vars)
+	hexists := func(key, field string) func() bool {
+		return func() bool { n, err := rs.Do("HEXISTS", key, field); return err == nil && n == "1" }
+	}
+
+	testkit.Eventually(t, "ready", func() bool { return status200(base + "/readyz") })
+	testkit.Eventually(t, "both apps fetched", func() bool {
+		return hexists(store.AppKey("photocraft"), "etag")() && hexists(store.AppKey("vectorcraft"), "etag")()
+	})
+	testkit.Eventually(t, "a 304", func() bool {
+		for _, r := range gh.Requests() {
+			if r.Repo == "storytold/photocraft" && r.IfNoneMatch != "" {
+				return true
+			}
+		}
+		return false
+	})
+	testkit.Eventually(t, "the alert from MySQL", func() bool {
+		return strings.Contains(hget(t, rs, store.MetaKey, "alerts"), "Hello from MySQL")
+	})
+	gh.Stick("storytold/vectorcraft", fakegithub.ServerError())
+	testkit.Eventually(t, "vectorcraft's failure", hexists(store.AppKey("vectorcraft"), "failed_ms"))
+	gh.Stick("storytold/photocraft", fakegithub.RateLimit(time.Now().Add(time.Hour)))
+	testkit.Eventually(t, "the fleet backoff", hexists(store.BackoffKey, "until_ms"))
+	if err := stop(); err != nil {
+		t.Fatalf("run: %v", err)
+	}
+
+	sub := func(args ...string) string {
+		t.Helper()
+		var out bytes.Buffer
+		if err := run(context.Background(), args, func(k string) string { return vars[k] }, &out, io.Discard); err != nil {
+			t.Fatalf("poller %s: %v", strings.Join(args, " "), err)
+		}
+		return out.String()
+	}
+	if out := sub("status"); !strings.Contains(out, "v0.5.0") || !strings.Contains(out, "fleet backoff: ACTIVE") {
+		t.Errorf("status as the poller's user:\n%s", out)
+	}
+	if out := sub("backoff", "clear", "--by", "test"); !strings.Contains(out, "fleet backoff cleared by test") {
+		t.Errorf("backoff clear as the poller's user: %q", out)
+	}
+	if n := rs.MustDo("EXISTS", store.BackoffKey); n != "0" {
+		t.Errorf("the backoff hash is still there after backoff clear")
+	}
+
+	if denied := rs.Denied(); len(denied) > 0 {
+		t.Errorf("Redis denied the poller's user (store.PollerACL lacks a right):\n%s", strings.Join(denied, "\n"))
+	}
+	if strings.Contains(logs.String(), "refused the guarded-write script") {
+		t.Errorf("the script was refused under store.PollerACL:\n%s", logs)
+	}
+}
