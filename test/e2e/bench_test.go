@@ -42,7 +42,7 @@ const loadConns = 16
 // splitStack is a redis-server holding the 13 default apps, and pods
 // serving them.
 type splitStack struct {
-	redis *redistest.Server
+	redis *redistest.Server // nil on another topology than a single server
 	store *store.Store
 	pods  []*proc
 	base  time.Time // fetch time of the first writes
@@ -50,8 +50,18 @@ type splitStack struct {
 
 func newSplitStack(b *testing.B, pods int) *splitStack {
 	b.Helper()
-	st := &splitStack{redis: redistest.Start(b), base: time.Now().Truncate(time.Millisecond)}
-	st.store = newStore(b, st.redis.URL())
+	rs := redistest.Start(b)
+	st := newSplitStackOn(b, rs.URL(), pods)
+	st.redis = rs
+	return st
+}
+
+// newSplitStackOn is newSplitStack on the Redis at url, of any topology; the
+// stack's redis is nil.
+func newSplitStackOn(b *testing.B, url string, pods int) *splitStack {
+	b.Helper()
+	st := &splitStack{base: time.Now().Truncate(time.Millisecond)}
+	st.store = newStore(b, url)
 	for i, a := range config.DefaultApps() {
 		e := release.Entry{
 			FetchedAt: st.base,
@@ -62,7 +72,7 @@ func newSplitStack(b *testing.B, pods int) *splitStack {
 			b.Fatalf("put fetch %s: written %v, %v", a.Key, ok, err)
 		}
 	}
-	st.pods = startPods(b, pods, podEnv(st.redis.URL(), ""))
+	st.pods = startPods(b, pods, podEnv(url, ""))
 	for _, p := range st.pods {
 		eventually(b, p.name+" serves every app", func() bool {
 			a := p.get(b)
@@ -92,9 +102,16 @@ func photocraftReleases(b *testing.B) [2]*release.Release {
 
 // BenchmarkPropagation times, for each guarded write of a new photocraft
 // fetch, from the call that writes it to both pods serving a new ETag (each
-// pod asked in a tight loop with If-None-Match of the ETag it served).
+// pod asked in a tight loop with If-None-Match of the ETag it served), on a
+// single server and on a Cluster of 3 primaries with a replica each.
 func BenchmarkPropagation(b *testing.B) {
-	st := newSplitStack(b, 2)
+	b.Run("single", func(b *testing.B) { propagation(b, newSplitStack(b, 2)) })
+	b.Run("cluster", func(b *testing.B) {
+		propagation(b, newSplitStackOn(b, redistest.StartCluster(b, 3, 1).URL(), 2))
+	})
+}
+
+func propagation(b *testing.B, st *splitStack) {
 	rels := photocraftReleases(b)
 	old := etags(b, st.pods)
 	var samples []time.Duration

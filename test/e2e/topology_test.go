@@ -221,3 +221,30 @@ func decodeInfo(body []byte) (release.Info, error) {
 	err := json.Unmarshal(body, &info)
 	return info, err
 }
+
+// BenchmarkFailover reports the figures of one failover of each topology
+// (runFailover): kill → promoted and kill → served by every pod, in seconds,
+// and the answers that were not 200 or went back in time meanwhile.
+//
+//	go test -run '^$' -bench Failover ./test/e2e
+func BenchmarkFailover(b *testing.B) {
+	for _, tc := range []struct {
+		name  string
+		setup func(testing.TB) failover
+	}{
+		{"cluster", clusterFailover},
+		{"sentinel", sentinelFailover},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			var fig failoverFigures
+			for b.Loop() {
+				fig = runFailover(b, tc.setup(b))
+			}
+			b.ReportMetric(fig.promoted.Seconds(), "promoted-s")
+			b.ReportMetric(fig.served.Seconds(), "served-s")
+			b.ReportMetric(float64(fig.bad), "bad-answers")
+			b.ReportMetric(float64(fig.answers), "answers")
+			b.ReportMetric(0, "ns/op")
+		})
+	}
+}
