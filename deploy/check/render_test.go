@@ -18,6 +18,8 @@ func renderings() []rendering {
 		{"dev", "../overlays/dev", 3},
 		{"production", "../overlays/production", 2},
 		{"production+monitoring", "testdata/monitoring", 2},
+		{"production-sentinel", "../overlays/production-sentinel", 2},
+		{"production-cluster-tls", "../overlays/production-cluster-tls", 2},
 	}
 }
 

@@ -41,7 +41,10 @@ func runtimeVar(name string) bool {
 
 // wantEgress returns the ports the NetworkPolicies must let a binary's pods
 // reach, as "PROTOCOL/port": Redis and DNS for both, GitHub's HTTPS for the
-// poller only.
+// poller only. Sentinel's port may be let out besides (sentinelPort).
+// sentinelPort is Redis Sentinel's port, as wantEgress writes ports.
+const sentinelPort = "TCP/26379"
+
 func wantEgress(binary string) []string {
 	ports := []string{"TCP/53", "TCP/6379", "UDP/53"}
 	if binary == "poller" {
@@ -73,6 +76,7 @@ func Checks() []Check {
 		{"gomemlimit", checkGOMEMLIMIT},
 		{"shutdown", checkShutdown},
 		{"redis-url", checkRedisURL},
+		{"redis-tls", checkRedisTLS},
 		{"token", checkToken},
 		{"network", checkNetwork},
 		{"availability", checkAvailability},
@@ -109,9 +113,12 @@ func (s *Set) settings(w workload) (settings, error) {
 	if len(problems) > 0 {
 		return settings{}, errors.New(strings.Join(problems, "; "))
 	}
+	vars, err := withTLSStandIns(vars)
+	if err != nil {
+		return settings{}, err
+	}
 	getenv := func(name string) string { return vars[name].value }
 	var st settings
-	var err error
 	switch w.binary {
 	case "api":
 		var cfg config.API
@@ -597,6 +604,9 @@ func checkNetwork(s *Set) []string {
 		if got, want := slices.Sorted(maps.Keys(in)), slices.Compact(wantIn); !slices.Equal(got, want) {
 			problems = append(problems, fmt.Sprintf("%s: NetworkPolicies let in %v, want %v", w, got, want))
 		}
+		// An overlay on Sentinel (components/redis-sentinel) lets out the
+		// sentinels' port too.
+		delete(out, sentinelPort)
 		if got, want := slices.Sorted(maps.Keys(out)), wantEgress(w.binary); !slices.Equal(got, want) {
 			problems = append(problems, fmt.Sprintf("%s: NetworkPolicies let out %v, want %v", w, got, want))
 		}
