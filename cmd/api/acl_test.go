@@ -29,15 +29,7 @@ func TestAPIAsItsLeastPrivilegeUser(t *testing.T) {
 	t.Cleanup(admin.Close)
 	shared := store.New(admin, "test")
 	ctx := context.Background()
-	put := func(app, tag string) {
-		t.Helper()
-		rel := &release.Release{Tag: tag, Version: strings.TrimPrefix(tag, "v"), Name: tag,
-			HTMLURL: "https://github.com/storytold/" + app + "/releases/tag/" + tag, Assets: []release.Asset{}}
-		entry := release.Entry{FetchedAt: time.Now().Truncate(time.Millisecond), ETag: `"e1"`, Release: rel}
-		if ok, err := shared.PutFetch(ctx, app, entry); err != nil || !ok {
-			t.Fatalf("put fetch %s: written %v, err %v", app, ok, err)
-		}
-	}
+	put := func(app, tag string) { t.Helper(); putRelease(t, shared, app, tag) }
 	put("photocraft", "v1.0.0")
 	notice := release.Meta{Notices: release.Notices{Alerts: []release.Alert{{Title: "Hello from the meta hash"}}}}
 	if ok, err := shared.PutMeta(ctx, notice, time.Now()); err != nil || !ok {

@@ -27,15 +27,7 @@ func TestHydratesOverTLSWithAPrivateCA(t *testing.T) {
 	}
 	t.Cleanup(client.Close)
 	shared := store.New(client, "test")
-	put := func(app, tag string) {
-		t.Helper()
-		rel := &release.Release{Tag: tag, Version: strings.TrimPrefix(tag, "v"), Name: tag,
-			HTMLURL: "https://github.com/storytold/" + app + "/releases/tag/" + tag, Assets: []release.Asset{}}
-		entry := release.Entry{FetchedAt: time.Now().Truncate(time.Millisecond), ETag: `"e1"`, Release: rel}
-		if ok, err := shared.PutFetch(context.Background(), app, entry); err != nil || !ok {
-			t.Fatalf("put fetch %s: written %v, err %v", app, ok, err)
-		}
-	}
+	put := func(app, tag string) { t.Helper(); putRelease(t, shared, app, tag) }
 	put("photocraft", "v1.0.0")
 	served := func(p *process, app, tag string) func() bool {
 		return func() bool {
@@ -72,4 +64,16 @@ func TestHydratesOverTLSWithAPrivateCA(t *testing.T) {
 			t.Errorf("a pod that refused Redis's certificate serves what Redis holds")
 		}
 	})
+}
+
+// putRelease writes a fetch of app with a release tagged tag, now, as a
+// poller does.
+func putRelease(t testing.TB, s *store.Store, app, tag string) {
+	t.Helper()
+	rel := &release.Release{Tag: tag, Version: strings.TrimPrefix(tag, "v"), Name: tag,
+		HTMLURL: "https://github.com/storytold/" + app + "/releases/tag/" + tag, Assets: []release.Asset{}}
+	entry := release.Entry{FetchedAt: time.Now().Truncate(time.Millisecond), ETag: `"e1"`, Release: rel}
+	if ok, err := s.PutFetch(context.Background(), app, entry); err != nil || !ok {
+		t.Fatalf("put fetch %s: written %v, err %v", app, ok, err)
+	}
 }

@@ -189,19 +189,27 @@ func sentinelFailover(tb testing.TB) failover {
 	}}
 }
 
+// topologies are the failovers of TestFailover and BenchmarkFailover.
+func topologies() []struct {
+	name  string
+	setup func(testing.TB) failover
+} {
+	return []struct {
+		name  string
+		setup func(testing.TB) failover
+	}{
+		{"cluster", clusterFailover},
+		{"sentinel", sentinelFailover},
+	}
+}
+
 // TestFailover: on a Cluster and on Sentinel, SIGKILLing the primary that
 // holds photocraft's key promotes its replica; a release published after
 // that reaches every pod through the new primary by an invalidation (the
 // pods track their reads there, not only re-read every few seconds), and no
 // pod answers anything but 200 or goes back in time meanwhile.
 func TestFailover(t *testing.T) {
-	for _, tc := range []struct {
-		name  string
-		setup func(testing.TB) failover
-	}{
-		{"cluster", clusterFailover},
-		{"sentinel", sentinelFailover},
-	} {
+	for _, tc := range topologies() {
 		t.Run(tc.name, func(t *testing.T) {
 			fig := runFailover(t, tc.setup(t))
 			if fig.bad > 0 {
@@ -228,13 +236,7 @@ func decodeInfo(body []byte) (release.Info, error) {
 //
 //	go test -run '^$' -bench Failover ./test/e2e
 func BenchmarkFailover(b *testing.B) {
-	for _, tc := range []struct {
-		name  string
-		setup func(testing.TB) failover
-	}{
-		{"cluster", clusterFailover},
-		{"sentinel", sentinelFailover},
-	} {
+	for _, tc := range topologies() {
 		b.Run(tc.name, func(b *testing.B) {
 			var fig failoverFigures
 			for b.Loop() {
