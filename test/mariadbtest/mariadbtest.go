@@ -182,7 +182,12 @@ func installTemplate() error {
 	process.dir = dir
 	template := filepath.Join(dir, "template")
 	args := append([]string{"--no-defaults", "--datadir=" + template,
-		"--auth-root-authentication-method=normal", "--skip-test-db"}, tuning...)
+		"--auth-root-authentication-method=normal", "--skip-test-db",
+		// Without --force the script refuses to run where neither the host
+		// name nor localhost resolves (containers, sandboxes); the servers
+		// resolve no names anyway (--skip-name-resolve) and root is reached
+		// as root@127.0.0.1.
+		"--force"}, tuning...)
 	args = append(args, asRoot()...)
 	out, err := exec.Command("mariadb-install-db", args...).CombinedOutput()
 	if err != nil {

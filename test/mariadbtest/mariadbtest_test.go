@@ -4,6 +4,8 @@ import (
 	"context"
 	"database/sql"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -93,5 +95,40 @@ func TestGlobalStatus(t *testing.T) {
 	}
 	if !strings.Contains(d.Password, "@") || !strings.Contains(d.Password, "/") {
 		t.Errorf("password %q lacks the characters a DSN must escape", d.Password)
+	}
+}
+
+// TestHostNameThatDoesNotResolve runs a server where neither the host name nor
+// localhost resolves, as in many containers: mariadb-install-db refuses to
+// run there unless told not to look names up. The test binary runs itself
+// again in namespaces of its own (unshare: a host name of its own, and an
+// empty /etc/hosts mounted over the real one for it alone).
+func TestHostNameThatDoesNotResolve(t *testing.T) {
+	const inner = "MARIADBTEST_UNRESOLVABLE_HOST"
+	if os.Getenv(inner) != "" {
+		srv := mariadbtest.Start(t)
+		var one int
+		if err := open(t, srv.NewDatabase(t).DSN()).QueryRowContext(ctx(t), "SELECT 1").Scan(&one); err != nil || one != 1 {
+			t.Fatalf("SELECT 1 = %d, %v; want 1", one, err)
+		}
+		return
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("needs root for unshare --uts --mount (CI runs as root)")
+	}
+	hosts := filepath.Join(t.TempDir(), "hosts")
+	if err := os.WriteFile(hosts, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	script := `set -e
+hostname nowhere-that-resolves
+mount --bind "$2" /etc/hosts
+if getent hosts localhost || getent hosts nowhere-that-resolves; then echo "a name still resolves" >&2; exit 1; fi
+exec "$1" -test.run '^TestHostNameThatDoesNotResolve$' -test.count=1 -test.v`
+	cmd := exec.Command("unshare", "--uts", "--mount", "sh", "-c", script, "sh", os.Args[0], hosts)
+	cmd.Env = append(os.Environ(), inner+"=1")
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "--- PASS: TestHostNameThatDoesNotResolve") {
+		t.Fatalf("the test in namespaces with no resolvable host name: %v\n%s", err, out)
 	}
 }
