@@ -123,10 +123,10 @@ func TestObserverRoutes(t *testing.T) {
 		want  []string
 	}{
 		{"api", func(o Observer) { New(fixed{rendering(t, true)}, new(Gate), zap.NewNop(), Options{Observer: o}) },
-			[]string{UnmatchedRoute, ReleaseInfoPath, ReleaseInfoAppPath, DownloadPath, "/", "/healthz", "/readyz"}},
+			[]string{UnmatchedRoute, ReleaseInfoPath, ReleaseInfoAppPath, DownloadPath, "/", OpenAPIPath, "/healthz", "/readyz"}},
 		{"api with metrics", func(o Observer) {
 			New(fixed{rendering(t, true)}, new(Gate), zap.NewNop(), Options{Observer: o, Metrics: metrics})
-		}, []string{UnmatchedRoute, ReleaseInfoPath, ReleaseInfoAppPath, DownloadPath, "/", "/healthz", "/readyz", "/metrics"}},
+		}, []string{UnmatchedRoute, ReleaseInfoPath, ReleaseInfoAppPath, DownloadPath, "/", OpenAPIPath, "/healthz", "/readyz", "/metrics"}},
 		{"health with metrics", func(o Observer) { NewHealth(new(Gate), zap.NewNop(), Options{Observer: o, Metrics: metrics}) },
 			[]string{UnmatchedRoute, "/healthz", "/readyz", "/metrics"}},
 	}

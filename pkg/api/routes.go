@@ -18,6 +18,7 @@ const (
 	HealthzPath        = "/healthz"                    // 200 while the process runs
 	ReadyzPath         = "/readyz"                     // 200 while the Gate is open
 	MetricsPath        = "/metrics"                    // Prometheus text
+	OpenAPIPath        = "/openapi.json"               // the OpenAPI document, on the API only
 )
 
 // routes lists every route of both servers. A nil r leaves out the endpoint,
@@ -31,6 +32,7 @@ func (s *Server) routes(r Renderer, ready *Gate, metrics http.Handler) {
 		s.get(ReleaseInfoAppPath, releaseInfoApp(r))
 		s.get(DownloadPath, downloadRedirect(r))
 		s.get(PagePath, releasePage(r))
+		s.get(OpenAPIPath, openAPI())
 	}
 	s.get(HealthzPath, healthz())
 	s.get(ReadyzPath, readyz(ready))

@@ -1,0 +1,283 @@
+package api
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"reflect"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/storytold/craft-releases/pkg/release"
+	"github.com/storytold/craft-releases/pkg/snapshot"
+	"github.com/storytold/craft-releases/test/openapitest"
+)
+
+// fullRendering returns a rendering with every kind of value the wire has:
+// a release with a recognised and an unrecognised asset, an app with no
+// release, renames and notices; warm when every app was fetched.
+func fullRendering(warm bool) *snapshot.Rendering {
+	s := snapshot.New([]release.App{
+		{Key: "photocraft", Name: "PhotoCraft", Repo: "storytold/photocraft"},
+		{Key: "filmcraft", Name: "FilmCraft", Repo: "storytold/filmcraft"},
+	}, func() time.Time { return t0 })
+	sum := strings.Repeat("ab", 32)
+	arch := release.ArchX64
+	dl := "https://github.com/storytold/photocraft/releases/download/v1.0.0/"
+	s.Set("photocraft", release.Entry{FetchedAt: t0.Add(123 * time.Millisecond), Release: &release.Release{
+		Tag: "v1.0.0", Version: "1.0.0", Name: "PhotoCraft 1.0.0",
+		PublishedAt:   release.NewTime(t0.Add(-time.Hour)),
+		HTMLURL:       "https://github.com/storytold/photocraft/releases/tag/v1.0.0",
+		NotesMarkdown: "Faster brushes.",
+		Assets: []release.Asset{
+			{Name: "photocraft-1.0.0-windows-x64.msi", SizeBytes: 7, DownloadURL: dl + "photocraft-1.0.0-windows-x64.msi", SHA256: &sum,
+				Platform: &release.Platform{OS: release.OSWindows, Arch: &arch, PackageType: release.PackageMSI}},
+			{Name: "photocraft-web-1.0.0.zip", SizeBytes: 9, DownloadURL: dl + "photocraft-web-1.0.0.zip",
+				Platform: &release.Platform{OS: release.OSWeb, PackageType: release.PackageWebZip}},
+			{Name: "SHA256SUMS.txt", SizeBytes: 2048, DownloadURL: dl + "SHA256SUMS.txt"},
+		},
+	}})
+	if warm {
+		s.Set("filmcraft", release.Entry{FetchedAt: t0})
+	}
+	link := "https://example.com/status"
+	s.SetMeta(release.Meta{
+		AppRenames:  []release.AppRename{{OldName: "PixelCraft", OldNameLower: "pixelcraft", NewName: "PhotoCraft", NewNameLower: "photocraft", Description: "New name", RenamedAt: release.NewTime(t0)}},
+		RepoRenames: []release.RepoRename{{OldName: "storytold/pixelcraft", NewName: "storytold/photocraft"}},
+		Notices: release.Notices{
+			Announcements: []release.Announcement{{Title: "Hello", Body: "World", CreatedAt: release.NewTime(t0)}},
+			Alerts:        []release.Alert{{Title: "Outage", Body: "GitHub is slow", MaybeWebLink: &link}, {Title: "No link"}},
+		},
+	})
+	return s.Current()
+}
+
+// echoParam is a path parameter as echo writes it (":app"); OpenAPI writes
+// it "{app}".
+var echoParam = regexp.MustCompile(`:([A-Za-z0-9_]+)`)
+
+// registered returns s's routes as "METHOD path", in OpenAPI's path syntax.
+func registered(s *Server) []string {
+	var ops []string
+	for _, r := range s.echo.Routes() {
+		ops = append(ops, r.Method+" "+echoParam.ReplaceAllString(r.Path, "{$1}"))
+	}
+	slices.Sort(ops)
+	return slices.Compact(ops)
+}
+
+// metricsStub answers as promhttp does, uncompressed; test/e2e checks the
+// real handler.
+func metricsStub() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
+		w.Header()["Vary"] = []string{"Accept", "Accept-Encoding"}
+		_, _ = io.WriteString(w, "metric 1\n")
+	})
+}
+
+// TestOpenAPIDocumentsEveryRoute fails when a route is added to routes.go
+// (or removed) without the same change to openapi.json.
+func TestOpenAPIDocumentsEveryRoute(t *testing.T) {
+	doc := openapitest.Load(t, openAPIDoc)
+	// As cmd/api and cmd/poller build them: the API's public server has no
+	// /metrics, its private one and the poller's are health servers.
+	opts := Options{Metrics: metricsStub()}
+	servers := []struct {
+		binary string
+		server *Server
+	}{
+		{"api", New(fixed{rendering(t, true)}, new(Gate), zap.NewNop(), Options{})},
+		{"api-metrics", NewHealth(new(Gate), zap.NewNop(), opts)},
+		{"poller", NewHealth(new(Gate), zap.NewNop(), opts)},
+	}
+	for _, s := range servers {
+		got, want := registered(s.server), doc.Operations(t, s.binary)
+		for _, op := range got {
+			if !slices.Contains(want, op) {
+				t.Errorf("%s serves %s, which openapi.json does not document (add it, with %q in x-served-by)", s.binary, op, s.binary)
+			}
+		}
+		for _, op := range want {
+			if !slices.Contains(got, op) {
+				t.Errorf("openapi.json documents %s on %s, which routes.go does not register", op, s.binary)
+			}
+		}
+	}
+}
+
+func TestOpenAPIServed(t *testing.T) {
+	s := New(fixed{rendering(t, true)}, new(Gate), zap.NewNop(), Options{})
+	rec := httptest.NewRecorder()
+	s.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, OpenAPIPath, nil))
+	if rec.Code != http.StatusOK || rec.Body.String() != string(openAPIDoc) {
+		t.Fatalf("GET %s: %d, %d bytes; want 200 and the embedded document", OpenAPIPath, rec.Code, rec.Body.Len())
+	}
+	var v struct{ OpenAPI string }
+	if err := json.Unmarshal(rec.Body.Bytes(), &v); err != nil || !strings.HasPrefix(v.OpenAPI, "3.1.") {
+		t.Errorf("served document: openapi %q, %v; want 3.1.x", v.OpenAPI, err)
+	}
+	rec = httptest.NewRecorder()
+	NewHealth(new(Gate), zap.NewNop(), Options{}).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, OpenAPIPath, nil))
+	if rec.Code != http.StatusNotFound {
+		t.Errorf("poller GET %s: %d, want 404 (the document is the API's)", OpenAPIPath, rec.Code)
+	}
+}
+
+// TestOpenAPIAnswers checks every documented status of every route, with
+// and without gzip, against the document. test/e2e does the same against the
+// running binaries.
+func TestOpenAPIAnswers(t *testing.T) {
+	doc := openapitest.Load(t, openAPIDoc)
+	opts := Options{Metrics: metricsStub()}
+	server := func(binary string, ready, warm bool) *Server {
+		g := new(Gate)
+		if ready {
+			g.Open()
+		}
+		if binary != "api" {
+			return NewHealth(g, zap.NewNop(), opts)
+		}
+		return New(fixed{fullRendering(warm)}, g, zap.NewNop(), Options{})
+	}
+	for _, binary := range []string{"api", "api-metrics", "poller"} {
+		for _, op := range doc.Operations(t, binary) {
+			method, _, _ := strings.Cut(op, " ")
+			seen := map[string]bool{}
+			for _, r := range openapitest.Requests(t, op) {
+				for _, gz := range []bool{false, true} {
+					for _, ready := range []bool{false, true} {
+						for _, warm := range []bool{false, true} {
+							s := server(binary, ready, warm)
+							ask := func(etag string) *http.Response {
+								req := httptest.NewRequest(method, r.Target, nil)
+								if gz {
+									req.Header.Set("Accept-Encoding", "gzip")
+								}
+								if r.UserAgent != "" {
+									req.Header.Set("User-Agent", r.UserAgent)
+								}
+								if etag != "" {
+									req.Header.Set("If-None-Match", etag)
+								}
+								rec := httptest.NewRecorder()
+								s.ServeHTTP(rec, req)
+								res := rec.Result()
+								doc.Check(t, req, res)
+								seen[strconv.Itoa(res.StatusCode)] = true
+								return res
+							}
+							if etag := ask("").Header.Get("ETag"); etag != "" {
+								if got := ask(etag).StatusCode; got != http.StatusNotModified {
+									t.Errorf("%s %s with a matching If-None-Match: %d, want 304", method, r.Target, got)
+								}
+							}
+						}
+					}
+				}
+			}
+			for _, code := range doc.Statuses(t, op) {
+				if !seen[code] {
+					t.Errorf("%s %s: documented status %s never answered", binary, op, code)
+				}
+			}
+		}
+	}
+}
+
+// TestOpenAPIWireFields fails when a field of the wire types (release.Info
+// and what it holds) is missing from the document's schemas, or a schema
+// declares a property no field has: every key is always present on the
+// wire, so every property is also required.
+func TestOpenAPIWireFields(t *testing.T) {
+	var doc map[string]any
+	if err := json.Unmarshal(openAPIDoc, &doc); err != nil {
+		t.Fatal(err)
+	}
+	schemas := doc["components"].(map[string]any)["schemas"].(map[string]any)
+	compareSchema(t, "Info", reflect.TypeFor[release.Info](), schemas["Info"].(map[string]any), schemas)
+}
+
+// resolve follows a schema's $ref and, for a nullable anyOf, its non-null
+// branch.
+func resolve(t *testing.T, s map[string]any, schemas map[string]any) map[string]any {
+	t.Helper()
+	for {
+		if ref, ok := s["$ref"].(string); ok {
+			s = schemas[strings.TrimPrefix(ref, "#/components/schemas/")].(map[string]any)
+			continue
+		}
+		if anyOf, ok := s["anyOf"].([]any); ok {
+			var branches []map[string]any
+			for _, b := range anyOf {
+				if b := b.(map[string]any); b["type"] != "null" {
+					branches = append(branches, b)
+				}
+			}
+			if len(branches) != 1 {
+				t.Fatalf("anyOf %v: want one branch besides null", anyOf)
+			}
+			s = branches[0]
+			continue
+		}
+		return s
+	}
+}
+
+func compareSchema(t *testing.T, where string, typ reflect.Type, s map[string]any, schemas map[string]any) {
+	t.Helper()
+	s = resolve(t, s, schemas)
+	for typ.Kind() == reflect.Pointer {
+		typ = typ.Elem()
+	}
+	if typ == reflect.TypeFor[release.Time]() {
+		if s["format"] != "date-time" {
+			t.Errorf("%s: a time, want format date-time in the schema", where)
+		}
+		return
+	}
+	want := map[reflect.Kind]string{reflect.Struct: "object", reflect.Map: "object", reflect.Slice: "array",
+		reflect.String: "string", reflect.Bool: "boolean", reflect.Int64: "integer"}[typ.Kind()]
+	if s["type"] != want {
+		t.Errorf("%s: schema type %v, want %s (Go %s)", where, s["type"], want, typ)
+		return
+	}
+	switch typ.Kind() {
+	case reflect.Slice:
+		compareSchema(t, where+"[]", typ.Elem(), s["items"].(map[string]any), schemas)
+	case reflect.Map:
+		compareSchema(t, where+".*", typ.Elem(), s["additionalProperties"].(map[string]any), schemas)
+	case reflect.Struct:
+		props, _ := s["properties"].(map[string]any)
+		var required []string
+		for _, r := range s["required"].([]any) {
+			required = append(required, r.(string))
+		}
+		var fields []string
+		for f := range typ.Fields() {
+			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+			fields = append(fields, name)
+			p, ok := props[name]
+			if !ok {
+				t.Errorf("%s.%s is on the wire but not in openapi.json", where, name)
+				continue
+			}
+			compareSchema(t, where+"."+name, f.Type, p.(map[string]any), schemas)
+		}
+		if !slices.Equal(fields, required) {
+			t.Errorf("%s: required %v, want every wire key in wire order %v", where, required, fields)
+		}
+		for name := range props {
+			if !slices.Contains(fields, name) {
+				t.Errorf("%s.%s is in openapi.json but not on the wire", where, name)
+			}
+		}
+	}
+}

@@ -1,0 +1,127 @@
+package e2e
+
+import (
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/storytold/craft-releases/test/fakegithub"
+	"github.com/storytold/craft-releases/test/openapitest"
+	"github.com/storytold/craft-releases/test/redistest"
+	"github.com/storytold/craft-releases/test/silentredis"
+	"github.com/storytold/craft-releases/test/testkit"
+)
+
+// TestOpenAPI asks the running binaries, on each of their ports, every
+// operation that the API's own /openapi.json documents for that port, with
+// and without gzip, revalidating where the endpoint allows it, in the states
+// that give every documented status: a pod and a poller not ready yet (a
+// silent Redis), then a warm split deployment.
+// Every answer must be what the document says, and every documented status
+// must have been seen.
+func TestOpenAPI(t *testing.T) {
+	silent := silentredis.Start(t)
+	coldEnv := podEnv(silent.URL(), testAppsEnv)
+	coldEnv["CRAFT_APPS_HYDRATE_TIMEOUT_SECS"] = "600"
+	coldEnv["METRICS_ADDR"] = testkit.FreeAddr(t)
+	coldPod := start(t, "api-cold", binary(t, "api"), coldEnv)
+
+	served, err := ask(coldPod.base + "/openapi.json")
+	if err != nil || served.status != http.StatusOK || served.header.Get("Content-Type") != "application/json" {
+		t.Fatalf("GET /openapi.json: %d %s, %v; want 200 application/json", served.status, served.header.Get("Content-Type"), err)
+	}
+	doc := openapitest.Load(t, served.body)
+	seen := map[string]map[string]bool{} // "port METHOD path" → statuses answered
+
+	// A poller's start-up load from a silent Redis takes its Redis timeout
+	// (5 s): until then it is not ready.
+	coldPoller := start(t, "poller-cold", binary(t, "poller"), pollerEnv(fakegithub.New(t), silent.URL(), testAppsEnv))
+	askAll(t, doc, seen, "poller", coldPoller.name, coldPoller.base)
+	askAll(t, doc, seen, "api", coldPod.name, coldPod.base)
+	askAll(t, doc, seen, "api-metrics", coldPod.name, "http://"+coldEnv["METRICS_ADDR"])
+
+	gh := fakegithub.New(t)
+	want := publishFirst(gh)
+	rs := redistest.Start(t)
+	poller := start(t, "poller", binary(t, "poller"), pollerEnv(gh, rs.URL(), testAppsEnv))
+	env := podEnv(rs.URL(), testAppsEnv)
+	env["METRICS_ADDR"] = testkit.FreeAddr(t)
+	pod := start(t, "api", binary(t, "api"), env)
+	waitTags(t, want, pod)
+	eventually(t, "the pod is ready", func() bool { return pod.status("/readyz") == http.StatusOK })
+	eventually(t, "the poller is ready", func() bool { return poller.status("/readyz") == http.StatusOK })
+	askAll(t, doc, seen, "poller", poller.name, poller.base)
+	// With the poller stopped the pod's answer holds still, so an ETag is
+	// still current when it is sent back.
+	poller.stop(t)
+	eventually(t, "the pod's answer holds still", func() bool {
+		a, b := pod.get(t), pod.get(t)
+		return a.header.Get("ETag") == b.header.Get("ETag")
+	})
+	askAll(t, doc, seen, "api", pod.name, pod.base)
+	askAll(t, doc, seen, "api-metrics", pod.name, "http://"+env["METRICS_ADDR"])
+
+	for _, port := range []string{"api", "api-metrics", "poller"} {
+		for _, op := range doc.Operations(t, port) {
+			for _, code := range doc.Statuses(t, op) {
+				if !seen[port+" "+op][code] {
+					t.Errorf("%s %s: documented status %s never answered by the running binary", port, op, code)
+				}
+			}
+		}
+	}
+}
+
+// askAll sends every operation that doc documents for port to base (the
+// process called name), with and without gzip, and for an answer with an
+// ETag once more with If-None-Match, checks each answer against doc and
+// records its status in seen.
+func askAll(t *testing.T, doc *openapitest.Doc, seen map[string]map[string]bool, port, name, base string) {
+	t.Helper()
+	// A transport of our own, so Go neither adds Accept-Encoding nor
+	// decompresses: the answers are checked as sent.
+	client := &http.Client{
+		Transport: &http.Transport{DisableCompression: true},
+		// A redirect is an answer to check, not to follow.
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+	ask := func(op string, r openapitest.Request, acceptEncoding, ifNoneMatch string) *http.Response {
+		method, _, _ := strings.Cut(op, " ")
+		req, err := http.NewRequest(method, base+r.Target, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if acceptEncoding != "" {
+			req.Header.Set("Accept-Encoding", acceptEncoding)
+		}
+		if ifNoneMatch != "" {
+			req.Header.Set("If-None-Match", ifNoneMatch)
+		}
+		// Go sends one of its own otherwise.
+		req.Header.Set("User-Agent", r.UserAgent)
+		res, err := client.Do(req)
+		if err != nil {
+			t.Fatalf("%s: %s %s: %v", name, method, r.Target, err)
+		}
+		doc.Check(t, req, res)
+		key := port + " " + op
+		if seen[key] == nil {
+			seen[key] = map[string]bool{}
+		}
+		seen[key][strconv.Itoa(res.StatusCode)] = true
+		return res
+	}
+	for _, op := range doc.Operations(t, port) {
+		for _, r := range openapitest.Requests(t, op) {
+			for _, enc := range []string{"", "gzip"} {
+				res := ask(op, r, enc, "")
+				if etag := res.Header.Get("ETag"); etag != "" {
+					if got := ask(op, r, enc, etag); got.StatusCode != http.StatusNotModified {
+						t.Errorf("%s: %s %s with If-None-Match %s: %d, want 304", name, op, r.Target, etag, got.StatusCode)
+					}
+				}
+			}
+		}
+	}
+}
