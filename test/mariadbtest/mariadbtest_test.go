@@ -128,6 +128,11 @@ exec "$1" -test.run '^TestHostNameThatDoesNotResolve$' -test.count=1 -test.v`
 	cmd := exec.Command("unshare", "--uts", "--mount", "sh", "-c", script, "sh", os.Args[0], hosts)
 	cmd.Env = append(os.Environ(), inner+"=1")
 	out, err := cmd.CombinedOutput()
+	if err != nil && strings.Contains(string(out), "cannot change root filesystem propagation") {
+		// In a chroot / is no mount point, so unshare cannot make the
+		// new namespace's mounts private (and the bind must not leak).
+		t.Skipf("unshare --mount does not work here (a chroot?): %s", out)
+	}
 	if err != nil || !strings.Contains(string(out), "--- PASS: TestHostNameThatDoesNotResolve") {
 		t.Fatalf("the test in namespaces with no resolvable host name: %v\n%s", err, out)
 	}
