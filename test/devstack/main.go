@@ -1,9 +1,10 @@
 // Command devstack runs a local split deployment for a person to try: a
 // redis-server, two pollers and two API pods, all on loopback, against a fake
 // GitHub that publishes a new release every little while (or against the real
-// GitHub with -github=real). Ctrl-C stops all of it.
+// GitHub with -github=real). Ctrl-C (SIGINT) or SIGTERM stops all of it, and
+// it exits 0 once everything it started has exited.
 //
-//	go run ./test/devstack            # what `task dev` runs
+//	go build -o devstack ./test/devstack && ./devstack   # what `task dev` runs
 package main
 
 import (
@@ -19,6 +20,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -38,6 +40,9 @@ func run(args []string) error {
 	fs := flag.NewFlagSet("devstack", flag.ContinueOnError)
 	source := fs.String("github", "fake", "fake: a fake GitHub on loopback that publishes releases; real: GitHub itself (set CRAFT_APPS_RELEASE_GITHUB_TOKEN)")
 	every := fs.Duration("publish-every", 20*time.Second, "with -github=fake: how often a new release is published, round robin over the apps")
+	apiAddrs := fs.String("api", "127.0.0.1:8081,127.0.0.1:8082", "the API pods' addresses, comma-separated")
+	apiMetricsAddrs := fs.String("api-metrics", "127.0.0.1:9181,127.0.0.1:9182", "the API pods' METRICS_ADDR, comma-separated, one per pod")
+	pollerAddrs := fs.String("pollers", "127.0.0.1:9091,127.0.0.1:9092", "the pollers' health addresses, comma-separated")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -51,9 +56,14 @@ func run(args []string) error {
 	defer os.RemoveAll(dir)
 	fmt.Println("building cmd/api and cmd/poller …")
 	for _, name := range []string{"api", "poller"} {
-		build := exec.Command("go", "build", "-o", filepath.Join(dir, name), "./cmd/"+name)
+		build := exec.Command("go", "build", "-o", filepath.Join(dir, name), "github.com/storytold/craft-releases/cmd/"+name)
 		build.Stdout, build.Stderr = os.Stdout, os.Stderr
 		if err := build.Run(); err != nil {
+			if ctx.Err() != nil {
+				// Ctrl-C reached the compiler too: a stop, not a failure.
+				fmt.Println("stopped before anything started")
+				return nil
+			}
 			return fmt.Errorf("build %s: %w", name, err)
 		}
 	}
@@ -114,6 +124,9 @@ func run(args []string) error {
 		for _, p := range procs {
 			_ = p.Wait()
 		}
+		if len(procs) > 0 {
+			fmt.Println("stopped")
+		}
 	}()
 
 	if err := startProc("redis", nil, "redis-server", "--port", strconv.Itoa(redisPort), "--bind", "127.0.0.1",
@@ -121,27 +134,34 @@ func run(args []string) error {
 		return fmt.Errorf("%w (install it: apt-get install redis-server)", err)
 	}
 	if err := waitListening(ctx, env["REDIS_URL"][len("redis://"):]); err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
 		return err
 	}
-	for i := 1; i <= 2; i++ {
-		if err := startProc(fmt.Sprintf("poller-%d", i), map[string]string{"HTTP_ADDR": fmt.Sprintf("127.0.0.1:909%d", i)}, filepath.Join(dir, "poller")); err != nil {
+	pollers, apis, apiMetrics := strings.Split(*pollerAddrs, ","), strings.Split(*apiAddrs, ","), strings.Split(*apiMetricsAddrs, ",")
+	if len(apiMetrics) != len(apis) {
+		return fmt.Errorf("-api-metrics has %d addresses for %d API pods", len(apiMetrics), len(apis))
+	}
+	for i, addr := range pollers {
+		if err := startProc(fmt.Sprintf("poller-%d", i+1), map[string]string{"HTTP_ADDR": addr}, filepath.Join(dir, "poller")); err != nil {
 			return err
 		}
 	}
-	for i := 1; i <= 2; i++ {
-		if err := startProc(fmt.Sprintf("api-%d", i), map[string]string{
-			"HTTP_ADDR": fmt.Sprintf("127.0.0.1:808%d", i), "METRICS_ADDR": fmt.Sprintf("127.0.0.1:918%d", i),
+	for i, addr := range apis {
+		if err := startProc(fmt.Sprintf("api-%d", i+1), map[string]string{
+			"HTTP_ADDR": addr, "METRICS_ADDR": apiMetrics[i],
 		}, filepath.Join(dir, "api")); err != nil {
 			return err
 		}
 	}
 	fmt.Printf(`
 the split deployment is up; Ctrl-C stops it
-  curl -s localhost:8081/v1/craft_apps/release_info     # API pod 1 (pod 2: 8082)
-  curl -s localhost:9091/metrics                        # poller 1 (poller 2: 9092)
-  curl -s localhost:9181/metrics                        # API pod 1, its port that is not public (pod 2: 9182)
+  curl -s http://%s/v1/craft_apps/release_info     # API pod 1 (all: %s)
+  curl -s http://%s/metrics                        # poller 1 (all: %s)
+  curl -s http://%s/metrics                        # API pod 1, its port that is not public (all: %s)
   REDIS_URL=%s go run ./cmd/poller status
-`, env["REDIS_URL"])
+`, apis[0], *apiAddrs, pollers[0], *pollerAddrs, apiMetrics[0], *apiMetricsAddrs, env["REDIS_URL"])
 	<-ctx.Done()
 	fmt.Println("\nstopping …")
 	return nil
