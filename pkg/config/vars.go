@@ -209,8 +209,46 @@ func Usage(w io.Writer, binary string) {
 	}
 	tw.Flush()
 	if binary == "api" {
-		fmt.Fprintln(w, "\nThe CRAFT_APPS_RELEASE_* polling settings apply when the API polls GitHub itself:\nwith no REDIS_URL, or with CRAFT_APPS_RELEASE_COORDINATION_ENABLED=false.")
+		fmt.Fprintln(w, "\n"+standaloneNote)
 	}
+}
+
+// standaloneNote says when the API reads the polling settings, for --help
+// and docs/config.md.
+const standaloneNote = "The CRAFT_APPS_RELEASE_* polling settings apply when the API polls GitHub itself:\nwith no REDIS_URL, or with CRAFT_APPS_RELEASE_COORDINATION_ENABLED=false."
+
+// reference writes the Markdown table of docs/config.md from the same tags as
+// Usage: one row per variable, or one per binary where the binaries give a
+// variable different defaults or descriptions.
+func reference(w io.Writer) {
+	type row struct {
+		variable
+		binaries []string
+	}
+	var rows []*row
+	for _, binary := range []string{"api", "poller"} {
+	next:
+		for _, v := range variables(binaryEnv(binary)) {
+			for _, r := range rows {
+				if r.name == v.name && r.def == v.def && r.help == v.help {
+					r.binaries = append(r.binaries, binary)
+					continue next
+				}
+			}
+			rows = append(rows, &row{variable: v, binaries: []string{binary}})
+		}
+	}
+	cell := strings.NewReplacer("|", `\|`, "\n", " ").Replace
+	fmt.Fprintln(w, "| variable | binaries | default | description |")
+	fmt.Fprintln(w, "| --- | --- | --- | --- |")
+	for _, r := range rows {
+		def := "`" + r.def + "`"
+		if r.def == "" || strings.HasPrefix(r.def, "(") || strings.Contains(r.def, " ") {
+			def = r.def // a phrase, not a value
+		}
+		fmt.Fprintf(w, "| `%s` | %s | %s | %s |\n", r.name, strings.Join(r.binaries, ", "), cell(def), cell(r.help))
+	}
+	fmt.Fprintln(w, "\n"+cell(standaloneNote))
 }
 
 // parse fills raw, a pointer to an *Env struct, from getenv. Values are
