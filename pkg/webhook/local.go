@@ -1,0 +1,55 @@
+package webhook
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/storytold/craft-releases/pkg/release"
+)
+
+// LocalMemory is how long a Local remembers a delivery id: the three days
+// for which GitHub offers to redeliver.
+const LocalMemory = 72 * time.Hour
+
+// Local is the Fleet of a standalone API: it remembers delivery ids in
+// memory and hands each refresh to the process's own poller. It is safe for
+// concurrent use.
+type Local struct {
+	refresh func(app string, r release.Refresh)
+	now     func() time.Time
+
+	mu   sync.Mutex
+	seen map[string]time.Time // delivery id → when first seen
+}
+
+// NewLocal returns a Local that calls refresh (the in-process poller's
+// Refresh) for every app of a new delivery. A nil now is time.Now.
+func NewLocal(refresh func(app string, r release.Refresh), now func() time.Time) *Local {
+	if now == nil {
+		now = time.Now
+	}
+	return &Local{refresh: refresh, now: now, seen: make(map[string]time.Time)}
+}
+
+// Deliver records id and refreshes apps unless id was seen in the last
+// LocalMemory. It never fails.
+func (l *Local) Deliver(_ context.Context, id string, apps []string, r release.Refresh) (bool, error) {
+	now := l.now()
+	l.mu.Lock()
+	if at, ok := l.seen[id]; ok && now.Sub(at) < LocalMemory {
+		l.mu.Unlock()
+		return false, nil
+	}
+	for k, at := range l.seen {
+		if now.Sub(at) >= LocalMemory {
+			delete(l.seen, k)
+		}
+	}
+	l.seen[id] = now
+	l.mu.Unlock()
+	for _, app := range apps {
+		l.refresh(app, r)
+	}
+	return true, nil
+}
