@@ -1,0 +1,203 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"github.com/storytold/craft-releases/pkg/release"
+	"github.com/storytold/craft-releases/pkg/schedule"
+)
+
+// The webhook's fan-in (redis.md, "Refresh requests").
+const (
+	// deliveryTTL is how long a delivery id is remembered: the three days
+	// for which GitHub offers to redeliver.
+	deliveryTTL = 72 * time.Hour
+	// refreshTTL is how long a refresh request lives without a poller.
+	refreshTTL = schedule.RefreshLife
+	// rescan is how often WatchRefreshes reads every request again, in case
+	// an announcement was lost with a connection.
+	rescan = 10 * time.Second
+	// resubscribe is the wait before subscribing again after a failure.
+	resubscribe = time.Second
+)
+
+const (
+	fieldAtMS = "at_ms"
+	fieldTag  = "tag"
+)
+
+// Deliver records webhook delivery id for three days and, the first time
+// it is seen, a refresh request r for each of apps (a hash with a TTL of an
+// hour, replacing the app's earlier request), announced on RefreshChannel.
+// It reports whether id was new. When the requests cannot be recorded it
+// forgets id again, so that GitHub's redelivery is not taken for a
+// duplicate, and returns the error.
+func (s *Store) Deliver(ctx context.Context, id string, apps []string, r release.Refresh) (bool, error) {
+	if r.At.IsZero() {
+		return false, fmt.Errorf("deliver %s: %w", id, errNoTime)
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	c, err := s.conn(ctx)
+	if err != nil {
+		return false, fmt.Errorf("deliver %s: %w", id, err)
+	}
+	key := DeliveryKey(id)
+	err = c.Do(ctx, c.B().Set().Key(key).Value(ms(r.At)).Nx().Px(deliveryTTL).Build()).Error()
+	if rueidis.IsRedisNil(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("deliver %s: %w", id, err)
+	}
+	var cmds rueidis.Commands
+	for _, app := range apps {
+		k := RefreshKey(app)
+		cmds = append(cmds,
+			c.B().Multi().Build(),
+			c.B().Del().Key(k).Build(),
+			hset(c.B(), k, []string{fieldV, formatVersion, fieldAtMS, ms(r.At), fieldTag, r.Tag, fieldBy, s.by}),
+			c.B().Pexpire().Key(k).Milliseconds(refreshTTL.Milliseconds()).Build(),
+			c.B().Exec().Build(),
+		)
+	}
+	for _, app := range apps {
+		cmds = append(cmds, c.B().Publish().Channel(RefreshChannel).Message(app).Build())
+	}
+	for _, res := range c.DoMulti(ctx, cmds...) {
+		if err = res.Error(); err != nil {
+			break
+		}
+	}
+	if err != nil {
+		// Its own deadline: ctx may be what ran out.
+		fctx, fcancel := context.WithTimeout(context.WithoutCancel(ctx), s.timeout)
+		defer fcancel()
+		_ = c.Do(fctx, c.B().Del().Key(key).Build()).Error()
+		return false, fmt.Errorf("deliver %s: %w", id, err)
+	}
+	return true, nil
+}
+
+// Refreshes reads the pending refresh request of each of apps in one
+// pipeline. Apps without one (or with an unreadable one) are left out.
+func (s *Store) Refreshes(ctx context.Context, apps []string) (map[string]release.Refresh, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	c, err := s.conn(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("read refreshes: %w", err)
+	}
+	cmds := make(rueidis.Commands, len(apps))
+	for i, app := range apps {
+		cmds[i] = c.B().Hgetall().Key(RefreshKey(app)).Build()
+	}
+	out := make(map[string]release.Refresh)
+	for i, res := range c.DoMulti(ctx, cmds...) {
+		h, _, err := readHash(res)
+		if err != nil {
+			return nil, fmt.Errorf("read refreshes: %w", err)
+		}
+		if r, ok := DecodeRefresh(h); ok {
+			out[apps[i]] = r
+		}
+	}
+	return out, nil
+}
+
+// DecodeRefresh reads a refresh hash (nil for no key) as DecodeApp reads an
+// app hash; ok is false when it holds no readable request.
+func DecodeRefresh(h map[string]string) (release.Refresh, bool) {
+	if h[fieldV] != formatVersion {
+		return release.Refresh{}, false
+	}
+	at, ok := millis(h[fieldAtMS])
+	if !ok {
+		return release.Refresh{}, false
+	}
+	return release.Refresh{At: at, Tag: h[fieldTag]}, true
+}
+
+// WatchRefreshes calls fn with every pending refresh request of apps until
+// ctx ends, then returns nil: those Redis holds when it starts and each time
+// it subscribes again, each one announced on RefreshChannel as it comes, and
+// all of them every 10 s in case an announcement was lost. fn may be called
+// again with a request it was given before, and must not block for long.
+// Redis trouble is retried, never returned; onErr, when not nil, is told
+// about each failure that is not ctx's own end.
+func (s *Store) WatchRefreshes(ctx context.Context, apps []string, fn func(app string, r release.Refresh), onErr func(error)) error {
+	known := make(map[string]bool, len(apps))
+	for _, a := range apps {
+		known[a] = true
+	}
+	announced := make(chan string, 64)
+	subscribed := make(chan struct{}, 1)
+	go s.subscribe(ctx, subscribed, announced, onErr)
+	scan := func(keys []string) {
+		pending, err := s.Refreshes(ctx, keys)
+		if err != nil {
+			if ctx.Err() == nil && onErr != nil {
+				onErr(err)
+			}
+			return
+		}
+		for _, app := range keys {
+			if r, ok := pending[app]; ok {
+				fn(app, r)
+			}
+		}
+	}
+	scan(apps)
+	tick := time.NewTicker(rescan)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-subscribed:
+			scan(apps)
+		case <-tick.C:
+			scan(apps)
+		case app := <-announced:
+			if known[app] {
+				scan([]string{app})
+			}
+		}
+	}
+}
+
+// subscribe listens on RefreshChannel until ctx ends, passing each message
+// to announced (dropping it when full: the rescan catches up), and signals
+// subscribed whenever a subscription is (re)made.
+func (s *Store) subscribe(ctx context.Context, subscribed chan<- struct{}, announced chan<- string, onErr func(error)) {
+	for ctx.Err() == nil {
+		c, err := s.conn(ctx)
+		if err == nil {
+			err = c.Receive(ctx, c.B().Subscribe().Channel(RefreshChannel).Build(), func(m rueidis.PubSubMessage) {
+				select {
+				case announced <- m.Message:
+				default:
+				}
+			})
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		if err != nil && !errors.Is(err, rueidis.ErrClosing) && onErr != nil {
+			onErr(fmt.Errorf("subscribe %s: %w", RefreshChannel, err))
+		}
+		select {
+		case subscribed <- struct{}{}:
+		default:
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(resubscribe):
+		}
+	}
+}

@@ -1,0 +1,151 @@
+package store
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/storytold/craft-releases/pkg/release"
+	"github.com/storytold/craft-releases/test/redistest"
+	"github.com/storytold/craft-releases/test/testkit"
+)
+
+func TestDeliver(t *testing.T) {
+	srv := redistest.Start(t)
+	s, a := newStore(t, srv.URL()), newAdmin(t, srv)
+	ctx := context.Background()
+	r := release.Refresh{At: t0, Tag: "v1.2.0"}
+
+	first, err := s.Deliver(ctx, "guid-1", []string{"photocraft", "photo2"}, r)
+	if err != nil || !first {
+		t.Fatalf("first delivery: new %v, %v; want new", first, err)
+	}
+	if ttl := a.pttl(DeliveryKey("guid-1")); ttl < 71*time.Hour || ttl > 72*time.Hour {
+		t.Errorf("delivery TTL %v, want 72 h", ttl)
+	}
+	for _, app := range []string{"photocraft", "photo2"} {
+		if ttl := a.pttl(RefreshKey(app)); ttl < 59*time.Minute || ttl > time.Hour {
+			t.Errorf("%s refresh TTL %v, want an hour", app, ttl)
+		}
+	}
+	got, err := s.Refreshes(ctx, []string{"photocraft", "photo2", "vectorcraft"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || !got["photocraft"].At.Equal(t0) || got["photocraft"].Tag != "v1.2.0" || got["photo2"].Tag != "v1.2.0" {
+		t.Errorf("Refreshes got %v, want photocraft and photo2 at t0 with v1.2.0", got)
+	}
+
+	// A redelivery changes nothing, even with another time.
+	first, err = s.Deliver(ctx, "guid-1", []string{"photocraft"}, release.Refresh{At: t0.Add(time.Minute)})
+	if err != nil || first {
+		t.Fatalf("redelivery: new %v, %v; want a duplicate", first, err)
+	}
+	if got, _ := s.Refreshes(ctx, []string{"photocraft"}); !got["photocraft"].At.Equal(t0) {
+		t.Errorf("a redelivery moved the request to %v", got["photocraft"].At)
+	}
+
+	// A new delivery replaces the app's request whole.
+	if _, err := s.Deliver(ctx, "guid-2", []string{"photocraft"}, release.Refresh{At: t0.Add(time.Second)}); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := s.Refreshes(ctx, []string{"photocraft"}); !got["photocraft"].At.Equal(t0.Add(time.Second)) || got["photocraft"].Tag != "" {
+		t.Errorf("after a second delivery got %+v, want t0+1s with no tag", got["photocraft"])
+	}
+
+	if _, err := s.Deliver(ctx, "guid-3", []string{"photocraft"}, release.Refresh{}); err == nil {
+		t.Error("a request without a time: no error")
+	}
+}
+
+func TestDeliverForgetsWhatItCouldNotRecord(t *testing.T) {
+	srv := redistest.Start(t)
+	// A user that may SET and DEL but not HSET: the delivery id is stored,
+	// the requests are refused.
+	srv.MustDo("ACL", "SETUSER", "api", "on", ">pw", "~*", "&*", "+@all", "-hset")
+	s := newStore(t, "redis://api:pw@"+srv.Addr)
+	a := newAdmin(t, srv)
+	if _, err := s.Deliver(context.Background(), "guid-1", []string{"photocraft"}, release.Refresh{At: t0}); err == nil {
+		t.Fatal("Deliver without HSET: no error")
+	}
+	if n, _ := a.do("EXISTS", DeliveryKey("guid-1")).AsInt64(); n != 0 {
+		t.Error("the delivery id stayed although its request was not recorded: a redelivery would be a duplicate")
+	}
+}
+
+func TestDeliverRedisDown(t *testing.T) {
+	srv := redistest.Start(t)
+	s := newStore(t, srv.URL(), WithTimeout(time.Second))
+	srv.Stop()
+	if _, err := s.Deliver(context.Background(), "guid-1", []string{"photocraft"}, release.Refresh{At: t0}); err == nil {
+		t.Fatal("Deliver with Redis down: no error")
+	}
+}
+
+func TestDecodeRefresh(t *testing.T) {
+	tests := []struct {
+		name string
+		h    map[string]string
+		ok   bool
+	}{
+		{"readable", map[string]string{"v": "1", "at_ms": "1790000000000", "tag": "v1"}, true},
+		{"no tag", map[string]string{"v": "1", "at_ms": "1790000000000"}, true},
+		{"no key", nil, false},
+		{"another version", map[string]string{"v": "2", "at_ms": "1790000000000"}, false},
+		{"a time that is not a number", map[string]string{"v": "1", "at_ms": "soon"}, false},
+		{"a zero time", map[string]string{"v": "1", "at_ms": "0"}, false},
+	}
+	for _, tt := range tests {
+		if _, ok := DecodeRefresh(tt.h); ok != tt.ok {
+			t.Errorf("%s: ok %v, want %v", tt.name, ok, tt.ok)
+		}
+	}
+}
+
+func TestWatchRefreshes(t *testing.T) {
+	srv := redistest.Start(t)
+	api, poller := newStore(t, srv.URL()), newStore(t, srv.URL())
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if _, err := api.Deliver(ctx, "before", []string{"photocraft"}, release.Refresh{At: t0, Tag: "v1"}); err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	seen := map[string]release.Refresh{}
+	done := make(chan error, 1)
+	go func() {
+		done <- poller.WatchRefreshes(ctx, []string{"photocraft", "vectorcraft"}, func(app string, r release.Refresh) {
+			mu.Lock()
+			defer mu.Unlock()
+			seen[app] = r
+		}, func(err error) { t.Errorf("watch: %v", err) })
+	}()
+	has := func(app string, at time.Time) func() bool {
+		return func() bool {
+			mu.Lock()
+			defer mu.Unlock()
+			return seen[app].At.Equal(at)
+		}
+	}
+	testkit.Eventually(t, "the request recorded before the watch is seen", has("photocraft", t0))
+	// Until the subscription is made, a request may wait for the rescan;
+	// keep delivering until one is seen.
+	testkit.Eventually(t, "a request announced later is seen", func() bool {
+		at := time.Now().Truncate(time.Millisecond)
+		if _, err := api.Deliver(ctx, at.String(), []string{"vectorcraft", "filmcraft"}, release.Refresh{At: at}); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(50 * time.Millisecond)
+		return has("vectorcraft", at)()
+	})
+	mu.Lock()
+	if _, ok := seen["filmcraft"]; ok {
+		t.Error("an app the watcher was not given reached fn")
+	}
+	mu.Unlock()
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("WatchRefreshes returned %v, want nil", err)
+	}
+}
