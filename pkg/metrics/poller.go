@@ -32,6 +32,10 @@ var _ poller.Observer = (*Poller)(nil)
 // requests spaced a second apart.
 var roundBuckets = []float64{0.001, 0.005, 0.025, 0.1, 0.5, 1, 2.5, 5, 10, 20, 30, 60, 120}
 
+// refreshBuckets span a fetch made at once after a webhook delivery to the
+// last retry 15 s later, and a per-app retry beyond.
+var refreshBuckets = []float64{0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 30, 60}
+
 // Poller holds the craft_poller_* series. It is a poller.Observer and a
 // prometheus.Collector; register it once. Its methods are safe for
 // concurrent use. Apps outside the list given to NewPoller, and modes and
@@ -53,6 +57,7 @@ type Poller struct {
 	fetched        *prometheus.GaugeVec
 	scheduleRate   *prometheus.GaugeVec // no labels: absent until Schedule
 	quotaPerHour   *prometheus.GaugeVec // no labels: absent unless the quota is known
+	refreshed      prometheus.Histogram
 }
 
 // appSeries are one app's series, resolved once.
@@ -114,6 +119,11 @@ func NewPoller(apps []release.App) *Poller {
 			Name: "craft_poller_github_quota_per_hour",
 			Help: "GitHub's hourly quota for the configured token or for none (GitHub's own API only).",
 		}, nil),
+		refreshed: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "craft_poller_webhook_delivery_to_published_seconds",
+			Help:    "From a webhook delivery's arrival to this poller's fetch that satisfied it, as published.",
+			Buckets: refreshBuckets,
+		}),
 	}
 	for _, a := range apps {
 		if _, dup := p.apps[a.Key]; dup {
@@ -143,7 +153,7 @@ func NewPoller(apps []release.App) *Poller {
 
 func (p *Poller) collectors() []prometheus.Collector {
 	return []prometheus.Collector{p.requests, p.quotaRemaining, p.quotaReset, p.claims, p.refused,
-		p.redisErrors, p.mode, p.backoffUntil, p.roundDuration, p.fetched, p.scheduleRate, p.quotaPerHour}
+		p.redisErrors, p.mode, p.backoffUntil, p.roundDuration, p.fetched, p.scheduleRate, p.quotaPerHour, p.refreshed}
 }
 
 // Describe sends the descriptors of every series.
@@ -230,4 +240,10 @@ func (p *Poller) Round(m poller.Mode, took time.Duration, b schedule.Backoff) {
 	// An injected clock may step back; a round takes no negative time.
 	p.roundDuration.Observe(max(took, 0).Seconds())
 	p.backoffUntil.Set(seconds(b.Until))
+}
+
+// Refreshed records how long after its webhook delivery a refresh request
+// was satisfied.
+func (p *Poller) Refreshed(_ string, took time.Duration) {
+	p.refreshed.Observe(max(took, 0).Seconds())
 }

@@ -219,8 +219,9 @@ func TestPollerBounded(t *testing.T) {
 		p.Round(poller.Mode(app), 0, schedule.Backoff{})
 	}
 	// 2 apps × 4 outcomes, 2 quota gauges, 2 results, 3 kinds, 7 operations,
-	// 3 modes, the backoff, the round histogram, 2 apps' fetch times.
-	if got, want := testutil.CollectAndCount(p), 8+2+2+3+7+3+1+1+2; got != want {
+	// 3 modes, the backoff, the round histogram, 2 apps' fetch times, the
+	// webhook histogram.
+	if got, want := testutil.CollectAndCount(p), 8+2+2+3+7+3+1+1+2+1; got != want {
 		t.Errorf("series: got %d, want %d", got, want)
 	}
 }

@@ -420,7 +420,8 @@ func (s *fakeSink) entry(app string) release.Entry {
 
 // fakeObserver records every Observer call, with times as offsets from t0:
 // "answer app outcome remaining reset", "fetched app at", "claim won|lost",
-// "refused op", "redis_error op", "round mode took until trouble".
+// "refused op", "redis_error op", "round mode took until trouble",
+// "refreshed app took".
 type fakeObserver struct {
 	mu    sync.Mutex
 	calls []string
@@ -456,6 +457,7 @@ func (o *fakeObserver) RedisError(op poller.Op)   { o.add("redis_error %s", op) 
 func (o *fakeObserver) Round(m poller.Mode, took time.Duration, b schedule.Backoff) {
 	o.add("round %s %v %s %d", m, took, since(b.Until), b.Trouble)
 }
+func (o *fakeObserver) Refreshed(app string, took time.Duration) { o.add("refreshed %s %v", app, took) }
 
 func (o *fakeObserver) take() []string {
 	o.mu.Lock()

@@ -136,7 +136,11 @@ type Observer interface {
 	// Round reports the end of a tick not cut short by cancellation: how it
 	// ran, how long it took by the poller's Clock, and the backoff the poller
 	// holds after it (zero Until: none), whether or not the tick asked GitHub.
+	// A round of refreshes (Refresh) that asked GitHub is reported too.
 	Round(m Mode, took time.Duration, b schedule.Backoff)
+	// Refreshed reports that this poller's fetch satisfied a refresh request
+	// for app (schedule.Refreshed), took after the request was made.
+	Refreshed(app string, took time.Duration)
 }
 
 // Poller is the tick loop of one poller process. Create it with New.
@@ -155,6 +159,11 @@ type Poller struct {
 
 	loaded     chan struct{}
 	loadedOnce sync.Once
+	wake       chan struct{} // one pending signal: a refresh was asked for
+
+	// rmu guards refreshes, apart from mu, so that Refresh never waits on a tick.
+	rmu       sync.Mutex
+	refreshes map[string]release.Refresh // app key → its newest pending request
 
 	// mu serialises ticks and guards what follows.
 	mu      sync.Mutex
@@ -180,19 +189,21 @@ func New(c Config) (*Poller, error) {
 		return nil, fmt.Errorf("new poller: tick %v: must be positive", c.Timing.Tick)
 	}
 	p := &Poller{
-		apps:    slices.Clone(c.Apps),
-		keys:    make([]string, len(c.Apps)),
-		timing:  c.Timing,
-		source:  c.Source,
-		fleet:   c.Fleet,
-		mode:    Standalone,
-		sink:    c.Sink,
-		obs:     c.Observer,
-		log:     c.Logger,
-		clock:   c.Clock,
-		rand:    c.Rand,
-		loaded:  make(chan struct{}),
-		entries: make(map[string]release.Entry, len(c.Apps)),
+		apps:      slices.Clone(c.Apps),
+		keys:      make([]string, len(c.Apps)),
+		timing:    c.Timing,
+		source:    c.Source,
+		fleet:     c.Fleet,
+		mode:      Standalone,
+		sink:      c.Sink,
+		obs:       c.Observer,
+		log:       c.Logger,
+		clock:     c.Clock,
+		rand:      c.Rand,
+		loaded:    make(chan struct{}),
+		wake:      make(chan struct{}, 1),
+		refreshes: make(map[string]release.Refresh),
+		entries:   make(map[string]release.Entry, len(c.Apps)),
 	}
 	for i, app := range c.Apps {
 		if _, dup := p.entries[app.Key]; dup {
@@ -234,8 +245,10 @@ func (p *Poller) markLoaded() { p.loadedOnce.Do(func() { close(p.loaded) }) }
 
 // Run polls until ctx is cancelled, then returns nil. It first loads the
 // fleet's state (when coordinating), waits the start-up jitter, and then ticks
-// every Tick ±10 %. GitHub and Redis trouble is logged and retried, never
-// returned. Run starts no goroutine; call it once.
+// every Tick ±10 %. While it waits it makes the fetches that refresh
+// requests ask for (Refresh, RefreshRound), the start-up jitter included.
+// GitHub and Redis trouble is logged and retried, never returned. Run starts
+// no goroutine; call it once.
 func (p *Poller) Run(ctx context.Context) error {
 	p.log.Info("poller starting", zap.String("mode", string(p.mode)), zap.Int("apps", len(p.apps)))
 	if p.mode == Coordinated {
@@ -244,7 +257,7 @@ func (p *Poller) Run(ctx context.Context) error {
 		p.mu.Unlock()
 		p.markLoaded()
 	}
-	if !p.sleep(ctx, p.timing.StartupDelay(p.rand())) {
+	if !p.idle(ctx, p.timing.StartupDelay(p.rand())) {
 		return nil
 	}
 	for {
@@ -252,10 +265,144 @@ func (p *Poller) Run(ctx context.Context) error {
 		p.Tick(ctx)
 		// Ticks are TICK ±10 % apart from start to start: a round's spacing,
 		// GitHub's answers and Redis timeouts do not stretch the period.
-		if !p.sleep(ctx, max(0, p.timing.TickDelay(p.rand())-p.clock.Now().Sub(start))) {
+		if !p.idle(ctx, max(0, p.timing.TickDelay(p.rand())-p.clock.Now().Sub(start))) {
 			return nil
 		}
 	}
+}
+
+// idle waits d, running a round of refreshes whenever one is asked for or
+// falls due meanwhile, and reports false when ctx was cancelled first.
+func (p *Poller) idle(ctx context.Context, d time.Duration) bool {
+	end := p.clock.Now().Add(d)
+	var next time.Time // the next refresh attempt; zero: none known
+	if p.pendingRefreshes() {
+		next = p.clock.Now()
+	}
+	for {
+		if ctx.Err() != nil {
+			return false
+		}
+		wait, refresh := end.Sub(p.clock.Now()), false
+		if !next.IsZero() {
+			if until := next.Sub(p.clock.Now()); until < wait {
+				wait, refresh = max(0, until), true
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-p.wake:
+			refresh = true
+		case <-p.clock.After(wait):
+		}
+		if ctx.Err() != nil {
+			return false
+		}
+		if !refresh {
+			return true
+		}
+		next = p.RefreshRound(ctx)
+	}
+}
+
+// Refresh asks the poller to fetch app soon whatever its freshness, as r
+// says (schedule.RefreshAt): a GitHub webhook said its releases changed. A
+// request older than the one pending for app, or for an app not configured,
+// is ignored. It never blocks, and is safe to call from any goroutine,
+// before or while Run runs.
+func (p *Poller) Refresh(app string, r release.Refresh) {
+	if !slices.Contains(p.keys, app) || r.At.IsZero() {
+		return
+	}
+	p.rmu.Lock()
+	if old, ok := p.refreshes[app]; !ok || r.At.After(old.At) {
+		p.refreshes[app] = r
+	}
+	p.rmu.Unlock()
+	select {
+	case p.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (p *Poller) pendingRefreshes() bool {
+	p.rmu.Lock()
+	defer p.rmu.Unlock()
+	return len(p.refreshes) > 0
+}
+
+func (p *Poller) pendingRefresh(app string) (release.Refresh, bool) {
+	p.rmu.Lock()
+	defer p.rmu.Unlock()
+	r, ok := p.refreshes[app]
+	return r, ok
+}
+
+// dropRefresh forgets app's request r, unless a newer one replaced it.
+func (p *Poller) dropRefresh(app string, r release.Refresh) {
+	p.rmu.Lock()
+	defer p.rmu.Unlock()
+	if p.refreshes[app] == r {
+		delete(p.refreshes, app)
+	}
+}
+
+// RefreshRound asks GitHub about every app whose refresh request is due
+// now (schedule.RefreshAt), in configured order, as a tick asks about due
+// apps: re-checked, claimed (a claim made since the attempt's point keeps
+// other pollers off), spaced, shared, and under the fleet backoff. It
+// forgets the requests that need nothing more, and returns when the next
+// pending one falls due (zero: none). Run calls it while it waits; it is
+// serialised with Tick and may be called while Run runs.
+func (p *Poller) RefreshRound(ctx context.Context) (next time.Time) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+
+	start := p.clock.Now()
+	r := round{mode: p.mode, sum: schedule.Round{Apps: len(p.apps)}, refresh: true}
+	stopped := false // by a rate limit or a fleet backoff
+	for _, app := range p.apps {
+		req, ok := p.pendingRefresh(app.Key)
+		if !ok || stopped || p.backoff.Active(p.clock.Now()) || !p.refreshDue(app.Key, req, p.clock.Now()) {
+			continue
+		}
+		r.fetchedAt = time.Time{}
+		stopped = p.visit(ctx, app, &r)
+		if ctx.Err() != nil {
+			return time.Time{}
+		}
+		if schedule.Refreshed(req, p.entries[app.Key]) && p.entries[app.Key].FetchedAt.Equal(r.fetchedAt) {
+			p.obs.Refreshed(app.Key, r.fetchedAt.Sub(req.At))
+		}
+	}
+	if r.asked > 0 {
+		p.finish(ctx, start, &r)
+	}
+	for _, app := range p.apps {
+		req, ok := p.pendingRefresh(app.Key)
+		if !ok {
+			continue
+		}
+		at, _, ok := schedule.RefreshAt(p.timing, req, p.entries[app.Key], p.clock.Now())
+		if !ok {
+			p.dropRefresh(app.Key, req)
+			continue
+		}
+		if p.backoff.Active(at) {
+			at = p.backoff.Until
+		}
+		if next.IsZero() || at.Before(next) {
+			next = at
+		}
+	}
+	return next
+}
+
+// refreshDue reports whether app's request r asks for a fetch at now.
+func (p *Poller) refreshDue(app string, r release.Refresh, now time.Time) bool {
+	at, _, ok := schedule.RefreshAt(p.timing, r, p.entries[app], now)
+	return ok && !at.After(now)
 }
 
 // Tick runs one tick: it reads the fleet's state when coordinating, and unless
@@ -295,7 +442,12 @@ func (p *Poller) Tick(ctx context.Context) {
 		p.logFailures(&r)
 		return
 	}
+	p.finish(ctx, start, &r)
+}
 
+// finish ends a round that started at start: it works out the backoff,
+// shares it when it changed, logs the round and reports it.
+func (p *Poller) finish(ctx context.Context, start time.Time, r *round) {
 	now := p.clock.Now()
 	// A backoff that another poller set during our round stands: our
 	// own round's results must not clear or shorten it.
@@ -305,13 +457,14 @@ func (p *Poller) Tick(ctx context.Context) {
 			read := p.backoff
 			p.backoff = next
 			if r.mode == Coordinated {
-				p.shareBackoff(ctx, read, next, &r)
+				p.shareBackoff(ctx, read, next, r)
 			}
 		}
 	}
-	p.logFailures(&r)
+	p.logFailures(r)
 	p.log.Info("poll round",
 		zap.String("mode", string(r.mode)),
+		zap.Bool("refresh", r.refresh),
 		zap.Int("fetched", r.sum.Fetched),
 		zap.Int("unchanged", r.sum.Unchanged),
 		zap.Int("failed", r.sum.Failed),
@@ -391,6 +544,9 @@ type round struct {
 	held   bool // stopped by a fleet backoff that appeared mid-round
 
 	failures []failure // the failed requests, logged at the end of the round
+
+	refresh   bool      // a round of refresh requests: RefreshAt decides, not Due
+	fetchedAt time.Time // the fetch time of the last fetch or 304 of the round
 }
 
 // failure is one failed GitHub request of a round.
@@ -434,7 +590,7 @@ func (p *Poller) logFailures(r *round) {
 // visit asks GitHub about app if it is due, and records what happened.
 // It reports whether the round must stop.
 func (p *Poller) visit(ctx context.Context, app release.App, r *round) (stop bool) {
-	if !schedule.Due(p.timing, p.entries[app.Key], p.clock.Now()) {
+	if !p.wanted(app.Key, r, p.clock.Now()) {
 		return false
 	}
 	// The spacing comes before the re-check, so that a backoff another poller
@@ -476,9 +632,11 @@ func (p *Poller) visit(ctx context.Context, app release.App, r *round) (stop boo
 	case release.Fetched:
 		r.sum.Fetched++
 		next.FetchedAt, next.ETag, next.Release = now, a.ETag, a.Release
+		r.fetchedAt = now
 	case release.NotModified:
 		r.sum.Unchanged++
 		next.FetchedAt = now
+		r.fetchedAt = now
 	case release.RateLimited:
 		r.sum.RateLimited, r.sum.RetryAt = true, a.RetryAt
 		p.logFailures(r)
@@ -522,10 +680,18 @@ func (p *Poller) recheck(ctx context.Context, key string, r *round) (ask, stop b
 		r.held = true
 		return false, true
 	}
-	if !schedule.Due(p.timing, p.entries[key], now) {
+	if !p.wanted(key, r, now) {
 		return false, false
 	}
-	won, err := p.fleet.Claim(ctx, key, now, p.timing.ClaimWindow())
+	window := p.timing.ClaimWindow()
+	if r.refresh {
+		// Only a claim made since the attempt's point keeps us off: one made
+		// before it asked GitHub too early to answer the request.
+		req, _ := p.pendingRefresh(key)
+		_, point, _ := schedule.RefreshAt(p.timing, req, p.entries[key], now)
+		window = min(window, now.Sub(point)+time.Millisecond)
+	}
+	won, err := p.fleet.Claim(ctx, key, now, window)
 	if err != nil {
 		p.redisDown(ctx, OpClaim, err, now)
 		r.mode = Standalone
@@ -535,8 +701,23 @@ func (p *Poller) recheck(ctx context.Context, key string, r *round) (ask, stop b
 	p.obs.Claim(won)
 	if !won {
 		p.log.Debug("claim refused", zap.String("app", key))
+		if r.refresh {
+			// Another poller asks for this attempt; wait for its claim to lapse
+			// (or its fetch to arrive) before asking ourselves.
+			p.update(key, release.Entry{ClaimedAt: now})
+		}
 	}
 	return won, false
+}
+
+// wanted reports whether to ask GitHub about app in round r at now: when it
+// is due or, in a round of refreshes, when its request asks for it.
+func (p *Poller) wanted(key string, r *round, now time.Time) bool {
+	if !r.refresh {
+		return schedule.Due(p.timing, p.entries[key], now)
+	}
+	req, ok := p.pendingRefresh(key)
+	return ok && p.refreshDue(key, req, now)
 }
 
 // share writes an answer's outcome to the fleet, unless the round is standalone.
@@ -650,6 +831,7 @@ func (nopObserver) Claim(bool)                                  {}
 func (nopObserver) WriteRefused(Op)                             {}
 func (nopObserver) RedisError(Op)                               {}
 func (nopObserver) Round(Mode, time.Duration, schedule.Backoff) {}
+func (nopObserver) Refreshed(string, time.Duration)             {}
 
 // systemClock is the real clock.
 type systemClock struct{}

@@ -1,0 +1,234 @@
+package poller_test
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/storytold/craft-releases/pkg/poller"
+	"github.com/storytold/craft-releases/pkg/release"
+	"github.com/storytold/craft-releases/pkg/schedule"
+)
+
+// refreshHarness is a poller over photocraft and vectorcraft that fetched
+// both at t0 (v1, "e1"), with the clock a minute later: fresh for another
+// half hour at the production timing.
+func refreshHarness(t *testing.T, fleet *fakeFleet) *harness {
+	t.Helper()
+	h := newHarness(t, []string{"photocraft", "vectorcraft"}, fleet, fleet != nil)
+	h.source.script = map[string]release.Answer{"photocraft": fetched("v1", `"e1"`), "vectorcraft": fetched("v1", `"e1"`)}
+	h.p.Tick(context.Background())
+	h.source.take()
+	h.obs.take()
+	h.logs.TakeAll()
+	if fleet != nil {
+		fleet.takeCalls()
+	}
+	h.clock.set(t, t0.Add(time.Minute))
+	return h
+}
+
+// refreshStep moves the clock to at, scripts answers, runs one RefreshRound
+// and checks what it asked GitHub and when it says the next attempt is.
+func refreshStep(t *testing.T, h *harness, at time.Duration, answers map[string]release.Answer, wantAsked []string, wantNext time.Duration) {
+	t.Helper()
+	h.clock.set(t, t0.Add(at))
+	h.source.script = answers
+	next := h.p.RefreshRound(context.Background())
+	asked, _ := h.source.take()
+	if !slices.Equal(asked, wantAsked) {
+		t.Errorf("at %v: asked %q, want %q", at, asked, wantAsked)
+	}
+	gotNext := time.Duration(-1)
+	if !next.IsZero() {
+		gotNext = next.Sub(t0)
+	}
+	if gotNext != wantNext {
+		t.Errorf("at %v: next attempt at %v, want %v (-1: none)", at, gotNext, wantNext)
+	}
+}
+
+const none = time.Duration(-1)
+
+func TestRefreshFetchesAFreshAppAtOnce(t *testing.T) {
+	h := refreshHarness(t, nil)
+	at := t0.Add(time.Minute)
+	h.p.Refresh("photocraft", release.Refresh{At: at, Tag: "v2"})
+	h.p.Refresh("filmcraft", release.Refresh{At: at}) // not configured: ignored
+	refreshStep(t, h, time.Minute, map[string]release.Answer{"photocraft": fetched("v2", `"e2"`)}, []string{`photocraft("e1")`}, none)
+	if got := h.sink.entry("photocraft"); got.Release == nil || got.Release.Tag != "v2" {
+		t.Errorf("served %+v, want v2", got.Release)
+	}
+	if got := h.obs.take(); !slices.Contains(got, "refreshed photocraft 0s") {
+		t.Errorf("observed %q, want a refreshed photocraft", got)
+	}
+	// Done: nothing more is asked, even when the same request comes again.
+	h.p.Refresh("photocraft", release.Refresh{At: at, Tag: "v2"})
+	refreshStep(t, h, 2*time.Minute, nil, nil, none)
+}
+
+func TestRefreshRetriesUntilTheTagIsServed(t *testing.T) {
+	h := refreshHarness(t, nil)
+	h.p.Refresh("photocraft", release.Refresh{At: t0.Add(time.Minute), Tag: "v2"})
+	m := time.Minute
+	// GitHub answers the previous release, then 304, for a few seconds.
+	refreshStep(t, h, m, map[string]release.Answer{"photocraft": notModified()}, []string{`photocraft("e1")`}, m+2*time.Second)
+	refreshStep(t, h, m+time.Second, nil, nil, m+2*time.Second)
+	refreshStep(t, h, m+2*time.Second, map[string]release.Answer{"photocraft": notModified()}, []string{`photocraft("e1")`}, m+5*time.Second)
+	refreshStep(t, h, m+5*time.Second, map[string]release.Answer{"photocraft": fetched("v2", `"e2"`)}, []string{`photocraft("e1")`}, none)
+	if got := h.sink.entry("photocraft"); got.Release == nil || got.Release.Tag != "v2" {
+		t.Errorf("served %+v, want v2", got.Release)
+	}
+}
+
+func TestRefreshGivesUpAfter15s(t *testing.T) {
+	h := refreshHarness(t, nil)
+	h.p.Refresh("photocraft", release.Refresh{At: t0.Add(time.Minute), Tag: "v2"})
+	m := time.Minute
+	old := func() map[string]release.Answer { return map[string]release.Answer{"photocraft": notModified()} }
+	refreshStep(t, h, m, old(), []string{`photocraft("e1")`}, m+2*time.Second)
+	refreshStep(t, h, m+2*time.Second, old(), []string{`photocraft("e1")`}, m+5*time.Second)
+	refreshStep(t, h, m+5*time.Second, old(), []string{`photocraft("e1")`}, m+15*time.Second)
+	refreshStep(t, h, m+15*time.Second, old(), []string{`photocraft("e1")`}, none)
+	refreshStep(t, h, m+time.Hour, nil, nil, none)
+}
+
+func TestRefreshCoalescesABurst(t *testing.T) {
+	h := refreshHarness(t, nil)
+	m := time.Minute
+	for i := range 10 {
+		h.p.Refresh("photocraft", release.Refresh{At: t0.Add(m + time.Duration(i)*time.Millisecond)})
+	}
+	refreshStep(t, h, m+10*time.Millisecond, map[string]release.Answer{"photocraft": notModified()}, []string{`photocraft("e1")`}, none)
+	// Ten more while the last fetch is under a second old: one fetch, a
+	// second after the last.
+	for i := range 10 {
+		h.p.Refresh("photocraft", release.Refresh{At: t0.Add(m + 100*time.Millisecond + time.Duration(i)*50*time.Millisecond)})
+	}
+	refreshStep(t, h, m+600*time.Millisecond, nil, nil, m+1010*time.Millisecond)
+	refreshStep(t, h, m+1010*time.Millisecond, map[string]release.Answer{"photocraft": notModified()}, []string{`photocraft("e1")`}, none)
+}
+
+func TestRefreshHonoursBackoffAndRetry(t *testing.T) {
+	t.Run("fleet backoff", func(t *testing.T) {
+		fleet := newFleet()
+		h := refreshHarness(t, fleet)
+		until := t0.Add(time.Hour)
+		fleet.setBackoff(schedule.Backoff{Until: until, Trouble: 1})
+		h.p.Tick(context.Background()) // reads the backoff
+		h.p.Refresh("photocraft", release.Refresh{At: t0.Add(time.Minute)})
+		refreshStep(t, h, time.Minute, nil, nil, time.Hour)
+	})
+	t.Run("per-app retry", func(t *testing.T) {
+		h := refreshHarness(t, nil)
+		// vectorcraft is due at I − M; make it fail.
+		h.clock.set(t, t0.Add(1772*time.Second))
+		h.source.script = map[string]release.Answer{"photocraft": fetched("v1", `"e1"`), "vectorcraft": failed()}
+		h.p.Tick(context.Background())
+		if asked, at := h.source.take(); len(asked) != 2 || !at[1].Equal(t0.Add(1773*time.Second)) {
+			t.Fatalf("asked %q at %v, want both, vectorcraft at 1773 s", asked, at)
+		}
+		failedAt := 1773 * time.Second
+		h.p.Refresh("vectorcraft", release.Refresh{At: t0.Add(failedAt + time.Second)})
+		// One failure: retried F − M = 30 s after it, not at once.
+		refreshStep(t, h, failedAt+time.Second, nil, nil, failedAt+30*time.Second)
+		refreshStep(t, h, failedAt+30*time.Second, map[string]release.Answer{"vectorcraft": fetched("v1", `"e1"`)}, []string{`vectorcraft("e1")`}, none)
+	})
+	t.Run("a rate limit backs the fleet off", func(t *testing.T) {
+		fleet := newFleet()
+		h := refreshHarness(t, fleet)
+		reset := t0.Add(30 * time.Minute)
+		h.p.Refresh("photocraft", release.Refresh{At: t0.Add(time.Minute)})
+		h.p.Refresh("vectorcraft", release.Refresh{At: t0.Add(time.Minute)})
+		refreshStep(t, h, time.Minute, map[string]release.Answer{"photocraft": rateLimited(reset)}, []string{`photocraft("e1")`}, 31*time.Minute)
+		if got := fleet.takeCalls(); !slices.Contains(got, "PutBackoff until 31m0s trouble 1") {
+			t.Errorf("fleet calls %q, want the backoff shared", got)
+		}
+	})
+}
+
+func TestRefreshClaims(t *testing.T) {
+	m := time.Minute
+	t.Run("a claim from before the request does not keep us off", func(t *testing.T) {
+		fleet := newFleet()
+		h := refreshHarness(t, fleet)
+		// The tick at t0 claimed both apps, less than the claim window ago.
+		h.p.Refresh("photocraft", release.Refresh{At: t0.Add(m)})
+		refreshStep(t, h, m, map[string]release.Answer{"photocraft": notModified()}, []string{`photocraft("e1")`}, none)
+		if got := fleet.takeCalls(); !slices.Equal(got, []string{"LoadApp photocraft", "Claim photocraft", "PutNotModified photocraft"}) {
+			t.Errorf("fleet calls %q", got)
+		}
+	})
+	t.Run("another poller's claim for the request keeps us off until it lapses", func(t *testing.T) {
+		fleet := newFleet()
+		h := refreshHarness(t, fleet)
+		e := fleet.entry("photocraft")
+		e.ClaimedAt = t0.Add(m + 10*time.Millisecond)
+		fleet.set("photocraft", e)
+		h.p.Refresh("photocraft", release.Refresh{At: t0.Add(m)})
+		// The re-read shows the claim: wait the window, unless the other
+		// poller's fetch arrives first.
+		refreshStep(t, h, m+20*time.Millisecond, nil, nil, 2*m+10*time.Millisecond)
+		if got := fleet.takeCalls(); !slices.Equal(got, []string{"LoadApp photocraft"}) {
+			t.Errorf("fleet calls %q, want a re-read and no claim", got)
+		}
+		e = fleet.entry("photocraft")
+		e.FetchedAt, e.ETag, e.Release = t0.Add(m+50*time.Millisecond), `"e2"`, &release.Release{Tag: "v2", Assets: []release.Asset{}}
+		fleet.set("photocraft", e)
+		h.p.Tick(context.Background()) // reads it
+		refreshStep(t, h, m+time.Second, nil, nil, none)
+	})
+	t.Run("a claim lost in a race", func(t *testing.T) {
+		fleet := newFleet()
+		h := refreshHarness(t, fleet)
+		fleet.during = func(f *fakeFleet, op, arg string) {
+			if op == "Claim" {
+				e := f.entries[arg]
+				e.ClaimedAt = t0.Add(m + 5*time.Millisecond)
+				f.entries[arg] = e
+			}
+		}
+		h.p.Refresh("photocraft", release.Refresh{At: t0.Add(m)})
+		refreshStep(t, h, m+10*time.Millisecond, nil, nil, 2*m+10*time.Millisecond)
+	})
+}
+
+// TestRunWakesForARefresh: a request that arrives while Run waits between
+// two ticks is fetched at once, and Run goes back to waiting for the tick.
+func TestRunWakesForARefresh(t *testing.T) {
+	clock := &parkingClock{now: t0, fire: 1, parked: make(chan time.Duration)}
+	src := &fakeSource{clock: clock, script: map[string]release.Answer{"a": fetched("v1", `"e1"`)}}
+	p, err := poller.New(poller.Config{
+		Apps: apps("a"), Timing: timing, Source: src, Clock: clock,
+		Logger: zap.NewNop(), Rand: func() float64 { return 0.5 },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- p.Run(ctx) }()
+	if got := <-clock.parked; got != 30*time.Second {
+		t.Fatalf("parked in a wait of %v, want the 30 s to the next tick", got)
+	}
+	src.mu.Lock()
+	src.script = map[string]release.Answer{"a": fetched("v2", `"e2"`)}
+	src.mu.Unlock()
+	clock.mu.Lock()
+	clock.now = clock.now.Add(time.Second)
+	clock.mu.Unlock()
+	p.Refresh("a", release.Refresh{At: clock.Now(), Tag: "v2"})
+	if got := <-clock.parked; got != 29*time.Second {
+		t.Errorf("parked again in a wait of %v, want the 29 s left to the next tick", got)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("Run() = %v, want nil", err)
+	}
+	if asked, _ := src.take(); !slices.Equal(asked, []string{"a", `a("e1")`}) {
+		t.Errorf("asked %q, want the tick's request and the refresh's", asked)
+	}
+}
