@@ -59,6 +59,9 @@ type API struct {
 	MaxConnections  int    // the cap on open connections of HTTPAddr
 	HydrateTimeout  time.Duration
 	ShutdownTimeout time.Duration
+	// WebhookSecrets are the GitHub webhook secrets, one or two (while
+	// rotating), each trimmed and not empty; none: no webhook route.
+	WebhookSecrets []Secret
 }
 
 // Poller holds every setting of cmd/poller. ShutdownTimeout is an addition
@@ -97,6 +100,7 @@ func LoadAPI(getenv func(string) string) (API, []string, error) {
 	if samePort(a.HTTPAddr, a.MetricsAddr) {
 		c.fail("METRICS_ADDR", "%q has the port of HTTP_ADDR: /metrics is served on a port of its own, which is not public", a.MetricsAddr)
 	}
+	a.WebhookSecrets = c.webhookSecrets(raw.WebhookSecret)
 	if err := errors.Join(parseErr, c.err()); err != nil {
 		return API{}, nil, err
 	}
@@ -157,7 +161,31 @@ func (a API) Fields() []zap.Field {
 		zap.Duration("hydrate_timeout", a.HydrateTimeout),
 		zap.Duration("shutdown_timeout", a.ShutdownTimeout),
 		zap.Bool("standalone", a.Standalone()),
+		zap.Int("webhook_secrets", len(a.WebhookSecrets)),
 	)
+}
+
+// webhookSecrets splits CRAFT_APPS_RELEASE_WEBHOOK_SECRET (already trimmed;
+// "" for unset) into its one or two secrets. The errors never quote a secret.
+func (c *checker) webhookSecrets(s string) []Secret {
+	if s == "" {
+		return nil
+	}
+	parts := strings.Split(s, ",")
+	if len(parts) > 2 {
+		c.fail("CRAFT_APPS_RELEASE_WEBHOOK_SECRET", "%d secrets, want one, or two separated by a comma while rotating", len(parts))
+		return nil
+	}
+	out := make([]Secret, 0, len(parts))
+	for _, p := range parts {
+		p = strings.TrimSpace(p)
+		if p == "" {
+			c.fail("CRAFT_APPS_RELEASE_WEBHOOK_SECRET", "an empty secret beside a comma")
+			return nil
+		}
+		out = append(out, Secret(p))
+	}
+	return out
 }
 
 // Fields returns the resolved settings, secrets masked, for the one start-up

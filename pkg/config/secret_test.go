@@ -76,7 +76,8 @@ func TestRedactURL(t *testing.T) {
 // TestConfigNeverPrintsSecrets prints loaded settings every way a program
 // might, and looks for the token and the Redis password.
 func TestConfigNeverPrintsSecrets(t *testing.T) {
-	vars := map[string]string{"CRAFT_APPS_RELEASE_GITHUB_TOKEN": token, "REDIS_URL": redisURL}
+	vars := map[string]string{"CRAFT_APPS_RELEASE_GITHUB_TOKEN": token, "REDIS_URL": redisURL,
+		"CRAFT_APPS_RELEASE_WEBHOOK_SECRET": " " + webhookSecret + " , " + password + "2 "}
 	a, _, err := config.LoadAPI(lookup(vars))
 	if err != nil {
 		t.Fatalf("LoadAPI: %v", err)
@@ -85,7 +86,8 @@ func TestConfigNeverPrintsSecrets(t *testing.T) {
 	if err != nil {
 		t.Fatalf("LoadPoller: %v", err)
 	}
-	if a.GitHubToken.Reveal() != token || a.RedisURL.Reveal() != redisURL || p.GitHubToken.Reveal() != token {
+	if a.GitHubToken.Reveal() != token || a.RedisURL.Reveal() != redisURL || p.GitHubToken.Reveal() != token ||
+		len(a.WebhookSecrets) != 2 || a.WebhookSecrets[0].Reveal() != webhookSecret || a.WebhookSecrets[1].Reveal() != password+"2" {
 		t.Fatalf("settings do not hold the secrets; the test would prove nothing")
 	}
 	printed := map[string]string{}
@@ -107,7 +109,7 @@ func TestConfigNeverPrintsSecrets(t *testing.T) {
 	printed["log poller"] = logLine(t, zapcore.NewConsoleEncoder(zap.NewDevelopmentEncoderConfig()), p.Fields()...)
 	printed["log any"] = logLine(t, zapcore.NewJSONEncoder(zap.NewProductionEncoderConfig()), zap.Any("config", a))
 	for name, out := range printed {
-		for _, secret := range []string{token, password} {
+		for _, secret := range []string{token, password, webhookSecret} {
 			if strings.Contains(out, secret) {
 				t.Errorf("%s holds the secret %q:\n%s", name, secret, out)
 			}
@@ -120,7 +122,7 @@ func TestConfigNeverPrintsSecrets(t *testing.T) {
 
 func TestFields(t *testing.T) {
 	vars := map[string]string{
-		"CRAFT_APPS_RELEASE_GITHUB_TOKEN": token, "REDIS_URL": redisURL,
+		"CRAFT_APPS_RELEASE_GITHUB_TOKEN": token, "REDIS_URL": redisURL, "CRAFT_APPS_RELEASE_WEBHOOK_SECRET": webhookSecret + ",next",
 		"CRAFT_APPS_RELEASE_APPS": "a=A=org/a,b=B=org/b",
 	}
 	a, _, err := config.LoadAPI(lookup(vars))
@@ -153,7 +155,7 @@ func TestFields(t *testing.T) {
 		extra  map[string]any
 	}{
 		{"api", a.Fields(), map[string]any{"http_addr": ":8080", "metrics_addr": ":9090", "max_connections": float64(1024),
-			"hydrate_timeout": "10s", "standalone": false}},
+			"hydrate_timeout": "10s", "standalone": false, "webhook_secrets": float64(2)}},
 		{"poller", p.Fields(), map[string]any{"http_addr": ":9090", "mysql": false, "mysql_max_connections": float64(4),
 			"mysql_max_lifetime": "10m0s", "mysql_query_timeout": "5s", "mysql_poller_replicas": float64(3), "meta_refresh": "1m0s"}},
 	}
@@ -191,4 +193,48 @@ func logLine(t testing.TB, enc zapcore.Encoder, fields ...zap.Field) string {
 		t.Fatalf("sync log: %v", err)
 	}
 	return buf.String()
+}
+
+// webhookSecret is a webhook secret that must never be printed.
+const webhookSecret = "whsec-Zq8vN2"
+
+func TestWebhookSecrets(t *testing.T) {
+	tests := []struct {
+		name    string
+		value   string
+		want    []string
+		wantErr string
+	}{
+		{"unset", "", nil, ""},
+		{"blank", "   ", nil, ""},
+		{"one", webhookSecret, []string{webhookSecret}, ""},
+		{"two while rotating, trimmed", " old , new ", []string{"old", "new"}, ""},
+		{"three", "a,b,c", nil, "3 secrets, want one, or two"},
+		{"an empty one", webhookSecret + ",", nil, "an empty secret"},
+		{"a comma alone", ",", nil, "an empty secret"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a, _, err := config.LoadAPI(lookup(map[string]string{"CRAFT_APPS_RELEASE_WEBHOOK_SECRET": tt.value}))
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), "CRAFT_APPS_RELEASE_WEBHOOK_SECRET: "+tt.wantErr) {
+					t.Fatalf("LoadAPI error %v, want %q", err, tt.wantErr)
+				}
+				if strings.Contains(err.Error(), webhookSecret) {
+					t.Errorf("the error %q quotes the secret", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, s := range a.WebhookSecrets {
+				got = append(got, s.Reveal())
+			}
+			if !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("secrets got %q, want %q", got, tt.want)
+			}
+		})
+	}
 }
