@@ -59,6 +59,9 @@ type Options struct {
 	// MaxConnections caps the connections Serve holds open (see
 	// DefaultMaxConnections, the cap when it is 0 or less).
 	MaxConnections int
+	// Webhook, when not nil, serves POST /v1/craft_apps/github_webhook
+	// (the API's server only).
+	Webhook http.Handler
 }
 
 // UnmatchedRoute is the route under which an Observer is told about the
@@ -94,10 +97,11 @@ type Server struct {
 
 // New returns the API's server: GET and HEAD /v1/craft_apps/release_info,
 // /v1/craft_apps/release_info/{app}, /v1/craft_apps/download/{app} and / from
-// r, /healthz, /readyz reporting ready, and /metrics if opts has it.
+// r, /healthz, /readyz reporting ready, and /metrics and the webhook if opts
+// has them.
 func New(r Renderer, ready *Gate, log *zap.Logger, opts Options) *Server {
 	s := newServer(log, opts)
-	s.routes(r, ready, opts.Metrics)
+	s.routes(r, ready, opts.Metrics, opts.Webhook)
 	return s
 }
 
@@ -106,7 +110,7 @@ func New(r Renderer, ready *Gate, log *zap.Logger, opts Options) *Server {
 // /metrics if opts has it.
 func NewHealth(ready *Gate, log *zap.Logger, opts Options) *Server {
 	s := newServer(log, opts)
-	s.routes(nil, ready, opts.Metrics)
+	s.routes(nil, ready, opts.Metrics, nil)
 	return s
 }
 

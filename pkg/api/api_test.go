@@ -45,6 +45,11 @@ func TestRoutes(t *testing.T) {
 	metrics := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		_, _ = io.WriteString(w, "metric 1\n")
 	})
+	hook := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		w.WriteHeader(http.StatusAccepted)
+		_, _ = w.Write(body)
+	})
 	api := func(open bool, opts Options) http.Handler {
 		g := new(Gate)
 		if open {
@@ -83,6 +88,10 @@ func TestRoutes(t *testing.T) {
 		{name: "api DELETE healthz", server: api, method: "DELETE", path: "/healthz", wantStatus: 405},
 		{name: "api metrics absent", server: api, method: "GET", path: "/metrics", wantStatus: 404},
 		{name: "api metrics", server: api, opts: Options{Metrics: metrics}, method: "GET", path: "/metrics", wantStatus: 200, wantBody: "metric 1\n"},
+		{name: "api webhook absent", server: api, method: "POST", path: WebhookPath, wantStatus: 404},
+		{name: "api webhook", server: api, opts: Options{Webhook: hook}, method: "POST", path: WebhookPath, wantStatus: 202, wantBody: "{}"},
+		{name: "api webhook GET", server: api, opts: Options{Webhook: hook}, method: "GET", path: WebhookPath, wantStatus: 405},
+		{name: "api webhook OPTIONS", server: api, opts: Options{Webhook: hook}, method: "OPTIONS", path: WebhookPath, wantStatus: 204},
 		{name: "health healthz", server: health, method: "GET", path: "/healthz", wantStatus: 200, wantBody: "ok\n"},
 		{name: "health readyz closed", server: health, method: "GET", path: "/readyz", wantStatus: 503, wantBody: "not ready\n"},
 		{name: "health readyz open", server: health, open: true, method: "GET", path: "/readyz", wantStatus: 200, wantBody: "ready\n"},
@@ -93,7 +102,11 @@ func TestRoutes(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			rec := httptest.NewRecorder()
-			tt.server(tt.open, tt.opts).ServeHTTP(rec, httptest.NewRequest(tt.method, tt.path, nil))
+			var body io.Reader
+			if tt.method == "POST" {
+				body = strings.NewReader("{}")
+			}
+			tt.server(tt.open, tt.opts).ServeHTTP(rec, httptest.NewRequest(tt.method, tt.path, body))
 			if rec.Code != tt.wantStatus {
 				t.Errorf("status: got %d, want %d", rec.Code, tt.wantStatus)
 			}
