@@ -25,7 +25,10 @@ import (
 	"github.com/storytold/craft-releases/pkg/hydrate"
 	"github.com/storytold/craft-releases/pkg/metrics"
 	"github.com/storytold/craft-releases/pkg/poller"
+	"github.com/storytold/craft-releases/pkg/release"
 	"github.com/storytold/craft-releases/pkg/snapshot"
+	"github.com/storytold/craft-releases/pkg/store"
+	"github.com/storytold/craft-releases/pkg/webhook"
 )
 
 // version is stamped at build time with -ldflags "-X main.version=…".
@@ -66,12 +69,26 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	// A registry of our own, not the global one, so that tests can run
 	// several binaries in one process.
 	reg := metrics.NewRegistry("api", version, cfg.PollInterval)
-	background, err := feeder(cfg, snap, gate, log, reg)
+	background, fleet, err := feeder(cfg, snap, gate, log, reg)
 	if err != nil {
 		return err
 	}
 	requests := metrics.NewRequests()
 	reg.MustRegister(requests)
+	public := api.Options{Observer: requests, MaxConnections: cfg.MaxConnections}
+	if fleet != nil {
+		deliveries := metrics.NewWebhook()
+		reg.MustRegister(deliveries)
+		secrets := make([]string, len(cfg.WebhookSecrets))
+		for i, s := range cfg.WebhookSecrets {
+			secrets[i] = s.Reveal()
+		}
+		hook, err := webhook.New(webhook.Config{Secrets: secrets, Apps: cfg.Apps, Fleet: fleet, Observer: deliveries, Log: log})
+		if err != nil {
+			return err
+		}
+		public.Webhook = hook
+	}
 
 	// Listen before anything can wait on Redis or GitHub, so /healthz answers
 	// from the first second. The endpoint's port is public; /metrics is on
@@ -86,7 +103,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return fmt.Errorf("listen %s: %w", cfg.MetricsAddr, err)
 	}
 	log.Info("listening", zap.String("addr", ln.Addr().String()), zap.String("metrics_addr", mln.Addr().String()))
-	server := api.New(snap, gate, log, api.Options{Observer: requests, MaxConnections: cfg.MaxConnections})
+	server := api.New(snap, gate, log, public)
 	private := api.NewHealth(gate, log, api.Options{Metrics: metrics.Handler(reg, log), Observer: requests})
 
 	// Shutdown is ordered: unready at once, keep answering for a moment so
@@ -147,27 +164,52 @@ func serveAll(ctx context.Context, shutdownTimeout time.Duration, servers ...lis
 // gate when the pod may take traffic: at once when it polls GitHub itself,
 // after the first load from Redis in split mode (or the hydrate timeout,
 // unless Redis refuses the pod's credentials: hydrate.Hydrator.Ready). It
-// registers the metrics of what it builds with reg.
-func feeder(cfg config.API, snap *snapshot.Snapshot, gate *api.Gate, log *zap.Logger, reg prometheus.Registerer) (func(context.Context) error, error) {
+// registers the metrics of what it builds with reg. With a webhook secret it
+// also returns where the webhook records refresh requests: Redis, for the
+// pollers, in split mode; the in-process poller standalone. Without one the
+// Fleet is nil.
+func feeder(cfg config.API, snap *snapshot.Snapshot, gate *api.Gate, log *zap.Logger, reg prometheus.Registerer) (func(context.Context) error, webhook.Fleet, error) {
+	hooked := len(cfg.WebhookSecrets) > 0
 	if !cfg.Standalone() {
 		h, err := hydrate.New(cfg.RedisURL.Reveal(), cfg.Apps, snap, log, hydrate.WithMeta(snap), hydrate.WithTLS(cfg.RedisTLS.Config()))
 		if err != nil {
-			return nil, err
+			return nil, nil, err
+		}
+		var fleet webhook.Fleet
+		closeFleet := func() {}
+		if hooked {
+			host, err := os.Hostname()
+			if err != nil {
+				return nil, nil, fmt.Errorf("hostname: %w", err)
+			}
+			c, err := store.NewClient(cfg.RedisURL.Reveal())
+			if err != nil {
+				return nil, nil, err
+			}
+			fleet, closeFleet = store.New(c, host), c.Close
 		}
 		reg.MustRegister(metrics.NewAPI(snap, h))
-		log.Info("mode", zap.String("mode", "split"))
-		return func(ctx context.Context) error {
+		log.Info("mode", zap.String("mode", "split"), zap.Bool("webhook", hooked))
+		work := func(ctx context.Context) error {
+			// The server has drained by the time the work is stopped.
+			defer closeFleet()
 			var g errgroup.Group
 			g.Go(func() error { h.Ready(ctx, cfg.HydrateTimeout, gate.Open); return nil })
 			g.Go(func() error { return h.Run(ctx) })
 			return g.Wait()
-		}, nil
+		}
+		return work, fleet, nil
 	}
 	reg.MustRegister(metrics.NewAPI(snap, nil))
 	gate.Open()
 	if !cfg.PollingEnabled {
-		log.Info("mode", zap.String("mode", "standalone"), zap.Bool("polling", false))
-		return func(ctx context.Context) error { <-ctx.Done(); return nil }, nil
+		log.Info("mode", zap.String("mode", "standalone"), zap.Bool("polling", false), zap.Bool("webhook", hooked))
+		var fleet webhook.Fleet
+		if hooked {
+			// Deliveries are checked and counted; there is nothing to fetch.
+			fleet = webhook.NewLocal(func(string, release.Refresh) {}, nil)
+		}
+		return func(ctx context.Context) error { <-ctx.Done(); return nil }, fleet, nil
 	}
 	src, err := github.New(github.Options{
 		BaseURL:   cfg.GitHubAPIURL,
@@ -175,7 +217,7 @@ func feeder(cfg config.API, snap *snapshot.Snapshot, gate *api.Gate, log *zap.Lo
 		UserAgent: "craft-releases-api/" + version,
 	})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	observer := metrics.NewPoller(cfg.Apps)
 	reg.MustRegister(observer)
@@ -191,8 +233,12 @@ func feeder(cfg config.API, snap *snapshot.Snapshot, gate *api.Gate, log *zap.Lo
 		Logger:   log,
 	})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	log.Info("mode", zap.String("mode", "standalone"), zap.Bool("polling", true))
-	return p.Run, nil
+	log.Info("mode", zap.String("mode", "standalone"), zap.Bool("polling", true), zap.Bool("webhook", hooked))
+	var fleet webhook.Fleet
+	if hooked {
+		fleet = webhook.NewLocal(p.Refresh, nil)
+	}
+	return p.Run, fleet, nil
 }

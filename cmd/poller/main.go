@@ -144,6 +144,19 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		// Cancelling ctx abandons the request under way: every shared write is
 		// one script or one transaction, so none is ever left half-written.
 		work = append(work, p.Run)
+		if fleet != nil {
+			// The webhook's refresh requests, recorded in Redis by the API pods.
+			keys := make([]string, len(cfg.Apps))
+			for i, a := range cfg.Apps {
+				keys[i] = a.Key
+			}
+			work = append(work, func(ctx context.Context) error {
+				// Redis trouble is the poller's to report; this only retries.
+				return fleet.WatchRefreshes(ctx, keys, p.Refresh, func(err error) {
+					log.Debug("refresh requests unreadable", zap.NamedError("err", err))
+				})
+			})
+		}
 	} else {
 		log.Info("polling disabled")
 		gate.Open()
