@@ -78,6 +78,7 @@ func Checks() []Check {
 		{"redis-url", checkRedisURL},
 		{"redis-tls", checkRedisTLS},
 		{"token", checkToken},
+		{"webhook-secret", checkWebhookSecret},
 		{"network", checkNetwork},
 		{"availability", checkAvailability},
 		{"images", checkImages},
@@ -544,10 +545,37 @@ func checkToken(s *Set) []string {
 		case w.binary != "poller":
 		case !ok:
 			problems = append(problems, fmt.Sprintf("%s: does not get %s", w, name))
-		case !strings.HasPrefix(v.from, "secret "):
-			problems = append(problems, fmt.Sprintf("%s: takes %s from %s, not from a Secret", w, name, v.from))
-		case !v.optional:
-			problems = append(problems, fmt.Sprintf("%s: the Secret key of %s is not optional: a missing Secret would keep the pod from starting", w, name))
+		default:
+			problems = append(problems, optionalSecret(w, name, v)...)
+		}
+	}
+	return problems
+}
+
+// optionalSecret says what is wrong with v, w's variable name, which must
+// come from a Secret key marked optional.
+func optionalSecret(w workload, name string, v variable) []string {
+	switch {
+	case !strings.HasPrefix(v.from, "secret "):
+		return []string{fmt.Sprintf("%s: takes %s from %s, not from a Secret", w, name, v.from)}
+	case !v.optional:
+		return []string{fmt.Sprintf("%s: the Secret key of %s is not optional: a missing Secret would keep the pod from starting", w, name)}
+	}
+	return nil
+}
+
+// checkWebhookSecret: where the API gets CRAFT_APPS_RELEASE_WEBHOOK_SECRET,
+// it takes it from a Secret key marked optional: a secret written into a
+// manifest would be in git, and a missing Secret must only leave the webhook
+// out (404), never keep the pods that serve launchers from starting. The
+// pollers never read it (env-known).
+func checkWebhookSecret(s *Set) []string {
+	const name = "CRAFT_APPS_RELEASE_WEBHOOK_SECRET"
+	var problems []string
+	for _, w := range s.ours() {
+		vars, _, _ := s.env(w)
+		if v, ok := vars[name]; ok {
+			problems = append(problems, optionalSecret(w, name, v)...)
 		}
 	}
 	return problems

@@ -249,6 +249,23 @@ func TestChecksCatchBrokenManifests(t *testing.T) {
 				}
 			}
 		}, "the API never calls GitHub in split mode"},
+		{"a webhook secret written in", "webhook-secret", func(t testing.TB, s *Set) {
+			setEnv(api(t, s), "CRAFT_APPS_RELEASE_WEBHOOK_SECRET", "s3cret")
+		}, "takes CRAFT_APPS_RELEASE_WEBHOOK_SECRET from value, not from a Secret"},
+		{"a required webhook secret", "webhook-secret", func(t testing.TB, s *Set) {
+			for _, e := range api(t, s).Env {
+				if e.Name == "CRAFT_APPS_RELEASE_WEBHOOK_SECRET" {
+					e.ValueFrom.SecretKeyRef.Optional = nil
+				}
+			}
+		}, "the Secret key of CRAFT_APPS_RELEASE_WEBHOOK_SECRET is not optional"},
+		{"the webhook secret given to the poller", "env-known", func(t testing.TB, s *Set) {
+			for _, e := range api(t, s).Env {
+				if e.Name == "CRAFT_APPS_RELEASE_WEBHOOK_SECRET" {
+					poller(t, s).Env = append(poller(t, s).Env, e)
+				}
+			}
+		}, "CRAFT_APPS_RELEASE_WEBHOOK_SECRET (from secret craft-releases-webhook), which the poller does not read"},
 		{"the API let out to GitHub", "network", func(t testing.TB, s *Set) {
 			for _, np := range s.NetworkPolicies {
 				if np.Name == "craft-releases-api" {
@@ -443,4 +460,21 @@ func TestDeepCopySharesNothing(t *testing.T) {
 	if len(c.Deployments) != len(s.Deployments) || len(c.NetworkPolicies) != len(s.NetworkPolicies) || len(c.Secrets) != len(s.Secrets) {
 		t.Errorf("the copy lost objects")
 	}
+}
+
+// TestProductionServesTheWebhook: production's API pods get the webhook
+// secret from the Secret craft-releases-webhook, key secret
+// (docs/operations.md, "GitHub webhook").
+func TestProductionServesTheWebhook(t *testing.T) {
+	s := render(t, "../overlays/production")
+	for _, e := range api(t, s).Env {
+		if e.Name == "CRAFT_APPS_RELEASE_WEBHOOK_SECRET" {
+			ref := e.ValueFrom.SecretKeyRef
+			if ref == nil || ref.Name != "craft-releases-webhook" || ref.Key != "secret" {
+				t.Errorf("CRAFT_APPS_RELEASE_WEBHOOK_SECRET comes from %+v, want Secret craft-releases-webhook, key secret", e.ValueFrom)
+			}
+			return
+		}
+	}
+	t.Error("production's API does not get CRAFT_APPS_RELEASE_WEBHOOK_SECRET")
 }
