@@ -12,7 +12,7 @@ import (
 	"github.com/storytold/craft-releases/pkg/schedule"
 )
 
-// The webhook's fan-in (redis.md, "Refresh requests").
+// The webhook's fan-in (docs/operations.md, "GitHub webhook").
 const (
 	// deliveryTTL is how long a delivery id is remembered: the three days
 	// for which GitHub offers to redeliver.
@@ -129,7 +129,8 @@ func DecodeRefresh(h map[string]string) (release.Refresh, bool) {
 // all of them every 10 s in case an announcement was lost. fn may be called
 // again with a request it was given before, and must not block for long.
 // Redis trouble is retried, never returned; onErr, when not nil, is told
-// about each failure that is not ctx's own end.
+// about each failure that is not ctx's own end. It returns once the
+// goroutine it subscribes with has ended.
 func (s *Store) WatchRefreshes(ctx context.Context, apps []string, fn func(app string, r release.Refresh), onErr func(error)) error {
 	known := make(map[string]bool, len(apps))
 	for _, a := range apps {
@@ -137,7 +138,12 @@ func (s *Store) WatchRefreshes(ctx context.Context, apps []string, fn func(app s
 	}
 	announced := make(chan string, 64)
 	subscribed := make(chan struct{}, 1)
-	go s.subscribe(ctx, subscribed, announced, onErr)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		s.subscribe(ctx, subscribed, announced, onErr)
+	}()
+	defer func() { <-done }()
 	scan := func(keys []string) {
 		pending, err := s.Refreshes(ctx, keys)
 		if err != nil {
