@@ -31,13 +31,18 @@ const (
 	fieldTag  = "tag"
 )
 
-// Deliver records webhook delivery id for three days and, the first time
-// it is seen, a refresh request r for each of apps (a hash with a TTL of an
+// Deliver records a webhook delivery under each of ids (its delivery id,
+// its body's hash) for three days and, unless one of them was recorded
+// before, a refresh request r for each of apps (a hash with a TTL of an
 // hour, replacing the app's earlier request), announced on RefreshChannel.
-// It reports whether id was new. When the requests cannot be recorded it
-// forgets id again, so that GitHub's redelivery is not taken for a
-// duplicate, and returns the error.
-func (s *Store) Deliver(ctx context.Context, id string, apps []string, r release.Refresh) (bool, error) {
+// It reports whether the delivery was new. When the requests cannot be
+// recorded it forgets the ids it recorded, so that GitHub's redelivery is
+// not taken for a duplicate, and returns the error.
+func (s *Store) Deliver(ctx context.Context, ids []string, apps []string, r release.Refresh) (bool, error) {
+	if len(ids) == 0 {
+		return false, errors.New("deliver: no delivery id")
+	}
+	id := ids[0]
 	if r.At.IsZero() {
 		return false, fmt.Errorf("deliver %s: %w", id, errNoTime)
 	}
@@ -47,13 +52,25 @@ func (s *Store) Deliver(ctx context.Context, id string, apps []string, r release
 	if err != nil {
 		return false, fmt.Errorf("deliver %s: %w", id, err)
 	}
-	key := DeliveryKey(id)
-	err = c.Do(ctx, c.B().Set().Key(key).Value(ms(r.At)).Nx().Px(deliveryTTL).Build()).Error()
-	if rueidis.IsRedisNil(err) {
-		return false, nil
+	marks := make(rueidis.Commands, len(ids))
+	for i, d := range ids {
+		marks[i] = c.B().Set().Key(DeliveryKey(d)).Value(ms(r.At)).Nx().Px(deliveryTTL).Build()
 	}
-	if err != nil {
-		return false, fmt.Errorf("deliver %s: %w", id, err)
+	var made []string // the keys this call created
+	seen := false
+	for i, res := range c.DoMulti(ctx, marks...) {
+		switch err := res.Error(); {
+		case rueidis.IsRedisNil(err):
+			seen = true
+		case err != nil:
+			s.forget(ctx, c, made)
+			return false, fmt.Errorf("deliver %s: %w", id, err)
+		default:
+			made = append(made, DeliveryKey(ids[i]))
+		}
+	}
+	if seen {
+		return false, nil
 	}
 	var cmds rueidis.Commands
 	for _, app := range apps {
@@ -75,13 +92,25 @@ func (s *Store) Deliver(ctx context.Context, id string, apps []string, r release
 		}
 	}
 	if err != nil {
-		// Its own deadline: ctx may be what ran out.
-		fctx, fcancel := context.WithTimeout(context.WithoutCancel(ctx), s.timeout)
-		defer fcancel()
-		_ = c.Do(fctx, c.B().Del().Key(key).Build()).Error()
+		s.forget(ctx, c, made)
 		return false, fmt.Errorf("deliver %s: %w", id, err)
 	}
 	return true, nil
+}
+
+// forget deletes keys, best effort, with a deadline of its own: ctx may be
+// what ran out.
+func (s *Store) forget(ctx context.Context, c rueidis.Client, keys []string) {
+	if len(keys) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.timeout)
+	defer cancel()
+	cmds := make(rueidis.Commands, len(keys))
+	for i, k := range keys {
+		cmds[i] = c.B().Del().Key(k).Build()
+	}
+	c.DoMulti(ctx, cmds...)
 }
 
 // Refreshes reads the pending refresh request of each of apps in one

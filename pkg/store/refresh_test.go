@@ -17,12 +17,14 @@ func TestDeliver(t *testing.T) {
 	ctx := context.Background()
 	r := release.Refresh{At: t0, Tag: "v1.2.0"}
 
-	first, err := s.Deliver(ctx, "guid-1", []string{"photocraft", "photo2"}, r)
+	first, err := s.Deliver(ctx, []string{"guid-1", "sha256-aa"}, []string{"photocraft", "photo2"}, r)
 	if err != nil || !first {
 		t.Fatalf("first delivery: new %v, %v; want new", first, err)
 	}
-	if ttl := a.pttl(DeliveryKey("guid-1")); ttl < 71*time.Hour || ttl > 72*time.Hour {
-		t.Errorf("delivery TTL %v, want 72 h", ttl)
+	for _, id := range []string{"guid-1", "sha256-aa"} {
+		if ttl := a.pttl(DeliveryKey(id)); ttl < 71*time.Hour || ttl > 72*time.Hour {
+			t.Errorf("delivery %s TTL %v, want 72 h", id, ttl)
+		}
 	}
 	for _, app := range []string{"photocraft", "photo2"} {
 		if ttl := a.pttl(RefreshKey(app)); ttl < 59*time.Minute || ttl > time.Hour {
@@ -38,24 +40,32 @@ func TestDeliver(t *testing.T) {
 	}
 
 	// A redelivery changes nothing, even with another time.
-	first, err = s.Deliver(ctx, "guid-1", []string{"photocraft"}, release.Refresh{At: t0.Add(time.Minute)})
+	first, err = s.Deliver(ctx, []string{"guid-1", "sha256-aa"}, []string{"photocraft"}, release.Refresh{At: t0.Add(time.Minute)})
 	if err != nil || first {
 		t.Fatalf("redelivery: new %v, %v; want a duplicate", first, err)
+	}
+	// The same body under another id (a replay) is a duplicate too.
+	first, err = s.Deliver(ctx, []string{"guid-9", "sha256-aa"}, []string{"photocraft"}, release.Refresh{At: t0.Add(time.Minute)})
+	if err != nil || first {
+		t.Fatalf("replay under another id: new %v, %v; want a duplicate", first, err)
 	}
 	if got, _ := s.Refreshes(ctx, []string{"photocraft"}); !got["photocraft"].At.Equal(t0) {
 		t.Errorf("a redelivery moved the request to %v", got["photocraft"].At)
 	}
 
 	// A new delivery replaces the app's request whole.
-	if _, err := s.Deliver(ctx, "guid-2", []string{"photocraft"}, release.Refresh{At: t0.Add(time.Second)}); err != nil {
+	if _, err := s.Deliver(ctx, []string{"guid-2", "sha256-bb"}, []string{"photocraft"}, release.Refresh{At: t0.Add(time.Second)}); err != nil {
 		t.Fatal(err)
 	}
 	if got, _ := s.Refreshes(ctx, []string{"photocraft"}); !got["photocraft"].At.Equal(t0.Add(time.Second)) || got["photocraft"].Tag != "" {
 		t.Errorf("after a second delivery got %+v, want t0+1s with no tag", got["photocraft"])
 	}
 
-	if _, err := s.Deliver(ctx, "guid-3", []string{"photocraft"}, release.Refresh{}); err == nil {
+	if _, err := s.Deliver(ctx, []string{"guid-3"}, []string{"photocraft"}, release.Refresh{}); err == nil {
 		t.Error("a request without a time: no error")
+	}
+	if _, err := s.Deliver(ctx, nil, []string{"photocraft"}, release.Refresh{At: t0}); err == nil {
+		t.Error("a delivery without an id: no error")
 	}
 }
 
@@ -66,11 +76,11 @@ func TestDeliverForgetsWhatItCouldNotRecord(t *testing.T) {
 	srv.MustDo("ACL", "SETUSER", "api", "on", ">pw", "~*", "&*", "+@all", "-hset")
 	s := newStore(t, "redis://api:pw@"+srv.Addr)
 	a := newAdmin(t, srv)
-	if _, err := s.Deliver(context.Background(), "guid-1", []string{"photocraft"}, release.Refresh{At: t0}); err == nil {
+	if _, err := s.Deliver(context.Background(), []string{"guid-1", "sha256-aa"}, []string{"photocraft"}, release.Refresh{At: t0}); err == nil {
 		t.Fatal("Deliver without HSET: no error")
 	}
-	if n, _ := a.do("EXISTS", DeliveryKey("guid-1")).AsInt64(); n != 0 {
-		t.Error("the delivery id stayed although its request was not recorded: a redelivery would be a duplicate")
+	if n, _ := a.do("EXISTS", DeliveryKey("guid-1"), DeliveryKey("sha256-aa")).AsInt64(); n != 0 {
+		t.Error("the delivery's keys stayed although its request was not recorded: a redelivery would be a duplicate")
 	}
 }
 
@@ -78,7 +88,7 @@ func TestDeliverRedisDown(t *testing.T) {
 	srv := redistest.Start(t)
 	s := newStore(t, srv.URL(), WithTimeout(time.Second))
 	srv.Stop()
-	if _, err := s.Deliver(context.Background(), "guid-1", []string{"photocraft"}, release.Refresh{At: t0}); err == nil {
+	if _, err := s.Deliver(context.Background(), []string{"guid-1"}, []string{"photocraft"}, release.Refresh{At: t0}); err == nil {
 		t.Fatal("Deliver with Redis down: no error")
 	}
 }
@@ -108,7 +118,7 @@ func TestWatchRefreshes(t *testing.T) {
 	api, poller := newStore(t, srv.URL()), newStore(t, srv.URL())
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	if _, err := api.Deliver(ctx, "before", []string{"photocraft"}, release.Refresh{At: t0, Tag: "v1"}); err != nil {
+	if _, err := api.Deliver(ctx, []string{"before"}, []string{"photocraft"}, release.Refresh{At: t0, Tag: "v1"}); err != nil {
 		t.Fatal(err)
 	}
 	var mu sync.Mutex
@@ -133,7 +143,7 @@ func TestWatchRefreshes(t *testing.T) {
 	// keep delivering until one is seen.
 	testkit.Eventually(t, "a request announced later is seen", func() bool {
 		at := time.Now().Truncate(time.Millisecond)
-		if _, err := api.Deliver(ctx, at.String(), []string{"vectorcraft", "filmcraft"}, release.Refresh{At: at}); err != nil {
+		if _, err := api.Deliver(ctx, []string{at.String()}, []string{"vectorcraft", "filmcraft"}, release.Refresh{At: at}); err != nil {
 			t.Fatal(err)
 		}
 		time.Sleep(50 * time.Millisecond)

@@ -32,22 +32,28 @@ func NewLocal(refresh func(app string, r release.Refresh), now func() time.Time)
 	return &Local{refresh: refresh, now: now, seen: make(map[string]time.Time)}
 }
 
-// Deliver records id and refreshes apps unless id was seen in the last
-// LocalMemory. It never fails.
-func (l *Local) Deliver(_ context.Context, id string, apps []string, r release.Refresh) (bool, error) {
+// Deliver records ids and refreshes apps unless one of them was seen in
+// the last LocalMemory. It never fails.
+func (l *Local) Deliver(_ context.Context, ids []string, apps []string, r release.Refresh) (bool, error) {
 	now := l.now()
 	l.mu.Lock()
-	if at, ok := l.seen[id]; ok && now.Sub(at) < LocalMemory {
-		l.mu.Unlock()
-		return false, nil
-	}
 	for k, at := range l.seen {
 		if now.Sub(at) >= LocalMemory {
 			delete(l.seen, k)
 		}
 	}
-	l.seen[id] = now
+	first := true
+	for _, id := range ids {
+		if _, ok := l.seen[id]; ok {
+			first = false
+		} else {
+			l.seen[id] = now
+		}
+	}
 	l.mu.Unlock()
+	if !first {
+		return false, nil
+	}
 	for _, app := range apps {
 		l.refresh(app, r)
 	}

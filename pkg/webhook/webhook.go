@@ -7,6 +7,8 @@ package webhook
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"io"
@@ -55,10 +57,11 @@ const (
 
 // Fleet records refresh requests.
 type Fleet interface {
-	// Deliver records delivery id and, unless id was recorded before, a
-	// refresh request r for each of apps. It reports whether id was new. An
-	// error means nothing may be assumed recorded, and id is not remembered.
-	Deliver(ctx context.Context, id string, apps []string, r release.Refresh) (bool, error)
+	// Deliver records a delivery under each of ids and, unless one of them
+	// was recorded before, a refresh request r for each of apps. It reports
+	// whether the delivery was new. An error means nothing may be assumed
+	// recorded, and the ids are not remembered.
+	Deliver(ctx context.Context, ids []string, apps []string, r release.Refresh) (bool, error)
 }
 
 // Observer counts deliveries, for metrics. It is called concurrently.
@@ -105,7 +108,8 @@ func New(c Config) (*Handler, error) {
 
 // ServeHTTP answers one delivery: 413 for a body over MaxBody, 401 for a
 // missing or wrong signature, 200 for a ping, 202 for a release event (its
-// apps' refresh recorded, or "duplicate" for a delivery id seen before), 202
+// apps' refresh recorded, or "duplicate" for a delivery id or a body seen
+// before: GitHub's redelivery, or a signed body replayed), 202
 // "ignored" for any other event or a repository not served, 400 for a signed
 // delivery without an id or with a release body that does not parse, and 503
 // when the Fleet cannot record the request, so that GitHub shows it failed
@@ -163,7 +167,11 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request, event string, re
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), fleetTimeout)
 	defer cancel()
-	first, err := h.c.Fleet.Deliver(ctx, id, apps, release.Refresh{At: received, Tag: p.Hint()})
+	// X-GitHub-Delivery is not signed: the body's hash makes a signed body
+	// replayed under another id a duplicate too.
+	sum := sha256.Sum256(raw)
+	ids := []string{id, "sha256-" + hex.EncodeToString(sum[:])}
+	first, err := h.c.Fleet.Deliver(ctx, ids, apps, release.Refresh{At: received, Tag: p.Hint()})
 	if err != nil {
 		h.c.Log.Warn("webhook delivery not recorded", zap.String("delivery", id), zap.Strings("apps", apps), zap.NamedError("err", err))
 		return Unavailable, http.StatusServiceUnavailable, answer{Error: "unavailable, redeliver later"}

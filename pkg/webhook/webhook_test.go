@@ -29,21 +29,25 @@ type fakeFleet struct {
 	calls []string // "id app tag"
 }
 
-func (f *fakeFleet) Deliver(_ context.Context, id string, apps []string, r release.Refresh) (bool, error) {
+func (f *fakeFleet) Deliver(_ context.Context, ids []string, apps []string, r release.Refresh) (bool, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.err != nil {
 		return false, f.err
 	}
-	if f.seen[id] {
-		return false, nil
-	}
 	if f.seen == nil {
 		f.seen = map[string]bool{}
 	}
-	f.seen[id] = true
+	first := true
+	for _, id := range ids {
+		first = first && !f.seen[id]
+		f.seen[id] = true
+	}
+	if !first {
+		return false, nil
+	}
 	for _, a := range apps {
-		f.calls = append(f.calls, id+" "+a+" "+r.Tag)
+		f.calls = append(f.calls, ids[0]+" "+a+" "+r.Tag)
 	}
 	return true, nil
 }
@@ -161,6 +165,12 @@ func TestHandlerRedelivery(t *testing.T) {
 			t.Errorf("delivery %d got %d %s, want 202 %s", i+1, rec.Code, rec.Body, want)
 		}
 	}
+	// The same signed body under another delivery id: a replay.
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, delivery("release", "another-id", publishedBody, webhook.Sign(secret, []byte(publishedBody))))
+	if rec.Code != http.StatusAccepted || !strings.Contains(rec.Body.String(), `"duplicate"`) {
+		t.Errorf("a replay under another id got %d %s, want 202 duplicate", rec.Code, rec.Body)
+	}
 	if len(fleet.calls) != 1 {
 		t.Errorf("fleet calls got %q, want one", fleet.calls)
 	}
@@ -180,7 +190,7 @@ func TestLocal(t *testing.T) {
 	l := webhook.NewLocal(func(app string, r release.Refresh) { got = append(got, app+" "+r.Tag) }, func() time.Time { return now })
 	deliver := func(id string) bool {
 		t.Helper()
-		first, err := l.Deliver(context.Background(), id, []string{"photocraft", "vectorcraft"}, release.Refresh{At: now, Tag: "v1"})
+		first, err := l.Deliver(context.Background(), []string{id}, []string{"photocraft", "vectorcraft"}, release.Refresh{At: now, Tag: "v1"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -188,6 +198,9 @@ func TestLocal(t *testing.T) {
 	}
 	if !deliver("a") || deliver("a") || !deliver("b") {
 		t.Fatal("want a new, a again seen, b new")
+	}
+	if first, _ := l.Deliver(context.Background(), []string{"c", "b"}, []string{"photocraft"}, release.Refresh{At: now}); first {
+		t.Fatal("a delivery sharing one of its ids with b counts as new")
 	}
 	now = now.Add(webhook.LocalMemory - time.Second)
 	if deliver("a") {

@@ -151,6 +151,8 @@ func TestWebhookReachesEveryPod(t *testing.T) {
 	before := redisDo(t, f.rs, "HGET", store.RefreshKey("photocraft"), "at_ms")
 	deliver(t, f.pods[1], "release", id, body, http.StatusAccepted, `"duplicate"`)
 	deliver(t, f.pods[0], "release", id, body, http.StatusAccepted, `"duplicate"`)
+	// The signed body replayed under another id is one too.
+	deliver(t, f.pods[1], "release", newDeliveryID(), body, http.StatusAccepted, `"duplicate"`)
 	if after := redisDo(t, f.rs, "HGET", store.RefreshKey("photocraft"), "at_ms"); after != before {
 		t.Errorf("a redelivery moved the request from %s to %s", before, after)
 	}
@@ -167,7 +169,7 @@ func TestWebhookReachesEveryPod(t *testing.T) {
 	}
 	for _, series := range []string{
 		`craft_api_webhook_deliveries_total{event="release",outcome="accepted"} 1`,
-		`craft_api_webhook_deliveries_total{event="release",outcome="duplicate"} 1`,
+		`craft_api_webhook_deliveries_total{event="release",outcome="duplicate"} 1`, // the other two went to api-2
 		`craft_api_webhook_deliveries_total{event="ping",outcome="accepted"} 1`,
 	} {
 		if !strings.Contains(string(scrape.body), series) {
