@@ -217,6 +217,27 @@ func TestWebhookRefusalsAskNothing(t *testing.T) {
 	}
 }
 
+func TestWebhookBurstCostsAFewRequests(t *testing.T) {
+	f := startWebhookFleet(t, 2)
+	time.Sleep(schedule.RefreshGap) // past the gap after the start-up fetches
+	f.gh.Publish(photocraft, fakegithub.NewRelease(photocraft, "v1.1.0"))
+	// A release edited ten times in a row: ten deliveries, ten bodies.
+	for i := range 10 {
+		body := fmt.Appendf(nil, `{"action":"edited","changes":{"body":{"from":"draft %d"}},"release":%s,"repository":{"full_name":%q}}`,
+			i, fakegithub.NewRelease(photocraft, "v1.1.0").JSON(), photocraft)
+		deliver(t, f.pods[i%2], "release", newDeliveryID(), body, http.StatusAccepted, `"accepted"`)
+	}
+	f.want["photocraft"] = "v1.1.0"
+	waitTags(t, f.want, f.pods...)
+	// Everything requested meanwhile is fetched once more, a second later.
+	time.Sleep(2 * schedule.RefreshGap)
+	f.marker(t, "v2.1.0")
+	if n := f.gh.Count(photocraft); n < 1 || n > 3 {
+		t.Errorf("GitHub requests for ten deliveries: %d, want 1 to 3", n)
+	}
+	t.Logf("ten deliveries cost %d GitHub requests", f.gh.Count(photocraft))
+}
+
 func TestWebhookWaitsOutGitHubsLag(t *testing.T) {
 	f := startWebhookFleet(t, 2)
 	// GitHub sends the event, but releases/latest answers the previous
