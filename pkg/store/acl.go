@@ -4,8 +4,8 @@ import "strings"
 
 // The least-privilege Redis users of the two binaries (docs/operations.md,
 // "Least-privilege users"), as ACL SETUSER takes their rules after the user
-// name and its password. Each reaches only the keys under keyPrefix and no
-// Pub/Sub channel, and may send only the commands its binary sends, the
+// name and its password. Each reaches only the keys under keyPrefix and the
+// one Pub/Sub channel RefreshChannel, and may send only the commands its binary sends, the
 // handshake included; the binaries' tests run as these users, so that a new
 // command fails a test before it fails a deploy. The handshake is HELLO
 // (with AUTH in it) and, on a Sentinel's primary, ROLE; a Cluster's topology
@@ -16,20 +16,25 @@ const (
 	// PollerACL: the claims, fetches, 304s, failures and meta through the
 	// guarded-write script (EVALSHA, EVAL, and the commands it calls) or
 	// WATCH/MULTI/EXEC where scripts are refused; the backoff in a
-	// MULTI/EXEC; status reads with their TTLs; the cluster's topology.
-	PollerACL = "on resetkeys ~craftApps:releases:* resetchannels -@all " +
+	// MULTI/EXEC; status reads with their TTLs; the cluster's topology;
+	// the webhook's refresh requests (HGETALL, and SUBSCRIBE to
+	// RefreshChannel).
+	PollerACL = "on resetkeys ~craftApps:releases:* resetchannels &craftApps:releases:refresh -@all " +
 		"+hello +ping +role +cluster|slots +cluster|shards " +
 		"+hgetall +hmget +hget +type +pttl " +
-		"+hset +del +pexpire +evalsha +eval +watch +unwatch +multi +exec"
+		"+hset +del +pexpire +evalsha +eval +watch +unwatch +multi +exec +subscribe"
 
 	// APIACL: read-only keys (%R~), and only the reads of the hydrator with
 	// client-side caching (CLIENT TRACKING, and CLIENT CACHING, PTTL and
 	// MULTI/EXEC around each cached read): an API pod cannot write a
-	// release entry, whatever command it sent.
-	APIACL = "on resetkeys %R~craftApps:releases:* resetchannels -@all " +
+	// release entry, whatever command it sent. The webhook writes only its
+	// delivery ids and refresh requests (SET, HSET, PEXPIRE, DEL in a
+	// MULTI/EXEC) and announces them on RefreshChannel (PUBLISH).
+	APIACL = "on resetkeys %R~craftApps:releases:* ~craftApps:releases:delivery:* ~craftApps:releases:refresh:* " +
+		"resetchannels &craftApps:releases:refresh -@all " +
 		"+hello +ping +role +cluster|slots +cluster|shards " +
 		"+client|tracking +client|caching +multi +exec " +
-		"+hgetall +pttl"
+		"+hgetall +pttl +set +hset +del +pexpire +publish"
 )
 
 // SetUser returns the arguments of ACL SETUSER that create or update user

@@ -159,3 +159,43 @@ func TestWatchRefreshes(t *testing.T) {
 		t.Errorf("WatchRefreshes returned %v, want nil", err)
 	}
 }
+
+// TestWebhookAsLeastPrivilegeUsers: the webhook's writes as APIACL's user
+// and the pollers' watch as PollerACL's, with nothing in the ACL LOG.
+func TestWebhookAsLeastPrivilegeUsers(t *testing.T) {
+	srv := redistest.Start(t)
+	srv.MustDo(SetUser("craft-api", "api-pw", APIACL)...)
+	srv.MustDo(SetUser("craft-poller", "poller-pw", PollerACL)...)
+	api := newStore(t, "redis://craft-api:api-pw@"+srv.Addr)
+	poller := newStore(t, "redis://craft-poller:poller-pw@"+srv.Addr)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var mu sync.Mutex
+	seen := map[string]release.Refresh{}
+	done := make(chan error, 1)
+	go func() {
+		done <- poller.WatchRefreshes(ctx, []string{"photocraft"}, func(app string, r release.Refresh) {
+			mu.Lock()
+			defer mu.Unlock()
+			seen[app] = r
+		}, func(err error) { t.Errorf("watch: %v", err) })
+	}()
+	testkit.Eventually(t, "a delivery recorded by the API's user reaches the poller's", func() bool {
+		at := time.Now().Truncate(time.Millisecond)
+		first, err := api.Deliver(ctx, []string{at.String(), "sha256-" + at.String()}, []string{"photocraft"}, release.Refresh{At: at, Tag: "v1"})
+		if err != nil || !first {
+			t.Fatalf("Deliver as craft-api: new %v, %v", first, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+		mu.Lock()
+		defer mu.Unlock()
+		return seen["photocraft"].At.Equal(at)
+	})
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("WatchRefreshes returned %v", err)
+	}
+	if denied := srv.Denied(); len(denied) > 0 {
+		t.Errorf("ACL LOG: %q", denied)
+	}
+}
