@@ -18,6 +18,7 @@ import (
 	"github.com/storytold/craft-releases/test/fakegithub"
 	"github.com/storytold/craft-releases/test/redistest"
 	"github.com/storytold/craft-releases/test/silentredis"
+	"github.com/storytold/craft-releases/test/testkit"
 )
 
 const (
@@ -257,9 +258,22 @@ func TestPollersRefillFlushedRedis(t *testing.T) {
 	gh := fakegithub.New(t)
 	want := publishFirst(gh)
 	rs := redistest.Start(t)
-	startPollers(t, 2, pollerEnv(gh, rs.URL(), testAppsEnv))
+	pollers := startPollers(t, 2, pollerEnv(gh, rs.URL(), testAppsEnv))
 	pods := startPods(t, 2, podEnv(rs.URL(), testAppsEnv))
 	waitTags(t, want, pods...)
+	// Both pollers hold every app's fetch, and so its ETag, before the
+	// flush: one that never saw an app asks GitHub without an ETag, by design.
+	for _, p := range pollers {
+		eventually(t, p.name+" knows every app's fetch", func() bool {
+			m := testkit.Scrape(t, p.base+"/metrics")
+			for _, a := range testApps {
+				if m[`craft_poller_app_fetched_timestamp_seconds{app="`+a.Key+`"}`] == 0 {
+					return false
+				}
+			}
+			return true
+		})
+	}
 
 	gh.Reset()
 	flushed := time.Now()
