@@ -1,7 +1,9 @@
 package api
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -17,6 +19,7 @@ import (
 
 	"github.com/storytold/craft-releases/pkg/release"
 	"github.com/storytold/craft-releases/pkg/snapshot"
+	"github.com/storytold/craft-releases/pkg/webhook"
 	"github.com/storytold/craft-releases/test/openapitest"
 )
 
@@ -83,6 +86,43 @@ func metricsStub() http.Handler {
 	})
 }
 
+// webhookFleet records deliveries as the pods' Redis does, or fails them
+// all while down, as a silent Redis does.
+type webhookFleet struct {
+	down bool
+	seen map[string]bool
+}
+
+func (f *webhookFleet) Deliver(_ context.Context, ids, _ []string, _ release.Refresh) (bool, error) {
+	if f.down {
+		return false, errors.New("redis down")
+	}
+	first := true
+	for _, id := range ids {
+		first = first && !f.seen[id]
+		f.seen[id] = true
+	}
+	return first, nil
+}
+
+// webhookHandler is the webhook as cmd/api builds it, for fullRendering's
+// apps and openapitest's secret, over a Fleet that is down unless up.
+func webhookHandler(t *testing.T, up bool) http.Handler {
+	t.Helper()
+	h, err := webhook.New(webhook.Config{
+		Secrets: []string{"an-old-secret", openapitest.WebhookSecret},
+		Apps: []release.App{
+			{Key: "photocraft", Name: "PhotoCraft", Repo: "storytold/photocraft"},
+			{Key: "filmcraft", Name: "FilmCraft", Repo: "storytold/filmcraft"},
+		},
+		Fleet: &webhookFleet{down: !up, seen: map[string]bool{}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
 // TestOpenAPIDocumentsEveryRoute fails when a route is added to routes.go
 // (or removed) without the same change to openapi.json.
 func TestOpenAPIDocumentsEveryRoute(t *testing.T) {
@@ -94,7 +134,7 @@ func TestOpenAPIDocumentsEveryRoute(t *testing.T) {
 		binary string
 		server *Server
 	}{
-		{"api", New(fixed{rendering(t, true)}, new(Gate), zap.NewNop(), Options{})},
+		{"api", New(fixed{rendering(t, true)}, new(Gate), zap.NewNop(), Options{Webhook: http.NotFoundHandler()})},
 		{"api-metrics", NewHealth(new(Gate), zap.NewNop(), opts)},
 		{"poller", NewHealth(new(Gate), zap.NewNop(), opts)},
 	}
@@ -132,7 +172,8 @@ func TestOpenAPIServed(t *testing.T) {
 }
 
 // TestOpenAPIAnswers checks every documented status of every route, with
-// and without gzip, against the document. test/e2e does the same against the
+// and without gzip, against the document; the webhook's Fleet is down while
+// the server is not ready, for its 503. test/e2e does the same against the
 // running binaries.
 func TestOpenAPIAnswers(t *testing.T) {
 	doc := openapitest.Load(t, openAPIDoc)
@@ -145,7 +186,7 @@ func TestOpenAPIAnswers(t *testing.T) {
 		if binary != "api" {
 			return NewHealth(g, zap.NewNop(), opts)
 		}
-		return New(fixed{fullRendering(warm)}, g, zap.NewNop(), Options{})
+		return New(fixed{fullRendering(warm)}, g, zap.NewNop(), Options{Webhook: webhookHandler(t, ready)})
 	}
 	for _, binary := range []string{"api", "api-metrics", "poller"} {
 		for _, op := range doc.Operations(t, binary) {
@@ -157,12 +198,9 @@ func TestOpenAPIAnswers(t *testing.T) {
 						for _, warm := range []bool{false, true} {
 							s := server(binary, ready, warm)
 							ask := func(etag string) *http.Response {
-								req := httptest.NewRequest(method, r.Target, nil)
+								req := openapitest.NewRequest(t, method, "", r)
 								if gz {
 									req.Header.Set("Accept-Encoding", "gzip")
-								}
-								if r.UserAgent != "" {
-									req.Header.Set("User-Agent", r.UserAgent)
 								}
 								if etag != "" {
 									req.Header.Set("If-None-Match", etag)

@@ -17,7 +17,8 @@ import (
 // operation that the API's own /openapi.json documents for that port, with
 // and without gzip, revalidating where the endpoint allows it, in the states
 // that give every documented status: a pod and a poller not ready yet (a
-// silent Redis), then a warm split deployment.
+// silent Redis, on which the webhook's deliveries are not recorded), then a
+// warm split deployment, both with the webhook's secret.
 // Every answer must be what the document says, and every documented status
 // must have been seen.
 func TestOpenAPI(t *testing.T) {
@@ -25,6 +26,8 @@ func TestOpenAPI(t *testing.T) {
 	coldEnv := podEnv(silent.URL(), testAppsEnv)
 	coldEnv["CRAFT_APPS_HYDRATE_TIMEOUT_SECS"] = "600"
 	coldEnv["METRICS_ADDR"] = testkit.FreeAddr(t)
+	// The webhook's deliveries cannot be recorded on a silent Redis: 503.
+	coldEnv["CRAFT_APPS_RELEASE_WEBHOOK_SECRET"] = openapitest.WebhookSecret
 	coldPod := start(t, "api-cold", binary(t, "api"), coldEnv)
 
 	served, err := ask(coldPod.base + "/openapi.json")
@@ -47,6 +50,7 @@ func TestOpenAPI(t *testing.T) {
 	poller := start(t, "poller", binary(t, "poller"), pollerEnv(gh, rs.URL(), testAppsEnv))
 	env := podEnv(rs.URL(), testAppsEnv)
 	env["METRICS_ADDR"] = testkit.FreeAddr(t)
+	env["CRAFT_APPS_RELEASE_WEBHOOK_SECRET"] = "an-old-secret," + openapitest.WebhookSecret
 	pod := start(t, "api", binary(t, "api"), env)
 	waitTags(t, want, pod)
 	eventually(t, "the pod is ready", func() bool { return pod.status("/readyz") == http.StatusOK })
@@ -88,18 +92,13 @@ func askAll(t *testing.T, doc *openapitest.Doc, seen map[string]map[string]bool,
 	}
 	ask := func(op string, r openapitest.Request, acceptEncoding, ifNoneMatch string) *http.Response {
 		method, _, _ := strings.Cut(op, " ")
-		req, err := http.NewRequest(method, base+r.Target, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
+		req := openapitest.NewRequest(t, method, base, r)
 		if acceptEncoding != "" {
 			req.Header.Set("Accept-Encoding", acceptEncoding)
 		}
 		if ifNoneMatch != "" {
 			req.Header.Set("If-None-Match", ifNoneMatch)
 		}
-		// Go sends one of its own otherwise.
-		req.Header.Set("User-Agent", r.UserAgent)
 		res, err := client.Do(req)
 		if err != nil {
 			t.Fatalf("%s: %s %s: %v", name, method, r.Target, err)

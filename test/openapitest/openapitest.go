@@ -11,8 +11,10 @@ package openapitest
 import (
 	"bytes"
 	"compress/gzip"
+	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strconv"
 	"strings"
@@ -25,6 +27,8 @@ import (
 	"github.com/pb33f/libopenapi-validator/helpers"
 	"github.com/pb33f/libopenapi-validator/paths"
 	v3 "github.com/pb33f/libopenapi/datamodel/high/v3"
+
+	"github.com/storytold/craft-releases/pkg/webhook"
 )
 
 // Doc is a parsed OpenAPI document and its validator. It is not safe for
@@ -107,8 +111,83 @@ func (d *Doc) Statuses(tb testing.TB, op string) []string {
 
 // Request is one request that a test sends for an operation.
 type Request struct {
-	Target    string // path and query
-	UserAgent string // "" for none
+	Target    string            // path and query
+	UserAgent string            // "" for none
+	Header    map[string]string // more headers, for a POST
+	Body      []byte            // the body of a POST, nil for none
+}
+
+// WebhookSecret is the webhook secret of the deployment Requests describes:
+// its webhook requests are signed with it.
+const WebhookSecret = "openapitest's webhook secret"
+
+// webhookDelivery is a webhook request of event with body, signed with
+// secret unless it is "", with delivery id id unless it is "".
+func webhookDelivery(event, id string, body []byte, secret string) Request {
+	h := map[string]string{"Content-Type": "application/json", webhook.EventHeader: event}
+	if id != "" {
+		h[webhook.DeliveryHeader] = id
+	}
+	if secret != "" {
+		h[webhook.SignatureHeader] = webhook.Sign(secret, body)
+	}
+	return Request{Target: "/v1/craft_apps/github_webhook", UserAgent: "GitHub-Hookshot/044aadd", Header: h, Body: body}
+}
+
+// releaseEvent is the body of a release event published for repo.
+func releaseEvent(repo string) []byte {
+	return fmt.Appendf(nil, `{"action":"published","release":{"tag_name":"v9.9.9","draft":false,"prerelease":false,"published_at":"2026-01-02T03:04:05Z"},"repository":{"full_name":%q}}`, repo)
+}
+
+// webhookRequests give every status of the webhook where photocraft is
+// storytold/photocraft and the refresh requests can be recorded (202) or
+// cannot (503: Redis down). The release event for photocraft has a fixed
+// delivery id: sent again, it is answered 202 duplicate.
+func webhookRequests() []Request {
+	photocraft := releaseEvent("storytold/photocraft")
+	big := append(releaseEvent("storytold/photocraft"), bytes.Repeat([]byte(" "), webhook.MaxBody)...)
+	return []Request{
+		webhookDelivery("ping", "72d3162e-cc78-11e3-81ab-4c9367dc0958", []byte(`{"zen":"Keep it logically awesome.","hook_id":1}`), WebhookSecret),
+		webhookDelivery("release", "72d3162e-cc78-11e3-81ab-4c9367dc0959", photocraft, WebhookSecret),
+		webhookDelivery("release", "72d3162e-cc78-11e3-81ab-4c9367dc0960", releaseEvent("storytold/nosuchrepo"), WebhookSecret),
+		webhookDelivery("push", "72d3162e-cc78-11e3-81ab-4c9367dc0961", []byte(`{"ref":"refs/heads/main"}`), WebhookSecret),
+		webhookDelivery("release", "", photocraft, WebhookSecret),
+		webhookDelivery("release", "72d3162e-cc78-11e3-81ab-4c9367dc0962", photocraft, "not the secret"),
+		webhookDelivery("release", "72d3162e-cc78-11e3-81ab-4c9367dc0963", photocraft, ""),
+		webhookDelivery("release", "72d3162e-cc78-11e3-81ab-4c9367dc0964", big, WebhookSecret),
+	}
+}
+
+// NewRequest returns r as an *http.Request of method to base (a URL's
+// scheme and host), or for base "" a server-side request (httptest's), with
+// its User-Agent ("" for none), headers and body.
+func NewRequest(tb testing.TB, method, base string, r Request) *http.Request {
+	tb.Helper()
+	var body io.Reader // nil: none
+	if r.Body != nil {
+		body = bytes.NewReader(r.Body)
+	}
+	var req *http.Request
+	if base == "" {
+		req = httptest.NewRequest(method, r.Target, body)
+	} else {
+		var err error
+		if req, err = http.NewRequest(method, base+r.Target, body); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	if r.Body != nil {
+		// For Check, to validate the body once the server has read it.
+		req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(r.Body)), nil }
+	}
+	if r.UserAgent != "" || base != "" {
+		// Go's client sends one of its own otherwise.
+		req.Header.Set("User-Agent", r.UserAgent)
+	}
+	for k, v := range r.Header {
+		req.Header.Set(k, v)
+	}
+	return req
 }
 
 // macUserAgent is a browser's User-Agent on a Mac, for the download links'
@@ -139,10 +218,14 @@ var requests = map[string][]Request{
 // itself, or for a path with parameters a list that gives every status of
 // its operations where photocraft has a release with a windows/x64 msi asset
 // and no freebsd one, filmcraft has no release (or was never fetched), and
-// nosuchapp is not configured. It fails the test for a path with parameters
-// it has no requests for: add them here.
+// nosuchapp is not configured. For the webhook's POST, signed (with
+// WebhookSecret) and unsigned deliveries of every kind. It fails the test
+// for a path with parameters it has no requests for: add them here.
 func Requests(tb testing.TB, op string) []Request {
 	tb.Helper()
+	if op == "POST /v1/craft_apps/github_webhook" {
+		return webhookRequests()
+	}
 	_, path, _ := strings.Cut(op, " ")
 	if !strings.Contains(path, "{") {
 		return []Request{{Target: path}}
@@ -176,6 +259,12 @@ func (d *Doc) Check(tb testing.TB, req *http.Request, res *http.Response) []byte
 		}
 	}
 	res.Body = io.NopCloser(bytes.NewReader(body))
+	if req.GetBody != nil {
+		// The server read it: the validator reads it again.
+		if req.Body, err = req.GetBody(); err != nil {
+			tb.Fatalf("openapitest: %s %s: the request's body again: %v", req.Method, req.URL.Path, err)
+		}
+	}
 	if ok, verrs := d.v.ValidateHttpRequestResponse(req, res); !ok {
 		tb.Errorf("openapitest: %s %s (Accept-Encoding %q, If-None-Match %q) answered %d, which the document does not allow:\n%s",
 			req.Method, req.URL.Path, req.Header.Get("Accept-Encoding"), req.Header.Get("If-None-Match"), res.StatusCode, describe(verrs))
