@@ -166,6 +166,8 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, shutdownTimeout tim
 		MaxHeaderBytes: 64 << 10,
 		ErrorLog:       zap.NewStdLog(s.log.With(zap.String("addr", ln.Addr().String()))),
 	}
+	// Shutdown runs this once the listener is closed.
+	srv.RegisterOnShutdown(limited.closeSilent)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(limited) }()
 

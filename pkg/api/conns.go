@@ -4,6 +4,7 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"sync/atomic"
 )
 
 // DefaultMaxConnections is the cap on the connections a server holds open
@@ -30,10 +31,11 @@ type limitListener struct {
 	done chan struct{} // closed by Close
 	once sync.Once
 
-	mu   sync.Mutex
-	open int
-	seq  uint64                  // counts connections turning idle
-	idle map[*limitedConn]uint64 // idle connections, by when they turned idle
+	mu    sync.Mutex
+	open  int
+	seq   uint64                  // counts connections turning idle
+	idle  map[*limitedConn]uint64 // idle connections, by when they turned idle
+	fresh map[*limitedConn]bool   // new connections, before their first request
 }
 
 func newLimitListener(ln net.Listener, max int) *limitListener {
@@ -43,6 +45,7 @@ func newLimitListener(ln net.Listener, max int) *limitListener {
 		wake:     make(chan struct{}, 1),
 		done:     make(chan struct{}),
 		idle:     make(map[*limitedConn]uint64),
+		fresh:    make(map[*limitedConn]bool),
 	}
 }
 
@@ -106,9 +109,32 @@ func (l *limitListener) state(c net.Conn, s http.ConnState) {
 	} else {
 		delete(l.idle, lc)
 	}
+	if s == http.StateNew && !lc.closed {
+		l.fresh[lc] = true
+	} else {
+		delete(l.fresh, lc)
+	}
 	l.mu.Unlock()
 	if s == http.StateIdle {
 		l.signal()
+	}
+}
+
+// closeSilent closes every new connection that has not sent a byte yet. At
+// shutdown such a connection (one a client dialed and never used: HTTP
+// clients keep spares) holds no request, but net/http counts it as busy for
+// its first 5 s, longer than a short shutdown timeout.
+func (l *limitListener) closeSilent() {
+	l.mu.Lock()
+	var silent []*limitedConn
+	for c := range l.fresh {
+		if !c.sent.Load() {
+			silent = append(silent, c)
+		}
+	}
+	l.mu.Unlock()
+	for _, c := range silent {
+		c.Close()
 	}
 }
 
@@ -116,6 +142,7 @@ func (l *limitListener) release(c *limitedConn) {
 	l.mu.Lock()
 	c.closed = true
 	delete(l.idle, c)
+	delete(l.fresh, c)
 	l.open--
 	l.mu.Unlock()
 	l.signal()
@@ -128,12 +155,22 @@ func (l *limitListener) signal() {
 	}
 }
 
-// limitedConn gives its slot back when it is first closed.
+// limitedConn gives its slot back when it is first closed, and notes when a
+// byte first arrived on it.
 type limitedConn struct {
 	net.Conn
 	l      *limitListener
 	once   sync.Once
-	closed bool // guarded by l.mu
+	closed bool        // guarded by l.mu
+	sent   atomic.Bool // a byte was read from the client
+}
+
+func (c *limitedConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	if n > 0 && !c.sent.Load() {
+		c.sent.Store(true)
+	}
+	return n, err
 }
 
 func (c *limitedConn) Close() error {

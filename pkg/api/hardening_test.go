@@ -277,3 +277,31 @@ func TestIdleTimeoutFitsCloudflare(t *testing.T) {
 		t.Errorf("IdleTimeout = %v, want just over Cloudflare's 900 s", IdleTimeout)
 	}
 }
+
+// TestShutdownClosesUnusedConnections: a connection that a client dialed and
+// never used (HTTP clients keep spares) holds no request, so a shutdown
+// shorter than net/http's 5 s grace for new connections still ends cleanly.
+func TestShutdownClosesUnusedConnections(t *testing.T) {
+	s := New(fixed{rendering(t, true)}, new(Gate), zap.NewNop(), Options{})
+	ln := listen(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- s.Serve(ctx, ln, time.Second) }()
+	unused, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unused.Close()
+	// A request answered on another connection: the unused one was
+	// accepted by then.
+	idle := dialIdle(t, ln.Addr().String())
+	defer idle.Close()
+	cancel()
+	if err := <-served; err != nil {
+		t.Errorf("Serve = %v after shutdown with an unused connection open, want nil", err)
+	}
+	_ = unused.SetReadDeadline(time.Now().Add(10 * time.Second)) // a guard against a hang
+	if _, err := unused.Read(make([]byte, 1)); err != io.EOF {
+		t.Errorf("the unused connection: read %v, want EOF (closed)", err)
+	}
+}
