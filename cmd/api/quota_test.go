@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"io"
 	"net"
 	"strings"
@@ -27,13 +26,7 @@ func TestQuotaWarningAtStartUp(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "listen") {
 		t.Fatalf("run got %v, want the port taken", err)
 	}
-	var warnings []map[string]any
-	for line := range strings.Lines(logs.String()) {
-		var m map[string]any
-		if json.Unmarshal([]byte(line), &m) == nil && m["msg"] == "schedule exceeds github quota" {
-			warnings = append(warnings, m)
-		}
-	}
+	warnings := logs.Lines("schedule exceeds github quota")
 	if len(warnings) != 1 || warnings[0]["requests_per_hour"] != 173.3 || warnings[0]["quota_per_hour"] != float64(60) {
 		t.Errorf("got %v, want one warning with requests_per_hour 173.3 and quota_per_hour 60", warnings)
 	}

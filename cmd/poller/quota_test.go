@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"io"
 	"net"
 	"strings"
@@ -46,13 +45,7 @@ func TestQuotaWarningAtStartUp(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), "listen") {
 				t.Fatalf("run got %v, want the port taken", err)
 			}
-			var warnings []map[string]any
-			for line := range strings.Lines(logs.String()) {
-				var m map[string]any
-				if json.Unmarshal([]byte(line), &m) == nil && m["msg"] == "schedule exceeds github quota" {
-					warnings = append(warnings, m)
-				}
-			}
+			warnings := logs.Lines("schedule exceeds github quota")
 			if tt.rph == 0 {
 				if len(warnings) != 0 {
 					t.Errorf("got %v, want no warning", warnings)

@@ -1,5 +1,5 @@
 // Package testkit holds the small helpers that the end-to-end tests of both
-// binaries share: a log buffer safe for concurrent writers, a free loopback
+// binaries share: a log buffer safe for concurrent writers (with its JSON lines by message), a free loopback
 // address, waiting for a condition, reading a Prometheus scrape, and each
 // app's answer as the full release_info answer holds it.
 package testkit
@@ -36,6 +36,19 @@ func (b *Buffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.String()
+}
+
+// Lines returns the JSON log lines written so far whose "msg" is msg, each
+// decoded into its fields; lines that are not JSON are skipped.
+func (b *Buffer) Lines(msg string) []map[string]any {
+	var out []map[string]any
+	for line := range strings.Lines(b.String()) {
+		var m map[string]any
+		if json.Unmarshal([]byte(line), &m) == nil && m["msg"] == msg {
+			out = append(out, m)
+		}
+	}
+	return out
 }
 
 // FreeAddr returns a loopback host:port that nothing listened on a moment ago.
