@@ -19,7 +19,9 @@ import (
 	"go.uber.org/zap"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/storytold/craft-releases/cmd/poller/internal/admin"
 	"github.com/storytold/craft-releases/pkg/api"
+	"github.com/storytold/craft-releases/pkg/clock"
 	"github.com/storytold/craft-releases/pkg/config"
 	"github.com/storytold/craft-releases/pkg/github"
 	"github.com/storytold/craft-releases/pkg/metrics"
@@ -38,24 +40,18 @@ func main() {
 }
 
 // run owns the process: `poller` polls until ctx is cancelled or
-// SIGINT/SIGTERM arrives; `poller status` prints the shared state and exits.
+// SIGINT/SIGTERM arrives; `poller status` and the other subcommands of
+// package admin do their one thing and exit.
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	if len(args) > 0 {
 		switch args[0] {
 		case "-h", "--help", "help":
 			config.Usage(stdout, "poller")
 			config.ScheduleUsage(stdout, getenv)
-			fmt.Fprint(stdout, "\nSubcommands:\n  status    print every app's shared entry and the fleet backoff, then exit\n"+backoffHelp)
-			fmt.Fprint(stdout, metaHelp)
+			admin.Usage(stdout)
 			return nil
-		case "status":
-			return status(ctx, getenv, stdout, time.Now)
-		case "backoff":
-			return backoffCommand(ctx, args[1:], getenv, stdout, stderr, time.Now)
-		case "migrate", "notices", "renames":
-			return metaCommand(ctx, args, getenv, stdout, time.Now)
 		}
-		return fmt.Errorf("unknown argument %q (try --help)", args[0])
+		return admin.Run(ctx, args, getenv, stdout, stderr, clock.System)
 	}
 	cfg, warnings, err := config.LoadPoller(getenv)
 	if err != nil {

@@ -1,44 +1,28 @@
-package main
+package admin
 
 import (
 	"context"
 	"fmt"
-	"io"
 	"strconv"
 	"text/tabwriter"
 	"time"
-
-	"github.com/storytold/craft-releases/pkg/config"
-	"github.com/storytold/craft-releases/pkg/store"
 )
 
 // status prints every configured app's shared entry and the fleet backoff as
 // a table an SRE reads at a glance. What came from outside (a tag, an ETag,
 // a writer's name, all read from Redis) is shown by shown, so that no value
 // can move the cursor, retitle the terminal or break the columns.
-func status(ctx context.Context, getenv func(string) string, w io.Writer, now func() time.Time) error {
-	cfg, _, err := config.LoadPoller(getenv)
-	if err != nil {
-		return err
-	}
-	if cfg.RedisURL == "" {
-		return fmt.Errorf("status: REDIS_URL is empty: there is no shared state to show")
-	}
-	client, err := store.NewClient(cfg.RedisURL.Reveal(), store.WithTLS(cfg.RedisTLS.Config()))
-	if err != nil {
-		return err
-	}
-	defer client.Close()
-	keys := make([]string, len(cfg.Apps))
-	for i, a := range cfg.Apps {
+func status(ctx context.Context, c *call) error {
+	keys := make([]string, len(c.cfg.Apps))
+	for i, a := range c.cfg.Apps {
 		keys[i] = a.Key
 	}
-	apps, backoff, err := store.New(client, "").Status(ctx, keys)
+	apps, backoff, err := c.store.Status(ctx, keys)
 	if err != nil {
 		return err
 	}
-	t := now()
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	t := c.clock.Now()
+	tw := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "APP\tTAG\tFETCHED\tETAG\tCLAIMED\tFAILURES\tLAST FAILURE\tBY\tEXPIRES IN")
 	for _, a := range apps {
 		if !a.Exists {
@@ -66,7 +50,7 @@ func status(ctx context.Context, getenv func(string) string, w io.Writer, now fu
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	fmt.Fprintln(w, "\n"+backoffLine(backoff, t))
+	fmt.Fprintln(c.stdout, "\n"+backoffLine(backoff, t))
 	return nil
 }
 

@@ -1,4 +1,4 @@
-package main
+package admin
 
 import (
 	"bytes"
@@ -26,7 +26,7 @@ func TestBackoffCommand(t *testing.T) {
 	ctx := context.Background()
 	backoff := func(args ...string) (string, string, error) {
 		var out, errOut bytes.Buffer
-		err := run(ctx, append([]string{"backoff"}, args...), getenv, &out, &errOut)
+		err := Run(ctx, append([]string{"backoff"}, args...), getenv, &out, &errOut, nil)
 		return out.String(), errOut.String(), err
 	}
 

@@ -1,9 +1,8 @@
-package main
+package admin
 
 import (
 	"context"
 	"fmt"
-	"io"
 	"os"
 	"os/user"
 	"strconv"
@@ -12,21 +11,12 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/storytold/craft-releases/pkg/config"
 	"github.com/storytold/craft-releases/pkg/store"
 )
 
-const backoffHelp = `  backoff   print the fleet backoff, then exit; backoff clear [--by NAME] ends it (after
-            fixing the token, say), logged with who ran it: NAME, else $USER or the account
-`
-
-// backoffCommand runs `poller backoff`, which prints the fleet backoff, and
-// `poller backoff clear [--by NAME]`, which ends it so that every poller asks
-// GitHub again at its next tick, and logs to stderr who cleared what: NAME
-// (for a `kubectl exec`, where the container's user says nothing), else the
-// user running it, and the host.
-func backoffCommand(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer, now func() time.Time) error {
-	clear, by := false, ""
+// backoffArgs reads the arguments of `poller backoff`: none, clear, or
+// clear --by NAME.
+func backoffArgs(args []string) (clear bool, by string, err error) {
 	switch {
 	case len(args) == 0:
 	case len(args) == 1 && args[0] == "clear":
@@ -34,53 +24,58 @@ func backoffCommand(ctx context.Context, args []string, getenv func(string) stri
 	case len(args) == 3 && args[0] == "clear" && args[1] == "--by" && strings.TrimSpace(args[2]) != "":
 		clear, by = true, strings.TrimSpace(args[2])
 	default:
-		return fmt.Errorf("backoff: got %q, want no argument, clear, or clear --by NAME", strings.Join(args, " "))
+		err = fmt.Errorf("backoff: got %q, want no argument, clear, or clear --by NAME", strings.Join(args, " "))
 	}
-	cfg, _, err := config.LoadPoller(getenv)
+	return clear, by, err
+}
+
+func checkBackoff(args []string) error {
+	_, _, err := backoffArgs(args)
+	return err
+}
+
+// backoff runs `poller backoff`, which prints the fleet backoff, and
+// `poller backoff clear [--by NAME]`, which ends it so that every poller asks
+// GitHub again at its next tick, and logs to stderr who cleared what: NAME
+// (for a `kubectl exec`, where the container's user says nothing), else the
+// user running it, and the host.
+func backoff(ctx context.Context, c *call) error {
+	clear, by, err := backoffArgs(c.args)
 	if err != nil {
 		return err
 	}
-	if cfg.RedisURL == "" {
-		return fmt.Errorf("backoff: REDIS_URL is empty: there is no fleet backoff")
-	}
-	client, err := store.NewClient(cfg.RedisURL.Reveal(), store.WithTLS(cfg.RedisTLS.Config()))
-	if err != nil {
-		return err
-	}
-	defer client.Close()
-	st := store.New(client, "")
-	_, b, err := st.Status(ctx, nil)
+	_, b, err := c.store.Status(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("backoff: %w", err)
 	}
-	t := now()
+	t := c.clock.Now()
 	if !clear {
-		fmt.Fprintln(stdout, backoffLine(b, t))
+		fmt.Fprintln(c.stdout, backoffLine(b, t))
 		return nil
 	}
 	if !b.Exists || b.Backoff.Until.IsZero() {
-		fmt.Fprintln(stdout, "fleet backoff: none, nothing to clear")
+		fmt.Fprintln(c.stdout, "fleet backoff: none, nothing to clear")
 		return nil
 	}
 	// Guarded: only the backoff shown here goes, not one that a poller
 	// recorded since.
-	cleared, err := st.ClearBackoff(ctx, b.Backoff)
+	cleared, err := c.store.ClearBackoff(ctx, b.Backoff)
 	if err != nil {
 		return fmt.Errorf("backoff clear: %w", err)
 	}
 	if !cleared {
 		return fmt.Errorf("backoff clear: a poller changed the fleet backoff meanwhile; nothing cleared: read it again with `poller backoff`")
 	}
-	who, host := operator(getenv)
+	who, host := operator(c.getenv)
 	if by != "" {
 		who = by
 	}
-	log := cfg.Logger(stderr).With(zap.String("binary", "poller"))
+	log := c.cfg.Logger(c.stderr).With(zap.String("binary", "poller"))
 	log.Warn("fleet backoff cleared",
 		zap.String("user", who), zap.String("host", host),
 		zap.Time("until", b.Backoff.Until), zap.Int("trouble", b.Backoff.Trouble), zap.String("set_by", b.By))
 	_ = log.Sync()
-	fmt.Fprintf(stdout, "fleet backoff cleared by %s@%s (it was %s); every poller asks GitHub again at its next tick\n",
+	fmt.Fprintf(c.stdout, "fleet backoff cleared by %s@%s (it was %s); every poller asks GitHub again at its next tick\n",
 		who, host, backoffLine(b, t)[len("fleet backoff: "):])
 	return nil
 }

@@ -1,14 +1,16 @@
-package main
+package admin
 
 import (
 	"bytes"
 	"context"
+	"io"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/storytold/craft-releases/pkg/store"
+	"github.com/storytold/craft-releases/test/fakeclock"
 	"github.com/storytold/craft-releases/test/redistest"
 )
 
@@ -32,7 +34,7 @@ func TestStatusQuotesWhatCameFromOutside(t *testing.T) {
 		"CRAFT_APPS_RELEASE_APPS": "photocraft=PhotoCraft=storytold/photocraft,vectorcraft=VectorCraft=storytold/vectorcraft",
 	}
 	var out bytes.Buffer
-	if err := status(context.Background(), func(k string) string { return vars[k] }, &out, func() time.Time { return now }); err != nil {
+	if err := Run(context.Background(), []string{"status"}, func(k string) string { return vars[k] }, &out, io.Discard, fakeclock.New(now)); err != nil {
 		t.Fatal(err)
 	}
 	table := out.String()
