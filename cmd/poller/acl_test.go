@@ -1,9 +1,6 @@
 package main
 
 import (
-	"bytes"
-	"context"
-	"io"
 	"strings"
 	"testing"
 	"time"
@@ -64,18 +61,10 @@ func TestPollerAsItsLeastPrivilegeUser(t *testing.T) {
 		t.Fatalf("run: %v", err)
 	}
 
-	sub := func(args ...string) string {
-		t.Helper()
-		var out bytes.Buffer
-		if err := run(context.Background(), args, func(k string) string { return vars[k] }, &out, io.Discard); err != nil {
-			t.Fatalf("poller %s: %v", strings.Join(args, " "), err)
-		}
-		return out.String()
-	}
-	if out := sub("status"); !strings.Contains(out, "v0.5.0") || !strings.Contains(out, "fleet backoff: ACTIVE") {
+	if out := mustCommand(t, vars, "status"); !strings.Contains(out, "v0.5.0") || !strings.Contains(out, "fleet backoff: ACTIVE") {
 		t.Errorf("status as the poller's user:\n%s", out)
 	}
-	if out := sub("backoff", "clear", "--by", "test"); !strings.Contains(out, "fleet backoff cleared by test") {
+	if out := mustCommand(t, vars, "backoff", "clear", "--by", "test"); !strings.Contains(out, "fleet backoff cleared by test") {
 		t.Errorf("backoff clear as the poller's user: %q", out)
 	}
 	if n := rs.MustDo("EXISTS", store.BackoffKey); n != "0" {

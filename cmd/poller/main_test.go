@@ -80,11 +80,7 @@ func TestPollerPublishesToRedisAndStatusShowsIt(t *testing.T) {
 		t.Errorf("by is empty, want the hostname")
 	}
 
-	var out bytes.Buffer
-	if err := run(context.Background(), []string{"status"}, func(k string) string { return vars[k] }, &out, io.Discard); err != nil {
-		t.Fatalf("status: %v", err)
-	}
-	table := out.String()
+	table := mustCommand(t, vars, "status")
 	for _, want := range []string{"APP", "photocraft", "v0.5.0", gh.ETag("storytold/photocraft"), "vectorcraft", "(no release)", "fleet backoff: none"} {
 		if !strings.Contains(table, want) {
 			t.Errorf("status output lacks %q:\n%s", want, table)
