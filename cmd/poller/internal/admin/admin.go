@@ -9,7 +9,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"strings"
 
 	"go.uber.org/zap"
 
@@ -69,13 +68,11 @@ const rowsHelp = usageIndent + `TIME is RFC 3339 (2026-10-10T22:00:00Z); without
 
 // Usage writes the subcommands' part of `poller --help` to w.
 func Usage(w io.Writer) {
-	var b strings.Builder
-	b.WriteString("\nSubcommands:\n")
+	fmt.Fprint(w, "\nSubcommands:\n")
 	for _, v := range verbs {
-		fmt.Fprintf(&b, "  %-8s  %s\n", v.name, v.usage)
+		fmt.Fprintf(w, "  %-8s  %s\n", v.name, v.usage)
 	}
-	b.WriteString(rowsHelp)
-	_, _ = io.WriteString(w, b.String())
+	fmt.Fprint(w, rowsHelp)
 }
 
 // call is one run of a verb: its arguments, its output, and what it needs,
@@ -91,10 +88,12 @@ type call struct {
 	db    *meta.DB      // with mysqlDB
 }
 
-// Run runs the subcommand args[0] with the rest of args, reading its
-// settings with getenv, printing its result to stdout and its log lines to
-// stderr, and closes what it connected to before it returns. A subcommand
-// that is not in the table is an error that points at --help.
+// Run runs the subcommand args[0] (there must be one) with the rest of
+// args, reading its settings with getenv, printing its result to stdout and
+// its log lines to stderr, and closes what it connected to before it
+// returns; clk tells the time, clock.System when nil. A subcommand that is
+// not in the table is an error that points at --help. Calls may run
+// concurrently.
 func Run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer, clk clock.Clock) error {
 	i := 0
 	for i < len(verbs) && verbs[i].name != args[0] {
