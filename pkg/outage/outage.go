@@ -42,6 +42,3 @@ func (o *Tracker) Up(log *zap.Logger, now time.Time, msg string) {
 	log.Info(msg, zap.Duration("away", now.Sub(o.since)))
 	*o = Tracker{}
 }
-
-// Active reports whether an outage is under way.
-func (o *Tracker) Active() bool { return !o.since.IsZero() }
