@@ -13,9 +13,11 @@ import (
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
 
+	"github.com/storytold/craft-releases/pkg/clock"
 	"github.com/storytold/craft-releases/pkg/poller"
 	"github.com/storytold/craft-releases/pkg/release"
 	"github.com/storytold/craft-releases/pkg/schedule"
+	"github.com/storytold/craft-releases/test/fakeclock"
 )
 
 // t0 is when every test starts.
@@ -80,95 +82,66 @@ func (e *events) all() []string {
 	return slices.Clone(e.list)
 }
 
-// fakeClock is a clock whose After returns at once, having moved the time
-// forward by the wait: the code under test never sleeps, and every wait is
-// recorded.
-type fakeClock struct {
-	mu     sync.Mutex
-	now    time.Time
-	waits  []time.Duration
-	events *events
-	// after, if set, is called after each wait with the new time.
-	after func(now time.Time)
+// newClock returns a clock at t0 whose every wait passes at once, moving it
+// forward: the code under test never sleeps.
+func newClock() *fakeclock.Clock {
+	c := fakeclock.New(t0)
+	c.Skip(-1)
+	return c
 }
 
-func newClock() *fakeClock { return &fakeClock{now: t0} }
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) After(d time.Duration) <-chan time.Time {
-	c.mu.Lock()
-	c.now = c.now.Add(max(d, 0))
-	c.waits = append(c.waits, d)
-	now, after := c.now, c.after
-	c.mu.Unlock()
-	c.events.add(fmt.Sprintf("wait %v", d))
-	if after != nil {
-		after(now)
-	}
-	ch := make(chan time.Time, 1)
-	ch <- now
-	return ch
-}
-
-// set moves the clock to at, which must not be in its past.
-func (c *fakeClock) set(t testing.TB, at time.Time) {
+// setClock moves c to at, which must not be in its past.
+func setClock(t testing.TB, c *fakeclock.Clock, at time.Time) {
 	t.Helper()
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if at.Before(c.now) {
-		t.Fatalf("clock set back from %v to %v", c.now.Sub(t0), at.Sub(t0))
+	if now := c.Now(); at.Before(now) {
+		t.Fatalf("clock set back from %v to %v", now.Sub(t0), at.Sub(t0))
 	}
-	c.now = at
+	c.Set(at)
 }
 
-func (c *fakeClock) takeWaits() []time.Duration {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	w := c.waits
-	c.waits = nil
-	return w
-}
-
-// parkingClock fires its first fire waits at once and never fires the ones
-// after, announcing each of those on parked.
-type parkingClock struct {
+// waits records the waits asked of a clock, and adds each to events, if set.
+type waits struct {
 	mu     sync.Mutex
-	now    time.Time
-	fire   int
-	parked chan time.Duration
+	list   []time.Duration
+	events *events
 }
 
-func (c *parkingClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
+func (w *waits) add(d time.Duration) {
+	w.mu.Lock()
+	w.list = append(w.list, d)
+	w.mu.Unlock()
+	w.events.add(fmt.Sprintf("wait %v", d))
 }
 
-func (c *parkingClock) After(d time.Duration) <-chan time.Time {
-	c.mu.Lock()
-	if c.fire == 0 {
-		c.mu.Unlock()
-		c.parked <- d
-		return nil
+func (w *waits) take() []time.Duration {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	l := w.list
+	w.list = nil
+	return l
+}
+
+// parked waits until c has n waiters, and returns how long the newest wait
+// has left, with every wait ending at the same time or later.
+func parked(t testing.TB, c *fakeclock.Clock, n int) time.Duration {
+	t.Helper()
+	deadline := time.After(20 * time.Second)
+	for c.Waiters() < n {
+		select {
+		case <-c.Parked():
+		case <-deadline:
+			t.Fatalf("timed out waiting for %d waiters on the clock, have %d", n, c.Waiters())
+		}
 	}
-	c.fire--
-	c.now = c.now.Add(d)
-	ch := make(chan time.Time, 1)
-	ch <- c.now
-	c.mu.Unlock()
-	return ch
+	next, _ := c.Next()
+	return next.Sub(c.Now())
 }
 
 // fakeSource answers from a script of one answer per app and records what it
 // was asked: "app", or "app(etag)" when revalidating.
 type fakeSource struct {
 	mu     sync.Mutex
-	clock  poller.Clock
+	clock  clock.Clock
 	script map[string]release.Answer
 	asked  []string
 	at     []time.Time
@@ -469,13 +442,16 @@ func (o *fakeObserver) take() []string {
 
 // harness is a Poller wired to fakes.
 type harness struct {
-	p      *poller.Poller
-	clock  *fakeClock
-	source *fakeSource
-	fleet  *fakeFleet // nil: standalone
-	sink   *fakeSink
-	obs    *fakeObserver
-	logs   *observer.ObservedLogs
+	p     *poller.Poller
+	clock *fakeclock.Clock
+	waits *waits
+	// afterWait, if set, is called after each wait with the clock's time.
+	afterWait func(now time.Time)
+	source    *fakeSource
+	fleet     *fakeFleet // nil: standalone
+	sink      *fakeSink
+	obs       *fakeObserver
+	logs      *observer.ObservedLogs
 }
 
 // newHarness returns a poller over the apps keys with a fake clock at t0 and
@@ -483,7 +459,13 @@ type harness struct {
 func newHarness(t testing.TB, keys []string, fleet *fakeFleet, coordinate bool) *harness {
 	t.Helper()
 	core, logs := observer.New(zapcore.DebugLevel)
-	h := &harness{clock: newClock(), fleet: fleet, sink: &fakeSink{}, obs: &fakeObserver{}, logs: logs}
+	h := &harness{clock: newClock(), waits: &waits{}, fleet: fleet, sink: &fakeSink{}, obs: &fakeObserver{}, logs: logs}
+	h.clock.OnAfter(func(d time.Duration, now time.Time) {
+		h.waits.add(d)
+		if h.afterWait != nil {
+			h.afterWait(now)
+		}
+	})
 	h.source = &fakeSource{clock: h.clock}
 	c := poller.Config{
 		Apps:       apps(keys...),

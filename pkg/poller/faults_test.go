@@ -39,7 +39,7 @@ func TestReadOnlyRedisIsOneOutage(t *testing.T) {
 	const outage = 10 * time.Minute
 	var tick time.Duration
 	for ; tick < outage; tick += timing.Tick {
-		h.clock.set(t, at(tick))
+		setClock(t, h.clock, at(tick))
 		h.source.script = answers()
 		h.p.Tick(context.Background())
 	}
@@ -56,7 +56,7 @@ func TestReadOnlyRedisIsOneOutage(t *testing.T) {
 	for _, op := range []string{"Claim", "PutFetch", "PutNotModified", "PutFailure", "PutBackoff", "ClearBackoff"} {
 		fleet.setErr(op, nil)
 	}
-	h.clock.set(t, at(tick))
+	setClock(t, h.clock, at(tick))
 	h.p.Tick(context.Background())
 	if got := h.logs.FilterMessage("redis is back").Len(); got != 1 {
 		t.Errorf("%d \"redis is back\" after a tick with writes working, want 1", got)
@@ -77,7 +77,7 @@ func TestOneFailingAppDoesNotPauseTheFleet(t *testing.T) {
 	// Due at I − M, asked at the next tick at the latest.
 	limit := timing.Interval - timing.SkewMargin() + timing.Tick
 	for tick := time.Duration(0); tick < 6*time.Hour; tick += timing.Tick {
-		h.clock.set(t, at(tick))
+		setClock(t, h.clock, at(tick))
 		h.source.script = map[string]release.Answer{}
 		for _, app := range thirteen {
 			h.source.script[app] = fetched("v1", "e1")

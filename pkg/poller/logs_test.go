@@ -36,11 +36,11 @@ func TestRedisOutageLogs(t *testing.T) {
 			var at time.Duration
 			var modes []string
 			for ; at < tt.downFor; at += 30 * time.Second {
-				h.clock.set(t, t0.Add(at))
+				setClock(t, h.clock, t0.Add(at))
 				h.p.Tick(context.Background())
 			}
 			h.fleet.setErr(tt.op, nil)
-			h.clock.set(t, t0.Add(at))
+			setClock(t, h.clock, t0.Add(at))
 			h.p.Tick(context.Background())
 
 			var aways []time.Duration
@@ -81,7 +81,7 @@ func TestRedisOutageAgain(t *testing.T) {
 		if down {
 			h.fleet.setErr("Load", errors.New("i/o timeout"))
 		}
-		h.clock.set(t, t0.Add(time.Duration(i)*time.Minute))
+		setClock(t, h.clock, t0.Add(time.Duration(i)*time.Minute))
 		h.p.Tick(context.Background())
 	}
 	var got []string
@@ -152,14 +152,12 @@ func TestRedisAwayCountsTheFailingCall(t *testing.T) {
 	h.fleet.setErr("Load", errors.New("i/o timeout"))
 	h.fleet.during = func(_ *fakeFleet, op, _ string) {
 		if op == "Load" {
-			h.clock.mu.Lock()
-			h.clock.now = h.clock.now.Add(timeout) // the call hangs until its deadline
-			h.clock.mu.Unlock()
+			h.clock.Advance(timeout) // the call hangs until its deadline
 		}
 	}
 	h.p.Tick(context.Background()) // fails 0 s…5 s
 	h.fleet.setErr("Load", nil)
-	h.clock.set(t, t0.Add(30*time.Second))
+	setClock(t, h.clock, t0.Add(30*time.Second))
 	h.p.Tick(context.Background()) // works at 30 s…35 s
 
 	var got []time.Duration
@@ -226,7 +224,7 @@ func TestAllFailedRoundLogsOneLine(t *testing.T) {
 				h.p.Tick(context.Background())
 			}
 			h.logs.TakeAll()
-			h.clock.set(t, t0.Add(timing.Interval))
+			setClock(t, h.clock, t0.Add(timing.Interval))
 			h.source.script = tt.now
 			h.p.Tick(context.Background())
 			warns := h.logs.FilterLevelExact(zapcore.WarnLevel).All()

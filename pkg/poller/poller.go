@@ -18,6 +18,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/storytold/craft-releases/pkg/clock"
 	"github.com/storytold/craft-releases/pkg/outage"
 	"github.com/storytold/craft-releases/pkg/release"
 	"github.com/storytold/craft-releases/pkg/schedule"
@@ -61,14 +62,6 @@ type Sink interface {
 	Set(app string, e release.Entry)
 }
 
-// Clock tells the time and waits. Tests pass a fake that advances on demand.
-type Clock interface {
-	// Now returns the current time.
-	Now() time.Time
-	// After returns a channel that receives the time once d has passed.
-	After(d time.Duration) <-chan time.Time
-}
-
 // Config is what a Poller needs. Source and a positive Timing.Interval and
 // Timing.Tick are required; the rest may be left zero.
 type Config struct {
@@ -87,7 +80,7 @@ type Config struct {
 	Sink     Sink           // may be nil
 	Observer Observer       // nil: none
 	Logger   *zap.Logger    // nil: no logging
-	Clock    Clock          // nil: the system clock
+	Clock    clock.Clock    // nil: clock.System
 	Rand     func() float64 // uniform draws in [0, 1); nil: math/rand/v2
 }
 
@@ -154,7 +147,7 @@ type Poller struct {
 	sink   Sink
 	obs    Observer
 	log    *zap.Logger
-	clock  Clock
+	clock  clock.Clock
 	rand   func() float64
 
 	loaded     chan struct{}
@@ -198,7 +191,7 @@ func New(c Config) (*Poller, error) {
 		sink:      c.Sink,
 		obs:       c.Observer,
 		log:       c.Logger,
-		clock:     c.Clock,
+		clock:     clock.Or(c.Clock),
 		rand:      c.Rand,
 		loaded:    make(chan struct{}),
 		wake:      make(chan struct{}, 1),
@@ -224,9 +217,6 @@ func New(c Config) (*Poller, error) {
 	if p.obs == nil {
 		p.obs = nopObserver{}
 	}
-	if p.clock == nil {
-		p.clock = systemClock{}
-	}
 	if p.rand == nil {
 		p.rand = rand.Float64
 	}
@@ -246,7 +236,7 @@ func (p *Poller) markLoaded() { p.loadedOnce.Do(func() { close(p.loaded) }) }
 // Run polls until ctx is cancelled, then returns nil. It first loads the
 // fleet's state (when coordinating), waits the start-up jitter, and then ticks
 // every Tick ±10 %. While it waits it makes the fetches that refresh
-// requests ask for (Refresh, RefreshRound), the start-up jitter included.
+// requests ask for (Refresh), the start-up jitter included.
 // GitHub and Redis trouble is logged and retried, never returned. Run starts
 // no goroutine; call it once.
 func (p *Poller) Run(ctx context.Context) error {
@@ -262,7 +252,7 @@ func (p *Poller) Run(ctx context.Context) error {
 	}
 	for {
 		start := p.clock.Now()
-		p.Tick(ctx)
+		p.tick(ctx)
 		// Ticks are TICK ±10 % apart from start to start: a round's spacing,
 		// GitHub's answers and Redis timeouts do not stretch the period.
 		if !p.idle(ctx, max(0, p.timing.TickDelay(p.rand())-p.clock.Now().Sub(start))) {
@@ -302,7 +292,7 @@ func (p *Poller) idle(ctx context.Context, d time.Duration) bool {
 		if !refresh {
 			return true
 		}
-		next = p.RefreshRound(ctx)
+		next = p.refreshRound(ctx)
 	}
 }
 
@@ -348,14 +338,13 @@ func (p *Poller) dropRefresh(app string, r release.Refresh) {
 	}
 }
 
-// RefreshRound asks GitHub about every app whose refresh request is due
+// refreshRound asks GitHub about every app whose refresh request is due
 // now (schedule.RefreshAt), in configured order, as a tick asks about due
 // apps: re-checked, claimed (a claim made since the attempt's point keeps
 // other pollers off), spaced, shared, and under the fleet backoff. It
 // forgets the requests that need nothing more, and returns when the next
-// pending one falls due (zero: none). Run calls it while it waits; it is
-// serialised with Tick and may be called while Run runs.
-func (p *Poller) RefreshRound(ctx context.Context) (next time.Time) {
+// pending one falls due (zero: none). Run calls it while it waits.
+func (p *Poller) refreshRound(ctx context.Context) (next time.Time) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 
@@ -405,11 +394,11 @@ func (p *Poller) refreshDue(app string, r release.Refresh, now time.Time) bool {
 	return ok && !at.After(now)
 }
 
-// Tick runs one tick: it reads the fleet's state when coordinating, and unless
+// tick runs one tick: it reads the fleet's state when coordinating, and unless
 // a backoff is active asks GitHub about every due app, shares the results and
 // works out the backoff. A cancelled ctx ends the tick early and discards the
-// answer in flight. Ticks are serialised: Tick may be called while Run runs.
-func (p *Poller) Tick(ctx context.Context) {
+// answer in flight.
+func (p *Poller) tick(ctx context.Context) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 
@@ -832,9 +821,3 @@ func (nopObserver) WriteRefused(Op)                             {}
 func (nopObserver) RedisError(Op)                               {}
 func (nopObserver) Round(Mode, time.Duration, schedule.Backoff) {}
 func (nopObserver) Refreshed(string, time.Duration)             {}
-
-// systemClock is the real clock.
-type systemClock struct{}
-
-func (systemClock) Now() time.Time                         { return time.Now() }
-func (systemClock) After(d time.Duration) <-chan time.Time { return time.After(d) }

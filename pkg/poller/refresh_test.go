@@ -11,6 +11,7 @@ import (
 	"github.com/storytold/craft-releases/pkg/poller"
 	"github.com/storytold/craft-releases/pkg/release"
 	"github.com/storytold/craft-releases/pkg/schedule"
+	"github.com/storytold/craft-releases/test/fakeclock"
 )
 
 // refreshHarness is a poller over photocraft and vectorcraft that fetched
@@ -27,7 +28,7 @@ func refreshHarness(t *testing.T, fleet *fakeFleet) *harness {
 	if fleet != nil {
 		fleet.takeCalls()
 	}
-	h.clock.set(t, t0.Add(time.Minute))
+	setClock(t, h.clock, t0.Add(time.Minute))
 	return h
 }
 
@@ -35,7 +36,7 @@ func refreshHarness(t *testing.T, fleet *fakeFleet) *harness {
 // and checks what it asked GitHub and when it says the next attempt is.
 func refreshStep(t *testing.T, h *harness, at time.Duration, answers map[string]release.Answer, wantAsked []string, wantNext time.Duration) {
 	t.Helper()
-	h.clock.set(t, t0.Add(at))
+	setClock(t, h.clock, t0.Add(at))
 	h.source.script = answers
 	next := h.p.RefreshRound(context.Background())
 	asked, _ := h.source.take()
@@ -125,7 +126,7 @@ func TestRefreshHonoursBackoffAndRetry(t *testing.T) {
 	t.Run("per-app retry", func(t *testing.T) {
 		h := refreshHarness(t, nil)
 		// vectorcraft is due at I − M; make it fail.
-		h.clock.set(t, t0.Add(1772*time.Second))
+		setClock(t, h.clock, t0.Add(1772*time.Second))
 		h.source.script = map[string]release.Answer{"photocraft": fetched("v1", `"e1"`), "vectorcraft": failed()}
 		h.p.Tick(context.Background())
 		if asked, at := h.source.take(); len(asked) != 2 || !at[1].Equal(t0.Add(1773*time.Second)) {
@@ -199,7 +200,8 @@ func TestRefreshClaims(t *testing.T) {
 // TestRunWakesForARefresh: a request that arrives while Run waits between
 // two ticks is fetched at once, and Run goes back to waiting for the tick.
 func TestRunWakesForARefresh(t *testing.T) {
-	clock := &parkingClock{now: t0, fire: 1, parked: make(chan time.Duration)}
+	clock := fakeclock.New(t0)
+	clock.Skip(1)
 	src := &fakeSource{clock: clock, script: map[string]release.Answer{"a": fetched("v1", `"e1"`)}}
 	p, err := poller.New(poller.Config{
 		Apps: apps("a"), Timing: timing, Source: src, Clock: clock,
@@ -211,17 +213,16 @@ func TestRunWakesForARefresh(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error)
 	go func() { done <- p.Run(ctx) }()
-	if got := <-clock.parked; got != 30*time.Second {
+	if got := parked(t, clock, 1); got != 30*time.Second {
 		t.Fatalf("parked in a wait of %v, want the 30 s to the next tick", got)
 	}
 	src.mu.Lock()
 	src.script = map[string]release.Answer{"a": fetched("v2", `"e2"`)}
 	src.mu.Unlock()
-	clock.mu.Lock()
-	clock.now = clock.now.Add(time.Second)
-	clock.mu.Unlock()
+	clock.Advance(time.Second)
 	p.Refresh("a", release.Refresh{At: clock.Now(), Tag: "v2"})
-	if got := <-clock.parked; got != 29*time.Second {
+	// The abandoned wait counts until the clock passes it, and ends when the new one does.
+	if got := parked(t, clock, 2); got != 29*time.Second {
 		t.Errorf("parked again in a wait of %v, want the 29 s left to the next tick", got)
 	}
 	cancel()

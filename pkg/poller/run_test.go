@@ -15,6 +15,7 @@ import (
 	"github.com/storytold/craft-releases/pkg/poller"
 	"github.com/storytold/craft-releases/pkg/release"
 	"github.com/storytold/craft-releases/pkg/schedule"
+	"github.com/storytold/craft-releases/test/fakeclock"
 )
 
 func TestNew(t *testing.T) {
@@ -140,12 +141,12 @@ func TestRunSequence(t *testing.T) {
 					}
 				}
 			}
-			h.clock.events, h.source.events = ev, ev
+			h.waits.events, h.source.events = ev, ev
 			h.source.script = map[string]release.Answer{"a": fetched("v1", "e1")}
 
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
-			h.clock.after = func(now time.Time) {
+			h.afterWait = func(now time.Time) {
 				if now.Sub(t0) > 50*time.Second {
 					cancel()
 				}
@@ -182,12 +183,12 @@ func TestRunJitter(t *testing.T) {
 			clock := newClock()
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
-			n := 0
-			clock.after = func(time.Time) {
-				if n++; n == len(tt.want) {
+			var waits []time.Duration
+			clock.OnAfter(func(d time.Duration, _ time.Time) {
+				if waits = append(waits, d); len(waits) == len(tt.want) {
 					cancel()
 				}
-			}
+			})
 			p, err := poller.New(poller.Config{
 				Timing: timing, Source: &fakeSource{clock: clock}, Clock: clock,
 				Rand: func() float64 { return tt.u },
@@ -198,7 +199,7 @@ func TestRunJitter(t *testing.T) {
 			if err := p.Run(ctx); err != nil {
 				t.Fatalf("Run() = %v, want nil", err)
 			}
-			if got := clock.takeWaits(); !slices.Equal(got, tt.want) {
+			if got := waits; !slices.Equal(got, tt.want) {
 				t.Errorf("waits = %v, want %v", got, tt.want)
 			}
 		})
@@ -222,7 +223,8 @@ func TestRunCancel(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			clock := &parkingClock{now: t0, fire: tt.fire, parked: make(chan time.Duration)}
+			clock := fakeclock.New(t0)
+			clock.Skip(tt.fire)
 			src := &fakeSource{clock: clock, script: map[string]release.Answer{"a": fetched("v1", "e1"), "b": fetched("v1", "e1")}}
 			p, err := poller.New(poller.Config{
 				Apps: apps("a", "b"), Timing: timing, Source: src, Clock: clock,
@@ -234,7 +236,7 @@ func TestRunCancel(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			done := make(chan error)
 			go func() { done <- p.Run(ctx) }()
-			if got := <-clock.parked; got != tt.parked {
+			if got := parked(t, clock, 1); got != tt.parked {
 				t.Errorf("parked in a wait of %v, want %v", got, tt.parked)
 			}
 			cancel()

@@ -44,7 +44,7 @@ func runScenario(t *testing.T, sc scenario) {
 	}
 	h := newHarness(t, sc.apps, fleet, sc.coordinate)
 	for i, st := range sc.steps {
-		h.clock.set(t, t0.Add(st.at))
+		setClock(t, h.clock, t0.Add(st.at))
 		if st.before != nil {
 			st.before(h)
 		}
@@ -732,7 +732,7 @@ func TestTickSpacing(t *testing.T) {
 			h := newHarness(t, tt.apps, nil, false)
 			h.source.script = tt.answers
 			h.p.Tick(context.Background())
-			if got := h.clock.takeWaits(); !slices.Equal(got, tt.waits) {
+			if got := h.waits.take(); !slices.Equal(got, tt.waits) {
 				t.Errorf("waits = %v, want %v", got, tt.waits)
 			}
 			_, times := h.source.take()

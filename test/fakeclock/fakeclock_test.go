@@ -1,6 +1,7 @@
 package fakeclock_test
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -89,5 +90,40 @@ func TestNextAndParked(t *testing.T) {
 	}
 	if got := c.Waiters(); got != 1 {
 		t.Errorf("Waiters() = %d, want 1", got)
+	}
+}
+
+func TestSkipAndOnAfter(t *testing.T) {
+	c := fakeclock.New(t0)
+	type call struct {
+		d   time.Duration
+		now time.Duration
+	}
+	var calls []call
+	c.OnAfter(func(d time.Duration, now time.Time) { calls = append(calls, call{d, now.Sub(t0)}) })
+	c.Skip(2)
+	for _, d := range []time.Duration{10 * time.Second, 0, 5 * time.Second} {
+		if _, ok := fired(c.After(d)); !ok {
+			t.Fatalf("After(%v) with a skip left did not fire at once", d)
+		}
+	}
+	if _, ok := fired(c.After(time.Second)); ok {
+		t.Error("After fired at once with no skip left")
+	}
+	if got := c.Waiters(); got != 1 {
+		t.Errorf("Waiters() = %d, want 1", got)
+	}
+	want := []call{{10 * time.Second, 10 * time.Second}, {0, 10 * time.Second}, {5 * time.Second, 15 * time.Second}, {time.Second, 15 * time.Second}}
+	if !slices.Equal(calls, want) {
+		t.Errorf("OnAfter calls %v, want %v", calls, want)
+	}
+	c.Skip(-1)
+	for range 3 {
+		if _, ok := fired(c.After(time.Minute)); !ok {
+			t.Fatal("After did not fire at once after Skip(-1)")
+		}
+	}
+	if got, want := c.Now(), t0.Add(3*time.Minute + 15*time.Second); !got.Equal(want) {
+		t.Errorf("Now() = %v, want %v", got, want)
 	}
 }

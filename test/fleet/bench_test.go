@@ -14,6 +14,7 @@ import (
 
 	"github.com/storytold/craft-releases/pkg/github"
 	"github.com/storytold/craft-releases/pkg/poller"
+	"github.com/storytold/craft-releases/pkg/release"
 	"github.com/storytold/craft-releases/pkg/schedule"
 	"github.com/storytold/craft-releases/pkg/store"
 	"github.com/storytold/craft-releases/test/fakeclock"
@@ -118,11 +119,11 @@ func (c countingDedicated) DoMulti(ctx context.Context, cmds ...rueidis.Complete
 // idle is a coordinated poller of the 13 default apps that has fetched
 // every one, so that its next ticks find nothing due.
 type idle struct {
-	p     *poller.Poller
-	gh    *fakegithub.Server
-	srv   *redistest.Server
-	trips *atomic.Int64
-	admin rueidis.Client
+	rounds *stepper
+	gh     *fakegithub.Server
+	srv    *redistest.Server
+	trips  *atomic.Int64
+	admin  rueidis.Client
 }
 
 func newIdle(tb testing.TB) *idle {
@@ -149,28 +150,64 @@ func newIdle(tb testing.TB) *idle {
 	}
 	tb.Cleanup(admin.Close)
 	timing := productionTiming(120 * time.Second)
-	// Nothing advances the clock: the first round's requests go one after
-	// the other.
-	timing.Spacing = 0
+	// The clock passes every wait at once, and ticks and the spacing are
+	// (almost) nothing, so that apps stay fresh however many ticks run.
+	timing.Spacing, timing.Tick, timing.StartupJitter = 0, time.Nanosecond, 0
+	clock.Skip(-1)
 	trips := &atomic.Int64{}
+	rounds := &stepper{done: make(chan struct{}), next: make(chan struct{})}
 	p, err := poller.New(poller.Config{
 		Apps:       apps,
 		Timing:     timing,
 		Source:     src,
 		Fleet:      store.New(countingClient{Client: client, trips: trips}, "poller-1"),
 		Coordinate: true,
+		Observer:   rounds,
 		Clock:      clock,
 		Rand:       rand.New(rand.NewPCG(1, 2)).Float64,
 	})
 	if err != nil {
 		tb.Fatalf("poller.New: %v", err)
 	}
-	p.Tick(context.Background())
+	ctx, cancel := context.WithCancel(context.Background())
+	ran := make(chan error)
+	go func() { ran <- p.Run(ctx) }()
+	tb.Cleanup(func() {
+		cancel()
+		close(rounds.next)
+		<-ran
+	})
+	<-rounds.done
 	if got, want := gh.Count(fakegithub.AnyRepo), len(apps); got != want {
 		tb.Fatalf("the first tick made %d requests, want %d", got, want)
 	}
 	gh.Reset()
-	return &idle{p: p, gh: gh, srv: srv, trips: trips, admin: admin}
+	return &idle{rounds: rounds, gh: gh, srv: srv, trips: trips, admin: admin}
+}
+
+// stepper is an Observer that holds the poller at the end of each tick
+// until tick lets it run the next one.
+type stepper struct {
+	done chan struct{} // receives at the end of each tick
+	next chan struct{} // lets the next tick start; closed at cleanup
+}
+
+func (*stepper) Answer(string, release.Answer)   {}
+func (*stepper) Fetched(string, time.Time)       {}
+func (*stepper) Claim(bool)                      {}
+func (*stepper) WriteRefused(poller.Op)          {}
+func (*stepper) RedisError(poller.Op)            {}
+func (*stepper) Refreshed(string, time.Duration) {}
+
+func (s *stepper) Round(poller.Mode, time.Duration, schedule.Backoff) {
+	s.done <- struct{}{}
+	<-s.next
+}
+
+// tick runs the poller's next tick and waits until it ended.
+func (s *stepper) tick() {
+	s.next <- struct{}{}
+	<-s.done
 }
 
 // resetStats zeroes the round-trip count and Redis's command statistics.
@@ -225,7 +262,7 @@ func TestIdleTickIsOneRoundTrip(t *testing.T) {
 	i.resetStats(t)
 	const ticks = 5
 	for range ticks {
-		i.p.Tick(context.Background())
+		i.rounds.tick()
 	}
 	if got := i.trips.Load(); got != ticks {
 		t.Errorf("%d round trips in %d idle ticks, want %d", got, ticks, ticks)
@@ -244,11 +281,10 @@ func TestIdleTickIsOneRoundTrip(t *testing.T) {
 // round trips it makes and the commands Redis runs for it.
 func BenchmarkCoordinatedTickIdle(b *testing.B) {
 	i := newIdle(b)
-	ctx := context.Background()
 	i.resetStats(b)
 	b.ResetTimer()
 	for range b.N {
-		i.p.Tick(ctx)
+		i.rounds.tick()
 	}
 	b.StopTimer()
 	if got := i.gh.Count(fakegithub.AnyRepo); got != 0 {
