@@ -19,6 +19,7 @@ import (
 
 	gogithub "github.com/google/go-github/v66/github"
 
+	"github.com/storytold/craft-releases/pkg/clock"
 	"github.com/storytold/craft-releases/pkg/release"
 )
 
@@ -71,7 +72,7 @@ type Options struct {
 	HeaderTimeout  time.Duration // from the request sent to the answer's headers
 	RequestTimeout time.Duration // the budget of a whole request, body included
 
-	Now func() time.Time // the clock that Retry-After counts from
+	Clock clock.Clock // the clock that Retry-After counts from; nil: clock.System
 }
 
 // withDefaults returns o with its zero fields set to the defaults.
@@ -91,9 +92,7 @@ func (o Options) withDefaults() Options {
 	if o.RequestTimeout <= 0 {
 		o.RequestTimeout = DefaultRequestTimeout
 	}
-	if o.Now == nil {
-		o.Now = time.Now
-	}
+	o.Clock = clock.Or(o.Clock)
 	o.Token = strings.TrimSpace(o.Token)
 	return o
 }
@@ -106,7 +105,7 @@ type Client struct {
 	agent   string
 	token   string // trimmed; "" for none
 	timeout time.Duration
-	now     func() time.Time
+	clock   clock.Clock
 }
 
 // New returns a Client for the API at o.BaseURL. It fails when the URL is not
@@ -144,7 +143,7 @@ func New(o Options) (*Client, error) {
 		// release whose URLs would all fail the repository filter.
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
-	return &Client{hc: hc, base: base, agent: o.UserAgent, token: o.Token, timeout: o.RequestTimeout, now: o.Now}, nil
+	return &Client{hc: hc, base: base, agent: o.UserAgent, token: o.Token, timeout: o.RequestTimeout, clock: o.Clock}, nil
 }
 
 // gh returns a go-github client for one request. A fresh one each time,
@@ -238,7 +237,7 @@ func (c *Client) latest(ctx context.Context, repo, etag string) release.Answer {
 			return fail(fmt.Errorf("latest release %s: HTTP %d", repo, code))
 		}
 		a.Outcome = release.RateLimited
-		a.RetryAt = retryAt(resp.Header, c.now())
+		a.RetryAt = retryAt(resp.Header, c.clock.Now())
 		a.Err = fmt.Errorf("latest release %s: rate limited (HTTP %d)", repo, code)
 	default:
 		return fail(fmt.Errorf("latest release %s: HTTP %d", repo, code))

@@ -14,6 +14,7 @@ import (
 
 	"github.com/storytold/craft-releases/pkg/github"
 	"github.com/storytold/craft-releases/pkg/release"
+	"github.com/storytold/craft-releases/test/fakeclock"
 	"github.com/storytold/craft-releases/test/fakegithub"
 )
 
@@ -29,8 +30,8 @@ func newClient(t testing.TB, gh *fakegithub.Server, o github.Options) *github.Cl
 	if o.BaseURL == "" {
 		o.BaseURL = gh.URL()
 	}
-	if o.Now == nil {
-		o.Now = func() time.Time { return now }
+	if o.Clock == nil {
+		o.Clock = fakeclock.New(now)
 	}
 	c, err := github.New(o)
 	if err != nil {

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/storytold/craft-releases/pkg/clock"
 )
 
 func TestOptionsDefaults(t *testing.T) {
@@ -20,7 +22,7 @@ func TestOptionsDefaults(t *testing.T) {
 		{"HeaderTimeout", o.HeaderTimeout, 10 * time.Second},
 		{"RequestTimeout", o.RequestTimeout, 15 * time.Second},
 		{"Token", o.Token, "secret"},
-		{"Now set", o.Now != nil, true},
+		{"Clock", o.Clock, clock.System},
 		{"MaxBody", MaxBody, 4_194_304},
 		{"MaxRetryAfter", MaxRetryAfter, 86400 * time.Second},
 	}

@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/storytold/craft-releases/pkg/clock"
 	"github.com/storytold/craft-releases/pkg/release"
 )
 
@@ -17,25 +18,23 @@ const LocalMemory = 72 * time.Hour
 // concurrent use.
 type Local struct {
 	refresh func(app string, r release.Refresh)
-	now     func() time.Time
+	clock   clock.Clock
 
 	mu   sync.Mutex
 	seen map[string]time.Time // delivery id → when first seen
 }
 
 // NewLocal returns a Local that calls refresh (the in-process poller's
-// Refresh) for every app of a new delivery. A nil now is time.Now.
-func NewLocal(refresh func(app string, r release.Refresh), now func() time.Time) *Local {
-	if now == nil {
-		now = time.Now
-	}
-	return &Local{refresh: refresh, now: now, seen: make(map[string]time.Time)}
+// Refresh) for every app of a new delivery, remembering ids by c (nil:
+// clock.System).
+func NewLocal(refresh func(app string, r release.Refresh), c clock.Clock) *Local {
+	return &Local{refresh: refresh, clock: clock.Or(c), seen: make(map[string]time.Time)}
 }
 
 // Deliver records ids and refreshes apps unless one of them was seen in
 // the last LocalMemory. It never fails.
 func (l *Local) Deliver(_ context.Context, ids []string, apps []string, r release.Refresh) (bool, error) {
-	now := l.now()
+	now := l.clock.Now()
 	l.mu.Lock()
 	for k, at := range l.seen {
 		if now.Sub(at) >= LocalMemory {

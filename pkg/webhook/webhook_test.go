@@ -12,6 +12,7 @@ import (
 
 	"github.com/storytold/craft-releases/pkg/release"
 	"github.com/storytold/craft-releases/pkg/webhook"
+	"github.com/storytold/craft-releases/test/fakeclock"
 )
 
 const secret = "s3cret"
@@ -185,12 +186,12 @@ func TestNewRefusesNoSecret(t *testing.T) {
 }
 
 func TestLocal(t *testing.T) {
-	now := time.Date(2026, 10, 10, 12, 0, 0, 0, time.UTC)
+	clock := fakeclock.New(time.Date(2026, 10, 10, 12, 0, 0, 0, time.UTC))
 	var got []string
-	l := webhook.NewLocal(func(app string, r release.Refresh) { got = append(got, app+" "+r.Tag) }, func() time.Time { return now })
+	l := webhook.NewLocal(func(app string, r release.Refresh) { got = append(got, app+" "+r.Tag) }, clock)
 	deliver := func(id string) bool {
 		t.Helper()
-		first, err := l.Deliver(context.Background(), []string{id}, []string{"photocraft", "vectorcraft"}, release.Refresh{At: now, Tag: "v1"})
+		first, err := l.Deliver(context.Background(), []string{id}, []string{"photocraft", "vectorcraft"}, release.Refresh{At: clock.Now(), Tag: "v1"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -199,14 +200,14 @@ func TestLocal(t *testing.T) {
 	if !deliver("a") || deliver("a") || !deliver("b") {
 		t.Fatal("want a new, a again seen, b new")
 	}
-	if first, _ := l.Deliver(context.Background(), []string{"c", "b"}, []string{"photocraft"}, release.Refresh{At: now}); first {
+	if first, _ := l.Deliver(context.Background(), []string{"c", "b"}, []string{"photocraft"}, release.Refresh{At: clock.Now()}); first {
 		t.Fatal("a delivery sharing one of its ids with b counts as new")
 	}
-	now = now.Add(webhook.LocalMemory - time.Second)
+	clock.Advance(webhook.LocalMemory - time.Second)
 	if deliver("a") {
 		t.Error("a redelivered just inside the memory counts as new")
 	}
-	now = now.Add(time.Second)
+	clock.Advance(time.Second)
 	if !deliver("a") {
 		t.Error("a redelivered after the memory is not new")
 	}

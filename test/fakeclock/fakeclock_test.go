@@ -123,7 +123,7 @@ func TestSkipAndOnAfter(t *testing.T) {
 			t.Fatal("After did not fire at once after Skip(-1)")
 		}
 	}
-	if got, want := c.Now(), t0.Add(3*time.Minute + 15*time.Second); !got.Equal(want) {
+	if got, want := c.Now(), t0.Add(3*time.Minute+15*time.Second); !got.Equal(want) {
 		t.Errorf("Now() = %v, want %v", got, want)
 	}
 }

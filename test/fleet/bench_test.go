@@ -135,7 +135,7 @@ func newIdle(tb testing.TB) *idle {
 		gh.Publish(app.Repo, fakegithub.NewRelease(app.Repo, "v1.0.0"))
 	}
 	clock := fakeclock.New(epoch())
-	src, err := github.New(github.Options{BaseURL: gh.URL(), Now: clock.Now})
+	src, err := github.New(github.Options{BaseURL: gh.URL(), Clock: clock})
 	if err != nil {
 		tb.Fatalf("github.New: %v", err)
 	}

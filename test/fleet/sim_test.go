@@ -190,7 +190,7 @@ func newSim(t testing.TB, timing schedule.Timing, apps []release.App) *sim {
 // add starts a poller named name and waits until it is parked on the clock.
 func (s *sim) add(name string, mc memberConfig) *member {
 	s.t.Helper()
-	src, err := github.New(github.Options{BaseURL: s.gh.URL(), Now: s.clock.Now})
+	src, err := github.New(github.Options{BaseURL: s.gh.URL(), Clock: s.clock})
 	if err != nil {
 		s.t.Fatalf("github.New: %v", err)
 	}
