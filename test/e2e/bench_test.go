@@ -25,6 +25,7 @@ import (
 	"github.com/storytold/craft-releases/pkg/release"
 	"github.com/storytold/craft-releases/pkg/store"
 	"github.com/storytold/craft-releases/test/redistest"
+	"github.com/storytold/craft-releases/test/testkit"
 )
 
 // The figures of issue 4. Each benchmark starts its own redis-server and
@@ -74,7 +75,7 @@ func newSplitStackOn(b *testing.B, url string, pods int) *splitStack {
 	}
 	st.pods = startPods(b, pods, podEnv(url, ""))
 	for _, p := range st.pods {
-		eventually(b, p.name+" serves every app", func() bool {
+		testkit.Eventually(b, p.name+" serves every app", func() bool {
 			a := p.get(b)
 			return a.header.Get("Cache-Control") == "public, max-age=60"
 		})

@@ -23,6 +23,7 @@ import (
 	"github.com/storytold/craft-releases/pkg/release"
 	"github.com/storytold/craft-releases/pkg/store"
 	"github.com/storytold/craft-releases/test/fakegithub"
+	"github.com/storytold/craft-releases/test/testkit"
 )
 
 const (
@@ -112,7 +113,7 @@ func start(t testing.TB, name, path string, env map[string]string) *proc {
 	case <-time.After(waitFor):
 		t.Fatalf("%s did not log a listening address\n%s", name, p.logs)
 	}
-	eventually(t, name+" answers /healthz", func() bool { return p.status("/healthz") == http.StatusOK })
+	testkit.Eventually(t, name+" answers /healthz", func() bool { return p.status("/healthz") == http.StatusOK })
 	return p
 }
 
@@ -320,18 +321,6 @@ func (l *logs) String() string {
 	return strings.Join(l.lines, "\n")
 }
 
-// eventually polls cond until it holds, failing the test after waitFor.
-func eventually(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(waitFor)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting until %s", waitFor, what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 // httpClient neither adds nor strips Accept-Encoding, so each test picks
 // the representation it asks for.
 var httpClient = &http.Client{
@@ -462,7 +451,7 @@ func waitTags(t testing.TB, want map[string]string, pods ...*proc) []time.Durati
 	began := time.Now()
 	took := make([]time.Duration, len(pods))
 	for i, p := range pods {
-		eventually(t, fmt.Sprintf("%s serves %v", p.name, want), func() bool {
+		testkit.Eventually(t, fmt.Sprintf("%s serves %v", p.name, want), func() bool {
 			info := p.served(t)
 			return info.ReleaseInfo.LastFetched != nil && sameTags(tags(info), want)
 		})

@@ -53,13 +53,13 @@ func TestOpenAPI(t *testing.T) {
 	env["CRAFT_APPS_RELEASE_WEBHOOK_SECRET"] = "an-old-secret," + openapitest.WebhookSecret
 	pod := start(t, "api", binary(t, "api"), env)
 	waitTags(t, want, pod)
-	eventually(t, "the pod is ready", func() bool { return pod.status("/readyz") == http.StatusOK })
-	eventually(t, "the poller is ready", func() bool { return poller.status("/readyz") == http.StatusOK })
+	testkit.Eventually(t, "the pod is ready", func() bool { return pod.status("/readyz") == http.StatusOK })
+	testkit.Eventually(t, "the poller is ready", func() bool { return poller.status("/readyz") == http.StatusOK })
 	askAll(t, doc, seen, "poller", poller.name, poller.base)
 	// With the poller stopped the pod's answer holds still, so an ETag is
 	// still current when it is sent back.
 	poller.stop(t)
-	eventually(t, "the pod's answer holds still", func() bool {
+	testkit.Eventually(t, "the pod's answer holds still", func() bool {
 		a, b := pod.get(t), pod.get(t)
 		return a.header.Get("ETag") == b.header.Get("ETag")
 	})

@@ -21,6 +21,7 @@ import (
 	"github.com/storytold/craft-releases/pkg/release"
 	"github.com/storytold/craft-releases/test/fakegithub"
 	"github.com/storytold/craft-releases/test/redistest"
+	"github.com/storytold/craft-releases/test/testkit"
 )
 
 // TestShutdownFinishesRequestsInFlight holds a request in flight at SIGTERM
@@ -64,7 +65,7 @@ func TestShutdownFinishesRequestsInFlight(t *testing.T) {
 			env["SHUTDOWN_TIMEOUT_SECS"] = strconv.Itoa(int(tt.timeout / time.Second))
 			p := start(t, "api", binary(t, "api"), env)
 			var want []byte
-			eventually(t, "every app is served", func() bool {
+			testkit.Eventually(t, "every app is served", func() bool {
 				a := p.get(t)
 				want = a.body
 				return a.header.Get("Cache-Control") == "public, max-age=60"
@@ -86,7 +87,7 @@ func TestShutdownFinishesRequestsInFlight(t *testing.T) {
 			p.stopOnce.Do(func() {
 				p.signal(t, syscall.SIGTERM)
 				sent := time.Now()
-				eventually(t, "shutdown begins", func() bool { return p.logs.count("shutting down") > 0 })
+				testkit.Eventually(t, "shutdown begins", func() bool { return p.logs.count("shutting down") > 0 })
 				if got := p.status("/readyz"); got == http.StatusOK {
 					t.Errorf("readyz after SIGTERM got 200, want 503 or no answer")
 				}

@@ -75,7 +75,7 @@ func TestReleaseReachesEveryPod(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, p := range pods {
-		eventually(t, p.name+" serves what Redis holds", func() bool {
+		testkit.Eventually(t, p.name+" serves what Redis holds", func() bool {
 			got := fetched(p.served(t))
 			for app, e := range entries {
 				if !e.FetchedAt.Equal(got[app]) {
@@ -214,12 +214,12 @@ func TestPodsKeepWhatRedisLoses(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			before := bodies(t, pods)
 			tt.lose(t)
-			eventually(t, "the keys are gone", func() bool {
+			testkit.Eventually(t, "the keys are gone", func() bool {
 				return redisDo(t, rs, append([]string{"EXISTS"}, keys...)...) == "0"
 			})
 			// Redis stopped tracking each key as it went: each tracked again
 			// by both pods means both read it since, and found nothing.
-			eventually(t, "both pods re-read the lost hashes", func() bool {
+			testkit.Eventually(t, "both pods re-read the lost hashes", func() bool {
 				return tracked(t, rs.Addr) >= int64(len(pods)*len(keys))
 			})
 			for range 3 {
@@ -264,7 +264,7 @@ func TestPollersRefillFlushedRedis(t *testing.T) {
 	// Both pollers hold every app's fetch, and so its ETag, before the
 	// flush: one that never saw an app asks GitHub without an ETag, by design.
 	for _, p := range pollers {
-		eventually(t, p.name+" knows every app's fetch", func() bool {
+		testkit.Eventually(t, p.name+" knows every app's fetch", func() bool {
 			m := testkit.Scrape(t, p.base+"/metrics")
 			for _, a := range testApps {
 				if m[`craft_poller_app_fetched_timestamp_seconds{app="`+a.Key+`"}`] == 0 {
@@ -282,7 +282,7 @@ func TestPollersRefillFlushedRedis(t *testing.T) {
 	// every release it had, fetched or not.
 	samples := 0
 	for _, p := range pods {
-		eventually(t, p.name+" serves the refill of every app", func() bool {
+		testkit.Eventually(t, p.name+" serves the refill of every app", func() bool {
 			samples++
 			info := p.served(t)
 			if got := tags(info); !sameTags(got, want) || info.ReleaseInfo.LastFetched == nil {
@@ -357,7 +357,7 @@ func TestOlderOrBrokenEntriesAreIgnored(t *testing.T) {
 			tt.write(t, cur)
 			// The write made Redis stop tracking the key: tracked again by
 			// both pods means both read it since.
-			eventually(t, "both pods re-read the hash", func() bool {
+			testkit.Eventually(t, "both pods re-read the hash", func() bool {
 				return tracked(t, rs.Addr) >= int64(len(pods)*len(testApps))
 			})
 			for range 3 {
@@ -392,7 +392,7 @@ func TestRedisStoppedAndRestarted(t *testing.T) {
 
 	rs.Stop()
 	for _, p := range pods {
-		eventually(t, p.name+" notices the outage", func() bool {
+		testkit.Eventually(t, p.name+" notices the outage", func() bool {
 			return p.logs.count("redis unavailable, serving what is loaded") > 0
 		})
 	}
@@ -444,7 +444,7 @@ func TestRedisStoppedAndRestarted(t *testing.T) {
 	// Only the pods' cached reads send CLIENT CACHING YES; the pollers' do not.
 	reads := redisCalls(t, rs.Addr)["client|caching"]
 	redisDo(t, rs, "CLIENT", "KILL", "TYPE", "normal")
-	eventually(t, "both pods re-read every app after the reconnect", func() bool {
+	testkit.Eventually(t, "both pods re-read every app after the reconnect", func() bool {
 		return redisCalls(t, rs.Addr)["client|caching"] >= reads+int64(len(pods)*len(testApps))
 	})
 	gh.Publish(photocraft, fakegithub.NewRelease(photocraft, "v1.3.0"))
@@ -488,7 +488,7 @@ func TestSilentRedisAtStartUp(t *testing.T) {
 	if got := p.status("/readyz"); got != http.StatusServiceUnavailable {
 		t.Errorf("readyz once healthz answers got %d, want 503 until the hydrate timeout", got)
 	}
-	eventually(t, "readyz answers 200", func() bool { return p.status("/readyz") == http.StatusOK })
+	testkit.Eventually(t, "readyz answers 200", func() bool { return p.status("/readyz") == http.StatusOK })
 	t.Logf("healthz 200 after %v, readyz 200 after %v (hydrate timeout 3 s)", healthy, time.Since(began))
 	if got := p.logs.count("ready without a load from redis"); got != 1 {
 		t.Errorf("logged readiness without a load %d times, want 1", got)
@@ -513,7 +513,7 @@ func TestSilentRedisAtStartUp(t *testing.T) {
 	p.stopOnce.Do(func() {
 		p.signal(t, syscall.SIGTERM)
 		sent := time.Now()
-		eventually(t, "shutdown begins", func() bool { return p.logs.count("shutting down") > 0 })
+		testkit.Eventually(t, "shutdown begins", func() bool { return p.logs.count("shutting down") > 0 })
 		if got := p.status("/readyz"); got == http.StatusOK {
 			t.Errorf("readyz after SIGTERM got 200, want 503 or no answer")
 		}

@@ -67,7 +67,7 @@ func runFailover(tb testing.TB, f failover) failoverFigures {
 	w := watchAnswers(procs)
 	killed := time.Now()
 	promoted := f.kill(store.AppKey("photocraft"))
-	eventually(tb, "the replica is promoted", promoted)
+	testkit.Eventually(tb, "the replica is promoted", promoted)
 	var fig failoverFigures
 	fig.promoted = time.Since(killed)
 

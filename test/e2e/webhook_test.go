@@ -17,6 +17,7 @@ import (
 	"github.com/storytold/craft-releases/pkg/webhook"
 	"github.com/storytold/craft-releases/test/fakegithub"
 	"github.com/storytold/craft-releases/test/redistest"
+	"github.com/storytold/craft-releases/test/testkit"
 )
 
 const (
@@ -291,7 +292,7 @@ func TestWebhookRedisDown(t *testing.T) {
 // reconnects on its own schedule.
 func redeliverUntilAccepted(t testing.TB, p *proc, id string, body []byte) {
 	t.Helper()
-	eventually(t, p.name+" accepts the redelivery", func() bool {
+	testkit.Eventually(t, p.name+" accepts the redelivery", func() bool {
 		a := post(t, p, "release", id, body, webhookSecret)
 		if a.status == http.StatusAccepted && strings.Contains(string(a.body), `"duplicate"`) {
 			t.Fatalf("the delivery that failed with Redis down counts as a duplicate")

@@ -10,6 +10,7 @@ import (
 
 	"github.com/storytold/craft-releases/pkg/store"
 	"github.com/storytold/craft-releases/test/silentredis"
+	"github.com/storytold/craft-releases/test/testkit"
 )
 
 // goroutinesIn returns the stacks of the goroutines that run code of any of
@@ -36,20 +37,6 @@ func goroutinesIn(pkgs ...string) []string {
 	return out
 }
 
-// waitFor polls cond until it holds or wait passes in wall time, and
-// reports whether it held. Closing connections and ending goroutines
-// happen in the background after Close returns.
-func waitFor(wait time.Duration, cond func() bool) bool {
-	deadline := time.Now().Add(wait)
-	for !cond() {
-		if time.Now().After(deadline) {
-			return false
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	return true
-}
-
 // TestSilentRedis runs a coordinated poller against a Redis that completes
 // the handshake and never answers, with a short call timeout on both the
 // client and the Store: every read and write fails with its deadline (and
@@ -61,7 +48,7 @@ func TestSilentRedis(t *testing.T) {
 	redisCode := []string{"github.com/redis/rueidis", "craft-releases/pkg/store", "craft-releases/pkg/poller"}
 	// Clients of earlier tests end in the background after their Close:
 	// wait for them, so that they are not counted as this test's.
-	waitFor(10*time.Second, func() bool { return len(goroutinesIn(redisCode...)) == 0 })
+	testkit.Within(10*time.Second, func() bool { return len(goroutinesIn(redisCode...)) == 0 })
 	before := len(goroutinesIn(redisCode...))
 	silent := silentredis.Start(t)
 	s := newSim(t, outageTiming, defaultApps())
@@ -102,11 +89,11 @@ func TestSilentRedis(t *testing.T) {
 		t.Fatalf("%d goroutines of the Redis client or the poller while they run, %d before: the leak check sees none", running, before)
 	}
 	s.stop()
-	if !waitFor(10*time.Second, func() bool { return silent.Conns() == 0 }) {
+	if !testkit.Within(10*time.Second, func() bool { return silent.Conns() == 0 }) {
 		t.Errorf("%d connections still open after Close", silent.Conns())
 	}
 	var left []string
-	if !waitFor(10*time.Second, func() bool { left = goroutinesIn(redisCode...); return len(left) <= before }) {
+	if !testkit.Within(10*time.Second, func() bool { left = goroutinesIn(redisCode...); return len(left) <= before }) {
 		t.Errorf("%d goroutines of the Redis client or the poller after Close, %d before:\n%s",
 			len(left), before, strings.Join(left, "\n\n"))
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/storytold/craft-releases/pkg/store"
 	"github.com/storytold/craft-releases/test/fakegithub"
 	"github.com/storytold/craft-releases/test/redistest"
+	"github.com/storytold/craft-releases/test/testkit"
 )
 
 // The kinds of fault, in the order of the legend.
@@ -191,7 +192,7 @@ func (s *soak) killPrimary() string {
 	}
 	began := time.Now()
 	victim.Kill()
-	if !waitUntil(func() bool {
+	if !testkit.Within(waitFor, func() bool {
 		for _, st := range s.sentinels {
 			if a, err := st.MasterAddr(); err != nil || a != promoted {
 				return false
@@ -204,7 +205,7 @@ func (s *soak) killPrimary() string {
 	}
 	failover := time.Since(began)
 	victim.RestartAsReplicaOf(promoted)
-	if !waitUntil(victim.Synced) {
+	if !testkit.Within(waitFor, victim.Synced) {
 		s.problem("%s did not come back as a replica of %s within %v", old, promoted, waitFor)
 	}
 	return fmt.Sprintf("SIGKILL the primary %s; sentinels promoted %s after %v; old primary back as a replica after %v",
@@ -214,7 +215,7 @@ func (s *soak) killPrimary() string {
 // waitHealthyReplica waits until every sentinel sees one healthy replica, so
 // that a failover has one to promote.
 func (s *soak) waitHealthyReplica() {
-	if !waitUntil(func() bool {
+	if !testkit.Within(waitFor, func() bool {
 		for _, st := range s.sentinels {
 			if rs, err := st.Replicas(); err != nil || len(rs) != 1 {
 				return false
@@ -264,16 +265,4 @@ func (s *soak) flush() string {
 		return fmt.Sprintf("FLUSHALL on %s: entries not all back after %v", addr, rep.Took.Round(time.Millisecond))
 	}
 	return fmt.Sprintf("FLUSHALL on %s: every entry back after %v", addr, rep.Took.Round(time.Millisecond))
-}
-
-// waitUntil polls cond every 50 ms until it holds (true) or waitFor passed.
-func waitUntil(cond func() bool) bool {
-	deadline := time.Now().Add(waitFor)
-	for !cond() {
-		if time.Now().After(deadline) {
-			return false
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	return true
 }

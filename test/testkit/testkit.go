@@ -1,6 +1,6 @@
 // Package testkit holds the small helpers that the end-to-end tests of both
 // binaries share: a log buffer safe for concurrent writers (with its JSON lines by message), a free loopback
-// address, waiting for a condition, reading a Prometheus scrape, and each
+// address, waiting for a condition (failing the test, or not), reading a Prometheus scrape, and each
 // app's answer as the full release_info answer holds it.
 package testkit
 
@@ -66,13 +66,23 @@ func FreeAddr(t testing.TB) string {
 // not after 20 s. It bounds a wait; it measures nothing.
 func Eventually(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
+	const wait = 20 * time.Second
+	if !Within(wait, cond) {
+		t.Fatalf("timed out after %v waiting until %s", wait, what)
+	}
+}
+
+// Within polls cond every 20 ms until it holds, and reports whether it did
+// before d passed: for a caller that reports the failure its own way.
+func Within(d time.Duration, cond func() bool) bool {
+	deadline := time.Now().Add(d)
 	for !cond() {
 		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting until %s", what)
+			return false
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+	return true
 }
 
 // Scrape GETs the Prometheus text at url and returns every sample by its
