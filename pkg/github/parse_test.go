@@ -321,26 +321,22 @@ func TestParseReleaseAssetFilters(t *testing.T) {
 func TestParseReleaseAssetValues(t *testing.T) {
 	hex64 := strings.Repeat("0123456789abcdef", 4)
 	tests := []struct {
-		name     string
-		fields   map[string]any
-		sha256   string // "" for nil
-		platform string // "os/arch/package_type", "" for nil
-		size     int64
+		name   string
+		fields map[string]any
+		sha256 string // "" for nil
+		size   int64
 	}{
-		{"digest lowercase", map[string]any{"digest": "sha256:" + hex64}, hex64, "windows/x64/msi", 7},
-		{"digest uppercase", map[string]any{"digest": "sha256:" + strings.ToUpper(hex64)}, hex64, "windows/x64/msi", 7},
-		{"digest of 63", map[string]any{"digest": "sha256:" + hex64[:63]}, "", "windows/x64/msi", 7},
-		{"digest of 65", map[string]any{"digest": "sha256:" + hex64 + "0"}, "", "windows/x64/msi", 7},
-		{"digest not hex", map[string]any{"digest": "sha256:" + hex64[:63] + "g"}, "", "windows/x64/msi", 7},
-		{"digest of another kind", map[string]any{"digest": "sha512:" + hex64}, "", "windows/x64/msi", 7},
-		{"digest prefix in capitals", map[string]any{"digest": "SHA256:" + hex64}, "", "windows/x64/msi", 7},
-		{"digest bare hex", map[string]any{"digest": hex64}, "", "windows/x64/msi", 7},
-		{"digest null", map[string]any{"digest": json.RawMessage("null")}, "", "windows/x64/msi", 7},
-		{"digest missing", map[string]any{"digest": nil}, "", "windows/x64/msi", 7},
-		{"size passes", map[string]any{"size": 123456789}, strings.Repeat("ab", 32), "windows/x64/msi", 123456789},
-		{"platform web", map[string]any{"name": "photocraft-web-1.2.3.zip"}, strings.Repeat("ab", 32), "web/null/web_zip", 7},
-		{"platform none", map[string]any{"name": "SHA256SUMS.txt"}, strings.Repeat("ab", 32), "", 7},
-		{"platform linux", map[string]any{"name": "photocraft-1.2.3-linux-aarch64.AppImage"}, strings.Repeat("ab", 32), "linux/arm64/app_image", 7},
+		{"digest lowercase", map[string]any{"digest": "sha256:" + hex64}, hex64, 7},
+		{"digest uppercase", map[string]any{"digest": "sha256:" + strings.ToUpper(hex64)}, hex64, 7},
+		{"digest of 63", map[string]any{"digest": "sha256:" + hex64[:63]}, "", 7},
+		{"digest of 65", map[string]any{"digest": "sha256:" + hex64 + "0"}, "", 7},
+		{"digest not hex", map[string]any{"digest": "sha256:" + hex64[:63] + "g"}, "", 7},
+		{"digest of another kind", map[string]any{"digest": "sha512:" + hex64}, "", 7},
+		{"digest prefix in capitals", map[string]any{"digest": "SHA256:" + hex64}, "", 7},
+		{"digest bare hex", map[string]any{"digest": hex64}, "", 7},
+		{"digest null", map[string]any{"digest": json.RawMessage("null")}, "", 7},
+		{"digest missing", map[string]any{"digest": nil}, "", 7},
+		{"size passes", map[string]any{"size": 123456789}, strings.Repeat("ab", 32), 123456789},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -352,8 +348,9 @@ func TestParseReleaseAssetValues(t *testing.T) {
 			if got := deref(a.SHA256); got != tt.sha256 {
 				t.Errorf("sha256 = %q, want %q", got, tt.sha256)
 			}
-			if got := platformString(a.Platform); got != tt.platform {
-				t.Errorf("platform = %q, want %q", got, tt.platform)
+			// Which platform a name means is release.ParseAsset's to test.
+			if got, want := a.Platform, release.ParseAsset(a.Name); !reflect.DeepEqual(got, want) {
+				t.Errorf("platform = %+v, want ParseAsset's %+v", got, want)
 			}
 			if a.SizeBytes != tt.size {
 				t.Errorf("size = %d, want %d", a.SizeBytes, tt.size)
@@ -367,17 +364,6 @@ func deref(s *string) string {
 		return ""
 	}
 	return *s
-}
-
-func platformString(p *release.Platform) string {
-	if p == nil {
-		return ""
-	}
-	arch := "null"
-	if p.Arch != nil {
-		arch = *p.Arch
-	}
-	return p.OS + "/" + arch + "/" + p.PackageType
 }
 
 func TestParseReleaseAssetList(t *testing.T) {
