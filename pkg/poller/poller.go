@@ -645,8 +645,8 @@ func (p *Poller) visit(ctx context.Context, app release.App, r *round) (stop boo
 		r.failures = append(r.failures, failure{app: app, n: n, err: a.Err})
 	}
 	p.share(ctx, app.Key, a.Outcome, next, r)
-	// Kept even when the shared write lost: memory follows the merge law on its own.
-	p.update(app.Key, next)
+	// Kept even when the shared write lost: memory is merged, not replaced.
+	p.merge(app.Key, next)
 	return false
 }
 
@@ -662,7 +662,7 @@ func (p *Poller) recheck(ctx context.Context, key string, r *round) (ask, stop b
 		return true, false
 	}
 	p.redisUp()
-	p.update(key, shared)
+	p.merge(key, shared)
 	p.backoff = b
 	now := p.clock.Now()
 	if b.Active(now) {
@@ -693,7 +693,7 @@ func (p *Poller) recheck(ctx context.Context, key string, r *round) (ask, stop b
 		if r.refresh {
 			// Another poller asks for this attempt; wait for its claim to lapse
 			// (or its fetch to arrive) before asking ourselves.
-			p.update(key, release.Entry{ClaimedAt: now})
+			p.merge(key, release.Entry{ClaimedAt: now})
 		}
 	}
 	return won, false
@@ -758,16 +758,21 @@ func (p *Poller) load(ctx context.Context) (map[string]release.Entry, bool) {
 	p.redisUp()
 	for _, key := range p.keys {
 		if e, ok := shared[key]; ok {
-			p.update(key, e)
+			p.merge(key, e)
 		}
 	}
 	p.backoff = b
 	return shared, true
 }
 
-// update merges e into app's entry and passes the result to the Sink when the
-// fetch or the failure changed.
-func (p *Poller) update(key string, e release.Entry) {
+// merge merges e, an answer of GitHub's or an entry read from the Fleet, into
+// app's entry in memory, and passes the result to the Sink when the fetch or
+// the failure changed. It is the poller's one application of the merge law
+// (release.Entry.Merge), and it must stay one: memory outlives what Redis
+// loses (repair writes it back), and standalone it is the only state there
+// is. The guarded writes apply the same law to what Redis holds, and the
+// snapshot to what is served.
+func (p *Poller) merge(key string, e release.Entry) {
 	old := p.entries[key]
 	merged := old.Merge(e)
 	p.entries[key] = merged
