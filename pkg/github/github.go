@@ -120,7 +120,7 @@ func New(o Options) (*Client, error) {
 	if (base.Scheme != "http" && base.Scheme != "https") || base.Host == "" {
 		return nil, fmt.Errorf("github api url %q: not an absolute http or https URL", base.Redacted())
 	}
-	if o.Token != "" && base.Scheme == "http" && !Loopback(base.Hostname()) {
+	if o.Token != "" && base.Scheme == "http" && !loopback(base.Hostname()) {
 		return nil, errors.New("github api url: a token is sent over http:// only to a loopback address; use https://")
 	}
 	// go-github resolves "repos/…" against the base URL, which must end in
@@ -317,9 +317,9 @@ func validETag(etag string) bool {
 	return true
 }
 
-// Loopback reports whether host (a URL's Hostname) is "localhost" or a
+// loopback reports whether host (a URL's Hostname) is "localhost" or a
 // loopback IP address: the one place a token may go over cleartext.
-func Loopback(host string) bool {
+func loopback(host string) bool {
 	if strings.EqualFold(host, "localhost") {
 		return true
 	}
