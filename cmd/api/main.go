@@ -6,13 +6,10 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net"
 	"os"
-	"os/signal"
-	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -21,6 +18,7 @@ import (
 
 	"github.com/storytold/craft-releases/pkg/api"
 	"github.com/storytold/craft-releases/pkg/config"
+	"github.com/storytold/craft-releases/pkg/daemon"
 	"github.com/storytold/craft-releases/pkg/github"
 	"github.com/storytold/craft-releases/pkg/hydrate"
 	"github.com/storytold/craft-releases/pkg/metrics"
@@ -34,16 +32,12 @@ import (
 // version is stamped at build time with -ldflags "-X main.version=…".
 var version = "dev"
 
-func main() {
-	if err := run(context.Background(), os.Args[1:], os.Getenv, os.Stdout, os.Stderr); err != nil {
-		fmt.Fprintln(os.Stderr, "api:", err)
-		os.Exit(1)
-	}
-}
+func main() { daemon.Main("api", run) }
 
 // run owns the process: it parses the configuration, wires the parts and
-// serves until ctx is cancelled or SIGINT/SIGTERM arrives, then shuts down in
-// order: unready at once, drain in-flight requests, stop the background work.
+// serves until ctx ends (SIGINT or SIGTERM), then shuts down in order
+// (daemon.Run): unready at once, drain in-flight requests, stop the
+// background work.
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	if len(args) > 0 {
 		if args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
@@ -60,9 +54,6 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	log := cfg.Logger(stderr).With(zap.String("binary", "api"))
 	defer func() { _ = log.Sync() }()
 	config.LogStart(log, warnings, append(cfg.Fields(), zap.String("version", version))...)
-
-	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
-	defer stop()
 
 	snap := snapshot.New(cfg.Apps, time.Now)
 	gate := &api.Gate{}
@@ -106,58 +97,21 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	server := api.New(snap, gate, log, public)
 	private := api.NewHealth(gate, log, api.Options{Metrics: metrics.Handler(reg, log), Observer: requests})
 
-	// Shutdown is ordered: unready at once, keep answering for a moment so
-	// that probes and load balancers see the 503, drain the requests in
-	// flight, and only then stop polling or hydrating. All of it within
-	// SHUTDOWN_TIMEOUT_SECS.
-	drain := min(time.Second, cfg.ShutdownTimeout/4)
-	workCtx, stopWork := context.WithCancel(context.WithoutCancel(ctx))
-	defer stopWork()
-	serveCtx, stopServing := context.WithCancel(context.WithoutCancel(ctx))
-	defer stopServing()
-	var g errgroup.Group
-	g.Go(func() error { return background(workCtx) })
-	g.Go(func() error {
-		select {
-		case <-ctx.Done():
-			gate.Close()
-			log.Info("shutting down", zap.Duration("timeout", cfg.ShutdownTimeout))
-			timer := time.NewTimer(drain)
-			defer timer.Stop()
-			select {
-			case <-timer.C:
-			case <-workCtx.Done():
-			}
-			stopServing()
-		case <-workCtx.Done():
-		}
-		return nil
+	// Probes and load balancers see the 503 for a moment before the
+	// servers drain: all of it within SHUTDOWN_TIMEOUT_SECS.
+	err = daemon.Run(ctx, daemon.Plan{
+		Servers:         []daemon.Listening{{Server: server, Listener: ln}, {Server: private, Listener: mln}},
+		Work:            []func(context.Context) error{background},
+		Gate:            gate,
+		Drain:           min(time.Second, cfg.ShutdownTimeout/4),
+		ShutdownTimeout: cfg.ShutdownTimeout,
+		Log:             log,
 	})
-	serveErr := serveAll(serveCtx, cfg.ShutdownTimeout-drain, listening{server, ln}, listening{private, mln})
-	stopWork()
-	if err := errors.Join(serveErr, g.Wait()); err != nil {
+	if err != nil {
 		return err
 	}
 	log.Info("stopped")
 	return nil
-}
-
-// listening is a server and the listener it serves on.
-type listening struct {
-	server *api.Server
-	ln     net.Listener
-}
-
-// serveAll serves each of servers until ctx ends, and returns once all of
-// them stopped. When one fails to serve, the others shut down too, so that
-// the pod exits with the error instead of running on half deaf (no metrics,
-// or no public port) until Kubernetes kills it for another reason.
-func serveAll(ctx context.Context, shutdownTimeout time.Duration, servers ...listening) error {
-	g, gctx := errgroup.WithContext(ctx)
-	for _, l := range servers {
-		g.Go(func() error { return l.server.Serve(gctx, l.ln, shutdownTimeout) })
-	}
-	return g.Wait()
 }
 
 // feeder returns the background work that keeps snap up to date, and opens

@@ -7,22 +7,18 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net"
 	"os"
-	"os/signal"
-	"syscall"
-	"time"
 
 	"go.uber.org/zap"
-	"golang.org/x/sync/errgroup"
 
 	"github.com/storytold/craft-releases/cmd/poller/internal/admin"
 	"github.com/storytold/craft-releases/pkg/api"
 	"github.com/storytold/craft-releases/pkg/clock"
 	"github.com/storytold/craft-releases/pkg/config"
+	"github.com/storytold/craft-releases/pkg/daemon"
 	"github.com/storytold/craft-releases/pkg/github"
 	"github.com/storytold/craft-releases/pkg/metrics"
 	"github.com/storytold/craft-releases/pkg/poller"
@@ -32,16 +28,11 @@ import (
 // version is stamped at build time with -ldflags "-X main.version=…".
 var version = "dev"
 
-func main() {
-	if err := run(context.Background(), os.Args[1:], os.Getenv, os.Stdout, os.Stderr); err != nil {
-		fmt.Fprintln(os.Stderr, "poller:", err)
-		os.Exit(1)
-	}
-}
+func main() { daemon.Main("poller", run) }
 
-// run owns the process: `poller` polls until ctx is cancelled or
-// SIGINT/SIGTERM arrives; `poller status` and the other subcommands of
-// package admin do their one thing and exit.
+// run owns the process: `poller` polls until ctx ends (SIGINT or SIGTERM);
+// `poller status` and the other subcommands of package admin do their one
+// thing and exit.
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	if len(args) > 0 {
 		switch args[0] {
@@ -64,9 +55,6 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	log := cfg.Logger(stderr).With(zap.String("binary", "poller"), zap.String("host", host))
 	defer func() { _ = log.Sync() }()
 	config.LogStart(log, warnings, append(cfg.Fields(), zap.String("version", version))...)
-
-	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
-	defer stop()
 
 	src, err := github.New(github.Options{
 		BaseURL:   cfg.GitHubAPIURL,
@@ -131,9 +119,6 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 			}
 		case <-ctx.Done():
 		}
-		<-ctx.Done()
-		gate.Close()
-		log.Info("shutting down", zap.Duration("timeout", cfg.ShutdownTimeout))
 		return nil
 	}}
 	if cfg.PollingEnabled {
@@ -161,26 +146,16 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		// Its own goroutine: MySQL trouble never holds up polling.
 		work = append(work, refreshMeta)
 	}
-	if err := serveWhile(ctx, health, ln, cfg.ShutdownTimeout, work...); err != nil {
+	err = daemon.Run(ctx, daemon.Plan{
+		Servers:         []daemon.Listening{{Server: health, Listener: ln}},
+		Work:            work,
+		Gate:            gate,
+		ShutdownTimeout: cfg.ShutdownTimeout,
+		Log:             log,
+	})
+	if err != nil {
 		return err
 	}
 	log.Info("stopped")
 	return nil
-}
-
-// serveWhile runs each of work in its own goroutine while health serves on
-// ln, until ctx ends, and returns once all of it stopped, with the errors of
-// serving and of work. Work's context also ends when serving fails, so that
-// a poller whose probes cannot be answered exits with the error, as cmd/api
-// does, instead of polling on unseen until Kubernetes kills it.
-func serveWhile(ctx context.Context, health *api.Server, ln net.Listener, shutdownTimeout time.Duration, work ...func(context.Context) error) error {
-	workCtx, stop := context.WithCancel(ctx)
-	defer stop()
-	var g errgroup.Group
-	for _, w := range work {
-		g.Go(func() error { return w(workCtx) })
-	}
-	serveErr := health.Serve(ctx, ln, shutdownTimeout)
-	stop()
-	return errors.Join(serveErr, g.Wait())
 }

@@ -3,18 +3,12 @@ package main
 import (
 	"bytes"
 	"context"
-	"errors"
 	"io"
-	"net"
 	"net/http"
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
-	"go.uber.org/zap"
-
-	"github.com/storytold/craft-releases/pkg/api"
 	"github.com/storytold/craft-releases/pkg/config"
 	"github.com/storytold/craft-releases/pkg/store"
 	"github.com/storytold/craft-releases/test/fakegithub"
@@ -127,39 +121,5 @@ func TestHelpListsEveryVariableAndStatus(t *testing.T) {
 		if !strings.Contains(out.String(), name) {
 			t.Errorf("--help does not list %s", name)
 		}
-	}
-}
-
-// brokenListener is a listener whose Accept fails for good, as when the
-// process runs out of file descriptors.
-type brokenListener struct{ net.Listener }
-
-func (brokenListener) Accept() (net.Conn, error) {
-	return nil, errors.New("accept: too many open files")
-}
-
-// TestHealthServerFailureStopsPolling checks that when the health server
-// fails to serve, polling stops and the poller exits with the error, instead
-// of polling on with no /healthz until SIGTERM.
-func TestHealthServerFailureStopsPolling(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	health := api.NewHealth(&api.Gate{}, zap.NewNop(), api.Options{})
-	polling := func(ctx context.Context) error {
-		<-ctx.Done()
-		return nil
-	}
-	done := make(chan error, 1)
-	go func() { done <- serveWhile(context.Background(), health, brokenListener{ln}, time.Second, polling) }()
-	// A guard against a hang, not a figure: it returns at once.
-	select {
-	case err := <-done:
-		if err == nil || !strings.Contains(err.Error(), "too many open files") {
-			t.Errorf("serveWhile = %v, want the serving error", err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("polling goes on after the health server failed")
 	}
 }

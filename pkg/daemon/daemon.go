@@ -1,0 +1,104 @@
+// Package daemon is the one way cmd/api and cmd/poller run as processes: the
+// exit status and the signals of main, and the ordered shutdown of their
+// HTTP servers and background work.
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"go.uber.org/zap"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/storytold/craft-releases/pkg/api"
+)
+
+// A Command is a binary's whole run: its arguments, environment and standard
+// streams, until ctx ends.
+type Command func(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error
+
+// Main runs cmd as the process, its context ending at SIGINT or SIGTERM, and
+// exits 1 with "name: error" on stderr when it fails.
+func Main(name string, cmd Command) {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	err := cmd(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr)
+	stop()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, name+":", err)
+		os.Exit(1)
+	}
+}
+
+// Listening is a server and the listener it serves on.
+type Listening struct {
+	Server   *api.Server
+	Listener net.Listener
+}
+
+// Plan is what Run runs.
+type Plan struct {
+	Servers []Listening
+	// Work runs in goroutines of its own from the start; its context ends
+	// once the servers stopped.
+	Work []func(context.Context) error
+	// Gate is closed when the shutdown starts; nil: none.
+	Gate *api.Gate
+	// Drain is how long the servers keep answering after Gate closed, so
+	// that probes and load balancers see the 503.
+	Drain time.Duration
+	// ShutdownTimeout bounds the whole shutdown, Drain included.
+	ShutdownTimeout time.Duration
+	Log             *zap.Logger
+}
+
+// Run serves and works until ctx ends, then shuts down in order: Gate
+// closes, the servers answer for Drain more, drain what is in flight within
+// the rest of ShutdownTimeout, and only then does the work stop. When a
+// server fails to serve, the others and the work stop at once, so that the
+// process exits with the error instead of running on half deaf until
+// Kubernetes kills it for another reason. Run returns once everything
+// stopped, with every error of serving and of work.
+func Run(ctx context.Context, p Plan) error {
+	workCtx, stopWork := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopWork()
+	var work errgroup.Group
+	for _, w := range p.Work {
+		work.Go(func() error { return w(workCtx) })
+	}
+
+	serveCtx, stopServing := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopServing()
+	servers, serversCtx := errgroup.WithContext(serveCtx)
+	for _, l := range p.Servers {
+		servers.Go(func() error { return l.Server.Serve(serversCtx, l.Listener, p.ShutdownTimeout-p.Drain) })
+	}
+	stopped := make(chan struct{})
+	go func() {
+		select {
+		case <-ctx.Done():
+			if p.Gate != nil {
+				p.Gate.Close()
+			}
+			p.Log.Info("shutting down", zap.Duration("timeout", p.ShutdownTimeout))
+			select {
+			case <-time.After(p.Drain):
+			case <-serversCtx.Done():
+			}
+			stopServing()
+		case <-serversCtx.Done():
+		}
+		close(stopped)
+	}()
+	serveErr := servers.Wait()
+	stopServing()
+	<-stopped
+	stopWork()
+	return errors.Join(serveErr, work.Wait())
+}

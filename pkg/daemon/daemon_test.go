@@ -1,0 +1,135 @@
+package daemon_test
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/storytold/craft-releases/pkg/api"
+	"github.com/storytold/craft-releases/pkg/daemon"
+	"github.com/storytold/craft-releases/test/testkit"
+)
+
+// brokenListener is a listener whose Accept fails for good, as when the
+// process runs out of file descriptors.
+type brokenListener struct{ net.Listener }
+
+func (brokenListener) Accept() (net.Conn, error) {
+	return nil, errors.New("accept: too many open files")
+}
+
+func listen(t *testing.T) net.Listener {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ln
+}
+
+func health(gate *api.Gate) *api.Server { return api.NewHealth(gate, zap.NewNop(), api.Options{}) }
+
+// TestServerFailureStopsEverything checks that when any one server fails to
+// serve, the others shut down, the work stops and Run returns the error, so
+// a pod exits instead of running on with no public port, no metrics or no
+// probes.
+func TestServerFailureStopsEverything(t *testing.T) {
+	for _, broken := range []int{0, 1} {
+		t.Run([]string{"first", "second"}[broken], func(t *testing.T) {
+			lns := []net.Listener{listen(t), listen(t)}
+			lns[broken] = brokenListener{lns[broken]}
+			var workStopped atomic.Bool
+			done := make(chan error, 1)
+			go func() {
+				done <- daemon.Run(context.Background(), daemon.Plan{
+					Servers: []daemon.Listening{{health(&api.Gate{}), lns[0]}, {health(&api.Gate{}), lns[1]}},
+					Work: []func(context.Context) error{func(ctx context.Context) error {
+						<-ctx.Done()
+						workStopped.Store(true)
+						return nil
+					}},
+					ShutdownTimeout: time.Second,
+					Log:             zap.NewNop(),
+				})
+			}()
+			// A guard against a hang, not a figure: it returns at once.
+			select {
+			case err := <-done:
+				if err == nil || !strings.Contains(err.Error(), "too many open files") {
+					t.Errorf("Run = %v, want the serving error", err)
+				}
+				if !workStopped.Load() {
+					t.Error("Run returned before the work stopped")
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatal("the rest goes on after one server failed")
+			}
+		})
+	}
+}
+
+// TestShutdownOrder checks the order of a shutdown: the gate closes first,
+// the server answers its 503 while draining, and the work stops only after
+// the server did, so answers stay fresh until the last request.
+func TestShutdownOrder(t *testing.T) {
+	ln := listen(t)
+	url := "http://" + ln.Addr().String() + "/readyz"
+	gate := &api.Gate{}
+	gate.Open()
+	ctx, cancel := context.WithCancel(context.Background())
+	var order []string
+	served := make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		done <- daemon.Run(ctx, daemon.Plan{
+			Servers: []daemon.Listening{{health(gate), ln}},
+			Work: []func(context.Context) error{func(ctx context.Context) error {
+				<-ctx.Done()
+				select {
+				case <-served:
+					order = append(order, "work stopped after serving")
+				default:
+					order = append(order, "work stopped while serving")
+				}
+				return errors.New("work's own error")
+			}},
+			Gate:            gate,
+			Drain:           time.Minute, // ended early by the server's stop below
+			ShutdownTimeout: 2 * time.Minute,
+			Log:             zap.NewNop(),
+		})
+	}()
+	testkit.Eventually(t, "ready", func() bool { return status(url) == http.StatusOK })
+	cancel()
+	testkit.Eventually(t, "unready while draining", func() bool { return status(url) == http.StatusServiceUnavailable })
+	// Draining ends early when a server stops by itself: close its listener.
+	close(served)
+	ln.Close()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "work's own error") {
+			t.Errorf("Run = %v, want the work's error among them", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Run did not return")
+	}
+	if len(order) != 1 || order[0] != "work stopped after serving" {
+		t.Errorf("order = %v", order)
+	}
+}
+
+func status(url string) int {
+	resp, err := http.Get(url)
+	if err != nil {
+		return 0
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
