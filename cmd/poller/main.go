@@ -20,6 +20,7 @@ import (
 	"github.com/storytold/craft-releases/pkg/config"
 	"github.com/storytold/craft-releases/pkg/daemon"
 	"github.com/storytold/craft-releases/pkg/github"
+	"github.com/storytold/craft-releases/pkg/meta"
 	"github.com/storytold/craft-releases/pkg/metrics"
 	"github.com/storytold/craft-releases/pkg/poller"
 	"github.com/storytold/craft-releases/pkg/store"
@@ -44,7 +45,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		}
 		return admin.Run(ctx, args, getenv, stdout, stderr, clock.System)
 	}
-	cfg, warnings, err := config.LoadPoller(getenv)
+	cfg, warnings, err := config.LoadPoller(getenv, meta.DSN)
 	if err != nil {
 		return err
 	}

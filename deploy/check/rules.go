@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/storytold/craft-releases/pkg/config"
+	"github.com/storytold/craft-releases/pkg/meta"
 )
 
 // The paths both binaries serve (wire.md, "Other endpoints").
@@ -127,7 +128,7 @@ func (s *Set) settings(w workload) (settings, error) {
 		st.addr, st.metricsAddr, st.shutdown = cfg.HTTPAddr, cfg.MetricsAddr, cfg.ShutdownTimeout
 	case "poller":
 		var cfg config.Poller
-		cfg, st.warnings, err = config.LoadPoller(getenv)
+		cfg, st.warnings, err = config.LoadPoller(getenv, meta.DSN)
 		st.addr, st.metricsAddr, st.shutdown = cfg.HTTPAddr, cfg.HTTPAddr, cfg.ShutdownTimeout
 	default:
 		return settings{}, fmt.Errorf("%s runs no binary of the service", w)

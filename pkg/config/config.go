@@ -108,10 +108,11 @@ func LoadAPI(getenv func(string) string) (API, []string, error) {
 }
 
 // LoadPoller reads the settings of cmd/poller through getenv, as LoadAPI
-// does. Unlike the API, the poller refuses an empty REDIS_URL unless
-// coordination is off, and a MySQL DSN without a REDIS_URL, since the
-// renames and notices are shared through Redis.
-func LoadPoller(getenv func(string) string) (Poller, []string, error) {
+// does, with dsn (meta.DSN) checking MYSQL_DSN or MYSQL_URL, so that one
+// error still names every wrong variable. Unlike the API, the poller refuses
+// an empty REDIS_URL unless coordination is off, and a MySQL DSN without a
+// REDIS_URL, since the renames and notices are shared through Redis.
+func LoadPoller(getenv func(string) string, dsn DSNCheck) (Poller, []string, error) {
 	var raw pollerEnv
 	parseErr := parse(&raw, getenv)
 	var c checker
@@ -122,7 +123,7 @@ func LoadPoller(getenv func(string) string) (Poller, []string, error) {
 	}
 	p.Polling = raw.Polling.check(&c, p.GitHubAPIURL)
 	c.checkAddr("HTTP_ADDR", p.HTTPAddr)
-	p.MySQL = raw.MySQL.check(&c)
+	p.MySQL = raw.MySQL.check(&c, dsn)
 	if p.RedisURL == "" && p.CoordinationEnabled {
 		c.fail("REDIS_URL", "empty; the poller needs Redis unless CRAFT_APPS_RELEASE_COORDINATION_ENABLED=false")
 	}

@@ -59,7 +59,7 @@ var binaries = []struct {
 		return loaded{a.Shared, a.Polling, w, err}
 	}},
 	{"poller", func(vars map[string]string) loaded {
-		p, w, err := config.LoadPoller(lookup(with(vars, "REDIS_URL", "redis://127.0.0.1:6379")))
+		p, w, err := config.LoadPoller(lookup(with(vars, "REDIS_URL", "redis://127.0.0.1:6379")), acceptDSN)
 		return loaded{p.Shared, p.Polling, w, err}
 	}},
 }
@@ -121,7 +121,7 @@ func TestLoadAPIDefaults(t *testing.T) {
 }
 
 func TestLoadPollerDefaults(t *testing.T) {
-	got, warnings, err := config.LoadPoller(lookup(map[string]string{"REDIS_URL": "redis://127.0.0.1:6379"}))
+	got, warnings, err := config.LoadPoller(lookup(map[string]string{"REDIS_URL": "redis://127.0.0.1:6379"}), acceptDSN)
 	if err != nil {
 		t.Fatalf("LoadPoller(only REDIS_URL): %v", err)
 	}
@@ -525,7 +525,7 @@ func TestLoadPollerOnly(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got, _, err := config.LoadPoller(lookup(tc.vars))
+			got, _, err := config.LoadPoller(lookup(tc.vars), acceptDSN)
 			if tc.wantErr != nil {
 				if err == nil {
 					t.Fatalf("LoadPoller(%q): no error, want one containing %q", tc.vars, tc.wantErr)
@@ -540,7 +540,7 @@ func TestLoadPollerOnly(t *testing.T) {
 			if err != nil {
 				t.Fatalf("LoadPoller(%q): %v", tc.vars, err)
 			}
-			want, _, err := config.LoadPoller(lookup(map[string]string{"REDIS_URL": redis}))
+			want, _, err := config.LoadPoller(lookup(map[string]string{"REDIS_URL": redis}), acceptDSN)
 			if err != nil {
 				t.Fatalf("LoadPoller(only REDIS_URL): %v", err)
 			}
@@ -565,7 +565,7 @@ func TestLoadReadsOnlyGetenv(t *testing.T) {
 	if a.LogLevel != zapcore.InfoLevel || a.RedisURL != "" {
 		t.Errorf("LoadAPI(empty getenv) = level %v, redis %q; want info and empty, not the process environment", a.LogLevel, a.RedisURL)
 	}
-	if _, _, err := config.LoadPoller(lookup(nil)); err == nil {
+	if _, _, err := config.LoadPoller(lookup(nil), acceptDSN); err == nil {
 		t.Errorf("LoadPoller(empty getenv): no error, want one for the missing REDIS_URL")
 	}
 }
@@ -583,7 +583,7 @@ func TestLoadAsksForNames(t *testing.T) {
 			if bin == "api" {
 				config.LoadAPI(getenv)
 			} else {
-				config.LoadPoller(getenv)
+				config.LoadPoller(getenv, acceptDSN)
 			}
 			if want := config.Names(bin); !slices.Equal(asked, want) {
 				t.Errorf("getenv asked for\n %q\nwant Names(%q) =\n %q", asked, bin, want)

@@ -47,7 +47,7 @@ func TestScheduleQuota(t *testing.T) {
 			for k, v := range tt.env {
 				env[k] = v
 			}
-			cfg, _, err := config.LoadPoller(func(k string) string { return env[k] })
+			cfg, _, err := config.LoadPoller(func(k string) string { return env[k] }, acceptDSN)
 			if err != nil {
 				t.Fatal(err)
 			}

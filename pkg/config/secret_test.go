@@ -82,7 +82,7 @@ func TestConfigNeverPrintsSecrets(t *testing.T) {
 	if err != nil {
 		t.Fatalf("LoadAPI: %v", err)
 	}
-	p, _, err := config.LoadPoller(lookup(vars))
+	p, _, err := config.LoadPoller(lookup(vars), acceptDSN)
 	if err != nil {
 		t.Fatalf("LoadPoller: %v", err)
 	}
@@ -129,7 +129,7 @@ func TestFields(t *testing.T) {
 	if err != nil {
 		t.Fatalf("LoadAPI: %v", err)
 	}
-	p, _, err := config.LoadPoller(lookup(vars))
+	p, _, err := config.LoadPoller(lookup(vars), acceptDSN)
 	if err != nil {
 		t.Fatalf("LoadPoller: %v", err)
 	}

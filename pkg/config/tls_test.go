@@ -40,7 +40,7 @@ func TestRedisTLS(t *testing.T) {
 		})
 	}
 	// The private key is never printed: the settings print as the files.
-	p, _, err := config.LoadPoller(func(k string) string { return vars[k] })
+	p, _, err := config.LoadPoller(func(k string) string { return vars[k] }, acceptDSN)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,7 +118,7 @@ func loadShared(t *testing.T, bin string, vars map[string]string) config.Shared 
 		}
 		return a.Shared
 	}
-	p, _, err := config.LoadPoller(getenv)
+	p, _, err := config.LoadPoller(getenv, acceptDSN)
 	if err != nil {
 		t.Fatalf("LoadPoller: %v", err)
 	}
@@ -131,7 +131,7 @@ func loadErr(bin string, vars map[string]string) error {
 		_, _, err := config.LoadAPI(getenv)
 		return err
 	}
-	_, _, err := config.LoadPoller(getenv)
+	_, _, err := config.LoadPoller(getenv, acceptDSN)
 	return err
 }
 

@@ -68,13 +68,16 @@ type pollerEnv struct {
 // mysqlEnv holds the poller's MySQL variables: where the renames and notices
 // live. The API never opens MySQL, so it has none of them.
 type mysqlEnv struct {
-	MySQLDSN          string  `env:"MYSQL_DSN" helpDefault:"(unset)" help:"user:password@tcp(host:3306)/database as go-sql-driver/mysql takes it; unset, with MYSQL_URL unset: no renames or notices"`
-	MySQLURL          string  `env:"MYSQL_URL" helpDefault:"(unset)" help:"mysql://user:password@host:3306/database, instead of MYSQL_DSN"`
-	MySQLMaxConns     count   `env:"MYSQL_MAX_CONNECTIONS" envDefault:"4" help:"MySQL connections per poller; at least 1"`
-	MySQLMaxLifetime  seconds `env:"MYSQL_MAX_LIFETIME_SECONDS" envDefault:"600" help:"seconds before a MySQL connection is closed and replaced; at least 1"`
-	MySQLQueryTimeout seconds `env:"MYSQL_QUERY_TIMEOUT_SECS" envDefault:"5" help:"seconds, the limit of every MySQL query; at least 1"`
-	MySQLReplicas     count   `env:"MYSQL_POLLER_REPLICAS" envDefault:"3" help:"poller replicas sharing the MySQL server, for the start-up check of max_prepared_stmt_count; at least 1"`
-	MetaRefresh       seconds `env:"CRAFT_APPS_META_REFRESH_SECS" envDefault:"60" help:"seconds between two reads of the renames and notices from MySQL; at least 1"`
+	MySQLDSN         string   `env:"MYSQL_DSN" helpDefault:"(unset)" help:"user:password@tcp(host:3306)/database as go-sql-driver/mysql takes it; unset, with MYSQL_URL unset: no renames or notices"`
+	MySQLURL         string   `env:"MYSQL_URL" helpDefault:"(unset)" help:"mysql://user:password@host:3306/database, instead of MYSQL_DSN"`
+	MySQLMaxConns    count    `env:"MYSQL_MAX_CONNECTIONS" envDefault:"4" help:"MySQL connections per poller; at least 1"`
+	MySQLMaxLifetime *seconds `env:"MYSQL_MAX_LIFETIME_SECS" helpDefault:"600" help:"seconds before a MySQL connection is closed and replaced; at least 1"`
+	// The old name, read as before; setting both is refused, so that no
+	// manifest keeps a value that is silently ignored.
+	MySQLMaxLifetimeOld *seconds `env:"MYSQL_MAX_LIFETIME_SECONDS" helpDefault:"(unset)" help:"the old name of MYSQL_MAX_LIFETIME_SECS, still read; set only one of the two"`
+	MySQLQueryTimeout   seconds  `env:"MYSQL_QUERY_TIMEOUT_SECS" envDefault:"5" help:"seconds, the limit of every MySQL query; at least 1"`
+	MySQLReplicas       count    `env:"MYSQL_POLLER_REPLICAS" envDefault:"3" help:"poller replicas sharing the MySQL server, for the start-up check of max_prepared_stmt_count; at least 1"`
+	MetaRefresh         seconds  `env:"CRAFT_APPS_META_REFRESH_SECS" envDefault:"60" help:"seconds between two reads of the renames and notices from MySQL; at least 1"`
 }
 
 // boolean is a variable that is true or false (or 1/0, t/f as strconv allows).

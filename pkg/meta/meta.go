@@ -31,7 +31,7 @@ const (
 // Options shape the pool of Open. Zero values take the defaults.
 type Options struct {
 	MaxConns     int           // connections open at once (MYSQL_MAX_CONNECTIONS); default 4
-	MaxLifetime  time.Duration // a connection is closed after this (MYSQL_MAX_LIFETIME_SECONDS); default 10 min
+	MaxLifetime  time.Duration // a connection is closed after this (MYSQL_MAX_LIFETIME_SECS); default 10 min
 	QueryTimeout time.Duration // bounds every query and every dial; default 5 s
 	Log          *zap.Logger   // the driver's own messages, at debug level; nil: none
 }
@@ -76,20 +76,17 @@ func Open(dsn string, o Options) (*DB, error) {
 	if o.Log == nil {
 		o.Log = zap.NewNop()
 	}
-	cfg.InterpolateParams = true
-	cfg.ParseTime = true
-	cfg.Loc = time.UTC
 	if cfg.Timeout <= 0 || cfg.Timeout > o.QueryTimeout {
 		cfg.Timeout = o.QueryTimeout
 	}
 	// The driver prints to stderr by default; its messages (a dropped
 	// connection, say) are repeated by the errors the queries return.
 	cfg.Logger = driverLog{o.Log}
-	connector, err := mysql.NewConnector(cfg)
+	conn, err := connector(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("mysql dsn: %w", err)
 	}
-	db := sql.OpenDB(connector)
+	db := sql.OpenDB(conn)
 	db.SetMaxOpenConns(o.MaxConns)
 	// database/sql keeps two idle connections unless told otherwise; more
 	// would only be closed by MaxLifetime.

@@ -117,7 +117,7 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		defer closeStore()
 	}
 	if v.needs&mysqlDB != 0 {
-		m, _, err := config.LoadMySQL(getenv)
+		m, _, err := config.LoadMySQL(getenv, meta.DSN)
 		if err != nil {
 			return err
 		}
@@ -133,7 +133,7 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stdout,
 // the verb name, which without REDIS_URL has absent to show. It returns the
 // function that closes the connection.
 func (c *call) openStore(name, absent string) (func(), error) {
-	cfg, _, err := config.LoadPoller(c.getenv)
+	cfg, _, err := config.LoadPoller(c.getenv, meta.DSN)
 	if err != nil {
 		return nil, err
 	}
