@@ -3,7 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
-	"time"
+	"github.com/storytold/craft-releases/pkg/clock"
 
 	"go.uber.org/zap"
 
@@ -25,7 +25,7 @@ func metaRefresher(cfg config.Poller, pub meta.Publisher, log *zap.Logger) (func
 	if err != nil {
 		return nil, err
 	}
-	f, err := meta.NewRefresher(db, pub, cfg.MySQL.Refresh, log, time.Now)
+	f, err := meta.NewRefresher(db, pub, cfg.MySQL.Refresh, log, clock.System)
 	if err != nil {
 		db.Close()
 		return nil, err

@@ -8,6 +8,7 @@ import (
 
 	"github.com/storytold/craft-releases/pkg/meta"
 	"github.com/storytold/craft-releases/pkg/store"
+	"github.com/storytold/craft-releases/test/fakeclock"
 	"github.com/storytold/craft-releases/test/redistest"
 )
 
@@ -60,18 +61,16 @@ func BenchmarkRefresh(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.Cleanup(client.Close)
-	at := noon
-	f, err := meta.NewRefresher(db, store.New(client, "bench"), time.Minute, nil, func() time.Time {
-		// Each refresh a millisecond later, so that every write goes through.
-		at = at.Add(time.Millisecond)
-		return at
-	})
+	clock := fakeclock.New(noon)
+	f, err := meta.NewRefresher(db, store.New(client, "bench"), time.Minute, nil, clock)
 	if err != nil {
 		b.Fatal(err)
 	}
 	ctx := context.Background()
 	b.ReportAllocs()
 	for b.Loop() {
+		// Each refresh a millisecond later, so that every write goes through.
+		clock.Advance(time.Millisecond)
 		if err := f.Refresh(ctx); err != nil {
 			b.Fatal(err)
 		}

@@ -15,6 +15,7 @@ import (
 	"github.com/storytold/craft-releases/pkg/release"
 	"github.com/storytold/craft-releases/pkg/snapshot"
 	"github.com/storytold/craft-releases/pkg/store"
+	"github.com/storytold/craft-releases/test/fakeclock"
 	"github.com/storytold/craft-releases/test/mariadbtest"
 	"github.com/storytold/craft-releases/test/redistest"
 )
@@ -101,8 +102,8 @@ func TestRoundTrip(t *testing.T) {
 	t.Cleanup(client.Close)
 	st := store.New(client, "poller-a")
 	core, logs := observer.New(zapcore.DebugLevel)
-	clock := &fakeClock{now: noon}
-	f, err := meta.NewRefresher(db, st, time.Minute, zap.New(core), clock.Now)
+	clock := fakeclock.New(noon)
+	f, err := meta.NewRefresher(db, st, time.Minute, zap.New(core), clock)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -173,8 +174,7 @@ func TestOlderReadNeverWins(t *testing.T) {
 	}
 	addNotice(t, db, meta.Notice{Kind: meta.KindAlert, Title: "new"}, noon.Add(time.Second))
 	// Poller B reads at 12:00:02 and publishes first.
-	b, err := meta.NewRefresher(db, store.New(client, "poller-b"), time.Minute, nil,
-		func() time.Time { return noon.Add(2 * time.Second) })
+	b, err := meta.NewRefresher(db, store.New(client, "poller-b"), time.Minute, nil, fakeclock.New(noon.Add(2*time.Second)))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/storytold/craft-releases/pkg/clock"
 	"github.com/storytold/craft-releases/pkg/outage"
 	"github.com/storytold/craft-releases/pkg/release"
 )
@@ -34,7 +35,7 @@ type Refresher struct {
 	pub      Publisher
 	interval time.Duration
 	log      *zap.Logger
-	now      func() time.Time
+	clock    clock.Clock
 
 	mu        sync.Mutex // serialises refreshes; guards what follows
 	published *release.Meta
@@ -45,9 +46,9 @@ type Refresher struct {
 }
 
 // NewRefresher returns a Refresher that reads from r and publishes to p every
-// interval, a positive duration. now is the clock of the reads' times; nil
-// is time.Now. A nil log discards logs.
-func NewRefresher(r Reader, p Publisher, interval time.Duration, log *zap.Logger, now func() time.Time) (*Refresher, error) {
+// interval, a positive duration. clk gives the reads' times and paces Run;
+// nil is clock.System. A nil log discards logs.
+func NewRefresher(r Reader, p Publisher, interval time.Duration, log *zap.Logger, clk clock.Clock) (*Refresher, error) {
 	switch {
 	case r == nil || p == nil:
 		return nil, errors.New("new refresher: a reader and a publisher are required")
@@ -57,24 +58,26 @@ func NewRefresher(r Reader, p Publisher, interval time.Duration, log *zap.Logger
 	if log == nil {
 		log = zap.NewNop()
 	}
-	if now == nil {
-		now = time.Now
-	}
-	return &Refresher{reader: r, pub: p, interval: interval, log: log, now: now}, nil
+	return &Refresher{reader: r, pub: p, interval: interval, log: log, clock: clock.Or(clk)}, nil
 }
 
 // Run refreshes at once and then every interval until ctx is cancelled, and
-// returns nil. Failures are logged, never returned, so that a MySQL outage
-// never stops the poller.
+// returns nil. The refreshes keep to the schedule of the first: one that
+// takes longer than the interval skips the times it missed, as a ticker
+// would. Failures are logged, never returned, so that a MySQL outage never
+// stops the poller.
 func (f *Refresher) Run(ctx context.Context) error {
-	tick := time.NewTicker(f.interval)
-	defer tick.Stop()
+	next := f.clock.Now()
 	for {
 		_ = f.Refresh(ctx)
+		now := f.clock.Now()
+		for !next.After(now) {
+			next = next.Add(f.interval)
+		}
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-tick.C:
+		case <-f.clock.After(next.Sub(now)):
 		}
 	}
 }
@@ -86,16 +89,16 @@ func (f *Refresher) Run(ctx context.Context) error {
 func (f *Refresher) Refresh(ctx context.Context) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	at := f.now()
+	at := f.clock.Now()
 	m, skipped, err := f.reader.Live(ctx, at)
-	took := f.now().Sub(at)
+	took := f.clock.Now().Sub(at)
 	if err != nil {
 		if ctx.Err() == nil {
-			f.mysql.Down(f.log, at, f.now(), "mysql read failed, serving the last published meta", zap.NamedError("err", err))
+			f.mysql.Down(f.log, at, f.clock.Now(), "mysql read failed, serving the last published meta", zap.NamedError("err", err))
 		}
 		return err
 	}
-	f.mysql.Up(f.log, f.now(), "mysql is back")
+	f.mysql.Up(f.log, f.clock.Now(), "mysql is back")
 	if len(skipped) > 0 && (f.skippedWarned.IsZero() || at.Sub(f.skippedWarned) >= outage.Every) {
 		f.skippedWarned = at
 		f.log.Warn("meta rows break the limits and are not published", zap.Strings("ids", skipped))
@@ -103,11 +106,11 @@ func (f *Refresher) Refresh(ctx context.Context) error {
 	written, err := f.pub.PutMeta(ctx, m, at)
 	if err != nil {
 		if ctx.Err() == nil {
-			f.redis.Down(f.log, at, f.now(), "redis write failed, meta not published", zap.NamedError("err", err))
+			f.redis.Down(f.log, at, f.clock.Now(), "redis write failed, meta not published", zap.NamedError("err", err))
 		}
 		return err
 	}
-	f.redis.Up(f.log, f.now(), "redis is back for the meta")
+	f.redis.Up(f.log, f.clock.Now(), "redis is back for the meta")
 	level := zap.DebugLevel
 	if written && (f.published == nil || !reflect.DeepEqual(*f.published, m)) {
 		// A change is what people look for; the same lists every minute

@@ -14,25 +14,8 @@ import (
 
 	"github.com/storytold/craft-releases/pkg/meta"
 	"github.com/storytold/craft-releases/pkg/release"
+	"github.com/storytold/craft-releases/test/fakeclock"
 )
-
-// fakeClock is a clock the test moves.
-type fakeClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) Set(t time.Time) {
-	c.mu.Lock()
-	c.now = t
-	c.mu.Unlock()
-}
 
 // fakeReader answers Live with what the test set.
 type fakeReader struct {
@@ -93,11 +76,11 @@ func (p *fakePublisher) published() []time.Time {
 	return slices.Clone(p.puts)
 }
 
-func newRefresher(t testing.TB) (*meta.Refresher, *fakeReader, *fakePublisher, *fakeClock, *observer.ObservedLogs) {
+func newRefresher(t testing.TB) (*meta.Refresher, *fakeReader, *fakePublisher, *fakeclock.Clock, *observer.ObservedLogs) {
 	t.Helper()
 	core, logs := observer.New(zapcore.DebugLevel)
-	r, p, c := &fakeReader{}, &fakePublisher{}, &fakeClock{now: noon}
-	f, err := meta.NewRefresher(r, p, time.Minute, zap.New(core), c.Now)
+	r, p, c := &fakeReader{}, &fakePublisher{}, fakeclock.New(noon)
+	f, err := meta.NewRefresher(r, p, time.Minute, zap.New(core), c)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -252,29 +235,92 @@ func toAny(s []string) []any {
 	return out
 }
 
-func TestRunRefreshesAtOnceAndStops(t *testing.T) {
-	f, r, _, _, _ := newRefresher(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- f.Run(ctx) }()
-	deadline := time.Now().Add(20 * time.Second)
-	for r.count() == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("Run did not read at start")
-		}
-		time.Sleep(time.Millisecond)
+// slowReader is a fakeReader whose reads take took on the clock.
+type slowReader struct {
+	fakeReader
+	clock *fakeclock.Clock
+	took  time.Duration
+}
+
+func (r *slowReader) Live(ctx context.Context, now time.Time) (release.Meta, []string, error) {
+	r.clock.Advance(r.took)
+	return r.fakeReader.Live(ctx, now)
+}
+
+// TestRunKeepsTheInterval runs the loop on the fake clock: a read at once,
+// then one every interval after the first (a read that takes longer than the
+// interval skips the times it missed), and none before its time.
+func TestRunKeepsTheInterval(t *testing.T) {
+	tests := []struct {
+		name string
+		took time.Duration // how long each read takes
+		want []time.Duration
+	}{
+		{"quick reads", 0, []time.Duration{0, time.Minute, 2 * time.Minute, 3 * time.Minute}},
+		{"reads of 10 s", 10 * time.Second, []time.Duration{0, time.Minute, 2 * time.Minute, 3 * time.Minute}},
+		{"reads longer than the interval", 90 * time.Second, []time.Duration{0, 2 * time.Minute, 4 * time.Minute, 6 * time.Minute}},
 	}
-	cancel()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Errorf("Run = %v, want nil on cancellation", err)
-		}
-	case <-time.After(20 * time.Second):
-		t.Fatal("Run did not return after cancellation")
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c := fakeclock.New(noon)
+			r := &slowReader{clock: c, took: tc.took}
+			f, err := meta.NewRefresher(r, &fakePublisher{}, time.Minute, nil, c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan error, 1)
+			go func() { done <- f.Run(ctx) }()
+			for i := range tc.want {
+				parked(t, c)
+				if got := r.count(); got != i+1 {
+					t.Fatalf("reads = %d before the wait %d, want %d", got, i+1, i+1)
+				}
+				next, _ := c.Next()
+				if i+1 < len(tc.want) {
+					if want := noon.Add(tc.want[i+1]); !next.Equal(want) {
+						t.Fatalf("wait %d ends at %s, want %s", i+1, next.Format(time.TimeOnly), want.Format(time.TimeOnly))
+					}
+				}
+				// A nanosecond early nothing happens; at the time, the next read.
+				c.Set(next.Add(-time.Nanosecond))
+				if c.Waiters() != 1 || r.count() != i+1 {
+					t.Fatalf("the loop moved before its time: waiters %d, reads %d", c.Waiters(), r.count())
+				}
+				if i+1 < len(tc.want) {
+					c.Set(next)
+				}
+			}
+			cancel()
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Errorf("Run = %v, want nil on cancellation", err)
+				}
+			case <-time.After(20 * time.Second):
+				t.Fatal("Run did not return after cancellation")
+			}
+			r.mu.Lock()
+			defer r.mu.Unlock()
+			for i, at := range r.reads {
+				if want := noon.Add(tc.want[i]); !at.Equal(want) {
+					t.Errorf("read %d at %s, want %s", i, at.Format(time.TimeOnly), want.Format(time.TimeOnly))
+				}
+			}
+		})
 	}
-	if got := r.count(); got != 1 {
-		t.Errorf("reads = %d, want 1 (the interval is a minute)", got)
+}
+
+// parked waits until the loop waits on c, without sleeping.
+func parked(t testing.TB, c *fakeclock.Clock) {
+	t.Helper()
+	timeout := time.After(20 * time.Second)
+	for c.Waiters() == 0 {
+		select {
+		case <-c.Parked():
+		case <-timeout:
+			t.Fatal("the loop never waited on the clock")
+		}
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"github.com/go-sql-driver/mysql"
 
 	"github.com/storytold/craft-releases/pkg/release"
+	"github.com/storytold/craft-releases/test/fakeclock"
 	"github.com/storytold/craft-releases/test/mariadbtest"
 )
 
@@ -52,7 +53,7 @@ func TestNoServerSidePreparedStatements(t *testing.T) {
 		t.Fatalf("Prepared_stmt_count = %d before the refreshes; the server is not idle", held)
 	}
 
-	f, err := NewRefresher(db, discard{}, time.Minute, nil, func() time.Time { return now })
+	f, err := NewRefresher(db, discard{}, time.Minute, nil, fakeclock.New(now))
 	if err != nil {
 		t.Fatal(err)
 	}
