@@ -12,6 +12,8 @@ import (
 	"github.com/prometheus/prometheus/promql/parser"
 	corev1 "k8s.io/api/core/v1"
 	k8slabels "k8s.io/apimachinery/pkg/labels"
+
+	routes "github.com/storytold/craft-releases/pkg/api"
 )
 
 // Metric is one metric family as docs/metrics.md documents it.
@@ -247,8 +249,8 @@ func CheckPodMonitors(s *Set) []string {
 				if ep.Port == nil || !slices.ContainsFunc(w.c.Ports, func(p corev1.ContainerPort) bool { return p.Name == *ep.Port }) {
 					problems = append(problems, fmt.Sprintf("PodMonitor %s: %s declares no port named %v", pm.Name, w, ep.Port))
 				}
-				if ep.Path != MetricsPath {
-					problems = append(problems, fmt.Sprintf("PodMonitor %s: path %q, want %s", pm.Name, ep.Path, MetricsPath))
+				if ep.Path != routes.MetricsPath {
+					problems = append(problems, fmt.Sprintf("PodMonitor %s: path %q, want %s", pm.Name, ep.Path, routes.MetricsPath))
 				}
 			}
 		}

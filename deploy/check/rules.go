@@ -19,15 +19,9 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
+	routes "github.com/storytold/craft-releases/pkg/api"
 	"github.com/storytold/craft-releases/pkg/config"
 	"github.com/storytold/craft-releases/pkg/meta"
-)
-
-// The paths both binaries serve (wire.md, "Other endpoints").
-const (
-	LivenessPath  = "/healthz"
-	ReadinessPath = "/readyz"
-	MetricsPath   = "/metrics"
 )
 
 // runtimeVar reports whether name is a variable that the Go runtime reads
@@ -59,8 +53,10 @@ func wantEgress(binary string) []string {
 type Check struct {
 	Name string
 	// Run returns every problem it finds in s, each a sentence that names
-	// the object; none when s follows the rule.
-	Run func(s *Set) []string
+	// the object; none when s follows the rule. A workload whose environment
+	// does not resolve or load is env-loads' to report, once: the rules that
+	// need its settings leave it out.
+	Run func(s *Resolved) []string
 }
 
 // Checks returns every check of a rendered overlay, in the order they run.
@@ -98,6 +94,50 @@ func (s *Set) ours() []workload {
 	return out
 }
 
+// Resolved is a rendering with each workload worked out once, for every
+// check to share.
+type Resolved struct {
+	*Set
+	containers []workload // every container, as workloads lists them
+	unknown    []string   // workloads' problems: containers of the image that run neither binary
+	binaries   []*binary  // the containers that run one of the binaries
+}
+
+// binary is a container that runs one of the binaries, with its environment
+// and what the binary makes of it.
+type binary struct {
+	workload
+	vars  map[string]variable // as the kubelet sets them
+	order []string            // the names of vars in the order they were first set
+	st    settings            // zero when err is set
+	// err says why st is unknown: the environment does not resolve, or
+	// the binary would not start with it.
+	err error
+}
+
+// Resolve works out s's workloads: every container, and for each one that
+// runs a binary its environment, loaded by the binary's own configuration
+// code. s must not change while the result is in use.
+func Resolve(s *Set) *Resolved {
+	r := &Resolved{Set: s}
+	r.containers, r.unknown = s.workloads()
+	for _, w := range r.containers {
+		if w.binary == "" {
+			continue
+		}
+		b := &binary{workload: w}
+		var problems []string
+		b.vars, b.order, problems = s.env(w)
+		if len(problems) > 0 {
+			b.err = errors.New(strings.Join(problems, "; "))
+		} else {
+			b.st, b.err = settingsOf(b)
+		}
+		r.binaries = append(r.binaries, b)
+	}
+	return r
+}
+
 // settings is what a binary makes of a container's environment.
 type settings struct {
 	addr        string        // HTTP_ADDR
@@ -108,20 +148,16 @@ type settings struct {
 	warnings    []string      // settings raised to their minimum
 }
 
-// settings loads w's environment with the binary's own configuration code,
-// so a value the binary would refuse at start-up fails here.
-func (s *Set) settings(w workload) (settings, error) {
-	vars, _, problems := s.env(w)
-	if len(problems) > 0 {
-		return settings{}, errors.New(strings.Join(problems, "; "))
-	}
-	vars, err := withTLSStandIns(vars)
+// settingsOf loads b's environment with the binary's own configuration
+// code, so a value the binary would refuse at start-up fails here.
+func settingsOf(b *binary) (settings, error) {
+	vars, err := withTLSStandIns(b.vars)
 	if err != nil {
 		return settings{}, err
 	}
 	getenv := func(name string) string { return vars[name].value }
 	var st settings
-	switch w.binary {
+	switch b.binary {
 	case "api":
 		var cfg config.API
 		cfg, st.warnings, err = config.LoadAPI(getenv)
@@ -131,16 +167,16 @@ func (s *Set) settings(w workload) (settings, error) {
 		cfg, st.warnings, err = config.LoadPoller(getenv, meta.DSN)
 		st.addr, st.metricsAddr, st.shutdown = cfg.HTTPAddr, cfg.HTTPAddr, cfg.ShutdownTimeout
 	default:
-		return settings{}, fmt.Errorf("%s runs no binary of the service", w)
+		return settings{}, fmt.Errorf("%s runs no binary of the service", b)
 	}
 	if err != nil {
-		return settings{}, fmt.Errorf("%s: the %s would not start: %w", w, w.binary, err)
+		return settings{}, fmt.Errorf("%s: the %s would not start: %w", b, b.binary, err)
 	}
 	if st.port, err = numericPort(st.addr); err != nil {
-		return settings{}, fmt.Errorf("%s: HTTP_ADDR %w", w, err)
+		return settings{}, fmt.Errorf("%s: HTTP_ADDR %w", b, err)
 	}
 	if st.metricsPort, err = numericPort(st.metricsAddr); err != nil {
-		return settings{}, fmt.Errorf("%s: METRICS_ADDR %w", w, err)
+		return settings{}, fmt.Errorf("%s: METRICS_ADDR %w", b, err)
 	}
 	return st, nil
 }
@@ -158,8 +194,8 @@ func numericPort(addr string) (int32, error) {
 
 // checkWorkloads: both binaries run, each from the service's image with the
 // right command and no arguments (they read only the environment).
-func checkWorkloads(s *Set) []string {
-	ws, problems := s.workloads()
+func checkWorkloads(s *Resolved) []string {
+	ws, problems := s.containers, slices.Clone(s.unknown)
 	seen := map[string]bool{}
 	for _, w := range ws {
 		if w.binary == "" {
@@ -181,9 +217,9 @@ func checkWorkloads(s *Set) []string {
 // checkEnvKnown: every variable a container of the service gets (env, and
 // the keys of the ConfigMaps it takes with envFrom) is one its binary reads,
 // one the Go runtime reads, or one another variable refers to as $(NAME).
-func checkEnvKnown(s *Set) []string {
+func checkEnvKnown(s *Resolved) []string {
 	var problems []string
-	for _, w := range s.ours() {
+	for _, w := range s.binaries {
 		known := map[string]bool{}
 		for _, n := range config.Names(w.binary) {
 			known[n] = true
@@ -193,7 +229,7 @@ func checkEnvKnown(s *Set) []string {
 				known[n] = true
 			}
 		}
-		vars, order, _ := s.env(w)
+		vars, order := w.vars, w.order
 		for _, name := range order {
 			if !known[name] && !runtimeVar(name) {
 				problems = append(problems, fmt.Sprintf("%s: sets %s (from %s), which the %s does not read", w, name, vars[name].from, w.binary))
@@ -206,15 +242,14 @@ func checkEnvKnown(s *Set) []string {
 // checkEnvLoads: every container's environment resolves (each ConfigMap,
 // key and resource it names exists) and the binary's configuration code
 // takes it without an error or a warning.
-func checkEnvLoads(s *Set) []string {
+func checkEnvLoads(s *Resolved) []string {
 	var problems []string
-	for _, w := range s.ours() {
-		st, err := s.settings(w)
-		if err != nil {
-			problems = append(problems, err.Error())
+	for _, w := range s.binaries {
+		if w.err != nil {
+			problems = append(problems, w.err.Error())
 			continue
 		}
-		for _, warning := range st.warnings {
+		for _, warning := range w.st.warnings {
 			problems = append(problems, fmt.Sprintf("%s: the %s would warn: %s", w, w.binary, warning))
 		}
 	}
@@ -223,12 +258,12 @@ func checkEnvLoads(s *Set) []string {
 
 // checkAppsConfig: the api and the poller take CRAFT_APPS_RELEASE_APPS from
 // one and the same ConfigMap, so they can never disagree about the apps.
-func checkAppsConfig(s *Set) []string {
+func checkAppsConfig(s *Resolved) []string {
 	const name = "CRAFT_APPS_RELEASE_APPS"
 	var problems []string
 	sources := map[string][]string{}
-	for _, w := range s.ours() {
-		vars, _, _ := s.env(w)
+	for _, w := range s.binaries {
+		vars := w.vars
 		v, ok := vars[name]
 		switch {
 		case !ok:
@@ -252,14 +287,13 @@ func checkAppsConfig(s *Set) []string {
 // checkProbes: liveness on /healthz and readiness on /readyz (a startup
 // probe, if any, on /healthz), all by HTTP on the port the binary listens on
 // (HTTP_ADDR), which the container declares.
-func checkProbes(s *Set) []string {
+func checkProbes(s *Resolved) []string {
 	var problems []string
-	for _, w := range s.ours() {
-		st, err := s.settings(w)
-		if err != nil {
-			problems = append(problems, err.Error())
-			continue
+	for _, w := range s.binaries {
+		if w.err != nil {
+			continue // env-loads reports it
 		}
+		st := w.st
 		for _, l := range []struct {
 			addr string
 			port int32
@@ -274,9 +308,9 @@ func checkProbes(s *Set) []string {
 			path     string
 			required bool
 		}{
-			{"liveness", w.c.LivenessProbe, LivenessPath, true},
-			{"readiness", w.c.ReadinessProbe, ReadinessPath, true},
-			{"startup", w.c.StartupProbe, LivenessPath, false},
+			{"liveness", w.c.LivenessProbe, routes.HealthzPath, true},
+			{"readiness", w.c.ReadinessProbe, routes.ReadyzPath, true},
+			{"startup", w.c.StartupProbe, routes.HealthzPath, false},
 		}
 		for _, p := range probes {
 			switch {
@@ -300,19 +334,18 @@ func checkProbes(s *Set) []string {
 // checkScrape: each pod of the service carries the Prometheus scrape
 // annotations, pointing at the port the binary serves /metrics on (the API's
 // METRICS_ADDR, the poller's HTTP_ADDR) and /metrics.
-func checkScrape(s *Set) []string {
+func checkScrape(s *Resolved) []string {
 	var problems []string
-	for _, w := range s.ours() {
-		st, err := s.settings(w)
-		if err != nil {
-			problems = append(problems, err.Error())
-			continue
+	for _, w := range s.binaries {
+		if w.err != nil {
+			continue // env-loads reports it
 		}
+		st := w.st
 		a := w.deploy.Spec.Template.Annotations
 		want := map[string]string{
 			"prometheus.io/scrape": "true",
 			"prometheus.io/port":   fmt.Sprint(st.metricsPort),
-			"prometheus.io/path":   MetricsPath,
+			"prometheus.io/path":   routes.MetricsPath,
 		}
 		for _, k := range slices.Sorted(maps.Keys(want)) {
 			if a[k] != want[k] {
@@ -325,8 +358,8 @@ func checkScrape(s *Set) []string {
 
 // checkResources: every container requests and limits CPU and memory, and
 // requests no more than its limit.
-func checkResources(s *Set) []string {
-	ws, _ := s.workloads()
+func checkResources(s *Resolved) []string {
+	ws := s.containers
 	var problems []string
 	for _, w := range ws {
 		for _, r := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
@@ -349,8 +382,8 @@ func checkResources(s *Set) []string {
 // root filesystem, no privilege escalation, every capability dropped, the
 // runtime's default seccomp profile, no service account token and no
 // Service variables mixed into the environment.
-func checkSecurity(s *Set) []string {
-	ws, _ := s.workloads()
+func checkSecurity(s *Resolved) []string {
+	ws := s.containers
 	var problems []string
 	bad := func(w workload, format string, args ...any) {
 		problems = append(problems, fmt.Sprintf("%s: ", w)+fmt.Sprintf(format, args...))
@@ -412,10 +445,10 @@ func checkSecurity(s *Set) []string {
 // checkGOMEMLIMIT: every container of the service sets GOMEMLIMIT from its
 // memory limit (a resourceFieldRef on limits.memory, directly or through a
 // variable it refers to), at 80 % to 100 % of that limit.
-func checkGOMEMLIMIT(s *Set) []string {
+func checkGOMEMLIMIT(s *Resolved) []string {
 	var problems []string
-	for _, w := range s.ours() {
-		vars, _, _ := s.env(w)
+	for _, w := range s.binaries {
+		vars := w.vars
 		v, ok := vars["GOMEMLIMIT"]
 		if !ok {
 			problems = append(problems, fmt.Sprintf("%s: does not set GOMEMLIMIT", w))
@@ -477,14 +510,13 @@ func parseGoMemLimit(s string) (int64, error) {
 // checkShutdown: the grace period outlasts the preStop pause plus the
 // binary's SHUTDOWN_TIMEOUT_SECS, and the API pauses before SIGTERM (with the
 // kubelet's sleep: the image has no shell) so endpoints drain first.
-func checkShutdown(s *Set) []string {
+func checkShutdown(s *Resolved) []string {
 	var problems []string
-	for _, w := range s.ours() {
-		st, err := s.settings(w)
-		if err != nil {
-			problems = append(problems, err.Error())
-			continue
+	for _, w := range s.binaries {
+		if w.err != nil {
+			continue // env-loads reports it
 		}
+		st := w.st
 		var pause time.Duration
 		if l := w.c.Lifecycle; l != nil && l.PreStop != nil {
 			switch {
@@ -514,10 +546,10 @@ func checkShutdown(s *Set) []string {
 // optional. Without it an API pod would quietly run standalone and poll
 // GitHub itself, the per-pod polling this service exists to end; and a URL
 // written into a manifest would put the Redis password in git.
-func checkRedisURL(s *Set) []string {
+func checkRedisURL(s *Resolved) []string {
 	var problems []string
-	for _, w := range s.ours() {
-		vars, _, _ := s.env(w)
+	for _, w := range s.binaries {
+		vars := w.vars
 		v, ok := vars["REDIS_URL"]
 		switch {
 		case !ok:
@@ -534,11 +566,11 @@ func checkRedisURL(s *Set) []string {
 // checkToken: the poller takes the GitHub token from a Secret key marked
 // optional, so a missing Secret never blocks start-up; the API, which never
 // calls GitHub in split mode, does not get it.
-func checkToken(s *Set) []string {
+func checkToken(s *Resolved) []string {
 	const name = "CRAFT_APPS_RELEASE_GITHUB_TOKEN"
 	var problems []string
-	for _, w := range s.ours() {
-		vars, _, _ := s.env(w)
+	for _, w := range s.binaries {
+		vars := w.vars
 		v, ok := vars[name]
 		switch {
 		case w.binary == "api" && ok:
@@ -547,7 +579,7 @@ func checkToken(s *Set) []string {
 		case !ok:
 			problems = append(problems, fmt.Sprintf("%s: does not get %s", w, name))
 		default:
-			problems = append(problems, optionalSecret(w, name, v)...)
+			problems = append(problems, optionalSecret(w.workload, name, v)...)
 		}
 	}
 	return problems
@@ -570,13 +602,13 @@ func optionalSecret(w workload, name string, v variable) []string {
 // manifest would be in git, and a missing Secret must only leave the webhook
 // out (404), never keep the pods that serve launchers from starting. The
 // pollers never read it (env-known).
-func checkWebhookSecret(s *Set) []string {
+func checkWebhookSecret(s *Resolved) []string {
 	const name = "CRAFT_APPS_RELEASE_WEBHOOK_SECRET"
 	var problems []string
-	for _, w := range s.ours() {
-		vars, _, _ := s.env(w)
+	for _, w := range s.binaries {
+		vars := w.vars
 		if v, ok := vars[name]; ok {
-			problems = append(problems, optionalSecret(w, name, v)...)
+			problems = append(problems, optionalSecret(w.workload, name, v)...)
 		}
 	}
 	return problems
@@ -588,14 +620,13 @@ func checkWebhookSecret(s *Set) []string {
 // source: the public port only from the peers it names, the metrics port
 // only from namespaces named by kubernetes.io/metadata.name (the monitoring
 // namespace), never by an IP block.
-func checkNetwork(s *Set) []string {
+func checkNetwork(s *Resolved) []string {
 	var problems []string
-	for _, w := range s.ours() {
-		st, err := s.settings(w)
-		if err != nil {
-			problems = append(problems, err.Error())
-			continue
+	for _, w := range s.binaries {
+		if w.err != nil {
+			continue // env-loads reports it
 		}
+		st := w.st
 		podLabels := labels.Set(w.deploy.Spec.Template.Labels)
 		var isolatedIn, isolatedOut bool
 		in, out := map[string]bool{}, map[string]bool{}
@@ -614,7 +645,7 @@ func checkNetwork(s *Set) []string {
 				isolatedIn = true
 				for _, r := range np.Spec.Ingress {
 					addPorts(in, w.c, r.Ports)
-					problems = append(problems, checkPeers(np.Name, w, r, st)...)
+					problems = append(problems, checkPeers(np.Name, w.workload, r, st)...)
 				}
 			}
 			if slices.Contains(types, networkingv1.PolicyTypeEgress) {
@@ -680,9 +711,9 @@ func everyone(p networkingv1.NetworkPolicyPeer) bool {
 // checkAvailability: two or more pollers spread across nodes; the API scaled
 // by a HorizontalPodAutoscaler on CPU (and so no spec.replicas) behind a
 // Service that reaches its port; a PodDisruptionBudget for both.
-func checkAvailability(s *Set) []string {
+func checkAvailability(s *Resolved) []string {
 	var problems []string
-	for _, w := range s.ours() {
+	for _, w := range s.binaries {
 		d := w.deploy
 		podLabels := labels.Set(d.Spec.Template.Labels)
 		if !slices.ContainsFunc(s.PDBs, func(p *policyv1.PodDisruptionBudget) bool { return selects(p.Spec.Selector, podLabels) }) {
@@ -703,7 +734,7 @@ func checkAvailability(s *Set) []string {
 	return problems
 }
 
-func (s *Set) checkAPIScaling(w workload) []string {
+func (s *Resolved) checkAPIScaling(w *binary) []string {
 	var problems []string
 	d := w.deploy
 	if d.Spec.Replicas != nil {
@@ -729,10 +760,10 @@ func (s *Set) checkAPIScaling(w workload) []string {
 	if !scaled {
 		problems = append(problems, fmt.Sprintf("Deployment %s: no HorizontalPodAutoscaler scales it", d.Name))
 	}
-	st, err := s.settings(w)
-	if err != nil {
-		return append(problems, err.Error())
+	if w.err != nil {
+		return problems // env-loads reports it
 	}
+	st := w.st
 	served := false
 	for _, svc := range s.Services {
 		if len(svc.Spec.Selector) == 0 || !labels.SelectorFromSet(svc.Spec.Selector).Matches(labels.Set(d.Spec.Template.Labels)) {
@@ -775,8 +806,8 @@ func spreadsAcrossNodes(d *appsv1.Deployment) bool {
 
 // checkImages: every container names an image with a tag or a digest, and
 // not "latest", so a restart never changes what runs.
-func checkImages(s *Set) []string {
-	ws, _ := s.workloads()
+func checkImages(s *Resolved) []string {
+	ws := s.containers
 	var problems []string
 	for _, w := range ws {
 		ref := w.c.Image

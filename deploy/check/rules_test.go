@@ -18,7 +18,7 @@ func TestEveryOverlayPassesEveryCheck(t *testing.T) {
 			t.Parallel()
 			s := render(t, r.dir)
 			for _, c := range Checks() {
-				if problems := c.Run(s); len(problems) > 0 {
+				if problems := c.Run(Resolve(s)); len(problems) > 0 {
 					t.Errorf("check %s:\n%s", c.Name, strings.Join(problems, "\n"))
 				}
 			}
@@ -361,11 +361,11 @@ func TestChecksCatchBrokenManifests(t *testing.T) {
 				t.Fatalf("no check %q", tt.check)
 			}
 			s := production.DeepCopy()
-			if problems := c.Run(s); len(problems) > 0 {
+			if problems := c.Run(Resolve(s)); len(problems) > 0 {
 				t.Fatalf("check %s before breaking: %s", c.Name, strings.Join(problems, "; "))
 			}
 			tt.brk(t, s)
-			problems := c.Run(s)
+			problems := c.Run(Resolve(s))
 			if !slices.ContainsFunc(problems, func(p string) bool { return strings.Contains(p, tt.want) }) {
 				t.Errorf("check %s: got problems %q, want one containing %q", c.Name, problems, tt.want)
 			}

@@ -58,16 +58,16 @@ func withTLSStandIns(vars map[string]variable) (map[string]variable, error) {
 // path in a read-only mount of a Secret volume that is not optional and that
 // holds the file, so that the pod gets it from a Secret and does not start
 // without it (the binary would stop at start-up anyway, naming the variable).
-func checkRedisTLS(s *Set) []string {
+func checkRedisTLS(s *Resolved) []string {
 	var problems []string
-	for _, w := range s.ours() {
-		vars, _, _ := s.env(w)
+	for _, w := range s.binaries {
+		vars := w.vars
 		for name := range redisTLSVars() {
 			v, ok := vars[name]
 			if !ok || v.value == "" {
 				continue
 			}
-			if problem := secretFile(w, v.value); problem != "" {
+			if problem := secretFile(w.workload, v.value); problem != "" {
 				problems = append(problems, fmt.Sprintf("%s: %s=%s %s", w, name, v.value, problem))
 			}
 		}

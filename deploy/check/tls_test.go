@@ -65,14 +65,14 @@ func TestRedisTLSCatchesBrokenMounts(t *testing.T) {
 		}, "not a Secret"},
 	}
 	base := render(t, "../overlays/production-cluster-tls")
-	if problems := checkRedisTLS(base); len(problems) > 0 {
+	if problems := checkRedisTLS(Resolve(base)); len(problems) > 0 {
 		t.Fatalf("before breaking: %v", problems)
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			s := base.DeepCopy()
 			tt.brk(t, s)
-			problems := checkRedisTLS(s)
+			problems := checkRedisTLS(Resolve(s))
 			if !slices.ContainsFunc(problems, func(p string) bool { return strings.Contains(p, tt.want) }) {
 				t.Errorf("got problems %q, want one containing %q", problems, tt.want)
 			}

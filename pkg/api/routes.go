@@ -8,8 +8,9 @@ import (
 	"github.com/storytold/craft-releases/pkg/download"
 )
 
-// The paths the servers answer (wire.md, "Other endpoints"). The Kubernetes
-// manifests' probes and scrape settings are checked against them.
+// The paths the servers answer (wire.md, "Other endpoints"). deploy/check
+// imports them to check the Kubernetes manifests' probes, scrape
+// annotations and PodMonitors.
 const (
 	ReleaseInfoPath    = "/v1/craft_apps/release_info"   // the endpoint launchers call
 	ReleaseInfoAppPath = ReleaseInfoPath + "/:app"       // one app's part of it
