@@ -3,11 +3,11 @@ package main
 import (
 	"context"
 	"fmt"
-	"github.com/storytold/craft-releases/pkg/clock"
 
 	"go.uber.org/zap"
 
 	"github.com/storytold/craft-releases/cmd/poller/internal/admin"
+	"github.com/storytold/craft-releases/pkg/clock"
 	"github.com/storytold/craft-releases/pkg/config"
 	"github.com/storytold/craft-releases/pkg/meta"
 )
