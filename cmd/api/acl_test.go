@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/storytold/craft-releases/pkg/redisconn"
 	"github.com/storytold/craft-releases/pkg/release"
 	"github.com/storytold/craft-releases/pkg/store"
 	"github.com/storytold/craft-releases/test/redistest"
@@ -22,7 +23,7 @@ func TestAPIAsItsLeastPrivilegeUser(t *testing.T) {
 	rs := redistest.Start(t)
 	rs.MustDo(store.SetUser("craft-api", "api-secret", store.APIACL)...)
 	apiURL := "redis://craft-api:api-secret@" + rs.Addr
-	admin, err := store.NewClient(rs.URL())
+	admin, err := redisconn.OpenURL(rs.URL())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,11 +57,15 @@ func TestAPIAsItsLeastPrivilegeUser(t *testing.T) {
 
 	// The API's user writes nothing: not with a write command, not through
 	// a script, not even with a right to one, since its keys are read-only.
-	c, err := store.NewClient(apiURL)
+	conn, err := redisconn.OpenURL(apiURL)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(c.Close)
+	t.Cleanup(conn.Close)
+	c, err := conn.Client(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
 	key := store.AppKey("photocraft")
 	for _, cmd := range [][]string{
 		{"HSET", key, "fetched_ms", "1"},

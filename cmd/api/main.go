@@ -23,6 +23,7 @@ import (
 	"github.com/storytold/craft-releases/pkg/hydrate"
 	"github.com/storytold/craft-releases/pkg/metrics"
 	"github.com/storytold/craft-releases/pkg/poller"
+	"github.com/storytold/craft-releases/pkg/redisconn"
 	"github.com/storytold/craft-releases/pkg/release"
 	"github.com/storytold/craft-releases/pkg/snapshot"
 	"github.com/storytold/craft-releases/pkg/store"
@@ -125,7 +126,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 func feeder(cfg config.API, snap *snapshot.Snapshot, gate *api.Gate, log *zap.Logger, reg prometheus.Registerer) (func(context.Context) error, webhook.Fleet, error) {
 	hooked := len(cfg.WebhookSecrets) > 0
 	if !cfg.Standalone() {
-		h, err := hydrate.New(cfg.RedisURL.Reveal(), cfg.Apps, snap, log, hydrate.WithMeta(snap), hydrate.WithTLS(cfg.RedisTLS.Config()))
+		h, err := hydrate.New(cfg.Redis, cfg.Apps, snap, log, hydrate.WithMeta(snap))
 		if err != nil {
 			return nil, nil, err
 		}
@@ -136,10 +137,7 @@ func feeder(cfg config.API, snap *snapshot.Snapshot, gate *api.Gate, log *zap.Lo
 			if err != nil {
 				return nil, nil, fmt.Errorf("hostname: %w", err)
 			}
-			c, err := store.NewClient(cfg.RedisURL.Reveal())
-			if err != nil {
-				return nil, nil, err
-			}
+			c := redisconn.Open(cfg.Redis)
 			fleet, closeFleet = store.New(c, host), c.Close
 		}
 		reg.MustRegister(metrics.NewAPI(snap, h))

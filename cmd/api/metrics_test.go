@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/storytold/craft-releases/pkg/redisconn"
 	"github.com/storytold/craft-releases/pkg/release"
 	"github.com/storytold/craft-releases/pkg/store"
 	"github.com/storytold/craft-releases/test/fakegithub"
@@ -147,7 +148,7 @@ func TestMetrics(t *testing.T) {
 // hydrator's series, and the snapshot's as Redis changes.
 func TestMetricsSplit(t *testing.T) {
 	rs := redistest.Start(t)
-	client, err := store.NewClient(rs.URL())
+	client, err := redisconn.OpenURL(rs.URL())
 	if err != nil {
 		t.Fatal(err)
 	}

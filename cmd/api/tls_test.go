@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/storytold/craft-releases/pkg/redisconn"
 	"github.com/storytold/craft-releases/pkg/release"
 	"github.com/storytold/craft-releases/pkg/store"
 	"github.com/storytold/craft-releases/test/redistest"
@@ -21,10 +22,11 @@ import (
 func TestHydratesOverTLSWithAPrivateCA(t *testing.T) {
 	ca := redistest.NewCA(t)
 	rs := redistest.StartTLS(t, ca)
-	client, err := store.NewClient(rs.URL(), store.WithTLS(&tls.Config{RootCAs: ca.Pool}))
+	o, err := redisconn.Parse(rs.URL())
 	if err != nil {
 		t.Fatal(err)
 	}
+	client := redisconn.Open(o.WithTLS(&tls.Config{RootCAs: ca.Pool}))
 	t.Cleanup(client.Close)
 	shared := store.New(client, "test")
 	put := func(app, tag string) { t.Helper(); putRelease(t, shared, app, tag) }

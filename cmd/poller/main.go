@@ -23,6 +23,7 @@ import (
 	"github.com/storytold/craft-releases/pkg/meta"
 	"github.com/storytold/craft-releases/pkg/metrics"
 	"github.com/storytold/craft-releases/pkg/poller"
+	"github.com/storytold/craft-releases/pkg/redisconn"
 	"github.com/storytold/craft-releases/pkg/store"
 )
 
@@ -86,12 +87,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	var refreshMeta func(context.Context) error // nil without MySQL
 	var fleet *store.Store                      // nil without Redis
 	if cfg.RedisURL != "" {
-		client, err := store.NewClient(cfg.RedisURL.Reveal(), store.WithTLS(cfg.RedisTLS.Config()))
-		if err != nil {
-			return err
-		}
+		client := redisconn.Open(cfg.Redis)
 		defer client.Close()
-		st := store.New(client, host, store.WithLogger(log))
+		st := store.New(client, host, store.WithLogger(log), store.WithModeObserver(observer.WritePath))
 		pc.Fleet, fleet = st, st
 		if refreshMeta, err = metaRefresher(cfg, st, log); err != nil {
 			return err

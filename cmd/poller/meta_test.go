@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/storytold/craft-releases/pkg/redisconn"
 	"github.com/storytold/craft-releases/pkg/store"
 	"github.com/storytold/craft-releases/test/fakegithub"
 	"github.com/storytold/craft-releases/test/mariadbtest"
@@ -156,13 +157,17 @@ func TestPollerPollsWithMySQLDown(t *testing.T) {
 // Do returns only a reply's first line.
 func hget(t testing.TB, rs *redistest.Server, key, field string) string {
 	t.Helper()
-	c, err := store.NewClient(rs.URL())
+	conn, err := redisconn.OpenURL(rs.URL())
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close()
+	defer conn.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
+	c, err := conn.Client(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
 	v, err := c.Do(ctx, c.B().Hget().Key(key).Field(field).Build()).ToString()
 	if err != nil {
 		return ""

@@ -12,12 +12,13 @@ import (
 	"strings"
 	"time"
 
-	"github.com/redis/rueidis"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
+	"github.com/storytold/craft-releases/pkg/redisconn"
 	"github.com/storytold/craft-releases/pkg/release"
 	"github.com/storytold/craft-releases/pkg/schedule"
+	"github.com/storytold/craft-releases/pkg/secret"
 )
 
 // The log formats of LOG_FORMAT.
@@ -28,12 +29,13 @@ const (
 
 // Shared holds the settings both binaries read.
 type Shared struct {
-	RedisURL     SecretURL     // REDIS_URL as rueidis.ParseURL takes it; empty: no Redis
-	RedisTLS     RedisTLS      // the REDIS_TLS_* files
-	Apps         []release.App // CRAFT_APPS_RELEASE_APPS, in configured order
-	GitHubAPIURL string        // an absolute http(s) URL ending with "/"
-	LogLevel     zapcore.Level // debug, info, warn or error
-	LogFormat    string        // FormatJSON or FormatConsole
+	RedisURL     SecretURL         // REDIS_URL as rueidis.ParseURL takes it; empty: no Redis
+	RedisTLS     RedisTLS          // the REDIS_TLS_* files
+	Redis        redisconn.Options // REDIS_URL parsed, with the REDIS_TLS_* files: what the clients take
+	Apps         []release.App     // CRAFT_APPS_RELEASE_APPS, in configured order
+	GitHubAPIURL string            // an absolute http(s) URL ending with "/"
+	LogLevel     zapcore.Level     // debug, info, warn or error
+	LogFormat    string            // FormatJSON or FormatConsole
 }
 
 // Polling holds the settings of the poller, which cmd/api also uses when it
@@ -271,12 +273,14 @@ func samePort(a, b string) bool {
 
 func (r sharedEnv) check(c *checker) Shared {
 	s := Shared{RedisURL: SecretURL(r.RedisURL)}
-	if r.RedisURL != "" {
-		if msg := redisURLProblem(r.RedisURL); msg != "" {
-			c.fail("REDIS_URL", "%s", msg)
-		}
-	}
 	s.RedisTLS = RedisTLS{config: r.redisTLS(c), files: [3]string{r.RedisTLSCA, r.RedisTLSCert, r.RedisTLSKey}}
+	if r.RedisURL != "" {
+		opt, err := redisconn.Parse(r.RedisURL)
+		if err != nil {
+			c.fail("REDIS_URL", "%w", err)
+		}
+		s.Redis = opt.WithTLS(s.RedisTLS.Config())
+	}
 	apps, err := ParseApps(r.Apps)
 	if err != nil {
 		c.fail("CRAFT_APPS_RELEASE_APPS", "%w", err)
@@ -284,7 +288,7 @@ func (r sharedEnv) check(c *checker) Shared {
 	s.Apps = apps
 	s.GitHubAPIURL, err = normalizeAPIURL(r.GitHubAPIURL)
 	if err != nil {
-		c.fail("CRAFT_APPS_RELEASE_GITHUB_API_URL", "%q %w", RedactURL(r.GitHubAPIURL), err)
+		c.fail("CRAFT_APPS_RELEASE_GITHUB_API_URL", "%q %w", secret.MaskURL(r.GitHubAPIURL), err)
 	}
 	switch level := strings.ToLower(r.LogLevel); level {
 	case "debug", "info", "warn", "error":
@@ -377,34 +381,4 @@ func cleartext(apiURL string) bool {
 func isGitHub(apiURL string) bool {
 	u, err := url.Parse(apiURL)
 	return err == nil && strings.EqualFold(strings.TrimSuffix(u.Hostname(), "."), "api.github.com")
-}
-
-// badRedisURL is the one message for a REDIS_URL that does not parse. It
-// quotes nothing: what is wrong may be a password holding a character that
-// must be percent-encoded, and a piece of it would then show as a host, a
-// port or a database.
-const badRedisURL = "not a valid URL (want redis://[user:password@]host:port[/db], with any of @ / ? # % : in the user or password percent-encoded)"
-
-// redisURLProblem says what is wrong with a REDIS_URL, or "" when rueidis
-// accepts it. Its messages are fixed and never repeat any of the URL. A URL
-// with an '@' after its host (in the path, query or fragment) or a '#' is
-// refused: it is a password with a '/', '?' or '#' that was not
-// percent-encoded, whose second half would otherwise be dialled as a host.
-func redisURLProblem(s string) string {
-	u, err := url.Parse(s)
-	if err != nil || strings.Contains(s, "#") {
-		return badRedisURL
-	}
-	switch u.Scheme {
-	case "redis", "rediss", "unix", "valkey", "valkeys":
-	default:
-		return "the scheme is not redis, rediss or unix (want redis://[user:password@]host:port[/db])"
-	}
-	if strings.Contains(u.Path, "@") || strings.Contains(u.RawQuery, "@") {
-		return badRedisURL
-	}
-	if _, err := rueidis.ParseURL(s); err != nil {
-		return badRedisURL
-	}
-	return ""
 }

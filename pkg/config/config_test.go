@@ -10,6 +10,7 @@ import (
 	"go.uber.org/zap/zapcore"
 
 	"github.com/storytold/craft-releases/pkg/config"
+	"github.com/storytold/craft-releases/pkg/redisconn"
 	"github.com/storytold/craft-releases/pkg/release"
 	"github.com/storytold/craft-releases/pkg/schedule"
 )
@@ -70,6 +71,19 @@ func defaultShared() config.Shared {
 		GitHubAPIURL: "https://api.github.com/",
 		LogLevel:     zapcore.InfoLevel,
 		LogFormat:    "json",
+	}
+}
+
+// withRedis sets s.Redis as REDIS_URL s.RedisURL parses, with no TLS files.
+func withRedis(t testing.TB, s *config.Shared) {
+	t.Helper()
+	s.Redis = redisconn.Options{}
+	if s.RedisURL != "" {
+		o, err := redisconn.Parse(s.RedisURL.Reveal())
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Redis = o
 	}
 }
 
@@ -134,6 +148,7 @@ func TestLoadPollerDefaults(t *testing.T) {
 		ShutdownTimeout: 15 * time.Second,
 		MySQL:           defaultMySQL(),
 	}
+	withRedis(t, &want.Shared)
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("LoadPoller(only REDIS_URL):\n got %+v\nwant %+v", got, want)
 	}
@@ -242,6 +257,7 @@ func TestLoadGood(t *testing.T) {
 					wantShared.RedisURL = "redis://127.0.0.1:6379"
 				}
 				tc.want(&wantShared, &wantPolling)
+				withRedis(t, &wantShared)
 				if !reflect.DeepEqual(got.shared, wantShared) {
 					t.Errorf("Shared:\n got %+v\nwant %+v", got.shared, wantShared)
 				}
@@ -497,6 +513,7 @@ func TestLoadAPIOnly(t *testing.T) {
 				t.Fatalf("LoadAPI(empty environment): %v", err)
 			}
 			tc.want(&want)
+			withRedis(t, &want.Shared)
 			if !reflect.DeepEqual(got, want) {
 				t.Errorf("LoadAPI(%q):\n got %+v\nwant %+v", tc.vars, got, want)
 			}
@@ -545,6 +562,7 @@ func TestLoadPollerOnly(t *testing.T) {
 				t.Fatalf("LoadPoller(only REDIS_URL): %v", err)
 			}
 			tc.want(&want)
+			withRedis(t, &want.Shared)
 			if !reflect.DeepEqual(got, want) {
 				t.Errorf("LoadPoller(%q):\n got %+v\nwant %+v", tc.vars, got, want)
 			}

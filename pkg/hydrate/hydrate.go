@@ -22,14 +22,14 @@ import (
 	"github.com/redis/rueidis"
 	"go.uber.org/zap"
 
+	"github.com/storytold/craft-releases/pkg/clock"
 	"github.com/storytold/craft-releases/pkg/outage"
+	"github.com/storytold/craft-releases/pkg/redisconn"
 	"github.com/storytold/craft-releases/pkg/release"
 	"github.com/storytold/craft-releases/pkg/store"
 )
 
 const (
-	connectTimeout   = 3 * time.Second // dial and handshake of one connection
-	callTimeout      = 5 * time.Second // one round trip, health pings included
 	defaultInterval  = 5 * time.Second // safety-net re-read while Redis tracks our reads
 	fallbackInterval = time.Second     // re-read where Redis refuses client tracking
 	cacheTTL         = time.Minute     // bounds how long a lost invalidation can go unnoticed
@@ -37,11 +37,13 @@ const (
 	maxRetry         = 5 * time.Second
 )
 
-// Sink receives what changed. SetAll is called from Run's goroutine only, with
-// a map it may keep, holding for each app whose entry moved forward the merged
-// entry the Hydrator now knows.
+// Sink receives what the Hydrator read. SetAll is called from Run's goroutine
+// only, with a map it may keep, holding each app's entry as read (the zero
+// Entry for an absent or unreadable hash); it merges them under the merge law
+// (release.Entry.Merge), so that nothing moves back in time, and reports
+// whether any entry moved forward (snapshot.Snapshot).
 type Sink interface {
-	SetAll(map[string]release.Entry)
+	SetAll(map[string]release.Entry) bool
 }
 
 // MetaSink receives the renames and notices. SetMeta is called from Run's
@@ -55,22 +57,10 @@ type MetaSink interface {
 // Option changes a default of New.
 type Option func(*Hydrator)
 
-// WithInterval sets how often every app is re-read while the server tracks
-// the Hydrator's reads (default 5 s). Those re-reads are answered by the local
-// cache unless something was lost. A d <= 0 keeps the default.
-func WithInterval(d time.Duration) Option {
-	return func(h *Hydrator) {
-		if d > 0 {
-			h.interval = d
-		}
-	}
-}
-
-// WithTLS gives the Hydrator the trust and client certificate of a
-// rediss:// URL, as store.MergeTLS applies them; it changes nothing for a
-// redis:// URL, nor with a nil extra.
-func WithTLS(extra *tls.Config) Option {
-	return func(h *Hydrator) { h.opt.TLSConfig = store.MergeTLS(h.opt.TLSConfig, extra) }
+// WithClock gives the Hydrator the clock of its Ready timeout, its re-reads
+// and its backoff; clock.System unless set.
+func WithClock(c clock.Clock) Option {
+	return func(h *Hydrator) { h.clock = clock.Or(c) }
 }
 
 // WithMeta makes the Hydrator read the meta hash (store.MetaKey) with the
@@ -81,31 +71,26 @@ func WithMeta(sink MetaSink) Option {
 	return func(h *Hydrator) { h.meta = sink }
 }
 
-// Stats is a copy of a Hydrator's counters at one moment.
+// Stats is a copy of what a Hydrator's metrics show, at one moment.
 type Stats struct {
-	Loaded        bool   // the first load of every app finished
 	Connected     bool   // the last exchange with Redis worked
 	Fallback      bool   // Redis refused client tracking: every app is re-read each second
-	Reads         uint64 // hashes read (the apps', and the meta hash with WithMeta), from Redis or from the local cache
-	CacheHits     uint64 // reads the local cache answered without a round trip
-	Missing       uint64 // reads that found nothing usable: flushed, expired, another format version, not a hash
-	Failures      uint64 // connection attempts and reads that failed
+	CacheHits     uint64 // hash reads the local cache answered without a round trip
 	Invalidations uint64 // invalidations received, including those for a flush or a lost connection
-	Hydrations    uint64 // calls to the sink's SetAll
-	Metas         uint64 // calls to the meta sink's SetMeta
+	Hydrations    uint64 // reads that moved an entry of the sink forward
 }
 
 // Hydrator feeds a Sink from the app hashes in Redis. Its methods other than
 // Run are safe for concurrent use.
 type Hydrator struct {
-	opt      rueidis.ClientOption
-	secret   string // the password, scrubbed from everything logged
+	redis    redisconn.Options
 	apps     []release.App
 	keys     []string       // Redis key of apps[i], then the meta key when meta is set
 	index    map[string]int // Redis key → index in keys
 	sink     Sink
 	meta     MetaSink // nil: the meta hash is not read
 	log      *zap.Logger
+	clock    clock.Clock
 	interval time.Duration
 
 	loaded chan struct{}
@@ -116,10 +101,9 @@ type Hydrator struct {
 	fallback atomic.Bool
 
 	// Owned by Run's goroutine.
-	seen    []release.Entry // everything passed to the sink so far, merged per app
-	metaAt  time.Time       // read time of the last meta passed to the meta sink
+	metaAt  time.Time // read time of the last meta passed to the meta sink
 	started time.Time
-	redis   outage.Tracker
+	outage  outage.Tracker
 
 	connected     atomic.Bool
 	refusal       atomic.Pointer[error] // of the last failed exchange, when Redis refused the pod
@@ -132,42 +116,28 @@ type Hydrator struct {
 	metas         atomic.Uint64
 }
 
-// New returns a Hydrator for the given apps that reads the Redis at redisURL
-// (as rueidis.ParseURL takes it) and feeds sink. It does not connect: Run does,
-// so a pod starts whatever state Redis is in. It fails only on a malformed URL,
-// and its error never contains the URL's password. A nil log discards logs.
-func New(redisURL string, apps []release.App, sink Sink, log *zap.Logger, opts ...Option) (*Hydrator, error) {
-	opt, err := rueidis.ParseURL(redisURL)
-	if err != nil {
-		return nil, fmt.Errorf("parse redis url: %w", store.ScrubURLError(redisURL, err))
-	}
+// New returns a Hydrator for the given apps that reads the Redis of redis and
+// feeds sink. It does not connect: Run does, so a pod starts whatever state
+// Redis is in. It fails only on a nil sink. A nil log discards logs.
+func New(redis redisconn.Options, apps []release.App, sink Sink, log *zap.Logger, opts ...Option) (*Hydrator, error) {
 	if sink == nil {
 		return nil, errors.New("new hydrator: nil sink")
 	}
 	if log == nil {
 		log = zap.NewNop()
 	}
-	if opt.Dialer.Timeout == 0 {
-		opt.Dialer.Timeout = connectTimeout
-	}
-	if opt.ConnWriteTimeout == 0 {
-		opt.ConnWriteTimeout = callTimeout
-	}
-	// No CLIENT SETINFO: store.APIACL does not grant it.
-	opt.ClientSetInfo = rueidis.DisableClientSetInfo
 	h := &Hydrator{
-		opt:      opt,
-		secret:   opt.Password,
+		redis:    redis,
 		apps:     slices.Clone(apps),
 		keys:     make([]string, len(apps)),
 		index:    make(map[string]int, len(apps)),
 		sink:     sink,
 		log:      log,
+		clock:    clock.System,
 		interval: defaultInterval,
 		loaded:   make(chan struct{}),
 		wake:     make(chan struct{}, 1),
 		pending:  make([]bool, len(apps)),
-		seen:     make([]release.Entry, len(apps)),
 	}
 	for i, a := range apps {
 		h.keys[i] = store.AppKey(a.Key)
@@ -213,11 +183,9 @@ func (h *Hydrator) Refusal() error {
 // through a Redis restart. Ready returns when it called open or when ctx is
 // done.
 func (h *Hydrator) Ready(ctx context.Context, timeout time.Duration, open func()) {
-	timer := time.NewTimer(timeout)
-	defer timer.Stop()
 	select {
 	case <-h.loaded:
-	case <-timer.C:
+	case <-h.clock.After(timeout):
 		err := h.Refusal()
 		if err == nil {
 			h.log.Warn("ready without a load from redis", zap.Duration("took", timeout))
@@ -237,37 +205,27 @@ func (h *Hydrator) Ready(ctx context.Context, timeout time.Duration, open func()
 	open()
 }
 
-// Stats returns the Hydrator's counters.
+// Stats returns what the Hydrator's metrics show.
 func (h *Hydrator) Stats() Stats {
-	s := Stats{
+	return Stats{
 		Connected:     h.connected.Load(),
 		Fallback:      h.fallback.Load(),
-		Reads:         h.reads.Load(),
 		CacheHits:     h.cacheHits.Load(),
-		Missing:       h.missing.Load(),
-		Failures:      h.failures.Load(),
 		Invalidations: h.invalidations.Load(),
 		Hydrations:    h.hydrations.Load(),
-		Metas:         h.metas.Load(),
 	}
-	select {
-	case <-h.loaded:
-		s.Loaded = true
-	default:
-	}
-	return s
 }
 
 // Run loads every app, closes Loaded, then keeps the sink current until ctx is
 // cancelled: it re-reads a hash as soon as Redis invalidates it, re-reads
 // every app after a flush or a lost connection, and every few seconds as a
-// safety net. An app's entry reaches the sink only when it moved forward, so
-// an absent, unreadable or older hash changes nothing. Redis being down,
+// safety net. The sink merges what was read, so an absent, unreadable or
+// older hash changes nothing. Redis being down,
 // silent or refusing client tracking never ends Run: it retries, with backoff.
 // On cancellation Run closes its Redis client and returns nil. Run must be
 // called once.
 func (h *Hydrator) Run(ctx context.Context) error {
-	h.started = time.Now()
+	h.started = h.clock.Now()
 	for {
 		c, err := h.connect(ctx)
 		if err != nil {
@@ -300,16 +258,17 @@ func (h *Hydrator) connect(ctx context.Context) (rueidis.Client, error) {
 			continue
 		}
 		h.failed(err)
-		if !sleep(ctx, retry.next()) {
+		select {
+		case <-ctx.Done():
 			return nil, ctx.Err()
+		case <-h.clock.After(retry.next()):
 		}
 	}
 }
 
 func (h *Hydrator) clientOption(ctx context.Context) rueidis.ClientOption {
-	opt := h.opt
-	opt.InitAddress = slices.Clone(h.opt.InitAddress)
-	opt.DialCtxFn = closingDial(ctx, h.opt.DialCtxFn)
+	opt := h.redis.ClientOption()
+	opt.DialCtxFn = closingDial(ctx, opt.DialCtxFn)
 	opt.RetryDelay = retryDelay
 	if h.fallback.Load() {
 		opt.DisableCache = true
@@ -377,15 +336,11 @@ func (h *Hydrator) serve(ctx context.Context, c rueidis.Client) error {
 		h.finishLoad()
 	}
 	h.markAll()
-	tick := time.NewTicker(interval)
-	defer tick.Stop()
-	retry := time.NewTimer(time.Hour)
-	retry.Stop()
-	defer retry.Stop()
+	tick := h.clock.After(interval)
+	var retry <-chan time.Time // nil unless waiting to retry a failed read
 	var wait backoff
-	waiting := false
 	for {
-		if idx := h.pendingUnless(waiting); len(idx) > 0 {
+		if idx := h.pendingUnless(retry != nil); len(idx) > 0 {
 			err := h.read(ctx, c, idx)
 			switch {
 			case err == nil:
@@ -399,34 +354,34 @@ func (h *Hydrator) serve(ctx context.Context, c rueidis.Client) error {
 				// The connection's cache and tracking may be gone with it:
 				// read everything again once Redis answers.
 				h.markAll()
-				waiting = true
-				retry.Reset(wait.next())
+				retry = h.clock.After(wait.next())
 			}
 		}
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-h.wake:
-		case <-tick.C:
+		case <-tick:
 			h.markAll()
-		case <-retry.C:
-			waiting = false
+			tick = h.clock.After(interval)
+		case <-retry:
+			retry = nil
 		}
 	}
 }
 
-// read reads the hashes of keys idx in one round trip and passes what moved
-// forward to the sinks. It returns the first error other than a key that is
-// not a hash; the apps that were read are applied either way.
+// read reads the hashes of keys idx in one round trip and passes them to the
+// sinks. It returns the first error other than a key that is not a hash; the
+// apps that were read are applied either way.
 func (h *Hydrator) read(ctx context.Context, c rueidis.Client, idx []int) error {
-	ctx, cancel := context.WithTimeout(ctx, callTimeout)
+	ctx, cancel := context.WithTimeout(ctx, h.redis.Timeout())
 	defer cancel()
 	multi := make([]rueidis.CacheableTTL, len(idx))
 	for i, a := range idx {
 		multi[i] = rueidis.CT(c.B().Hgetall().Key(h.keys[a]).Cache(), cacheTTL)
 	}
 	var firstErr error
-	var changed map[string]release.Entry
+	read := make(map[string]release.Entry, len(idx))
 	var meta *release.Meta
 	for i, r := range c.DoMultiCache(ctx, multi...) {
 		a := idx[i]
@@ -452,21 +407,12 @@ func (h *Hydrator) read(ctx context.Context, c rueidis.Client, idx []int) error 
 		if e == (release.Entry{}) {
 			h.missing.Add(1)
 		}
-		// Merge takes a part only when it is strictly newer, so an entry that
-		// moved nothing comes back identical.
-		if m := h.seen[a].Merge(e); m != h.seen[a] {
-			h.seen[a] = m
-			if changed == nil {
-				changed = make(map[string]release.Entry)
-			}
-			changed[h.apps[a].Key] = m
-		}
+		read[h.apps[a].Key] = e
 	}
 	if firstErr == nil {
 		h.succeeded()
 	}
-	if len(changed) > 0 {
-		h.sink.SetAll(changed)
+	if len(read) > 0 && h.sink.SetAll(read) {
 		h.hydrations.Add(1)
 	}
 	if meta != nil {
@@ -485,7 +431,7 @@ func (h *Hydrator) finishLoad() {
 	case <-h.loaded:
 	default:
 		close(h.loaded)
-		h.log.Info("first load from redis", zap.Int("apps", len(h.apps)), zap.Duration("took", time.Since(h.started)))
+		h.log.Info("first load from redis", zap.Int("apps", len(h.apps)), zap.Duration("took", h.clock.Now().Sub(h.started)))
 	}
 }
 
@@ -549,7 +495,7 @@ func (h *Hydrator) pendingUnless(waiting bool) []int {
 func (h *Hydrator) succeeded() {
 	h.connected.Store(true)
 	h.refusal.Store(nil)
-	h.redis.Up(h.log, time.Now(), "redis available again")
+	h.outage.Up(h.log, h.clock.Now(), "redis available again")
 }
 
 // failed notes a failed exchange with Redis, warning at most every
@@ -563,8 +509,8 @@ func (h *Hydrator) failed(err error) {
 	if store.Refused(err) {
 		h.refusal.Store(&err)
 	}
-	now := time.Now()
-	h.redis.Down(h.log, now, now, "redis unavailable, serving what is loaded", h.errField(err))
+	now := h.clock.Now()
+	h.outage.Down(h.log, now, now, "redis unavailable, serving what is loaded", h.errField(err))
 }
 
 // fallBack switches to re-reading every app each second without client
@@ -577,11 +523,7 @@ func (h *Hydrator) fallBack(err error) {
 // errField is err for the log, without the password in case anything
 // quoted it.
 func (h *Hydrator) errField(err error) zap.Field {
-	msg := err.Error()
-	if h.secret != "" {
-		msg = strings.ReplaceAll(msg, h.secret, "[redacted]")
-	}
-	return zap.String("err", msg)
+	return zap.String("err", h.redis.Scrub(err.Error()))
 }
 
 // backoff doubles from minRetry up to maxRetry; its zero value starts over.
@@ -590,16 +532,4 @@ type backoff struct{ d time.Duration }
 func (b *backoff) next() time.Duration {
 	b.d = min(max(2*b.d, minRetry), maxRetry)
 	return b.d
-}
-
-// sleep waits d and reports whether ctx is still live.
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
 }

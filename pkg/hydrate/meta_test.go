@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/storytold/craft-releases/pkg/hydrate"
+	"github.com/storytold/craft-releases/pkg/redisconn"
 	"github.com/storytold/craft-releases/pkg/release"
 	"github.com/storytold/craft-releases/pkg/store"
 	"github.com/storytold/craft-releases/test/redistest"
@@ -69,7 +70,7 @@ func announcing(title string) release.Meta {
 // publisher writes the meta hash as a poller does.
 func publisher(t testing.TB, srv *redistest.Server) *store.Store {
 	t.Helper()
-	c, err := store.NewClient(srv.URL())
+	c, err := redisconn.OpenURL(srv.URL())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,7 +127,7 @@ func TestMetaLoad(t *testing.T) {
 			if got := sink.calls(); len(got) != len(tt.want) || (len(got) > 0 && got[0] != tt.want[0]) {
 				t.Errorf("meta sink after the first load got %q, want %q", got, tt.want)
 			}
-			if st := hs.h.Stats(); st.Reads != uint64(len(tt.apps)+1) || st.Metas != uint64(len(tt.want)) {
+			if st := hs.h.Counts(); st.Reads != uint64(len(tt.apps)+1) || st.Metas != uint64(len(tt.want)) {
 				t.Errorf("Stats() = %+v; want %d reads (the apps and the meta), %d metas", st, len(tt.apps)+1, len(tt.want))
 			}
 		})
@@ -158,13 +159,13 @@ func TestMetaNeverGoesBack(t *testing.T) {
 		{"an empty newer read", func() { putMeta(t, pub, release.Meta{}, base.Add(3*time.Minute)) }, []string{"v1", "v2", "v3", ""}},
 	}
 	for _, st := range steps {
-		before := hs.h.Stats().Reads
+		before := hs.h.Counts().Reads
 		st.write()
 		// Each write reaches the Hydrator as an invalidation, and the
 		// re-read it causes is the only read: the safety net is an hour away.
 		// A meta given by mistake after this wait shows in the next step
 		// that waits for a call, since every step compares every call.
-		waitUntil(t, "the re-read after "+st.name, func() bool { return hs.h.Stats().Reads > before })
+		waitUntil(t, "the re-read after "+st.name, func() bool { return hs.h.Counts().Reads > before })
 		sink.waitCalls(t, len(st.want))
 		if got := sink.calls(); !slices.Equal(got, st.want) {
 			t.Errorf("%s: sink got %q, want %q", st.name, got, st.want)
@@ -178,7 +179,7 @@ func TestMetaNotRead(t *testing.T) {
 	putMeta(t, publisher(t, srv), announcing("hello"), base)
 	hs := start(t, srv.URL(), quiet)
 	hs.waitLoaded(t)
-	if st := hs.h.Stats(); st.Reads != uint64(len(testApps)) || st.Metas != 0 {
+	if st := hs.h.Counts(); st.Reads != uint64(len(testApps)) || st.Metas != 0 {
 		t.Errorf("Stats() = %+v; want %d reads (the apps only), no metas", st, len(testApps))
 	}
 }

@@ -123,9 +123,9 @@ func TestReadyRefusedThenAnOutage(t *testing.T) {
 	hs := start(t, "redis://api:new@"+srv.Addr, quiet)
 	opened := readiness(t, hs)
 	waitUntil(t, "the error line", func() bool { return len(refusedLines(hs)) > 0 })
-	failures := hs.h.Stats().Failures
+	failures := hs.h.Counts().Failures
 	srv.Stop()
-	waitUntil(t, "another failed attempt", func() bool { return hs.h.Stats().Failures > failures+1 })
+	waitUntil(t, "another failed attempt", func() bool { return hs.h.Counts().Failures > failures+1 })
 	if n := opened.Load(); n != 0 {
 		t.Fatalf("opened %d times once the refusal turned into an outage, want unready", n)
 	}
@@ -146,9 +146,9 @@ func TestReadyRefusedThenAnOutageBeforeTheTimeout(t *testing.T) {
 	srv.MustDo("ACL", "SETUSER", "api", "on", ">old", "~*", "&*", "+@all")
 	hs := start(t, "redis://api:new@"+srv.Addr, quiet)
 	waitUntil(t, "the refusal", func() bool { return hs.h.Refusal() != nil })
-	failures := hs.h.Stats().Failures
+	failures := hs.h.Counts().Failures
 	srv.Stop()
-	waitUntil(t, "a failed attempt of the outage", func() bool { return hs.h.Stats().Failures > failures+1 })
+	waitUntil(t, "a failed attempt of the outage", func() bool { return hs.h.Counts().Failures > failures+1 })
 	opened := readinessAfter(t, hs, 200*time.Millisecond)
 	waitUntil(t, "the error line", func() bool {
 		return len(refusedLines(hs)) > 0 || hs.logs.FilterMessage("ready without a load from redis").Len() > 0

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/storytold/craft-releases/pkg/meta"
+	"github.com/storytold/craft-releases/pkg/redisconn"
 	"github.com/storytold/craft-releases/pkg/store"
 	"github.com/storytold/craft-releases/test/fakeclock"
 	"github.com/storytold/craft-releases/test/redistest"
@@ -56,7 +57,7 @@ func BenchmarkRefresh(b *testing.B) {
 	db := migrated(b, nil)
 	seed(b, db)
 	srv := redistest.Start(b)
-	client, err := store.NewClient(srv.URL())
+	client, err := redisconn.OpenURL(srv.URL())
 	if err != nil {
 		b.Fatal(err)
 	}

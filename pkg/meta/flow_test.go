@@ -12,6 +12,7 @@ import (
 
 	"github.com/storytold/craft-releases/pkg/hydrate"
 	"github.com/storytold/craft-releases/pkg/meta"
+	"github.com/storytold/craft-releases/pkg/redisconn"
 	"github.com/storytold/craft-releases/pkg/release"
 	"github.com/storytold/craft-releases/pkg/snapshot"
 	"github.com/storytold/craft-releases/pkg/store"
@@ -32,7 +33,11 @@ type apiPod struct {
 func startPod(t testing.TB, redisURL string) *apiPod {
 	t.Helper()
 	snap := snapshot.New(flowApps, time.Now)
-	h, err := hydrate.New(redisURL, flowApps, snap, nil,
+	o, err := redisconn.Parse(redisURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := hydrate.New(o, flowApps, snap, nil,
 		hydrate.WithMeta(snap))
 	if err != nil {
 		t.Fatal(err)
@@ -95,7 +100,7 @@ func TestRoundTrip(t *testing.T) {
 	addNotice(t, db, meta.Notice{Kind: meta.KindAlert, Title: "Not yet", StartsAt: noon.Add(time.Hour)}, created)
 
 	redisSrv := redistest.Start(t)
-	client, err := store.NewClient(redisSrv.URL())
+	client, err := redisconn.OpenURL(redisSrv.URL())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,7 +131,11 @@ func TestRoundTrip(t *testing.T) {
 	if warns := logs.FilterMessage("mysql read failed, serving the last published meta").All(); len(warns) != 1 {
 		t.Errorf("warnings during the outage: %d, want 1", len(warns))
 	}
-	hash, err := client.Do(ctx, client.B().Hgetall().Key(store.MetaKey).Build()).AsStrMap()
+	c, err := client.Client(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hash, err := c.Do(ctx, c.B().Hgetall().Key(store.MetaKey).Build()).AsStrMap()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,7 +169,7 @@ func TestRoundTrip(t *testing.T) {
 func TestOlderReadNeverWins(t *testing.T) {
 	db := migrated(t, nil)
 	redisSrv := redistest.Start(t)
-	client, err := store.NewClient(redisSrv.URL())
+	client, err := redisconn.OpenURL(redisSrv.URL())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -102,8 +102,9 @@ type Hydrator interface {
 // craft_api_app_fetched_timestamp_seconds, craft_api_last_fetched_timestamp_seconds,
 // craft_api_apps_unfetched and craft_api_renders_total from the current
 // rendering, and in split mode
-// craft_api_hydrations_total, craft_api_invalidations_total and
-// craft_api_redis_connected from the hydrator. It is safe for concurrent use.
+// craft_api_hydrations_total, craft_api_invalidations_total,
+// craft_api_redis_connected, craft_api_redis_cache_hits_total and
+// craft_api_redis_fallback from the hydrator. It is safe for concurrent use.
 type API struct {
 	renderings Renderings
 	hydrator   Hydrator // nil: standalone, no hydrator series
@@ -111,6 +112,7 @@ type API struct {
 	appFetched, lastFetched, unfetched   *prometheus.Desc
 	renders                              *prometheus.Desc
 	hydrations, invalidations, connected *prometheus.Desc
+	cacheHits, fallback                  *prometheus.Desc
 }
 
 // NewAPI returns the collector of r and, when h is not nil, of h. Its app
@@ -133,6 +135,10 @@ func NewAPI(r Renderings, h Hydrator) *API {
 			"Invalidation pushes received from Redis.", nil, nil),
 		connected: prometheus.NewDesc("craft_api_redis_connected",
 			"1 while the hydrator's last exchange with Redis worked, else 0.", nil, nil),
+		cacheHits: prometheus.NewDesc("craft_api_redis_cache_hits_total",
+			"Hash reads the hydrator's client-side cache answered without a round trip to Redis.", nil, nil),
+		fallback: prometheus.NewDesc("craft_api_redis_fallback",
+			"1 once Redis refused client tracking and the hydrator re-reads every app each second, else 0.", nil, nil),
 	}
 }
 
@@ -146,6 +152,8 @@ func (a *API) Describe(ch chan<- *prometheus.Desc) {
 		ch <- a.hydrations
 		ch <- a.invalidations
 		ch <- a.connected
+		ch <- a.cacheHits
+		ch <- a.fallback
 	}
 }
 
@@ -171,11 +179,15 @@ func (a *API) Collect(ch chan<- prometheus.Metric) {
 		return
 	}
 	st := a.hydrator.Stats()
-	connected := 0.0
-	if st.Connected {
-		connected = 1
+	gauge := func(b bool) float64 {
+		if b {
+			return 1
+		}
+		return 0
 	}
 	ch <- prometheus.MustNewConstMetric(a.hydrations, prometheus.CounterValue, float64(st.Hydrations))
 	ch <- prometheus.MustNewConstMetric(a.invalidations, prometheus.CounterValue, float64(st.Invalidations))
-	ch <- prometheus.MustNewConstMetric(a.connected, prometheus.GaugeValue, connected)
+	ch <- prometheus.MustNewConstMetric(a.connected, prometheus.GaugeValue, gauge(st.Connected))
+	ch <- prometheus.MustNewConstMetric(a.cacheHits, prometheus.CounterValue, float64(st.CacheHits))
+	ch <- prometheus.MustNewConstMetric(a.fallback, prometheus.GaugeValue, gauge(st.Fallback))
 }

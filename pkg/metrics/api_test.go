@@ -168,7 +168,7 @@ func TestAPI(t *testing.T) {
 				{"b": {FetchedAt: t0.Add(time.Second), ETag: `"e"`}},
 				{"b": {FailedAt: t0.Add(time.Hour), Failures: 1}}, // a failure renders nothing
 			},
-			hydrator: stats{Connected: true, Hydrations: 7, Invalidations: 11, Reads: 99},
+			hydrator: stats{Connected: true, Hydrations: 7, Invalidations: 11, CacheHits: 99},
 			want: map[string]float64{
 				`craft_api_app_fetched_timestamp_seconds{app="a"}`: unix(time.Minute + time.Millisecond),
 				`craft_api_app_fetched_timestamp_seconds{app="b"}`: unix(time.Second),
@@ -178,17 +178,21 @@ func TestAPI(t *testing.T) {
 				`craft_api_hydrations_total`:                       7,
 				`craft_api_invalidations_total`:                    11,
 				`craft_api_redis_connected`:                        1,
+				`craft_api_redis_cache_hits_total`:                 99,
+				`craft_api_redis_fallback`:                         0,
 			},
 		},
 		{
 			name:     "split mode, Redis lost",
-			hydrator: stats{Connected: false, Failures: 3},
+			hydrator: stats{Connected: false, Fallback: true},
 			want: map[string]float64{
-				`craft_api_apps_unfetched`:      2,
-				`craft_api_renders_total`:       1,
-				`craft_api_hydrations_total`:    0,
-				`craft_api_invalidations_total`: 0,
-				`craft_api_redis_connected`:     0,
+				`craft_api_apps_unfetched`:         2,
+				`craft_api_renders_total`:          1,
+				`craft_api_hydrations_total`:       0,
+				`craft_api_invalidations_total`:    0,
+				`craft_api_redis_connected`:        0,
+				`craft_api_redis_cache_hits_total`: 0,
+				`craft_api_redis_fallback`:         1,
 			},
 		},
 	}

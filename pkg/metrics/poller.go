@@ -9,6 +9,7 @@ import (
 	"github.com/storytold/craft-releases/pkg/poller"
 	"github.com/storytold/craft-releases/pkg/release"
 	"github.com/storytold/craft-releases/pkg/schedule"
+	"github.com/storytold/craft-releases/pkg/store"
 )
 
 // The label values of the poller's fixed sets, every one of them exposed
@@ -52,6 +53,7 @@ type Poller struct {
 	refused        *prometheus.CounterVec
 	redisErrors    *prometheus.CounterVec
 	mode           *prometheus.GaugeVec
+	writePath      *prometheus.GaugeVec
 	backoffUntil   prometheus.Gauge
 	roundDuration  prometheus.Histogram
 	fetched        *prometheus.GaugeVec
@@ -98,6 +100,10 @@ func NewPoller(apps []release.App) *Poller {
 			Name: "craft_poller_mode",
 			Help: "How the last round ran: 1 for its mode, 0 for the others.",
 		}, []string{"mode"}),
+		writePath: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "craft_poller_store_write_path",
+			Help: "1 for how the store makes its guarded writes: the Lua script, or WATCH/MULTI/EXEC after Redis refused it (all 0 without Redis).",
+		}, []string{"path"}),
 		backoffUntil: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "craft_poller_backoff_until_timestamp_seconds",
 			Help: "The fleet backoff as this poller knows it (Unix seconds; 0: none).",
@@ -148,12 +154,15 @@ func NewPoller(apps []release.App) *Poller {
 	for _, m := range modes {
 		p.mode.WithLabelValues(string(m))
 	}
+	for _, m := range []store.Mode{store.ModeScript, store.ModeWatch} {
+		p.writePath.WithLabelValues(m.String())
+	}
 	return p
 }
 
 func (p *Poller) collectors() []prometheus.Collector {
 	return []prometheus.Collector{p.requests, p.quotaRemaining, p.quotaReset, p.claims, p.refused,
-		p.redisErrors, p.mode, p.backoffUntil, p.roundDuration, p.fetched, p.scheduleRate, p.quotaPerHour, p.refreshed}
+		p.redisErrors, p.mode, p.writePath, p.backoffUntil, p.roundDuration, p.fetched, p.scheduleRate, p.quotaPerHour, p.refreshed}
 }
 
 // Describe sends the descriptors of every series.
@@ -168,6 +177,16 @@ func (p *Poller) Collect(ch chan<- prometheus.Metric) {
 	for _, c := range p.collectors() {
 		c.Collect(ch)
 	}
+}
+
+// WritePath sets craft_poller_store_write_path to m; it is the store's
+// mode observer (store.WithModeObserver).
+func (p *Poller) WritePath(m store.Mode) {
+	p.writePath.Reset()
+	for _, path := range []store.Mode{store.ModeScript, store.ModeWatch} {
+		p.writePath.WithLabelValues(path.String())
+	}
+	p.writePath.WithLabelValues(m.String()).Set(1)
 }
 
 // Answer counts a GitHub answer by app and outcome and keeps the quota it

@@ -12,6 +12,7 @@ import (
 	"github.com/storytold/craft-releases/pkg/poller"
 	"github.com/storytold/craft-releases/pkg/release"
 	"github.com/storytold/craft-releases/pkg/schedule"
+	"github.com/storytold/craft-releases/pkg/store"
 )
 
 var t0 = time.Date(2026, 10, 10, 12, 0, 0, 0, time.UTC)
@@ -45,6 +46,8 @@ func zeroPoller() map[string]float64 {
 		`craft_poller_mode{mode="coordinated"}`:                              0,
 		`craft_poller_mode{mode="standalone"}`:                               0,
 		`craft_poller_mode{mode="uncoordinated"}`:                            0,
+		`craft_poller_store_write_path{path="script"}`:                       0,
+		`craft_poller_store_write_path{path="watch"}`:                        0,
 		`craft_poller_backoff_until_timestamp_seconds`:                       0,
 		`craft_poller_round_duration_seconds_count`:                          0,
 		`craft_poller_round_duration_seconds_sum`:                            0,
@@ -151,6 +154,14 @@ func TestPoller(t *testing.T) {
 			},
 		},
 		{
+			name: "the store's write path: the last one is 1",
+			calls: func(p *metrics.Poller) {
+				p.WritePath(store.ModeScript)
+				p.WritePath(store.ModeWatch)
+			},
+			changed: map[string]float64{`craft_poller_store_write_path{path="watch"}`: 1},
+		},
+		{
 			name: "a backoff that cleared is 0",
 			calls: func(p *metrics.Poller) {
 				p.Round(poller.Uncoordinated, 0, schedule.Backoff{Until: t0.Add(time.Hour), Trouble: 1})
@@ -199,7 +210,7 @@ func TestPoller(t *testing.T) {
 			maps.Copy(want, tt.changed)
 			got := scrape(t, reg)
 			wantSamples(t, got, want, "craft_poller_github_", "craft_poller_claims", "craft_poller_writes", "craft_poller_redis",
-				"craft_poller_mode", "craft_poller_backoff", "craft_poller_round_duration_seconds_count",
+				"craft_poller_mode", "craft_poller_store_", "craft_poller_backoff", "craft_poller_round_duration_seconds_count",
 				"craft_poller_round_duration_seconds_sum", "craft_poller_app_", "craft_poller_schedule_")
 			lint(t, reg)
 		})
@@ -217,11 +228,12 @@ func TestPollerBounded(t *testing.T) {
 		p.RedisError(poller.Op(app))
 		p.WriteRefused(poller.Op(app))
 		p.Round(poller.Mode(app), 0, schedule.Backoff{})
+		p.WritePath(store.Mode(i))
 	}
 	// 2 apps × 4 outcomes, 2 quota gauges, 2 results, 3 kinds, 7 operations,
-	// 3 modes, the backoff, the round histogram, 2 apps' fetch times, the
-	// webhook histogram.
-	if got, want := testutil.CollectAndCount(p), 8+2+2+3+7+3+1+1+2+1; got != want {
+	// 3 modes, 2 write paths, the backoff, the round histogram, 2 apps' fetch
+	// times, the webhook histogram.
+	if got, want := testutil.CollectAndCount(p), 8+2+2+3+7+3+2+1+1+2+1; got != want {
 		t.Errorf("series: got %d, want %d", got, want)
 	}
 }

@@ -141,26 +141,35 @@ func (s *Snapshot) Renders() uint64 { return s.renders.Load() }
 // re-renders when the served fetch changed: an older or equal fetch, a failure
 // or a claim renders nothing. An app that is not configured is ignored.
 func (s *Snapshot) Set(app string, e release.Entry) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.merge(app, e) {
-		s.render()
-	}
+	s.SetAll(map[string]release.Entry{app: e})
 }
 
-// SetAll merges every entry as Set does, with at most one render for all of them.
-func (s *Snapshot) SetAll(entries map[string]release.Entry) {
+// SetAll merges every entry as Set does, with at most one render for all of
+// them, and reports whether any entry moved forward in any part (a failure or
+// a claim too, which render nothing). This is the one place an API pod
+// applies the merge law.
+func (s *Snapshot) SetAll(entries map[string]release.Entry) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	changed := false
+	moved, fetched := false, false
 	for app, e := range entries {
-		if s.merge(app, e) {
-			changed = true
+		old, ok := s.entries[app]
+		if !ok {
+			continue
 		}
+		merged := old.Merge(e)
+		if merged == old {
+			continue
+		}
+		s.entries[app], moved = merged, true
+		// Merge replaces the fetch part only with a strictly newer FetchedAt,
+		// so the time alone tells whether ETag or Release may have changed.
+		fetched = fetched || !merged.FetchedAt.Equal(old.FetchedAt)
 	}
-	if changed {
+	if fetched {
 		s.render()
 	}
+	return moved
 }
 
 // SetMeta replaces the renames and notices and re-renders when they differ
@@ -174,20 +183,6 @@ func (s *Snapshot) SetMeta(m release.Meta) {
 	}
 	s.meta = m
 	s.render()
-}
-
-// merge stores app's merged entry and reports whether its fetch moved, which
-// is the only part of an entry the wire shows. s.mu must be held.
-func (s *Snapshot) merge(app string, e release.Entry) bool {
-	old, ok := s.entries[app]
-	if !ok {
-		return false
-	}
-	merged := old.Merge(e)
-	s.entries[app] = merged
-	// Merge replaces the fetch part only with a strictly newer FetchedAt, so
-	// the time alone tells whether ETag or Release may have changed.
-	return !merged.FetchedAt.Equal(old.FetchedAt)
 }
 
 // render builds a new Rendering from the entries and publishes it. An app

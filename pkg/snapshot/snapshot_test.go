@@ -21,7 +21,7 @@ import (
 var (
 	_ interface{ Set(string, release.Entry) } = (*snapshot.Snapshot)(nil)
 	_ interface {
-		SetAll(map[string]release.Entry)
+		SetAll(map[string]release.Entry) bool
 	} = (*snapshot.Snapshot)(nil)
 )
 
@@ -257,6 +257,7 @@ func TestSetAll(t *testing.T) {
 		name        string
 		entries     map[string]release.Entry
 		wantRenders uint64
+		wantMoved   bool
 		wantAt      map[string]time.Time
 	}{
 		{
@@ -267,6 +268,7 @@ func TestSetAll(t *testing.T) {
 				"filmcraft":         {FetchedAt: t0.Add(3 * time.Minute)},
 			},
 			wantRenders: 1,
+			wantMoved:   true,
 			wantAt: map[string]time.Time{
 				"photocraft": t0.Add(time.Minute), "artcraft-launcher": t0.Add(2 * time.Minute),
 				"filmcraft": t0.Add(3 * time.Minute),
@@ -280,13 +282,25 @@ func TestSetAll(t *testing.T) {
 				"vectorcraft":       {FetchedAt: t0.Add(time.Hour)},
 			},
 			wantRenders: 1,
+			wantMoved:   true,
 			wantAt:      map[string]time.Time{"photocraft": t0, "artcraft-launcher": t0},
 		},
 		{
-			name: "no-ops render nothing",
+			name: "a failure moves without a render",
 			entries: map[string]release.Entry{
 				"photocraft":  {FetchedAt: t0, Release: rel("v9")},
 				"filmcraft":   {FailedAt: t0, Failures: 1},
+				"vectorcraft": {FetchedAt: t0.Add(time.Hour)},
+			},
+			wantRenders: 0,
+			wantMoved:   true,
+			wantAt:      map[string]time.Time{"photocraft": t0},
+		},
+		{
+			name: "no-ops move nothing",
+			entries: map[string]release.Entry{
+				"photocraft":  {FetchedAt: t0, Release: rel("v9")},
+				"filmcraft":   {},
 				"vectorcraft": {FetchedAt: t0.Add(time.Hour)},
 			},
 			wantRenders: 0,
@@ -305,8 +319,9 @@ func TestSetAll(t *testing.T) {
 			s.Set("photocraft", release.Entry{FetchedAt: t0, Release: rel("v1")})
 			renders := s.Renders()
 
-			s.SetAll(tt.entries)
-
+			if moved := s.SetAll(tt.entries); moved != tt.wantMoved {
+				t.Errorf("SetAll = %v, want %v", moved, tt.wantMoved)
+			}
 			if got := s.Renders() - renders; got != tt.wantRenders {
 				t.Errorf("renders: got %d, want %d", got, tt.wantRenders)
 			}

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/storytold/craft-releases/pkg/redisconn"
 	"github.com/storytold/craft-releases/pkg/release"
 	"github.com/storytold/craft-releases/pkg/schedule"
 	"github.com/storytold/craft-releases/pkg/store"
@@ -29,7 +30,7 @@ func TestOnACluster(t *testing.T) {
 		{"watch", "redis://noscript:pw@" + c.URL()[len("redis://"):], store.ModeWatch},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			client, err := store.NewClient(tc.url)
+			client, err := redisconn.OpenURL(tc.url)
 			if err != nil {
 				t.Fatal(err)
 			}

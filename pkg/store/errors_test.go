@@ -114,7 +114,7 @@ func TestScriptRefusal(t *testing.T) {
 				url = "redis://poller:pw@" + srv.Addr
 			}
 			core, logs := observer.New(zapcore.WarnLevel)
-			s := newStore(t, url, WithTimeout(2*time.Second), WithLogger(zap.New(core)))
+			s := newStore(t, withTimeout(url, 2*time.Second), WithLogger(zap.New(core)))
 			ctx := context.Background()
 			when := at("12:00")
 			if tt.breakIt != nil {

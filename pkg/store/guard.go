@@ -126,9 +126,9 @@ type change struct {
 // refused the script itself. Either way decide is called in Go on what the
 // key holds, so that both paths read a stored hash exactly as strictly.
 func (s *Store) apply(ctx context.Context, ch change) (verdict, error) {
-	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	ctx, cancel := context.WithTimeout(ctx, s.conn.Timeout())
 	defer cancel()
-	c, err := s.conn(ctx)
+	c, err := s.conn.Client(ctx)
 	if err != nil {
 		return 0, err
 	}
@@ -139,6 +139,9 @@ func (s *Store) apply(ctx context.Context, ch change) (verdict, error) {
 		}
 		if s.watch.CompareAndSwap(false, true) {
 			s.log.Warn("redis refused the guarded-write script, using watch/multi/exec from now on", zap.NamedError("err", err))
+			if s.onMode != nil {
+				s.onMode(ModeWatch)
+			}
 		}
 	}
 	return s.viaWatch(ctx, c, ch)
@@ -237,9 +240,6 @@ func (s *Store) watchLoop(ctx context.Context, d rueidis.DedicatedClient, ch cha
 		}
 		if v := ch.decide(h); v != written {
 			return v, d.Do(ctx, d.B().Unwatch().Build()).Error()
-		}
-		if s.beforeExec != nil {
-			s.beforeExec()
 		}
 		tx := rueidis.Commands{d.B().Multi().Build()}
 		switch {

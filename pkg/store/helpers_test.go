@@ -10,6 +10,7 @@ import (
 
 	"github.com/redis/rueidis"
 
+	"github.com/storytold/craft-releases/pkg/redisconn"
 	"github.com/storytold/craft-releases/pkg/release"
 	"github.com/storytold/craft-releases/test/redistest"
 )
@@ -44,15 +45,24 @@ func pollerURL(t testing.TB, srv *redistest.Server) string {
 	return "redis://poller:pw@" + srv.Addr
 }
 
-// newStore returns a Store on a NewClient client for url, closed by t.Cleanup.
+// newStore returns a Store on a redisconn.Conn for url, closed by t.Cleanup.
 func newStore(t testing.TB, url string, opts ...Option) *Store {
 	t.Helper()
-	c, err := NewClient(url, opts...)
+	c, err := redisconn.OpenURL(url)
 	if err != nil {
-		t.Fatalf("NewClient(%q): %v", url, err)
+		t.Fatalf("OpenURL(%q): %v", url, err)
 	}
 	t.Cleanup(c.Close)
 	return New(c, "poller-a", opts...)
+}
+
+// withTimeout returns url with every call limited to d (write_timeout).
+func withTimeout(url string, d time.Duration) string {
+	sep := "?"
+	if strings.Contains(url, "?") {
+		sep = "&"
+	}
+	return url + sep + "write_timeout=" + d.String()
 }
 
 // admin is a plain client of the default user, to look at and tamper with
@@ -190,6 +200,12 @@ func fmtEntry(e release.Entry) string {
 	return "fetched " + f(e.FetchedAt) + " etag " + strconv.Quote(e.ETag) + " release " + tag +
 		" failed " + f(e.FailedAt) + "×" + strconv.Itoa(e.Failures) + " claimed " + f(e.ClaimedAt)
 }
+
+// fixedConn is a Conn of a client already made.
+type fixedConn struct{ c rueidis.Client }
+
+func (f fixedConn) Client(context.Context) (rueidis.Client, error) { return f.c, nil }
+func (fixedConn) Timeout() time.Duration                           { return 5 * time.Second }
 
 // countingClient records how many commands each call to Redis carried.
 type countingClient struct {

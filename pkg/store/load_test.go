@@ -92,7 +92,7 @@ func TestLoad(t *testing.T) {
 func TestLoadIsOnePipeline(t *testing.T) {
 	srv := redistest.Start(t)
 	c := &countingClient{Client: plainClient(t, srv)}
-	s := New(c, "poller-a")
+	s := New(fixedConn{c}, "poller-a")
 	ctx := context.Background()
 
 	tests := []struct {

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/storytold/craft-releases/pkg/release"
 	"github.com/storytold/craft-releases/test/redistest"
 )
 
@@ -168,15 +169,14 @@ func TestWatchRetries(t *testing.T) {
 			ctx := context.Background()
 			s.watch.Store(true)
 			var execs int
-			s.beforeExec = func() {
+			got, err := putFetchBeforeExec(ctx, s, app, fetch(tt.mine, "mine", nil), func() {
 				if execs < len(tt.theirs) {
 					if _, err := other.PutFetch(ctx, app, fetch(tt.theirs[execs], "theirs", nil)); err != nil {
 						t.Error(err)
 					}
 				}
 				execs++
-			}
-			got, err := s.PutFetch(ctx, app, fetch(tt.mine, "mine", nil))
+			})
 			if !errors.Is(err, tt.wantErr) || got != tt.want {
 				t.Errorf("PutFetch = %v, %v; want %v, %v", got, err, tt.want, tt.wantErr)
 			}
@@ -196,21 +196,39 @@ func TestWatchLeavesNoWatch(t *testing.T) {
 	ctx := context.Background()
 	s.watch.Store(true)
 	var execs int
-	s.beforeExec = func() { execs++ }
+	count := func() { execs++ }
 
 	if ok, err := other.PutFetch(ctx, "photocraft", fetch(at("12:05"), "theirs", nil)); err != nil || !ok {
 		t.Fatalf("their PutFetch = %v, %v", ok, err)
 	}
-	if ok, err := s.PutFetch(ctx, "photocraft", fetch(at("12:00"), "mine", nil)); err != nil || ok {
+	if ok, err := putFetchBeforeExec(ctx, s, "photocraft", fetch(at("12:00"), "mine", nil), count); err != nil || ok {
 		t.Fatalf("refused PutFetch = %v, %v; want false, nil", ok, err)
 	}
 	if ok, err := other.PutFetch(ctx, "photocraft", fetch(at("12:06"), "theirs", nil)); err != nil || !ok {
 		t.Fatalf("their PutFetch = %v, %v", ok, err)
 	}
-	if ok, err := s.PutFetch(ctx, "filmcraft", fetch(at("12:00"), "mine", nil)); err != nil || !ok {
+	if ok, err := putFetchBeforeExec(ctx, s, "filmcraft", fetch(at("12:00"), "mine", nil), count); err != nil || !ok {
 		t.Fatalf("PutFetch of another app = %v, %v; want true, nil", ok, err)
 	}
 	if execs != 1 {
 		t.Errorf("the write took %d EXECs, want 1", execs)
 	}
+}
+
+// putFetchBeforeExec is PutFetch on the WATCH path with hook run between its
+// read and its EXEC, each time the decision is to write.
+func putFetchBeforeExec(ctx context.Context, s *Store, app string, e release.Entry, hook func()) (bool, error) {
+	w, err := s.fetchWrite(e)
+	if err != nil {
+		return false, err
+	}
+	v, err := s.apply(ctx, change{key: AppKey(app), reads: w.reads(), pairs: w.pairs, ttl: entryTTL,
+		decide: func(h map[string]string) verdict {
+			v := decide(h, w)
+			if v == written {
+				hook()
+			}
+			return v
+		}})
+	return err == nil && v == written, err
 }

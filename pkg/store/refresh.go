@@ -46,9 +46,9 @@ func (s *Store) Deliver(ctx context.Context, ids []string, apps []string, r rele
 	if r.At.IsZero() {
 		return false, fmt.Errorf("deliver %s: %w", id, errNoTime)
 	}
-	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	ctx, cancel := context.WithTimeout(ctx, s.conn.Timeout())
 	defer cancel()
-	c, err := s.conn(ctx)
+	c, err := s.conn.Client(ctx)
 	if err != nil {
 		return false, fmt.Errorf("deliver %s: %w", id, err)
 	}
@@ -104,7 +104,7 @@ func (s *Store) forget(ctx context.Context, c rueidis.Client, keys []string) {
 	if len(keys) == 0 {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.timeout)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.conn.Timeout())
 	defer cancel()
 	cmds := make(rueidis.Commands, len(keys))
 	for i, k := range keys {
@@ -116,9 +116,9 @@ func (s *Store) forget(ctx context.Context, c rueidis.Client, keys []string) {
 // Refreshes reads the pending refresh request of each of apps in one
 // pipeline. Apps without one (or with an unreadable one) are left out.
 func (s *Store) Refreshes(ctx context.Context, apps []string) (map[string]release.Refresh, error) {
-	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	ctx, cancel := context.WithTimeout(ctx, s.conn.Timeout())
 	defer cancel()
-	c, err := s.conn(ctx)
+	c, err := s.conn.Client(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("read refreshes: %w", err)
 	}
@@ -211,7 +211,7 @@ func (s *Store) WatchRefreshes(ctx context.Context, apps []string, fn func(app s
 // subscribed whenever a subscription is (re)made.
 func (s *Store) subscribe(ctx context.Context, subscribed chan<- struct{}, announced chan<- string, onErr func(error)) {
 	for ctx.Err() == nil {
-		c, err := s.conn(ctx)
+		c, err := s.conn.Client(ctx)
 		if err == nil {
 			err = c.Receive(ctx, c.B().Subscribe().Channel(RefreshChannel).Build(), func(m rueidis.PubSubMessage) {
 				select {

@@ -86,7 +86,7 @@ func TestDeliverForgetsWhatItCouldNotRecord(t *testing.T) {
 
 func TestDeliverRedisDown(t *testing.T) {
 	srv := redistest.Start(t)
-	s := newStore(t, srv.URL(), WithTimeout(time.Second))
+	s := newStore(t, withTimeout(srv.URL(), time.Second))
 	srv.Stop()
 	if _, err := s.Deliver(context.Background(), []string{"guid-1"}, []string{"photocraft"}, release.Refresh{At: t0}); err == nil {
 		t.Fatal("Deliver with Redis down: no error")

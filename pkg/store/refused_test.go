@@ -3,15 +3,9 @@ package store
 import (
 	"context"
 	"errors"
-	"fmt"
-	"io"
-	"net"
-	"os"
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/redis/rueidis"
 
 	"github.com/storytold/craft-releases/pkg/schedule"
 	"github.com/storytold/craft-releases/test/redistest"
@@ -26,14 +20,14 @@ import (
 func TestRefusedRedisFailsAtOnce(t *testing.T) {
 	const timeout = time.Minute
 	srv := redistest.Start(t)
-	connected := newStore(t, pollerURL(t, srv), WithTimeout(timeout))
+	connected := newStore(t, withTimeout(pollerURL(t, srv), timeout))
 	ctx := context.Background()
 	if _, _, err := connected.Load(ctx, apps13); err != nil {
 		t.Fatalf("load before the outage: %v", err)
 	}
 	url := pollerURL(t, srv)
 	srv.Stop()
-	never := newStore(t, url, WithTimeout(timeout))
+	never := newStore(t, withTimeout(url, timeout))
 	e := fetch(at("12:00"), `"e"`, rel("v1"))
 	for _, s := range []struct {
 		name  string
@@ -73,33 +67,6 @@ func TestRefusedRedisFailsAtOnce(t *testing.T) {
 	})
 }
 
-func TestRetryDelay(t *testing.T) {
-	refused := &net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}
-	tests := []struct {
-		name     string
-		attempts int
-		err      error
-		retry    bool
-	}{
-		{"a refused connection", 1, refused, false},
-		{"a refused connection, wrapped", 3, fmt.Errorf("load: %w", refused), false},
-		{"a dropped connection", 1, io.EOF, true},
-		{"a timeout", 5, os.ErrDeadlineExceeded, true},
-		{"many attempts", 1000, io.EOF, true},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			d := retryDelay(tt.attempts, rueidis.Completed{}, tt.err)
-			switch {
-			case !tt.retry && d >= 0:
-				t.Errorf("got a retry after %v, want none (negative)", d)
-			case tt.retry && (d < 0 || d > time.Second):
-				t.Errorf("got %v, want a retry within a second", d)
-			}
-		})
-	}
-}
-
 // TestRefused: what real redis-server answers a client it refuses for its
 // configuration, against an outage.
 func TestRefused(t *testing.T) {
@@ -125,7 +92,7 @@ func TestRefused(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s := newStore(t, tt.url, WithTimeout(time.Second))
+			s := newStore(t, withTimeout(tt.url, time.Second))
 			_, _, err := s.Load(context.Background(), apps13)
 			if got := Refused(err); got != tt.want {
 				t.Errorf("Refused(%v) = %v, want %v", err, got, tt.want)

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -43,54 +44,97 @@ func (m Mode) String() string {
 	return "script"
 }
 
-// Store reads and writes the shared state through one Redis client. It is
-// safe for concurrent use. Every method bounds each of its Redis calls by the
-// timeout of WithTimeout (5 s), within the deadline of its context; an error
-// means nothing is known of what Redis holds, and a write may or may not have
-// happened. A write given a zero time is an error and writes nothing.
-type Store struct {
-	client  rueidis.Client
-	by      string
-	timeout time.Duration
-	script  *rueidis.Lua
-	watch   atomic.Bool // Redis refused the script: use WATCH/MULTI/EXEC
-	log     *zap.Logger
-
-	beforeExec func() // tests only: runs between the WATCH path's read and its EXEC
+// Conn gives a Store its Redis client (redisconn.Conn).
+type Conn interface {
+	// Client returns the client, connecting first if needed, or why it
+	// cannot until ctx ends.
+	Client(ctx context.Context) (rueidis.Client, error)
+	// Timeout is how long one call may take.
+	Timeout() time.Duration
 }
 
-// New returns a Store that uses client (NewClient's, or any rueidis client)
-// and writes by, the poller's hostname, in the "by" field of every hash it
-// writes. The Store does not own the client: close it after the last call.
-func New(client rueidis.Client, by string, opts ...Option) *Store {
-	set := newSettings(opts)
-	return &Store{
-		client:  client,
-		by:      by,
-		timeout: set.timeout,
-		log:     set.log,
-		script:  rueidis.NewLuaScript(guardLua),
+// An Option adjusts New.
+type Option func(*Store)
+
+// WithLogger gives New a logger for the one warning a Store ever logs: that
+// Redis refused the guarded-write script and writes go through
+// WATCH/MULTI/EXEC from then on. A nil log keeps the default, no logging.
+func WithLogger(log *zap.Logger) Option {
+	return func(s *Store) {
+		if log != nil {
+			s.log = log
+		}
 	}
 }
 
-// Mode reports how the Store makes its guarded writes. It starts as
-// ModeScript and turns to ModeWatch for good the first time Redis refuses the
-// script itself (NOPERM for EVALSHA or EVAL, an unknown or disabled command);
-// no other error changes it.
+// WithModeObserver gives New a function told the Store's Mode, at once and
+// again when it turns to ModeWatch, for the poller's
+// craft_poller_store_write_path gauge. It is called from the goroutine of
+// the write that turned it, and must not block.
+func WithModeObserver(f func(Mode)) Option {
+	return func(s *Store) { s.onMode = f }
+}
+
+// Store reads and writes the shared state through one Redis client. It is
+// safe for concurrent use. Every method bounds each of its Redis calls by the
+// Conn's timeout, within the deadline of its context; an error means nothing
+// is known of what Redis holds, and a write may or may not have happened. A
+// write given a zero time is an error and writes nothing.
+type Store struct {
+	conn   Conn
+	by     string
+	script *rueidis.Lua
+	watch  atomic.Bool // Redis refused the script: use WATCH/MULTI/EXEC
+	log    *zap.Logger
+	onMode func(Mode)
+}
+
+// New returns a Store that uses conn and writes by, the poller's hostname, in
+// the "by" field of every hash it writes. The Store does not own conn: close
+// it after the last call.
+func New(conn Conn, by string, opts ...Option) *Store {
+	s := &Store{conn: conn, by: by, log: zap.NewNop(), script: rueidis.NewLuaScript(guardLua)}
+	for _, o := range opts {
+		o(s)
+	}
+	if s.onMode != nil {
+		s.onMode(ModeScript)
+	}
+	return s
+}
+
+// Refused reports whether err is Redis refusing the client for its
+// configuration rather than Redis being unavailable: the credentials
+// (WRONGPASS, NOAUTH, another authentication error) or the user's permissions
+// (NOPERM). A refused connection, a timeout or a server that went away is an
+// outage, not a refusal.
+func Refused(err error) bool {
+	var re *rueidis.RedisError
+	if !errors.As(err, &re) {
+		return false
+	}
+	msg := re.Error()
+	for _, prefix := range []string{"WRONGPASS", "NOAUTH", "NOPERM"} {
+		if strings.HasPrefix(msg, prefix) {
+			return true
+		}
+	}
+	// Older servers and proxies: "ERR invalid password", "ERR AUTH <password>
+	// called without any password configured", "ERR Client sent AUTH, but no
+	// password is set".
+	lower := strings.ToLower(msg)
+	return strings.HasPrefix(lower, "err") && (strings.Contains(lower, "auth") || strings.Contains(lower, "password"))
+}
+
+// Mode reports how the Store makes its guarded writes. It starts as ModeScript and turns to
+// ModeWatch for good the first time Redis refuses the script itself (NOPERM
+// for EVALSHA or EVAL, an unknown or disabled command); no other error
+// changes it.
 func (s *Store) Mode() Mode {
 	if s.watch.Load() {
 		return ModeWatch
 	}
 	return ModeScript
-}
-
-// conn returns the client to send commands to: the real one behind a
-// NewClient client, so that commands are built for what it connected to.
-func (s *Store) conn(ctx context.Context) (rueidis.Client, error) {
-	if l, ok := s.client.(*lazyClient); ok {
-		return l.connect(ctx)
-	}
-	return s.client, nil
 }
 
 // Load reads every app's hash and the backoff hash in one pipeline. Every app
@@ -119,9 +163,9 @@ func (s *Store) LoadApp(ctx context.Context, app string) (release.Entry, schedul
 
 // hashes reads the apps' hashes and then the backoff hash, in one pipeline.
 func (s *Store) hashes(ctx context.Context, apps []string) ([]map[string]string, error) {
-	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	ctx, cancel := context.WithTimeout(ctx, s.conn.Timeout())
 	defer cancel()
-	c, err := s.conn(ctx)
+	c, err := s.conn.Client(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -284,9 +328,9 @@ func (s *Store) failureWrite(e release.Entry) write {
 // PutBackoff shares the fleet backoff b for a day, replacing whatever the
 // backoff hash held; a zero b.Until deletes the hash. Last writer wins.
 func (s *Store) PutBackoff(ctx context.Context, b schedule.Backoff) error {
-	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	ctx, cancel := context.WithTimeout(ctx, s.conn.Timeout())
 	defer cancel()
-	c, err := s.conn(ctx)
+	c, err := s.conn.Client(ctx)
 	if err != nil {
 		return fmt.Errorf("put backoff: %w", err)
 	}
@@ -367,9 +411,9 @@ type BackoffStatus struct {
 // Status reads every app's hash and the backoff hash with their TTLs, in one
 // pipeline, in the order of apps.
 func (s *Store) Status(ctx context.Context, apps []string) ([]AppStatus, BackoffStatus, error) {
-	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	ctx, cancel := context.WithTimeout(ctx, s.conn.Timeout())
 	defer cancel()
-	c, err := s.conn(ctx)
+	c, err := s.conn.Client(ctx)
 	if err != nil {
 		return nil, BackoffStatus{}, fmt.Errorf("status: %w", err)
 	}

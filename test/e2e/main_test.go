@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/storytold/craft-releases/pkg/github"
+	"github.com/storytold/craft-releases/pkg/redisconn"
 	"github.com/storytold/craft-releases/pkg/release"
 	"github.com/storytold/craft-releases/pkg/store"
 	"github.com/storytold/craft-releases/test/fakegithub"
@@ -522,7 +523,7 @@ func startPollers(t testing.TB, n int, env map[string]string) []*proc {
 // to write as a poller does.
 func newStore(t testing.TB, url string) *store.Store {
 	t.Helper()
-	c, err := store.NewClient(url)
+	c, err := redisconn.OpenURL(url)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/storytold/craft-releases/pkg/github"
 	"github.com/storytold/craft-releases/pkg/poller"
+	"github.com/storytold/craft-releases/pkg/redisconn"
 	"github.com/storytold/craft-releases/pkg/release"
 	"github.com/storytold/craft-releases/pkg/schedule"
 	"github.com/storytold/craft-releases/pkg/store"
@@ -78,6 +79,20 @@ func BenchmarkFleetRequestsPerInterval(b *testing.B) {
 	}
 }
 
+// countingConn hands out its Conn's client as a countingClient.
+type countingConn struct {
+	*redisconn.Conn
+	trips *atomic.Int64
+}
+
+func (c countingConn) Client(ctx context.Context) (rueidis.Client, error) {
+	client, err := c.Conn.Client(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return countingClient{Client: client, trips: c.trips}, nil
+}
+
 // countingClient counts the round trips made through a rueidis client: each
 // Do and DoMulti, dedicated connections included.
 type countingClient struct {
@@ -139,9 +154,9 @@ func newIdle(tb testing.TB) *idle {
 	if err != nil {
 		tb.Fatalf("github.New: %v", err)
 	}
-	client, err := store.NewClient(srv.URL())
+	client, err := redisconn.OpenURL(srv.URL())
 	if err != nil {
-		tb.Fatalf("store.NewClient: %v", err)
+		tb.Fatalf("redisconn.OpenURL: %v", err)
 	}
 	tb.Cleanup(client.Close)
 	admin, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{srv.Addr}, DisableCache: true})
@@ -160,7 +175,7 @@ func newIdle(tb testing.TB) *idle {
 		Apps:       apps,
 		Timing:     timing,
 		Source:     src,
-		Fleet:      store.New(countingClient{Client: client, trips: trips}, "poller-1"),
+		Fleet:      store.New(countingConn{Conn: client, trips: trips}, "poller-1"),
 		Coordinate: true,
 		Observer:   rounds,
 		Clock:      clock,

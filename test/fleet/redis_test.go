@@ -8,7 +8,6 @@ import (
 
 	"github.com/storytold/craft-releases/pkg/release"
 	"github.com/storytold/craft-releases/pkg/schedule"
-	"github.com/storytold/craft-releases/pkg/store"
 	"github.com/storytold/craft-releases/test/redistest"
 )
 
@@ -18,6 +17,9 @@ import (
 // above what a call to a working Redis takes on a loaded CI machine, where
 // one late answer would count as an outage of its own.
 const callTimeout = 500 * time.Millisecond
+
+// withTimeout returns url with every call limited to callTimeout.
+func withTimeout(url string) string { return url + "?write_timeout=" + callTimeout.String() }
 
 // outageTiming is the timing of the outage tests: ticks of a minute, so
 // that an outage of minutes costs few calls that wait for their deadline.
@@ -63,8 +65,7 @@ func TestRedisStoppedAndRestarted(t *testing.T) {
 	srv := redistest.Start(t)
 	s := newSim(t, outageTiming, defaultApps())
 	interval := s.timing.Interval
-	opts := []store.Option{store.WithTimeout(callTimeout)}
-	first := s.add("poller-1", memberConfig{redisURL: srv.URL(), coordinate: true, seed: 1, opts: opts})
+	first := s.add("poller-1", memberConfig{redisURL: withTimeout(srv.URL()), coordinate: true, seed: 1})
 	s.runFor(2 * interval)
 
 	down := s.clock.Now()
@@ -107,7 +108,7 @@ func TestRedisStoppedAndRestarted(t *testing.T) {
 		t.FailNow()
 	}
 
-	second := s.add("poller-2", memberConfig{redisURL: srv.URL(), coordinate: true, seed: 2, opts: opts})
+	second := s.add("poller-2", memberConfig{redisURL: withTimeout(srv.URL()), coordinate: true, seed: 2})
 	for _, app := range s.apps {
 		if e, ok := second.sink.get(app.Key); !ok || !e.FetchedAt.Equal(shared[app.Key].FetchedAt) {
 			t.Errorf("%s: poller-2 started with %+v, want the shared fetch of %v", app.Key, e, shared[app.Key].FetchedAt.Format(time.TimeOnly))

@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/storytold/craft-releases/pkg/store"
 	"github.com/storytold/craft-releases/test/silentredis"
 	"github.com/storytold/craft-releases/test/testkit"
 )
@@ -52,8 +51,7 @@ func TestSilentRedis(t *testing.T) {
 	before := len(goroutinesIn(redisCode...))
 	silent := silentredis.Start(t)
 	s := newSim(t, outageTiming, defaultApps())
-	opts := []store.Option{store.WithTimeout(callTimeout)}
-	m := s.add("poller-1", memberConfig{redisURL: silent.URL(), coordinate: true, seed: 1, opts: opts})
+	m := s.add("poller-1", memberConfig{redisURL: withTimeout(silent.URL()), coordinate: true, seed: 1})
 	s.runFor(2 * s.timing.Interval)
 
 	perApp := byApp(s.reqs.where(func(request) bool { return true }))

@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/rueidis"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
@@ -17,6 +16,7 @@ import (
 	"github.com/storytold/craft-releases/pkg/config"
 	"github.com/storytold/craft-releases/pkg/github"
 	"github.com/storytold/craft-releases/pkg/poller"
+	"github.com/storytold/craft-releases/pkg/redisconn"
 	"github.com/storytold/craft-releases/pkg/release"
 	"github.com/storytold/craft-releases/pkg/schedule"
 	"github.com/storytold/craft-releases/pkg/store"
@@ -129,8 +129,8 @@ func (s *sink) get(app string) (release.Entry, bool) {
 type member struct {
 	name   string
 	p      *poller.Poller
-	client rueidis.Client // nil when the poller has no Redis
-	store  *store.Store   // nil when the poller has no Redis
+	client *redisconn.Conn // nil when the poller has no Redis
+	store  *store.Store    // nil when the poller has no Redis
 	logs   *observer.ObservedLogs
 	sink   *sink
 }
@@ -142,8 +142,7 @@ func (m *member) count(msg string) int { return m.logs.FilterMessage(msg).Len() 
 type memberConfig struct {
 	redisURL   string // "" runs the poller standalone, with no Fleet at all
 	coordinate bool
-	opts       []store.Option // for store.NewClient and store.New alike
-	seed       uint64         // of the poller's random draws
+	seed       uint64 // of the poller's random draws
 }
 
 // sim is a fleet of pollers on one simulated clock, against one fake GitHub
@@ -208,12 +207,12 @@ func (s *sim) add(name string, mc memberConfig) *member {
 		Rand:       rng.Float64,
 	}
 	if mc.redisURL != "" {
-		client, err := store.NewClient(mc.redisURL, mc.opts...)
+		client, err := redisconn.OpenURL(mc.redisURL)
 		if err != nil {
-			s.t.Fatalf("store.NewClient: %v", err)
+			s.t.Fatalf("redisconn.OpenURL: %v", err)
 		}
 		m.client = client
-		m.store = store.New(client, name, mc.opts...)
+		m.store = store.New(client, name)
 		cfg.Fleet = m.store
 	}
 	m.p, err = poller.New(cfg)
@@ -370,9 +369,9 @@ func outcomes(reqs []request) string {
 // shares; its client is closed by t.Cleanup.
 func adminStore(t testing.TB, url string) *store.Store {
 	t.Helper()
-	c, err := store.NewClient(url)
+	c, err := redisconn.OpenURL(url)
 	if err != nil {
-		t.Fatalf("store.NewClient: %v", err)
+		t.Fatalf("redisconn.OpenURL: %v", err)
 	}
 	t.Cleanup(c.Close)
 	return store.New(c, "admin")

@@ -15,6 +15,7 @@ import (
 	"github.com/storytold/craft-releases/pkg/clock"
 	"github.com/storytold/craft-releases/pkg/config"
 	"github.com/storytold/craft-releases/pkg/meta"
+	"github.com/storytold/craft-releases/pkg/redisconn"
 	"github.com/storytold/craft-releases/pkg/store"
 )
 
@@ -140,12 +141,9 @@ func (c *call) openStore(name, absent string) (func(), error) {
 	if cfg.RedisURL == "" {
 		return nil, fmt.Errorf("%s: REDIS_URL is empty: %s", name, absent)
 	}
-	client, err := store.NewClient(cfg.RedisURL.Reveal(), store.WithTLS(cfg.RedisTLS.Config()))
-	if err != nil {
-		return nil, err
-	}
-	c.cfg, c.store = cfg, store.New(client, "")
-	return client.Close, nil
+	conn := redisconn.Open(cfg.Redis)
+	c.cfg, c.store = cfg, store.New(conn, "")
+	return conn.Close, nil
 }
 
 // OpenMeta opens the MySQL pool that m describes, without connecting, for

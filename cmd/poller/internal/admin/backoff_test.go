@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/storytold/craft-releases/pkg/redisconn"
 	"github.com/storytold/craft-releases/pkg/schedule"
 	"github.com/storytold/craft-releases/pkg/store"
 	"github.com/storytold/craft-releases/test/redistest"
@@ -15,7 +16,7 @@ import (
 
 func TestBackoffCommand(t *testing.T) {
 	rs := redistest.Start(t)
-	client, err := store.NewClient(rs.URL())
+	client, err := redisconn.OpenURL(rs.URL())
 	if err != nil {
 		t.Fatal(err)
 	}
