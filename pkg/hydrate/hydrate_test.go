@@ -23,6 +23,7 @@ import (
 	"github.com/storytold/craft-releases/pkg/redisconn"
 	"github.com/storytold/craft-releases/pkg/release"
 	"github.com/storytold/craft-releases/pkg/store"
+	"github.com/storytold/craft-releases/test/fakeclock"
 	"github.com/storytold/craft-releases/test/redistest"
 	"github.com/storytold/craft-releases/test/silentredis"
 )
@@ -198,14 +199,16 @@ func TestRereadOfNothingNewPassesNothing(t *testing.T) {
 			for _, a := range testApps {
 				put(t, srv, a.Key, base, "v1.0.0")
 			}
-			hs := start(t, tt.url(t, srv), hydrate.WithInterval(10*time.Millisecond))
+			clk := fakeclock.New(base)
+			hs := start(t, tt.url(t, srv), hydrate.WithClock(clk))
 			hs.waitLoaded(t)
 			_, calls0 := hs.sink.state()
 			st0 := hs.h.Counts()
 			server0 := hgetallCalls(t, srv)
 
+			// At production intervals: every 5 s with tracking, each second without.
 			want := st0.Reads + uint64(tt.rounds*len(testApps))
-			waitUntil(t, fmt.Sprintf("%d re-read rounds", tt.rounds), func() bool { return hs.h.Counts().Reads >= want })
+			advanceUntil(t, clk, time.Second, fmt.Sprintf("%d re-read rounds", tt.rounds), func() bool { return hs.h.Counts().Reads >= want })
 
 			st := hs.h.Counts()
 			if _, calls := hs.sink.state(); calls != calls0 {
@@ -365,8 +368,14 @@ func TestConnectionLoss(t *testing.T) {
 func TestRedisDownAtStart(t *testing.T) {
 	srv := redistest.Start(t)
 	srv.Stop()
-	hs := start(t, srv.URL(), quiet)
-	waitUntil(t, "three failed attempts", func() bool { return hs.h.Counts().Failures >= 3 })
+	clk := fakeclock.New(base)
+	hs := start(t, srv.URL(), quiet, hydrate.WithClock(clk))
+	// The backoff doubles from 200 ms: 200, 400, 800 ms.
+	from := clk.Now()
+	advanceUntil(t, clk, 100*time.Millisecond, "three failed attempts", func() bool { return hs.h.Counts().Failures >= 3 })
+	if took := clk.Now().Sub(from); took < 600*time.Millisecond {
+		t.Errorf("three attempts within %v, want the backoff between them (200 ms, then 400 ms)", took)
+	}
 	select {
 	case <-hs.h.Loaded():
 		t.Fatal("Loaded closed while Redis was down")
@@ -376,7 +385,7 @@ func TestRedisDownAtStart(t *testing.T) {
 
 	srv.Restart()
 	put(t, srv, "photocraft", base, "v1.0.0")
-	hs.waitLoaded(t)
+	advanceUntil(t, clk, time.Second, "the first load", func() bool { return hs.h.Counts().Loaded })
 	want := describe(entry(base, "v1.0.0"))
 	hs.sink.waitFor(t, "photocraft", func(s map[string]release.Entry) bool { return describe(s["photocraft"]) == want })
 
@@ -416,17 +425,24 @@ func TestFallbackWithoutClientTracking(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			srv := redistest.Start(t)
 			put(t, srv, "photocraft", base, "v1.0.0")
-			hs := start(t, tt.before(t, srv), quiet)
+			clk := fakeclock.New(base)
+			hs := start(t, tt.before(t, srv), quiet, hydrate.WithClock(clk))
 			hs.waitLoaded(t)
 			tt.after(t, srv)
-			waitUntil(t, "the fallback", func() bool { return hs.h.Counts().Fallback })
+			advanceUntil(t, clk, 100*time.Millisecond, "the fallback", func() bool { return hs.h.Counts().Fallback })
 
 			put(t, srv, "photocraft", base.Add(time.Minute), "v2.0.0")
 			want := describe(entry(base.Add(time.Minute), "v2.0.0"))
-			hs.sink.waitFor(t, "the write, by re-reading", func(s map[string]release.Entry) bool { return describe(s["photocraft"]) == want })
+			advanceUntil(t, clk, 100*time.Millisecond, "the write, by re-reading", func() bool {
+				got, _ := hs.sink.state()
+				return describe(got["photocraft"]) == want
+			})
 
-			reads := hs.h.Counts().Reads + uint64(2*len(testApps))
-			waitUntil(t, "two more re-read rounds", func() bool { return hs.h.Counts().Reads >= reads })
+			reads, from := hs.h.Counts().Reads+uint64(2*len(testApps)), clk.Now()
+			advanceUntil(t, clk, 100*time.Millisecond, "two more re-read rounds", func() bool { return hs.h.Counts().Reads >= reads })
+			if took := clk.Now().Sub(from); took < time.Second {
+				t.Errorf("two re-read rounds within %v, want one each second", took)
+			}
 			if got := hs.logs.FilterMessage("redis refused client tracking, re-reading every app each second").Len(); got != 1 {
 				t.Errorf("logged the fallback %d times, want 1", got)
 			}
@@ -718,6 +734,22 @@ func (s *fakeSink) waitFor(t testing.TB, what string, cond func(map[string]relea
 		case <-timeout:
 			t.Fatalf("sink never got %s within %v; it has %s", what, waitLimit, describeAll(m))
 		}
+	}
+}
+
+// advanceUntil moves clk on by step every millisecond while anything waits
+// on it, until cond holds.
+func advanceUntil(t testing.TB, clk *fakeclock.Clock, step time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(waitLimit)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("no %s within %v (clock at %v)", what, waitLimit, clk.Now())
+		}
+		if clk.Waiters() > 0 {
+			clk.Advance(step)
+		}
+		time.Sleep(time.Millisecond)
 	}
 }
 

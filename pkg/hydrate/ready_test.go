@@ -9,6 +9,8 @@ import (
 
 	"go.uber.org/zap/zapcore"
 
+	"github.com/storytold/craft-releases/pkg/hydrate"
+	"github.com/storytold/craft-releases/test/fakeclock"
 	"github.com/storytold/craft-releases/test/redistest"
 	"github.com/storytold/craft-releases/test/silentredis"
 )
@@ -90,9 +92,15 @@ func TestReadyWhenRedisRefusesThePod(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			srv := redistest.Start(t)
-			hs := start(t, tt.url(srv), quiet)
+			clk := fakeclock.New(base)
+			hs := start(t, tt.url(srv), quiet, hydrate.WithClock(clk))
 			opened := readiness(t, hs)
-			waitUntil(t, "the error line", func() bool { return len(refusedLines(hs)) > 0 })
+			// The first attempt does not wait on the clock.
+			waitUntil(t, "the refusal", func() bool { return hs.h.Refusal() != nil })
+			advanceUntil(t, clk, 100*time.Millisecond, "the error line", func() bool { return len(refusedLines(hs)) > 0 })
+			if took := clk.Now().Sub(base); took < hydrateTimeout {
+				t.Errorf("the error line after %v, want it at the hydrate timeout, %v", took, hydrateTimeout)
+			}
 			if n := opened.Load(); n != 0 {
 				t.Fatalf("opened %d times past the hydrate timeout, want unready", n)
 			}
@@ -106,7 +114,7 @@ func TestReadyWhenRedisRefusesThePod(t *testing.T) {
 				return
 			}
 			tt.fix(srv)
-			waitUntil(t, "ready after the first load", func() bool { return opened.Load() == 1 })
+			advanceUntil(t, clk, 100*time.Millisecond, "ready after the first load", func() bool { return opened.Load() == 1 })
 			if n := hs.logs.FilterMessage("ready").Len(); n != 1 {
 				t.Errorf("logged ready %d times, want 1", n)
 			}
@@ -176,9 +184,13 @@ func TestReadyDuringAnOutage(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			hs := start(t, tt.url(t), quiet)
+			clk := fakeclock.New(base)
+			hs := start(t, tt.url(t), quiet, hydrate.WithClock(clk))
 			opened := readiness(t, hs)
-			waitUntil(t, "ready without a load", func() bool { return opened.Load() == 1 })
+			advanceUntil(t, clk, 100*time.Millisecond, "ready without a load", func() bool { return opened.Load() == 1 })
+			if took := clk.Now().Sub(base); took < hydrateTimeout {
+				t.Errorf("ready after %v, want the hydrate timeout, %v", took, hydrateTimeout)
+			}
 			if n := hs.logs.FilterMessage("ready without a load from redis").Len(); n != 1 {
 				t.Errorf("logged ready without a load %d times, want 1", n)
 			}
