@@ -7,31 +7,8 @@ import (
 	"time"
 
 	"github.com/storytold/craft-releases/pkg/release"
+	"github.com/storytold/craft-releases/test/testkit"
 )
-
-// wireExample is the "Example" of wire.md, verbatim.
-const wireExample = `{"success":true,
- "release_info":{
-  "apps":{
-   "artcraft-launcher":{"name":"ArtCraft Launcher","repo":"storytold/craft-launcher",
-     "latest_release":null,"app_last_fetched":null},
-   "photocraft":{"name":"PhotoCraft","repo":"storytold/photocraft",
-     "latest_release":{"tag":"v0.5.0","version":"0.5.0","name":"PhotoCraft v0.5.0",
-       "published_at":"2026-10-08T14:52:50Z",
-       "html_url":"https://github.com/storytold/photocraft/releases/tag/v0.5.0",
-       "prerelease":false,"notes_markdown":"Notes",
-       "assets":[
-        {"name":"photocraft-0.5.0-windows-x64.msi","size_bytes":7,
-         "download_url":"https://github.com/storytold/photocraft/releases/download/v0.5.0/photocraft-0.5.0-windows-x64.msi",
-         "sha256":"8a5edab282632443219e051e4ade2d1d5bbc671c781051bf1437897cbdfea0f1",
-         "platform":{"os":"windows","arch":"x64","package_type":"msi"}},
-        {"name":"SHA256SUMS.txt","size_bytes":2048,
-         "download_url":"https://github.com/storytold/photocraft/releases/download/v0.5.0/SHA256SUMS.txt",
-         "sha256":null,"platform":null}]},
-     "app_last_fetched":"2026-10-10T12:00:00.123Z"}},
-  "last_fetched":null},
- "app_renames":[],"repo_renames":[],
- "important_notices":{"announcements":[],"alerts":[]}}`
 
 // exampleInfo builds the wire.md example as values, inserting the apps in
 // the reverse of their wire order to show the keys come out sorted.
@@ -71,16 +48,13 @@ func exampleInfo() release.Info {
 }
 
 func TestMarshalWireExample(t *testing.T) {
-	var want bytes.Buffer
-	if err := json.Compact(&want, []byte(wireExample)); err != nil {
-		t.Fatalf("compact the example: %v", err)
-	}
+	want := testkit.WireExample(t)
 	got, err := release.Marshal(exampleInfo())
 	if err != nil {
 		t.Fatalf("Marshal: %v", err)
 	}
-	if !bytes.Equal(got, want.Bytes()) {
-		t.Errorf("Marshal(example):\n got %s\nwant %s", got, want.Bytes())
+	if !bytes.Equal(got, want) {
+		t.Errorf("Marshal(example):\n got %s\nwant %s", got, want)
 	}
 }
 
@@ -88,19 +62,16 @@ func TestMarshalWireExample(t *testing.T) {
 // writes it again: what the service stores in Redis and reads back is stable.
 func TestUnmarshalWireExample(t *testing.T) {
 	var info release.Info
-	if err := json.Unmarshal([]byte(wireExample), &info); err != nil {
+	if err := json.Unmarshal(testkit.WireExample(t), &info); err != nil {
 		t.Fatalf("json.Unmarshal(example): %v", err)
 	}
 	got, err := release.Marshal(info)
 	if err != nil {
 		t.Fatalf("Marshal: %v", err)
 	}
-	var want bytes.Buffer
-	if err := json.Compact(&want, []byte(wireExample)); err != nil {
-		t.Fatalf("compact the example: %v", err)
-	}
-	if !bytes.Equal(got, want.Bytes()) {
-		t.Errorf("Marshal(Unmarshal(example)):\n got %s\nwant %s", got, want.Bytes())
+	want := testkit.WireExample(t)
+	if !bytes.Equal(got, want) {
+		t.Errorf("Marshal(Unmarshal(example)):\n got %s\nwant %s", got, want)
 	}
 }
 

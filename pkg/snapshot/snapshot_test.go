@@ -15,6 +15,7 @@ import (
 
 	"github.com/storytold/craft-releases/pkg/release"
 	"github.com/storytold/craft-releases/pkg/snapshot"
+	"github.com/storytold/craft-releases/test/testkit"
 )
 
 // The snapshot is the sink of the poller and of the Redis hydrator.
@@ -51,30 +52,6 @@ func decode(t testing.TB, r *snapshot.Rendering) release.Info {
 	return info
 }
 
-// wireExample is the Example of wire.md, verbatim.
-const wireExample = `{"success":true,
- "release_info":{
-  "apps":{
-   "artcraft-launcher":{"name":"ArtCraft Launcher","repo":"storytold/craft-launcher",
-     "latest_release":null,"app_last_fetched":null},
-   "photocraft":{"name":"PhotoCraft","repo":"storytold/photocraft",
-     "latest_release":{"tag":"v0.5.0","version":"0.5.0","name":"PhotoCraft v0.5.0",
-       "published_at":"2026-10-08T14:52:50Z",
-       "html_url":"https://github.com/storytold/photocraft/releases/tag/v0.5.0",
-       "prerelease":false,"notes_markdown":"Notes",
-       "assets":[
-        {"name":"photocraft-0.5.0-windows-x64.msi","size_bytes":7,
-         "download_url":"https://github.com/storytold/photocraft/releases/download/v0.5.0/photocraft-0.5.0-windows-x64.msi",
-         "sha256":"8a5edab282632443219e051e4ade2d1d5bbc671c781051bf1437897cbdfea0f1",
-         "platform":{"os":"windows","arch":"x64","package_type":"msi"}},
-        {"name":"SHA256SUMS.txt","size_bytes":2048,
-         "download_url":"https://github.com/storytold/photocraft/releases/download/v0.5.0/SHA256SUMS.txt",
-         "sha256":null,"platform":null}]},
-     "app_last_fetched":"2026-10-10T12:00:00.123Z"}},
-  "last_fetched":null},
- "app_renames":[],"repo_renames":[],
- "important_notices":{"announcements":[],"alerts":[]}}`
-
 func TestWireExample(t *testing.T) {
 	sum := "8a5edab282632443219e051e4ade2d1d5bbc671c781051bf1437897cbdfea0f1"
 	x64 := "x64"
@@ -102,12 +79,9 @@ func TestWireExample(t *testing.T) {
 		},
 	})
 
-	var want bytes.Buffer
-	if err := json.Compact(&want, []byte(wireExample)); err != nil {
-		t.Fatal(err)
-	}
-	if got := s.Current().Body; !bytes.Equal(got, want.Bytes()) {
-		t.Errorf("body:\n got %s\nwant %s", got, want.Bytes())
+	want := testkit.WireExample(t)
+	if got := s.Current().Body; !bytes.Equal(got, want) {
+		t.Errorf("body:\n got %s\nwant %s", got, want)
 	}
 }
 

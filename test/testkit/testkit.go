@@ -1,7 +1,8 @@
-// Package testkit holds the small helpers that the end-to-end tests of both
-// binaries share: a log buffer safe for concurrent writers (with its JSON lines by message), a free loopback
-// address, waiting for a condition (failing the test, or not), reading a Prometheus scrape, and each
-// app's answer as the full release_info answer holds it.
+// Package testkit holds the small helpers that tests share: a log buffer
+// safe for concurrent writers (with its JSON lines by message), a free
+// loopback address, waiting for a condition (failing the test, or not),
+// reading a Prometheus scrape, each app's answer as the full release_info
+// answer holds it, and the wire example of docs/wire.md.
 package testkit
 
 import (
