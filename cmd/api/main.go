@@ -56,7 +56,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	defer func() { _ = log.Sync() }()
 	config.LogStart(log, warnings, append(cfg.Fields(), zap.String("version", version))...)
 
-	snap := snapshot.New(cfg.Apps, time.Now)
+	snap := snapshot.New(cfg.Apps, nil)
 	gate := &api.Gate{}
 	// A registry of our own, not the global one, so that tests can run
 	// several binaries in one process.

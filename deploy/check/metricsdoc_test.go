@@ -30,7 +30,7 @@ func TestMetricsDocMatchesTheBinaries(t *testing.T) {
 	p.Answer("photocraft", release.Answer{Outcome: release.Fetched, Remaining: 10, Reset: time.Now()})
 	p.Fetched("photocraft", time.Now())
 	p.Schedule(26.4, 60)
-	snap := snapshot.New(apps, time.Now)
+	snap := snapshot.New(apps, nil)
 	snap.Set("photocraft", release.Entry{FetchedAt: time.Now(), ETag: `"e"`})
 	requests := metrics.NewRequests()
 	requests.Route("/healthz")(200, time.Millisecond)

@@ -6,7 +6,6 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/labstack/echo/v4"
 	"go.uber.org/zap"
@@ -14,6 +13,7 @@ import (
 	"github.com/storytold/craft-releases/pkg/metrics"
 	"github.com/storytold/craft-releases/pkg/release"
 	"github.com/storytold/craft-releases/pkg/snapshot"
+	"github.com/storytold/craft-releases/test/fakeclock"
 )
 
 // discard is a ResponseWriter that keeps one header map and drops the body.
@@ -46,7 +46,7 @@ func defaultApps(tb testing.TB) *snapshot.Rendering {
 		}
 		entries[k] = release.Entry{FetchedAt: t0, Release: r}
 	}
-	s := snapshot.New(apps, func() time.Time { return t0 })
+	s := snapshot.New(apps, fakeclock.New(t0))
 	s.SetAll(entries)
 	return s.Current()
 }

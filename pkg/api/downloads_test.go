@@ -9,7 +9,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"go.uber.org/zap"
 
@@ -17,6 +16,7 @@ import (
 	"github.com/storytold/craft-releases/pkg/page"
 	"github.com/storytold/craft-releases/pkg/release"
 	"github.com/storytold/craft-releases/pkg/snapshot"
+	"github.com/storytold/craft-releases/test/fakeclock"
 	"github.com/storytold/craft-releases/test/testkit"
 )
 
@@ -54,7 +54,7 @@ func downloads(t testing.TB) *snapshot.Snapshot {
 		{Key: "vectorcraft", Name: "VectorCraft", Repo: "storytold/vectorcraft"},
 		{Key: "filmcraft", Name: "FilmCraft", Repo: "storytold/filmcraft"},
 		{Key: "webcraft", Name: "WebCraft", Repo: "storytold/webcraft"},
-	}, func() time.Time { return t0 })
+	}, fakeclock.New(t0))
 	photo := releaseOf("storytold/photocraft", "v1.0.0",
 		"SHA256SUMS.txt",
 		"photocraft-1.0.0-windows-x64-portable.zip",

@@ -20,6 +20,7 @@ import (
 	"github.com/storytold/craft-releases/pkg/release"
 	"github.com/storytold/craft-releases/pkg/snapshot"
 	"github.com/storytold/craft-releases/pkg/webhook"
+	"github.com/storytold/craft-releases/test/fakeclock"
 	"github.com/storytold/craft-releases/test/openapitest"
 )
 
@@ -30,7 +31,7 @@ func fullRendering(warm bool) *snapshot.Rendering {
 	s := snapshot.New([]release.App{
 		{Key: "photocraft", Name: "PhotoCraft", Repo: "storytold/photocraft"},
 		{Key: "filmcraft", Name: "FilmCraft", Repo: "storytold/filmcraft"},
-	}, func() time.Time { return t0 })
+	}, fakeclock.New(t0))
 	sum := strings.Repeat("ab", 32)
 	arch := release.ArchX64
 	dl := "https://github.com/storytold/photocraft/releases/download/v1.0.0/"

@@ -15,6 +15,7 @@ import (
 
 	"github.com/storytold/craft-releases/pkg/release"
 	"github.com/storytold/craft-releases/pkg/snapshot"
+	"github.com/storytold/craft-releases/test/fakeclock"
 )
 
 var t0 = time.Date(2026, 10, 10, 12, 0, 0, 0, time.UTC)
@@ -31,7 +32,7 @@ func rendering(t testing.TB, warm bool) *snapshot.Rendering {
 	s := snapshot.New([]release.App{
 		{Key: "photocraft", Name: "PhotoCraft", Repo: "storytold/photocraft"},
 		{Key: "filmcraft", Name: "FilmCraft", Repo: "storytold/filmcraft"},
-	}, func() time.Time { return t0 })
+	}, fakeclock.New(t0))
 	s.Set("photocraft", release.Entry{FetchedAt: t0, Release: &release.Release{
 		Tag: "v1.0.0", Version: "1.0.0", Name: "PhotoCraft 1.0.0",
 		NotesMarkdown: strings.Repeat("Faster brushes. ", 100),

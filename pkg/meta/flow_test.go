@@ -32,7 +32,7 @@ type apiPod struct {
 
 func startPod(t testing.TB, redisURL string) *apiPod {
 	t.Helper()
-	snap := snapshot.New(flowApps, time.Now)
+	snap := snapshot.New(flowApps, nil)
 	o, err := redisconn.Parse(redisURL)
 	if err != nil {
 		t.Fatal(err)

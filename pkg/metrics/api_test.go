@@ -13,6 +13,7 @@ import (
 	"github.com/storytold/craft-releases/pkg/metrics"
 	"github.com/storytold/craft-releases/pkg/release"
 	"github.com/storytold/craft-releases/pkg/snapshot"
+	"github.com/storytold/craft-releases/test/fakeclock"
 )
 
 func TestRequests(t *testing.T) {
@@ -198,7 +199,7 @@ func TestAPI(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			snap := snapshot.New(apps, func() time.Time { return t0 })
+			snap := snapshot.New(apps, fakeclock.New(t0))
 			for _, e := range tt.entries {
 				snap.SetAll(e)
 			}
@@ -212,7 +213,7 @@ func TestAPI(t *testing.T) {
 // TestAPIReadsAtScrapeTime checks that each scrape shows the snapshot of that
 // moment, without anything telling the collector.
 func TestAPIReadsAtScrapeTime(t *testing.T) {
-	snap := snapshot.New([]release.App{{Key: "a"}}, time.Now)
+	snap := snapshot.New([]release.App{{Key: "a"}}, nil)
 	r := reg(metrics.NewAPI(snap, nil))
 	for i := range 3 {
 		at := t0.Add(time.Duration(i) * time.Hour)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/storytold/craft-releases/pkg/release"
 	"github.com/storytold/craft-releases/pkg/snapshot"
+	"github.com/storytold/craft-releases/test/fakeclock"
 )
 
 func gunzip(t testing.TB, b []byte) []byte {
@@ -26,7 +27,7 @@ func gunzip(t testing.TB, b []byte) []byte {
 }
 
 func TestApps(t *testing.T) {
-	s := snapshot.New([]release.App{photocraft, launcher}, fixedClock(t0))
+	s := snapshot.New([]release.App{photocraft, launcher}, fakeclock.New(t0))
 	s.Set("photocraft", release.Entry{FetchedAt: t0, Release: rel("v1")})
 	cur := s.Current()
 	if len(cur.Apps) != 2 {
@@ -66,7 +67,7 @@ func TestApps(t *testing.T) {
 // TestAppsRenderOncePerChange checks that an app whose fetch did not move
 // keeps its part of the rendering, and one whose fetch moved gets a new one.
 func TestAppsRenderOncePerChange(t *testing.T) {
-	s := snapshot.New([]release.App{photocraft, launcher}, fixedClock(t0))
+	s := snapshot.New([]release.App{photocraft, launcher}, fakeclock.New(t0))
 	s.SetAll(map[string]release.Entry{
 		"photocraft":        {FetchedAt: t0, Release: rel("v1")},
 		"artcraft-launcher": {FetchedAt: t0, Release: rel("v1")},
@@ -115,7 +116,7 @@ func TestDownloads(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s := snapshot.New([]release.App{photocraft}, fixedClock(t0))
+			s := snapshot.New([]release.App{photocraft}, fakeclock.New(t0))
 			r := rel("v1")
 			r.Assets = []release.Asset{
 				{Name: "SHA256SUMS.txt", DownloadURL: base + "SHA256SUMS.txt"},
@@ -137,7 +138,7 @@ func TestDownloads(t *testing.T) {
 }
 
 func TestPageRendering(t *testing.T) {
-	s := snapshot.New([]release.App{photocraft, launcher}, fixedClock(t0))
+	s := snapshot.New([]release.App{photocraft, launcher}, fakeclock.New(t0))
 	cold := s.Current()
 	s.SetAll(map[string]release.Entry{
 		"photocraft":        {FetchedAt: t0, Release: rel("v1.2.3")},
@@ -166,7 +167,7 @@ func TestPageRendering(t *testing.T) {
 		t.Errorf("page ETag did not change with the data")
 	}
 	// Another pod with the same data serves the same page.
-	twin := snapshot.New([]release.App{photocraft, launcher}, fixedClock(t0.Add(time.Hour)))
+	twin := snapshot.New([]release.App{photocraft, launcher}, fakeclock.New(t0.Add(time.Hour)))
 	twin.SetAll(map[string]release.Entry{
 		"photocraft":        {FetchedAt: t0, Release: rel("v1.2.3")},
 		"artcraft-launcher": {FetchedAt: t0},

@@ -18,6 +18,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/storytold/craft-releases/pkg/clock"
 	"github.com/storytold/craft-releases/pkg/page"
 	"github.com/storytold/craft-releases/pkg/release"
 )
@@ -93,8 +94,8 @@ type HeaderValues struct {
 // Entries and releases handed to it are kept, not copied: the caller must not
 // modify them afterwards.
 type Snapshot struct {
-	now  func() time.Time
-	apps []release.App // in configured order
+	clock clock.Clock
+	apps  []release.App // in configured order
 
 	mu      sync.Mutex // serialises writers; guards entries, meta, gz and page
 	entries map[string]release.Entry
@@ -107,11 +108,11 @@ type Snapshot struct {
 }
 
 // New returns a snapshot that lists exactly apps, none of them fetched yet,
-// already rendered. now is the clock for Rendering.RenderedAt; it must not be
-// nil. A key repeated in apps is listed once, as its first App.
-func New(apps []release.App, now func() time.Time) *Snapshot {
+// already rendered. c is the clock of Rendering.RenderedAt (nil:
+// clock.System). A key repeated in apps is listed once, as its first App.
+func New(apps []release.App, c clock.Clock) *Snapshot {
 	s := &Snapshot{
-		now:     now,
+		clock:   clock.Or(c),
 		entries: make(map[string]release.Entry, len(apps)),
 		meta:    normalize(release.Meta{}),
 		page:    page.NewRenderer(),
@@ -235,7 +236,7 @@ func (s *Snapshot) render() {
 		Complete:    complete,
 		LastFetched: oldest,
 		FetchedAt:   fetched,
-		RenderedAt:  s.now(),
+		RenderedAt:  s.clock.Now(),
 		Apps:        apps,
 		Page:        s.doc(s.page.Render(pageApps), complete),
 	}

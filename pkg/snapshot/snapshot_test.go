@@ -15,6 +15,7 @@ import (
 
 	"github.com/storytold/craft-releases/pkg/release"
 	"github.com/storytold/craft-releases/pkg/snapshot"
+	"github.com/storytold/craft-releases/test/fakeclock"
 	"github.com/storytold/craft-releases/test/testkit"
 )
 
@@ -33,9 +34,6 @@ var (
 )
 
 var t0 = time.Date(2026, 10, 10, 12, 0, 0, 0, time.UTC)
-
-// fixedClock returns a clock that always answers at.
-func fixedClock(at time.Time) func() time.Time { return func() time.Time { return at } }
 
 // rel returns a small release tagged tag.
 func rel(tag string) *release.Release {
@@ -56,7 +54,7 @@ func TestWireExample(t *testing.T) {
 	sum := "8a5edab282632443219e051e4ade2d1d5bbc671c781051bf1437897cbdfea0f1"
 	x64 := "x64"
 	const dl = "https://github.com/storytold/photocraft/releases/download/v0.5.0/"
-	s := snapshot.New([]release.App{photocraft, launcher}, fixedClock(t0))
+	s := snapshot.New([]release.App{photocraft, launcher}, fakeclock.New(t0))
 	s.Set("photocraft", release.Entry{
 		FetchedAt: t0.Add(123 * time.Millisecond),
 		ETag:      `"abc"`,
@@ -173,7 +171,7 @@ func TestSet(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s := snapshot.New([]release.App{photocraft, launcher}, fixedClock(t0))
+			s := snapshot.New([]release.App{photocraft, launcher}, fakeclock.New(t0))
 			if tt.before != (release.Entry{}) {
 				s.Set("photocraft", tt.before)
 			}
@@ -218,7 +216,7 @@ func TestSet(t *testing.T) {
 // (though not rendered), so that they never hide a later fetch nor let an
 // older one through.
 func TestSetKeepsFailureAndClaim(t *testing.T) {
-	s := snapshot.New([]release.App{photocraft}, fixedClock(t0))
+	s := snapshot.New([]release.App{photocraft}, fakeclock.New(t0))
 	s.Set("photocraft", release.Entry{FailedAt: t0.Add(time.Hour), Failures: 2, ClaimedAt: t0.Add(time.Hour)})
 	s.Set("photocraft", release.Entry{FetchedAt: t0, Release: rel("v1")})
 	if got := s.Current().FetchedAt["photocraft"]; !got.Equal(t0) {
@@ -289,7 +287,7 @@ func TestSetAll(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s := snapshot.New([]release.App{photocraft, launcher, filmcraft}, fixedClock(t0))
+			s := snapshot.New([]release.App{photocraft, launcher, filmcraft}, fakeclock.New(t0))
 			s.Set("photocraft", release.Entry{FetchedAt: t0, Release: rel("v1")})
 			renders := s.Renders()
 
@@ -357,7 +355,7 @@ func TestLastFetched(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s := snapshot.New(tt.apps, fixedClock(t0))
+			s := snapshot.New(tt.apps, fakeclock.New(t0))
 			for app, at := range tt.fetched {
 				s.Set(app, release.Entry{FetchedAt: at})
 			}
@@ -390,7 +388,7 @@ func TestLastFetched(t *testing.T) {
 }
 
 func TestEmptyListsRenderEmpty(t *testing.T) {
-	s := snapshot.New([]release.App{photocraft}, fixedClock(t0))
+	s := snapshot.New([]release.App{photocraft}, fakeclock.New(t0))
 	s.Set("photocraft", release.Entry{FetchedAt: t0, Release: &release.Release{Tag: "v1"}})
 	body := string(s.Current().Body)
 	for _, want := range []string{
@@ -442,7 +440,7 @@ func TestSetMeta(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s := snapshot.New([]release.App{photocraft}, fixedClock(t0))
+			s := snapshot.New([]release.App{photocraft}, fakeclock.New(t0))
 			if tt.before != nil {
 				s.SetMeta(*tt.before)
 			}
@@ -463,7 +461,7 @@ func TestSetMeta(t *testing.T) {
 // TestSetMetaCopies checks that a caller reusing its slices after SetMeta
 // cannot change what a later render serves.
 func TestSetMetaCopies(t *testing.T) {
-	s := snapshot.New([]release.App{photocraft}, fixedClock(t0))
+	s := snapshot.New([]release.App{photocraft}, fakeclock.New(t0))
 	renames := []release.RepoRename{{OldName: "storytold/a", NewName: "storytold/b"}}
 	s.SetMeta(release.Meta{RepoRenames: renames})
 	renames[0].NewName = "storytold/changed"
@@ -475,7 +473,7 @@ func TestSetMetaCopies(t *testing.T) {
 
 func TestNewListsConfiguredApps(t *testing.T) {
 	dup := release.App{Key: "photocraft", Name: "Other", Repo: "storytold/other"}
-	s := snapshot.New([]release.App{photocraft, launcher, dup}, fixedClock(t0))
+	s := snapshot.New([]release.App{photocraft, launcher, dup}, fakeclock.New(t0))
 	r := s.Current()
 	if r == nil {
 		t.Fatal("Current: got nil before any Set")
@@ -502,13 +500,13 @@ func TestNewListsConfiguredApps(t *testing.T) {
 }
 
 func TestRepresentations(t *testing.T) {
-	s := snapshot.New([]release.App{photocraft, launcher}, fixedClock(t0))
+	s := snapshot.New([]release.App{photocraft, launcher}, fakeclock.New(t0))
 	first := s.Current()
 	s.Set("photocraft", release.Entry{FetchedAt: t0, Release: rel("v1")})
 	second := s.Current()
 
 	// Another pod with the same data must serve the same validators.
-	twin := snapshot.New([]release.App{launcher, photocraft}, fixedClock(t0.Add(time.Hour)))
+	twin := snapshot.New([]release.App{launcher, photocraft}, fakeclock.New(t0.Add(time.Hour)))
 	twin.Set("photocraft", release.Entry{FetchedAt: t0, Release: rel("v1")})
 
 	for name, r := range map[string]*snapshot.Rendering{"first": first, "second": second} {
@@ -564,7 +562,7 @@ func TestRepresentations(t *testing.T) {
 // never goes back in time.
 func TestConcurrent(t *testing.T) {
 	apps := []release.App{photocraft, launcher, filmcraft}
-	s := snapshot.New(apps, time.Now)
+	s := snapshot.New(apps, nil)
 	const writes = 200
 	// Writers interleave older and newer times on purpose.
 	at := func(w, i int) time.Time { return t0.Add(time.Duration((i*7+w*3)%writes) * time.Second) }
@@ -680,7 +678,7 @@ func notes(rnd *rand.Rand, words []string) string {
 // realistic releases: JSON, gzip at best compression, and both ETags.
 func BenchmarkRender(b *testing.B) {
 	apps, entries := realisticApps()
-	s := snapshot.New(apps, fixedClock(t0))
+	s := snapshot.New(apps, fakeclock.New(t0))
 	s.SetAll(entries)
 	e := entries["photocraft"]
 	b.ReportAllocs()

@@ -18,6 +18,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/storytold/craft-releases/pkg/clock"
 	"github.com/storytold/craft-releases/pkg/release"
 )
 
@@ -77,9 +78,9 @@ type Config struct {
 	Secrets  []string      // one, or two while the secret is rotated
 	Apps     []release.App // the configured apps
 	Fleet    Fleet
-	Observer Observer         // nil: none
-	Log      *zap.Logger      // nil: no logging
-	Now      func() time.Time // nil: time.Now
+	Observer Observer    // nil: none
+	Log      *zap.Logger // nil: no logging
+	Clock    clock.Clock // nil: clock.System
 }
 
 // Handler answers POST deliveries (see New). It is safe for concurrent use.
@@ -101,9 +102,7 @@ func New(c Config) (*Handler, error) {
 	if c.Log == nil {
 		c.Log = zap.NewNop()
 	}
-	if c.Now == nil {
-		c.Now = time.Now
-	}
+	c.Clock = clock.Or(c.Clock)
 	return &Handler{c: c}, nil
 }
 
@@ -116,7 +115,7 @@ func New(c Config) (*Handler, error) {
 // when the Fleet cannot record the request, so that GitHub shows it failed
 // and it can be redelivered. Nothing is done unless the signature verifies.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	received := h.c.Now()
+	received := h.c.Clock.Now()
 	event := eventLabel(r.Header.Get(EventHeader))
 	outcome, status, body := h.serve(w, r, event, received)
 	if h.c.Observer != nil {

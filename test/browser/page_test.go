@@ -20,6 +20,7 @@ import (
 	"github.com/storytold/craft-releases/pkg/api"
 	"github.com/storytold/craft-releases/pkg/release"
 	"github.com/storytold/craft-releases/pkg/snapshot"
+	"github.com/storytold/craft-releases/test/fakeclock"
 )
 
 // screenshots is where the test writes its screenshots, relative to this
@@ -56,7 +57,7 @@ func apps(t testing.TB) *snapshot.Snapshot {
 		}
 		list = append(list, release.App{Key: k, Name: names[k], Repo: repo})
 	}
-	s := snapshot.New(list, func() time.Time { return t0 })
+	s := snapshot.New(list, fakeclock.New(t0))
 	full := []string{"windows-x64.msi", "windows-arm64.msi", "windows-x64-portable.zip", "macos-universal.dmg",
 		"linux-x86_64.AppImage", "linux-x86_64.AppImage.zsync", "linux-x86_64.deb", "linux-x86_64.rpm",
 		"linux-aarch64.AppImage", "linux-x86_64.tar.gz"}
