@@ -188,16 +188,16 @@ func (s *Store) WatchRefreshes(ctx context.Context, apps []string, fn func(app s
 		}
 	}
 	scan(apps)
-	tick := time.NewTicker(rescan)
-	defer tick.Stop()
+	tick := s.clock.After(rescan)
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-subscribed:
 			scan(apps)
-		case <-tick.C:
+		case <-tick:
 			scan(apps)
+			tick = s.clock.After(rescan)
 		case app := <-announced:
 			if known[app] {
 				scan([]string{app})
@@ -232,7 +232,7 @@ func (s *Store) subscribe(ctx context.Context, subscribed chan<- struct{}, annou
 		}
 		select {
 		case <-ctx.Done():
-		case <-time.After(resubscribe):
+		case <-s.clock.After(resubscribe):
 		}
 	}
 }

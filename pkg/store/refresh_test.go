@@ -2,11 +2,13 @@ package store
 
 import (
 	"context"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/storytold/craft-releases/pkg/release"
+	"github.com/storytold/craft-releases/test/fakeclock"
 	"github.com/storytold/craft-releases/test/redistest"
 	"github.com/storytold/craft-releases/test/testkit"
 )
@@ -197,5 +199,43 @@ func TestWebhookAsLeastPrivilegeUsers(t *testing.T) {
 	}
 	if denied := srv.Denied(); len(denied) > 0 {
 		t.Errorf("ACL LOG: %q", denied)
+	}
+}
+
+// TestWatchRefreshesRescans: a request whose announcement was lost (written
+// without a PUBLISH) is found by the rescan, every 10 s of the Store's clock,
+// and not before.
+func TestWatchRefreshesRescans(t *testing.T) {
+	srv := redistest.Start(t)
+	fc := fakeclock.New(t0)
+	poller := newStore(t, srv.URL(), WithClock(fc))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var mu sync.Mutex
+	seen := map[string]release.Refresh{}
+	done := make(chan error, 1)
+	go func() {
+		done <- poller.WatchRefreshes(ctx, []string{"photocraft"}, func(app string, r release.Refresh) {
+			mu.Lock()
+			defer mu.Unlock()
+			seen[app] = r
+		}, func(err error) { t.Errorf("watch: %v", err) })
+	}()
+	testkit.Eventually(t, "the first scan, then the wait for the rescan", func() bool { return fc.Waiters() >= 1 })
+	srv.MustDo("HSET", RefreshKey("photocraft"), "v", "1", "at_ms", strconv.FormatInt(t0.UnixMilli(), 10), "tag", "v2")
+	has := func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return seen["photocraft"].Tag == "v2"
+	}
+	fc.Advance(rescan - time.Millisecond)
+	if testkit.Within(200*time.Millisecond, has) {
+		t.Fatal("the request was read before the rescan was due")
+	}
+	fc.Advance(time.Millisecond)
+	testkit.Eventually(t, "the rescan finds the request", has)
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("WatchRefreshes returned %v, want nil", err)
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/redis/rueidis"
 	"go.uber.org/zap"
 
+	"github.com/storytold/craft-releases/pkg/clock"
 	"github.com/storytold/craft-releases/pkg/release"
 	"github.com/storytold/craft-releases/pkg/schedule"
 )
@@ -75,6 +76,12 @@ func WithModeObserver(f func(Mode)) Option {
 	return func(s *Store) { s.onMode = f }
 }
 
+// WithClock gives New the clock that WatchRefreshes waits on (nil:
+// clock.System).
+func WithClock(c clock.Clock) Option {
+	return func(s *Store) { s.clock = clock.Or(c) }
+}
+
 // Store reads and writes the shared state through one Redis client. It is
 // safe for concurrent use. Every method bounds each of its Redis calls by the
 // Conn's timeout, within the deadline of its context; an error means nothing
@@ -87,13 +94,14 @@ type Store struct {
 	watch  atomic.Bool // Redis refused the script: use WATCH/MULTI/EXEC
 	log    *zap.Logger
 	onMode func(Mode)
+	clock  clock.Clock
 }
 
 // New returns a Store that uses conn and writes by, the poller's hostname, in
 // the "by" field of every hash it writes. The Store does not own conn: close
 // it after the last call.
 func New(conn Conn, by string, opts ...Option) *Store {
-	s := &Store{conn: conn, by: by, log: zap.NewNop(), script: rueidis.NewLuaScript(guardLua)}
+	s := &Store{conn: conn, by: by, log: zap.NewNop(), script: rueidis.NewLuaScript(guardLua), clock: clock.System}
 	for _, o := range opts {
 		o(s)
 	}
