@@ -27,25 +27,47 @@ type Cluster struct {
 // every node reports the cluster ok. The nodes are stopped by t.Cleanup.
 func StartCluster(t testing.TB, primaries, replicas int, args ...string) *Cluster {
 	t.Helper()
+	return startCluster(t, nil, primaries, replicas, args...)
+}
+
+// StartClusterTLS is StartCluster with StartTLS's nodes, whose cluster bus
+// speaks TLS too: nothing listens in plain text.
+func StartClusterTLS(t testing.TB, ca *CA, primaries, replicas int, args ...string) *Cluster {
+	t.Helper()
+	return startCluster(t, ca, primaries, replicas, append([]string{"--tls-cluster", "yes"}, args...)...)
+}
+
+func startCluster(t testing.TB, ca *CA, primaries, replicas int, args ...string) *Cluster {
+	t.Helper()
 	if _, err := exec.LookPath("redis-cli"); err != nil {
 		t.Fatalf("redis-cli not found (it comes with redis-server): %v", err)
 	}
 	c := &Cluster{t: t}
-	addrs := make([]string, 0, primaries*(1+replicas))
+	create := []string{"--cluster", "create"}
 	for range primaries * (1 + replicas) {
-		s := Start(t, append([]string{"--cluster-enabled", "yes", "--cluster-node-timeout", strconv.Itoa(ClusterNodeTimeout),
-			"--repl-diskless-sync-delay", "0"}, args...)...)
+		// The bus port has a free port of its own: the default, 10000 above
+		// the node's, may be taken or past 65535.
+		nodeArgs := append([]string{"--cluster-enabled", "yes", "--cluster-node-timeout", strconv.Itoa(ClusterNodeTimeout),
+			"--cluster-port", strconv.Itoa(freePort(t)), "--repl-diskless-sync-delay", "0"}, args...)
+		var s *Server
+		if ca != nil {
+			s = StartTLS(t, ca, nodeArgs...)
+		} else {
+			s = Start(t, nodeArgs...)
+		}
 		c.Nodes = append(c.Nodes, s)
-		addrs = append(addrs, s.Addr)
+		create = append(create, s.Addr)
 	}
-	cmd := exec.Command("redis-cli", append(append([]string{"--cluster", "create"}, addrs...),
-		"--cluster-replicas", strconv.Itoa(replicas), "--cluster-yes")...)
-	if out, err := cmd.CombinedOutput(); err != nil {
+	create = append(create, "--cluster-replicas", strconv.Itoa(replicas), "--cluster-yes")
+	if ca != nil {
+		create = append(create, "--tls", "--cacert", ca.File)
+	}
+	if out, err := exec.Command("redis-cli", create...).CombinedOutput(); err != nil {
 		t.Fatalf("redis-cli --cluster create: %v\n%s", err, out)
 	}
 	for _, s := range c.Nodes {
 		testkit.Eventually(t, "cluster node "+s.Addr+" is ok", func() bool {
-			info, err := Query(s.Addr, "CLUSTER", "INFO")
+			info, err := s.Query("CLUSTER", "INFO")
 			text, _ := info.(string)
 			return err == nil && strings.Contains(text, "cluster_state:ok")
 		})
@@ -59,9 +81,9 @@ func StartCluster(t testing.TB, primaries, replicas int, args ...string) *Cluste
 }
 
 // URL is the cluster as REDIS_URL takes it: one node and the others as
-// addr= seeds.
+// addr= seeds, rediss:// for StartClusterTLS's.
 func (c *Cluster) URL() string {
-	u := "redis://" + c.Nodes[0].Addr
+	u := c.Nodes[0].URL()
 	for i, s := range c.Nodes[1:] {
 		sep := "&"
 		if i == 0 {
@@ -96,7 +118,7 @@ func (c *Cluster) ReplicaOf(primary *Server) *Server {
 		if s.cmd == nil {
 			continue
 		}
-		if info, err := Info(s.Addr, "replication"); err == nil && info["role"] == "slave" && info["master_port"] == port {
+		if info, err := s.Info("replication"); err == nil && info["role"] == "slave" && info["master_port"] == port {
 			return s
 		}
 	}

@@ -21,7 +21,8 @@ type Server struct {
 	Addr string // host:port on loopback
 	args []string
 	cmd  *exec.Cmd
-	tls  *tls.Config // StartTLS's: the server listens on TLS only
+	ca   *CA         // StartTLS's: the server listens on TLS only, with a certificate ca signed
+	tls  *tls.Config // StartTLS's: how Do, Query and Info reach it
 }
 
 // Start runs redis-server on a free loopback port with the extra config
@@ -98,13 +99,7 @@ func (s *Server) start() {
 // It is meant for administration in tests (ACL SETUSER, FLUSHALL, DEBUG),
 // independent of the client under test.
 func (s *Server) Do(args ...string) (string, error) {
-	var conn net.Conn
-	var err error
-	if s.tls != nil {
-		conn, err = tls.DialWithDialer(&net.Dialer{Timeout: time.Second}, "tcp", s.Addr, s.tls)
-	} else {
-		conn, err = net.DialTimeout("tcp", s.Addr, time.Second)
-	}
+	conn, err := dial(s.Addr, s.tls)
 	if err != nil {
 		return "", err
 	}
@@ -152,10 +147,10 @@ func freePort(t testing.TB) int {
 // Denied returns one line for each entry of the server's ACL LOG (each
 // command or key a user was denied), such as "user=craft-api reason=command
 // object=hset", newest first, and resets the log. It fails the test when the
-// server does not answer; it does not speak TLS.
+// server does not answer.
 func (s *Server) Denied() []string {
 	s.t.Helper()
-	reply, err := Query(s.Addr, "ACL", "LOG")
+	reply, err := s.Query("ACL", "LOG")
 	if err != nil {
 		s.t.Fatalf("acl log of %s: %v", s.Addr, err)
 	}

@@ -12,11 +12,18 @@ import (
 // (extra config arguments after the replication ones), and waits until its
 // link to the primary is up. It is stopped by t.Cleanup. A primary started
 // with "--repl-diskless-sync-delay", "0" syncs a replica at once instead of
-// after 5 s.
+// after 5 s. The replica of a StartTLS primary is a StartTLS server with the
+// same CA.
 func StartReplica(t testing.TB, primary *Server, args ...string) *Server {
 	t.Helper()
 	host, port, _ := net.SplitHostPort(primary.Addr)
-	s := Start(t, append([]string{"--replicaof", host, port}, args...)...)
+	args = append([]string{"--replicaof", host, port}, args...)
+	var s *Server
+	if primary.ca != nil {
+		s = StartTLS(t, primary.ca, args...)
+	} else {
+		s = Start(t, args...)
+	}
 	testkit.Eventually(t, "replica "+s.Addr+" is in sync with "+primary.Addr, s.Synced)
 	return s
 }
@@ -43,7 +50,7 @@ func (s *Server) RestartAsReplicaOf(addr string) {
 // Role returns what the server says it is ("master" or "slave"), or "" when
 // it does not answer.
 func (s *Server) Role() string {
-	info, err := Info(s.Addr, "replication")
+	info, err := s.Info("replication")
 	if err != nil {
 		return ""
 	}
@@ -53,7 +60,7 @@ func (s *Server) Role() string {
 // Synced reports whether the server is a replica whose link to its primary is
 // up and done with the initial sync.
 func (s *Server) Synced() bool {
-	info, err := Info(s.Addr, "replication")
+	info, err := s.Info("replication")
 	return err == nil && info["role"] == "slave" && info["master_link_status"] == "up" &&
 		info["master_sync_in_progress"] == "0"
 }

@@ -2,6 +2,7 @@ package redistest
 
 import (
 	"bufio"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -15,9 +16,33 @@ import (
 // sentinel) on a fresh connection and returns its whole reply: a string for
 // a simple or bulk string, an int64 for an integer, nil for a null, a []any
 // for an array (RESP2, so maps come as flat arrays). An error reply is
-// returned as an error. It is meant for administration in tests, like Do.
+// returned as an error. It is meant for administration in tests, like Do;
+// it does not speak TLS (Server.Query does for StartTLS's servers).
 func Query(addr string, args ...string) (any, error) {
-	conn, err := net.DialTimeout("tcp", addr, time.Second)
+	return query(addr, nil, args...)
+}
+
+// Query is the package's Query on the server, over TLS for StartTLS's.
+func (s *Server) Query(args ...string) (any, error) {
+	return query(s.Addr, s.tls, args...)
+}
+
+// Info is the package's Info on the server, over TLS for StartTLS's.
+func (s *Server) Info(section string) (map[string]string, error) {
+	return info(s.Addr, s.tls, section)
+}
+
+// dial connects to addr, over TLS when cfg is not nil.
+func dial(addr string, cfg *tls.Config) (net.Conn, error) {
+	d := &net.Dialer{Timeout: time.Second}
+	if cfg != nil {
+		return tls.DialWithDialer(d, "tcp", addr, cfg)
+	}
+	return d.Dial("tcp", addr)
+}
+
+func query(addr string, cfg *tls.Config, args ...string) (any, error) {
+	conn, err := dial(addr, cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -37,7 +62,11 @@ func Query(addr string, args ...string) (any, error) {
 // Info returns the fields of one INFO section of the server at addr
 // (name → value).
 func Info(addr, section string) (map[string]string, error) {
-	reply, err := Query(addr, "INFO", section)
+	return info(addr, nil, section)
+}
+
+func info(addr string, cfg *tls.Config, section string) (map[string]string, error) {
+	reply, err := query(addr, cfg, "INFO", section)
 	if err != nil {
 		return nil, err
 	}

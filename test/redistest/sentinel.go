@@ -1,6 +1,7 @@
 package redistest
 
 import (
+	"crypto/tls"
 	"fmt"
 	"net"
 	"net/url"
@@ -30,20 +31,23 @@ type Sentinel struct {
 	Master string // the name of the monitored primary (master_set)
 	conf   string
 	cmd    *exec.Cmd
+	tls    *tls.Config // a TLS sentinel's: how its methods reach it
 }
 
 // StartSentinels starts n sentinels that monitor primary under the name
 // master and agree on a failover when quorum of them see it down. It waits
 // until every sentinel knows the others and every replica primary has, so a
-// failover can start as soon as the primary fails.
+// failover can start as soon as the primary fails. The sentinels of a
+// StartTLS primary listen on TLS only, with certificates of its CA, and speak
+// TLS to the servers and to each other.
 func StartSentinels(t testing.TB, master string, primary *Server, n, quorum int) []*Sentinel {
 	t.Helper()
 	sentinels := make([]*Sentinel, n)
 	for i := range sentinels {
-		sentinels[i] = StartSentinel(t, master, primary.Addr, quorum)
+		sentinels[i] = startSentinel(t, master, primary.Addr, quorum, primary.ca)
 	}
 	replicas := 0
-	if info, err := Info(primary.Addr, "replication"); err == nil {
+	if info, err := primary.Info("replication"); err == nil {
 		replicas, _ = strconv.Atoi(info["connected_slaves"])
 	}
 	for _, s := range sentinels {
@@ -65,6 +69,12 @@ func StartSentinels(t testing.TB, master string, primary *Server, n, quorum int)
 // sentinel rewrites it). It is stopped by t.Cleanup.
 func StartSentinel(t testing.TB, master, primaryAddr string, quorum int) *Sentinel {
 	t.Helper()
+	return startSentinel(t, master, primaryAddr, quorum, nil)
+}
+
+// startSentinel is StartSentinel, on TLS only when ca is not nil.
+func startSentinel(t testing.TB, master, primaryAddr string, quorum int, ca *CA) *Sentinel {
+	t.Helper()
 	if _, err := exec.LookPath("redis-server"); err != nil {
 		t.Fatalf("redis-server not found (the test task installs it: apt-get install redis-server): %v", err)
 	}
@@ -73,16 +83,25 @@ func StartSentinel(t testing.TB, master, primaryAddr string, quorum int) *Sentin
 	_, myPort, _ := net.SplitHostPort(s.Addr)
 	dir := t.TempDir()
 	s.conf = filepath.Join(dir, "sentinel.conf")
-	conf := strings.Join([]string{
-		"port " + myPort,
+	ports := []string{"port " + myPort}
+	if ca != nil {
+		s.tls = ca.client()
+		ports = []string{"port 0", "tls-port " + myPort, "tls-replication yes"}
+		// The server's arguments as config lines: "--tls-cert-file", "f" → "tls-cert-file f".
+		args := ca.serverArgs("sentinel")
+		for i := 0; i+1 < len(args); i += 2 {
+			ports = append(ports, strings.TrimPrefix(args[i], "--")+" "+args[i+1])
+		}
+	}
+	conf := strings.Join(append(ports,
 		"bind 127.0.0.1",
 		"protected-mode no",
-		"dir " + dir,
+		"dir "+dir,
 		fmt.Sprintf("sentinel monitor %s %s %s %d", master, host, port, quorum),
 		fmt.Sprintf("sentinel down-after-milliseconds %s %d", master, DownAfter.Milliseconds()),
 		fmt.Sprintf("sentinel failover-timeout %s %d", master, FailoverTimeout.Milliseconds()),
 		fmt.Sprintf("sentinel parallel-syncs %s 1", master),
-	}, "\n") + "\n"
+	), "\n") + "\n"
 	if err := os.WriteFile(s.conf, []byte(conf), 0o600); err != nil {
 		t.Fatalf("write sentinel config: %v", err)
 	}
@@ -92,7 +111,7 @@ func StartSentinel(t testing.TB, master, primaryAddr string, quorum int) *Sentin
 	}
 	t.Cleanup(s.Stop)
 	testkit.Eventually(t, "sentinel "+s.Addr+" answers PING", func() bool {
-		reply, err := Query(s.Addr, "PING")
+		reply, err := query(s.Addr, s.tls, "PING")
 		return err == nil && reply == "PONG"
 	})
 	return s
@@ -110,7 +129,7 @@ func (s *Sentinel) Stop() {
 
 // MasterAddr returns the address the sentinel gives for its primary now.
 func (s *Sentinel) MasterAddr() (string, error) {
-	reply, err := Query(s.Addr, "SENTINEL", "GET-MASTER-ADDR-BY-NAME", s.Master)
+	reply, err := query(s.Addr, s.tls, "SENTINEL", "GET-MASTER-ADDR-BY-NAME", s.Master)
 	if err != nil {
 		return "", err
 	}
@@ -141,7 +160,7 @@ func (s *Sentinel) Replicas() ([]string, error) {
 
 // list runs a SENTINEL command whose reply is a list of field/value arrays.
 func (s *Sentinel) list(args ...string) ([]map[string]string, error) {
-	reply, err := Query(s.Addr, args...)
+	reply, err := query(s.Addr, s.tls, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -165,19 +184,28 @@ func (s *Sentinel) list(args ...string) ([]map[string]string, error) {
 
 // SentinelURL is the REDIS_URL that reaches the primary named master through
 // the given sentinels, as rueidis.ParseURL takes it:
-// redis://S1?addr=S2&addr=S3&master_set=NAME.
+// redis://S1?addr=S2&addr=S3&master_set=NAME, rediss:// for TLS sentinels.
 func SentinelURL(master string, sentinels ...*Sentinel) string {
 	addrs := make([]string, len(sentinels))
 	for i, s := range sentinels {
 		addrs[i] = s.Addr
 	}
-	return SentinelURLOf(master, addrs...)
+	scheme := "redis"
+	if sentinels[0].tls != nil {
+		scheme = "rediss"
+	}
+	return sentinelURL(scheme, master, addrs)
 }
 
-// SentinelURLOf is SentinelURL for sentinel addresses given as host:port.
+// SentinelURLOf is SentinelURL for plain-text sentinel addresses given as
+// host:port.
 func SentinelURLOf(master string, addrs ...string) string {
+	return sentinelURL("redis", master, addrs)
+}
+
+func sentinelURL(scheme, master string, addrs []string) string {
 	var b strings.Builder
-	b.WriteString("redis://" + addrs[0] + "?")
+	b.WriteString(scheme + "://" + addrs[0] + "?")
 	for _, a := range addrs[1:] {
 		b.WriteString("addr=" + a + "&")
 	}

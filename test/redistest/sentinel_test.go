@@ -8,7 +8,22 @@ import (
 )
 
 func TestSentinelFailover(t *testing.T) {
-	primary := Start(t, "--repl-diskless-sync-delay", "0")
+	for _, tc := range []struct {
+		name   string
+		start  func(t *testing.T, args ...string) *Server
+		scheme string
+	}{
+		{"plain", func(t *testing.T, args ...string) *Server { return Start(t, args...) }, "redis"},
+		{"tls", func(t *testing.T, args ...string) *Server { return StartTLS(t, NewCA(t), args...) }, "rediss"},
+	} {
+		t.Run(tc.name, func(t *testing.T) { testSentinelFailover(t, tc.start, tc.scheme) })
+	}
+}
+
+// testSentinelFailover fails over from the primary that start starts to its
+// replica, and brings the old primary back as a replica.
+func testSentinelFailover(t *testing.T, start func(t *testing.T, args ...string) *Server, scheme string) {
+	primary := start(t, "--repl-diskless-sync-delay", "0")
 	replica := StartReplica(t, primary, "--repl-diskless-sync-delay", "0")
 	sentinels := StartSentinels(t, "craft", primary, 3, 2)
 	if got, err := sentinels[0].MasterAddr(); err != nil || got != primary.Addr {
@@ -30,7 +45,7 @@ func TestSentinelFailover(t *testing.T) {
 	if got := replica.Role(); got != "master" {
 		t.Fatalf("promoted replica's role = %q, want master", got)
 	}
-	if got, err := Query(replica.Addr, "GET", "k"); err != nil || got != "v" {
+	if got, err := replica.Query("GET", "k"); err != nil || got != "v" {
 		t.Errorf("GET k on the promoted replica = %v, %v; want v", got, err)
 	}
 
@@ -42,7 +57,7 @@ func TestSentinelFailover(t *testing.T) {
 		return err == nil && len(rs) == 1 && rs[0] == primary.Addr
 	})
 	t.Logf("the old primary was back as a healthy replica after %v", time.Since(began).Round(time.Millisecond))
-	if got, want := SentinelURL("craft", sentinels...), "redis://"+sentinels[0].Addr+"?addr="+sentinels[1].Addr+"&addr="+sentinels[2].Addr+"&master_set=craft"; got != want {
+	if got, want := SentinelURL("craft", sentinels...), scheme+"://"+sentinels[0].Addr+"?addr="+sentinels[1].Addr+"&addr="+sentinels[2].Addr+"&master_set=craft"; got != want {
 		t.Errorf("SentinelURL = %q, want %q", got, want)
 	}
 }

@@ -87,24 +87,37 @@ func (ca *CA) Issue(name string) (certFile, keyFile string) {
 // StartTLS runs redis-server as Start does, but on a TLS port only (no
 // plain-text port), with a certificate for 127.0.0.1 signed by ca, and
 // client certificates optional (pass "--tls-auth-clients", "yes" to require
-// one). Its URL is rediss://; Do speaks TLS to it. Replication, Info and Query
-// do not.
+// one). As a replica it replicates over TLS. Its URL is rediss://; Do,
+// Query and Info speak TLS to it.
 func StartTLS(t testing.TB, ca *CA, args ...string) *Server {
 	t.Helper()
-	certFile, keyFile := ca.Issue("redis-server")
-	client, err := tls.LoadX509KeyPair(ca.Issue("redistest-client"))
-	if err != nil {
-		t.Fatalf("load the test's client certificate: %v", err)
-	}
-	s := &Server{t: t, Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(freePort(t))),
-		tls: &tls.Config{RootCAs: ca.Pool, Certificates: []tls.Certificate{client}, MinVersion: tls.VersionTLS12},
-		args: append([]string{
-			"--tls-cert-file", certFile, "--tls-key-file", keyFile, "--tls-ca-cert-file", ca.File,
-			"--tls-auth-clients", "optional",
-		}, args...)}
+	s := &Server{t: t, Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(freePort(t))), ca: ca, tls: ca.client(),
+		args: append(append(ca.serverArgs("redis-server"), "--tls-replication", "yes"), args...)}
 	s.start()
 	t.Cleanup(s.Stop)
 	return s
+}
+
+// serverArgs are the TLS arguments of a redis-server (or a sentinel, as
+// config lines) with a certificate for name signed by ca, client certificates
+// optional.
+func (ca *CA) serverArgs(name string) []string {
+	certFile, keyFile := ca.Issue(name)
+	return []string{
+		"--tls-cert-file", certFile, "--tls-key-file", keyFile, "--tls-ca-cert-file", ca.File,
+		"--tls-auth-clients", "optional",
+	}
+}
+
+// client is how the package's administration reaches a server of ca: with
+// ca's trust and a client certificate of its own.
+func (ca *CA) client() *tls.Config {
+	ca.t.Helper()
+	client, err := tls.LoadX509KeyPair(ca.Issue("redistest-client"))
+	if err != nil {
+		ca.t.Fatalf("load the test's client certificate: %v", err)
+	}
+	return &tls.Config{RootCAs: ca.Pool, Certificates: []tls.Certificate{client}, MinVersion: tls.VersionTLS12}
 }
 
 func (ca *CA) write(name, blockType string, der []byte) string {
