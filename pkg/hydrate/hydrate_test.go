@@ -625,12 +625,18 @@ func start(t testing.TB, redisURL string, opts ...hydrate.Option) *harness {
 // startApps is start for the given apps.
 func startApps(t testing.TB, redisURL string, apps []release.App, opts ...hydrate.Option) *harness {
 	t.Helper()
-	core, logs := observer.New(zap.DebugLevel)
-	sink := newSink()
 	o, err := redisconn.Parse(redisURL)
 	if err != nil {
 		t.Fatalf("Parse(%q): %v", redisURL, err)
 	}
+	return startOn(t, o, apps, opts...)
+}
+
+// startOn is startApps for options already parsed.
+func startOn(t testing.TB, o redisconn.Options, apps []release.App, opts ...hydrate.Option) *harness {
+	t.Helper()
+	core, logs := observer.New(zap.DebugLevel)
+	sink := newSink()
 	h, err := hydrate.New(o, apps, sink, zap.New(core), opts...)
 	if err != nil {
 		t.Fatalf("New: %v", err)

@@ -158,3 +158,31 @@ func TestRetryDelay(t *testing.T) {
 		})
 	}
 }
+
+// TestConnThroughTLSSentinels: with a rediss:// URL and master_set, a Conn
+// asks the sentinels over TLS too (rueidis.ParseURL gives them no TLS of
+// their own), trusting the CA of WithTLS, and writes to the primary they
+// name.
+func TestConnThroughTLSSentinels(t *testing.T) {
+	ca := redistest.NewCA(t)
+	primary := redistest.StartTLS(t, ca)
+	sentinels := redistest.StartSentinels(t, "craft", primary, 1, 1)
+	o, err := Parse(redistest.SentinelURL("craft", sentinels...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := Open(o.WithTLS(&tls.Config{RootCAs: ca.Pool}))
+	t.Cleanup(c.Close)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	client, err := c.Client(ctx)
+	if err != nil {
+		t.Fatalf("connect through the TLS sentinels: %v", err)
+	}
+	if err := client.Do(ctx, client.B().Set().Key("k").Value("v").Build()).Error(); err != nil {
+		t.Fatalf("SET through the TLS sentinels: %v", err)
+	}
+	if got, err := primary.Query("GET", "k"); err != nil || got != "v" {
+		t.Errorf("GET k on the primary = %v, %v; want v", got, err)
+	}
+}
