@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -20,11 +21,22 @@ import (
 // A failover is a Redis topology with pollers and pods serving through it,
 // and the kill of the primary that holds photocraft's key.
 type failover struct {
-	url string
-	// kill SIGKILLs the primary of key and returns what reports that its
-	// replica was promoted.
-	kill func(key string) (promoted func() bool)
+	url    string // without credentials: runFailover adds the users'
+	caFile string // REDIS_TLS_CA_FILE for a rediss:// url
+	// nodes are the data nodes (primaries and replicas, not sentinels):
+	// the binaries' users are made on each.
+	nodes []*redistest.Server
+	// kill SIGKILLs the primary of key and returns it, and what reports
+	// that its replica was promoted.
+	kill func(key string) (killed *redistest.Server, promoted func() bool)
 }
+
+// The least-privilege users the binaries run as (store.PollerACL,
+// store.APIACL).
+const (
+	pollerUser, pollerPassword = "craft-poller", "poller-secret"
+	apiUser, apiPassword       = "craft-api", "api-secret"
+)
 
 // failoverFigures is what runFailover measured.
 type failoverFigures struct {
@@ -46,18 +58,24 @@ type pod struct {
 	metrics string
 }
 
-// runFailover starts 2 pollers and 2 pods on f.url, waits until they serve
-// what the fake GitHub has, watches every pod's answers, kills the primary of
-// photocraft's key, waits for the promotion, then publishes a new photocraft
-// release and waits until every pod serves it.
+// runFailover makes the binaries' users on every node, starts 2 pollers and
+// 2 pods as them on f.url, waits until they serve what the fake GitHub has,
+// watches every pod's answers, kills the primary of photocraft's key, waits
+// for the promotion, then publishes a new photocraft release and waits until
+// every pod serves it. No node may deny the users anything (its ACL LOG, read
+// before the kill on the killed node, at the end on the others).
 func runFailover(tb testing.TB, f failover) failoverFigures {
 	tb.Helper()
+	for _, n := range f.nodes {
+		n.MustDo(store.SetUser(pollerUser, pollerPassword, store.PollerACL)...)
+		n.MustDo(store.SetUser(apiUser, apiPassword, store.APIACL)...)
+	}
 	gh := fakegithub.New(tb)
 	want := publishFirst(gh)
-	startPollers(tb, 2, pollerEnv(gh, f.url, testAppsEnv))
+	startPollers(tb, 2, f.env(pollerEnv(gh, withUser(tb, f.url, pollerUser, pollerPassword), testAppsEnv)))
 	pods := make([]pod, 2)
 	for i := range pods {
-		env := podEnv(f.url, testAppsEnv)
+		env := f.env(podEnv(withUser(tb, f.url, apiUser, apiPassword), testAppsEnv))
 		env["METRICS_ADDR"] = testkit.FreeAddr(tb)
 		pods[i] = pod{start(tb, fmt.Sprintf("api-%d", i+1), binary(tb, "api"), env), "http://" + env["METRICS_ADDR"] + "/metrics"}
 	}
@@ -65,8 +83,12 @@ func runFailover(tb testing.TB, f failover) failoverFigures {
 	waitTags(tb, want, procs...)
 
 	w := watchAnswers(procs)
+	var denied []string
+	for _, n := range f.nodes {
+		denied = append(denied, prefixed(n.Addr+" before the kill: ", n.Denied())...)
+	}
 	killed := time.Now()
-	promoted := f.kill(store.AppKey("photocraft"))
+	dead, promoted := f.kill(store.AppKey("photocraft"))
 	testkit.Eventually(tb, "the replica is promoted", promoted)
 	var fig failoverFigures
 	fig.promoted = time.Since(killed)
@@ -86,7 +108,42 @@ func runFailover(tb testing.TB, f failover) failoverFigures {
 	fig.invalidations = invalidations(tb, pods) - before
 	fig.bad, fig.answers = w.stop()
 	fig.badSeen = w.String()
+	for _, n := range f.nodes {
+		if n != dead {
+			denied = append(denied, prefixed(n.Addr+": ", n.Denied())...)
+		}
+	}
+	if len(denied) > 0 {
+		tb.Errorf("Redis denied the binaries' users (store.PollerACL or store.APIACL lacks a right):\n%s", strings.Join(denied, "\n"))
+	}
 	return fig
+}
+
+// env is base with f's REDIS_TLS_CA_FILE.
+func (f failover) env(base map[string]string) map[string]string {
+	if f.caFile != "" {
+		base["REDIS_TLS_CA_FILE"] = f.caFile
+	}
+	return base
+}
+
+// withUser is rawURL with user and password.
+func withUser(tb testing.TB, rawURL, user, password string) string {
+	tb.Helper()
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	u.User = url.UserPassword(user, password)
+	return u.String()
+}
+
+func prefixed(prefix string, lines []string) []string {
+	out := make([]string, len(lines))
+	for i, l := range lines {
+		out[i] = prefix + l
+	}
+	return out
 }
 
 // invalidations is the sum of the pods' craft_api_invalidations_total.
@@ -164,42 +221,93 @@ func (w *answerWatch) String() string {
 	return strings.Join(w.badDescribed, "\n")
 }
 
-// clusterFailover is a Cluster of 3 primaries with a replica each.
-func clusterFailover(tb testing.TB) failover {
-	c := redistest.StartCluster(tb, 3, 1)
-	return failover{url: c.URL(), kill: func(key string) func() bool {
+// clusterFailover is a Cluster of 3 primaries with a replica each; with a
+// CA, on TLS only (StartClusterTLS).
+func clusterFailover(tb testing.TB, ca *redistest.CA) failover {
+	var c *redistest.Cluster
+	f := failover{}
+	if ca != nil {
+		c, f.caFile = redistest.StartClusterTLS(tb, ca, 3, 1), ca.File
+	} else {
+		c = redistest.StartCluster(tb, 3, 1)
+	}
+	f.url, f.nodes = c.URL(), c.Nodes
+	f.kill = func(key string) (*redistest.Server, func() bool) {
 		primary := c.Primary(key)
 		replica := c.ReplicaOf(primary)
 		primary.Kill()
-		return func() bool { return replica.Role() == "master" }
-	}}
+		return primary, func() bool { return replica.Role() == "master" }
+	}
+	return f
 }
 
-// sentinelFailover is a primary, a replica and 3 sentinels.
-func sentinelFailover(tb testing.TB) failover {
-	primary := redistest.Start(tb, "--repl-diskless-sync-delay", "0")
+// sentinelFailover is a primary, a replica and 3 sentinels; with a CA, on
+// TLS only (StartTLS, and so its replica and sentinels).
+func sentinelFailover(tb testing.TB, ca *redistest.CA) failover {
+	var primary *redistest.Server
+	f := failover{}
+	if ca != nil {
+		primary, f.caFile = redistest.StartTLS(tb, ca, "--repl-diskless-sync-delay", "0"), ca.File
+	} else {
+		primary = redistest.Start(tb, "--repl-diskless-sync-delay", "0")
+	}
 	replica := redistest.StartReplica(tb, primary)
 	sentinels := redistest.StartSentinels(tb, "craft", primary, 3, 2)
-	return failover{url: redistest.SentinelURL("craft", sentinels...), kill: func(string) func() bool {
+	f.url, f.nodes = redistest.SentinelURL("craft", sentinels...), []*redistest.Server{primary, replica}
+	f.kill = func(string) (*redistest.Server, func() bool) {
 		primary.Kill()
-		return func() bool {
+		return primary, func() bool {
 			addr, err := sentinels[0].MasterAddr()
 			return err == nil && addr == replica.Addr && replica.Role() == "master"
 		}
-	}}
+	}
+	return f
 }
 
-// topologies are the failovers of TestFailover and BenchmarkFailover.
+// topologies are the failovers of TestFailover and BenchmarkFailover: each
+// topology in plain text and on TLS with a CA of the test's.
 func topologies() []struct {
 	name  string
 	setup func(testing.TB) failover
 } {
-	return []struct {
+	type topology = struct {
 		name  string
 		setup func(testing.TB) failover
-	}{
-		{"cluster", clusterFailover},
-		{"sentinel", sentinelFailover},
+	}
+	var out []topology
+	for _, t := range []struct {
+		name  string
+		setup func(testing.TB, *redistest.CA) failover
+	}{{"cluster", clusterFailover}, {"sentinel", sentinelFailover}} {
+		out = append(out,
+			topology{t.name, func(tb testing.TB) failover { return t.setup(tb, nil) }},
+			topology{t.name + "-tls", func(tb testing.TB) failover { return t.setup(tb, redistest.NewCA(tb)) }})
+	}
+	return out
+}
+
+// refusedWithoutTheCA starts a poller and a pod on f's rediss:// url without
+// REDIS_TLS_CA_FILE: each logs that it refused the certificate, and the pod
+// is not ready.
+func refusedWithoutTheCA(t *testing.T, f failover) {
+	t.Helper()
+	gh := fakegithub.New(t)
+	env := podEnv(f.url, testAppsEnv)
+	env["CRAFT_APPS_HYDRATE_TIMEOUT_SECS"] = "1"
+	procs := []*proc{
+		start(t, "poller-without-the-ca", binary(t, "poller"), pollerEnv(gh, f.url, testAppsEnv)),
+		start(t, "api-without-the-ca", binary(t, "api"), env),
+	}
+	for _, p := range procs {
+		testkit.Eventually(t, p.name+" logs the refused certificate", func() bool {
+			return strings.Contains(p.logs.String(), "certificate signed by unknown authority")
+		})
+	}
+	if got := procs[1].status("/readyz"); got == http.StatusOK {
+		t.Errorf("%s /readyz = %d without the CA, want not ready", procs[1].name, got)
+	}
+	for _, p := range procs {
+		p.stop(t)
 	}
 }
 
@@ -211,7 +319,11 @@ func topologies() []struct {
 func TestFailover(t *testing.T) {
 	for _, tc := range topologies() {
 		t.Run(tc.name, func(t *testing.T) {
-			fig := runFailover(t, tc.setup(t))
+			f := tc.setup(t)
+			if f.caFile != "" {
+				refusedWithoutTheCA(t, f)
+			}
+			fig := runFailover(t, f)
 			if fig.bad > 0 {
 				t.Errorf("%d of %d answers were not 200 or went back in time:\n%s", fig.bad, fig.answers, fig.badSeen)
 			}
