@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -52,17 +53,23 @@ type splitStack struct {
 func newSplitStack(b *testing.B, pods int) *splitStack {
 	b.Helper()
 	rs := redistest.Start(b)
-	st := newSplitStackOn(b, rs.URL(), pods)
+	st := newSplitStackOn(b, rs.URL(), nil, pods)
 	st.redis = rs
 	return st
 }
 
-// newSplitStackOn is newSplitStack on the Redis at url, of any topology; the
-// stack's redis is nil.
-func newSplitStackOn(b *testing.B, url string, pods int) *splitStack {
+// newSplitStackOn is newSplitStack on the Redis at url, of any topology, on
+// TLS with ca's certificates when ca is not nil; the stack's redis is nil.
+func newSplitStackOn(b *testing.B, url string, ca *redistest.CA, pods int) *splitStack {
 	b.Helper()
 	st := &splitStack{base: time.Now().Truncate(time.Millisecond)}
-	st.store = newStore(b, url)
+	env := podEnv(url, "")
+	var tlsCfg *tls.Config
+	if ca != nil {
+		env["REDIS_TLS_CA_FILE"] = ca.File
+		tlsCfg = &tls.Config{RootCAs: ca.Pool}
+	}
+	st.store = newStore(b, url, tlsCfg)
 	for i, a := range config.DefaultApps() {
 		e := release.Entry{
 			FetchedAt: st.base,
@@ -73,7 +80,7 @@ func newSplitStackOn(b *testing.B, url string, pods int) *splitStack {
 			b.Fatalf("put fetch %s: written %v, %v", a.Key, ok, err)
 		}
 	}
-	st.pods = startPods(b, pods, podEnv(url, ""))
+	st.pods = startPods(b, pods, env)
 	for _, p := range st.pods {
 		testkit.Eventually(b, p.name+" serves every app", func() bool {
 			a := p.get(b)
@@ -104,11 +111,16 @@ func photocraftReleases(b *testing.B) [2]*release.Release {
 // BenchmarkPropagation times, for each guarded write of a new photocraft
 // fetch, from the call that writes it to both pods serving a new ETag (each
 // pod asked in a tight loop with If-None-Match of the ETag it served), on a
-// single server and on a Cluster of 3 primaries with a replica each.
+// single server and on a Cluster of 3 primaries with a replica each, in
+// plain text and on TLS.
 func BenchmarkPropagation(b *testing.B) {
 	b.Run("single", func(b *testing.B) { propagation(b, newSplitStack(b, 2)) })
 	b.Run("cluster", func(b *testing.B) {
-		propagation(b, newSplitStackOn(b, redistest.StartCluster(b, 3, 1).URL(), 2))
+		propagation(b, newSplitStackOn(b, redistest.StartCluster(b, 3, 1).URL(), nil, 2))
+	})
+	b.Run("cluster-tls", func(b *testing.B) {
+		ca := redistest.NewCA(b)
+		propagation(b, newSplitStackOn(b, redistest.StartClusterTLS(b, ca, 3, 1).URL(), ca, 2))
 	})
 }
 

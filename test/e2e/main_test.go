@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bufio"
+	"crypto/tls"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -519,14 +520,16 @@ func startPollers(t testing.TB, n int, env map[string]string) []*proc {
 	return pollers
 }
 
-// newStore returns the poller's own client and Store for the Redis at url,
-// to write as a poller does.
-func newStore(t testing.TB, url string) *store.Store {
+// newStore returns a Store on the poller's own kind of connection to the
+// Redis at url, trusting tlsCfg's CA for rediss:// (nil: the system's), to
+// write as a poller does.
+func newStore(t testing.TB, url string, tlsCfg *tls.Config) *store.Store {
 	t.Helper()
-	c, err := redisconn.OpenURL(url)
+	o, err := redisconn.Parse(url)
 	if err != nil {
 		t.Fatal(err)
 	}
+	c := redisconn.Open(o.WithTLS(tlsCfg))
 	t.Cleanup(c.Close)
 	return store.New(c, "e2e")
 }

@@ -30,7 +30,7 @@ import (
 func TestShutdownFinishesRequestsInFlight(t *testing.T) {
 	sndbuf := maxSendBuffer(t)
 	rs := redistest.Start(t)
-	s := newStore(t, rs.URL())
+	s := newStore(t, rs.URL(), nil)
 	at := time.Now().Truncate(time.Millisecond)
 
 	// Enough apps with the largest releases the service keeps (200 assets,

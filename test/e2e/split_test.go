@@ -70,7 +70,7 @@ func TestReleaseReachesEveryPod(t *testing.T) {
 	for _, p := range pollers {
 		p.stop(t)
 	}
-	entries, _, err := newStore(t, rs.URL()).Load(context.Background(), appKeys())
+	entries, _, err := newStore(t, rs.URL(), nil).Load(context.Background(), appKeys())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -158,7 +158,7 @@ func etags(t testing.TB, pods []*proc) []string {
 
 func TestGuardedWriteReachesEveryPod(t *testing.T) {
 	rs := redistest.Start(t)
-	s := newStore(t, rs.URL())
+	s := newStore(t, rs.URL(), nil)
 	base := time.Now().Truncate(time.Millisecond)
 	writeAll(t, s, base, "v1.0.0")
 	pods := startPods(t, 2, podEnv(rs.URL(), testAppsEnv))
@@ -188,7 +188,7 @@ func TestGuardedWriteReachesEveryPod(t *testing.T) {
 
 func TestPodsKeepWhatRedisLoses(t *testing.T) {
 	rs := redistest.Start(t)
-	s := newStore(t, rs.URL())
+	s := newStore(t, rs.URL(), nil)
 	at := time.Now().Truncate(time.Millisecond)
 	want := writeAll(t, s, at, "v1.0.0")
 	pods := startPods(t, 2, podEnv(rs.URL(), testAppsEnv))
@@ -314,7 +314,7 @@ func TestPollersRefillFlushedRedis(t *testing.T) {
 
 func TestOlderOrBrokenEntriesAreIgnored(t *testing.T) {
 	rs := redistest.Start(t)
-	s := newStore(t, rs.URL())
+	s := newStore(t, rs.URL(), nil)
 	at := time.Now().Truncate(time.Millisecond)
 	want := writeAll(t, s, at, "v1.0.0")
 	pods := startPods(t, 2, podEnv(rs.URL(), testAppsEnv))
