@@ -311,11 +311,14 @@ func refusedWithoutTheCA(t *testing.T, f failover) {
 	}
 }
 
-// TestFailover: on a Cluster and on Sentinel, SIGKILLing the primary that
-// holds photocraft's key promotes its replica; a release published after
-// that reaches every pod through the new primary by an invalidation (the
-// pods track their reads there, not only re-read every few seconds), and no
-// pod answers anything but 200 or goes back in time meanwhile.
+// TestFailover: on a Cluster and on Sentinel, in plain text and over TLS,
+// with the binaries as their least-privilege users, SIGKILLing the primary
+// that holds photocraft's key promotes its replica; a release published
+// after that reaches every pod through the new primary by an invalidation
+// (the pods track their reads there, not only re-read every few seconds), no
+// pod answers anything but 200 or goes back in time meanwhile, and no node
+// denies the users anything. Over TLS, both binaries refuse the certificate
+// without REDIS_TLS_CA_FILE.
 func TestFailover(t *testing.T) {
 	for _, tc := range topologies() {
 		t.Run(tc.name, func(t *testing.T) {
