@@ -75,9 +75,13 @@ func WithMeta(sink MetaSink) Option {
 type Stats struct {
 	Connected     bool   // the last exchange with Redis worked
 	Fallback      bool   // Redis refused client tracking: every app is re-read each second
+	Reads         uint64 // hashes read (the apps', and the meta hash with WithMeta), from Redis or from the local cache
 	CacheHits     uint64 // hash reads the local cache answered without a round trip
+	Missing       uint64 // app reads that found nothing usable: flushed, expired, another format version, not a hash
+	Failures      uint64 // connection attempts and reads that failed
 	Invalidations uint64 // invalidations received, including those for a flush or a lost connection
 	Hydrations    uint64 // reads that moved an entry of the sink forward
+	Metas         uint64 // calls to the meta sink's SetMeta
 }
 
 // Hydrator feeds a Sink from the app hashes in Redis. Its methods other than
@@ -210,9 +214,13 @@ func (h *Hydrator) Stats() Stats {
 	return Stats{
 		Connected:     h.connected.Load(),
 		Fallback:      h.fallback.Load(),
+		Reads:         h.reads.Load(),
 		CacheHits:     h.cacheHits.Load(),
+		Missing:       h.missing.Load(),
+		Failures:      h.failures.Load(),
 		Invalidations: h.invalidations.Load(),
 		Hydrations:    h.hydrations.Load(),
+		Metas:         h.metas.Load(),
 	}
 }
 

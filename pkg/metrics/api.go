@@ -103,8 +103,10 @@ type Hydrator interface {
 // craft_api_apps_unfetched and craft_api_renders_total from the current
 // rendering, and in split mode
 // craft_api_hydrations_total, craft_api_invalidations_total,
-// craft_api_redis_connected, craft_api_redis_cache_hits_total and
-// craft_api_redis_fallback from the hydrator. It is safe for concurrent use.
+// craft_api_redis_connected, craft_api_redis_reads_total,
+// craft_api_redis_cache_hits_total, craft_api_redis_missing_total,
+// craft_api_redis_failures_total, craft_api_redis_fallback and
+// craft_api_meta_updates_total from the hydrator. It is safe for concurrent use.
 type API struct {
 	renderings Renderings
 	hydrator   Hydrator // nil: standalone, no hydrator series
@@ -112,7 +114,8 @@ type API struct {
 	appFetched, lastFetched, unfetched   *prometheus.Desc
 	renders                              *prometheus.Desc
 	hydrations, invalidations, connected *prometheus.Desc
-	cacheHits, fallback                  *prometheus.Desc
+	reads, cacheHits, missing, failures  *prometheus.Desc
+	fallback, metas                      *prometheus.Desc
 }
 
 // NewAPI returns the collector of r and, when h is not nil, of h. Its app
@@ -135,6 +138,14 @@ func NewAPI(r Renderings, h Hydrator) *API {
 			"Invalidation pushes received from Redis.", nil, nil),
 		connected: prometheus.NewDesc("craft_api_redis_connected",
 			"1 while the hydrator's last exchange with Redis worked, else 0.", nil, nil),
+		reads: prometheus.NewDesc("craft_api_redis_reads_total",
+			"Hashes the hydrator read (the apps' and the meta hash), from Redis or from its client-side cache.", nil, nil),
+		missing: prometheus.NewDesc("craft_api_redis_missing_total",
+			"App hash reads that found nothing usable (flushed, expired, another format version, not a hash).", nil, nil),
+		failures: prometheus.NewDesc("craft_api_redis_failures_total",
+			"The hydrator's connection attempts and reads that failed.", nil, nil),
+		metas: prometheus.NewDesc("craft_api_meta_updates_total",
+			"Newer renames and notices the hydrator read from Redis and served.", nil, nil),
 		cacheHits: prometheus.NewDesc("craft_api_redis_cache_hits_total",
 			"Hash reads the hydrator's client-side cache answered without a round trip to Redis.", nil, nil),
 		fallback: prometheus.NewDesc("craft_api_redis_fallback",
@@ -152,8 +163,12 @@ func (a *API) Describe(ch chan<- *prometheus.Desc) {
 		ch <- a.hydrations
 		ch <- a.invalidations
 		ch <- a.connected
+		ch <- a.reads
 		ch <- a.cacheHits
+		ch <- a.missing
+		ch <- a.failures
 		ch <- a.fallback
+		ch <- a.metas
 	}
 }
 
@@ -188,6 +203,10 @@ func (a *API) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(a.hydrations, prometheus.CounterValue, float64(st.Hydrations))
 	ch <- prometheus.MustNewConstMetric(a.invalidations, prometheus.CounterValue, float64(st.Invalidations))
 	ch <- prometheus.MustNewConstMetric(a.connected, prometheus.GaugeValue, gauge(st.Connected))
+	ch <- prometheus.MustNewConstMetric(a.reads, prometheus.CounterValue, float64(st.Reads))
 	ch <- prometheus.MustNewConstMetric(a.cacheHits, prometheus.CounterValue, float64(st.CacheHits))
+	ch <- prometheus.MustNewConstMetric(a.missing, prometheus.CounterValue, float64(st.Missing))
+	ch <- prometheus.MustNewConstMetric(a.failures, prometheus.CounterValue, float64(st.Failures))
 	ch <- prometheus.MustNewConstMetric(a.fallback, prometheus.GaugeValue, gauge(st.Fallback))
+	ch <- prometheus.MustNewConstMetric(a.metas, prometheus.CounterValue, float64(st.Metas))
 }

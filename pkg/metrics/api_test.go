@@ -169,7 +169,7 @@ func TestAPI(t *testing.T) {
 				{"b": {FetchedAt: t0.Add(time.Second), ETag: `"e"`}},
 				{"b": {FailedAt: t0.Add(time.Hour), Failures: 1}}, // a failure renders nothing
 			},
-			hydrator: stats{Connected: true, Hydrations: 7, Invalidations: 11, CacheHits: 99},
+			hydrator: stats{Connected: true, Hydrations: 7, Invalidations: 11, Reads: 120, CacheHits: 99, Missing: 2, Failures: 3, Metas: 4},
 			want: map[string]float64{
 				`craft_api_app_fetched_timestamp_seconds{app="a"}`: unix(time.Minute + time.Millisecond),
 				`craft_api_app_fetched_timestamp_seconds{app="b"}`: unix(time.Second),
@@ -179,8 +179,12 @@ func TestAPI(t *testing.T) {
 				`craft_api_hydrations_total`:                       7,
 				`craft_api_invalidations_total`:                    11,
 				`craft_api_redis_connected`:                        1,
+				`craft_api_redis_reads_total`:                      120,
 				`craft_api_redis_cache_hits_total`:                 99,
+				`craft_api_redis_missing_total`:                    2,
+				`craft_api_redis_failures_total`:                   3,
 				`craft_api_redis_fallback`:                         0,
+				`craft_api_meta_updates_total`:                     4,
 			},
 		},
 		{
@@ -192,8 +196,12 @@ func TestAPI(t *testing.T) {
 				`craft_api_hydrations_total`:       0,
 				`craft_api_invalidations_total`:    0,
 				`craft_api_redis_connected`:        0,
+				`craft_api_redis_reads_total`:      0,
 				`craft_api_redis_cache_hits_total`: 0,
+				`craft_api_redis_missing_total`:    0,
+				`craft_api_redis_failures_total`:   0,
 				`craft_api_redis_fallback`:         1,
+				`craft_api_meta_updates_total`:     0,
 			},
 		},
 	}
