@@ -143,9 +143,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // Serve answers HTTP requests on ln until ctx is done, then shuts down
 // gracefully: it stops accepting, closes idle connections, and waits at most
 // shutdownTimeout for the requests in flight before closing what is left.
-// It holds at most the server's MaxConnections open: at the cap, the oldest
-// idle keep-alive connection is closed for a new one, which waits only when
-// none is idle.
+// It holds at most the server's MaxConnections open: at the cap, the
+// connection that has done nothing for longest (an idle keep-alive one, or a
+// new one silent for a second) is closed for a new one, which waits only when
+// there is none.
 // It closes ln. It returns nil after a graceful shutdown, and an error when
 // serving failed or requests were still running at the deadline. Callers
 // behind a load balancer close the readiness Gate a moment before ctx ends,

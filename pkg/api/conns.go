@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // DefaultMaxConnections is the cap on the connections a server holds open
@@ -14,12 +15,19 @@ import (
 // tunnel reaches a pod through far fewer.
 const DefaultMaxConnections = 1024
 
+// silentGrace is how long a new connection may stay silent before it can be
+// closed for another: a client's first bytes can wait a moment in the
+// kernel before the server reads them.
+const silentGrace = time.Second
+
 // limitListener caps the connections accepted from a listener and still
-// open. A connection over the cap is accepted, then the oldest idle
-// keep-alive connection is closed to make room; when none is idle the new
+// open. A connection over the cap is accepted, then the one that has done
+// nothing for longest is closed to make room: an idle keep-alive connection,
+// or a new one that has sent no byte for silentGrace; when there is none the new
 // connection waits (and the ones after it wait in the kernel's backlog)
-// until one closes or turns idle. So a flood of idle connections cannot lock
-// real clients out, and at most max+1 connections are ever open.
+// until one closes or turns idle. So a flood of idle or silent connections
+// cannot lock real clients out, a slow client in the middle of its request is
+// never cut off for one, and at most max+1 connections are ever open.
 //
 // The server must report every connection's state to state (http.Server's
 // ConnState). It is safe for concurrent use.
@@ -33,9 +41,15 @@ type limitListener struct {
 
 	mu    sync.Mutex
 	open  int
-	seq   uint64                  // counts connections turning idle
-	idle  map[*limitedConn]uint64 // idle connections, by when they turned idle
-	fresh map[*limitedConn]bool   // new connections, before their first request
+	seq   uint64                   // counts connections turning new or idle
+	idle  map[*limitedConn]uint64  // idle connections, by when they turned idle
+	fresh map[*limitedConn]arrival // new connections before their first request
+}
+
+// arrival is when a new connection came: in the order of seq, and in time.
+type arrival struct {
+	seq uint64
+	at  time.Time
 }
 
 func newLimitListener(ln net.Listener, max int) *limitListener {
@@ -45,7 +59,7 @@ func newLimitListener(ln net.Listener, max int) *limitListener {
 		wake:     make(chan struct{}, 1),
 		done:     make(chan struct{}),
 		idle:     make(map[*limitedConn]uint64),
-		fresh:    make(map[*limitedConn]bool),
+		fresh:    make(map[*limitedConn]arrival),
 	}
 }
 
@@ -58,6 +72,7 @@ func (l *limitListener) Accept() (net.Conn, error) {
 	for !l.reserve() {
 		select {
 		case <-l.wake:
+		case <-time.After(silentGrace): // a silent one may have come of age
 		case <-l.done:
 			c.Close()
 			return nil, net.ErrClosed
@@ -66,9 +81,10 @@ func (l *limitListener) Accept() (net.Conn, error) {
 	return &limitedConn{Conn: c, l: l}, nil
 }
 
-// reserve takes a slot for a new connection. At the cap it closes the oldest
-// idle connection, whose Close frees a slot and wakes the caller, and
-// reports false.
+// reserve takes a slot for a new connection. At the cap it closes the
+// connection that has done nothing for longest (idle, or new and silent
+// for silentGrace),
+// whose Close frees a slot and wakes the caller, and reports false.
 func (l *limitListener) reserve() bool {
 	l.mu.Lock()
 	if l.open < l.max {
@@ -77,12 +93,23 @@ func (l *limitListener) reserve() bool {
 		return true
 	}
 	var oldest *limitedConn
+	var since uint64
+	pick := func(c *limitedConn, seq uint64) {
+		if oldest == nil || seq < since {
+			oldest, since = c, seq
+		}
+	}
 	for c, seq := range l.idle {
-		if oldest == nil || seq < l.idle[oldest] {
-			oldest = c
+		pick(c, seq)
+	}
+	now := time.Now()
+	for c, a := range l.fresh {
+		if !c.sent.Load() && now.Sub(a.at) >= silentGrace {
+			pick(c, a.seq)
 		}
 	}
 	delete(l.idle, oldest)
+	delete(l.fresh, oldest)
 	l.mu.Unlock()
 	if oldest != nil {
 		oldest.Close()
@@ -96,23 +123,25 @@ func (l *limitListener) Close() error {
 	return l.Listener.Close()
 }
 
-// state is the server's ConnState hook: it keeps the set of idle connections.
+// state is the server's ConnState hook: it keeps the sets of idle and of new
+// connections.
 func (l *limitListener) state(c net.Conn, s http.ConnState) {
 	lc, ok := c.(*limitedConn)
 	if !ok {
 		return
 	}
 	l.mu.Lock()
-	if s == http.StateIdle && !lc.closed {
-		l.seq++
-		l.idle[lc] = l.seq
-	} else {
-		delete(l.idle, lc)
-	}
-	if s == http.StateNew && !lc.closed {
-		l.fresh[lc] = true
-	} else {
-		delete(l.fresh, lc)
+	delete(l.idle, lc)
+	delete(l.fresh, lc)
+	if !lc.closed {
+		switch s {
+		case http.StateIdle:
+			l.seq++
+			l.idle[lc] = l.seq
+		case http.StateNew:
+			l.seq++
+			l.fresh[lc] = arrival{l.seq, time.Now()}
+		}
 	}
 	l.mu.Unlock()
 	if s == http.StateIdle {

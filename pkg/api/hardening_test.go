@@ -3,11 +3,13 @@ package api
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"slices"
 	"testing"
 	"time"
@@ -266,6 +268,46 @@ func TestConnectionCap(t *testing.T) {
 		res, err := http.ReadResponse(bufio.NewReader(c), nil)
 		if err != nil || res.StatusCode != http.StatusOK {
 			t.Errorf("busy connection %d: %v, %v; want it kept and served", i+1, res, err)
+		}
+	}
+}
+
+// TestSilentConnectionsAtTheCap: connections that never send a byte (a
+// flood of bare connects, renewed before the header timeout) take no client's
+// place: at the cap the oldest of them silent for silentGrace is closed for a
+// new client, and the others stay open, as a client in the middle of its
+// request would.
+func TestSilentConnectionsAtTheCap(t *testing.T) {
+	const max = 4
+	addr := serveOnLoopback(t, New(fixed{rendering(t, true)}, new(Gate), zap.NewNop(), Options{MaxConnections: max}))
+	silent := make([]*bufio.Reader, max)
+	conns := make([]net.Conn, max)
+	for i := range silent {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		conns[i], silent[i] = c, bufio.NewReader(c)
+		if i < max-1 {
+			// Each is the server's before the next: a request on another
+			// connection, under the cap, is answered after it was accepted.
+			probe := dialIdle(t, addr)
+			probe.Close()
+		}
+	}
+	time.Sleep(silentGrace) // not a timed assertion: the silent ones come of age
+	client := dialIdle(t, addr)
+	if code, err := client.get(t, HealthzPath); err != nil || code != http.StatusOK {
+		t.Fatalf("a client at the cap: %d, %v; want it served", code, err)
+	}
+	if _, err := silent[0].ReadByte(); err != io.EOF {
+		t.Errorf("the oldest silent connection: read %v, want EOF (closed for the client)", err)
+	}
+	for i, r := range silent[1:] {
+		_ = conns[i+1].SetReadDeadline(time.Now().Add(50 * time.Millisecond))
+		if _, err := r.ReadByte(); !errors.Is(err, os.ErrDeadlineExceeded) {
+			t.Errorf("silent connection %d: read %v, want it still open", i+1, err)
 		}
 	}
 }
