@@ -273,14 +273,22 @@ func samePort(a, b string) bool {
 
 func (r sharedEnv) check(c *checker) Shared {
 	s := Shared{RedisURL: SecretURL(r.RedisURL)}
-	s.RedisTLS = RedisTLS{config: r.redisTLS(c), files: [3]string{r.RedisTLSCA, r.RedisTLSCert, r.RedisTLSKey}}
+	// The URL first, so that its problem is reported first; the TLS files
+	// are checked against what it says (a URL that does not parse says
+	// nothing).
+	tlsURL := true
 	if r.RedisURL != "" {
 		opt, err := redisconn.Parse(r.RedisURL)
 		if err != nil {
 			c.fail("REDIS_URL", "%w", err)
+		} else {
+			s.Redis, tlsURL = opt, opt.TLS()
 		}
-		s.Redis = opt.WithTLS(s.RedisTLS.Config())
+	} else {
+		tlsURL = false
 	}
+	s.RedisTLS = RedisTLS{config: r.redisTLS(c, tlsURL), files: [3]string{r.RedisTLSCA, r.RedisTLSCert, r.RedisTLSKey}}
+	s.Redis = s.Redis.WithTLS(s.RedisTLS.Config())
 	apps, err := ParseApps(r.Apps)
 	if err != nil {
 		c.fail("CRAFT_APPS_RELEASE_APPS", "%w", err)

@@ -48,13 +48,13 @@ func (r RedisTLS) MarshalText() ([]byte, error) { return []byte(r.String()), nil
 // certificate. It returns nil when none of the variables is set. Each
 // problem names its variable: a file that cannot be read, a CA file without
 // a certificate, a certificate without its key or the other way round, a
-// key that does not match, and any of them with a REDIS_URL that is not
-// rediss:// (the files would be ignored).
-func (r sharedEnv) redisTLS(c *checker) *tls.Config {
+// key that does not match, and any of them when tlsURL is false, a REDIS_URL
+// that is not rediss:// (the files would be ignored).
+func (r sharedEnv) redisTLS(c *checker, tlsURL bool) *tls.Config {
 	if r.RedisTLSCA == "" && r.RedisTLSCert == "" && r.RedisTLSKey == "" {
 		return nil
 	}
-	if scheme, _, _ := strings.Cut(r.RedisURL, "://"); scheme != "rediss" && scheme != "valkeys" {
+	if !tlsURL {
 		for _, v := range []struct{ name, value string }{
 			{"REDIS_TLS_CA_FILE", r.RedisTLSCA}, {"REDIS_TLS_CERT_FILE", r.RedisTLSCert}, {"REDIS_TLS_KEY_FILE", r.RedisTLSKey},
 		} {

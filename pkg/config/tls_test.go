@@ -108,6 +108,18 @@ func TestRedisTLSBad(t *testing.T) {
 	}
 }
 
+// TestRedisURLReportedFirst: a REDIS_URL that does not parse is the first
+// problem reported, and the TLS files beside it are not blamed for it.
+func TestRedisURLReportedFirst(t *testing.T) {
+	ca := redistest.NewCA(t)
+	for _, bin := range []string{"api", "poller"} {
+		err := loadErr(bin, map[string]string{"REDIS_URL": "http://r:6379", "REDIS_TLS_CA_FILE": ca.File})
+		if err == nil || !strings.HasPrefix(err.Error(), "REDIS_URL: ") || strings.Contains(err.Error(), "REDIS_TLS_CA_FILE") {
+			t.Errorf("%s: load got %v, want one error, naming REDIS_URL", bin, err)
+		}
+	}
+}
+
 func loadShared(t *testing.T, bin string, vars map[string]string) config.Shared {
 	t.Helper()
 	getenv := func(k string) string { return vars[k] }

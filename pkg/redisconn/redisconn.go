@@ -110,6 +110,9 @@ func (o Options) MarshalText() ([]byte, error) { return []byte(o.String()), nil 
 // IsZero reports whether o are no Redis.
 func (o Options) IsZero() bool { return len(o.opt.InitAddress) == 0 }
 
+// TLS reports whether o connect with TLS (rediss://).
+func (o Options) TLS() bool { return o.opt.TLSConfig != nil }
+
 // Timeout is how long one call may take.
 func (o Options) Timeout() time.Duration { return o.opt.ConnWriteTimeout }
 
