@@ -148,6 +148,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	err = daemon.Run(ctx, daemon.Plan{
 		Servers:         []daemon.Listening{{Server: health, Listener: ln}},
 		Work:            work,
+		StopWorkFirst:   true, // a signal abandons the GitHub request under way
 		Gate:            gate,
 		ShutdownTimeout: cfg.ShutdownTimeout,
 		Log:             log,

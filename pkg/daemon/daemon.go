@@ -46,8 +46,13 @@ type Listening struct {
 type Plan struct {
 	Servers []Listening
 	// Work runs in goroutines of its own from the start; its context ends
-	// once the servers stopped.
+	// once the servers stopped, or with ctx when StopWorkFirst is set.
 	Work []func(context.Context) error
+	// StopWorkFirst ends the work's context with ctx, while the servers
+	// still drain: for work that must not start anything new after a
+	// signal (the poller's next GitHub request), rather than work that keeps
+	// the answers fresh until the last request (the API's).
+	StopWorkFirst bool
 	// Gate is closed when the shutdown starts; nil: none.
 	Gate *api.Gate
 	// Drain is how long the servers keep answering after Gate closed, so
@@ -60,7 +65,8 @@ type Plan struct {
 
 // Run serves and works until ctx ends, then shuts down in order: Gate
 // closes, the servers answer for Drain more, drain what is in flight within
-// the rest of ShutdownTimeout, and only then does the work stop. When a
+// the rest of ShutdownTimeout, and only then does the work stop (at once,
+// with StopWorkFirst). When a
 // server fails to serve, the others and the work stop at once, so that the
 // process exits with the error instead of running on half deaf until
 // Kubernetes kills it for another reason. Run returns once everything
@@ -85,6 +91,9 @@ func Run(ctx context.Context, p Plan) error {
 		case <-ctx.Done():
 			if p.Gate != nil {
 				p.Gate.Close()
+			}
+			if p.StopWorkFirst {
+				stopWork()
 			}
 			p.Log.Info("shutting down", zap.Duration("timeout", p.ShutdownTimeout))
 			select {

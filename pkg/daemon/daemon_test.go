@@ -75,53 +75,57 @@ func TestServerFailureStopsEverything(t *testing.T) {
 	}
 }
 
-// TestShutdownOrder checks the order of a shutdown: the gate closes first,
-// the server answers its 503 while draining, and the work stops only after
-// the server did, so answers stay fresh until the last request.
+// TestShutdownOrder checks the order of a shutdown: the gate closes first
+// and the server answers its 503 while draining; then the server stops
+// cleanly, and only then does the work stop, so answers stay fresh until the
+// last request; with StopWorkFirst the work stops at once instead, while the
+// server still drains.
 func TestShutdownOrder(t *testing.T) {
-	ln := listen(t)
-	url := "http://" + ln.Addr().String() + "/readyz"
-	gate := &api.Gate{}
-	gate.Open()
-	ctx, cancel := context.WithCancel(context.Background())
-	var order []string
-	served := make(chan struct{})
-	done := make(chan error, 1)
-	go func() {
-		done <- daemon.Run(ctx, daemon.Plan{
-			Servers: []daemon.Listening{{health(gate), ln}},
-			Work: []func(context.Context) error{func(ctx context.Context) error {
-				<-ctx.Done()
-				select {
-				case <-served:
-					order = append(order, "work stopped after serving")
-				default:
-					order = append(order, "work stopped while serving")
+	for _, first := range []bool{false, true} {
+		t.Run(map[bool]string{false: "work last", true: "work first"}[first], func(t *testing.T) {
+			ln := listen(t)
+			url := "http://" + ln.Addr().String() + "/readyz"
+			gate := &api.Gate{}
+			gate.Open()
+			ctx, cancel := context.WithCancel(context.Background())
+			workSaw := make(chan int, 1) // the server's answer as the work stopped
+			done := make(chan error, 1)
+			go func() {
+				done <- daemon.Run(ctx, daemon.Plan{
+					Servers: []daemon.Listening{{Server: health(gate), Listener: ln}},
+					Work: []func(context.Context) error{func(ctx context.Context) error {
+						<-ctx.Done()
+						workSaw <- status(url)
+						return errors.New("work's own error")
+					}},
+					StopWorkFirst:   first,
+					Gate:            gate,
+					Drain:           time.Second,
+					ShutdownTimeout: 10 * time.Second,
+					Log:             zap.NewNop(),
+				})
+			}()
+			testkit.Eventually(t, "ready", func() bool { return status(url) == http.StatusOK })
+			cancel()
+			if !first {
+				testkit.Eventually(t, "unready while draining", func() bool { return status(url) == http.StatusServiceUnavailable })
+			}
+			select {
+			case err := <-done:
+				if err == nil || err.Error() != "work's own error" {
+					t.Errorf("Run = %v, want the work's error alone (a clean stop of the server)", err)
 				}
-				return errors.New("work's own error")
-			}},
-			Gate:            gate,
-			Drain:           time.Minute, // ended early by the server's stop below
-			ShutdownTimeout: 2 * time.Minute,
-			Log:             zap.NewNop(),
+			case <-time.After(20 * time.Second):
+				t.Fatal("Run did not return")
+			}
+			want := 0 // no server any more
+			if first {
+				want = http.StatusServiceUnavailable // still draining
+			}
+			if got := <-workSaw; got != want {
+				t.Errorf("as the work stopped the server answered %d, want %d", got, want)
+			}
 		})
-	}()
-	testkit.Eventually(t, "ready", func() bool { return status(url) == http.StatusOK })
-	cancel()
-	testkit.Eventually(t, "unready while draining", func() bool { return status(url) == http.StatusServiceUnavailable })
-	// Draining ends early when a server stops by itself: close its listener.
-	close(served)
-	ln.Close()
-	select {
-	case err := <-done:
-		if err == nil || !strings.Contains(err.Error(), "work's own error") {
-			t.Errorf("Run = %v, want the work's error among them", err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("Run did not return")
-	}
-	if len(order) != 1 || order[0] != "work stopped after serving" {
-		t.Errorf("order = %v", order)
 	}
 }
 
