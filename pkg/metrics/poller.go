@@ -154,7 +154,7 @@ func NewPoller(apps []release.App) *Poller {
 	for _, m := range modes {
 		p.mode.WithLabelValues(string(m))
 	}
-	for _, m := range []store.Mode{store.ModeScript, store.ModeWatch} {
+	for _, m := range writePaths {
 		p.writePath.WithLabelValues(m.String())
 	}
 	return p
@@ -179,14 +179,19 @@ func (p *Poller) Collect(ch chan<- prometheus.Metric) {
 	}
 }
 
+// writePaths are the values of craft_poller_store_write_path's path label.
+var writePaths = []store.Mode{store.ModeScript, store.ModeWatch}
+
 // WritePath sets craft_poller_store_write_path to m; it is the store's
-// mode observer (store.WithModeObserver).
+// mode observer (store.WithModeObserver). Every path keeps its series.
 func (p *Poller) WritePath(m store.Mode) {
-	p.writePath.Reset()
-	for _, path := range []store.Mode{store.ModeScript, store.ModeWatch} {
-		p.writePath.WithLabelValues(path.String())
+	for _, path := range writePaths {
+		v := 0.0
+		if path == m {
+			v = 1
+		}
+		p.writePath.WithLabelValues(path.String()).Set(v)
 	}
-	p.writePath.WithLabelValues(m.String()).Set(1)
 }
 
 // Answer counts a GitHub answer by app and outcome and keeps the quota it

@@ -35,8 +35,7 @@ const (
 // database.
 const badURL = "not a valid URL (want redis://[user:password@]host:port[/db], with any of @ / ? # % : in the user or password percent-encoded)"
 
-// Options are a parsed REDIS_URL. The zero Options are no Redis. They print
-// nothing of the password.
+// Options are a parsed REDIS_URL. They print nothing of the password.
 type Options struct {
 	opt rueidis.ClientOption
 }
@@ -106,9 +105,6 @@ func (o Options) Format(f fmt.State, verb rune) {
 
 // MarshalText returns String.
 func (o Options) MarshalText() ([]byte, error) { return []byte(o.String()), nil }
-
-// IsZero reports whether o are no Redis.
-func (o Options) IsZero() bool { return len(o.opt.InitAddress) == 0 }
 
 // TLS reports whether o connect with TLS (rediss://).
 func (o Options) TLS() bool { return o.opt.TLSConfig != nil }
@@ -223,12 +219,15 @@ func (c *Conn) dial(done chan struct{}) {
 }
 
 // Close closes the client; an attempt still in flight closes what it makes.
+// Callers of Client meanwhile get rueidis.ErrClosing at once, not after
+// rueidis finished closing.
 func (c *Conn) Close() {
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	c.closed = true
-	if c.client != nil {
-		c.client.Close()
+	client := c.client
+	c.mu.Unlock()
+	if client != nil {
+		client.Close()
 	}
 }
 

@@ -73,9 +73,6 @@ func TestOptions(t *testing.T) {
 	if o, err = Parse("redis://127.0.0.1:1?dial_timeout=1s&write_timeout=2s"); err != nil || o.ClientOption().Dialer.Timeout != time.Second || o.Timeout() != 2*time.Second {
 		t.Errorf("the URL's timeouts: %v, %v, %v; want 1s, 2s", err, o.ClientOption().Dialer.Timeout, o.Timeout())
 	}
-	if (Options{}).IsZero() != true || o.IsZero() {
-		t.Error("IsZero: want true for the zero Options only")
-	}
 }
 
 func TestWithTLS(t *testing.T) {
