@@ -97,13 +97,18 @@ func decide(h map[string]string, w write) verdict {
 
 // guarded runs w on the hash at key (an app's or the meta hash).
 func (s *Store) guarded(ctx context.Context, key string, w write) (verdict, error) {
-	return s.apply(ctx, change{
+	return s.apply(ctx, guardedChange(key, w))
+}
+
+// guardedChange is the change of key that w makes under the guard.
+func guardedChange(key string, w write) change {
+	return change{
 		key:    key,
 		reads:  w.reads(),
 		decide: func(h map[string]string) verdict { return decide(h, w) },
 		pairs:  w.pairs,
 		ttl:    entryTTL,
-	})
+	}
 }
 
 // A change is one guarded change of one key: a decision made in Go on the

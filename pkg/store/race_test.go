@@ -218,17 +218,18 @@ func TestWatchLeavesNoWatch(t *testing.T) {
 // putFetchBeforeExec is PutFetch on the WATCH path with hook run between its
 // read and its EXEC, each time the decision is to write.
 func putFetchBeforeExec(ctx context.Context, s *Store, app string, e release.Entry, hook func()) (bool, error) {
-	w, err := s.fetchWrite(e)
+	ch, err := s.fetchChange(app, e)
 	if err != nil {
 		return false, err
 	}
-	v, err := s.apply(ctx, change{key: AppKey(app), reads: w.reads(), pairs: w.pairs, ttl: entryTTL,
-		decide: func(h map[string]string) verdict {
-			v := decide(h, w)
-			if v == written {
-				hook()
-			}
-			return v
-		}})
+	decide := ch.decide
+	ch.decide = func(h map[string]string) verdict {
+		v := decide(h)
+		if v == written {
+			hook()
+		}
+		return v
+	}
+	v, err := s.apply(ctx, ch)
 	return err == nil && v == written, err
 }

@@ -219,14 +219,23 @@ func (s *Store) PutFetch(ctx context.Context, app string, e release.Entry) (bool
 }
 
 func (s *Store) putFetch(ctx context.Context, app string, e release.Entry) (verdict, error) {
-	if e.FetchedAt.IsZero() {
-		return 0, errNoTime
-	}
-	w, err := s.fetchWrite(e)
+	ch, err := s.fetchChange(app, e)
 	if err != nil {
 		return 0, err
 	}
-	return s.guarded(ctx, AppKey(app), w)
+	return s.apply(ctx, ch)
+}
+
+// fetchChange is the guarded change of app's hash that PutFetch makes.
+func (s *Store) fetchChange(app string, e release.Entry) (change, error) {
+	if e.FetchedAt.IsZero() {
+		return change{}, errNoTime
+	}
+	w, err := s.fetchWrite(e)
+	if err != nil {
+		return change{}, err
+	}
+	return guardedChange(AppKey(app), w), nil
 }
 
 // PutNotModified shares that GitHub confirmed e's ETag at e.FetchedAt: it
