@@ -183,3 +183,62 @@ func TestConnThroughTLSSentinels(t *testing.T) {
 		t.Errorf("GET k on the primary = %v, %v; want v", got, err)
 	}
 }
+
+// TestCloseWhileDialing: Close during an attempt still in flight answers
+// later callers at once, and the client the attempt then makes is closed,
+// not kept: a proxy holds the handshake back until after Close.
+func TestCloseWhileDialing(t *testing.T) {
+	srv := redistest.Start(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	accepted, release := make(chan struct{}, 16), make(chan struct{})
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			accepted <- struct{}{}
+			go func() {
+				defer c.Close()
+				<-release
+				up, err := net.Dial("tcp", srv.Addr)
+				if err != nil {
+					return
+				}
+				defer up.Close()
+				go func() { _, _ = io.Copy(up, c) }()
+				_, _ = io.Copy(c, up)
+			}()
+		}
+	}()
+	c, err := OpenURL("redis://" + ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	first := make(chan error, 1)
+	go func() {
+		_, err := c.Client(ctx)
+		first <- err
+	}()
+	<-accepted // the attempt is in flight
+	c.Close()
+	if _, err := c.Client(ctx); !errors.Is(err, rueidis.ErrClosing) {
+		t.Errorf("Client after Close, during the attempt: %v, want %v", err, rueidis.ErrClosing)
+	}
+	close(release)
+	if err := <-first; !errors.Is(err, rueidis.ErrClosing) {
+		t.Errorf("the caller waiting on the attempt: %v, want %v", err, rueidis.ErrClosing)
+	}
+	c.mu.Lock()
+	kept := c.client
+	c.mu.Unlock()
+	if kept != nil {
+		t.Error("the Conn kept a client after Close")
+	}
+}
