@@ -34,7 +34,7 @@ const (
 	fallbackInterval = time.Second     // re-read where Redis refuses client tracking
 	cacheTTL         = time.Minute     // bounds how long a lost invalidation can go unnoticed
 	minRetry         = 200 * time.Millisecond
-	maxRetry         = 5 * time.Second
+	maxRetry         = time.Second // as often as the fallback re-reads: a pod that waited longer served a failover late
 )
 
 // Sink receives what the Hydrator read. SetAll is called from Run's goroutine

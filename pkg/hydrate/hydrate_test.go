@@ -365,6 +365,25 @@ func TestConnectionLoss(t *testing.T) {
 	}
 }
 
+// TestRetryCapped: the backoff between attempts stops growing at 1 s, so a
+// pod serves from a promoted replica within a second of its promotion, not
+// after a wait that grew through the failover.
+func TestRetryCapped(t *testing.T) {
+	srv := redistest.Start(t)
+	srv.Stop()
+	clk := fakeclock.New(base)
+	hs := start(t, srv.URL(), quiet, hydrate.WithClock(clk))
+	const step = 100 * time.Millisecond
+	// 200, 400, 800 ms, then the cap.
+	advanceUntil(t, clk, step, "six failed attempts", func() bool { return hs.h.Counts().Failures >= 6 })
+	from, n := clk.Now(), hs.h.Counts().Failures
+	advanceUntil(t, clk, step, "three attempts more", func() bool { return hs.h.Counts().Failures >= n+3 })
+	if took := clk.Now().Sub(from); took > 3*(time.Second+step) {
+		t.Errorf("three attempts took %v, want at most a second (and a step) each", took)
+	}
+	hs.mustBeRunning(t)
+}
+
 func TestRedisDownAtStart(t *testing.T) {
 	srv := redistest.Start(t)
 	srv.Stop()
