@@ -115,30 +115,56 @@ func TestDecodeRefresh(t *testing.T) {
 	}
 }
 
+// watcher runs st.WatchRefreshes for apps until stop, which checks that it
+// returned nil; seen returns the last request fn was given for an app.
+type watcher struct {
+	mu   sync.Mutex
+	got  map[string]release.Refresh
+	stop func()
+}
+
+func watch(t *testing.T, st *Store, apps ...string) *watcher {
+	t.Helper()
+	w := &watcher{got: map[string]release.Refresh{}}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- st.WatchRefreshes(ctx, apps, func(app string, r release.Refresh) {
+			w.mu.Lock()
+			defer w.mu.Unlock()
+			w.got[app] = r
+		}, func(err error) { t.Errorf("watch: %v", err) })
+	}()
+	var once sync.Once
+	w.stop = func() {
+		once.Do(func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("WatchRefreshes returned %v, want nil", err)
+			}
+		})
+	}
+	t.Cleanup(w.stop)
+	return w
+}
+
+func (w *watcher) seen(app string) (release.Refresh, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	r, ok := w.got[app]
+	return r, ok
+}
+
 func TestWatchRefreshes(t *testing.T) {
 	srv := redistest.Start(t)
 	api, poller := newStore(t, srv.URL()), newStore(t, srv.URL())
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
+	ctx := context.Background()
 	if _, err := api.Deliver(ctx, []string{"before"}, []string{"photocraft"}, release.Refresh{At: t0, Tag: "v1"}); err != nil {
 		t.Fatal(err)
 	}
-	var mu sync.Mutex
-	seen := map[string]release.Refresh{}
-	done := make(chan error, 1)
-	go func() {
-		done <- poller.WatchRefreshes(ctx, []string{"photocraft", "vectorcraft"}, func(app string, r release.Refresh) {
-			mu.Lock()
-			defer mu.Unlock()
-			seen[app] = r
-		}, func(err error) { t.Errorf("watch: %v", err) })
-	}()
+	w := watch(t, poller, "photocraft", "vectorcraft")
 	has := func(app string, at time.Time) func() bool {
-		return func() bool {
-			mu.Lock()
-			defer mu.Unlock()
-			return seen[app].At.Equal(at)
-		}
+		return func() bool { r, _ := w.seen(app); return r.At.Equal(at) }
 	}
 	testkit.Eventually(t, "the request recorded before the watch is seen", has("photocraft", t0))
 	// Until the subscription is made, a request may wait for the rescan;
@@ -151,15 +177,10 @@ func TestWatchRefreshes(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 		return has("vectorcraft", at)()
 	})
-	mu.Lock()
-	if _, ok := seen["filmcraft"]; ok {
+	if _, ok := w.seen("filmcraft"); ok {
 		t.Error("an app the watcher was not given reached fn")
 	}
-	mu.Unlock()
-	cancel()
-	if err := <-done; err != nil {
-		t.Errorf("WatchRefreshes returned %v, want nil", err)
-	}
+	w.stop()
 }
 
 // TestWebhookAsLeastPrivilegeUsers: the webhook's writes as APIACL's user
@@ -170,33 +191,18 @@ func TestWebhookAsLeastPrivilegeUsers(t *testing.T) {
 	srv.MustDo(SetUser("craft-poller", "poller-pw", PollerACL)...)
 	api := newStore(t, "redis://craft-api:api-pw@"+srv.Addr)
 	poller := newStore(t, "redis://craft-poller:poller-pw@"+srv.Addr)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	var mu sync.Mutex
-	seen := map[string]release.Refresh{}
-	done := make(chan error, 1)
-	go func() {
-		done <- poller.WatchRefreshes(ctx, []string{"photocraft"}, func(app string, r release.Refresh) {
-			mu.Lock()
-			defer mu.Unlock()
-			seen[app] = r
-		}, func(err error) { t.Errorf("watch: %v", err) })
-	}()
+	w := watch(t, poller, "photocraft")
 	testkit.Eventually(t, "a delivery recorded by the API's user reaches the poller's", func() bool {
 		at := time.Now().Truncate(time.Millisecond)
-		first, err := api.Deliver(ctx, []string{at.String(), "sha256-" + at.String()}, []string{"photocraft"}, release.Refresh{At: at, Tag: "v1"})
+		first, err := api.Deliver(context.Background(), []string{at.String(), "sha256-" + at.String()}, []string{"photocraft"}, release.Refresh{At: at, Tag: "v1"})
 		if err != nil || !first {
 			t.Fatalf("Deliver as craft-api: new %v, %v", first, err)
 		}
 		time.Sleep(50 * time.Millisecond)
-		mu.Lock()
-		defer mu.Unlock()
-		return seen["photocraft"].At.Equal(at)
+		r, _ := w.seen("photocraft")
+		return r.At.Equal(at)
 	})
-	cancel()
-	if err := <-done; err != nil {
-		t.Errorf("WatchRefreshes returned %v", err)
-	}
+	w.stop()
 	if denied := srv.Denied(); len(denied) > 0 {
 		t.Errorf("ACL LOG: %q", denied)
 	}
@@ -208,34 +214,15 @@ func TestWebhookAsLeastPrivilegeUsers(t *testing.T) {
 func TestWatchRefreshesRescans(t *testing.T) {
 	srv := redistest.Start(t)
 	fc := fakeclock.New(t0)
-	poller := newStore(t, srv.URL(), WithClock(fc))
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	var mu sync.Mutex
-	seen := map[string]release.Refresh{}
-	done := make(chan error, 1)
-	go func() {
-		done <- poller.WatchRefreshes(ctx, []string{"photocraft"}, func(app string, r release.Refresh) {
-			mu.Lock()
-			defer mu.Unlock()
-			seen[app] = r
-		}, func(err error) { t.Errorf("watch: %v", err) })
-	}()
+	w := watch(t, newStore(t, srv.URL(), WithClock(fc)), "photocraft")
 	testkit.Eventually(t, "the first scan, then the wait for the rescan", func() bool { return fc.Waiters() >= 1 })
 	srv.MustDo("HSET", RefreshKey("photocraft"), "v", "1", "at_ms", strconv.FormatInt(t0.UnixMilli(), 10), "tag", "v2")
-	has := func() bool {
-		mu.Lock()
-		defer mu.Unlock()
-		return seen["photocraft"].Tag == "v2"
-	}
+	has := func() bool { r, _ := w.seen("photocraft"); return r.Tag == "v2" }
 	fc.Advance(rescan - time.Millisecond)
 	if testkit.Within(200*time.Millisecond, has) {
 		t.Fatal("the request was read before the rescan was due")
 	}
 	fc.Advance(time.Millisecond)
 	testkit.Eventually(t, "the rescan finds the request", has)
-	cancel()
-	if err := <-done; err != nil {
-		t.Errorf("WatchRefreshes returned %v, want nil", err)
-	}
+	w.stop()
 }
