@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/storytold/craft-releases/pkg/config"
 	"github.com/storytold/craft-releases/pkg/redisconn"
 	"github.com/storytold/craft-releases/pkg/release"
 	"github.com/storytold/craft-releases/pkg/store"
@@ -28,7 +29,7 @@ func TestAPIAsItsLeastPrivilegeUser(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(admin.Close)
-	shared := store.New(admin, "test")
+	shared := store.New(admin, "test", config.DefaultApps())
 	ctx := context.Background()
 	put := func(app, tag string) { t.Helper(); putRelease(t, shared, app, tag) }
 	put("photocraft", "v1.0.0")

@@ -138,7 +138,7 @@ func feeder(cfg config.API, snap *snapshot.Snapshot, gate *api.Gate, log *zap.Lo
 				return nil, nil, fmt.Errorf("hostname: %w", err)
 			}
 			c := redisconn.Open(cfg.Redis)
-			fleet, closeFleet = store.New(c, host), c.Close
+			fleet, closeFleet = store.New(c, host, cfg.Apps), c.Close
 		}
 		reg.MustRegister(metrics.NewAPI(snap, h))
 		log.Info("mode", zap.String("mode", "split"), zap.Bool("webhook", hooked))

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/storytold/craft-releases/pkg/config"
 	"github.com/storytold/craft-releases/pkg/redisconn"
 	"github.com/storytold/craft-releases/pkg/release"
 	"github.com/storytold/craft-releases/pkg/store"
@@ -153,7 +154,7 @@ func TestMetricsSplit(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(client.Close)
-	shared := store.New(client, "test")
+	shared := store.New(client, "test", config.DefaultApps())
 	put := func(app string, at time.Time) {
 		t.Helper()
 		rel := &release.Release{Tag: "v1.0.0", Version: "1.0.0", Name: "v1.0.0",

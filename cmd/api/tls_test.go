@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/storytold/craft-releases/pkg/config"
 	"github.com/storytold/craft-releases/pkg/redisconn"
 	"github.com/storytold/craft-releases/pkg/release"
 	"github.com/storytold/craft-releases/pkg/store"
@@ -28,7 +29,7 @@ func TestHydratesOverTLSWithAPrivateCA(t *testing.T) {
 	}
 	client := redisconn.Open(o.WithTLS(&tls.Config{RootCAs: ca.Pool}))
 	t.Cleanup(client.Close)
-	shared := store.New(client, "test")
+	shared := store.New(client, "test", config.DefaultApps())
 	put := func(app, tag string) { t.Helper(); putRelease(t, shared, app, tag) }
 	put("photocraft", "v1.0.0")
 	served := func(p *process, app, tag string) func() bool {

@@ -89,7 +89,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if cfg.RedisURL != "" {
 		client := redisconn.Open(cfg.Redis)
 		defer client.Close()
-		st := store.New(client, host, store.WithLogger(log), store.WithModeObserver(observer.WritePath))
+		// The poller and its Store tell one time: Redis's, once a node's
+		// clock is off by more than release.MaxSkew.
+		fleetClock := clock.NewCorrected(nil)
+		pc.Clock = fleetClock
+		st := store.New(client, host, cfg.Apps, store.WithLogger(log), store.WithModeObserver(observer.WritePath),
+			store.WithClock(fleetClock), store.WithRefusals(store.NewRefusals(log, observer.Refused)))
 		pc.Fleet, fleet = st, st
 		if refreshMeta, err = metaRefresher(cfg, st, log); err != nil {
 			return err

@@ -167,7 +167,8 @@ func (c *Client) gh() *gogithub.Client {
 //     draft, a bad tag, over MaxBody bytes): Failed.
 //   - 304: NotModified. A 304 to a request without If-None-Match is Failed.
 //   - headers over MaxHeaderBytes, or none within the header timeout: Failed.
-//   - 404: Fetched with a nil Release and an empty ETag.
+//   - 404: NotFound ("HTTP 404"): no release, or a repository gone; the
+//     poller decides which.
 //   - 403 or 429 with a rate-limit signal (status 429, x-ratelimit-remaining
 //     0, a Retry-After of whole seconds, or go-github's secondary rate limit):
 //     RateLimited. RetryAt is now plus Retry-After (clamped to MaxRetryAfter),
@@ -230,7 +231,7 @@ func (c *Client) latest(ctx context.Context, repo, etag string) release.Answer {
 		}
 		a.Outcome = release.NotModified
 	case http.StatusNotFound:
-		a.Outcome = release.Fetched
+		a.Outcome, a.Err = release.NotFound, fmt.Errorf("latest release %s: HTTP 404", repo)
 	case http.StatusForbidden, http.StatusTooManyRequests:
 		var abuse *gogithub.AbuseRateLimitError
 		if !rateLimitSignal(code, resp.Header) && !errors.As(err, &abuse) {

@@ -90,8 +90,8 @@ func TestLatestClassification(t *testing.T) {
 		{name: "200 revalidated with an old etag", publish: true, etag: `"old"`, want: release.Fetched, wantRel: true, wantETag: "current"},
 		{name: "304", publish: true, etag: "current", want: release.NotModified},
 		{name: "304 to an unconditional request", fault: status(304), want: release.Failed, wantErr: "HTTP 304"},
-		{name: "404 no release", want: release.Fetched},
-		{name: "404 clears the etag", etag: `"old"`, want: release.Fetched},
+		{name: "404 no release", want: release.NotFound, wantErr: "HTTP 404"},
+		{name: "404 clears the etag", etag: `"old"`, want: release.NotFound, wantErr: "HTTP 404"},
 
 		{name: "429 retry-after seconds", fault: fault(fakegithub.TooManyRequests("120")), quota: quota,
 			want: release.RateLimited, wantRetry: now.Add(120 * time.Second), wantErr: "rate limited (HTTP 429)"},

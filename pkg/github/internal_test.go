@@ -113,29 +113,3 @@ func TestCappedBody(t *testing.T) {
 type closerFunc func() error
 
 func (f closerFunc) Close() error { return f() }
-
-func TestCut(t *testing.T) {
-	tests := []struct {
-		name  string
-		s     string
-		limit int
-		want  string
-	}{
-		{"fits", "abc", 3, "abc"},
-		{"empty", "", 3, ""},
-		{"one over", "abcd", 3, "abc…"},
-		{"ascii", "abcdefgh", 6, "abcdef…"},
-		{"never splits a 2-byte character", "abéc", 2, "ab…"},
-		{"cut inside a 2-byte character", "abéc", 3, "ab…"},
-		{"keeps a whole 2-byte character", "abécd", 4, "abé…"},
-		{"never splits a 4-byte character", "a😀bc", 4, "a…"},
-		{"keeps a whole 4-byte character", "a😀bcde", 5, "a😀…"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if got := cut(tt.s, tt.limit); got != tt.want {
-				t.Errorf("cut(%q, %d) = %q, want %q", tt.s, tt.limit, got, tt.want)
-			}
-		})
-	}
-}

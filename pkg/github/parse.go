@@ -5,24 +5,19 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/storytold/craft-releases/pkg/release"
 )
 
-// Bounds on a parsed release (spec/github.md, "Parsing a 200"), in bytes
-// except MaxAssets.
+// Bounds on a parsed release, in bytes except MaxAssets: release's, which
+// every release is held to.
 const (
-	MaxTag       = 64
-	MaxName      = 200
-	MaxNotes     = 65536
-	MaxAssetName = 200
-	MaxAssets    = 200
+	MaxTag       = release.MaxTag
+	MaxName      = release.MaxName
+	MaxNotes     = release.MaxNotes
+	MaxAssetName = release.MaxAssetName
+	MaxAssets    = release.MaxAssets
 )
-
-// ellipsis ends a cut string.
-const ellipsis = "…"
 
 // ghRelease is the part of GitHub's release JSON the service reads. It is
 // our own type because go-github v66's ReleaseAsset has no digest.
@@ -51,17 +46,19 @@ type ghAsset struct {
 // or not release.ValidTag (a git ref name, printable throughout). Unknown
 // fields are ignored. Otherwise:
 //
-//   - version is the tag without one leading "v" or "V";
-//   - name is cut to MaxName bytes, or is the tag when empty; notes are the
-//     body cut to MaxNotes bytes. A cut string keeps whole UTF-8 characters
-//     and has "…" appended (3 bytes past the limit);
-//   - html_url is kept only when it is a page under
-//     https://github.com/{repo}/releases/ that every URL parser reads the
-//     same (release.PageRepo), else it becomes release.TagURL(repo, tag);
+//   - version is release.VersionOf the tag;
+//   - name is release.Text of the name within MaxName bytes, or the tag
+//     when that is empty; notes are release.Text of the body within
+//     MaxNotes bytes, line breaks and tabs kept. Control and bidirectional
+//     formatting characters are dropped, and a cut string keeps whole
+//     UTF-8 characters and has "…" appended (3 bytes past the limit);
+//   - html_url is kept only when it is exactly this release's page in repo
+//     that every URL parser reads the same (release.ReleasePageRepo), else
+//     it becomes release.TagURL(repo, tag);
 //   - assets keep GitHub's order. An asset is dropped when its name is
-//     missing, empty, over MaxAssetName bytes, starts with "." or holds a
-//     control character, a bidirectional formatting character
-//     (release.Bidi) or one of / \ : < > " | ? *; when its size is negative
+//     not release.GoodAssetName (empty, over MaxAssetName bytes, starting
+//     with ".", or holding a control or bidirectional formatting character
+//     or one of / \ : < > " | ? *); when its size is negative
 //     or over release.MaxSizeBytes; or when its browser_download_url is not
 //     exactly this asset's download URL (release.DownloadRepo). At most MaxAssets
 //     remain, always as a non-nil slice;
@@ -69,7 +66,8 @@ type ghAsset struct {
 //     platform is release.ParseAsset of the name.
 //
 // The repository part of a URL must match repo exactly: another letter case
-// is not trusted. ParseRelease is safe for concurrent use.
+// is not trusted. What it returns passes release.Verify, which it checks
+// last. ParseRelease is safe for concurrent use.
 func ParseRelease(repo string, body []byte) (*release.Release, error) {
 	var gr ghRelease
 	if err := json.Unmarshal(body, &gr); err != nil {
@@ -85,24 +83,21 @@ func ParseRelease(repo string, body []byte) (*release.Release, error) {
 	case !release.ValidTag(tag):
 		return nil, fmt.Errorf("tag_name %q is not a valid git ref name", tag)
 	}
-	tag, version := gr.TagName, gr.TagName
-	if tag[0] == 'v' || tag[0] == 'V' {
-		version = tag[1:]
-	}
+	tag := gr.TagName
 	r := &release.Release{
 		Tag:           tag,
-		Version:       version,
-		Name:          cut(gr.Name, MaxName),
+		Version:       release.VersionOf(tag),
+		Name:          release.Text(gr.Name, MaxName, false),
 		PublishedAt:   gr.PublishedAt,
 		HTMLURL:       gr.HTMLURL,
 		Prerelease:    gr.Prerelease,
-		NotesMarkdown: cut(gr.Body, MaxNotes),
+		NotesMarkdown: release.Text(gr.Body, MaxNotes, true),
 		Assets:        make([]release.Asset, 0, min(len(gr.Assets), MaxAssets)),
 	}
 	if r.Name == "" {
 		r.Name = tag
 	}
-	if page, ok := release.PageRepo(r.HTMLURL); !ok || page != repo {
+	if page, ok := release.ReleasePageRepo(r.HTMLURL, tag); !ok || page != repo {
 		r.HTMLURL = release.TagURL(repo, tag)
 	}
 	if r.PublishedAt != nil && r.PublishedAt.IsZero() {
@@ -112,7 +107,7 @@ func ParseRelease(repo string, body []byte) (*release.Release, error) {
 		if len(r.Assets) == MaxAssets {
 			break
 		}
-		if !goodAssetName(a.Name) || a.Size < 0 || a.Size > release.MaxSizeBytes ||
+		if !release.GoodAssetName(a.Name) || a.Size < 0 || a.Size > release.MaxSizeBytes ||
 			!trustedDownload(a.BrowserDownloadURL, repo, tag, a.Name) {
 			continue
 		}
@@ -124,34 +119,10 @@ func ParseRelease(repo string, body []byte) (*release.Release, error) {
 			Platform:    release.ParseAsset(a.Name),
 		})
 	}
+	if err := release.Verify(repo, r); err != nil {
+		return nil, fmt.Errorf("parsed release: %w", err)
+	}
 	return r, nil
-}
-
-// cut returns s when it fits in limit bytes, else its longest prefix of whole
-// characters within limit bytes, followed by the ellipsis (github.md: "cut to
-// N bytes … and appends …").
-func cut(s string, limit int) string {
-	if len(s) <= limit {
-		return s
-	}
-	n := limit
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + ellipsis
-}
-
-// goodAssetName reports whether name may be offered as a file name.
-func goodAssetName(name string) bool {
-	if name == "" || len(name) > MaxAssetName || name[0] == '.' {
-		return false
-	}
-	for _, r := range name {
-		if unicode.IsControl(r) || release.Bidi(r) || strings.ContainsRune(`/\:<>"|?*`, r) {
-			return false
-		}
-	}
-	return true
 }
 
 // trustedDownload reports whether u is exactly the download URL of asset
@@ -164,9 +135,8 @@ func trustedDownload(u, repo, tag, name string) bool {
 // sha256Of reads a digest "sha256:<64 hex digits>" into lowercase hex, or nil.
 func sha256Of(digest string) *string {
 	h, ok := strings.CutPrefix(digest, "sha256:")
-	if !ok || len(h) != 64 || strings.Trim(h, "0123456789abcdefABCDEF") != "" {
+	if h = strings.ToLower(h); !ok || !release.GoodSHA256(h) {
 		return nil
 	}
-	h = strings.ToLower(h)
 	return &h
 }

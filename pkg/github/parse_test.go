@@ -190,7 +190,13 @@ func TestParseReleaseFields(t *testing.T) {
 		{"name cut after a whole character", map[string]any{"name": long("n", 198) + long("é", 10)}, name,
 			long("n", 198) + "é" + "…"},
 
+		{"name without control characters", map[string]any{"name": "Photo\x1b[2J\nCraft\u0085"}, name, "Photo[2JCraft"},
+		{"name without bidi characters", map[string]any{"name": "PhotoCraft \u202efdp.exe"}, name, "PhotoCraft fdp.exe"},
+		{"name of bidi characters only is the tag", map[string]any{"name": "\u202e\u2066"}, name, "v1.2.3"},
+
 		{"notes missing", nil, notes, ""},
+		{"notes keep line breaks and tabs", map[string]any{"body": "a\r\n\tb"}, notes, "a\r\n\tb"},
+		{"notes without other control or bidi characters", map[string]any{"body": "a\x1b[31mb\u202ec\x00"}, notes, "a[31mbc"},
 		{"notes null", map[string]any{"body": json.RawMessage("null")}, notes, ""},
 		{"notes kept", map[string]any{"body": "## Fixed\n* things"}, notes, "## Fixed\n* things"},
 		{"notes of 64 KiB kept", map[string]any{"body": long("b", 65536)}, notes, long("b", 65536)},
@@ -210,6 +216,10 @@ func TestParseReleaseFields(t *testing.T) {
 		{"html_url over http replaced", map[string]any{"html_url": "http://github.com/" + repo + "/releases/tag/v1.2.3"},
 			htmlURL, "https://github.com/" + repo + "/releases/tag/v1.2.3"},
 		{"html_url outside releases replaced", map[string]any{"html_url": "https://github.com/" + repo + "/releasesX"},
+			htmlURL, "https://github.com/" + repo + "/releases/tag/v1.2.3"},
+		{"html_url of another tag replaced", map[string]any{"html_url": "https://github.com/" + repo + "/releases/tag/v9"},
+			htmlURL, "https://github.com/" + repo + "/releases/tag/v1.2.3"},
+		{"html_url elsewhere in the releases replaced", map[string]any{"html_url": "https://github.com/" + repo + "/releases/latest"},
 			htmlURL, "https://github.com/" + repo + "/releases/tag/v1.2.3"},
 		{"html_url on another host replaced", map[string]any{"html_url": "https://github.com.evil/" + repo + "/releases/"},
 			htmlURL, "https://github.com/" + repo + "/releases/tag/v1.2.3"},
@@ -466,8 +476,13 @@ func checkRelease(t testing.TB, repo string, r *release.Release) {
 			t.Errorf("asset %q: platform %+v, want %+v", a.Name, got, want)
 		}
 	}
-	if _, err := release.Marshal(r); err != nil {
+	if err := release.Verify(repo, r); err != nil {
+		t.Errorf("release fails the trust check: %v", err)
+	}
+	if b, err := release.Marshal(r); err != nil {
 		t.Errorf("release does not encode: %v", err)
+	} else if _, err := release.Decode(repo, b); err != nil {
+		t.Errorf("release as stored does not decode: %v", err)
 	}
 }
 

@@ -39,7 +39,7 @@ func FuzzTrustedDownload(f *testing.F) {
 				t.Fatalf("trusted %q, which holds a space, a control or a non-ASCII character", u)
 			}
 		}
-		if release.ValidTag(tag) && goodAssetName(name) && !trustedDownload(release.DownloadURL(repo, tag, name), repo, tag, name) {
+		if release.ValidTag(tag) && release.GoodAssetName(name) && !trustedDownload(release.DownloadURL(repo, tag, name), repo, tag, name) {
 			t.Fatalf("distrusted GitHub's own URL %q", release.DownloadURL(repo, tag, name))
 		}
 	})

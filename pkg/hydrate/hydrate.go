@@ -14,7 +14,6 @@ import (
 	"fmt"
 	"net"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -82,6 +81,10 @@ type Stats struct {
 	Invalidations uint64 // invalidations received, including those for a flush or a lost connection
 	Hydrations    uint64 // reads that moved an entry of the sink forward
 	Metas         uint64 // calls to the meta sink's SetMeta
+	Refused       uint64 // app reads refused (store.DecodeApp's error): poisoned, oversized or future-dated
+	// ClockOffset is how far the pod's clock ran ahead of Redis's at the
+	// last full read; beyond release.MaxSkew the pod tells time by Redis.
+	ClockOffset time.Duration
 }
 
 // Hydrator feeds a Sink from the app hashes in Redis. Its methods other than
@@ -95,7 +98,9 @@ type Hydrator struct {
 	meta     MetaSink // nil: the meta hash is not read
 	log      *zap.Logger
 	clock    clock.Clock
+	fleet    *clock.Corrected // clock set to Redis's time, to judge hashes by
 	interval time.Duration
+	refusals *store.Refusals
 
 	loaded chan struct{}
 	wake   chan struct{} // one pending signal: pending has something to read
@@ -118,6 +123,8 @@ type Hydrator struct {
 	invalidations atomic.Uint64
 	hydrations    atomic.Uint64
 	metas         atomic.Uint64
+	refused       atomic.Uint64
+	offset        atomic.Int64 // ns, the last ClockOffset
 }
 
 // New returns a Hydrator for the given apps that reads the Redis of redis and
@@ -150,6 +157,8 @@ func New(redis redisconn.Options, apps []release.App, sink Sink, log *zap.Logger
 	for _, o := range opts {
 		o(h)
 	}
+	h.fleet = clock.NewCorrected(h.clock)
+	h.refusals = store.NewRefusals(log, func(string) { h.refused.Add(1) })
 	if h.meta != nil {
 		h.index[store.MetaKey] = len(h.keys)
 		h.keys = append(h.keys, store.MetaKey)
@@ -221,6 +230,8 @@ func (h *Hydrator) Stats() Stats {
 		Invalidations: h.invalidations.Load(),
 		Hydrations:    h.hydrations.Load(),
 		Metas:         h.metas.Load(),
+		Refused:       h.refused.Load(),
+		ClockOffset:   time.Duration(h.offset.Load()),
 	}
 }
 
@@ -378,48 +389,63 @@ func (h *Hydrator) serve(ctx context.Context, c rueidis.Client) error {
 	}
 }
 
-// read reads the hashes of keys idx in one round trip and passes them to the
-// sinks. It returns the first error other than a key that is not a hash; the
-// apps that were read are applied either way.
+// read reads the hashes of keys idx, bounded (store.ReadBounded: two round
+// trips, through the client-side cache), and passes them to the sinks; with
+// every key, it also measures the clock against Redis's. A hash is judged
+// at Redis's time (store.DecodeApp): one refused is noted, and reads as
+// absent. It returns the first error, and then applies nothing.
 func (h *Hydrator) read(ctx context.Context, c rueidis.Client, idx []int) error {
 	ctx, cancel := context.WithTimeout(ctx, h.redis.Timeout())
 	defer cancel()
-	multi := make([]rueidis.CacheableTTL, len(idx))
+	reads := make([]store.Read, len(idx))
 	for i, a := range idx {
-		multi[i] = rueidis.CT(c.B().Hgetall().Key(h.keys[a]).Cache(), cacheTTL)
+		reads[i] = store.Read{Key: h.keys[a], Fields: store.AppFields()}
+		if a == len(h.apps) {
+			reads[i].Fields = store.MetaFields()
+		}
 	}
-	var firstErr error
+	hashes, err := store.ReadBounded(ctx, c, reads, cacheTTL)
+	if err != nil {
+		return fmt.Errorf("read: %w", err)
+	}
+	if len(idx) == len(h.keys) {
+		// With every full read, as often as the safety net: the fleet's
+		// clock, against which a time in a hash is judged. After the cached
+		// reads, which are the ones to tell of a refused CLIENT TRACKING.
+		residual, err := store.ClockOffset(ctx, c, h.fleet)
+		if err != nil {
+			return fmt.Errorf("read: %w", err)
+		}
+		h.skewed(h.fleet.Correct(residual, release.MaxSkew))
+	}
 	read := make(map[string]release.Entry, len(idx))
 	var meta *release.Meta
-	for i, r := range c.DoMultiCache(ctx, multi...) {
-		a := idx[i]
-		hash, err := r.AsStrMap()
-		if err != nil && !isWrongType(err) {
-			if firstErr == nil {
-				firstErr = fmt.Errorf("read %s: %w", h.keys[a], err)
-			}
-			continue
-		}
+	now := h.fleet.Now()
+	for i, a := range idx {
+		b := hashes[i]
 		h.reads.Add(1)
-		if r.IsCacheHit() {
+		if b.CacheHits == len(reads[i].Fields)+1 {
 			h.cacheHits.Add(1)
 		}
 		if a == len(h.apps) {
 			// The meta hash: absent until a poller with MySQL publishes.
-			if m, at := store.DecodeMeta(hash); at.After(h.metaAt) {
+			if m, at := store.DecodeMeta(b.Hash); at.After(h.metaAt) && at.Sub(now) <= release.MaxSkew {
 				h.metaAt, meta = at, &m
 			}
 			continue
 		}
-		e := store.DecodeApp(hash)
+		app := h.apps[a]
+		e, err := store.DecodeApp(app.Repo, b.Hash, now)
+		if over := b.Err(); over != nil {
+			err = over
+		}
+		h.refusals.Note(app.Key, b.Hash, err)
 		if e == (release.Entry{}) {
 			h.missing.Add(1)
 		}
-		read[h.apps[a].Key] = e
+		read[app.Key] = e
 	}
-	if firstErr == nil {
-		h.succeeded()
-	}
+	h.succeeded()
 	if len(read) > 0 && h.sink.SetAll(read) {
 		h.hydrations.Add(1)
 	}
@@ -427,10 +453,22 @@ func (h *Hydrator) read(ctx context.Context, c rueidis.Client, idx []int) error 
 		h.meta.SetMeta(*meta)
 		h.metas.Add(1)
 	}
-	if firstErr == nil && len(idx) == len(h.keys) {
+	if len(idx) == len(h.keys) {
 		h.finishLoad()
 	}
-	return firstErr
+	return nil
+}
+
+// skewed notes the pod's clock offset to Redis's, warning once when it
+// grows past release.MaxSkew and telling when it is back within.
+func (h *Hydrator) skewed(offset time.Duration) {
+	was := time.Duration(h.offset.Swap(int64(offset))).Abs() > release.MaxSkew
+	switch is := offset.Abs() > release.MaxSkew; {
+	case is && !was:
+		h.log.Warn("clock differs from redis's, telling time by redis", zap.Duration("offset", offset))
+	case was && !is:
+		h.log.Info("clock agrees with redis's again", zap.Duration("offset", offset))
+	}
 }
 
 // finishLoad closes Loaded the first time it is called.
@@ -441,11 +479,6 @@ func (h *Hydrator) finishLoad() {
 		close(h.loaded)
 		h.log.Info("first load from redis", zap.Int("apps", len(h.apps)), zap.Duration("took", h.clock.Now().Sub(h.started)))
 	}
-}
-
-func isWrongType(err error) bool {
-	re, ok := rueidis.IsRedisErr(err)
-	return ok && strings.HasPrefix(re.Error(), "WRONGTYPE")
 }
 
 // invalidated is rueidis's OnInvalidations hook. It runs on the connection's

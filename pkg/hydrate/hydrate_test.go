@@ -204,7 +204,7 @@ func TestRereadOfNothingNewPassesNothing(t *testing.T) {
 			hs.waitLoaded(t)
 			_, calls0 := hs.sink.state()
 			st0 := hs.h.Counts()
-			server0 := hgetallCalls(t, srv)
+			server0 := readCalls(t, srv)
 
 			// At production intervals: every 5 s with tracking, each second without.
 			want := st0.Reads + uint64(tt.rounds*len(testApps))
@@ -215,9 +215,9 @@ func TestRereadOfNothingNewPassesNothing(t *testing.T) {
 				t.Errorf("SetAll calls = %d after re-reads of unchanged hashes, want %d", calls, calls0)
 			}
 			reads, hits := st.Reads-st0.Reads, st.CacheHits-st0.CacheHits
-			server := hgetallCalls(t, srv) - server0
+			server := readCalls(t, srv) - server0
 			if tt.wantLocal && (hits != reads || server != 0) {
-				t.Errorf("%d re-reads: %d from the local cache, %d HGETALL at the server; want all local, 0 at the server", reads, hits, server)
+				t.Errorf("%d re-reads: %d from the local cache, %d HMGET at the server; want all local, 0 at the server", reads, hits, server)
 			}
 			if !tt.wantLocal && hits != 0 {
 				t.Errorf("%d re-reads without client tracking: %d cache hits, want 0", reads, hits)
@@ -285,7 +285,7 @@ func TestOlderEntryIgnored(t *testing.T) {
 			hset(t, srv, "photocraft", "fetched_ms", "soon")
 		}},
 		{name: "newer fetch of another format version", write: func(t testing.TB, srv *redistest.Server) {
-			hset(t, srv, "photocraft", "v", "2", "fetched_ms", ms(base.Add(time.Minute)), "etag", `"v2.0.0"`, "release", releaseJSON(t, "v2.0.0"))
+			hset(t, srv, "photocraft", "v", "2", "fetched_ms", ms(base.Add(time.Minute)), "etag", `"v2.0.0"`, "release", releaseJSON(t, "photocraft", "v2.0.0"))
 		}},
 	}
 	for _, tt := range tests {
@@ -594,7 +594,7 @@ func BenchmarkPropagation(b *testing.B) {
 	hs := start(b, srv.URL(), quiet)
 	hs.waitLoaded(b)
 	conn := dialRESP(b, srv)
-	rel := releaseJSON(b, "v2.0.0")
+	rel := releaseJSON(b, "photocraft", "v2.0.0")
 
 	var took []time.Duration
 	for i := 1; b.Loop(); i++ {
@@ -832,7 +832,7 @@ func describeMap(m map[string]string) string {
 // ETag "<tag>", fetched at fetched.
 func put(t testing.TB, srv *redistest.Server, app string, fetched time.Time, tag string) {
 	t.Helper()
-	hset(t, srv, app, "v", "1", "fetched_ms", ms(fetched), "etag", `"`+tag+`"`, "release", releaseJSON(t, tag), "by", "test")
+	hset(t, srv, app, "v", "1", "fetched_ms", ms(fetched), "etag", `"`+tag+`"`, "release", releaseJSON(t, app, tag), "by", "test")
 }
 
 func hset(t testing.TB, srv *redistest.Server, app string, fields ...string) {
@@ -840,11 +840,16 @@ func hset(t testing.TB, srv *redistest.Server, app string, fields ...string) {
 	srv.MustDo(append([]string{"HSET", store.AppKey(app)}, fields...)...)
 }
 
-func releaseJSON(t testing.TB, tag string) string {
+// releaseJSON is release tag of app as a poller stores it.
+func releaseJSON(t testing.TB, app, tag string) string {
 	t.Helper()
+	i := slices.IndexFunc(testApps, func(a release.App) bool { return a.Key == app })
+	if i < 0 {
+		t.Fatalf("no test app %q", app)
+	}
 	b, err := release.Marshal(&release.Release{
 		Tag: tag, Version: strings.TrimPrefix(tag, "v"), Name: tag,
-		HTMLURL: "https://github.com/storytold/photocraft/releases/tag/" + tag, Assets: []release.Asset{},
+		HTMLURL: release.TagURL(testApps[i].Repo, tag), Assets: []release.Asset{},
 	})
 	if err != nil {
 		t.Fatalf("marshal release: %v", err)
@@ -859,13 +864,13 @@ func ms(t time.Time) string {
 	return strconv.FormatInt(t.UnixMilli(), 10)
 }
 
-// hgetallCalls is how many HGETALL the server has answered.
-func hgetallCalls(t testing.TB, srv *redistest.Server) int {
+// readCalls is how many HMGET, the reads of the fields, the server has answered.
+func readCalls(t testing.TB, srv *redistest.Server) int {
 	t.Helper()
 	c := dialRESP(t, srv)
 	info := c.do(t, "INFO", "commandstats")
 	for line := range strings.SplitSeq(info, "\n") {
-		if rest, ok := strings.CutPrefix(strings.TrimSpace(line), "cmdstat_hgetall:calls="); ok {
+		if rest, ok := strings.CutPrefix(strings.TrimSpace(line), "cmdstat_hmget:calls="); ok {
 			n, err := strconv.Atoi(rest[:strings.IndexByte(rest, ',')])
 			if err != nil {
 				t.Fatalf("INFO commandstats %q: %v", line, err)

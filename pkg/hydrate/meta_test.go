@@ -75,7 +75,7 @@ func publisher(t testing.TB, srv *redistest.Server) *store.Store {
 		t.Fatal(err)
 	}
 	t.Cleanup(c.Close)
-	return store.New(c, "poller-a")
+	return store.New(c, "poller-a", nil)
 }
 
 func putMeta(t testing.TB, s *store.Store, m release.Meta, at time.Time) {

@@ -79,10 +79,10 @@ func TestReadyWhenRedisRefusesThePod(t *testing.T) {
 			return "redis://:wrong@" + srv.Addr
 		}, "WRONGPASS", nil},
 		{"a user who may not read (NOPERM)", func(srv *redistest.Server) string {
-			srv.MustDo("ACL", "SETUSER", "api", "on", ">pw", "~*", "&*", "+@all", "-hgetall")
+			srv.MustDo("ACL", "SETUSER", "api", "on", ">pw", "~*", "&*", "+@all", "-hstrlen")
 			return "redis://api:pw@" + srv.Addr
 		}, "NOPERM", func(srv *redistest.Server) {
-			srv.MustDo("ACL", "SETUSER", "api", "+hgetall")
+			srv.MustDo("ACL", "SETUSER", "api", "+hstrlen")
 		}},
 		{"a user without the keys (NOPERM)", func(srv *redistest.Server) string {
 			srv.MustDo("ACL", "SETUSER", "api", "on", ">pw", "~other:*", "&*", "+@all")

@@ -63,7 +63,7 @@ func BenchmarkRefresh(b *testing.B) {
 	}
 	b.Cleanup(client.Close)
 	clock := fakeclock.New(noon)
-	f, err := meta.NewRefresher(db, store.New(client, "bench"), time.Minute, nil, clock)
+	f, err := meta.NewRefresher(db, store.New(client, "bench", nil), time.Minute, nil, clock)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -105,7 +105,7 @@ func TestRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(client.Close)
-	st := store.New(client, "poller-a")
+	st := store.New(client, "poller-a", nil)
 	core, logs := observer.New(zapcore.DebugLevel)
 	clock := fakeclock.New(noon)
 	f, err := meta.NewRefresher(db, st, time.Minute, zap.New(core), clock)
@@ -183,7 +183,7 @@ func TestOlderReadNeverWins(t *testing.T) {
 	}
 	addNotice(t, db, meta.Notice{Kind: meta.KindAlert, Title: "new"}, noon.Add(time.Second))
 	// Poller B reads at 12:00:02 and publishes first.
-	b, err := meta.NewRefresher(db, store.New(client, "poller-b"), time.Minute, nil, fakeclock.New(noon.Add(2*time.Second)))
+	b, err := meta.NewRefresher(db, store.New(client, "poller-b", nil), time.Minute, nil, fakeclock.New(noon.Add(2*time.Second)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -191,7 +191,7 @@ func TestOlderReadNeverWins(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A's older read arrives last and is refused.
-	if written, err := store.New(client, "poller-a").PutMeta(ctx, m, noon); err != nil || written {
+	if written, err := store.New(client, "poller-a", nil).PutMeta(ctx, m, noon); err != nil || written {
 		t.Fatalf("the older read: written %v, %v; want refused", written, err)
 	}
 	pod := startPod(t, redisSrv.URL())

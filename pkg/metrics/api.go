@@ -105,8 +105,9 @@ type Hydrator interface {
 // craft_api_hydrations_total, craft_api_invalidations_total,
 // craft_api_redis_connected, craft_api_redis_reads_total,
 // craft_api_redis_cache_hits_total, craft_api_redis_missing_total,
-// craft_api_redis_failures_total, craft_api_redis_fallback and
-// craft_api_meta_updates_total from the hydrator. It is safe for concurrent use.
+// craft_api_redis_failures_total, craft_api_redis_fallback,
+// craft_api_meta_updates_total, craft_api_redis_entries_refused_total and
+// craft_api_clock_offset_seconds from the hydrator. It is safe for concurrent use.
 type API struct {
 	renderings Renderings
 	hydrator   Hydrator // nil: standalone, no hydrator series
@@ -116,6 +117,7 @@ type API struct {
 	hydrations, invalidations, connected *prometheus.Desc
 	reads, cacheHits, missing, failures  *prometheus.Desc
 	fallback, metas                      *prometheus.Desc
+	refused, clockOffset                 *prometheus.Desc
 }
 
 // NewAPI returns the collector of r and, when h is not nil, of h. Its app
@@ -150,6 +152,10 @@ func NewAPI(r Renderings, h Hydrator) *API {
 			"Hash reads the hydrator's client-side cache answered without a round trip to Redis.", nil, nil),
 		fallback: prometheus.NewDesc("craft_api_redis_fallback",
 			"1 once Redis refused client tracking and the hydrator re-reads every app each second, else 0.", nil, nil),
+		refused: prometheus.NewDesc("craft_api_redis_entries_refused_total",
+			"App hash reads refused: a release that fails the trust check, an oversized field, a time in the future.", nil, nil),
+		clockOffset: prometheus.NewDesc("craft_api_clock_offset_seconds",
+			"How far the pod's clock ran ahead of Redis's (TIME) at the last full read; beyond 30 s it tells time by Redis.", nil, nil),
 	}
 }
 
@@ -169,6 +175,8 @@ func (a *API) Describe(ch chan<- *prometheus.Desc) {
 		ch <- a.failures
 		ch <- a.fallback
 		ch <- a.metas
+		ch <- a.refused
+		ch <- a.clockOffset
 	}
 }
 
@@ -209,4 +217,6 @@ func (a *API) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(a.failures, prometheus.CounterValue, float64(st.Failures))
 	ch <- prometheus.MustNewConstMetric(a.fallback, prometheus.GaugeValue, gauge(st.Fallback))
 	ch <- prometheus.MustNewConstMetric(a.metas, prometheus.CounterValue, float64(st.Metas))
+	ch <- prometheus.MustNewConstMetric(a.refused, prometheus.CounterValue, float64(st.Refused))
+	ch <- prometheus.MustNewConstMetric(a.clockOffset, prometheus.GaugeValue, st.ClockOffset.Seconds())
 }

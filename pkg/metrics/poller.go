@@ -60,6 +60,8 @@ type Poller struct {
 	scheduleRate   *prometheus.GaugeVec // no labels: absent until Schedule
 	quotaPerHour   *prometheus.GaugeVec // no labels: absent unless the quota is known
 	refreshed      prometheus.Histogram
+	clockOffset    prometheus.Gauge
+	entriesRefused *prometheus.CounterVec
 }
 
 // appSeries are one app's series, resolved once.
@@ -130,6 +132,14 @@ func NewPoller(apps []release.App) *Poller {
 			Help:    "From a webhook delivery's arrival to this poller's fetch that satisfied it, as published.",
 			Buckets: refreshBuckets,
 		}),
+		clockOffset: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "craft_poller_clock_offset_seconds",
+			Help: "How far this poller's clock ran ahead of Redis's (TIME) at the last tick; beyond 30 s it tells time by Redis.",
+		}),
+		entriesRefused: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "craft_poller_redis_entries_refused_total",
+			Help: "Reads of an app's Redis hash refused: a release that fails the trust check, an oversized field, a time in the future.",
+		}, []string{"app"}),
 	}
 	for _, a := range apps {
 		if _, dup := p.apps[a.Key]; dup {
@@ -142,6 +152,7 @@ func NewPoller(apps []release.App) *Poller {
 			s.requests[o] = p.requests.WithLabelValues(a.Key, o.String())
 		}
 		p.apps[a.Key] = s
+		p.entriesRefused.WithLabelValues(a.Key)
 	}
 	p.claimsWon = p.claims.WithLabelValues("won")
 	p.claimsLost = p.claims.WithLabelValues("lost")
@@ -162,7 +173,8 @@ func NewPoller(apps []release.App) *Poller {
 
 func (p *Poller) collectors() []prometheus.Collector {
 	return []prometheus.Collector{p.requests, p.quotaRemaining, p.quotaReset, p.claims, p.refused,
-		p.redisErrors, p.mode, p.writePath, p.backoffUntil, p.roundDuration, p.fetched, p.scheduleRate, p.quotaPerHour, p.refreshed}
+		p.redisErrors, p.mode, p.writePath, p.backoffUntil, p.roundDuration, p.fetched, p.scheduleRate, p.quotaPerHour, p.refreshed,
+		p.clockOffset, p.entriesRefused}
 }
 
 // Describe sends the descriptors of every series.
@@ -264,6 +276,17 @@ func (p *Poller) Round(m poller.Mode, took time.Duration, b schedule.Backoff) {
 	// An injected clock may step back; a round takes no negative time.
 	p.roundDuration.Observe(max(took, 0).Seconds())
 	p.backoffUntil.Set(seconds(b.Until))
+}
+
+// ClockOffset sets how far the poller's clock ran ahead of Redis's.
+func (p *Poller) ClockOffset(d time.Duration) { p.clockOffset.Set(d.Seconds()) }
+
+// Refused counts a refused read of app's hash; it is the store's count of
+// store.Refusals.
+func (p *Poller) Refused(app string) {
+	if _, ok := p.apps[app]; ok {
+		p.entriesRefused.WithLabelValues(app).Inc()
+	}
 }
 
 // Refreshed records how long after its webhook delivery a refresh request

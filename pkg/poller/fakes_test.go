@@ -186,6 +186,24 @@ type fakeFleet struct {
 	// during, if set, runs after a call is recorded and before it acts: the
 	// moment another pod may write.
 	during func(f *fakeFleet, op, arg string)
+	// redis is Redis's clock, for ClockOffset: nil, the poller's own.
+	redis interface{ Now() time.Time }
+	// of is the poller's clock, against which ClockOffset measures.
+	of interface{ Now() time.Time }
+}
+
+// ClockOffset tells how far of runs ahead of redis, unrecorded: every
+// coordinated load asks, and the tests of calls are about the rest.
+func (f *fakeFleet) ClockOffset(context.Context) (time.Duration, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.errs["ClockOffset"]; err != nil {
+		return 0, err
+	}
+	if f.redis == nil || f.of == nil {
+		return 0, nil
+	}
+	return f.of.Now().Sub(f.redis.Now()), nil
 }
 
 func newFleet() *fakeFleet {
@@ -396,8 +414,9 @@ func (s *fakeSink) entry(app string) release.Entry {
 // "refused op", "redis_error op", "round mode took until trouble",
 // "refreshed app took".
 type fakeObserver struct {
-	mu    sync.Mutex
-	calls []string
+	mu      sync.Mutex
+	offsets []time.Duration // ClockOffset's, apart from calls: every coordinated load has one
+	calls   []string
 }
 
 func (o *fakeObserver) add(format string, args ...any) {
@@ -431,6 +450,11 @@ func (o *fakeObserver) Round(m poller.Mode, took time.Duration, b schedule.Backo
 	o.add("round %s %v %s %d", m, took, since(b.Until), b.Trouble)
 }
 func (o *fakeObserver) Refreshed(app string, took time.Duration) { o.add("refreshed %s %v", app, took) }
+func (o *fakeObserver) ClockOffset(d time.Duration) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.offsets = append(o.offsets, d)
+}
 
 func (o *fakeObserver) take() []string {
 	o.mu.Lock()

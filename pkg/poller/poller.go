@@ -52,6 +52,9 @@ type Fleet interface {
 	// backoff this poller read last; false when refused (another poller
 	// recorded a backoff meanwhile, which stands).
 	ClearBackoff(ctx context.Context, read schedule.Backoff) (bool, error)
+	// ClockOffset measures how far the poller's clock (the Fleet's, when
+	// they share a clock.Corrected) runs ahead of Redis's.
+	ClockOffset(ctx context.Context) (time.Duration, error)
 }
 
 // Sink receives every change of an app's entry, such as the API's snapshot
@@ -77,11 +80,14 @@ type Config struct {
 	// shared with the guarded writes.
 	Coordinate bool
 
-	Sink     Sink           // may be nil
-	Observer Observer       // nil: none
-	Logger   *zap.Logger    // nil: no logging
-	Clock    clock.Clock    // nil: clock.System
-	Rand     func() float64 // uniform draws in [0, 1); nil: math/rand/v2
+	Sink     Sink        // may be nil
+	Observer Observer    // nil: none
+	Logger   *zap.Logger // nil: no logging
+	// Clock is the poller's time (nil: clock.System). A clock.Corrected,
+	// shared with the Fleet, is set to Redis's time whenever the two differ
+	// by more than release.MaxSkew (measured before every load).
+	Clock clock.Clock
+	Rand  func() float64 // uniform draws in [0, 1); nil: math/rand/v2
 }
 
 // Mode is how a round works, as logged and as told to an Observer.
@@ -134,6 +140,9 @@ type Observer interface {
 	// Refreshed reports that this poller's fetch satisfied a refresh request
 	// for app (schedule.Refreshed), took after the request was made.
 	Refreshed(app string, took time.Duration)
+	// ClockOffset reports how far the poller's clock ran ahead of the
+	// Fleet's (Redis's TIME) when last measured, once a coordinated tick.
+	ClockOffset(d time.Duration)
 }
 
 // Poller is the tick loop of one poller process. Create it with New.
@@ -168,6 +177,7 @@ type Poller struct {
 	// error, so that writes refused while reads work (READONLY after a
 	// failover) are one outage, not a warning and a recovery every tick.
 	redisWorked, redisFailed bool
+	skewed                   bool // the clock was off Redis's by more than release.MaxSkew at the last measure
 }
 
 // New returns a Poller for c. It fails when c has no Source, a non-positive
@@ -610,6 +620,10 @@ func (p *Poller) visit(ctx context.Context, app release.App, r *round) (stop boo
 	p.log.Debug("github answer", zap.String("app", app.Key), zap.String("status", a.Outcome.String()),
 		zap.Duration("took", now.Sub(start)))
 
+	missing := a.Outcome == release.NotFound
+	if missing {
+		a = p.notFound(app, e, a, now)
+	}
 	if a.Outcome == release.NotModified && e.ETag == "" {
 		// We sent no If-None-Match, so this 304 confirms nothing we hold.
 		// The quota it announced stays true.
@@ -642,6 +656,7 @@ func (p *Poller) visit(ctx context.Context, app release.App, r *round) (stop boo
 			}
 		}
 		next.FailedAt, next.Failures = now, n
+		next.NotFoundSince, next.NotFound = notFoundRun(e, missing, now)
 		r.failures = append(r.failures, failure{app: app, n: n, err: a.Err})
 	}
 	p.share(ctx, app.Key, a.Outcome, next, r)
@@ -749,6 +764,7 @@ func (p *Poller) put(ctx context.Context, op Op, put func(context.Context, strin
 // backoff as ours. It returns the shared entries as read, and whether the
 // read worked.
 func (p *Poller) load(ctx context.Context) (map[string]release.Entry, bool) {
+	p.tellTime(ctx)
 	start := p.clock.Now()
 	shared, b, err := p.fleet.Load(ctx, p.keys)
 	if err != nil {
@@ -826,3 +842,4 @@ func (nopObserver) WriteRefused(Op)                             {}
 func (nopObserver) RedisError(Op)                               {}
 func (nopObserver) Round(Mode, time.Duration, schedule.Backoff) {}
 func (nopObserver) Refreshed(string, time.Duration)             {}
+func (nopObserver) ClockOffset(time.Duration)                   {}

@@ -6,6 +6,13 @@ package release
 
 import "time"
 
+// MaxSkew is M, how far ahead of a reader's clock a time written by another
+// process may be and still be believed: a fetch, failure or claim dated
+// further ahead was written by a clock that runs fast (or by no poller at
+// all), and reads as absent, so that it neither looks fresh nor blocks an
+// honest write (docs/redis.md, "Time you cannot trust").
+const MaxSkew = 30 * time.Second
+
 // App is one configured app: its wire key, display name and GitHub repository.
 type App struct {
 	Key  string // "photocraft": lowercase, the key of release_info.apps
@@ -52,6 +59,11 @@ type Entry struct {
 
 	FailedAt time.Time // last failed request; zero: never failed
 	Failures int       // failures in a row as of FailedAt
+	// NotFoundSince is when the run of 404s that ends at FailedAt began,
+	// NotFound how many it holds; zero when the last failure was no 404.
+	// A 404 only drops a release once the run is long enough (poller).
+	NotFoundSince time.Time
+	NotFound      int
 
 	ClaimedAt time.Time // when a poller last started a request for the app
 }
@@ -67,14 +79,14 @@ func (e Entry) Failing() bool {
 
 // Merge returns e updated with what is newer in o: the fetch part (FetchedAt,
 // ETag, Release) only when o's fetch is strictly newer, the failure part
-// (FailedAt, Failures) only when o's failure is strictly newer, the claim only
+// (FailedAt, Failures, NotFoundSince, NotFound) only when o's failure is strictly newer, the claim only
 // when newer. Nothing ever goes back in time or disappears.
 func (e Entry) Merge(o Entry) Entry {
 	if o.FetchedAt.After(e.FetchedAt) {
 		e.FetchedAt, e.ETag, e.Release = o.FetchedAt, o.ETag, o.Release
 	}
 	if o.FailedAt.After(e.FailedAt) {
-		e.FailedAt, e.Failures = o.FailedAt, o.Failures
+		e.FailedAt, e.Failures, e.NotFoundSince, e.NotFound = o.FailedAt, o.Failures, o.NotFoundSince, o.NotFound
 	}
 	if o.ClaimedAt.After(e.ClaimedAt) {
 		e.ClaimedAt = o.ClaimedAt
@@ -89,8 +101,9 @@ type Outcome int
 const (
 	Failed      Outcome = iota // transport error, timeout, bad status or bad body
 	NotModified                // 304: only the fetch time moves
-	Fetched                    // 200 with a good release, or 404 (no release)
+	Fetched                    // 200 with a good release
 	RateLimited                // 403/429 with a rate-limit signal
+	NotFound                   // 404: no release, or a repository gone (the poller decides)
 )
 
 // String returns the outcome's lowercase name, used in logs and metric labels.
@@ -102,6 +115,8 @@ func (o Outcome) String() string {
 		return "fetched"
 	case RateLimited:
 		return "rate_limited"
+	case NotFound:
+		return "not_found"
 	default:
 		return "failed"
 	}

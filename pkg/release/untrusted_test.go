@@ -54,14 +54,20 @@ func TestDownloadRepo(t *testing.T) {
 			t.Errorf("DownloadRepo(%q, %q, %q) = %q, want %q", tt.url, tt.tag, tt.name, got, tt.want)
 		}
 	}
-	for _, page := range []string{"https://github.com/o/p/releases/tag/v1", "https://github.com/o/p/releases/latest"} {
-		if got, ok := release.PageRepo(page); !ok || got != "o/p" {
-			t.Errorf("PageRepo(%q) = %q, %v; want o/p", page, got, ok)
-		}
+	pages := []struct{ url, tag, want string }{
+		{"https://github.com/o/p/releases/tag/v1", "v1", "o/p"},
+		{"https://github.com/o/p/releases/tag/release/1.0", "release/1.0", "o/p"},
+		{"https://github.com/o/p/releases/tag/v1%23%25", "v1#%", "o/p"},
+		{"https://github.com/o/p/releases/tag/v2", "v1", ""},
+		{"https://github.com/o/p/releases/latest", "v1", ""},
+		{"https://github.com/o/p/releases/", "v1", ""},
+		{"https://github.com/o/p/issues/1", "v1", ""},
+		{"https://github.com/o/p/releases/tag/../../../x/y/releases/tag/v1", "v1", ""},
+		{"https://github.com/o/p/releases/tag/v1?x", "v1", ""},
 	}
-	for _, page := range []string{"https://github.com/o/p/releases/", "https://github.com/o/p/issues/1", "https://github.com/o/p/releases/../../x/y/releases/z"} {
-		if _, ok := release.PageRepo(page); ok {
-			t.Errorf("PageRepo(%q) ok, want not a releases page", page)
+	for _, tt := range pages {
+		if got, _ := release.ReleasePageRepo(tt.url, tt.tag); got != tt.want {
+			t.Errorf("ReleasePageRepo(%q, %q) = %q, want %q", tt.url, tt.tag, got, tt.want)
 		}
 	}
 }

@@ -28,12 +28,14 @@ func DownloadRepo(u, tag, name string) (repo string, ok bool) {
 	return segs[0] + "/" + segs[1], true
 }
 
-// PageRepo returns the repository ("org/project") whose releases u is a page
-// of: githubPath's rules, and a path of /{org}/{project}/releases/ and one
-// segment or more. ok is false for any other URL.
-func PageRepo(u string) (repo string, ok bool) {
+// ReleasePageRepo returns the repository ("org/project") whose page of
+// release tag u is, exactly: githubPath's rules, and a path that is, segment
+// by segment once unescaped, /{org}/{project}/releases/tag/{tag} (a "/" in the
+// tag separating segments). ok is false for any other URL.
+func ReleasePageRepo(u, tag string) (repo string, ok bool) {
 	segs, ok := githubPath(u)
-	if !ok || len(segs) < 4 || segs[2] != "releases" {
+	want := slices.Concat([]string{"releases", "tag"}, strings.Split(tag, "/"))
+	if !ok || len(segs) != 2+len(want) || !slices.Equal(segs[2:], want) {
 		return "", false
 	}
 	return segs[0] + "/" + segs[1], true

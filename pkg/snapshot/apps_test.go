@@ -87,6 +87,9 @@ func TestAppsRenderOncePerChange(t *testing.T) {
 	}
 }
 
+// TestDownloads: which download URLs the door (release.Verify, as the GitHub
+// parser and the Redis decoder apply it) lets in, and that the snapshot
+// offers every platform asset of what it is given, as the one check decided.
 func TestDownloads(t *testing.T) {
 	const base = "https://github.com/storytold/photocraft/releases/download/v1/"
 	tests := []struct {
@@ -116,16 +119,23 @@ func TestDownloads(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s := snapshot.New([]release.App{photocraft}, fakeclock.New(t0))
 			r := rel("v1")
+			r.HTMLURL = release.TagURL(photocraft.Repo, "v1")
 			r.Assets = []release.Asset{
 				{Name: "SHA256SUMS.txt", DownloadURL: base + "SHA256SUMS.txt"},
 				{Name: "a-1-linux-x64.deb", DownloadURL: tt.url, Platform: release.ParseAsset("a-1-linux-x64.deb")},
 			}
+			if got := release.Verify(photocraft.Repo, r) == nil; got != tt.trusted {
+				t.Fatalf("%q let in: got %v, want %v", tt.url, got, tt.trusted)
+			}
+			if !tt.trusted {
+				return
+			}
+			s := snapshot.New([]release.App{photocraft}, fakeclock.New(t0))
 			s.Set("photocraft", release.Entry{FetchedAt: t0, Release: r})
 			a := s.Current().Apps["photocraft"]
-			if got := len(a.Downloads) == 1; got != tt.trusted {
-				t.Fatalf("%q offered: got %v, want %v", tt.url, got, tt.trusted)
+			if len(a.Downloads) != 1 {
+				t.Fatalf("%q not offered", tt.url)
 			}
 			if tt.trusted && (a.Downloads[0].DownloadURL != tt.url || len(a.Locations) != 1 || a.Locations[0][0] != tt.url) {
 				t.Errorf("Downloads %v, Locations %q: want the asset and its URL", a.Downloads, a.Locations)

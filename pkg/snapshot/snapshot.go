@@ -69,8 +69,9 @@ type App struct {
 	Fetched bool
 	Release *release.Release // nil: never fetched, or no release
 	// Downloads are the release's assets that a download link may redirect
-	// to, in the release's order: those with a platform and a download URL
-	// under https://github.com/{repo}/releases/download/.
+	// to, in the release's order: those with a platform. Every release the
+	// snapshot is given passed release.Verify at its door (the GitHub
+	// parser, the Redis decoder), so each URL is exactly the asset's own.
 	Downloads []release.Asset
 	// Locations[i] is Downloads[i]'s URL as a Location header value.
 	Locations [][]string
@@ -92,7 +93,8 @@ type HeaderValues struct {
 // Snapshot is the served value. Its methods are safe for concurrent use:
 // writers (Set, SetAll, SetMeta) are serialised, and Current never blocks.
 // Entries and releases handed to it are kept, not copied: the caller must not
-// modify them afterwards.
+// modify them afterwards. It trusts what it is given: every release must
+// have passed release.Verify for its app's repository.
 type Snapshot struct {
 	clock clock.Clock
 	apps  []release.App // in configured order
@@ -261,7 +263,7 @@ func (s *Snapshot) renderApp(prev *Rendering, a release.App, e release.Entry, ai
 	}
 	if e.Release != nil {
 		for _, as := range e.Release.Assets {
-			if as.Platform != nil && trustedDownload(a.Repo, e.Release.Tag, as) {
+			if as.Platform != nil {
 				app.Downloads = append(app.Downloads, as)
 				app.Locations = append(app.Locations, []string{as.DownloadURL})
 			}
@@ -302,15 +304,6 @@ func mustMarshal(v any) []byte {
 		panic(fmt.Sprintf("snapshot: render: %v", err))
 	}
 	return b
-}
-
-// trustedDownload reports whether as may be a download link's Location: its
-// URL is exactly repo's download URL of as in release tag, as the GitHub
-// source's filter keeps them (release.DownloadRepo). It checks again here
-// because entries also come from Redis.
-func trustedDownload(repo, tag string, as release.Asset) bool {
-	got, ok := release.DownloadRepo(as.DownloadURL, tag, as.Name)
-	return ok && got == repo
 }
 
 // compress returns body gzipped with the snapshot's reusable writer.

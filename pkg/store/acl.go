@@ -16,17 +16,19 @@ const (
 	// PollerACL: the claims, fetches, 304s, failures and meta through the
 	// guarded-write script (EVALSHA, EVAL, and the commands it calls) or
 	// WATCH/MULTI/EXEC where scripts are refused; the backoff in a
-	// MULTI/EXEC; status reads with their TTLs; the cluster's topology;
+	// MULTI/EXEC; the bounded reads (HSTRLEN, then HMGET) and status reads
+	// with their TTLs; TIME, the fleet's clock; the cluster's topology;
 	// the webhook's refresh requests (HGETALL, and SUBSCRIBE to
 	// RefreshChannel).
 	PollerACL = "on resetkeys ~craftApps:releases:* resetchannels &craftApps:releases:refresh -@all " +
 		"+hello +ping +role +cluster|slots +cluster|shards " +
-		"+hgetall +hmget +hget +type +pttl " +
-		"+hset +del +pexpire +evalsha +eval +watch +unwatch +multi +exec +subscribe"
+		"+hgetall +hmget +hget +hstrlen +type +pttl " +
+		"+hset +del +pexpire +evalsha +eval +watch +unwatch +multi +exec +subscribe +time"
 
-	// APIACL: read-only keys (%R~), and only the reads of the hydrator with
-	// client-side caching (CLIENT TRACKING, and CLIENT CACHING, PTTL and
-	// MULTI/EXEC around each cached read): an API pod cannot write a
+	// APIACL: read-only keys (%R~), and only the reads of the hydrator:
+	// the bounded reads (HSTRLEN, then HMGET) with client-side caching
+	// (CLIENT TRACKING, and CLIENT CACHING, PTTL and MULTI/EXEC around each
+	// cached read), and TIME, the fleet's clock: an API pod cannot write a
 	// release entry, whatever command it sent. The webhook writes only its
 	// delivery ids and refresh requests (SET, HSET, PEXPIRE, DEL in a
 	// MULTI/EXEC) and announces them on RefreshChannel (PUBLISH).
@@ -34,7 +36,7 @@ const (
 		"resetchannels &craftApps:releases:refresh -@all " +
 		"+hello +ping +role +cluster|slots +cluster|shards " +
 		"+client|tracking +client|caching +multi +exec " +
-		"+hgetall +pttl +set +hset +del +pexpire +publish"
+		"+hmget +hstrlen +time +pttl +set +hset +del +pexpire +publish"
 )
 
 // SetUser returns the arguments of ACL SETUSER that create or update user

@@ -13,7 +13,7 @@ import (
 func BenchmarkLoad(b *testing.B) {
 	srv := redistest.Start(b)
 	c := &countingClient{Client: plainClient(b, srv)}
-	s := New(fixedConn{c}, "poller-a")
+	s := New(fixedConn{c}, "poller-a", testApps)
 	ctx := context.Background()
 	for i, app := range apps13 {
 		if _, err := s.PutFetch(ctx, app, fetch(t0.Add(time.Duration(i)*time.Second), `"e"`, rel("v1.0.0"))); err != nil {

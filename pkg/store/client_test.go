@@ -32,8 +32,8 @@ func TestSilentRedis(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := New(c, "poller-a")
-	w := New(c, "poller-a")
+	s := New(c, "poller-a", testApps)
+	w := New(c, "poller-a", testApps)
 	w.watch.Store(true)
 	ctx := context.Background() // no deadline: any timeout is the Store's
 	e := fetch(at("12:00"), `"e"`, rel("v1"))

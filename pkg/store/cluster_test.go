@@ -35,7 +35,7 @@ func TestOnACluster(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Cleanup(client.Close)
-			s := store.New(client, "poller-a")
+			s := store.New(client, "poller-a", []release.App{{Key: "photocraft", Repo: "storytold/photocraft"}})
 			ctx := context.Background()
 			now := time.Now().Truncate(time.Millisecond)
 			apps := []string{tc.name + "-photocraft", tc.name + "-vectorcraft", tc.name + "-filmcraft", tc.name + "-pdfcraft", tc.name + "-wordcraft"}

@@ -2,6 +2,8 @@ package store
 
 import (
 	"encoding/json"
+	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -23,9 +25,12 @@ const (
 	fieldFailedMS  = "failed_ms"
 	fieldFailures  = "failures"
 	fieldClaimedMS = "claimed_ms"
-	fieldBy        = "by"
-	fieldUntilMS   = "until_ms"
-	fieldTrouble   = "trouble"
+
+	fieldNotFoundSinceMS = "notfound_since_ms"
+	fieldNotFound        = "notfound"
+	fieldBy              = "by"
+	fieldUntilMS         = "until_ms"
+	fieldTrouble         = "trouble"
 
 	fieldReadMS        = "read_ms"
 	fieldAppRenames    = "app_renames"
@@ -34,34 +39,58 @@ const (
 	fieldAlerts        = "alerts"
 )
 
-// DecodeApp reads an app hash (HGETALL's answer; nil for no key) forgivingly:
-// a time counts only if it is an integer > 0 of at most 18 digits; the fetch
-// part counts only when fetched_ms, etag and a readable release are all
-// there; failures defaults to 1. Anything unreadable reads as absent, and a
-// hash of another format version reads as the zero Entry. The guarded write
-// decides on what it reads, on both of its paths (guard.go).
-func DecodeApp(h map[string]string) release.Entry {
-	var e release.Entry
+// DecodeApp reads an app hash of app (HGETALL's answer, or a bounded read's;
+// nil for no key) as a reader whose clock says now. A hash of another format
+// version reads as the zero Entry. A time counts only if it is an integer > 0
+// of at most 18 digits and no more than release.MaxSkew ahead of now;
+// failures defaults to 1. The fetch part counts only when fetched_ms, etag
+// and the release are all there and the release is one that release.Decode
+// accepts for app.Repo. Anything else reads as absent, and err says why when
+// something was refused rather than merely absent: a release that is not one
+// of app's (or is over release.MaxEncoded bytes), or a time in the future.
+// The guarded write decides on what it reads, on both of its paths
+// (guard.go).
+func DecodeApp(repo string, h map[string]string, now time.Time) (e release.Entry, err error) {
 	if h[fieldV] != formatVersion {
-		return e
+		return e, nil
 	}
-	if at, ok := millis(h[fieldFetchedMS]); ok {
+	refuse := func(field string, why error) {
+		if err == nil {
+			err = fmt.Errorf("%s: %w", field, why)
+		}
+	}
+	at := func(field string) time.Time {
+		t, ok := millis(h[field])
+		if ok && t.Sub(now) > release.MaxSkew {
+			refuse(field, fmt.Errorf("%s ahead of this clock", t.Sub(now).Round(time.Second)))
+			return time.Time{}
+		}
+		return t
+	}
+	if fetched := at(fieldFetchedMS); !fetched.IsZero() {
 		etag, hasETag := h[fieldETag]
-		rel, relOK := decodeRelease(h[fieldRelease])
-		if hasETag && relOK {
-			e.FetchedAt, e.ETag, e.Release = at, etag, rel
+		raw, hasRelease := h[fieldRelease]
+		if hasETag && hasRelease {
+			if rel, relErr := release.Decode(repo, []byte(raw)); relErr != nil {
+				refuse(fieldRelease, relErr)
+			} else {
+				e.FetchedAt, e.ETag, e.Release = fetched, etag, rel
+			}
 		}
 	}
-	if at, ok := millis(h[fieldFailedMS]); ok {
-		e.FailedAt, e.Failures = at, 1
-		if n, err := strconv.Atoi(h[fieldFailures]); err == nil && n > 0 {
-			e.Failures = n
+	if failed := at(fieldFailedMS); !failed.IsZero() {
+		e.FailedAt, e.Failures = failed, 1
+		if n, ok := positive(h[fieldFailures]); ok && n <= math.MaxInt32 {
+			e.Failures = int(n)
+		}
+		if since := at(fieldNotFoundSinceMS); !since.IsZero() && !since.After(failed) {
+			if n, ok := positive(h[fieldNotFound]); ok && int(n) <= e.Failures {
+				e.NotFoundSince, e.NotFound = since, int(n)
+			}
 		}
 	}
-	if at, ok := millis(h[fieldClaimedMS]); ok {
-		e.ClaimedAt = at
-	}
-	return e
+	e.ClaimedAt = at(fieldClaimedMS)
+	return e, err
 }
 
 // DecodeBackoff reads the backoff hash (nil for no key) as DecodeApp reads an
@@ -149,42 +178,6 @@ func nonNil[T any](s []T) []T {
 	return s
 }
 
-// decodeRelease reads the "release" field: JSON null (no release) or a release
-// object whose tag is release.ValidTag, whose html_url, if any, is a page of
-// the releases of a repository (release.PageRepo), and whose assets have
-// sizes of 0 to release.MaxSizeBytes, names without bidirectional formatting
-// characters and download URLs, if any, that are exactly theirs for the tag
-// (release.DownloadRepo). ok is false for anything else: an entry written
-// before those rules were the parser's reads as never fetched, and is asked
-// of GitHub again without an ETag rather than served.
-func decodeRelease(s string) (rel *release.Release, ok bool) {
-	if s == "" {
-		return nil, false
-	}
-	if err := json.Unmarshal([]byte(s), &rel); err != nil {
-		return nil, false
-	}
-	if rel == nil {
-		return nil, true
-	}
-	if !release.ValidTag(rel.Tag) {
-		return nil, false
-	}
-	if _, ok := release.PageRepo(rel.HTMLURL); !ok && rel.HTMLURL != "" {
-		return nil, false
-	}
-	for _, a := range rel.Assets {
-		if _, ok := release.DownloadRepo(a.DownloadURL, rel.Tag, a.Name); (!ok && a.DownloadURL != "") ||
-			a.SizeBytes < 0 || a.SizeBytes > release.MaxSizeBytes || strings.ContainsFunc(a.Name, release.Bidi) {
-			return nil, false
-		}
-	}
-	if rel.Assets == nil {
-		rel.Assets = []release.Asset{}
-	}
-	return rel, true
-}
-
 // encodeRelease is the "release" field for rel: compact JSON, or null.
 func encodeRelease(rel *release.Release) (string, error) {
 	b, err := release.Marshal(rel)
@@ -223,3 +216,11 @@ func positive(s string) (int64, bool) {
 
 // ms formats t as Unix milliseconds.
 func ms(t time.Time) string { return strconv.FormatInt(t.UnixMilli(), 10) }
+
+// msOrZero is ms(t), or "0" (absent to a reader) for the zero time.
+func msOrZero(t time.Time) string {
+	if t.IsZero() {
+		return "0"
+	}
+	return ms(t)
+}

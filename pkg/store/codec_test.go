@@ -2,6 +2,7 @@ package store
 
 import (
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -10,7 +11,8 @@ import (
 )
 
 func TestDecodeApp(t *testing.T) {
-	noon := at("12:00")
+	const repo = "storytold/photocraft"
+	noon, now := at("12:00"), at("13:00")
 	relJSON := `{"tag":"v1.0.0","version":"1.0.0","name":"PhotoCraft v1.0.0","published_at":"2026-10-08T14:52:50Z",` +
 		`"html_url":"https://github.com/storytold/photocraft/releases/tag/v1.0.0","prerelease":false,"notes_markdown":"",` +
 		`"assets":[]}`
@@ -35,50 +37,71 @@ func TestDecodeApp(t *testing.T) {
 	all := fetched.Merge(failed).Merge(claimed)
 	unfetched := failed.Merge(claimed)
 
+	poisoned := func(from, to string) string { return strings.Replace(relJSON, from, to, 1) }
 	tests := []struct {
-		name string
-		h    map[string]string
-		want release.Entry
+		name    string
+		h       map[string]string
+		want    release.Entry
+		refused bool // DecodeApp says why
 	}{
-		{"no hash", nil, release.Entry{}},
-		{"empty hash", map[string]string{}, release.Entry{}},
-		{"everything", full(), all},
-		{"no version", full("v", "<del>"), release.Entry{}},
-		{"another version", full("v", "2"), release.Entry{}},
-		{"version with a space", full("v", "1 "), release.Entry{}},
-		{"fetch of no release", full("release", "null", "etag", ""), unfetched.Merge(release.Entry{FetchedAt: noon})},
-		{"no etag", full("etag", "<del>"), unfetched},
-		{"empty etag", full("etag", ""), unfetched.Merge(release.Entry{FetchedAt: noon, Release: v1})},
-		{"no release", full("release", "<del>"), unfetched},
-		{"empty release", full("release", ""), unfetched},
-		{"cut release", full("release", "{"), unfetched},
-		{"release without tag", full("release", `{"name":"x"}`), unfetched},
-		{"release of the wrong shape", full("release", `{"tag":"v1","assets":{}}`), unfetched},
-		{"release with a bad time", full("release", `{"tag":"v1","published_at":"yesterday"}`), unfetched},
-		{"release as an array", full("release", `[]`), unfetched},
-		{"release without assets", full("release", `{"tag":"v1"}`),
-			unfetched.Merge(release.Entry{FetchedAt: noon, ETag: `"e"`, Release: &release.Release{Tag: "v1", Assets: []release.Asset{}}})},
-		{"no fetch time", full("fetched_ms", "<del>"), unfetched},
-		{"fetch time zero", full("fetched_ms", "0"), unfetched},
-		{"fetch time negative", full("fetched_ms", "-1"), unfetched},
-		{"fetch time with a plus", full("fetched_ms", "+"+ms(noon)), unfetched},
-		{"fetch time with a space", full("fetched_ms", ms(noon)+" "), unfetched},
+		{"no hash", nil, release.Entry{}, false},
+		{"empty hash", map[string]string{}, release.Entry{}, false},
+		{"everything", full(), all, false},
+		{"no version", full("v", "<del>"), release.Entry{}, false},
+		{"another version", full("v", "2"), release.Entry{}, false},
+		{"version with a space", full("v", "1 "), release.Entry{}, false},
+		{"fetch of no release", full("release", "null", "etag", ""), unfetched.Merge(release.Entry{FetchedAt: noon}), false},
+		{"no etag", full("etag", "<del>"), unfetched, false},
+		{"empty etag", full("etag", ""), unfetched.Merge(release.Entry{FetchedAt: noon, Release: v1}), false},
+		{"no release", full("release", "<del>"), unfetched, false},
+		{"empty release", full("release", ""), unfetched, true},
+		{"cut release", full("release", "{"), unfetched, true},
+		{"release without tag", full("release", `{"name":"x"}`), unfetched, true},
+		{"release of the wrong shape", full("release", `{"tag":"v1","assets":{}}`), unfetched, true},
+		{"release with a bad time", full("release", `{"tag":"v1","published_at":"yesterday"}`), unfetched, true},
+		{"release as an array", full("release", `[]`), unfetched, true},
+		{"release without assets", full("release", `{"tag":"v1"}`), unfetched, true},
+		{"release of another repository", full("release", strings.ReplaceAll(relJSON, "storytold/photocraft", "evil/photocraft")), unfetched, true},
+		{"release with a key in capitals", full("release", poisoned(`"tag"`, `"TAG"`)), unfetched, true},
+		{"release with an unknown key", full("release", poisoned(`"assets"`, `"x":1,"assets"`)), unfetched, true},
+		{"release whose version is not the tag's", full("release", poisoned(`"version":"1.0.0"`, `"version":"9"`)), unfetched, true},
+		{"release with a bidi override", full("release", poisoned(`"name":"PhotoCraft`, `"name":"\u202ePhotoCraft`)), unfetched, true},
+		{"release over the bound", full("release", `{"tag":"`+strings.Repeat("v", release.MaxEncoded)+`"}`), unfetched, true},
+		{"fetch an hour ahead", full("fetched_ms", ms(now.Add(time.Hour))), unfetched, true},
+		{"fetch just within the margin", full("fetched_ms", ms(now.Add(release.MaxSkew))),
+			unfetched.Merge(release.Entry{FetchedAt: now.Add(release.MaxSkew), ETag: `"e"`, Release: v1}), false},
+		{"failure an hour ahead", full("failed_ms", ms(now.Add(time.Hour))), fetched.Merge(claimed), true},
+		{"claim an hour ahead", full("claimed_ms", ms(now.Add(time.Hour))), fetched.Merge(failed), true},
+		{"a run of 404s", full("notfound_since_ms", ms(noon), "notfound", "2"),
+			withNotFound(all, noon, 2), false},
+		{"a run of 404s longer than the failures", full("notfound_since_ms", ms(noon), "notfound", "3"), all, false},
+		{"a run of 404s that starts after the failure", full("notfound_since_ms", ms(noon.Add(2*time.Minute)), "notfound", "1"), all, false},
+		{"a run of 404s ended", full("notfound_since_ms", "0", "notfound", "0"), all, false},
+		{"no fetch time", full("fetched_ms", "<del>"), unfetched, false},
+		{"fetch time zero", full("fetched_ms", "0"), unfetched, false},
+		{"fetch time negative", full("fetched_ms", "-1"), unfetched, false},
+		{"fetch time with a plus", full("fetched_ms", "+"+ms(noon)), unfetched, false},
+		{"fetch time with a space", full("fetched_ms", ms(noon)+" "), unfetched, false},
 		{"fetch time in seconds", full("fetched_ms", strconv.FormatInt(noon.Unix(), 10)),
-			unfetched.Merge(release.Entry{FetchedAt: time.UnixMilli(noon.Unix()).UTC(), ETag: `"e"`, Release: v1})},
-		{"fetch time of 19 digits", full("fetched_ms", "1000000000000000000"), unfetched},
-		{"fetch time as a float", full("fetched_ms", "1.7e12"), unfetched},
-		{"no failure", full("failed_ms", "<del>", "failures", "<del>"), fetched.Merge(claimed)},
-		{"failure time garbage", full("failed_ms", "x"), fetched.Merge(claimed)},
-		{"failures missing", full("failures", "<del>"), withFailures(all, 1)},
-		{"failures zero", full("failures", "0"), withFailures(all, 1)},
-		{"failures negative", full("failures", "-3"), withFailures(all, 1)},
-		{"failures garbage", full("failures", "many"), withFailures(all, 1)},
-		{"failures without a failure", full("failed_ms", "<del>", "failures", "7"), fetched.Merge(claimed)},
-		{"claim garbage", full("claimed_ms", "soon"), fetched.Merge(failed)},
+			unfetched.Merge(release.Entry{FetchedAt: time.UnixMilli(noon.Unix()).UTC(), ETag: `"e"`, Release: v1}), false},
+		{"fetch time of 19 digits", full("fetched_ms", "1000000000000000000"), unfetched, false},
+		{"fetch time as a float", full("fetched_ms", "1.7e12"), unfetched, false},
+		{"no failure", full("failed_ms", "<del>", "failures", "<del>"), fetched.Merge(claimed), false},
+		{"failure time garbage", full("failed_ms", "x"), fetched.Merge(claimed), false},
+		{"failures missing", full("failures", "<del>"), withFailures(all, 1), false},
+		{"failures zero", full("failures", "0"), withFailures(all, 1), false},
+		{"failures negative", full("failures", "-3"), withFailures(all, 1), false},
+		{"failures garbage", full("failures", "many"), withFailures(all, 1), false},
+		{"failures without a failure", full("failed_ms", "<del>", "failures", "7"), fetched.Merge(claimed), false},
+		{"claim garbage", full("claimed_ms", "soon"), fetched.Merge(failed), false},
 	}
 	for _, tt := range tests {
-		if got := DecodeApp(tt.h); !sameEntry(t, got, tt.want) {
+		got, err := DecodeApp(repo, tt.h, now)
+		if !sameEntry(t, got, tt.want) {
 			t.Errorf("%s: got %s, want %s", tt.name, fmtEntry(got), fmtEntry(tt.want))
+		}
+		if (err != nil) != tt.refused {
+			t.Errorf("%s: err = %v, want refused %v", tt.name, err, tt.refused)
 		}
 	}
 }
@@ -118,14 +141,15 @@ func FuzzDecodeApp(f *testing.F) {
 	f.Add("2", noon, `"e"`, false, `{"tag":""}`, noon, "x", " 5")
 	f.Add("1", "1000000000000000000", "W/\"e\"", true, `{"tag":"v1","assets":null,"published_at":"2026-10-08T14:52:50.5Z"}`, "999999999999999999", "99999999999999999999", "007")
 
-	s := New(nil, "fuzz")
+	s := New(nil, "fuzz", testApps)
+	now := at("12:00").Add(time.Hour)
 	f.Fuzz(func(t *testing.T, v, fetchedMS, etag string, hasETag bool, rel, failedMS, failures, claimedMS string) {
 		h := map[string]string{"v": v, "fetched_ms": fetchedMS, "release": rel,
 			"failed_ms": failedMS, "failures": failures, "claimed_ms": claimedMS}
 		if hasETag {
 			h["etag"] = etag
 		}
-		e := DecodeApp(h)
+		e, _ := DecodeApp(photocraft.Repo, h, now)
 
 		if v != "1" && (e.Fetched() || !e.FailedAt.IsZero() || !e.ClaimedAt.IsZero()) {
 			t.Fatalf("a hash of version %q read as %s", v, fmtEntry(e))
@@ -136,8 +160,13 @@ func FuzzDecodeApp(f *testing.F) {
 		if e.Fetched() && (!hasETag || e.ETag != etag || ms(e.FetchedAt) != trimZeros(fetchedMS)) {
 			t.Fatalf("fetch %s from fetched_ms %q etag %q (present %v)", fmtEntry(e), fetchedMS, etag, hasETag)
 		}
-		if e.Release != nil && (e.Release.Tag == "" || e.Release.Assets == nil) {
-			t.Fatalf("release %+v: a release has a tag and a list of assets", e.Release)
+		if err := release.Verify(photocraft.Repo, e.Release); err != nil {
+			t.Fatalf("release %+v fails the trust check: %v", e.Release, err)
+		}
+		for _, when := range []time.Time{e.FetchedAt, e.FailedAt, e.ClaimedAt} {
+			if when.Sub(now) > release.MaxSkew {
+				t.Fatalf("time %v believed, over %v ahead of %v", when, release.MaxSkew, now)
+			}
 		}
 		if e.FailedAt.IsZero() != (e.Failures == 0) {
 			t.Fatalf("failed at %v with %d failures", e.FailedAt, e.Failures)
@@ -169,7 +198,7 @@ func FuzzDecodeApp(f *testing.F) {
 				back[w.pairs[i]] = w.pairs[i+1]
 			}
 		}
-		if again := DecodeApp(back); !sameEntry(t, again, e) {
+		if again, err := DecodeApp(photocraft.Repo, back, now); err != nil || !sameEntry(t, again, e) {
 			t.Fatalf("written back and read again: got %s, want %s", fmtEntry(again), fmtEntry(e))
 		}
 	})
@@ -181,6 +210,11 @@ func trimZeros(s string) string {
 		s = s[1:]
 	}
 	return s
+}
+
+func withNotFound(e release.Entry, since time.Time, n int) release.Entry {
+	e.NotFoundSince, e.NotFound = since, n
+	return e
 }
 
 func withFailures(e release.Entry, n int) release.Entry {

@@ -6,7 +6,6 @@ import (
 	_ "embed"
 	"encoding/hex"
 	"errors"
-	"fmt"
 	"strconv"
 	"strings"
 	"time"
@@ -32,12 +31,14 @@ var errContended = errors.New("key kept changing during the transaction")
 // A write is one guarded write: set pairs unless the time field says the hash
 // already holds something as new (or, with needETag, another ETag).
 type write struct {
-	field    string   // the guarding time field
-	at       int64    // the new time, Unix ms
-	gap      int64    // the minimum gap, ms
-	needETag bool     // refuse unless the hash's readable fetch has etag
-	etag     string   // the required ETag, when needETag
-	pairs    []string // field, value, field, value…
+	repo     string    // of the app whose hash it is, for DecodeApp
+	now      time.Time // the writer's time, for DecodeApp
+	field    string    // the guarding time field
+	at       int64     // the new time, Unix ms
+	gap      int64     // the minimum gap, ms
+	needETag bool      // refuse unless the hash's readable fetch has etag
+	etag     string    // the required ETag, when needETag
+	pairs    []string  // field, value, field, value…
 }
 
 // reads returns the fields that decide looks at for w.
@@ -63,13 +64,14 @@ const (
 
 // decide is the guarded write's decision on a hash h (nil when the key is
 // absent or not a hash). A time blocks only when a reader would trust it: it
-// is read as DecodeApp (or, for read_ms, DecodeMeta) reads it, so a hash of
-// another format, an unreadable time, or (for fetched_ms) a fetch whose ETag
-// or release is unreadable, or (for read_ms) a meta whose lists are
+// is read as DecodeApp (or, for read_ms, DecodeMeta) reads it at the writer's
+// time, so a hash of another format, an unreadable time or one more than
+// release.MaxSkew ahead of the writer's clock, or (for fetched_ms) a fetch
+// whose ETag or release is unreadable or refused, or (for read_ms) a meta whose lists are
 // unreadable, never blocks, and gets overwritten. Both paths of the guarded
 // write make this one decision, in Go.
 func decide(h map[string]string, w write) verdict {
-	e := DecodeApp(h)
+	e, _ := DecodeApp(w.repo, h, w.now)
 	var current time.Time
 	switch w.field {
 	case fieldReadMS:
@@ -157,10 +159,11 @@ func (s *Store) apply(ctx context.Context, ch change) (verdict, error) {
 // fields still hold what was read; else it reads and decides again.
 func (s *Store) viaScript(ctx context.Context, c rueidis.Client, ch change) (verdict, error) {
 	for range watchAttempts {
-		h, print, err := readFields(c.Do(ctx, c.B().Hmget().Key(ch.key).Field(ch.reads...).Build()), ch.reads)
+		read, err := ReadBounded(ctx, c, []Read{{Key: ch.key, Fields: ch.reads}}, 0)
 		if err != nil {
 			return 0, err
 		}
+		h, print := fingerprint(read[0], ch.reads)
 		if v := ch.decide(h); v != written {
 			return v, nil
 		}
@@ -168,10 +171,13 @@ func (s *Store) viaScript(ctx context.Context, c rueidis.Client, ch change) (ver
 		if ch.pairs != nil {
 			ttl = strconv.FormatInt(ch.ttl.Milliseconds(), 10)
 		}
-		args := make([]string, 0, 3+len(ch.reads)+len(ch.pairs))
+		args := make([]string, 0, 3+2*len(ch.reads)+len(ch.pairs))
 		args = append(args, print, ttl, strconv.Itoa(len(ch.reads)))
-		args = append(append(args, ch.reads...), ch.pairs...)
-		n, err := s.script.Exec(ctx, c, []string{ch.key}, args).AsInt64()
+		args = append(args, ch.reads...)
+		for _, f := range ch.reads {
+			args = append(args, strconv.FormatInt(fieldLimit(f), 10))
+		}
+		n, err := s.script.Exec(ctx, c, []string{ch.key}, append(args, ch.pairs...)).AsInt64()
 		if err != nil {
 			return 0, err
 		}
@@ -182,37 +188,26 @@ func (s *Store) viaScript(ctx context.Context, c rueidis.Client, ch change) (ver
 	return 0, errContended
 }
 
-// readFields reads an HMGET reply of fields into a hash of the fields that
-// exist (nil when the key holds another type), with its fingerprint as
-// guard.lua computes it: the SHA-1 of each field's length, ":" and value
-// ("-" for none), joined by ";"; or "other" for a key of another type.
-func readFields(r rueidis.RedisResult, fields []string) (map[string]string, string, error) {
-	vals, err := r.ToArray()
-	if re, ok := rueidis.IsRedisErr(err); ok && strings.HasPrefix(re.Error(), "WRONGTYPE") {
-		return nil, "other", nil
+// fingerprint returns the fields of a bounded read b of fields as decide
+// reads them (nil when the key holds another type), with their fingerprint
+// as guard.lua computes it: the SHA-1 of each field's length, ":" and value
+// ("-" for none, or one over its bound), joined by ";"; or "other" for a key
+// of another type.
+func fingerprint(b Bounded, fields []string) (map[string]string, string) {
+	if b.Other {
+		return nil, "other"
 	}
-	if err != nil {
-		return nil, "", err
-	}
-	if len(vals) != len(fields) {
-		return nil, "", fmt.Errorf("hmget answered %d values for %d fields", len(vals), len(fields))
-	}
-	h := make(map[string]string, len(fields))
 	parts := make([]string, len(fields))
-	for i, m := range vals {
-		v, err := m.ToString()
-		if rueidis.IsRedisNil(err) {
+	for i, f := range fields {
+		v, ok := b.Hash[f]
+		if !ok {
 			parts[i] = "-"
 			continue
 		}
-		if err != nil {
-			return nil, "", err
-		}
-		h[fields[i]] = v
 		parts[i] = strconv.Itoa(len(v)) + ":" + v
 	}
 	sum := sha1.Sum([]byte(strings.Join(parts, ";")))
-	return h, hex.EncodeToString(sum[:]), nil
+	return b.Hash, hex.EncodeToString(sum[:])
 }
 
 // viaWatch makes ch's decision in Go between WATCH and EXEC, and decides
@@ -235,14 +230,22 @@ func (s *Store) viaWatch(ctx context.Context, c rueidis.Client, ch change) (verd
 
 func (s *Store) watchLoop(ctx context.Context, d rueidis.DedicatedClient, ch change) (verdict, error) {
 	for range watchAttempts {
-		res := d.DoMulti(ctx, d.B().Watch().Key(ch.key).Build(), d.B().Hgetall().Key(ch.key).Build())
+		res := d.DoMulti(ctx, d.B().Watch().Key(ch.key).Build(), d.B().Type().Key(ch.key).Build())
 		if err := res[0].Error(); err != nil {
 			return 0, err
 		}
-		h, replace, err := readHash(res[1])
+		kind, err := res[1].ToString()
 		if err != nil {
 			return 0, err
 		}
+		read, err := readBounded(d.B(), func(cmds []rueidis.Completed) []rueidis.RedisResult { return d.DoMulti(ctx, cmds...) },
+			[]Read{{Key: ch.key, Fields: ch.reads}})
+		if err != nil {
+			return 0, err
+		}
+		h := read[0].Hash
+		// A key of another type or format is replaced whole, as guard.lua does.
+		replace := kind != "none" && (kind != "hash" || h[fieldV] != formatVersion)
 		if v := ch.decide(h); v != written {
 			return v, d.Do(ctx, d.B().Unwatch().Build()).Error()
 		}

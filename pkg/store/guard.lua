@@ -6,13 +6,15 @@
 -- nothing and the caller reads and decides again.
 --
 -- KEYS[1]    the hash
--- ARGV[1]    the fingerprint of the fields as read (readFields, guard.go):
+-- ARGV[1]    the fingerprint of the fields as read (fingerprint, guard.go):
 --            the SHA-1 of each field's length, ':' and value ('-' for
---            none), joined by ';'; or 'other' for a key of another type
+--            none, or for a value over its bound, which readers leave
+--            unread), joined by ';'; or 'other' for a key of another type
 -- ARGV[2]    the TTL to set, ms; '0' deletes the key instead of writing
 -- ARGV[3]    n, the number of fields read
--- ARGV[4 .. 3+n]   the fields read
--- ARGV[4+n ..]     the field/value pairs to set
+-- ARGV[4 .. 3+n]       the fields read
+-- ARGV[4+n .. 3+2n]    their bounds, bytes
+-- ARGV[4+2n ..]        the field/value pairs to set
 --
 -- Returns 1 changed, 0 the fields changed since they were read.
 
@@ -26,7 +28,7 @@ if kind == 'hash' or kind == 'none' then
   local parts = {}
   for i = 1, n do
     local v = values[i]
-    if v then
+    if v and #v <= tonumber(ARGV[3 + n + i]) then
       parts[i] = #v .. ':' .. v
     else
       parts[i] = '-'
@@ -47,6 +49,6 @@ end
 if kind ~= 'none' and (kind ~= 'hash' or redis.call('HGET', key, 'v') ~= '1') then
   redis.call('DEL', key)
 end
-redis.call('HSET', key, unpack(ARGV, 4 + n))
+redis.call('HSET', key, unpack(ARGV, 4 + 2 * n))
 redis.call('PEXPIRE', key, ARGV[2])
 return 1

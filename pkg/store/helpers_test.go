@@ -53,8 +53,16 @@ func newStore(t testing.TB, url string, opts ...Option) *Store {
 		t.Fatalf("OpenURL(%q): %v", url, err)
 	}
 	t.Cleanup(c.Close)
-	return New(c, "poller-a", opts...)
+	return New(c, "poller-a", testApps, opts...)
 }
+
+// The apps of the tests: every key they write, photocraft's releases (rel)
+// in its own repository.
+var (
+	photocraft = release.App{Key: "photocraft", Name: "PhotoCraft", Repo: "storytold/photocraft"}
+	testApps   = []release.App{photocraft,
+		{Key: "pdfcraft", Repo: "storytold/pdfcraft"}, {Key: "filmcraft", Repo: "storytold/filmcraft"}}
+)
 
 // withTimeout returns url with every call limited to d (write_timeout).
 func withTimeout(url string, d time.Duration) string {
@@ -172,6 +180,12 @@ func fetch(when time.Time, etag string, r *release.Release) release.Entry {
 
 // sameEntry compares two entries field by field, times by instant and the
 // release by its JSON.
+// decoded is photocraft's hash h as DecodeApp reads it, with no time too far ahead.
+func decoded(h map[string]string) release.Entry {
+	e, _ := DecodeApp(photocraft.Repo, h, time.Now().AddDate(100, 0, 0))
+	return e
+}
+
 func sameEntry(t testing.TB, got, want release.Entry) bool {
 	t.Helper()
 	gr, err := release.Marshal(got.Release)
@@ -183,7 +197,8 @@ func sameEntry(t testing.TB, got, want release.Entry) bool {
 		t.Fatal(err)
 	}
 	return got.FetchedAt.Equal(want.FetchedAt) && got.ETag == want.ETag && string(gr) == string(wr) &&
-		got.FailedAt.Equal(want.FailedAt) && got.Failures == want.Failures && got.ClaimedAt.Equal(want.ClaimedAt)
+		got.FailedAt.Equal(want.FailedAt) && got.Failures == want.Failures && got.ClaimedAt.Equal(want.ClaimedAt) &&
+		got.NotFoundSince.Equal(want.NotFoundSince) && got.NotFound == want.NotFound
 }
 
 func fmtEntry(e release.Entry) string {

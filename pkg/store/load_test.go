@@ -88,21 +88,25 @@ func TestLoad(t *testing.T) {
 	}
 }
 
-// TestLoadIsOnePipeline: Load sends every HGETALL in one round trip.
-func TestLoadIsOnePipeline(t *testing.T) {
+// TestLoadIsTwoPipelines: Load reads every hash in two round trips, however
+// many apps: every field's length (HSTRLEN), then the fields within bounds
+// (HMGET).
+func TestLoadIsTwoPipelines(t *testing.T) {
 	srv := redistest.Start(t)
 	c := &countingClient{Client: plainClient(t, srv)}
-	s := New(fixedConn{c}, "poller-a")
+	s := New(fixedConn{c}, "poller-a", testApps)
 	ctx := context.Background()
+	lens1 := len(appFields) + len(backoffFields)
+	lens := len(apps13)*len(appFields) + len(backoffFields)
 
 	tests := []struct {
 		name string
 		do   func() error
 		want []int // commands per round trip
 	}{
-		{"load", func() error { _, _, err := s.Load(ctx, apps13); return err }, []int{len(apps13) + 1}},
-		{"load one app", func() error { _, _, err := s.LoadApp(ctx, "photocraft"); return err }, []int{2}},
-		{"status", func() error { _, _, err := s.Status(ctx, apps13); return err }, []int{2 * (len(apps13) + 1)}},
+		{"load", func() error { _, _, err := s.Load(ctx, apps13); return err }, []int{lens, len(apps13) + 1}},
+		{"load one app", func() error { _, _, err := s.LoadApp(ctx, "photocraft"); return err }, []int{lens1, 2}},
+		{"status", func() error { _, _, err := s.Status(ctx, apps13); return err }, []int{lens, len(apps13) + 1, len(apps13) + 1}},
 	}
 	for _, tt := range tests {
 		c.reset()

@@ -42,7 +42,7 @@ func sameMeta(t testing.TB, got, want release.Meta) bool {
 
 func TestDecodeMeta(t *testing.T) {
 	noon := at("12:00")
-	full, err := New(nil, "poller-a").metaWrite(testMeta(), noon)
+	full, err := New(nil, "poller-a", testApps).metaWrite(testMeta(), noon)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -168,7 +168,7 @@ func TestPutMetaWithoutTime(t *testing.T) {
 // FuzzDecodeMeta feeds DecodeMeta hashes from anyone: it must not panic, a
 // hash it reads has lists, and writing it back reads the same.
 func FuzzDecodeMeta(f *testing.F) {
-	full, err := New(nil, "fuzz").metaWrite(testMeta(), at("12:00"))
+	full, err := New(nil, "fuzz", testApps).metaWrite(testMeta(), at("12:00"))
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -180,7 +180,7 @@ func FuzzDecodeMeta(f *testing.F) {
 	f.Add("1", "1", "[]", "[]", "[]", "[]")
 	f.Add("1", "soon", "null", "{}", "[null]", `[{"title":1}]`)
 
-	s := New(nil, "fuzz")
+	s := New(nil, "fuzz", testApps)
 	f.Fuzz(func(t *testing.T, v, readMS, apps, repos, announcements, alerts string) {
 		m, readAt := DecodeMeta(map[string]string{"v": v, "read_ms": readMS, "app_renames": apps,
 			"repo_renames": repos, "announcements": announcements, "alerts": alerts})

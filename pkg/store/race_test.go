@@ -97,7 +97,7 @@ func TestConcurrentWriters(t *testing.T) {
 			if got := h["fetched_ms"]; got != strconv.FormatInt(newest, 10) {
 				t.Errorf("fetched_ms = %s, want the newest written, %d", got, newest)
 			}
-			e := DecodeApp(h)
+			e := decoded(h)
 			if e.ETag != "e"+h["fetched_ms"] || e.Release == nil || e.Release.Tag != "v"+h["fetched_ms"] {
 				t.Errorf("the hash mixes writes: %v", h)
 			}
@@ -180,7 +180,7 @@ func TestWatchRetries(t *testing.T) {
 			if !errors.Is(err, tt.wantErr) || got != tt.want {
 				t.Errorf("PutFetch = %v, %v; want %v, %v", got, err, tt.want, tt.wantErr)
 			}
-			if final := DecodeApp(a.hgetall(key)).FetchedAt; !final.Equal(tt.wantFinal) {
+			if final := decoded(a.hgetall(key)).FetchedAt; !final.Equal(tt.wantFinal) {
 				t.Errorf("fetched at %v, want %v", final, tt.wantFinal)
 			}
 		})

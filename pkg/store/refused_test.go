@@ -71,7 +71,7 @@ func TestRefusedRedisFailsAtOnce(t *testing.T) {
 // configuration, against an outage.
 func TestRefused(t *testing.T) {
 	srv := redistest.Start(t)
-	srv.MustDo("ACL", "SETUSER", "poller", "on", ">pw", "~*", "&*", "+@all", "-hgetall")
+	srv.MustDo("ACL", "SETUSER", "poller", "on", ">pw", "~*", "&*", "+@all", "-hstrlen")
 	srv.MustDo("ACL", "SETUSER", "keyless", "on", ">pw", "~other:*", "&*", "+@all")
 	locked := redistest.Start(t)
 	locked.MustDo("CONFIG", "SET", "requirepass", "right")

@@ -68,6 +68,12 @@ func WithLogger(log *zap.Logger) Option {
 	}
 }
 
+// WithRefusals gives New where to tell of app hashes it refused to read
+// (nil: nowhere).
+func WithRefusals(r *Refusals) Option {
+	return func(s *Store) { s.refusals = r }
+}
+
 // WithModeObserver gives New a function told the Store's Mode, at once and
 // again when it turns to ModeWatch, for the poller's
 // craft_poller_store_write_path gauge. It is called from the goroutine of
@@ -76,7 +82,9 @@ func WithModeObserver(f func(Mode)) Option {
 	return func(s *Store) { s.onMode = f }
 }
 
-// WithClock gives New the clock that WatchRefreshes waits on (nil:
+// WithClock gives New the clock that WatchRefreshes waits on and that reads
+// the app hashes (DecodeApp's now; the guarded write's too): the poller's
+// clock.Corrected, so that the Store and its poller tell one time (nil:
 // clock.System).
 func WithClock(c clock.Clock) Option {
 	return func(s *Store) { s.clock = clock.Or(c) }
@@ -90,18 +98,26 @@ func WithClock(c clock.Clock) Option {
 type Store struct {
 	conn   Conn
 	by     string
+	repos  map[string]string // app key → repository, for DecodeApp
 	script *rueidis.Lua
 	watch  atomic.Bool // Redis refused the script: use WATCH/MULTI/EXEC
 	log    *zap.Logger
 	onMode func(Mode)
 	clock  clock.Clock
+
+	refusals *Refusals
 }
 
-// New returns a Store that uses conn and writes by, the poller's hostname, in
-// the "by" field of every hash it writes. The Store does not own conn: close
-// it after the last call.
-func New(conn Conn, by string, opts ...Option) *Store {
-	s := &Store{conn: conn, by: by, log: zap.NewNop(), script: rueidis.NewLuaScript(guardLua), clock: clock.System}
+// New returns a Store of apps that uses conn and writes by, the poller's
+// hostname, in the "by" field of every hash it writes. An app hash is read
+// as its app's (DecodeApp): a key not among apps reads as having no fetch.
+// The Store does not own conn: close it after the last call.
+func New(conn Conn, by string, apps []release.App, opts ...Option) *Store {
+	s := &Store{conn: conn, by: by, log: zap.NewNop(), script: rueidis.NewLuaScript(guardLua), clock: clock.System,
+		repos: make(map[string]string, len(apps))}
+	for _, a := range apps {
+		s.repos[a.Key] = a.Repo
+	}
 	for _, o := range opts {
 		o(s)
 	}
@@ -155,9 +171,9 @@ func (s *Store) Load(ctx context.Context, apps []string) (map[string]release.Ent
 	}
 	entries := make(map[string]release.Entry, len(apps))
 	for i, app := range apps {
-		entries[app] = DecodeApp(hashes[i])
+		entries[app] = s.decode(app, hashes[i])
 	}
-	return entries, DecodeBackoff(hashes[len(apps)]), nil
+	return entries, DecodeBackoff(hashes[len(apps)].Hash), nil
 }
 
 // LoadApp reads one app's hash and the backoff hash in one pipeline, as Load.
@@ -166,31 +182,34 @@ func (s *Store) LoadApp(ctx context.Context, app string) (release.Entry, schedul
 	if err != nil {
 		return release.Entry{}, schedule.Backoff{}, fmt.Errorf("load %s: %w", app, err)
 	}
-	return DecodeApp(hashes[0]), DecodeBackoff(hashes[1]), nil
+	return s.decode(app, hashes[0]), DecodeBackoff(hashes[1].Hash), nil
 }
 
-// hashes reads the apps' hashes and then the backoff hash, in one pipeline.
-func (s *Store) hashes(ctx context.Context, apps []string) ([]map[string]string, error) {
+// decode reads app's hash b as DecodeApp at the Store's time, and tells of a
+// refusal.
+func (s *Store) decode(app string, b Bounded) release.Entry {
+	e, err := DecodeApp(s.repos[app], b.Hash, s.clock.Now())
+	if over := b.Err(); over != nil {
+		err = over
+	}
+	s.refusals.Note(app, b.Hash, err)
+	return e
+}
+
+// hashes reads the apps' hashes and then the backoff hash, bounded
+// (ReadBounded).
+func (s *Store) hashes(ctx context.Context, apps []string) ([]Bounded, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.conn.Timeout())
 	defer cancel()
 	c, err := s.conn.Client(ctx)
 	if err != nil {
 		return nil, err
 	}
-	cmds := make(rueidis.Commands, 0, len(apps)+1)
+	reads := make([]Read, 0, len(apps)+1)
 	for _, app := range apps {
-		cmds = append(cmds, c.B().Hgetall().Key(AppKey(app)).Build())
+		reads = append(reads, Read{Key: AppKey(app), Fields: appFields})
 	}
-	cmds = append(cmds, c.B().Hgetall().Key(BackoffKey).Build())
-	hashes := make([]map[string]string, len(cmds))
-	for i, r := range c.DoMulti(ctx, cmds...) {
-		h, _, err := readHash(r)
-		if err != nil {
-			return nil, err
-		}
-		hashes[i] = h
-	}
-	return hashes, nil
+	return ReadBounded(ctx, c, append(reads, Read{Key: BackoffKey, Fields: backoffFields}), 0)
 }
 
 // Claim records that this poller starts a request for app at, unless another
@@ -201,7 +220,7 @@ func (s *Store) Claim(ctx context.Context, app string, at time.Time, window time
 	if at.IsZero() {
 		return false, fmt.Errorf("claim %s: %w", app, errNoTime)
 	}
-	v, err := s.guarded(ctx, AppKey(app), s.claimWrite(at, window))
+	v, err := s.guarded(ctx, AppKey(app), s.of(app, s.claimWrite(at, window)))
 	if err != nil {
 		return false, fmt.Errorf("claim %s: %w", app, err)
 	}
@@ -235,7 +254,7 @@ func (s *Store) fetchChange(app string, e release.Entry) (change, error) {
 	if err != nil {
 		return change{}, err
 	}
-	return guardedChange(AppKey(app), w), nil
+	return guardedChange(AppKey(app), s.of(app, w)), nil
 }
 
 // PutNotModified shares that GitHub confirmed e's ETag at e.FetchedAt: it
@@ -251,7 +270,7 @@ func (s *Store) PutNotModified(ctx context.Context, app string, e release.Entry)
 	if e.FetchedAt.IsZero() {
 		return false, fmt.Errorf("put not modified %s: %w", app, errNoTime)
 	}
-	v, err := s.guarded(ctx, AppKey(app), s.notModifiedWrite(e))
+	v, err := s.guarded(ctx, AppKey(app), s.of(app, s.notModifiedWrite(e)))
 	if err == nil && v == refusedNoFetch {
 		// The republish is itself guarded, so a fetch that lands
 		// meanwhile is never overwritten by this older copy.
@@ -270,7 +289,7 @@ func (s *Store) PutFailure(ctx context.Context, app string, e release.Entry) (bo
 	if e.FailedAt.IsZero() {
 		return false, fmt.Errorf("put failure %s: %w", app, errNoTime)
 	}
-	v, err := s.guarded(ctx, AppKey(app), s.failureWrite(e))
+	v, err := s.guarded(ctx, AppKey(app), s.of(app, s.failureWrite(e)))
 	if err != nil {
 		return false, fmt.Errorf("put failure %s: %w", app, err)
 	}
@@ -298,6 +317,12 @@ func (s *Store) PutMeta(ctx context.Context, m release.Meta, at time.Time) (bool
 }
 
 // The writes by kind (redis.md, "Writes by kind").
+
+// of returns w as a write of app's hash, decided on as read at the Store's time.
+func (s *Store) of(app string, w write) write {
+	w.repo, w.now = s.repos[app], s.clock.Now()
+	return w
+}
 
 func (s *Store) claimWrite(at time.Time, window time.Duration) write {
 	return write{
@@ -338,7 +363,10 @@ func (s *Store) failureWrite(e release.Entry) write {
 	return write{
 		field: fieldFailedMS, at: e.FailedAt.UnixMilli(),
 		pairs: []string{fieldV, formatVersion, fieldFailedMS, ms(e.FailedAt),
-			fieldFailures, strconv.Itoa(max(1, e.Failures)), fieldBy, s.by},
+			fieldFailures, strconv.Itoa(max(1, e.Failures)),
+			// "0" reads as absent: a failure that is no 404 ends a run of them.
+			fieldNotFoundSinceMS, msOrZero(e.NotFoundSince), fieldNotFound, strconv.Itoa(max(0, e.NotFound)),
+			fieldBy, s.by},
 	}
 }
 
@@ -404,6 +432,23 @@ func (s *Store) ClearBackoff(ctx context.Context, read schedule.Backoff) (bool, 
 	return v == written, nil
 }
 
+// ClockOffset measures how far the Store's clock runs ahead of Redis's
+// (store.ClockOffset): for a poller on a clock.Corrected, what is left to
+// correct.
+func (s *Store) ClockOffset(ctx context.Context) (time.Duration, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.conn.Timeout())
+	defer cancel()
+	c, err := s.conn.Client(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("clock offset: %w", err)
+	}
+	d, err := ClockOffset(ctx, c, s.clock)
+	if err != nil {
+		return 0, fmt.Errorf("clock offset: %w", err)
+	}
+	return d, nil
+}
+
 // errNoTime is returned for a write whose time is zero.
 var errNoTime = errors.New("no time given")
 
@@ -434,23 +479,22 @@ func (s *Store) Status(ctx context.Context, apps []string) ([]AppStatus, Backoff
 	if err != nil {
 		return nil, BackoffStatus{}, fmt.Errorf("status: %w", err)
 	}
-	keys := make([]string, 0, len(apps)+1)
+	reads := make([]Read, 0, len(apps)+1)
 	for _, app := range apps {
-		keys = append(keys, AppKey(app))
+		reads = append(reads, Read{Key: AppKey(app), Fields: appFields})
 	}
-	keys = append(keys, BackoffKey)
-	cmds := make(rueidis.Commands, 0, 2*len(keys))
-	for _, k := range keys {
-		cmds = append(cmds, c.B().Hgetall().Key(k).Build(), c.B().Pttl().Key(k).Build())
+	reads = append(reads, Read{Key: BackoffKey, Fields: backoffFields})
+	hashes, err := ReadBounded(ctx, c, reads, 0)
+	if err != nil {
+		return nil, BackoffStatus{}, fmt.Errorf("status: %w", err)
 	}
-	res := c.DoMulti(ctx, cmds...)
-	hashes := make([]map[string]string, len(keys))
-	ttls := make([]int64, len(keys))
-	for i := range keys {
-		if hashes[i], _, err = readHash(res[2*i]); err != nil {
-			return nil, BackoffStatus{}, fmt.Errorf("status: %w", err)
-		}
-		if ttls[i], err = res[2*i+1].AsInt64(); err != nil {
+	cmds := make(rueidis.Commands, 0, len(reads))
+	for _, r := range reads {
+		cmds = append(cmds, c.B().Pttl().Key(r.Key).Build())
+	}
+	ttls := make([]int64, len(reads))
+	for i, r := range c.DoMulti(ctx, cmds...) {
+		if ttls[i], err = r.AsInt64(); err != nil {
 			return nil, BackoffStatus{}, fmt.Errorf("status: %w", err)
 		}
 	}
@@ -466,11 +510,11 @@ func (s *Store) Status(ctx context.Context, apps []string) ([]AppStatus, Backoff
 	}
 	out := make([]AppStatus, len(apps))
 	for i, app := range apps {
-		h := hashes[i]
+		h := hashes[i].Hash
 		out[i] = AppStatus{App: app, Exists: ttls[i] != -2, Version: h[fieldV],
-			Entry: DecodeApp(h), By: h[fieldBy], TTL: ttl(ttls[i])}
+			Entry: s.decode(app, hashes[i]), By: h[fieldBy], TTL: ttl(ttls[i])}
 	}
-	h, n := hashes[len(apps)], ttls[len(apps)]
+	h, n := hashes[len(apps)].Hash, ttls[len(apps)]
 	b := BackoffStatus{Exists: n != -2, Backoff: DecodeBackoff(h), By: h[fieldBy], TTL: ttl(n)}
 	return out, b, nil
 }

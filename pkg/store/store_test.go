@@ -4,10 +4,12 @@ import (
 	"context"
 	"maps"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/storytold/craft-releases/pkg/release"
+	"github.com/storytold/craft-releases/test/fakeclock"
 	"github.com/storytold/craft-releases/test/redistest"
 	"github.com/storytold/craft-releases/test/testkit"
 )
@@ -261,10 +263,16 @@ func TestWritesByKind(t *testing.T) {
 				"release": "null", "by": "poller-a"}},
 		{name: "failure", do: func(s *Store) (bool, error) {
 			return s.PutFailure(ctx, app, release.Entry{FailedAt: at("12:05"), Failures: 2})
-		}, want: true, after: map[string]string{"v": "1", "failed_ms": ms(at("12:05")), "failures": "2", "by": "poller-a"}},
+		}, want: true, after: map[string]string{"v": "1", "failed_ms": ms(at("12:05")), "failures": "2",
+			"notfound_since_ms": "0", "notfound": "0", "by": "poller-a"}},
+		{name: "failure in a run of 404s", do: func(s *Store) (bool, error) {
+			return s.PutFailure(ctx, app, release.Entry{FailedAt: at("12:05"), Failures: 3, NotFoundSince: at("12:01"), NotFound: 2})
+		}, want: true, after: map[string]string{"v": "1", "failed_ms": ms(at("12:05")), "failures": "3",
+			"notfound_since_ms": ms(at("12:01")), "notfound": "2", "by": "poller-a"}},
 		{name: "failure counts at least one", do: func(s *Store) (bool, error) {
 			return s.PutFailure(ctx, app, release.Entry{FailedAt: at("12:05")})
-		}, want: true, after: map[string]string{"v": "1", "failed_ms": ms(at("12:05")), "failures": "1", "by": "poller-a"}},
+		}, want: true, after: map[string]string{"v": "1", "failed_ms": ms(at("12:05")), "failures": "1",
+			"notfound_since_ms": "0", "notfound": "0", "by": "poller-a"}},
 		{name: "304 moves only the fetch time", before: fetched,
 			do:   func(s *Store) (bool, error) { return s.PutNotModified(ctx, app, fetch(at("12:03"), `"e2"`, rel("v9"))) },
 			want: true, after: map[string]string{"v": "1", "fetched_ms": ms(at("12:03")), "etag": `"e2"`,
@@ -276,7 +284,8 @@ func TestWritesByKind(t *testing.T) {
 		{name: "failure over a hash without a version", before: []string{"fetched_ms", ms(at("12:02")), "etag", "x"},
 			do: func(s *Store) (bool, error) {
 				return s.PutFailure(ctx, app, release.Entry{FailedAt: at("12:05"), Failures: 1})
-			}, want: true, after: map[string]string{"v": "1", "failed_ms": ms(at("12:05")), "failures": "1", "by": "poller-a"}},
+			}, want: true, after: map[string]string{"v": "1", "failed_ms": ms(at("12:05")), "failures": "1",
+				"notfound_since_ms": "0", "notfound": "0", "by": "poller-a"}},
 		{name: "fetch over a string", wrong: true,
 			do:   func(s *Store) (bool, error) { return s.PutFetch(ctx, app, fetch(at("12:02"), "", nil)) },
 			want: true, after: map[string]string{"v": "1", "fetched_ms": ms(at("12:02")), "etag": "",
@@ -347,8 +356,10 @@ func TestWriteWithoutTime(t *testing.T) {
 // TestDecide runs one table of hashes and writes through decide and through
 // both real paths: the script and WATCH/MULTI/EXEC must decide alike.
 func TestDecide(t *testing.T) {
-	s := New(nil, "poller-a")
 	noon := at("12:00")
+	// The writer's clock: every time of the table's hashes is in its past,
+	// but for the ones an hour or more ahead.
+	s := New(nil, "poller-a", testApps, WithClock(fakeclock.New(noon.Add(time.Minute))))
 	relJSON, err := release.Marshal(rel("v1.0.0"))
 	if err != nil {
 		t.Fatal(err)
@@ -372,12 +383,16 @@ func TestDecide(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return w
+		return s.of("photocraft", w)
 	}
-	claim := func(when time.Time) write { return s.claimWrite(when, time.Minute) }
+	claim := func(when time.Time) write { return s.of("photocraft", s.claimWrite(when, time.Minute)) }
 	claimedAt := func(v string) map[string]string { return map[string]string{"v": "1", "claimed_ms": v} }
-	notMod := func(when time.Time, etag string) write { return s.notModifiedWrite(fetch(when, etag, nil)) }
-	failure := func(when time.Time) write { return s.failureWrite(release.Entry{FailedAt: when, Failures: 1}) }
+	notMod := func(when time.Time, etag string) write {
+		return s.of("photocraft", s.notModifiedWrite(fetch(when, etag, nil)))
+	}
+	failure := func(when time.Time) write {
+		return s.of("photocraft", s.failureWrite(release.Entry{FailedAt: when, Failures: 1}))
+	}
 	meta := func(when time.Time) write {
 		w, err := s.metaWrite(testMeta(), when)
 		if err != nil {
@@ -392,6 +407,13 @@ func TestDecide(t *testing.T) {
 	metaOlder := meta(noon.Add(-time.Hour))
 	older := mustFetch(fetch(noon.Add(-time.Hour), "b", nil))
 	foreign := func(rel string) map[string]string { return with(readable(noon, "a"), "release", rel) }
+	leap := rel("v1.0.0")
+	leap.PublishedAt = release.NewTime(time.Date(2024, 2, 29, 0, 0, 0, 0, time.UTC))
+	leapJSON, err := release.Marshal(leap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	leapDay := string(leapJSON)
 
 	tests := []struct {
 		name  string
@@ -414,7 +436,9 @@ func TestDecide(t *testing.T) {
 		{"claimed_ms with a space", claimedAt(" " + ms(noon)), false, claim(noon), written},
 		{"claimed_ms with a fraction", claimedAt(ms(noon) + ".0"), false, claim(noon), written},
 		{"claimed_ms of 19 digits", claimedAt("1000000000000000000"), false, claim(noon), written},
-		{"claimed_ms of 18 digits", claimedAt("100000000000000000"), false, claim(noon), refusedTime},
+		{"claimed_ms of 18 digits, far ahead", claimedAt("100000000000000000"), false, claim(noon), written},
+		{"claim before a claim an hour ahead", claimedAt(ms(noon.Add(time.Hour))), false, claim(noon.Add(time.Minute)), written},
+		{"claim before a claim within the margin", claimedAt(ms(noon.Add(time.Minute + release.MaxSkew))), false, claim(noon.Add(time.Minute)), refusedTime},
 		{"claimed_ms with leading zeros", claimedAt("0" + ms(noon)), false, claim(noon), refusedTime},
 
 		{"fetch at the same time", readable(noon, "a"), false, mustFetch(fetch(noon, "b", nil)), written},
@@ -449,7 +473,7 @@ func TestDecide(t *testing.T) {
 			mustFetch(fetch(noon.Add(-time.Hour), "b", nil)), written},
 		{"fetch older than a release with its exact download URL", with(readable(noon, "a"), "release",
 			`{"tag":"v1","html_url":"https://github.com/o/p/releases/tag/v1","assets":[{"name":"e f.msi","download_url":"https://github.com/o/p/releases/download/v1/e%20f.msi"}]}`), false,
-			mustFetch(fetch(noon.Add(-time.Hour), "b", nil)), refusedTime},
+			mustFetch(fetch(noon.Add(-time.Hour), "b", nil)), written},
 		{"fetch older than a release with a tag of terminal escapes", with(readable(noon, "a"), "release", `{"tag":"v1\u001b]0;pwned\u0007"}`), false,
 			mustFetch(fetch(noon.Add(-time.Hour), "b", nil)), written},
 		{"fetch older than a release with an html_url out of its repository", with(readable(noon, "a"), "release",
@@ -461,19 +485,25 @@ func TestDecide(t *testing.T) {
 		{"fetch older than a release with a negative size", with(readable(noon, "a"), "release", `{"tag":"v1","assets":[{"size_bytes":-1}]}`), false,
 			mustFetch(fetch(noon.Add(-time.Hour), "b", nil)), written},
 		{"fetch older than a release with a size of 2^53 - 1", with(readable(noon, "a"), "release", `{"tag":"v1","assets":[{"size_bytes":9007199254740991}]}`), false,
-			mustFetch(fetch(noon.Add(-time.Hour), "b", nil)), refusedTime},
+			mustFetch(fetch(noon.Add(-time.Hour), "b", nil)), written},
 		{"fetch older than a release with a bad platform", with(readable(noon, "a"), "release", `{"tag":"v1","assets":[{"platform":{"os":1}}]}`), false,
 			mustFetch(fetch(noon.Add(-time.Hour), "b", nil)), written},
 		{"fetch older than a release with good times and assets", with(readable(noon, "a"), "release",
 			`{"tag":"v1","published_at":"2026-10-08T14:52:50.120+02:00","assets":[{"name":"a.msi","size_bytes":7,"sha256":null,"platform":{"os":"web","arch":null,"package_type":"web_zip"}},null]}`), false,
-			mustFetch(fetch(noon.Add(-time.Hour), "b", nil)), refusedTime},
+			mustFetch(fetch(noon.Add(-time.Hour), "b", nil)), written},
 		// Foreign releases: both paths read them with DecodeApp, as every
 		// reader does, so they agree on every one of them.
-		{"fetch older than a release whose keys are in another case", foreign(`{"TAG":"v9"}`), false, older, refusedTime},
-		{"fetch older than a release whose asset keys are in another case", foreign(`{"Tag":"v9","Assets":[{"Size_Bytes":7,"PLATFORM":{"OS":"web"}}]}`), false, older, refusedTime},
+		{"fetch older than a release whose keys are in another case", foreign(`{"TAG":"v9"}`), false, older, written},
+		{"fetch older than a release whose asset keys are in another case", foreign(`{"Tag":"v9","Assets":[{"Size_Bytes":7,"PLATFORM":{"OS":"web"}}]}`), false, older, written},
 		{"fetch older than a release with month 13", foreign(`{"tag":"v1","published_at":"2026-13-01T00:00:00Z"}`), false, older, written},
 		{"fetch older than a release with 30 February", foreign(`{"tag":"v1","published_at":"2026-02-30T00:00:00Z"}`), false, older, written},
-		{"fetch older than a release with 29 February of a leap year", foreign(`{"tag":"v1","published_at":"2024-02-29T00:00:00Z"}`), false, older, refusedTime},
+		{"fetch older than a release with 29 February of a leap year", foreign(`{"tag":"v1","published_at":"2024-02-29T00:00:00Z"}`), false, older, written},
+		{"fetch older than a whole release of 29 February of a leap year", foreign(leapDay), false, older, refusedTime},
+		{"fetch older than a fetch an hour ahead", readable(noon.Add(time.Hour), "a"), false,
+			mustFetch(fetch(noon.Add(time.Minute), "b", nil)), written},
+		{"fetch older than a fetch within the margin", readable(noon.Add(time.Minute+release.MaxSkew), "a"), false,
+			mustFetch(fetch(noon.Add(time.Minute), "b", nil)), refusedTime},
+		{"fetch older than a release of another repository", foreign(strings.ReplaceAll(string(relJSON), "photocraft", "evilcraft")), false, older, written},
 		{"fetch older than a release at 24:00", foreign(`{"tag":"v1","published_at":"2026-10-08T24:00:00Z"}`), false, older, written},
 		{"fetch older than a release at second 60", foreign(`{"tag":"v1","published_at":"2026-10-08T23:59:60Z"}`), false, older, written},
 		{"fetch older than a release with an escaped time", foreign(`{"tag":"v1","published_at":"2026\u002d10-08T12:00:00Z"}`), false, older, written},
@@ -481,8 +511,8 @@ func TestDecide(t *testing.T) {
 		{"fetch older than a release with a platform as an array", foreign(`{"tag":"v1","assets":[{"platform":[]}]}`), false, older, written},
 		{"fetch older than a release with a size in exponent form", foreign(`{"tag":"v1","assets":[{"size_bytes":1e3}]}`), false, older, written},
 		{"fetch older than a release with a size beyond int64", foreign(`{"tag":"v1","assets":[{"size_bytes":9223372036854775808}]}`), false, older, written},
-		{"fetch older than a release with unknown fields", foreign(`{"tag":"v1","x":{"y":[1,2]}}`), false, older, refusedTime},
-		{"304 of a release whose keys are in another case", foreign(`{"TAG":"v9"}`), false, notMod(noon.Add(time.Second), "a"), written},
+		{"fetch older than a release with unknown fields", foreign(`{"tag":"v1","x":{"y":[1,2]}}`), false, older, written},
+		{"304 of a release whose keys are in another case", foreign(`{"TAG":"v9"}`), false, notMod(noon.Add(time.Second), "a"), refusedNoFetch},
 		{"304 of a release with 30 February", foreign(`{"tag":"v1","published_at":"2026-02-30T00:00:00Z"}`), false, notMod(noon.Add(time.Second), "a"), refusedNoFetch},
 		{"fetch older than a fetch without etag", with(readable(noon, "a"), "etag", "<del>"), false,
 			mustFetch(fetch(noon.Add(-time.Hour), "b", nil)), written},

@@ -531,7 +531,7 @@ func newStore(t testing.TB, url string, tlsCfg *tls.Config) *store.Store {
 	}
 	c := redisconn.Open(o.WithTLS(tlsCfg))
 	t.Cleanup(c.Close)
-	return store.New(c, "e2e")
+	return store.New(c, "e2e", testApps)
 }
 
 // fakeRelease is the release the fake GitHub serves for repo and tag, as

@@ -189,7 +189,9 @@ func TestGuardedWriteReachesEveryPod(t *testing.T) {
 func TestPodsKeepWhatRedisLoses(t *testing.T) {
 	rs := redistest.Start(t)
 	s := newStore(t, rs.URL(), nil)
-	at := time.Now().Truncate(time.Millisecond)
+	// A day ago, so that every newer write of the test is still in the past:
+	// a time ahead of the pods' clocks is not believed.
+	at := time.Now().Add(-24 * time.Hour).Truncate(time.Millisecond)
 	want := writeAll(t, s, at, "v1.0.0")
 	pods := startPods(t, 2, podEnv(rs.URL(), testAppsEnv))
 	waitTags(t, want, pods...)
@@ -315,7 +317,9 @@ func TestPollersRefillFlushedRedis(t *testing.T) {
 func TestOlderOrBrokenEntriesAreIgnored(t *testing.T) {
 	rs := redistest.Start(t)
 	s := newStore(t, rs.URL(), nil)
-	at := time.Now().Truncate(time.Millisecond)
+	// A day ago, so that every newer write of the test is still in the past:
+	// a time ahead of the pods' clocks is not believed.
+	at := time.Now().Add(-24 * time.Hour).Truncate(time.Millisecond)
 	want := writeAll(t, s, at, "v1.0.0")
 	pods := startPods(t, 2, podEnv(rs.URL(), testAppsEnv))
 	waitTags(t, want, pods...)
@@ -349,6 +353,17 @@ func TestOlderOrBrokenEntriesAreIgnored(t *testing.T) {
 			redisDo(t, rs, "HSET", key, "v", "1", "fetched_ms", "soon", "etag", `"soon"`, "release", relJSON(t, "v9.0.1"))
 		}},
 		{"not a hash", func(t testing.TB, cur time.Time) { redisDo(t, rs, "SET", key, "v9.0.2") }},
+		{"a fetch an hour ahead of the clocks", func(t testing.TB, cur time.Time) {
+			redisDo(t, rs, "HSET", key, "v", "1", "fetched_ms", ms(time.Now().Add(time.Hour)), "etag", `"ahead"`, "release", relJSON(t, "v9.0.3"))
+		}},
+		{"a release whose download URL is in another repository", func(t testing.TB, cur time.Time) {
+			poisoned := strings.ReplaceAll(relJSON(t, "v9.0.4"), "/releases/download/", "/../../evil/x/releases/download/")
+			redisDo(t, rs, "HSET", key, "v", "1", "fetched_ms", ms(cur.Add(time.Minute)), "etag", `"evil"`, "release", poisoned)
+		}},
+		{"a release whose keys are in capitals", func(t testing.TB, cur time.Time) {
+			redisDo(t, rs, "HSET", key, "v", "1", "fetched_ms", ms(cur.Add(time.Minute)), "etag", `"caps"`,
+				"release", strings.Replace(relJSON(t, "v9.0.5"), `"tag"`, `"TAG"`, 1))
+		}},
 	}
 	cur := at
 	for i, tt := range tests {

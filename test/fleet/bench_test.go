@@ -175,7 +175,7 @@ func newIdle(tb testing.TB) *idle {
 		Apps:       apps,
 		Timing:     timing,
 		Source:     src,
-		Fleet:      store.New(countingConn{Conn: client, trips: trips}, "poller-1"),
+		Fleet:      store.New(countingConn{Conn: client, trips: trips}, "poller-1", apps),
 		Coordinate: true,
 		Observer:   rounds,
 		Clock:      clock,
@@ -213,6 +213,7 @@ func (*stepper) Claim(bool)                      {}
 func (*stepper) WriteRefused(poller.Op)          {}
 func (*stepper) RedisError(poller.Op)            {}
 func (*stepper) Refreshed(string, time.Duration) {}
+func (*stepper) ClockOffset(time.Duration)       {}
 
 func (s *stepper) Round(poller.Mode, time.Duration, schedule.Backoff) {
 	s.done <- struct{}{}
@@ -268,22 +269,24 @@ func total(cmds map[string]int) int {
 	return n
 }
 
-// TestIdleTickIsOneRoundTrip checks what BenchmarkCoordinatedTickIdle
-// measures: a coordinated tick with nothing due reads every app and the
-// backoff in one pipeline (one round trip, 14 HGETALLs), writes nothing and
-// asks GitHub nothing.
-func TestIdleTickIsOneRoundTrip(t *testing.T) {
+// TestIdleTickIsThreeRoundTrips checks what BenchmarkCoordinatedTickIdle
+// measures: a coordinated tick with nothing due tells the time (TIME) and
+// reads every app and the backoff, bounded, in two pipelines (every
+// field's HSTRLEN, then 14 HMGETs), however many apps: three round trips. It
+// writes nothing and asks GitHub nothing.
+func TestIdleTickIsThreeRoundTrips(t *testing.T) {
 	i := newIdle(t)
 	i.resetStats(t)
 	const ticks = 5
 	for range ticks {
 		i.rounds.tick()
 	}
-	if got := i.trips.Load(); got != ticks {
-		t.Errorf("%d round trips in %d idle ticks, want %d", got, ticks, ticks)
+	if got := i.trips.Load(); got != 3*ticks {
+		t.Errorf("%d round trips in %d idle ticks, want %d", got, ticks, 3*ticks)
 	}
 	cmds := i.commands(t)
-	if want := map[string]int{"hgetall": ticks * 14}; fmt.Sprint(cmds) != fmt.Sprint(want) {
+	// 13 app hashes of 10 fields, the backoff hash of 4.
+	if want := map[string]int{"hmget": ticks * 14, "hstrlen": ticks * (13*10 + 4), "time": ticks}; fmt.Sprint(cmds) != fmt.Sprint(want) {
 		t.Errorf("Redis ran %v in %d idle ticks, want %v", cmds, ticks, want)
 	}
 	if got := i.gh.Count(fakegithub.AnyRepo); got != 0 {

@@ -212,7 +212,7 @@ func (s *sim) add(name string, mc memberConfig) *member {
 			s.t.Fatalf("redisconn.OpenURL: %v", err)
 		}
 		m.client = client
-		m.store = store.New(client, name)
+		m.store = store.New(client, name, s.apps)
 		cfg.Fleet = m.store
 	}
 	m.p, err = poller.New(cfg)
@@ -374,5 +374,5 @@ func adminStore(t testing.TB, url string) *store.Store {
 		t.Fatalf("redisconn.OpenURL: %v", err)
 	}
 	t.Cleanup(c.Close)
-	return store.New(c, "admin")
+	return store.New(c, "admin", defaultApps())
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/storytold/craft-releases/pkg/config"
 	"github.com/storytold/craft-releases/pkg/redisconn"
 	"github.com/storytold/craft-releases/pkg/schedule"
 	"github.com/storytold/craft-releases/pkg/store"
@@ -21,7 +22,7 @@ func TestBackoffCommand(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(client.Close)
-	shared := store.New(client, "poller-7d9f-x")
+	shared := store.New(client, "poller-7d9f-x", config.DefaultApps())
 	vars := map[string]string{"REDIS_URL": rs.URL(), "USER": "alice"}
 	getenv := func(k string) string { return vars[k] }
 	ctx := context.Background()

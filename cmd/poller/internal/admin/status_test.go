@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/storytold/craft-releases/pkg/release"
 	"github.com/storytold/craft-releases/pkg/store"
 	"github.com/storytold/craft-releases/test/fakeclock"
 	"github.com/storytold/craft-releases/test/redistest"
@@ -23,8 +24,13 @@ func TestStatusQuotesWhatCameFromOutside(t *testing.T) {
 	now := time.Date(2026, 10, 10, 12, 0, 0, 0, time.UTC)
 	ms := strconv.FormatInt(now.Add(-time.Minute).UnixMilli(), 10)
 	hostile := "v1\x1b]0;pwned\x07\x1b[2J\r\n\x00\t\u202e"
+	v1, err := release.Marshal(&release.Release{Tag: "v1.0.0", Version: "1.0.0", Name: "v1.0.0",
+		HTMLURL: release.TagURL("storytold/photocraft", "v1.0.0"), Assets: []release.Asset{}})
+	if err != nil {
+		t.Fatal(err)
+	}
 	rs.MustDo("HSET", store.AppKey("photocraft"), "v", "1", "fetched_ms", ms,
-		"etag", `"e`+hostile+`"`, "by", "pod"+hostile, "release", `{"tag":"v1.0.0","assets":[]}`)
+		"etag", `"e`+hostile+`"`, "by", "pod"+hostile, "release", string(v1))
 	rs.MustDo("HSET", store.AppKey("vectorcraft"), "v", "1", "fetched_ms", ms, "etag", `"e"`, "by", "pod",
 		"release", `{"tag":"v1\u001b]0;pwned\u0007\u001b[2J\r\n\u0000\t\u202e","assets":[]}`)
 	rs.MustDo("HSET", store.BackoffKey, "v", "1", "until_ms", strconv.FormatInt(now.Add(time.Hour).UnixMilli(), 10),
