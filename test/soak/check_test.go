@@ -123,7 +123,8 @@ func (s *soak) check() report {
 		Bounds: map[string]string{
 			"early_gap": earlyGap.String(), "flush_repair": repairBound.String(),
 			"settle": settleBound.String(), "goroutines": fmt.Sprint(goroutineBound),
-			"heap_inuse": fmt.Sprintf("%d MiB", heapBound>>20), "slack": slack.String(),
+			"heap_inuse": fmt.Sprintf("%d MiB", heapBound>>20), "rss": fmt.Sprintf("%d MiB", rssBound>>20),
+			"slack": slack.String(),
 		},
 		Faults: s.faults, Flushes: s.flushes, FaultsByKind: map[string]int{},
 		AnswersByPod: map[string]int{}, GitHubByStatus: map[string]int{}, PerApp: map[string]appLoad{},
@@ -447,6 +448,9 @@ func (s *soak) checkLeaks(r *report) {
 		for _, x := range st {
 			pf.PeakGoroutine = max(pf.PeakGoroutine, x.Goroutines)
 			pf.PeakRSS = max(pf.PeakRSS, x.RSS)
+		}
+		if pf.PeakRSS > rssBound {
+			r.fail("%s: peak RSS %.1f MiB, over the manifests' limit of %d MiB", p.name, pf.PeakRSS/(1<<20), rssBound>>20)
 		}
 		pf.Checked = len(st) > 1 && !st[len(st)-1].At.Before(s.loadEnded)
 		if pf.Checked {

@@ -2,9 +2,13 @@ package soak
 
 import (
 	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/storytold/craft-releases/pkg/github"
+	"github.com/storytold/craft-releases/pkg/release"
 	"github.com/storytold/craft-releases/pkg/store"
 	"github.com/storytold/craft-releases/test/fakegithub"
 	"github.com/storytold/craft-releases/test/redistest"
@@ -21,10 +25,14 @@ const (
 	faultSlow        = "github-slow"
 	faultRateLimit   = "github-rate-limit"
 	faultGarbage     = "github-garbage"
+	faultNotFound    = "github-404"
+	faultAhead       = "redis-clock-ahead"
+	faultPoison      = "redis-poison"
+	faultOversized   = "redis-oversized"
 )
 
 var faultKinds = []string{faultPollerKill, faultPrimaryKill, faultFlush, faultSilent,
-	faultGitHub500, faultSlow, faultRateLimit, faultGarbage}
+	faultGitHub500, faultSlow, faultRateLimit, faultGarbage, faultNotFound, faultAhead, faultPoison, faultOversized}
 
 // redisFault reports whether a kind of fault cuts pollers off from the
 // fleet's state in Redis (so they may ask GitHub on their own).
@@ -152,8 +160,73 @@ func (s *soak) inject(kind string, upTo time.Duration) (string, int) {
 		d := hold()
 		s.githubFault(kind, b.fault, d)
 		return fmt.Sprintf("every answer 200 with %s, for %v", b.name, d.Round(time.Millisecond)), 0
+
+	case faultNotFound:
+		// Shorter than an interval: a blip, which must cost no release.
+		d := hold()
+		s.githubFault(kind, fakegithub.Status(http.StatusNotFound), d)
+		return fmt.Sprintf("every request answered 404 for %v", d.Round(time.Millisecond)), 0
+
+	case faultAhead, faultPoison, faultOversized:
+		return s.tamper(kind), 0
 	}
 	panic("unknown fault " + kind)
+}
+
+// tamper writes to one app's hash what no honest poller writes, with a tag
+// that was never published, so that an answer serving it is a bad one:
+// faultAhead, a fetch and a claim from a clock an hour ahead; faultPoison, a
+// release whose download URL is in another repository; faultOversized, a
+// 16 MiB release. It measures how long until a poller's write replaced it,
+// which the rules bound by the next tick of any poller (repairBound).
+func (s *soak) tamper(kind string) string {
+	addr, err := s.sentinels[0].MasterAddr()
+	if err != nil {
+		s.problem("ask a sentinel for the primary: %v", err)
+		return "no primary known"
+	}
+	a := apps[s.faultRand.IntN(len(apps))]
+	tag := tagOf(1000 + s.faultRand.IntN(1000))
+	rel, err := github.ParseRelease(a.Repo, fakegithub.NewRelease(a.Repo, tag).JSON())
+	if err != nil {
+		s.problem("parse the fake's %s %s: %v", a.Repo, tag, err)
+		return "no release"
+	}
+	b, err := release.Marshal(rel)
+	if err != nil {
+		s.problem("encode %s: %v", tag, err)
+		return "no release"
+	}
+	value, at, what := string(b), time.Now(), ""
+	switch kind {
+	case faultAhead:
+		at, what = at.Add(time.Hour), "a fetch and a claim an hour ahead"
+	case faultPoison:
+		value = strings.ReplaceAll(value, "/"+a.Repo+"/releases/download/", "/attacker/evil/releases/download/")
+		what = "a release whose downloads are in another repository"
+	case faultOversized:
+		value, what = `{"tag":"`+tag+`","name":"`+strings.Repeat("x", 16<<20)+`"}`, "a 16 MiB release"
+	}
+	ms := strconv.FormatInt(at.UnixMilli(), 10)
+	key := store.AppKey(a.Key)
+	if _, err := redistest.Query(addr, "HSET", key, "v", "1", "fetched_ms", ms, "etag", `"tampered"`,
+		"release", value, "claimed_ms", ms, "by", "intruder"); err != nil {
+		s.problem("HSET %s on %s: %v", key, addr, err)
+		return "HSET failed"
+	}
+	began := time.Now()
+	if !testkit.Within(interval+repairBound, func() bool {
+		by, err := redistest.Query(addr, "HGET", key, "by")
+		return err == nil && by != "intruder"
+	}) {
+		s.problem("%s of %s: no poller replaced it within %v", what, a.Key, interval+repairBound)
+		return fmt.Sprintf("%s for %s %s: not replaced", what, a.Key, tag)
+	}
+	took := time.Since(began)
+	if took > repairBound {
+		s.problem("%s of %s replaced after %v, want within the next tick (%v)", what, a.Key, took.Round(time.Millisecond), repairBound)
+	}
+	return fmt.Sprintf("%s for %s %s, replaced by a poller after %v", what, a.Key, tag, took.Round(time.Millisecond))
 }
 
 // githubFault makes every GitHub answer f for d.

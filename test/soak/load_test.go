@@ -100,6 +100,8 @@ func (s *soak) ask(client *http.Client, p *proc) podAnswer {
 			a.Bad = "app " + app.Key + " has a release and no app_last_fetched"
 		case len(ai.LatestRelease.Assets) == 0:
 			a.Bad = "app " + app.Key + " has a release without assets"
+		case release.Verify(app.Repo, ai.LatestRelease) != nil:
+			a.Bad = fmt.Sprintf("app %s serves a release that fails the trust check: %v", app.Key, release.Verify(app.Repo, ai.LatestRelease))
 		default:
 			a.Tags[app.Key] = numberOf(ai.LatestRelease.Tag)
 			a.Fetched[app.Key] = ai.AppLastFetched.Time

@@ -74,6 +74,10 @@ const (
 	// and a leak of one per request, round or fault grows past these.
 	goroutineBound = 50
 	heapBound      = 32 << 20
+
+	// rssBound: every process stays within the base manifests' memory
+	// limit (deploy/base), whatever Redis holds (a 16 MiB value included).
+	rssBound = 128 << 20
 )
 
 // settings are what the environment chooses.
