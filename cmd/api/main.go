@@ -177,12 +177,13 @@ func feeder(cfg config.API, snap *snapshot.Snapshot, gate *api.Gate, log *zap.Lo
 	sched.Warn(log)
 	observer.Schedule(sched.RequestsPerHour, sched.QuotaPerHour)
 	p, err := poller.New(poller.Config{
-		Apps:     cfg.Apps,
-		Timing:   cfg.Timing(),
-		Source:   src,
-		Sink:     snap,
-		Observer: observer,
-		Logger:   log,
+		Apps:         cfg.Apps,
+		Timing:       cfg.Timing(),
+		QuotaPerHour: sched.QuotaPerHour,
+		Source:       src,
+		Sink:         snap,
+		Observer:     observer,
+		Logger:       log,
 	})
 	if err != nil {
 		return nil, nil, err

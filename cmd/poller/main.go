@@ -71,18 +71,19 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	reg := metrics.NewRegistry("poller", version, cfg.PollInterval)
 	observer := metrics.NewPoller(cfg.Apps)
 	reg.MustRegister(observer)
+	sched := cfg.Schedule(cfg.Polling)
 	if cfg.PollingEnabled {
-		sched := cfg.Schedule(cfg.Polling)
 		sched.Warn(log)
 		observer.Schedule(sched.RequestsPerHour, sched.QuotaPerHour)
 	}
 	pc := poller.Config{
-		Apps:       cfg.Apps,
-		Timing:     cfg.Timing(),
-		Source:     src,
-		Coordinate: cfg.CoordinationEnabled,
-		Observer:   observer,
-		Logger:     log,
+		Apps:         cfg.Apps,
+		Timing:       cfg.Timing(),
+		QuotaPerHour: sched.QuotaPerHour,
+		Source:       src,
+		Coordinate:   cfg.CoordinationEnabled,
+		Observer:     observer,
+		Logger:       log,
 	}
 	var refreshMeta func(context.Context) error // nil without MySQL
 	var fleet *store.Store                      // nil without Redis

@@ -61,6 +61,7 @@ type Poller struct {
 	quotaPerHour   *prometheus.GaugeVec // no labels: absent unless the quota is known
 	refreshed      prometheus.Histogram
 	clockOffset    prometheus.Gauge
+	interval       prometheus.Gauge
 	entriesRefused *prometheus.CounterVec
 }
 
@@ -136,6 +137,10 @@ func NewPoller(apps []release.App) *Poller {
 			Name: "craft_poller_clock_offset_seconds",
 			Help: "How far this poller's clock ran ahead of Redis's (TIME) at the last tick; beyond 30 s it tells time by Redis.",
 		}),
+		interval: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "craft_poller_effective_interval_seconds",
+			Help: "The interval the poller schedules apps at: the configured one, or longer while GitHub's quota paces it.",
+		}),
 		entriesRefused: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "craft_poller_redis_entries_refused_total",
 			Help: "Reads of an app's Redis hash refused: a release that fails the trust check, an oversized field, a time in the future.",
@@ -174,7 +179,7 @@ func NewPoller(apps []release.App) *Poller {
 func (p *Poller) collectors() []prometheus.Collector {
 	return []prometheus.Collector{p.requests, p.quotaRemaining, p.quotaReset, p.claims, p.refused,
 		p.redisErrors, p.mode, p.writePath, p.backoffUntil, p.roundDuration, p.fetched, p.scheduleRate, p.quotaPerHour, p.refreshed,
-		p.clockOffset, p.entriesRefused}
+		p.clockOffset, p.interval, p.entriesRefused}
 }
 
 // Describe sends the descriptors of every series.
@@ -280,6 +285,9 @@ func (p *Poller) Round(m poller.Mode, took time.Duration, b schedule.Backoff) {
 
 // ClockOffset sets how far the poller's clock ran ahead of Redis's.
 func (p *Poller) ClockOffset(d time.Duration) { p.clockOffset.Set(d.Seconds()) }
+
+// Paced sets the effective interval.
+func (p *Poller) Paced(d time.Duration) { p.interval.Set(d.Seconds()) }
 
 // Refused counts a refused read of app's hash; it is the store's count of
 // store.Refusals.

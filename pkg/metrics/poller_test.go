@@ -54,6 +54,7 @@ func zeroPoller() map[string]float64 {
 		`craft_poller_redis_entries_refused_total{app="a"}`:                  0,
 		`craft_poller_redis_entries_refused_total{app="b"}`:                  0,
 		`craft_poller_clock_offset_seconds`:                                  0,
+		`craft_poller_effective_interval_seconds`:                            0,
 	}
 }
 
@@ -202,8 +203,10 @@ func TestPoller(t *testing.T) {
 				p.Refused("a")
 				p.Refused("nobody")
 				p.ClockOffset(-3600 * time.Second)
+				p.Paced(930 * time.Second)
 			},
-			changed: map[string]float64{`craft_poller_redis_entries_refused_total{app="a"}`: 2, `craft_poller_clock_offset_seconds`: -3600},
+			changed: map[string]float64{`craft_poller_redis_entries_refused_total{app="a"}`: 2, `craft_poller_clock_offset_seconds`: -3600,
+				`craft_poller_effective_interval_seconds`: 930},
 		},
 		{
 			name: "a schedule against an API whose quota is unknown",
@@ -224,7 +227,7 @@ func TestPoller(t *testing.T) {
 			got := scrape(t, reg)
 			wantSamples(t, got, want, "craft_poller_github_", "craft_poller_claims", "craft_poller_writes", "craft_poller_redis",
 				"craft_poller_mode", "craft_poller_store_", "craft_poller_backoff", "craft_poller_round_duration_seconds_count",
-				"craft_poller_round_duration_seconds_sum", "craft_poller_app_", "craft_poller_schedule_", "craft_poller_clock_")
+				"craft_poller_round_duration_seconds_sum", "craft_poller_app_", "craft_poller_schedule_", "craft_poller_clock_", "craft_poller_effective_")
 			lint(t, reg)
 		})
 	}
@@ -246,8 +249,9 @@ func TestPollerBounded(t *testing.T) {
 	}
 	// 2 apps × 4 outcomes, 2 quota gauges, 2 results, 3 kinds, 7 operations,
 	// 3 modes, 2 write paths, the backoff, the round histogram, 2 apps' fetch
-	// times, the webhook histogram, the clock offset, 2 apps' refused reads.
-	if got, want := testutil.CollectAndCount(p), 8+2+2+3+7+3+2+1+1+2+1+1+2; got != want {
+	// times, the webhook histogram, the clock offset, the effective interval,
+	// 2 apps' refused reads.
+	if got, want := testutil.CollectAndCount(p), 8+2+2+3+7+3+2+1+1+2+1+1+1+2; got != want {
 		t.Errorf("series: got %d, want %d", got, want)
 	}
 }

@@ -416,6 +416,7 @@ func (s *fakeSink) entry(app string) release.Entry {
 type fakeObserver struct {
 	mu      sync.Mutex
 	offsets []time.Duration // ClockOffset's, apart from calls: every coordinated load has one
+	paced   []time.Duration // Paced's, apart from calls
 	calls   []string
 }
 
@@ -450,6 +451,12 @@ func (o *fakeObserver) Round(m poller.Mode, took time.Duration, b schedule.Backo
 	o.add("round %s %v %s %d", m, took, since(b.Until), b.Trouble)
 }
 func (o *fakeObserver) Refreshed(app string, took time.Duration) { o.add("refreshed %s %v", app, took) }
+func (o *fakeObserver) Paced(d time.Duration) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.paced = append(o.paced, d)
+}
+
 func (o *fakeObserver) ClockOffset(d time.Duration) {
 	o.mu.Lock()
 	defer o.mu.Unlock()

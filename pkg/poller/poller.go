@@ -80,6 +80,11 @@ type Config struct {
 	// shared with the guarded writes.
 	Coordinate bool
 
+	// QuotaPerHour is GitHub's hourly quota for the token, or 0 when unknown
+	// (another API than GitHub's own): with what GitHub's answers say is
+	// left, it paces the schedule (schedule.Pace).
+	QuotaPerHour float64
+
 	Sink     Sink        // may be nil
 	Observer Observer    // nil: none
 	Logger   *zap.Logger // nil: no logging
@@ -143,6 +148,9 @@ type Observer interface {
 	// ClockOffset reports how far the poller's clock ran ahead of the
 	// Fleet's (Redis's TIME) when last measured, once a coordinated tick.
 	ClockOffset(d time.Duration)
+	// Paced reports the effective interval whenever it changes, and once at
+	// the start: the configured one, or longer when the quota paces it.
+	Paced(interval time.Duration)
 }
 
 // Poller is the tick loop of one poller process. Create it with New.
@@ -178,6 +186,8 @@ type Poller struct {
 	// failover) are one outage, not a warning and a recovery every tick.
 	redisWorked, redisFailed bool
 	skewed                   bool // the clock was off Redis's by more than release.MaxSkew at the last measure
+	quota                    schedule.Quota
+	interval                 time.Duration // the effective interval: timing.Interval, or longer when paced
 }
 
 // New returns a Poller for c. It fails when c has no Source, a non-positive
@@ -207,6 +217,8 @@ func New(c Config) (*Poller, error) {
 		wake:      make(chan struct{}, 1),
 		refreshes: make(map[string]release.Refresh),
 		entries:   make(map[string]release.Entry, len(c.Apps)),
+		quota:     schedule.Quota{PerHour: c.QuotaPerHour, Remaining: -1},
+		interval:  c.Timing.Interval,
 	}
 	for i, app := range c.Apps {
 		if _, dup := p.entries[app.Key]; dup {
@@ -233,6 +245,8 @@ func New(c Config) (*Poller, error) {
 	if p.mode != Coordinated {
 		p.markLoaded()
 	}
+	p.repace(p.clock.Now())
+	p.obs.Paced(p.interval)
 	return p, nil
 }
 
@@ -422,6 +436,7 @@ func (p *Poller) tick(ctx context.Context) {
 			r.mode = Standalone
 		}
 	}
+	p.repace(p.clock.Now())
 	if p.backoff.Active(p.clock.Now()) {
 		p.log.Debug("backoff active", zap.Time("until", p.backoff.Until))
 		if ctx.Err() == nil {
@@ -630,6 +645,7 @@ func (p *Poller) visit(ctx context.Context, app release.App, r *round) (stop boo
 		a.Outcome, a.Err = release.Failed, errors.New("not modified without an etag")
 	}
 	p.obs.Answer(app.Key, a)
+	p.learnQuota(a, now)
 	next := e
 	switch a.Outcome {
 	case release.Fetched:
@@ -718,7 +734,7 @@ func (p *Poller) recheck(ctx context.Context, key string, r *round) (ask, stop b
 // is due or, in a round of refreshes, when its request asks for it.
 func (p *Poller) wanted(key string, r *round, now time.Time) bool {
 	if !r.refresh {
-		return schedule.Due(p.timing, p.entries[key], now)
+		return schedule.Due(p.paced(), p.entries[key], now)
 	}
 	req, ok := p.pendingRefresh(key)
 	return ok && p.refreshDue(key, req, now)
@@ -843,3 +859,4 @@ func (nopObserver) RedisError(Op)                               {}
 func (nopObserver) Round(Mode, time.Duration, schedule.Backoff) {}
 func (nopObserver) Refreshed(string, time.Duration)             {}
 func (nopObserver) ClockOffset(time.Duration)                   {}
+func (nopObserver) Paced(time.Duration)                         {}

@@ -35,9 +35,12 @@ func fieldLimit(field string) int64 {
 	return maxSmallField
 }
 
-// AppFields returns the fields of an app hash that a reader reads, and
-// MetaFields those of the meta hash: what ReadBounded is given.
-func AppFields() []string  { return appFields }
+// AppFields returns the fields of an app hash that a reader reads, for
+// ReadBounded. The slice is shared: do not modify it.
+func AppFields() []string { return appFields }
+
+// MetaFields returns the fields of the meta hash that a reader reads, for
+// ReadBounded. The slice is shared: do not modify it.
 func MetaFields() []string { return metaFields }
 
 // Bounded is one hash as ReadBounded found it.

@@ -214,6 +214,7 @@ func (*stepper) WriteRefused(poller.Op)          {}
 func (*stepper) RedisError(poller.Op)            {}
 func (*stepper) Refreshed(string, time.Duration) {}
 func (*stepper) ClockOffset(time.Duration)       {}
+func (*stepper) Paced(time.Duration)             {}
 
 func (s *stepper) Round(poller.Mode, time.Duration, schedule.Backoff) {
 	s.done <- struct{}{}

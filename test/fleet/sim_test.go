@@ -181,6 +181,10 @@ func newSim(t testing.TB, timing schedule.Timing, apps []release.App) *sim {
 	for _, app := range apps {
 		s.gh.Publish(app.Repo, fakegithub.NewRelease(app.Repo, "v1.0.0"))
 	}
+	// No x-ratelimit headers: the fake's quota and reset are of the real
+	// clock, not the simulation's, and would pace the schedule under test
+	// (the pacing has tests of its own, in pkg/poller).
+	s.gh.SetQuota(fakegithub.Quota{})
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	t.Cleanup(s.stop)
 	return s

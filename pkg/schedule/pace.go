@@ -1,0 +1,49 @@
+package schedule
+
+import "time"
+
+// Quota is what is known of GitHub's quota for the fleet's token.
+type Quota struct {
+	PerHour   float64   // GitHub's hourly quota (5,000 with a token); 0: unknown
+	Remaining int       // x-ratelimit-remaining of the last answer that had it; -1: unknown
+	Reset     time.Time // x-ratelimit-reset of that answer; zero: unknown
+}
+
+// Pace is the interval at which apps apps ask GitHub no more than q allows,
+// and never less than t.Interval: the fleet's effective interval, the
+// configured schedule stretched evenly over every app when it is too large
+// for the quota (docs/scheduling.md, "Pacing"). Two limits stretch it, each
+// planning on QuotaShare of what it counts:
+//
+//   - the hourly quota, when known: SafeInterval(apps, q.PerHour);
+//   - what is left until the reset, when an answer said so and the reset is
+//     ahead: apps × (q.Reset − now) / (I − M) ≤ QuotaShare × q.Remaining,
+//     so that a token shared with other clients, or a quota spent by a
+//     burst, is spread over the rest of its window. A quota of 0 left is
+//     the rate limit's, which the fleet backoff answers.
+//
+// It is a pure function, safe for concurrent use.
+func Pace(t Timing, apps int, q Quota, now time.Time) time.Duration {
+	paced := t.Interval
+	if apps <= 0 {
+		return paced
+	}
+	if q.PerHour > 0 {
+		paced = max(paced, SafeInterval(apps, q.PerHour))
+	}
+	if window := q.Reset.Sub(now); q.Remaining > 0 && window > 0 {
+		period := float64(apps) * float64(window) / (QuotaShare * float64(q.Remaining))
+		paced = max(paced, intervalFor(time.Duration(period)))
+	}
+	return paced
+}
+
+// intervalFor is the shortest whole-second interval I whose I − M is at
+// least period: at most 30 steps from period itself, since M ≤ 30 s.
+func intervalFor(period time.Duration) time.Duration {
+	i := period.Truncate(time.Second)
+	for i-(Timing{Interval: i}).SkewMargin() < period {
+		i += time.Second
+	}
+	return i
+}
