@@ -131,3 +131,13 @@ func readReply(r *bufio.Reader) (any, error) {
 	}
 	return nil, fmt.Errorf("redis: unknown reply %q", line)
 }
+
+// BytesSent is how many bytes the server has sent its clients
+// (total_net_output_bytes), for a test that must show a value was not read.
+func (s *Server) BytesSent() (int64, error) {
+	info, err := s.Info("stats")
+	if err != nil {
+		return 0, err
+	}
+	return strconv.ParseInt(info["total_net_output_bytes"], 10, 64)
+}
