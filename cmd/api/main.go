@@ -156,12 +156,12 @@ func feeder(cfg config.API, snap *snapshot.Snapshot, gate *api.Gate, log *zap.Lo
 	gate.Open()
 	if !cfg.PollingEnabled {
 		log.Info("mode", zap.String("mode", "standalone"), zap.Bool("polling", false), zap.Bool("webhook", hooked))
-		var fleet webhook.Fleet
-		if hooked {
-			// Deliveries are checked and counted; there is nothing to fetch.
-			fleet = webhook.NewLocal(func(string, release.Refresh) {}, nil)
+		if !hooked {
+			return func(ctx context.Context) error { <-ctx.Done(); return nil }, nil, nil
 		}
-		return func(ctx context.Context) error { <-ctx.Done(); return nil }, fleet, nil
+		// Deliveries are checked and counted; there is nothing to fetch.
+		local := webhook.NewLocal(func(string, release.Refresh) {}, nil)
+		return local.Run, local, nil
 	}
 	src, err := github.New(github.Options{
 		BaseURL:   cfg.GitHubAPIURL,
@@ -189,9 +189,15 @@ func feeder(cfg config.API, snap *snapshot.Snapshot, gate *api.Gate, log *zap.Lo
 		return nil, nil, err
 	}
 	log.Info("mode", zap.String("mode", "standalone"), zap.Bool("polling", true), zap.Bool("webhook", hooked))
-	var fleet webhook.Fleet
-	if hooked {
-		fleet = webhook.NewLocal(p.Refresh, nil)
+	if !hooked {
+		return p.Run, nil, nil
 	}
-	return p.Run, fleet, nil
+	local := webhook.NewLocal(p.Refresh, nil)
+	work := func(ctx context.Context) error {
+		var g errgroup.Group
+		g.Go(func() error { return local.Run(ctx) })
+		g.Go(func() error { return p.Run(ctx) })
+		return g.Wait()
+	}
+	return work, local, nil
 }

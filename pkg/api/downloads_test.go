@@ -274,7 +274,7 @@ func TestPage(t *testing.T) {
 				t.Fatalf("got %d %.80q, want %d %.80q", rec.Code, rec.Body.Bytes(), tt.status, tt.body)
 			}
 			want := map[string]string{"Etag": tt.etag, "Vary": "Accept-Encoding", "Cache-Control": "no-store",
-				"Content-Security-Policy": page.ContentSecurityPolicy()}
+				"Content-Security-Policy": page.ContentSecurityPolicy(), "Referrer-Policy": "no-referrer"}
 			if tt.status == 200 {
 				want["Content-Type"] = "text/html; charset=utf-8"
 			}

@@ -8,15 +8,22 @@ import (
 
 // releasePage serves the current rendering's release page like the full
 // answer (ETag, gzip, 304, HEAD), with a Content-Security-Policy that allows
-// no script.
+// no script and a Referrer-Policy that sends no referrer: the page's <meta>
+// says so too, but a header holds before any byte of the page is read.
 func releasePage(r Renderer) echo.HandlerFunc {
 	htmlType := []string{"text/html; charset=utf-8"}
 	csp := []string{page.ContentSecurityPolicy()}
+	noReferrer := []string{page.ReferrerPolicy}
 	return func(c echo.Context) error {
-		c.Response().Header()[hdrCSP] = csp
+		h := c.Response().Header()
+		h[hdrCSP] = csp
+		h[hdrReferrerPolicy] = noReferrer
 		return serveDoc(c, &r.Current().Page, htmlType)
 	}
 }
 
-// hdrCSP is the page's policy header, in canonical form.
-const hdrCSP = "Content-Security-Policy"
+// The page's policy headers, in canonical form.
+const (
+	hdrCSP            = "Content-Security-Policy"
+	hdrReferrerPolicy = "Referrer-Policy"
+)

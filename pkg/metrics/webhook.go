@@ -9,7 +9,7 @@ import (
 var (
 	webhookEvents   = []string{webhook.EventPing, webhook.EventRelease, webhook.EventOther}
 	webhookOutcomes = []string{webhook.Accepted, webhook.Ignored, webhook.Duplicate, webhook.BadSignature,
-		webhook.TooLarge, webhook.Unavailable, webhook.Invalid}
+		webhook.TooLarge, webhook.Busy, webhook.Unavailable, webhook.Invalid}
 )
 
 var _ webhook.Observer = (*Webhook)(nil)

@@ -19,8 +19,8 @@ func TestWebhook(t *testing.T) {
 	w.Delivery(webhook.EventOther, webhook.BadSignature)
 	w.Delivery("push", webhook.Accepted)      // not a label value: ignored
 	w.Delivery(webhook.EventPing, "whatever") // likewise
-	// 3 events × 7 outcomes, all there from the start.
-	if got, want := testutil.CollectAndCount(w), 21; got != want {
+	// 3 events × 8 outcomes, all there from the start.
+	if got, want := testutil.CollectAndCount(w), 24; got != want {
 		t.Errorf("series: got %d, want %d", got, want)
 	}
 	got := scrape(t, reg)

@@ -34,6 +34,10 @@ var (
 // /favicon.ico (a 404 in its console).
 const icon = `data:image/svg+xml,<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 32 32"><rect width="32" height="32" rx="8" fill="%234b3fd8"/><path d="M9 17l7 7 7-7M16 7v16" stroke="white" stroke-width="3" fill="none" stroke-linecap="round" stroke-linejoin="round"/></svg>`
 
+// ReferrerPolicy is the page's referrer policy, as its <meta> and its
+// Referrer-Policy header say: links to GitHub carry no referrer.
+const ReferrerPolicy = "no-referrer"
+
 // ContentSecurityPolicy returns the policy the page is served with: nothing
 // may load or run but its own inline stylesheet (by its hash) and its inline
 // icon; no script at all, no frames, no forms, no base URL.

@@ -252,3 +252,13 @@ func (c *countingClient) reset() []int {
 	c.calls = nil
 	return calls
 }
+
+// dbsize returns how many keys the database holds.
+func (a *admin) dbsize() int64 {
+	a.t.Helper()
+	n, err := a.do("DBSIZE").AsInt64()
+	if err != nil {
+		a.t.Fatal(err)
+	}
+	return n
+}

@@ -31,13 +31,14 @@ const (
 	fieldTag  = "tag"
 )
 
-// Deliver records a webhook delivery under each of ids (its delivery id,
-// its body's hash) for three days and, unless one of them was recorded
+// Deliver records a webhook delivery under each of ids (its body's hash,
+// then its delivery id) for three days and, unless one of them was recorded
 // before, a refresh request r for each of apps (a hash with a TTL of an
 // hour, replacing the app's earlier request), announced on RefreshChannel.
-// It reports whether the delivery was new. When the requests cannot be
-// recorded it forgets the ids it recorded, so that GitHub's redelivery is
-// not taken for a duplicate, and returns the error.
+// It reports whether the delivery was new; a duplicate leaves nothing behind
+// (ids are tried in order, and those it recorded are forgotten). When the
+// requests cannot be recorded it forgets the ids it recorded, so that
+// GitHub's redelivery is not taken for a duplicate, and returns the error.
 func (s *Store) Deliver(ctx context.Context, ids []string, apps []string, r release.Refresh) (bool, error) {
 	if len(ids) == 0 {
 		return false, errors.New("deliver: no delivery id")
@@ -52,25 +53,20 @@ func (s *Store) Deliver(ctx context.Context, ids []string, apps []string, r rele
 	if err != nil {
 		return false, fmt.Errorf("deliver %s: %w", id, err)
 	}
-	marks := make(rueidis.Commands, len(ids))
-	for i, d := range ids {
-		marks[i] = c.B().Set().Key(DeliveryKey(d)).Value(ms(r.At)).Nx().Px(deliveryTTL).Build()
-	}
+	// One id at a time, in order: a duplicate (the body's hash comes first)
+	// costs one command and leaves no key behind.
 	var made []string // the keys this call created
-	seen := false
-	for i, res := range c.DoMulti(ctx, marks...) {
-		switch err := res.Error(); {
-		case rueidis.IsRedisNil(err):
-			seen = true
-		case err != nil:
+	for _, d := range ids {
+		k := DeliveryKey(d)
+		err := c.Do(ctx, c.B().Set().Key(k).Value(ms(r.At)).Nx().Px(deliveryTTL).Build()).Error()
+		if err != nil {
 			s.forget(ctx, c, made)
+			if rueidis.IsRedisNil(err) {
+				return false, nil
+			}
 			return false, fmt.Errorf("deliver %s: %w", id, err)
-		default:
-			made = append(made, DeliveryKey(ids[i]))
 		}
-	}
-	if seen {
-		return false, nil
+		made = append(made, k)
 	}
 	var cmds rueidis.Commands
 	for _, app := range apps {

@@ -46,10 +46,24 @@ func TestDeliver(t *testing.T) {
 	if err != nil || first {
 		t.Fatalf("redelivery: new %v, %v; want a duplicate", first, err)
 	}
-	// The same body under another id (a replay) is a duplicate too.
-	first, err = s.Deliver(ctx, []string{"guid-9", "sha256-aa"}, []string{"photocraft"}, release.Refresh{At: t0.Add(time.Minute)})
-	if err != nil || first {
-		t.Fatalf("replay under another id: new %v, %v; want a duplicate", first, err)
+	// The same body under another id (a replay) is a duplicate too, and
+	// leaves no key: 20,000 of them, as issue 21 found, add nothing.
+	keys := a.dbsize()
+	for i := range 20_000 {
+		first, err = s.Deliver(ctx, []string{"sha256-aa", "guid-replay-" + strconv.Itoa(i)}, []string{"photocraft"}, release.Refresh{At: t0.Add(time.Minute)})
+		if err != nil || first {
+			t.Fatalf("replay %d under another id: new %v, %v; want a duplicate", i, first, err)
+		}
+	}
+	if n := a.dbsize(); n != keys {
+		t.Errorf("%d keys after 20,000 replays of one body, %d before: want none added", n, keys)
+	}
+	// A new body under an id seen before leaves its hash behind neither.
+	if first, err = s.Deliver(ctx, []string{"sha256-cc", "guid-1"}, []string{"photocraft"}, r); err != nil || first {
+		t.Fatalf("another body under a delivery id seen: new %v, %v; want a duplicate", first, err)
+	}
+	if n := a.dbsize(); n != keys {
+		t.Errorf("%d keys after another body under a delivery id seen, %d before: want none added", n, keys)
 	}
 	if got, _ := s.Refreshes(ctx, []string{"photocraft"}); !got["photocraft"].At.Equal(t0) {
 		t.Errorf("a redelivery moved the request to %v", got["photocraft"].At)

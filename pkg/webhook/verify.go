@@ -4,6 +4,7 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
+	"hash"
 	"strings"
 )
 
@@ -12,10 +13,45 @@ const SignatureHeader = "X-Hub-Signature-256"
 
 // Verify reports whether signature, the value of X-Hub-Signature-256
 // ("sha256=" and 64 hex digits), is the HMAC-SHA256 of body under one of
-// secrets. The comparison is in constant time, and every secret is tried
-// whichever matches, so the time taken tells nothing about the secrets. A
-// missing or malformed signature, or no secret, is false.
+// secrets (see macs.match).
 func Verify(secrets []string, body []byte, signature string) bool {
+	m := newMACs(secrets)
+	m.Write(body)
+	return m.match(signature)
+}
+
+// macs is the running HMAC-SHA256 of one body under each secret, written as
+// the body is read.
+type macs []hash.Hash
+
+func newMACs(secrets []string) macs {
+	m := make(macs, len(secrets))
+	for i, s := range secrets {
+		m[i] = hmac.New(sha256.New, []byte(s))
+	}
+	return m
+}
+
+// Write adds p to every HMAC; it never fails.
+func (m macs) Write(p []byte) (int, error) {
+	for _, h := range m {
+		h.Write(p)
+	}
+	return len(p), nil
+}
+
+// reset starts every HMAC again, for the next body.
+func (m macs) reset() {
+	for _, h := range m {
+		h.Reset()
+	}
+}
+
+// match reports whether signature is one of the HMACs. The comparison is in
+// constant time, and every secret is tried whichever matches, so the time
+// taken tells nothing about the secrets. A missing or malformed signature,
+// or no secret, is false.
+func (m macs) match(signature string) bool {
 	digits, ok := strings.CutPrefix(signature, "sha256=")
 	if !ok {
 		return false
@@ -25,10 +61,8 @@ func Verify(secrets []string, body []byte, signature string) bool {
 		return false
 	}
 	match := false
-	for _, s := range secrets {
-		mac := hmac.New(sha256.New, []byte(s))
-		mac.Write(body)
-		if hmac.Equal(mac.Sum(nil), got) {
+	for _, h := range m {
+		if hmac.Equal(h.Sum(nil), got) {
 			match = true
 		}
 	}

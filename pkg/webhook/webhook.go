@@ -13,6 +13,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"slices"
 	"strconv"
 	"time"
 
@@ -22,10 +23,30 @@ import (
 	"github.com/storytold/craft-releases/pkg/release"
 )
 
-// Limits of one delivery.
+// Limits of one delivery, and of all of them at once: a body is read
+// before anything says who sent it, so these bound what anyone on the
+// internet can make a pod hold.
 const (
 	// MaxBody is the most of a body read; a longer one is answered 413.
-	MaxBody = 1 << 20
+	// GitHub's release event is 6–9 KB without notes or assets (its
+	// documented example: 8,634 bytes), about 1.9 KB more per asset, and the
+	// notes, at most 125,000 characters, are at most 375 KB of JSON-encoded
+	// UTF-8 (three bytes a character): 512 KiB holds the longest notes with
+	// 60 assets.
+	MaxBody = 512 << 10
+	// Readers is how many bodies a Handler reads at once; a delivery that
+	// finds them all taken for waitReader is answered 503 with RetryAfter.
+	// It bounds the memory of unauthenticated bodies at Readers × MaxBody.
+	Readers = 4
+	// RetryAfter is the Retry-After, in seconds, of a 503 for a busy receiver.
+	RetryAfter = 10
+	// waitReader is how long a delivery waits for a reader: GitHub's
+	// deliveries take a millisecond to read, so a short wait absorbs a burst
+	// of real ones without letting a flood queue up.
+	waitReader = 250 * time.Millisecond
+	// readBody bounds the time a body may take to arrive, which is how long
+	// a slow sender can hold a reader.
+	readBody = 3 * time.Second
 	// maxDeliveryID bounds X-GitHub-Delivery, a GUID.
 	maxDeliveryID = 100
 	// fleetTimeout bounds the Fleet's work, well within GitHub's 10 s.
@@ -45,6 +66,7 @@ const (
 	Duplicate    = "duplicate"     // a delivery id seen before: nothing done again
 	BadSignature = "bad_signature" // missing or wrong X-Hub-Signature-256
 	TooLarge     = "too_large"     // a body over MaxBody
+	Busy         = "busy"          // every reader taken: 503, Retry-After
 	Unavailable  = "unavailable"   // the request could not be recorded (Redis down)
 	Invalid      = "invalid"       // signed, but no delivery id or a release body that does not parse
 )
@@ -85,7 +107,15 @@ type Config struct {
 
 // Handler answers POST deliveries (see New). It is safe for concurrent use.
 type Handler struct {
-	c Config
+	c       Config
+	readers chan *reader // Readers of them, each reused for one body at a time
+}
+
+// reader holds what reading one body takes: a buffer that grows to at most
+// MaxBody and is kept for the next body, and the body's HMACs.
+type reader struct {
+	buf  []byte
+	macs macs
 }
 
 // New returns the handler of the webhook route. It fails without a secret,
@@ -103,7 +133,11 @@ func New(c Config) (*Handler, error) {
 		c.Log = zap.NewNop()
 	}
 	c.Clock = clock.Or(c.Clock)
-	return &Handler{c: c}, nil
+	h := &Handler{c: c, readers: make(chan *reader, Readers)}
+	for range Readers {
+		h.readers <- &reader{macs: newMACs(c.Secrets)}
+	}
+	return h, nil
 }
 
 // ServeHTTP answers one delivery: 413 for a body over MaxBody, 401 for a
@@ -137,43 +171,21 @@ type answer struct {
 }
 
 func (h *Handler) serve(w http.ResponseWriter, r *http.Request, event string, received time.Time) (outcome string, status int, body answer) {
-	if r.ContentLength > MaxBody {
-		return TooLarge, http.StatusRequestEntityTooLarge, answer{Error: "body too large"}
-	}
-	raw, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBody))
-	if err != nil {
-		if mbe := (*http.MaxBytesError)(nil); errors.As(err, &mbe) {
-			return TooLarge, http.StatusRequestEntityTooLarge, answer{Error: "body too large"}
-		}
-		return Invalid, http.StatusBadRequest, answer{Error: "body unreadable"}
-	}
-	if !Verify(h.c.Secrets, raw, r.Header.Get(SignatureHeader)) {
-		return BadSignature, http.StatusUnauthorized, answer{Error: "bad signature"}
-	}
-	switch event {
-	case EventPing:
-		return Accepted, http.StatusOK, answer{Status: "pong"}
-	case EventOther:
-		return Ignored, http.StatusAccepted, answer{Status: Ignored}
+	p, sum, outcome, status, body := h.open(w, r, event)
+	if outcome != "" {
+		return outcome, status, body
 	}
 	id := r.Header.Get(DeliveryHeader)
-	if id == "" || len(id) > maxDeliveryID || !release.SafeName(id) {
-		return Invalid, http.StatusBadRequest, answer{Error: "missing or malformed " + DeliveryHeader}
-	}
-	p, err := Parse(raw)
-	if err != nil {
-		return Invalid, http.StatusBadRequest, answer{Error: "release payload does not parse; is the content type application/json?"}
-	}
 	apps := Matching(h.c.Apps, p.Repo)
 	if len(apps) == 0 {
 		return Ignored, http.StatusAccepted, answer{Status: Ignored}
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), fleetTimeout)
 	defer cancel()
-	// X-GitHub-Delivery is not signed: the body's hash makes a signed body
-	// replayed under another id a duplicate too.
-	sum := sha256.Sum256(raw)
-	ids := []string{id, "sha256-" + hex.EncodeToString(sum[:])}
+	// X-GitHub-Delivery is not signed: the body's hash, checked first, makes
+	// a signed body replayed under another id a duplicate that records
+	// nothing.
+	ids := []string{"sha256-" + hex.EncodeToString(sum[:]), id}
 	first, err := h.c.Fleet.Deliver(ctx, ids, apps, release.Refresh{At: received, Tag: p.Hint()})
 	if err != nil {
 		h.c.Log.Warn("webhook delivery not recorded", zap.String("delivery", id), zap.Strings("apps", apps), zap.NamedError("err", err))
@@ -185,6 +197,91 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request, event string, re
 	h.c.Log.Info("webhook refresh", zap.String("delivery", id), zap.String("action", p.Action),
 		zap.Strings("apps", apps), zap.String("tag", p.Hint()))
 	return Accepted, http.StatusAccepted, answer{Status: Accepted, Apps: apps}
+}
+
+// open reads and authenticates a delivery with one of the Handler's
+// readers, given back before it returns: a release event's payload and its
+// body's hash, or the outcome (not "") that answers the delivery.
+func (h *Handler) open(w http.ResponseWriter, r *http.Request, event string) (p Payload, sum [sha256.Size]byte, outcome string, status int, body answer) {
+	if r.ContentLength > MaxBody {
+		return p, sum, TooLarge, http.StatusRequestEntityTooLarge, answer{Error: "body too large"}
+	}
+	rd, ok := h.reader(r.Context())
+	if !ok {
+		w.Header().Set("Retry-After", strconv.Itoa(RetryAfter))
+		return p, sum, Busy, http.StatusServiceUnavailable, answer{Error: "busy, redeliver later"}
+	}
+	defer func() { h.readers <- rd }()
+	raw, err := rd.read(w, r)
+	if err != nil {
+		if mbe := (*http.MaxBytesError)(nil); errors.As(err, &mbe) {
+			return p, sum, TooLarge, http.StatusRequestEntityTooLarge, answer{Error: "body too large"}
+		}
+		return p, sum, Invalid, http.StatusBadRequest, answer{Error: "body unreadable"}
+	}
+	if !rd.macs.match(r.Header.Get(SignatureHeader)) {
+		return p, sum, BadSignature, http.StatusUnauthorized, answer{Error: "bad signature"}
+	}
+	switch event {
+	case EventPing:
+		return p, sum, Accepted, http.StatusOK, answer{Status: "pong"}
+	case EventOther:
+		return p, sum, Ignored, http.StatusAccepted, answer{Status: Ignored}
+	}
+	if id := r.Header.Get(DeliveryHeader); id == "" || len(id) > maxDeliveryID || !release.SafeName(id) {
+		return p, sum, Invalid, http.StatusBadRequest, answer{Error: "missing or malformed " + DeliveryHeader}
+	}
+	if p, err = Parse(raw); err != nil {
+		return p, sum, Invalid, http.StatusBadRequest, answer{Error: "release payload does not parse; is the content type application/json?"}
+	}
+	return p, sha256.Sum256(raw), "", 0, answer{}
+}
+
+// reader takes a reader, waiting up to waitReader for one; false when none
+// came free, or the request ended first.
+func (h *Handler) reader(ctx context.Context) (*reader, bool) {
+	select {
+	case rd := <-h.readers:
+		return rd, true
+	default:
+	}
+	t := time.NewTimer(waitReader)
+	defer t.Stop()
+	select {
+	case rd := <-h.readers:
+		return rd, true
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	return nil, false
+}
+
+// read reads r's body, at most MaxBody of it within readBody, into the
+// reader's buffer, computing its HMACs on the way. The bytes returned are
+// the buffer's: valid until the reader is given back.
+func (rd *reader) read(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+	// Not every ResponseWriter has a deadline (a test recorder); the
+	// server's ReadTimeout still holds.
+	_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(readBody))
+	rd.macs.reset()
+	body := http.MaxBytesReader(w, r.Body, MaxBody)
+	buf := rd.buf[:0]
+	for {
+		if len(buf) == cap(buf) { // body never gives more than MaxBody, so room stays ≥ 1
+			buf = slices.Grow(buf, min(max(len(buf), 4<<10), MaxBody+1-len(buf)))
+		}
+		n, err := body.Read(buf[len(buf):cap(buf)])
+		rd.macs.Write(buf[len(buf) : len(buf)+n])
+		buf = buf[:len(buf)+n]
+		if err == io.EOF {
+			rd.buf = buf
+			return buf, nil
+		}
+		if err != nil {
+			rd.buf = buf
+			return nil, err
+		}
+	}
 }
 
 func eventLabel(event string) string {

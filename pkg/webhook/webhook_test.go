@@ -3,8 +3,11 @@ package webhook_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -13,6 +16,7 @@ import (
 	"github.com/storytold/craft-releases/pkg/release"
 	"github.com/storytold/craft-releases/pkg/webhook"
 	"github.com/storytold/craft-releases/test/fakeclock"
+	"github.com/storytold/craft-releases/test/testkit"
 )
 
 const secret = "s3cret"
@@ -27,7 +31,7 @@ type fakeFleet struct {
 	mu    sync.Mutex
 	err   error
 	seen  map[string]bool
-	calls []string // "id app tag"
+	calls []string // "delivery-id app tag"
 }
 
 func (f *fakeFleet) Deliver(_ context.Context, ids []string, apps []string, r release.Refresh) (bool, error) {
@@ -39,16 +43,16 @@ func (f *fakeFleet) Deliver(_ context.Context, ids []string, apps []string, r re
 	if f.seen == nil {
 		f.seen = map[string]bool{}
 	}
-	first := true
 	for _, id := range ids {
-		first = first && !f.seen[id]
+		if f.seen[id] {
+			return false, nil
+		}
+	}
+	for _, id := range ids {
 		f.seen[id] = true
 	}
-	if !first {
-		return false, nil
-	}
 	for _, a := range apps {
-		f.calls = append(f.calls, ids[0]+" "+a+" "+r.Tag)
+		f.calls = append(f.calls, ids[len(ids)-1]+" "+a+" "+r.Tag)
 	}
 	return true, nil
 }
@@ -103,7 +107,7 @@ func TestHandler(t *testing.T) {
 			nil, 200, `"pong"`, nil, "ping accepted"},
 		{"release published", delivery("release", "d1", publishedBody, signed(publishedBody)),
 			nil, 202, `"accepted"`, []string{"d1 photocraft v1.2.0"}, "release accepted"},
-		{"release of exactly 1 MiB", delivery("release", "d2", exact, signed(exact)),
+		{"release of exactly MaxBody", delivery("release", "d2", exact, signed(exact)),
 			nil, 202, `"accepted"`, []string{"d2 photocraft "}, "release accepted"},
 		{"release from a repository not served", delivery("release", "d3", `{"action":"published","repository":{"full_name":"storytold/filmcraft"}}`,
 			signed(`{"action":"published","repository":{"full_name":"storytold/filmcraft"}}`)),
@@ -116,8 +120,8 @@ func TestHandler(t *testing.T) {
 		{"body changed by one byte", delivery("release", "d7", strings.Replace(publishedBody, "v1.2.0", "v1.2.1", 1), signed(publishedBody)),
 			nil, 401, `"bad signature"`, nil, "release bad_signature"},
 		{"bad signature on a ping", delivery("ping", "d8", `{}`, "sha256=00"), nil, 401, `"bad signature"`, nil, "ping bad_signature"},
-		{"over 1 MiB, signed", delivery("release", "d9", big, signed(big)), nil, 413, `"body too large"`, nil, "release too_large"},
-		{"over 1 MiB, unsigned", delivery("release", "d10", big, ""), nil, 413, `"body too large"`, nil, "release too_large"},
+		{"over MaxBody, signed", delivery("release", "d9", big, signed(big)), nil, 413, `"body too large"`, nil, "release too_large"},
+		{"over MaxBody, unsigned", delivery("release", "d10", big, ""), nil, 413, `"body too large"`, nil, "release too_large"},
 		{"signed, no delivery id", delivery("release", "", publishedBody, signed(publishedBody)), nil, 400, `X-GitHub-Delivery`, nil, "release invalid"},
 		{"signed, a delivery id with a newline", delivery("release", "a\x01b", publishedBody, signed(publishedBody)), nil, 400, `X-GitHub-Delivery`, nil, "release invalid"},
 		{"signed, not JSON", delivery("release", "d11", "payload=%7B%7D", signed("payload=%7B%7D")), nil, 400, `application/json`, nil, "release invalid"},
@@ -200,8 +204,11 @@ func TestLocal(t *testing.T) {
 	if !deliver("a") || deliver("a") || !deliver("b") {
 		t.Fatal("want a new, a again seen, b new")
 	}
-	if first, _ := l.Deliver(context.Background(), []string{"c", "b"}, []string{"photocraft"}, release.Refresh{At: clock.Now()}); first {
+	if first, _ := l.Deliver(context.Background(), []string{"b", "c"}, []string{"photocraft"}, release.Refresh{At: clock.Now()}); first {
 		t.Fatal("a delivery sharing one of its ids with b counts as new")
+	}
+	if n := l.Len(); n != 2 {
+		t.Fatalf("Len = %d after a duplicate, want 2: a duplicate records nothing", n)
 	}
 	clock.Advance(webhook.LocalMemory - time.Second)
 	if deliver("a") {
@@ -213,5 +220,162 @@ func TestLocal(t *testing.T) {
 	}
 	if want := "photocraft v1,vectorcraft v1,photocraft v1,vectorcraft v1,photocraft v1,vectorcraft v1"; strings.Join(got, ",") != want {
 		t.Errorf("refreshes got %q, want %q", got, want)
+	}
+}
+
+// TestLocalReplaysRecordNothing: a signed body replayed under a new id each
+// time (its hash first, as the Handler passes them) adds nothing to the
+// memory (issue 21, item 2).
+func TestLocalReplaysRecordNothing(t *testing.T) {
+	l := webhook.NewLocal(func(string, release.Refresh) {}, nil)
+	for i := range 20_000 {
+		_, err := l.Deliver(context.Background(), []string{"sha256-body", fmt.Sprintf("id-%d", i)}, []string{"photocraft"}, release.Refresh{At: time.Now()})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := l.Len(); n != 2 {
+		t.Errorf("Len = %d after 20,000 replays of one body, want 2", n)
+	}
+}
+
+// TestLocalCapAndSweep: distinct deliveries past LocalCap forget the oldest,
+// never the newest, and Run's sweep forgets everything past LocalMemory.
+func TestLocalCapAndSweep(t *testing.T) {
+	clock := fakeclock.New(time.Date(2026, 10, 10, 12, 0, 0, 0, time.UTC))
+	l := webhook.NewLocal(func(string, release.Refresh) {}, clock)
+	deliver := func(id string) bool {
+		first, err := l.Deliver(context.Background(), []string{"sha256-" + id, id}, []string{"photocraft"}, release.Refresh{At: clock.Now()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return first
+	}
+	for i := range webhook.LocalCap {
+		deliver(fmt.Sprintf("d%d", i))
+		clock.Advance(time.Second)
+	}
+	if n := l.Len(); n != webhook.LocalCap {
+		t.Fatalf("Len = %d after %d deliveries of two ids, want the cap %d", n, webhook.LocalCap, webhook.LocalCap)
+	}
+	if deliver(fmt.Sprintf("d%d", webhook.LocalCap-1)) {
+		t.Error("the newest delivery was forgotten at the cap")
+	}
+	if !deliver("d0") {
+		t.Error("the oldest delivery is still remembered past the cap")
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- l.Run(ctx) }()
+	testkit.Eventually(t, "the sweep waits", func() bool { return clock.Waiters() == 1 })
+	clock.Advance(webhook.LocalMemory)
+	testkit.Eventually(t, "the sweep forgets what is past LocalMemory", func() bool { return l.Len() == 0 })
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("Run = %v, want nil", err)
+	}
+}
+
+// TestReadersBounded: with every reader held by a body that has not ended,
+// the next delivery is answered 503 with Retry-After, unread; once one ends,
+// deliveries are read again (issue 21, item 1).
+func TestReadersBounded(t *testing.T) {
+	h, err := webhook.New(webhook.Config{Secrets: []string{secret}, Apps: testApps, Fleet: &fakeFleet{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	held := make([]*io.PipeWriter, webhook.Readers)
+	answered := make(chan int, webhook.Readers)
+	for i := range held {
+		pr, pw := io.Pipe()
+		held[i] = pw
+		req, _ := http.NewRequest(http.MethodPost, srv.URL, pr)
+		req.Header.Set(webhook.EventHeader, "ping")
+		req.Header.Set(webhook.SignatureHeader, "sha256="+strings.Repeat("0", 64))
+		go func() {
+			res, err := http.DefaultClient.Do(req)
+			if err != nil {
+				answered <- 0
+				return
+			}
+			res.Body.Close()
+			answered <- res.StatusCode
+		}()
+		if _, err := pw.Write([]byte(`{"zen":`)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ping := func() *http.Response {
+		t.Helper()
+		body := `{"zen":"x"}`
+		req, _ := http.NewRequest(http.MethodPost, srv.URL, strings.NewReader(body))
+		req.Header.Set(webhook.EventHeader, "ping")
+		req.Header.Set(webhook.SignatureHeader, webhook.Sign(secret, []byte(body)))
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		return res
+	}
+	// Until the held bodies have all taken their readers, a ping may get one.
+	var busy *http.Response
+	testkit.Eventually(t, "a delivery answered 503 with every reader held", func() bool {
+		busy = ping()
+		return busy.StatusCode == http.StatusServiceUnavailable
+	})
+	if got := busy.Header.Get("Retry-After"); got != strconv.Itoa(webhook.RetryAfter) {
+		t.Errorf("Retry-After %q, want %d", got, webhook.RetryAfter)
+	}
+	held[0].Close()
+	if code := <-answered; code != http.StatusUnauthorized {
+		t.Errorf("the held body, ended: %d, want 401", code)
+	}
+	if res := ping(); res.StatusCode != http.StatusOK {
+		t.Errorf("a delivery once a reader is free: %d, want 200", res.StatusCode)
+	}
+	for _, pw := range held[1:] {
+		pw.Close()
+	}
+	for range held[1:] {
+		<-answered
+	}
+}
+
+// TestMaxBodyHoldsTheLargestRelease: a release event with the longest notes
+// GitHub accepts (125,000 characters, each of three bytes) and 60 assets is
+// read and accepted; a body over MaxBody is refused 413 (issue 21, item 1).
+func TestMaxBodyHoldsTheLargestRelease(t *testing.T) {
+	var assets []string
+	for i := range 60 {
+		assets = append(assets, fmt.Sprintf(`{"url":"https://api.github.com/repos/storytold/photocraft/releases/assets/%d","id":%d,"name":"PhotoCraft-1.2.0-build-%02d-x86_64.AppImage","label":"","uploader":{"login":"release-bot","id":1,"node_id":"MDQ6VXNlcjE=","avatar_url":"https://avatars.githubusercontent.com/u/1?v=4","gravatar_id":"","url":"https://api.github.com/users/release-bot","html_url":"https://github.com/release-bot","followers_url":"https://api.github.com/users/release-bot/followers","following_url":"https://api.github.com/users/release-bot/following{/other_user}","gists_url":"https://api.github.com/users/release-bot/gists{/gist_id}","starred_url":"https://api.github.com/users/release-bot/starred{/owner}{/repo}","subscriptions_url":"https://api.github.com/users/release-bot/subscriptions","organizations_url":"https://api.github.com/users/release-bot/orgs","repos_url":"https://api.github.com/users/release-bot/repos","events_url":"https://api.github.com/users/release-bot/events{/privacy}","received_events_url":"https://api.github.com/users/release-bot/received_events","type":"Bot","site_admin":false},"content_type":"application/octet-stream","state":"uploaded","size":123456789,"download_count":0,"created_at":"2026-10-10T12:00:00Z","updated_at":"2026-10-10T12:00:00Z","browser_download_url":"https://github.com/storytold/photocraft/releases/download/v1.2.0/PhotoCraft-1.2.0-build-%02d-x86_64.AppImage"}`, i, i, i, i))
+	}
+	notes := strings.Repeat("€", 125_000) // three bytes each
+	body := `{"action":"published","release":{"tag_name":"v1.2.0","draft":false,"prerelease":false,"published_at":"2026-10-10T12:00:00Z","body":"` + notes + `","assets":[` + strings.Join(assets, ",") + `]},"repository":{"full_name":"storytold/photocraft"}}`
+	if len(body) > webhook.MaxBody {
+		t.Fatalf("the largest release event is %d bytes, over MaxBody %d", len(body), webhook.MaxBody)
+	}
+	t.Logf("the largest release event: %d bytes, MaxBody %d", len(body), webhook.MaxBody)
+	h, err := webhook.New(webhook.Config{Secrets: []string{secret}, Apps: testApps, Fleet: &fakeFleet{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		body string
+		want int
+	}{
+		{body, http.StatusAccepted},
+		{body + strings.Repeat(" ", webhook.MaxBody+1-len(body)), http.StatusRequestEntityTooLarge},
+	} {
+		rec := httptest.NewRecorder()
+		req := delivery("release", "big-1", c.body, webhook.Sign(secret, []byte(c.body)))
+		req.ContentLength = -1 // read it, as a chunked body is
+		h.ServeHTTP(rec, req)
+		if rec.Code != c.want {
+			t.Errorf("a %d-byte release event: %d %s, want %d", len(c.body), rec.Code, rec.Body, c.want)
+		}
 	}
 }
