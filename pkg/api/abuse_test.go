@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -107,3 +108,68 @@ func liveHeap() uint64 {
 }
 
 func mib(n uint64) float64 { return float64(n) / (1 << 20) }
+
+// BenchmarkLauncherDuringOneByteFlood reports how long a launcher waits for
+// the full answer while 3,000 connections, each having sent one byte, are
+// renewed as the server closes them, at the default cap (issue 21, item 4):
+// worst-ms and median-ms over b.N launchers.
+func BenchmarkLauncherDuringOneByteFlood(b *testing.B) {
+	const flooders = 3000
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() {
+		served <- New(fixed{rendering(b, true)}, new(Gate), zap.NewNop(), Options{}).Serve(ctx, ln, 20*time.Second)
+	}()
+	addr := ln.Addr().String()
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for range flooders {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			buf := make([]byte, 1)
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				c, err := net.DialTimeout("tcp", addr, 5*time.Second)
+				if err != nil {
+					continue
+				}
+				_ = c.SetDeadline(time.Now().Add(30 * time.Second))
+				if _, err := c.Write([]byte("G")); err == nil {
+					_, _ = c.Read(buf) // until the server closes it
+				}
+				c.Close()
+			}
+		}()
+	}
+	time.Sleep(3 * time.Second) // the flood fills the cap
+	client := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	var took []time.Duration
+	b.ResetTimer()
+	for range b.N {
+		start := time.Now()
+		res, err := client.Get("http://" + addr + ReleaseInfoPath)
+		if err != nil {
+			b.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, res.Body)
+		res.Body.Close()
+		took = append(took, time.Since(start))
+	}
+	b.StopTimer()
+	close(stop)
+	cancel()
+	wg.Wait()
+	<-served
+	slices.Sort(took)
+	b.ReportMetric(float64(took[len(took)-1].Microseconds())/1000, "worst-ms")
+	b.ReportMetric(float64(took[len(took)/2].Microseconds())/1000, "median-ms")
+}

@@ -154,9 +154,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func (s *Server) Serve(ctx context.Context, ln net.Listener, shutdownTimeout time.Duration) error {
 	limited := newLimitListener(ln, s.maxConns)
 	srv := &http.Server{
-		Handler:           s,
-		ConnState:         limited.state,
-		ReadHeaderTimeout: 5 * time.Second,
+		Handler:   s,
+		ConnState: limited.state,
+		// Headers come at once from a proxy, and at the cap a connection
+		// without them is closed for another after headerGrace anyway.
+		ReadHeaderTimeout: 2 * time.Second,
 		ReadTimeout:       10 * time.Second,
 		WriteTimeout:      30 * time.Second,
 		// Longer than Cloudflare's 900 s proxy idle timeout, so that the

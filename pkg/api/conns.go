@@ -15,19 +15,25 @@ import (
 // tunnel reaches a pod through far fewer.
 const DefaultMaxConnections = 1024
 
-// silentGrace is how long a new connection may stay silent before it can be
-// closed for another: a client's first bytes can wait a moment in the
-// kernel before the server reads them.
-const silentGrace = time.Second
+// headerGrace is how long a new connection may take to send its request's
+// headers before it can be closed for another: a client's bytes can wait a
+// moment in the kernel before the server reads them, and a proxy sends the
+// headers within a millisecond. A connection that has sent nothing, or one
+// byte, for longer holds no request worth a real client's place. At the cap,
+// a flood of such connections renewed as they close makes a launcher wait
+// about (flood − cap) / cap × headerGrace (BenchmarkLauncherDuringOneByteFlood).
+const headerGrace = 250 * time.Millisecond
 
 // limitListener caps the connections accepted from a listener and still
 // open. A connection over the cap is accepted, then the one that has done
 // nothing for longest is closed to make room: an idle keep-alive connection,
-// or a new one that has sent no byte for silentGrace; when there is none the new
-// connection waits (and the ones after it wait in the kernel's backlog)
-// until one closes or turns idle. So a flood of idle or silent connections
-// cannot lock real clients out, a slow client in the middle of its request is
-// never cut off for one, and at most max+1 connections are ever open.
+// or a new one whose request headers are not complete after headerGrace
+// (silent, or a byte at a time); when there is none the new connection waits
+// (and the ones after it wait in the kernel's backlog) until one closes,
+// turns idle or comes of age. So a flood of idle, silent or half-sent
+// connections cannot lock real clients out, a client whose request is being
+// served (its body still arriving, or its answer) is never cut off for one,
+// and at most max+1 connections are ever open.
 //
 // The server must report every connection's state to state (http.Server's
 // ConnState). It is safe for concurrent use.
@@ -69,10 +75,14 @@ func (l *limitListener) Accept() (net.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	for !l.reserve() {
+	for {
+		wait, ok := l.reserve()
+		if ok {
+			break
+		}
 		select {
 		case <-l.wake:
-		case <-time.After(silentGrace): // a silent one may have come of age
+		case <-time.After(wait): // a new one comes of age
 		case <-l.done:
 			c.Close()
 			return nil, net.ErrClosed
@@ -82,15 +92,16 @@ func (l *limitListener) Accept() (net.Conn, error) {
 }
 
 // reserve takes a slot for a new connection. At the cap it closes the
-// connection that has done nothing for longest (idle, or new and silent
-// for silentGrace),
-// whose Close frees a slot and wakes the caller, and reports false.
-func (l *limitListener) reserve() bool {
+// connection that has done nothing for longest (idle, or new and without
+// its headers for headerGrace), whose Close frees a slot and wakes the
+// caller, and reports false with how long to wait at most before trying
+// again: until the oldest new connection comes of age.
+func (l *limitListener) reserve() (wait time.Duration, ok bool) {
 	l.mu.Lock()
 	if l.open < l.max {
 		l.open++
 		l.mu.Unlock()
-		return true
+		return 0, true
 	}
 	var oldest *limitedConn
 	var since uint64
@@ -103,9 +114,12 @@ func (l *limitListener) reserve() bool {
 		pick(c, seq)
 	}
 	now := time.Now()
+	wait = headerGrace
 	for c, a := range l.fresh {
-		if !c.sent.Load() && now.Sub(a.at) >= silentGrace {
+		if age := now.Sub(a.at); age >= headerGrace {
 			pick(c, a.seq)
+		} else {
+			wait = min(wait, headerGrace-age)
 		}
 	}
 	delete(l.idle, oldest)
@@ -114,7 +128,7 @@ func (l *limitListener) reserve() bool {
 	if oldest != nil {
 		oldest.Close()
 	}
-	return false
+	return wait, false
 }
 
 // Close closes the listener and gives up any connection waiting for room.

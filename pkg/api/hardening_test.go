@@ -197,7 +197,7 @@ func dialIdle(t *testing.T, addr string) *idleConn {
 // connection wait when none is idle (finding 4).
 func TestConnectionCap(t *testing.T) {
 	const max = 4
-	addr := serveOnLoopback(t, New(fixed{rendering(t, true)}, new(Gate), zap.NewNop(), Options{MaxConnections: max}))
+	addr := serveOnLoopback(t, New(fixed{rendering(t, true)}, new(Gate), zap.NewNop(), Options{MaxConnections: max, Webhook: webhookHandler(t, true)}))
 
 	// A flood of idle connections, three times the cap: each new one is
 	// served, closing an idle one.
@@ -218,8 +218,9 @@ func TestConnectionCap(t *testing.T) {
 		t.Error("the newest connection was closed, want an older idle one closed for it")
 	}
 
-	// Busy connections, a request begun and not finished: each takes the
-	// place of an idle one.
+	// Busy connections, slow but honest clients: a request whose body is
+	// still on its way. Each takes the place of an idle one.
+	const body = `{"zen":"slow"}`
 	busy := make([]net.Conn, max)
 	for i := range busy {
 		c, err := net.Dial("tcp", addr)
@@ -228,7 +229,7 @@ func TestConnectionCap(t *testing.T) {
 		}
 		defer c.Close()
 		_ = c.SetDeadline(time.Now().Add(30 * time.Second)) // a guard against a hang
-		if _, err := io.WriteString(c, "GET "+HealthzPath+" HTTP/1.1\r\n"); err != nil {
+		if _, err := fmt.Fprintf(c, "POST %s HTTP/1.1\r\nHost: x\r\nX-GitHub-Event: ping\r\nContent-Length: %d\r\n\r\n%s", WebhookPath, len(body), body[:1]); err != nil {
 			t.Fatal(err)
 		}
 		busy[i] = c
@@ -261,54 +262,61 @@ func TestConnectionCap(t *testing.T) {
 		t.Errorf("the waiting connection: %v, want it served", err)
 	}
 	for i, c := range busy[1:] {
-		if _, err := io.WriteString(c, "Host: x\r\n\r\n"); err != nil {
+		if _, err := io.WriteString(c, body[1:]); err != nil {
 			t.Errorf("busy connection %d: %v", i+1, err)
 			continue
 		}
 		res, err := http.ReadResponse(bufio.NewReader(c), nil)
-		if err != nil || res.StatusCode != http.StatusOK {
-			t.Errorf("busy connection %d: %v, %v; want it kept and served", i+1, res, err)
+		if err != nil || res.StatusCode != http.StatusUnauthorized {
+			t.Errorf("busy connection %d: %v, %v; want it kept and answered (401: unsigned)", i+1, res, err)
 		}
 	}
 }
 
-// TestSilentConnectionsAtTheCap: connections that never send a byte (a
-// flood of bare connects, renewed before the header timeout) take no client's
-// place: at the cap the oldest of them silent for silentGrace is closed for a
-// new client, and the others stay open, as a client in the middle of its
-// request would.
+// TestSilentConnectionsAtTheCap: connections that send no request, or only
+// its first byte (a flood of connects renewed before the header timeout),
+// take no client's place: at the cap the oldest of them without its headers
+// for headerGrace is closed for a new client, and the others stay open
+// (issue 21, item 4, for the byte).
 func TestSilentConnectionsAtTheCap(t *testing.T) {
-	const max = 4
-	addr := serveOnLoopback(t, New(fixed{rendering(t, true)}, new(Gate), zap.NewNop(), Options{MaxConnections: max}))
-	silent := make([]*bufio.Reader, max)
-	conns := make([]net.Conn, max)
-	for i := range silent {
-		c, err := net.Dial("tcp", addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
-		conns[i], silent[i] = c, bufio.NewReader(c)
-		if i < max-1 {
-			// Each is the server's before the next: a request on another
-			// connection, under the cap, is answered after it was accepted.
-			probe := dialIdle(t, addr)
-			probe.Close()
-		}
-	}
-	time.Sleep(silentGrace) // not a timed assertion: the silent ones come of age
-	client := dialIdle(t, addr)
-	if code, err := client.get(t, HealthzPath); err != nil || code != http.StatusOK {
-		t.Fatalf("a client at the cap: %d, %v; want it served", code, err)
-	}
-	if _, err := silent[0].ReadByte(); err != io.EOF {
-		t.Errorf("the oldest silent connection: read %v, want EOF (closed for the client)", err)
-	}
-	for i, r := range silent[1:] {
-		_ = conns[i+1].SetReadDeadline(time.Now().Add(50 * time.Millisecond))
-		if _, err := r.ReadByte(); !errors.Is(err, os.ErrDeadlineExceeded) {
-			t.Errorf("silent connection %d: read %v, want it still open", i+1, err)
-		}
+	for name, first := range map[string]string{"silent": "", "one byte": "G"} {
+		t.Run(name, func(t *testing.T) {
+			const max = 4
+			addr := serveOnLoopback(t, New(fixed{rendering(t, true)}, new(Gate), zap.NewNop(), Options{MaxConnections: max}))
+			silent := make([]*bufio.Reader, max)
+			conns := make([]net.Conn, max)
+			for i := range silent {
+				c, err := net.Dial("tcp", addr)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer c.Close()
+				if _, err := io.WriteString(c, first); err != nil {
+					t.Fatal(err)
+				}
+				conns[i], silent[i] = c, bufio.NewReader(c)
+				if i < max-1 {
+					// Each is the server's before the next: a request on another
+					// connection, under the cap, is answered after it was accepted.
+					probe := dialIdle(t, addr)
+					probe.Close()
+				}
+			}
+			time.Sleep(headerGrace) // not a timed assertion: the silent ones come of age
+			client := dialIdle(t, addr)
+			if code, err := client.get(t, HealthzPath); err != nil || code != http.StatusOK {
+				t.Fatalf("a client at the cap: %d, %v; want it served", code, err)
+			}
+			if _, err := silent[0].ReadByte(); err != io.EOF {
+				t.Errorf("the oldest connection: read %v, want EOF (closed for the client)", err)
+			}
+			for i, r := range silent[1:] {
+				_ = conns[i+1].SetReadDeadline(time.Now().Add(50 * time.Millisecond))
+				if _, err := r.ReadByte(); !errors.Is(err, os.ErrDeadlineExceeded) {
+					t.Errorf("connection %d: read %v, want it still open", i+1, err)
+				}
+			}
+		})
 	}
 }
 
