@@ -17,7 +17,9 @@ import (
 var (
 	outcomes = []release.Outcome{release.Fetched, release.NotModified, release.Failed, release.RateLimited}
 	modes    = []poller.Mode{poller.Coordinated, poller.Standalone, poller.Uncoordinated}
-	ops      = []poller.Op{poller.OpLoad, poller.OpLoadApp, poller.OpClaim,
+	// deferReasons are the reasons a refresh request waits.
+	deferReasons = []string{poller.Coalesced, poller.AppBudget, poller.FleetBudget}
+	ops          = []poller.Op{poller.OpLoad, poller.OpLoadApp, poller.OpClaim,
 		poller.OpPutFetch, poller.OpPutNotModified, poller.OpPutFailure, poller.OpPutBackoff}
 	// writeKinds names the guarded writes a Fleet may refuse.
 	writeKinds = map[poller.Op]string{
@@ -63,6 +65,7 @@ type Poller struct {
 	clockOffset    prometheus.Gauge
 	interval       prometheus.Gauge
 	entriesRefused *prometheus.CounterVec
+	deferred       *prometheus.CounterVec
 }
 
 // appSeries are one app's series, resolved once.
@@ -145,6 +148,10 @@ func NewPoller(apps []release.App) *Poller {
 			Name: "craft_poller_redis_entries_refused_total",
 			Help: "Reads of an app's Redis hash refused: a release that fails the trust check, an oversized field, a time in the future.",
 		}, []string{"app"}),
+		deferred: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "craft_poller_webhook_refreshes_deferred_total",
+			Help: "Webhook refresh requests that did not cost a GitHub request at once: coalesced into a newer one, or held back by the app's or the fleet's refresh budget.",
+		}, []string{"reason"}),
 	}
 	for _, a := range apps {
 		if _, dup := p.apps[a.Key]; dup {
@@ -173,13 +180,16 @@ func NewPoller(apps []release.App) *Poller {
 	for _, m := range writePaths {
 		p.writePath.WithLabelValues(m.String())
 	}
+	for _, why := range deferReasons {
+		p.deferred.WithLabelValues(why)
+	}
 	return p
 }
 
 func (p *Poller) collectors() []prometheus.Collector {
 	return []prometheus.Collector{p.requests, p.quotaRemaining, p.quotaReset, p.claims, p.refused,
 		p.redisErrors, p.mode, p.writePath, p.backoffUntil, p.roundDuration, p.fetched, p.scheduleRate, p.quotaPerHour, p.refreshed,
-		p.clockOffset, p.interval, p.entriesRefused}
+		p.clockOffset, p.interval, p.entriesRefused, p.deferred}
 }
 
 // Describe sends the descriptors of every series.
@@ -294,6 +304,13 @@ func (p *Poller) Paced(d time.Duration) { p.interval.Set(d.Seconds()) }
 func (p *Poller) Refused(app string) {
 	if _, ok := p.apps[app]; ok {
 		p.entriesRefused.WithLabelValues(app).Inc()
+	}
+}
+
+// RefreshesDeferred counts n refresh requests deferred for why.
+func (p *Poller) RefreshesDeferred(why string, n int) {
+	if slices.Contains(deferReasons, why) {
+		p.deferred.WithLabelValues(why).Add(float64(n))
 	}
 }
 

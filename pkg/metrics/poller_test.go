@@ -246,12 +246,13 @@ func TestPollerBounded(t *testing.T) {
 		p.Round(poller.Mode(app), 0, schedule.Backoff{})
 		p.WritePath(store.Mode(i))
 		p.Refused(app)
+		p.RefreshesDeferred(app, 1)
 	}
 	// 2 apps × 4 outcomes, 2 quota gauges, 2 results, 3 kinds, 7 operations,
 	// 3 modes, 2 write paths, the backoff, the round histogram, 2 apps' fetch
 	// times, the webhook histogram, the clock offset, the effective interval,
-	// 2 apps' refused reads.
-	if got, want := testutil.CollectAndCount(p), 8+2+2+3+7+3+2+1+1+2+1+1+1+2; got != want {
+	// 2 apps' refused reads, 3 reasons for deferred refreshes.
+	if got, want := testutil.CollectAndCount(p), 8+2+2+3+7+3+2+1+1+2+1+1+1+2+3; got != want {
 		t.Errorf("series: got %d, want %d", got, want)
 	}
 }

@@ -414,10 +414,11 @@ func (s *fakeSink) entry(app string) release.Entry {
 // "refused op", "redis_error op", "round mode took until trouble",
 // "refreshed app took".
 type fakeObserver struct {
-	mu      sync.Mutex
-	offsets []time.Duration // ClockOffset's, apart from calls: every coordinated load has one
-	paced   []time.Duration // Paced's, apart from calls
-	calls   []string
+	mu       sync.Mutex
+	offsets  []time.Duration // ClockOffset's, apart from calls: every coordinated load has one
+	paced    []time.Duration // Paced's, apart from calls
+	deferred map[string]int  // RefreshesDeferred's, by reason, apart from calls
+	calls    []string
 }
 
 func (o *fakeObserver) add(format string, args ...any) {
@@ -455,6 +456,22 @@ func (o *fakeObserver) Paced(d time.Duration) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.paced = append(o.paced, d)
+}
+
+func (o *fakeObserver) RefreshesDeferred(why string, n int) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.deferred == nil {
+		o.deferred = map[string]int{}
+	}
+	o.deferred[why] += n
+}
+
+// deferredBy returns how many refresh requests were deferred for why.
+func (o *fakeObserver) deferredBy(why string) int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.deferred[why]
 }
 
 func (o *fakeObserver) ClockOffset(d time.Duration) {

@@ -151,6 +151,9 @@ type Observer interface {
 	// Paced reports the effective interval whenever it changes, and once at
 	// the start: the configured one, or longer when the quota paces it.
 	Paced(interval time.Duration)
+	// RefreshesDeferred reports n refresh requests that did not cost a
+	// GitHub request at once, and why (Coalesced, AppBudget, FleetBudget).
+	RefreshesDeferred(why string, n int)
 }
 
 // Poller is the tick loop of one poller process. Create it with New.
@@ -174,6 +177,7 @@ type Poller struct {
 	// rmu guards refreshes, apart from mu, so that Refresh never waits on a tick.
 	rmu       sync.Mutex
 	refreshes map[string]release.Refresh // app key → its newest pending request
+	coalesced int                        // requests replaced before their fetch, not yet reported
 
 	// mu serialises ticks and guards what follows.
 	mu      sync.Mutex
@@ -188,6 +192,7 @@ type Poller struct {
 	skewed                   bool // the clock was off Redis's by more than release.MaxSkew at the last measure
 	quota                    schedule.Quota
 	interval                 time.Duration // the effective interval: timing.Interval, or longer when paced
+	budgets                  budgets
 }
 
 // New returns a Poller for c. It fails when c has no Source, a non-positive
@@ -219,6 +224,7 @@ func New(c Config) (*Poller, error) {
 		entries:   make(map[string]release.Entry, len(c.Apps)),
 		quota:     schedule.Quota{PerHour: c.QuotaPerHour, Remaining: -1},
 		interval:  c.Timing.Interval,
+		budgets:   newBudgets(),
 	}
 	for i, app := range c.Apps {
 		if _, dup := p.entries[app.Key]; dup {
@@ -331,6 +337,9 @@ func (p *Poller) Refresh(app string, r release.Refresh) {
 	}
 	p.rmu.Lock()
 	if old, ok := p.refreshes[app]; !ok || r.At.After(old.At) {
+		if ok {
+			p.coalesced++
+		}
 		p.refreshes[app] = r
 	}
 	p.rmu.Unlock()
@@ -372,6 +381,7 @@ func (p *Poller) refreshRound(ctx context.Context) (next time.Time) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 
+	p.reportCoalesced()
 	start := p.clock.Now()
 	r := round{mode: p.mode, sum: schedule.Round{Apps: len(p.apps)}, refresh: true}
 	stopped := false // by a rate limit or a fleet backoff
@@ -397,10 +407,14 @@ func (p *Poller) refreshRound(ctx context.Context) (next time.Time) {
 		if !ok {
 			continue
 		}
-		at, _, ok := schedule.RefreshAt(p.timing, req, p.entries[app.Key], p.clock.Now())
+		at, _, held, ok := p.refreshAt(app.Key, req, p.clock.Now())
 		if !ok {
 			p.dropRefresh(app.Key, req)
+			p.unhold(app.Key)
 			continue
+		}
+		if held != "" {
+			p.hold(app.Key, req, held, at)
 		}
 		if p.backoff.Active(at) {
 			at = p.backoff.Until
@@ -412,9 +426,10 @@ func (p *Poller) refreshRound(ctx context.Context) (next time.Time) {
 	return next
 }
 
-// refreshDue reports whether app's request r asks for a fetch at now.
+// refreshDue reports whether app's request r asks for a fetch at now, and
+// the budgets have room for it.
 func (p *Poller) refreshDue(app string, r release.Refresh, now time.Time) bool {
-	at, _, ok := schedule.RefreshAt(p.timing, r, p.entries[app], now)
+	at, _, _, ok := p.refreshAt(app, r, now)
 	return ok && !at.After(now)
 }
 
@@ -623,6 +638,10 @@ func (p *Poller) visit(ctx context.Context, app release.App, r *round) (stop boo
 	}
 	r.asked++
 	r.spaced = false
+	if r.refresh {
+		p.spend(app.Key, p.clock.Now())
+		p.unhold(app.Key)
+	}
 
 	e := p.entries[app.Key]
 	start := p.clock.Now()
@@ -693,7 +712,7 @@ func (p *Poller) recheck(ctx context.Context, key string, r *round) (ask, stop b
 		return true, false
 	}
 	p.redisUp()
-	p.merge(key, shared)
+	p.mergeShared(key, shared)
 	p.backoff = b
 	now := p.clock.Now()
 	if b.Active(now) {
@@ -708,7 +727,7 @@ func (p *Poller) recheck(ctx context.Context, key string, r *round) (ask, stop b
 		// Only a claim made since the attempt's point keeps us off: one made
 		// before it asked GitHub too early to answer the request.
 		req, _ := p.pendingRefresh(key)
-		_, point, _ := schedule.RefreshAt(p.timing, req, p.entries[key], now)
+		_, point, _, _ := p.refreshAt(key, req, now)
 		window = min(window, now.Sub(point)+time.Millisecond)
 	}
 	won, err := p.fleet.Claim(ctx, key, now, window)
@@ -790,7 +809,7 @@ func (p *Poller) load(ctx context.Context) (map[string]release.Entry, bool) {
 	p.redisUp()
 	for _, key := range p.keys {
 		if e, ok := shared[key]; ok {
-			p.merge(key, e)
+			p.mergeShared(key, e)
 		}
 	}
 	p.backoff = b
@@ -860,3 +879,4 @@ func (nopObserver) Round(Mode, time.Duration, schedule.Backoff) {}
 func (nopObserver) Refreshed(string, time.Duration)             {}
 func (nopObserver) ClockOffset(time.Duration)                   {}
 func (nopObserver) Paced(time.Duration)                         {}
+func (nopObserver) RefreshesDeferred(string, int)               {}

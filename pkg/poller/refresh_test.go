@@ -2,6 +2,7 @@ package poller_test
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -231,5 +232,105 @@ func TestRunWakesForARefresh(t *testing.T) {
 	}
 	if asked, _ := src.take(); !slices.Equal(asked, []string{"a", `a("e1")`}) {
 		t.Errorf("asked %q, want the tick's request and the refresh's", asked)
+	}
+}
+
+// TestRefreshBudget: 300 distinct deliveries of one app in 30 s, each naming
+// a tag GitHub does not serve yet (so every one asks for the 2/5/15 s
+// retries), cost at most 12 GitHub requests over the burst and its retries,
+// with one poller or two sharing the fleet, and the first delivery is still
+// fetched at once (issue 21, item 3). Without the budgets: 35.
+func TestRefreshBudget(t *testing.T) {
+	for _, pollers := range []int{1, 2} {
+		t.Run(fmt.Sprintf("%d pollers", pollers), func(t *testing.T) {
+			var fleet *fakeFleet
+			if pollers > 1 {
+				fleet = newFleet()
+			}
+			var hs []*harness
+			for range pollers {
+				hs = append(hs, refreshHarness(t, fleet))
+			}
+			m := time.Minute
+			asked, first := 0, none
+			for step := range 600 { // a minute in steps of 100 ms
+				at := m + time.Duration(step)*100*time.Millisecond
+				for _, h := range hs {
+					setClock(t, h.clock, t0.Add(at))
+					if step < 300 {
+						h.p.Refresh("photocraft", release.Refresh{At: t0.Add(at), Tag: "v2"})
+					}
+				}
+				for _, h := range hs {
+					h.source.script = map[string]release.Answer{"photocraft": notModified()}
+					h.p.RefreshRound(context.Background())
+					got, _ := h.source.take()
+					if len(got) > 0 && first == none {
+						first = at - m
+					}
+					asked += len(got)
+				}
+			}
+			t.Logf("%d GitHub requests for 300 deliveries in 30 s, the first %v after it", asked, first)
+			if first != 0 {
+				t.Errorf("the first delivery was fetched %v after it, want at once", first)
+			}
+			if asked > 12 {
+				t.Errorf("%d GitHub requests for 300 deliveries of one app in 30 s, want at most 12", asked)
+			}
+			var held, coalesced int
+			for _, h := range hs {
+				held += h.obs.deferredBy(poller.AppBudget)
+				coalesced += h.obs.deferredBy(poller.Coalesced)
+				if h.logs.FilterMessage("webhook refresh held back by budget").Len() == 0 {
+					t.Error(`no "webhook refresh held back by budget" line`)
+				}
+			}
+			if held == 0 || coalesced == 0 {
+				t.Errorf("deferred: %d held back by the app's budget, %d coalesced; want both counted", held, coalesced)
+			}
+		})
+	}
+}
+
+// TestFleetBudget: deliveries for 60 apps at once cost the fleet's burst,
+// then a request every FleetBudget.Every, whatever the apps' own budgets:
+// without it, all 60 in the minute (a second apart).
+func TestFleetBudget(t *testing.T) {
+	keys := make([]string, 60)
+	for i := range keys {
+		keys[i] = fmt.Sprintf("app%02d", i)
+	}
+	h := newHarness(t, keys, nil, false)
+	script := func(a func() release.Answer) {
+		h.source.script = map[string]release.Answer{}
+		for _, k := range keys {
+			h.source.script[k] = a()
+		}
+	}
+	script(func() release.Answer { return fetched("v1", `"e1"`) })
+	h.p.Tick(context.Background())
+	h.source.take()
+	start := t0.Add(10 * time.Minute)
+	setClock(t, h.clock, start)
+	for _, k := range keys {
+		h.p.Refresh(k, release.Refresh{At: start})
+	}
+	const window = time.Minute
+	asked := 0
+	for h.clock.Now().Before(start.Add(window)) {
+		script(notModified)
+		h.p.RefreshRound(context.Background())
+		got, _ := h.source.take()
+		asked += len(got)
+		setClock(t, h.clock, h.clock.Now().Add(100*time.Millisecond))
+	}
+	most := schedule.FleetBudget.Burst + int(window/schedule.FleetBudget.Every)
+	t.Logf("%d of %d apps asked in %v", asked, len(keys), window)
+	if asked < schedule.FleetBudget.Burst || asked > most {
+		t.Errorf("%d of %d apps asked in %v, want the fleet's burst %d and at most %d", asked, len(keys), window, schedule.FleetBudget.Burst, most)
+	}
+	if h.obs.deferredBy(poller.FleetBudget) == 0 {
+		t.Error("no refresh counted as held back by the fleet's budget")
 	}
 }
