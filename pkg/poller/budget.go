@@ -17,9 +17,9 @@ const (
 	FleetBudget = "fleet_budget" // held back by the fleet's budget
 )
 
-// budgets is what the refresh budgets have spent. Every claim of an app made
-// while a refresh request for it is pending counts, ours and our peers' as
-// read from the Fleet, so that every poller spends one budget for the whole
+// budgets is what the refresh budgets have spent: every refresh request we
+// made, and every claim of a peer's we read from the Fleet while a refresh
+// request was pending, so that every poller spends one budget for the whole
 // fleet without a key of its own. Guarded by the Poller's mu.
 type budgets struct {
 	app     map[string]schedule.Bucket
@@ -62,9 +62,12 @@ func (p *Poller) spend(key string, at time.Time) {
 }
 
 // mergeShared merges e, app's entry as read from the Fleet, first counting a
-// claim in it that a peer made while a refresh request was pending.
+// claim in it that a peer made, when a refresh request for app is pending:
+// most likely the peer's fetch for an earlier request, and one the budgets
+// must see whatever request it was for. A claim from long ago, spent at its
+// time, leaves the budgets as they were.
 func (p *Poller) mergeShared(key string, e release.Entry) {
-	if r, ok := p.pendingRefresh(key); ok && e.ClaimedAt.After(p.entries[key].ClaimedAt) && !e.ClaimedAt.Before(r.At) {
+	if _, ok := p.pendingRefresh(key); ok {
 		p.spend(key, e.ClaimedAt)
 	}
 	p.merge(key, e)

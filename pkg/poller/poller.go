@@ -742,7 +742,9 @@ func (p *Poller) recheck(ctx context.Context, key string, r *round) (ask, stop b
 		p.log.Debug("claim refused", zap.String("app", key))
 		if r.refresh {
 			// Another poller asks for this attempt; wait for its claim to lapse
-			// (or its fetch to arrive) before asking ourselves.
+			// (or its fetch to arrive) before asking ourselves. Its claim,
+			// which the read before ours missed, counts against the budgets.
+			p.spend(key, now)
 			p.merge(key, release.Entry{ClaimedAt: now})
 		}
 	}

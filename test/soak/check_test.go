@@ -36,6 +36,10 @@ type report struct {
 	WorstLag       releaseLag         `json:"worst_lag"`
 	WorstLagPod    string             `json:"worst_lag_pod"`
 	LagPercentiles map[string]float64 `json:"lag_percentiles_s"`
+	// WebhookLag is the lag of the releases published outside fault
+	// windows, each delivered by webhook: p50, p99.
+	WebhookLag         map[string]float64 `json:"webhook_lag_outside_faults_s"`
+	DeliveriesByStatus map[string]int     `json:"webhook_deliveries_by_status"`
 
 	Faults       []fault        `json:"faults"`
 	FaultsByKind map[string]int `json:"faults_by_kind"`
@@ -128,7 +132,8 @@ func (s *soak) check() report {
 		},
 		Faults: s.faults, Flushes: s.flushes, FaultsByKind: map[string]int{},
 		AnswersByPod: map[string]int{}, GitHubByStatus: map[string]int{}, PerApp: map[string]appLoad{},
-		Failures: []string{},
+		DeliveriesByStatus: map[string]int{},
+		Failures:           []string{},
 	}
 	if !s.settled.IsZero() {
 		r.SettleTook = s.settled.Sub(s.faultsEnd).Seconds()
@@ -143,6 +148,7 @@ func (s *soak) check() report {
 	}
 	s.checkAnswers(&r)
 	s.checkLag(&r)
+	s.checkWebhookLag(&r)
 	s.checkGitHub(&r)
 	s.checkFlushes(&r)
 	s.checkLeaks(&r)
@@ -392,6 +398,9 @@ func (s *soak) excuse(q1, q2 ghRequest) string {
 	if q1.Status == http.StatusForbidden {
 		return "the earlier request was rate limited, which says nothing of the app"
 	}
+	if d, ok := s.deliveredBefore(q2.Repo, q2.At); ok {
+		return "a webhook delivery for the app at " + s.rel(d.At) + " asked for it"
+	}
 	if f, ok := s.faultIn(q1.At.Add(-interval), q2.At, redisFault); ok {
 		return "pollers cut off from the fleet's state: " + f.Kind + " at " + s.rel(f.Start)
 	}
@@ -507,6 +516,8 @@ func (r *report) Summary() string {
 	fmt.Fprintf(&b, "  releases published %d, unreached (release, pod) %d, worst lag %.2fs (%s %s on %s), p50 %.2fs, p95 %.2fs\n",
 		r.Published, r.Unreached, r.WorstLag.LagS[r.WorstLagPod], r.WorstLag.App, r.WorstLag.Tag, r.WorstLagPod,
 		r.LagPercentiles["p50"], r.LagPercentiles["p95"])
+	fmt.Fprintf(&b, "  webhook deliveries %v; lag outside faults p50 %.2fs, p99 %.2fs\n",
+		r.DeliveriesByStatus, r.WebhookLag["p50"], r.WebhookLag["p99"])
 	fmt.Fprintf(&b, "  GitHub requests %d %v; per app per interval at most %.2f; early requests %d (all explained unless failed)\n",
 		r.GitHubRequests, r.GitHubByStatus, r.MaxPerAppPerInterval, len(r.Early))
 	for _, f := range r.Flushes {

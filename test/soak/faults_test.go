@@ -29,10 +29,13 @@ const (
 	faultAhead       = "redis-clock-ahead"
 	faultPoison      = "redis-poison"
 	faultOversized   = "redis-oversized"
+	faultFlood       = "webhook-unsigned-flood"
+	faultReplay      = "webhook-replay-storm"
 )
 
 var faultKinds = []string{faultPollerKill, faultPrimaryKill, faultFlush, faultSilent,
-	faultGitHub500, faultSlow, faultRateLimit, faultGarbage, faultNotFound, faultAhead, faultPoison, faultOversized}
+	faultGitHub500, faultSlow, faultRateLimit, faultGarbage, faultNotFound, faultAhead, faultPoison, faultOversized,
+	faultFlood, faultReplay}
 
 // redisFault reports whether a kind of fault cuts pollers off from the
 // fleet's state in Redis (so they may ask GitHub on their own).
@@ -169,6 +172,12 @@ func (s *soak) inject(kind string, upTo time.Duration) (string, int) {
 
 	case faultAhead, faultPoison, faultOversized:
 		return s.tamper(kind), 0
+
+	case faultFlood:
+		return s.floodUnsigned(hold()), 0
+
+	case faultReplay:
+		return s.replayStorm(hold()), 0
 	}
 	panic("unknown fault " + kind)
 }

@@ -44,7 +44,9 @@ const (
 	slack = time.Second
 
 	publishEvery = 3 * time.Second // a new release of some app
-	masterName   = "craft"
+	// quietLead is the time before the first fault, after the load began.
+	quietLead  = 2 * publishEvery
+	masterName = "craft"
 
 	// waitFor bounds a wait for something that must happen (a process to
 	// start, a failover); it is a guard against hanging, never a measure.
@@ -142,24 +144,25 @@ type soak struct {
 
 	faultRand, publishRand *rand.Rand
 
-	mu        sync.Mutex
-	pollers   []*proc // current instance per slot (index slot-1)
-	instances map[string]int
-	procs     []*proc // every instance ever started
-	pods      []*proc
-	published []publication
-	latest    map[string]int // app key → its latest release number
-	answers   []podAnswer
-	requests  []ghRequest
-	faults    []fault
-	githubNow string // the GitHub fault in force
-	stats     map[string][]processStats
-	flushes   []flushRepair
-	problems  []string // failures of the harness itself (no failover, …)
-	began     time.Time
-	loadEnded time.Time
-	faultsEnd time.Time
-	settled   time.Time
+	mu         sync.Mutex
+	pollers    []*proc // current instance per slot (index slot-1)
+	instances  map[string]int
+	procs      []*proc // every instance ever started
+	pods       []*proc
+	published  []publication
+	deliveries []webhookDelivery
+	latest     map[string]int // app key → its latest release number
+	answers    []podAnswer
+	requests   []ghRequest
+	faults     []fault
+	githubNow  string // the GitHub fault in force
+	stats      map[string][]processStats
+	flushes    []flushRepair
+	problems   []string // failures of the harness itself (no failover, …)
+	began      time.Time
+	loadEnded  time.Time
+	faultsEnd  time.Time
+	settled    time.Time
 }
 
 // publication is one release the fake GitHub started serving.
@@ -218,10 +221,11 @@ func TestSoak(t *testing.T) {
 	loadCtx, stopLoad := context.WithCancel(ctx)
 	wg.Go(func() { s.load(loadCtx) })
 	wg.Go(func() { s.sampleLoop(loadCtx) })
-	pubCtx, stopPublishing := context.WithTimeout(ctx, set.Duration)
+	pubCtx, stopPublishing := context.WithTimeout(ctx, quietLead+set.Duration)
 	published := make(chan struct{})
 	go func() { defer close(published); s.publish(pubCtx) }()
 
+	time.Sleep(quietLead) // releases delivered with nothing broken: the webhook path's own lag
 	s.injectFaults(set.Duration)
 	stopPublishing()
 	<-published // settle waits for the last release published
@@ -313,9 +317,15 @@ func (s *soak) publishOne(a release.App) publication {
 	return p
 }
 
-// publish makes a new release of a random app every publishEvery until ctx ends.
+// publishAndDeliver publishes a new release of a and delivers its webhook.
+func (s *soak) publishAndDeliver(a release.App) {
+	s.deliverRelease(s.publishOne(a), a.Repo)
+}
+
+// publish makes a new release of a random app every publishEvery until ctx
+// ends, and delivers its webhook.
 func (s *soak) publish(ctx context.Context) {
-	every(ctx, publishEvery, func() { s.publishOne(apps[s.publishRand.IntN(len(apps))]) })
+	every(ctx, publishEvery, func() { s.publishAndDeliver(apps[s.publishRand.IntN(len(apps))]) })
 }
 
 // every calls fn every d until ctx ends.
@@ -370,10 +380,11 @@ func (s *soak) pollerEnv(slot int) map[string]string {
 
 func (s *soak) podEnv() map[string]string {
 	return map[string]string{
-		"REDIS_URL":                       redistest.SentinelURL(masterName, s.sentinels...),
-		"CRAFT_APPS_RELEASE_APPS":         appsEnv(),
-		"CRAFT_APPS_HYDRATE_TIMEOUT_SECS": "10",
-		"SHUTDOWN_TIMEOUT_SECS":           "5",
+		"REDIS_URL":                         redistest.SentinelURL(masterName, s.sentinels...),
+		"CRAFT_APPS_RELEASE_APPS":           appsEnv(),
+		"CRAFT_APPS_HYDRATE_TIMEOUT_SECS":   "10",
+		"SHUTDOWN_TIMEOUT_SECS":             "5",
+		"CRAFT_APPS_RELEASE_WEBHOOK_SECRET": webhookSecret,
 	}
 }
 
