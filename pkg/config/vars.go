@@ -50,7 +50,7 @@ type apiEnv struct {
 	Polling         pollingEnv
 	HTTPAddr        string  `env:"HTTP_ADDR" envDefault:":8080" help:"the public port: the endpoint, /healthz and /readyz"`
 	MetricsAddr     string  `env:"METRICS_ADDR" envDefault:":9090" help:"the port that is not public: /metrics, /healthz and /readyz; another port than HTTP_ADDR's"`
-	MaxConnections  count   `env:"HTTP_MAX_CONNECTIONS" envDefault:"1024" help:"open connections on HTTP_ADDR; at the cap the one idle (or silent) for longest is closed for a new one; at least 1"`
+	MaxConnections  count   `env:"HTTP_MAX_CONNECTIONS" envDefault:"1024" help:"open connections on HTTP_ADDR; at the cap the one idle (or without its request headers after 250 ms) for longest is closed for a new one; at least 1"`
 	HydrateTimeout  seconds `env:"CRAFT_APPS_HYDRATE_TIMEOUT_SECS" envDefault:"10" help:"seconds; ready after the first load from Redis, or after this long without one"`
 	ShutdownTimeout seconds `env:"SHUTDOWN_TIMEOUT_SECS" envDefault:"15" help:"seconds; on SIGTERM: unready at once, finish in-flight requests, then exit"`
 	WebhookSecret   string  `env:"CRAFT_APPS_RELEASE_WEBHOOK_SECRET" helpDefault:"(unset)" help:"the GitHub webhook secret, or two separated by a comma while rotating; set: POST /v1/craft_apps/github_webhook is served"`

@@ -72,14 +72,14 @@ func TestRedisGateStalls(t *testing.T) {
 
 // checked runs the checks on made-up records of one pod, one app and one
 // poller, starting at t0.
-func checked(t0 time.Time, answers []podAnswer, requests []ghRequest, faults []fault, flushes []flushRepair) report {
+func checked(t0 time.Time, answers []podAnswer, requests []ghRequest, faults []fault, flushes []flushRepair, deliveries []webhookDelivery) report {
 	pod := &proc{name: "api-1#1", exited: make(chan struct{})}
 	poller := &proc{name: "poller-1#1", exited: make(chan struct{})}
 	s := &soak{
 		began: t0, faultsEnd: t0.Add(time.Minute), settled: t0.Add(time.Minute), loadEnded: t0.Add(2 * time.Minute),
 		pods: []*proc{pod}, procs: []*proc{pod, poller},
 		published: []publication{{App: apps[0].Key, N: 1, Tag: tagOf(1), At: t0}, {App: apps[0].Key, N: 2, Tag: tagOf(2), At: t0.Add(10 * time.Second)}},
-		answers:   answers, requests: requests, faults: faults, flushes: flushes,
+		answers:   answers, requests: requests, faults: faults, flushes: flushes, deliveries: deliveries,
 		stats: map[string][]processStats{},
 	}
 	return s.check()
@@ -101,13 +101,15 @@ func TestChecks(t *testing.T) {
 	f1, f2 := t0.Add(-time.Second), t0.Add(11*time.Second)
 	good := []podAnswer{answerAt(t0, 1, 1, f1), answerAt(t0, 12, 2, f2), answerAt(t0, 20, 2, f2)}
 	paced := []ghRequest{requestAt(t0, 0, 200), requestAt(t0, 8, 304), requestAt(t0, 16, 200)}
+	delivered := []webhookDelivery{{App: apps[0].Key, Repo: apps[0].Repo, Tag: tagOf(2), At: t0.Add(10 * time.Second), Status: 202}}
 	tests := []struct {
-		name     string
-		answers  []podAnswer
-		requests []ghRequest
-		faults   []fault
-		flushes  []flushRepair
-		want     string // in a failure; "" for none
+		name       string
+		answers    []podAnswer
+		requests   []ghRequest
+		faults     []fault
+		flushes    []flushRepair
+		deliveries []webhookDelivery
+		want       string // in a failure; "" for none
 	}{
 		{name: "all well", answers: good, requests: paced},
 		{name: "a bad answer", answers: append(good[:3:3], podAnswer{Pod: "api-1#1", Start: t0.Add(30 * time.Second), End: t0.Add(30 * time.Second), Bad: "status 500"}),
@@ -131,10 +133,18 @@ func TestChecks(t *testing.T) {
 			want:     "inside the fleet backoff"},
 		{name: "a slow flush repair", answers: good, requests: paced,
 			flushes: []flushRepair{{At: t0.Add(5 * time.Second), Took: 8 * time.Second, Repaired: true}}, want: "FLUSHALL"},
+		{name: "a release delivered by webhook, served at once", requests: paced, deliveries: delivered,
+			answers: []podAnswer{answerAt(t0, 1, 1, f1), answerAt(t0, 10.1, 2, f2), answerAt(t0, 20, 2, f2)}},
+		{name: "a release delivered by webhook, served 2 s later", answers: good, requests: paced, deliveries: delivered,
+			want: "want under 1s with the webhook"},
+		{name: "a release delivered by webhook during a fault, served 2 s later", answers: good, requests: paced, deliveries: delivered,
+			faults: []fault{{Kind: faultGitHub500, Start: t0.Add(9 * time.Second), End: t0.Add(11 * time.Second)}}},
+		{name: "an app asked again after a webhook delivery", answers: good, requests: append(paced[:3:3], requestAt(t0, 16.5, 304)),
+			deliveries: []webhookDelivery{{App: apps[0].Key, Repo: apps[0].Repo, Tag: tagOf(3), At: t0.Add(16400 * time.Millisecond), Status: 202}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r := checked(t0, tt.answers, tt.requests, tt.faults, tt.flushes)
+			r := checked(t0, tt.answers, tt.requests, tt.faults, tt.flushes, tt.deliveries)
 			got := strings.Join(r.Failures, "\n")
 			switch {
 			case tt.want == "" && got != "":
