@@ -25,10 +25,11 @@ type Call struct {
 type Server struct {
 	srv *httptest.Server
 
-	mu    sync.Mutex
-	calls []Call
-	fail  int // calls still to fail
-	msg   string
+	mu      sync.Mutex
+	calls   []Call
+	fail    int // calls still to fail
+	msg     string
+	onPurge func(files []string)
 }
 
 // Start starts a fake whose URL() is the API's base URL, like
@@ -50,6 +51,15 @@ func (s *Server) Fail(n int, msg string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.fail, s.msg = n, msg
+}
+
+// OnPurge makes every call that succeeds run f with its files before it is
+// answered, as Cloudflare removes them from its cache before it answers:
+// a test puts its cache in front of the pods and refreshes them there.
+func (s *Server) OnPurge(f func(files []string)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.onPurge = f
 }
 
 // Calls returns the calls received so far, in order.
@@ -77,7 +87,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	s.calls = append(s.calls, Call{Path: r.URL.Path, Token: strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer "),
 		Files: body.Files, At: time.Now()})
-	fail, msg := s.fail > 0, s.msg
+	fail, msg, onPurge := s.fail > 0, s.msg, s.onPurge
 	if fail {
 		s.fail--
 	}
@@ -87,6 +97,9 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		b, _ := json.Marshal(map[string]any{"success": false, "errors": []map[string]any{{"code": 10000, "message": msg}}})
 		_, _ = w.Write(b)
 		return
+	}
+	if onPurge != nil {
+		onPurge(body.Files)
 	}
 	_, _ = w.Write([]byte(`{"success":true,"errors":[],"messages":[],"result":{"id":"023e105f4ecef8ad9ca31a8372d0c353"}}`))
 }
