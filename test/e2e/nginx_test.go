@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -142,27 +141,10 @@ var noRedirects = &http.Client{
 	CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 }
 
-// ask sends GET path to the cache with the header pairs given.
+// ask sends GET path to the cache with the header pairs given, and keeps a
+// redirect as the answer.
 func (c *cache) ask(path string, header ...string) (answer, error) {
-	req, err := http.NewRequest(http.MethodGet, c.base+path, nil)
-	if err != nil {
-		return answer{}, err
-	}
-	for i := 0; i+1 < len(header); i += 2 {
-		if header[i+1] != "" { // "": not sent, as a client that has none
-			req.Header.Set(header[i], header[i+1])
-		}
-	}
-	res, err := noRedirects.Do(req)
-	if err != nil {
-		return answer{}, err
-	}
-	defer res.Body.Close()
-	body, err := io.ReadAll(res.Body)
-	if err != nil {
-		return answer{}, err
-	}
-	return answer{status: res.StatusCode, header: res.Header, body: body}, nil
+	return askWith(noRedirects, c.base+path, header...)
 }
 
 // get asks the cache and fails the test on a transport error.
