@@ -17,6 +17,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/storytold/craft-releases/pkg/api"
+	"github.com/storytold/craft-releases/pkg/cloudflare"
 	"github.com/storytold/craft-releases/pkg/config"
 	"github.com/storytold/craft-releases/pkg/daemon"
 	"github.com/storytold/craft-releases/pkg/github"
@@ -176,7 +177,7 @@ func feeder(cfg config.API, snap *snapshot.Snapshot, gate *api.Gate, log *zap.Lo
 	sched := cfg.Schedule(cfg.Polling)
 	sched.Warn(log)
 	observer.Schedule(sched.RequestsPerHour, sched.QuotaPerHour)
-	p, err := poller.New(poller.Config{
+	pc := poller.Config{
 		Apps:         cfg.Apps,
 		Timing:       cfg.Timing(),
 		QuotaPerHour: sched.QuotaPerHour,
@@ -184,20 +185,39 @@ func feeder(cfg config.API, snap *snapshot.Snapshot, gate *api.Gate, log *zap.Lo
 		Sink:         snap,
 		Observer:     observer,
 		Logger:       log,
-	})
+	}
+	work := []func(context.Context) error{}
+	if cfg.Cloudflare.Enabled() {
+		// The one process serves what it fetched before it hears of the
+		// change (the Sink comes first), so the purge need not wait.
+		purges := metrics.NewPurges()
+		reg.MustRegister(purges)
+		c := cfg.Cloudflare.Purger()
+		c.Observer, c.Logger, c.Delay = purges, log, -1
+		purger, err := cloudflare.New(c)
+		if err != nil {
+			return nil, nil, err
+		}
+		pc.Changes = func(app string, old, new *release.Release) { purger.Purge(api.PurgePaths(app, old, new)) }
+		work = append(work, purger.Run)
+	}
+	p, err := poller.New(pc)
 	if err != nil {
 		return nil, nil, err
 	}
+	work = append(work, p.Run)
 	log.Info("mode", zap.String("mode", "standalone"), zap.Bool("polling", true), zap.Bool("webhook", hooked))
-	if !hooked {
-		return p.Run, nil, nil
+	var fleet webhook.Fleet
+	if hooked {
+		local := webhook.NewLocal(p.Refresh, nil)
+		fleet = local
+		work = append(work, local.Run)
 	}
-	local := webhook.NewLocal(p.Refresh, nil)
-	work := func(ctx context.Context) error {
+	return func(ctx context.Context) error {
 		var g errgroup.Group
-		g.Go(func() error { return local.Run(ctx) })
-		g.Go(func() error { return p.Run(ctx) })
+		for _, w := range work {
+			g.Go(func() error { return w(ctx) })
+		}
 		return g.Wait()
-	}
-	return work, local, nil
+	}, fleet, nil
 }

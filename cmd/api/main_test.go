@@ -124,7 +124,7 @@ func TestStandaloneServesWhatGitHubHas(t *testing.T) {
 
 	testkit.Eventually(t, "every app was fetched", allFetched(t, p))
 	res, body := get(t, p.base+infoPath)
-	if got, want := res.Header.Get("Cache-Control"), "public, max-age=60"; got != want {
+	if got, want := res.Header.Get("Cache-Control"), "public, max-age=60, stale-while-revalidate=30, stale-if-error=86400"; got != want {
 		t.Errorf("Cache-Control got %q, want %q", got, want)
 	}
 	info := decode(t, body)

@@ -17,6 +17,7 @@ import (
 	"github.com/storytold/craft-releases/cmd/poller/internal/admin"
 	"github.com/storytold/craft-releases/pkg/api"
 	"github.com/storytold/craft-releases/pkg/clock"
+	"github.com/storytold/craft-releases/pkg/cloudflare"
 	"github.com/storytold/craft-releases/pkg/config"
 	"github.com/storytold/craft-releases/pkg/daemon"
 	"github.com/storytold/craft-releases/pkg/github"
@@ -24,6 +25,7 @@ import (
 	"github.com/storytold/craft-releases/pkg/metrics"
 	"github.com/storytold/craft-releases/pkg/poller"
 	"github.com/storytold/craft-releases/pkg/redisconn"
+	"github.com/storytold/craft-releases/pkg/release"
 	"github.com/storytold/craft-releases/pkg/store"
 )
 
@@ -101,6 +103,22 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 			return err
 		}
 	}
+	var purge func(context.Context) error // nil without Cloudflare
+	if cfg.Cloudflare.Enabled() {
+		// The purge of a change is sent by the one poller whose write
+		// made it (poller.Config.Changes), a moment after the write, once
+		// the API pods have hydrated it.
+		purges := metrics.NewPurges()
+		reg.MustRegister(purges)
+		c := cfg.Cloudflare.Purger()
+		c.Observer, c.Logger = purges, log
+		purger, err := cloudflare.New(c)
+		if err != nil {
+			return err
+		}
+		pc.Changes = func(app string, old, new *release.Release) { purger.Purge(api.PurgePaths(app, old, new)) }
+		purge = purger.Run
+	}
 	p, err := poller.New(pc)
 	if err != nil {
 		return err
@@ -150,6 +168,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if refreshMeta != nil {
 		// Its own goroutine: MySQL trouble never holds up polling.
 		work = append(work, refreshMeta)
+	}
+	if purge != nil {
+		// Its own goroutine too: a slow or failing Cloudflare never holds
+		// up polling.
+		work = append(work, purge)
 	}
 	err = daemon.Run(ctx, daemon.Plan{
 		Servers:         []daemon.Listening{{Server: health, Listener: ln}},

@@ -34,7 +34,9 @@ func TestMetricsDocMatchesTheBinaries(t *testing.T) {
 	snap.Set("photocraft", release.Entry{FetchedAt: time.Now(), ETag: `"e"`})
 	requests := metrics.NewRequests()
 	requests.Route("/healthz")(200, time.Millisecond)
-	reg.MustRegister(p, metrics.NewAPI(snap, connected{}), requests, metrics.NewWebhook())
+	purges := metrics.NewPurges()
+	purges.Delay(time.Second)
+	reg.MustRegister(p, metrics.NewAPI(snap, connected{}), requests, metrics.NewWebhook(), purges)
 	families, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)

@@ -8,6 +8,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/storytold/craft-releases/pkg/download"
+	"github.com/storytold/craft-releases/pkg/snapshot"
 )
 
 // downloadRedirect answers 302 to the download_url of the asset of app's
@@ -19,7 +20,11 @@ import (
 // platforms there are), 400 for a bad value or an os that cannot be told.
 // Only the snapshot's trusted download URLs are ever a Location.
 func downloadRedirect(r Renderer) echo.HandlerFunc {
-	public := []string{"public, max-age=60"}
+	// The same lifetimes as the answers the links are on (snapshot.CacheWarm):
+	// a redirect to the new release's asset replaces it within a minute, or
+	// at once with a purge. An inferred one stays private: shared caches
+	// such as Cloudflare ignore Vary: User-Agent.
+	public := []string{snapshot.CacheWarm}
 	private := []string{"private, max-age=60"}
 	varyAgent := []string{"User-Agent"}
 

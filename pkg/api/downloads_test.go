@@ -124,16 +124,16 @@ func TestReleaseInfoApp(t *testing.T) {
 		wantHeader map[string]string
 	}{
 		{"fetched", "GET", "photocraft", nil, 200, photo.Body, map[string]string{
-			"Cache-Control": "public, max-age=60", "Etag": photo.ETag, "Vary": "Accept-Encoding",
+			"Cache-Control": "public, max-age=60, stale-while-revalidate=30, stale-if-error=86400", "Etag": photo.ETag, "Vary": "Accept-Encoding",
 			"Content-Type": "application/json", "Content-Encoding": ""}},
 		{"never fetched", "GET", "filmcraft", nil, 200, film.Body, map[string]string{
 			"Cache-Control": "no-store", "Etag": film.ETag, "Vary": "Accept-Encoding"}},
 		{"gzip", "GET", "photocraft", http.Header{"Accept-Encoding": {"gzip, br"}}, 200, photo.Gzip, map[string]string{
-			"Cache-Control": "public, max-age=60", "Etag": photo.GzipETag, "Content-Encoding": "gzip", "Vary": "Accept-Encoding"}},
+			"Cache-Control": "public, max-age=60, stale-while-revalidate=30, stale-if-error=86400", "Etag": photo.GzipETag, "Content-Encoding": "gzip", "Vary": "Accept-Encoding"}},
 		{"HEAD", "HEAD", "photocraft", nil, 200, nil, map[string]string{
 			"Etag": photo.ETag, "Content-Length": strconv.Itoa(len(photo.Body))}},
 		{"304", "GET", "photocraft", http.Header{"If-None-Match": {photo.ETag}}, 304, nil, map[string]string{
-			"Cache-Control": "public, max-age=60", "Etag": photo.ETag, "Vary": "Accept-Encoding", "Content-Type": ""}},
+			"Cache-Control": "public, max-age=60, stale-while-revalidate=30, stale-if-error=86400", "Etag": photo.ETag, "Vary": "Accept-Encoding", "Content-Type": ""}},
 		{"304 gzip", "GET", "photocraft", http.Header{"Accept-Encoding": {"gzip"}, "If-None-Match": {`W/` + photo.GzipETag}}, 304, nil, map[string]string{
 			"Etag": photo.GzipETag}},
 		{"the full answer's ETag is another app's", "GET", "photocraft", http.Header{"If-None-Match": {cur.ETag}}, 200, photo.Body, nil},
@@ -167,7 +167,7 @@ func TestDownload(t *testing.T) {
 	s := New(downloads(t), new(Gate), zap.NewNop(), Options{})
 	photo := func(name string) string { return downloadURL("storytold/photocraft", "v1.0.0", name) }
 	const (
-		public  = "public, max-age=60"
+		public  = "public, max-age=60, stale-while-revalidate=30, stale-if-error=86400"
 		private = "private, max-age=60"
 	)
 	photoPlatforms := `[{"os":"windows","arch":"x64","package_type":"portable_zip"},{"os":"windows","arch":"x64","package_type":"msi"},` +

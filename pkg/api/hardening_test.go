@@ -156,6 +156,37 @@ func TestBodyOnGetRefused(t *testing.T) {
 	}
 }
 
+// TestErrorsNoStore: every error answer is no-store, the router's own 404
+// and 405 and a panic's 500 included, so that no cache keeps the 404 of a
+// route a rollout is adding (issue 22, item 2).
+func TestErrorsNoStore(t *testing.T) {
+	s := New(fixed{rendering(t, true)}, new(Gate), zap.NewNop(), Options{})
+	tests := []struct {
+		name, method, target string
+		want                 int
+	}{
+		{"unknown path", http.MethodGet, "/v1/craft_apps/release_infos", http.StatusNotFound},
+		{"unknown path HEAD", http.MethodHead, "/nope", http.StatusNotFound},
+		{"wrong method", http.MethodPost, ReleaseInfoPath, http.StatusMethodNotAllowed},
+		{"wrong method on the page", http.MethodDelete, PagePath, http.StatusMethodNotAllowed},
+		{"wrong method on the document", http.MethodPut, OpenAPIPath, http.StatusMethodNotAllowed},
+		{"unknown app", http.MethodGet, ReleaseInfoPath + "/nope", http.StatusNotFound},
+		{"bad download value", http.MethodGet, DownloadPath[:len(DownloadPath)-len(":app")] + "photocraft?os=beos", http.StatusBadRequest},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rec := serve(t, s, tt.method, tt.target, nil)
+			if rec.Code != tt.want || rec.Header().Get("Cache-Control") != "no-store" {
+				t.Errorf("%s %s: %d, Cache-Control %q; want %d, no-store", tt.method, tt.target, rec.Code, rec.Header().Get("Cache-Control"), tt.want)
+			}
+		})
+	}
+	rec := serve(t, New(panicking{}, new(Gate), zap.NewNop(), Options{}), http.MethodGet, ReleaseInfoPath, nil)
+	if rec.Code != http.StatusInternalServerError || rec.Header().Get("Cache-Control") != "no-store" {
+		t.Errorf("panic: %d, Cache-Control %q; want 500, no-store", rec.Code, rec.Header().Get("Cache-Control"))
+	}
+}
+
 // idleConn is a client connection that made one request and is kept alive.
 type idleConn struct {
 	net.Conn

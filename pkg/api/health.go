@@ -60,7 +60,7 @@ func options(path string) echo.HandlerFunc {
 	allow := []string{"GET, HEAD, OPTIONS"}
 	var vary []string
 	switch path {
-	case ReleaseInfoPath, ReleaseInfoAppPath, PagePath:
+	case ReleaseInfoPath, ReleaseInfoAppPath, PagePath, OpenAPIPath:
 		vary = varyEncoding
 	case DownloadPath:
 		vary = []string{"User-Agent"}

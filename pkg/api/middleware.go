@@ -111,8 +111,11 @@ func (s *Server) unrouted(err error, c echo.Context) {
 
 // handleError answers a request whose handler returned err. echo's own
 // errors (404, 405, the 500 of a recovered panic) are answered as echo does;
-// any other error is logged first, since nothing else reports it.
+// any other error is logged first, since nothing else reports it. Every
+// such answer is no-store: a cache that kept the 404 of a path that a
+// rollout is adding would serve it after the route exists.
 func (s *Server) handleError(err error, c echo.Context) {
+	c.Response().Header()[hdrCacheControl] = noStore
 	if he := (*echo.HTTPError)(nil); !errors.As(err, &he) {
 		s.log.Error("request failed",
 			zap.String("method", c.Request().Method),

@@ -2,10 +2,10 @@ package api
 
 import (
 	_ "embed"
-	"net/http"
-	"strconv"
 
 	"github.com/labstack/echo/v4"
+
+	"github.com/storytold/craft-releases/pkg/snapshot"
 )
 
 // openAPIDoc is the OpenAPI 3.1 document of every endpoint of both binaries,
@@ -15,21 +15,13 @@ import (
 //go:embed openapi.json
 var openAPIDoc []byte
 
-// openAPI serves the embedded OpenAPI document.
+// openAPICache is the OpenAPI document's Cache-Control: it changes only with
+// a release of the service, and may be served stale as the answers are.
+const openAPICache = "public, max-age=300, stale-while-revalidate=30, stale-if-error=86400"
+
+// openAPI serves the embedded OpenAPI document as the answers are served
+// (serveDoc): rendered once, with a gzip copy, strong ETags and 304s.
 func openAPI() echo.HandlerFunc {
-	contentType := []string{"application/json"}
-	cacheControl := []string{"public, max-age=300"}
-	length := []string{strconv.Itoa(len(openAPIDoc))}
-	return func(c echo.Context) error {
-		h := c.Response().Header()
-		h[hdrContentType] = contentType
-		h[hdrCacheControl] = cacheControl
-		h[hdrContentLength] = length
-		c.Response().WriteHeader(http.StatusOK)
-		if c.Request().Method != http.MethodHead {
-			// A failed write means the client has gone: no one is left to tell.
-			_, _ = c.Response().Write(openAPIDoc)
-		}
-		return nil
-	}
+	doc := snapshot.NewDoc(openAPIDoc, openAPICache)
+	return func(c echo.Context) error { return serveDoc(c, &doc, jsonType) }
 }

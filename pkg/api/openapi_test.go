@@ -1,6 +1,8 @@
 package api
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
 	"encoding/json"
 	"errors"
@@ -164,6 +166,28 @@ func TestOpenAPIServed(t *testing.T) {
 	var v struct{ OpenAPI string }
 	if err := json.Unmarshal(rec.Body.Bytes(), &v); err != nil || !strings.HasPrefix(v.OpenAPI, "3.1.") {
 		t.Errorf("served document: openapi %q, %v; want 3.1.x", v.OpenAPI, err)
+	}
+	etag := rec.Header().Get("ETag")
+	if etag == "" || rec.Header().Get("Vary") != "Accept-Encoding" {
+		t.Errorf("GET %s: ETag %q, Vary %q; want a strong ETag and Vary: Accept-Encoding", OpenAPIPath, etag, rec.Header().Get("Vary"))
+	}
+	if got, want := rec.Header().Get("Cache-Control"), "public, max-age=300, stale-while-revalidate=30, stale-if-error=86400"; got != want {
+		t.Errorf("GET %s: Cache-Control %q, want %q", OpenAPIPath, got, want)
+	}
+	if rec := serve(t, s, http.MethodGet, OpenAPIPath, http.Header{"If-None-Match": {etag}}); rec.Code != http.StatusNotModified || rec.Body.Len() != 0 {
+		t.Errorf("GET %s with If-None-Match of its ETag: %d, %d bytes; want 304 and no body", OpenAPIPath, rec.Code, rec.Body.Len())
+	}
+	gz := serve(t, s, http.MethodGet, OpenAPIPath, http.Header{"Accept-Encoding": {"gzip"}})
+	if gz.Header().Get("Content-Encoding") != "gzip" || gz.Header().Get("ETag") == etag || gz.Body.Len() >= len(openAPIDoc)/2 {
+		t.Fatalf("GET %s accepting gzip: Content-Encoding %q, ETag %q (plain %q), %d bytes of %d; want gzip, its own ETag, under half the size",
+			OpenAPIPath, gz.Header().Get("Content-Encoding"), gz.Header().Get("ETag"), etag, gz.Body.Len(), len(openAPIDoc))
+	}
+	zr, err := gzip.NewReader(gz.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, err := io.ReadAll(zr); err != nil || !bytes.Equal(b, openAPIDoc) {
+		t.Errorf("gzip body: %d bytes, %v; want the embedded document", len(b), err)
 	}
 	rec = httptest.NewRecorder()
 	NewHealth(new(Gate), zap.NewNop(), Options{}).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, OpenAPIPath, nil))

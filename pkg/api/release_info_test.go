@@ -116,7 +116,7 @@ func TestReleaseInfo(t *testing.T) {
 			if tt.wantGzip {
 				wantBody, wantETag, wantEncoding = cur.Gzip, cur.GzipETag, "gzip"
 			}
-			wantCache := "public, max-age=60"
+			wantCache := "public, max-age=60, stale-while-revalidate=30, stale-if-error=86400"
 			if tt.cold {
 				wantCache = "no-store"
 			}

@@ -64,6 +64,9 @@ type API struct {
 	// WebhookSecrets are the GitHub webhook secrets, one or two (while
 	// rotating), each trimmed and not empty; none: no webhook route.
 	WebhookSecrets []Secret
+	// Cloudflare is the purge on every release, which the API sends only
+	// standalone.
+	Cloudflare Cloudflare
 }
 
 // Poller holds every setting of cmd/poller. ShutdownTimeout is an addition
@@ -74,7 +77,8 @@ type Poller struct {
 	Polling
 	HTTPAddr        string // host:port of /healthz, /readyz and /metrics
 	ShutdownTimeout time.Duration
-	MySQL           MySQL // the renames and notices; MySQL.DSN empty: none
+	MySQL           MySQL      // the renames and notices; MySQL.DSN empty: none
+	Cloudflare      Cloudflare // the purge on every release
 }
 
 // LoadAPI reads the settings of cmd/api through getenv (os.Getenv in main),
@@ -103,6 +107,7 @@ func LoadAPI(getenv func(string) string) (API, []string, error) {
 		c.fail("METRICS_ADDR", "%q has the port of HTTP_ADDR: /metrics is served on a port of its own, which is not public", a.MetricsAddr)
 	}
 	a.WebhookSecrets = c.webhookSecrets(raw.WebhookSecret)
+	a.Cloudflare = raw.Cloudflare.check(&c)
 	if err := errors.Join(parseErr, c.err()); err != nil {
 		return API{}, nil, err
 	}
@@ -126,6 +131,7 @@ func LoadPoller(getenv func(string) string, dsn DSNCheck) (Poller, []string, err
 	p.Polling = raw.Polling.check(&c, p.GitHubAPIURL)
 	c.checkAddr("HTTP_ADDR", p.HTTPAddr)
 	p.MySQL = raw.MySQL.check(&c, dsn)
+	p.Cloudflare = raw.Cloudflare.check(&c)
 	if p.RedisURL == "" && p.CoordinationEnabled {
 		c.fail("REDIS_URL", "empty; the poller needs Redis unless CRAFT_APPS_RELEASE_COORDINATION_ENABLED=false")
 	}
@@ -157,7 +163,7 @@ func (p Polling) Timing() schedule.Timing {
 // Fields returns the resolved settings, secrets masked, for the one start-up
 // log line.
 func (a API) Fields() []zap.Field {
-	return append(append(a.Shared.fields(), a.Polling.fields()...),
+	return append(append(append(a.Shared.fields(), a.Polling.fields()...),
 		zap.String("http_addr", a.HTTPAddr),
 		zap.String("metrics_addr", a.MetricsAddr),
 		zap.Int("max_connections", a.MaxConnections),
@@ -165,7 +171,7 @@ func (a API) Fields() []zap.Field {
 		zap.Duration("shutdown_timeout", a.ShutdownTimeout),
 		zap.Bool("standalone", a.Standalone()),
 		zap.Int("webhook_secrets", len(a.WebhookSecrets)),
-	)
+	), a.Cloudflare.fields()...)
 }
 
 // webhookSecrets splits CRAFT_APPS_RELEASE_WEBHOOK_SECRET (already trimmed;
@@ -197,7 +203,7 @@ func (p Poller) Fields() []zap.Field {
 	return append(append(append(p.Shared.fields(), p.Polling.fields()...),
 		zap.String("http_addr", p.HTTPAddr),
 		zap.Duration("shutdown_timeout", p.ShutdownTimeout),
-	), p.MySQL.fields()...)
+	), append(p.MySQL.fields(), p.Cloudflare.fields()...)...)
 }
 
 func (s Shared) fields() []zap.Field {

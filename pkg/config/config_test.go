@@ -122,6 +122,7 @@ func TestLoadAPIDefaults(t *testing.T) {
 		MaxConnections:  1024,
 		HydrateTimeout:  10 * time.Second,
 		ShutdownTimeout: 15 * time.Second,
+		Cloudflare:      config.Cloudflare{APIURL: "https://api.cloudflare.com/client/v4/"},
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("LoadAPI(empty environment):\n got %+v\nwant %+v", got, want)
@@ -147,6 +148,7 @@ func TestLoadPollerDefaults(t *testing.T) {
 		HTTPAddr:        ":9090",
 		ShutdownTimeout: 15 * time.Second,
 		MySQL:           defaultMySQL(),
+		Cloudflare:      config.Cloudflare{APIURL: "https://api.cloudflare.com/client/v4/"},
 	}
 	withRedis(t, &want.Shared)
 	if !reflect.DeepEqual(got, want) {

@@ -89,6 +89,7 @@ func TestFields(t *testing.T) {
 		"tick":                 "30s",
 		"request_spacing":      "1s",
 		"shutdown_timeout":     "15s",
+		"cloudflare_purge":     false,
 	}
 	tests := []struct {
 		name   string

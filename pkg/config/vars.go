@@ -54,6 +54,7 @@ type apiEnv struct {
 	HydrateTimeout  seconds `env:"CRAFT_APPS_HYDRATE_TIMEOUT_SECS" envDefault:"10" help:"seconds; ready after the first load from Redis, or after this long without one"`
 	ShutdownTimeout seconds `env:"SHUTDOWN_TIMEOUT_SECS" envDefault:"15" help:"seconds; on SIGTERM: unready at once, finish in-flight requests, then exit"`
 	WebhookSecret   string  `env:"CRAFT_APPS_RELEASE_WEBHOOK_SECRET" helpDefault:"(unset)" help:"the GitHub webhook secret, or two separated by a comma while rotating; set: POST /v1/craft_apps/github_webhook is served"`
+	Cloudflare      cloudflareEnv
 }
 
 // pollerEnv holds every variable cmd/poller reads.
@@ -63,6 +64,7 @@ type pollerEnv struct {
 	HTTPAddr        string  `env:"HTTP_ADDR" envDefault:":9090" help:"the poller's /healthz, /readyz and /metrics"`
 	ShutdownTimeout seconds `env:"SHUTDOWN_TIMEOUT_SECS" envDefault:"15" help:"seconds; on SIGTERM: unready at once, cancel the GitHub request in flight (no shared write is left half-done), then exit"`
 	MySQL           mysqlEnv
+	Cloudflare      cloudflareEnv
 }
 
 // mysqlEnv holds the poller's MySQL variables: where the renames and notices

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"sync"
 	"testing"
@@ -297,19 +298,25 @@ func (f *fakeFleet) Claim(_ context.Context, app string, at time.Time, window ti
 	return true, nil
 }
 
-func (f *fakeFleet) PutFetch(_ context.Context, app string, n release.Entry) (bool, error) {
+func (f *fakeFleet) PutFetch(ctx context.Context, app string, n release.Entry) (bool, error) {
+	written, _, err := f.PublishFetch(ctx, app, n)
+	return written, err
+}
+
+func (f *fakeFleet) PublishFetch(_ context.Context, app string, n release.Entry) (written, changed bool, err error) {
 	if err := f.call("PutFetch", app); err != nil {
-		return false, err
+		return false, false, err
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	e := f.entries[app]
 	if e.FetchedAt.After(n.FetchedAt) {
-		return false, nil
+		return false, false, nil
 	}
+	changed = !e.Fetched() || !reflect.DeepEqual(e.Release, n.Release)
 	e.FetchedAt, e.ETag, e.Release = n.FetchedAt, n.ETag, n.Release
 	f.entries[app] = e
-	return true, nil
+	return true, changed, nil
 }
 
 func (f *fakeFleet) PutNotModified(_ context.Context, app string, n release.Entry) (bool, error) {
@@ -500,6 +507,7 @@ type harness struct {
 	sink      *fakeSink
 	obs       *fakeObserver
 	logs      *observer.ObservedLogs
+	changes   []string // Config.Changes calls, as "app old→new"
 }
 
 // newHarness returns a poller over the apps keys with a fake clock at t0 and
@@ -521,10 +529,19 @@ func newHarness(t testing.TB, keys []string, fleet *fakeFleet, coordinate bool) 
 		Source:     h.source,
 		Coordinate: coordinate,
 		Sink:       h.sink,
-		Observer:   h.obs,
-		Logger:     zap.New(core),
-		Clock:      h.clock,
-		Rand:       func() float64 { return 0.5 },
+		Changes: func(app string, old, new *release.Release) {
+			tag := func(r *release.Release) string {
+				if r == nil {
+					return "none"
+				}
+				return r.Tag
+			}
+			h.changes = append(h.changes, app+" "+tag(old)+"→"+tag(new))
+		},
+		Observer: h.obs,
+		Logger:   zap.New(core),
+		Clock:    h.clock,
+		Rand:     func() float64 { return 0.5 },
 	}
 	if fleet != nil {
 		c.Fleet = fleet

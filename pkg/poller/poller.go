@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"reflect"
 	"slices"
 	"sync"
 	"time"
@@ -41,6 +42,10 @@ type Fleet interface {
 	Claim(ctx context.Context, app string, at time.Time, window time.Duration) (bool, error)
 	// PutFetch shares a fetch (guarded on fetched_ms, gap 0).
 	PutFetch(ctx context.Context, app string, e release.Entry) (bool, error)
+	// PublishFetch is PutFetch that also reports whether the write changed
+	// the release served (the shared entry had another release, or no
+	// fetch): of all the writers of one release, one is told so.
+	PublishFetch(ctx context.Context, app string, e release.Entry) (written, changed bool, err error)
 	// PutNotModified shares a 304 (guarded on fetched_ms and e.ETag); when refused because
 	// the shared entry has no readable fetch, it republishes e whole as a fetch.
 	PutNotModified(ctx context.Context, app string, e release.Entry) (bool, error)
@@ -85,7 +90,17 @@ type Config struct {
 	// left, it paces the schedule (schedule.Pace).
 	QuotaPerHour float64
 
-	Sink     Sink        // may be nil
+	Sink Sink // may be nil
+	// Changes, when not nil, is called with app, the release served before
+	// and the one served now (either may be nil), each time this poller's
+	// own fetch changed the release that is served: with a Fleet, when its
+	// write was the one that replaced the shared release (Fleet.PublishFetch),
+	// so that the whole fleet calls it once per change; standalone, when the
+	// release differs from memory's. A fetch that moves only the fetch time,
+	// a 304, a failure, an entry read from the Fleet or written back from
+	// memory changes nothing. It is called from the poller's loop, after the
+	// Sink, and must not block.
+	Changes  func(app string, old, new *release.Release)
 	Observer Observer    // nil: none
 	Logger   *zap.Logger // nil: no logging
 	// Clock is the poller's time (nil: clock.System). A clock.Corrected,
@@ -158,17 +173,18 @@ type Observer interface {
 
 // Poller is the tick loop of one poller process. Create it with New.
 type Poller struct {
-	apps   []release.App
-	keys   []string
-	timing schedule.Timing
-	source Source
-	fleet  Fleet
-	mode   Mode
-	sink   Sink
-	obs    Observer
-	log    *zap.Logger
-	clock  clock.Clock
-	rand   func() float64
+	apps    []release.App
+	keys    []string
+	timing  schedule.Timing
+	source  Source
+	fleet   Fleet
+	mode    Mode
+	sink    Sink
+	changes func(app string, old, new *release.Release)
+	obs     Observer
+	log     *zap.Logger
+	clock   clock.Clock
+	rand    func() float64
 
 	loaded     chan struct{}
 	loadedOnce sync.Once
@@ -214,6 +230,7 @@ func New(c Config) (*Poller, error) {
 		fleet:     c.Fleet,
 		mode:      Standalone,
 		sink:      c.Sink,
+		changes:   c.Changes,
 		obs:       c.Observer,
 		log:       c.Logger,
 		clock:     clock.Or(c.Clock),
@@ -694,9 +711,15 @@ func (p *Poller) visit(ctx context.Context, app release.App, r *round) (stop boo
 		next.NotFoundSince, next.NotFound = notFoundRun(e, missing, now)
 		r.failures = append(r.failures, failure{app: app, n: n, err: a.Err})
 	}
-	p.share(ctx, app.Key, a.Outcome, next, r)
+	changed := p.share(ctx, app.Key, a.Outcome, next, r)
+	if p.fleet == nil && a.Outcome == release.Fetched {
+		changed = !e.Fetched() || !reflect.DeepEqual(e.Release, a.Release)
+	}
 	// Kept even when the shared write lost: memory is merged, not replaced.
 	p.merge(app.Key, next)
+	if changed && p.changes != nil {
+		p.changes(app.Key, e.Release, a.Release)
+	}
 	return false
 }
 
@@ -761,21 +784,27 @@ func (p *Poller) wanted(key string, r *round, now time.Time) bool {
 	return ok && p.refreshDue(key, req, now)
 }
 
-// share writes an answer's outcome to the fleet, unless the round is standalone.
-func (p *Poller) share(ctx context.Context, key string, o release.Outcome, e release.Entry, r *round) {
+// share writes an answer's outcome to the fleet, unless the round is
+// standalone, and reports whether its fetch changed the shared release
+// (Fleet.PublishFetch).
+func (p *Poller) share(ctx context.Context, key string, o release.Outcome, e release.Entry, r *round) (changed bool) {
 	if r.mode == Standalone {
-		return
+		return false
 	}
 	put, op := p.fleet.PutFailure, OpPutFailure
 	switch o {
 	case release.Fetched:
-		put, op = p.fleet.PutFetch, OpPutFetch
+		put, op = func(ctx context.Context, key string, e release.Entry) (written bool, err error) {
+			written, changed, err = p.fleet.PublishFetch(ctx, key, e)
+			return written, err
+		}, OpPutFetch
 	case release.NotModified:
 		put, op = p.fleet.PutNotModified, OpPutNotModified
 	}
 	if written, ok := p.put(ctx, op, put, key, e, r); ok && !written {
 		p.log.Debug("shared write refused", zap.String("app", key), zap.String("status", o.String()))
 	}
+	return changed
 }
 
 // put shares app's entry e with the guarded write put, op for the Observer.

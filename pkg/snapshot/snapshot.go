@@ -25,8 +25,16 @@ import (
 
 // Cache-Control values (wire.md, "Headers and status").
 const (
-	cacheCold = "no-store"           // some app was never fetched
-	cacheWarm = "public, max-age=60" // every app was fetched
+	// CacheCold is the Cache-Control of an answer that shows an app never
+	// fetched: no cache may keep a pod's "nothing yet".
+	CacheCold = "no-store"
+	// CacheWarm is the Cache-Control of an answer whose every app was
+	// fetched. A minute fresh; then a cache may answer with its copy for 30 s
+	// more while it revalidates in the background (so that no launcher
+	// waits on the origin at each expiry), and for a day when the origin
+	// errs or cannot be reached (so that launchers keep an answer while every
+	// pod is down). No s-maxage: it would turn both off at Cloudflare.
+	CacheWarm = "public, max-age=60, stale-while-revalidate=30, stale-if-error=86400"
 )
 
 // Doc is one answer in both representations with everything a handler sends
@@ -37,7 +45,7 @@ type Doc struct {
 	ETag     string // strong, quoted validator of Body
 	GzipETag string // strong, quoted validator of Gzip, distinct from ETag
 
-	CacheControl string // "no-store" until what it shows was fetched, then "public, max-age=60"
+	CacheControl string // CacheCold until what it shows was fetched, then CacheWarm
 	Values       HeaderValues
 }
 
@@ -45,7 +53,7 @@ type Doc struct {
 // GET /v1/craft_apps/release_info (its Doc), each app's own answer, and the
 // release page. Nothing in it may be modified, since every reader shares it.
 type Rendering struct {
-	Doc // the full answer; CacheControl is "public, max-age=60" once every app was fetched
+	Doc // the full answer; CacheControl is CacheWarm once every app was fetched
 
 	Complete    bool      // every app was fetched: last_fetched is not null
 	LastFetched time.Time // the oldest app_last_fetched; zero while not Complete
@@ -63,7 +71,7 @@ type Rendering struct {
 // App is one app's part of a rendering.
 type App struct {
 	// Doc is {"success":true,"app":AppInfo}, where AppInfo is byte for byte
-	// the app's object in the full answer; "no-store" until the app was fetched.
+	// the app's object in the full answer; CacheCold until the app was fetched.
 	Doc
 
 	Fetched bool
@@ -275,23 +283,39 @@ func (s *Snapshot) renderApp(prev *Rendering, a release.App, e release.Entry, ai
 // doc returns body as a Doc: its gzip copy, ETags and header values, and
 // the Cache-Control of an answer whose data was fetched (warm) or not yet.
 func (s *Snapshot) doc(body []byte, warm bool) Doc {
-	gz := s.compress(body)
+	cc := CacheCold
+	if warm {
+		cc = CacheWarm
+	}
+	return newDoc(s.gz, body, cc)
+}
+
+// NewDoc returns body as a Doc served with Cache-Control cacheControl, with
+// its gzip copy, ETags and header values, as a rendering's answers are made:
+// for a document that never changes, such as the OpenAPI document. It is
+// safe for concurrent use; body is kept, not copied.
+func NewDoc(body []byte, cacheControl string) Doc {
+	// NewWriterLevel fails only on an invalid level.
+	gz, _ := gzip.NewWriterLevel(nil, gzip.DefaultCompression)
+	return newDoc(gz, body, cacheControl)
+}
+
+// newDoc returns body as a Doc, compressed with gz.
+func newDoc(gz *gzip.Writer, body []byte, cacheControl string) Doc {
+	zipped := compress(gz, body)
 	d := Doc{
 		Body:         body,
-		Gzip:         gz,
+		Gzip:         zipped,
 		ETag:         etag(body),
-		GzipETag:     etag(gz),
-		CacheControl: cacheCold,
-	}
-	if warm {
-		d.CacheControl = cacheWarm
+		GzipETag:     etag(zipped),
+		CacheControl: cacheControl,
 	}
 	d.Values = HeaderValues{
 		CacheControl:      []string{d.CacheControl},
 		ETag:              []string{d.ETag},
 		ContentLength:     []string{strconv.Itoa(len(body))},
 		GzipETag:          []string{d.GzipETag},
-		GzipContentLength: []string{strconv.Itoa(len(gz))},
+		GzipContentLength: []string{strconv.Itoa(len(zipped))},
 	}
 	return d
 }
@@ -306,14 +330,14 @@ func mustMarshal(v any) []byte {
 	return b
 }
 
-// compress returns body gzipped with the snapshot's reusable writer.
-func (s *Snapshot) compress(body []byte) []byte {
+// compress returns body gzipped with gz, a writer that is reused.
+func compress(gz *gzip.Writer, body []byte) []byte {
 	var buf bytes.Buffer
 	buf.Grow(len(body) / 4)
-	s.gz.Reset(&buf)
+	gz.Reset(&buf)
 	// Writing to a bytes.Buffer cannot fail.
-	_, _ = s.gz.Write(body)
-	_ = s.gz.Close()
+	_, _ = gz.Write(body)
+	_ = gz.Close()
 	return buf.Bytes()
 }
 

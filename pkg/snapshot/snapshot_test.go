@@ -339,7 +339,7 @@ func TestLastFetched(t *testing.T) {
 			apps:         []release.App{photocraft},
 			fetched:      map[string]time.Time{"photocraft": t0},
 			wantLast:     `"2026-10-10T12:00:00Z"`,
-			wantComplete: true, wantCache: "public, max-age=60",
+			wantComplete: true, wantCache: "public, max-age=60, stale-while-revalidate=30, stale-if-error=86400",
 		},
 		{
 			name: "all fetched: the oldest",
@@ -350,7 +350,7 @@ func TestLastFetched(t *testing.T) {
 				"filmcraft":         t0.Add(time.Hour),
 			},
 			wantLast:     `"2026-10-10T12:00:00.120Z"`,
-			wantComplete: true, wantCache: "public, max-age=60",
+			wantComplete: true, wantCache: "public, max-age=60, stale-while-revalidate=30, stale-if-error=86400",
 		},
 	}
 	for _, tt := range tests {

@@ -230,19 +230,41 @@ func (s *Store) Claim(ctx context.Context, app string, at time.Time, window time
 // PutFetch shares a fetch of app (e's FetchedAt, ETag and Release) unless the
 // hash holds a readable fetch newer than e's. It reports whether it was written.
 func (s *Store) PutFetch(ctx context.Context, app string, e release.Entry) (bool, error) {
-	v, err := s.putFetch(ctx, app, e)
-	if err != nil {
-		return false, fmt.Errorf("put fetch %s: %w", app, err)
-	}
-	return v == written, nil
+	written, _, err := s.PublishFetch(ctx, app, e)
+	return written, err
 }
 
-func (s *Store) putFetch(ctx context.Context, app string, e release.Entry) (verdict, error) {
+// PublishFetch is PutFetch, and also reports whether the write changed what
+// is served: the hash held no readable fetch, or a fetch of another release
+// than e's (compared as encoded). A fetch that only moves the fetch time
+// changes nothing served but app_last_fetched, and reports false. Since the
+// decision is the guarded write's own, of all the writers of one release
+// exactly one is told it changed, whichever poller it is.
+func (s *Store) PublishFetch(ctx context.Context, app string, e release.Entry) (ok, changed bool, err error) {
+	v, changed, err := s.putFetch(ctx, app, e)
+	if err != nil {
+		return false, false, fmt.Errorf("put fetch %s: %w", app, err)
+	}
+	return v == written, v == written && changed, nil
+}
+
+func (s *Store) putFetch(ctx context.Context, app string, e release.Entry) (v verdict, changed bool, err error) {
 	ch, err := s.fetchChange(app, e)
 	if err != nil {
-		return 0, err
+		return 0, false, err
 	}
-	return s.apply(ctx, ch)
+	rel, _ := encodeRelease(e.Release) // fetchChange encoded it already
+	decide := ch.decide
+	// decide runs once per attempt on the hash as read; the last run is
+	// the one that was applied.
+	ch.decide = func(h map[string]string) verdict {
+		cur, _ := DecodeApp(s.repos[app], h, s.clock.Now())
+		old, _ := encodeRelease(cur.Release)
+		changed = !cur.Fetched() || old != rel
+		return decide(h)
+	}
+	v, err = s.apply(ctx, ch)
+	return v, changed, err
 }
 
 // fetchChange is the guarded change of app's hash that PutFetch makes.
@@ -273,8 +295,9 @@ func (s *Store) PutNotModified(ctx context.Context, app string, e release.Entry)
 	v, err := s.guarded(ctx, AppKey(app), s.of(app, s.notModifiedWrite(e)))
 	if err == nil && v == refusedNoFetch {
 		// The republish is itself guarded, so a fetch that lands
-		// meanwhile is never overwritten by this older copy.
-		v, err = s.putFetch(ctx, app, e)
+		// meanwhile is never overwritten by this older copy. It shows
+		// what the pods serve already: nothing served changes.
+		v, _, err = s.putFetch(ctx, app, e)
 	}
 	if err != nil {
 		return false, fmt.Errorf("put not modified %s: %w", app, err)

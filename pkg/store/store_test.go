@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/storytold/craft-releases/pkg/redisconn"
 	"github.com/storytold/craft-releases/pkg/release"
 	"github.com/storytold/craft-releases/test/fakeclock"
 	"github.com/storytold/craft-releases/test/redistest"
@@ -629,4 +630,50 @@ func pairsOf(h map[string]string) []string {
 		pairs = append(pairs, k, v)
 	}
 	return pairs
+}
+
+// TestPublishFetchChanged: a fetch reports a change of what is served only
+// when it replaces another release (or no fetch at all); one that only moves
+// the fetch time, or that a newer fetch refuses, reports none, whichever
+// poller writes it (issue 22: one purge per change for the whole fleet).
+func TestPublishFetchChanged(t *testing.T) {
+	const app = "photocraft"
+	ctx := context.Background()
+	steps := []struct {
+		name             string
+		by               string
+		e                release.Entry
+		written, changed bool
+	}{
+		{"first fetch", "poller-a", fetch(at("12:00"), `"e1"`, rel("v1")), true, true},
+		{"same release, new ETag", "poller-a", fetch(at("12:02"), `"e2"`, rel("v1")), true, false},
+		{"same release from the other poller", "poller-b", fetch(at("12:03"), `"e3"`, rel("v1")), true, false},
+		{"new release", "poller-b", fetch(at("12:04"), `"e4"`, rel("v2")), true, true},
+		{"the new release again, from the other poller", "poller-a", fetch(at("12:05"), `"e4"`, rel("v2")), true, false},
+		{"an older fetch of another release", "poller-a", fetch(at("12:01"), `"e0"`, rel("v0")), false, false},
+		{"no release any more", "poller-a", fetch(at("12:06"), "", nil), true, true},
+	}
+	for _, p := range paths {
+		t.Run(p.name, func(t *testing.T) {
+			srv := redistest.Start(t)
+			stores := map[string]*Store{}
+			for _, by := range []string{"poller-a", "poller-b"} {
+				c, err := redisconn.OpenURL(p.url(t, srv))
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(c.Close)
+				stores[by] = New(c, by, testApps)
+			}
+			for _, s := range steps {
+				written, changed, err := stores[s.by].PublishFetch(ctx, app, s.e)
+				if err != nil {
+					t.Fatalf("%s: %v", s.name, err)
+				}
+				if written != s.written || changed != s.changed {
+					t.Errorf("%s: written %v, changed %v; want %v, %v", s.name, written, changed, s.written, s.changed)
+				}
+			}
+		})
+	}
 }

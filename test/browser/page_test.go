@@ -341,7 +341,7 @@ func checkButtons(t *testing.T, base string, cur *snapshot.Rendering, got seen) 
 				t.Errorf("%s: GET %s: %d to %q, want 302 to the download URL of %s", a.Key, b.Href, resp.StatusCode, resp.Header.Get("Location"), b.Asset)
 				continue
 			}
-			if cc := resp.Header.Get("Cache-Control"); cc != "public, max-age=60" {
+			if cc := resp.Header.Get("Cache-Control"); cc != "public, max-age=60, stale-while-revalidate=30, stale-if-error=86400" {
 				t.Errorf("%s: GET %s: Cache-Control %q, want public: the link is explicit", a.Key, b.Href, cc)
 			}
 			p := asset.Platform

@@ -84,7 +84,7 @@ func newSplitStackOn(b *testing.B, url string, ca *redistest.CA, pods int) *spli
 	for _, p := range st.pods {
 		testkit.Eventually(b, p.name+" serves every app", func() bool {
 			a := p.get(b)
-			return a.header.Get("Cache-Control") == "public, max-age=60"
+			return a.header.Get("Cache-Control") == "public, max-age=60, stale-while-revalidate=30, stale-if-error=86400"
 		})
 	}
 	return st

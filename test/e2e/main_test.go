@@ -338,15 +338,21 @@ type answer struct {
 }
 
 // ask sends GET url with the header pairs given (name, value, …).
-func ask(url string, header ...string) (answer, error) {
+func ask(url string, header ...string) (answer, error) { return askWith(httpClient, url, header...) }
+
+// askWith sends GET url with client and the header pairs given; a pair
+// with an empty value is not sent, as by a client that has no such header.
+func askWith(client *http.Client, url string, header ...string) (answer, error) {
 	req, err := http.NewRequest(http.MethodGet, url, nil)
 	if err != nil {
 		return answer{}, err
 	}
 	for i := 0; i+1 < len(header); i += 2 {
-		req.Header.Set(header[i], header[i+1])
+		if header[i+1] != "" {
+			req.Header.Set(header[i], header[i+1])
+		}
 	}
-	res, err := httpClient.Do(req)
+	res, err := client.Do(req)
 	if err != nil {
 		return answer{}, err
 	}

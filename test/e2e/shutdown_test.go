@@ -68,7 +68,7 @@ func TestShutdownFinishesRequestsInFlight(t *testing.T) {
 			testkit.Eventually(t, "every app is served", func() bool {
 				a := p.get(t)
 				want = a.body
-				return a.header.Get("Cache-Control") == "public, max-age=60"
+				return a.header.Get("Cache-Control") == "public, max-age=60, stale-while-revalidate=30, stale-if-error=86400"
 			})
 			if len(want) <= sndbuf {
 				t.Fatalf("the body has %d bytes, want more than the %d a send buffer holds", len(want), sndbuf)

@@ -98,7 +98,7 @@ func TestReleaseReachesEveryPod(t *testing.T) {
 					t.Errorf("%s got %q on %s and %q on %s, want the same", h, a.header.Get(h), pods[0].name, b.header.Get(h), pods[1].name)
 				}
 			}
-			if got, want := a.header.Get("Cache-Control"), "public, max-age=60"; got != want {
+			if got, want := a.header.Get("Cache-Control"), "public, max-age=60, stale-while-revalidate=30, stale-if-error=86400"; got != want {
 				t.Errorf("Cache-Control got %q, want %q", got, want)
 			}
 			if a.header.Get("ETag") == "" {

@@ -1,0 +1,248 @@
+package cloudflare_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest/observer"
+
+	"github.com/storytold/craft-releases/pkg/cloudflare"
+	"github.com/storytold/craft-releases/test/fakecloudflare"
+	"github.com/storytold/craft-releases/test/testkit"
+)
+
+const token = "cf-token-s3cret"
+
+// counts is an Observer that counts.
+type counts struct {
+	mu     sync.Mutex
+	files  map[string]int
+	calls  map[string]int
+	delays []time.Duration
+}
+
+func (c *counts) Purge(outcome string, files int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.files[outcome] += files
+	c.calls[outcome]++
+}
+
+func (c *counts) Delay(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.delays = append(c.delays, d)
+}
+
+func (c *counts) get(outcome string) (calls, files int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.calls[outcome], c.files[outcome]
+}
+
+type rig struct {
+	p    *cloudflare.Purger
+	api  *fakecloudflare.Server
+	obs  *counts
+	logs *observer.ObservedLogs
+}
+
+// start runs a Purger against a fake API with no delay and a fast rate,
+// unless c says otherwise; it stops with the test.
+func start(t *testing.T, c cloudflare.Config) *rig {
+	t.Helper()
+	api := fakecloudflare.Start(t)
+	core, logs := observer.New(zapcore.DebugLevel)
+	obs := &counts{files: map[string]int{}, calls: map[string]int{}}
+	c.APIURL, c.Zone, c.Token, c.PublicURL = api.URL(), "zone-1", token, "https://api.example.com"
+	if c.Delay == 0 {
+		c.Delay = -1
+	}
+	if c.Interval == 0 {
+		c.Interval = time.Millisecond
+	}
+	c.Observer, c.Logger = obs, zap.New(core)
+	p, err := cloudflare.New(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = p.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	return &rig{p: p, api: api, obs: obs, logs: logs}
+}
+
+// waitCalls waits for the fake to have received n calls, and returns them.
+func (r *rig) waitCalls(t *testing.T, n int, within time.Duration) []fakecloudflare.Call {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		calls := r.api.Calls()
+		if len(calls) >= n {
+			return calls
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d purge calls after %v, want %d", len(calls), within, n)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func paths(n int) []string {
+	ps := make([]string, n)
+	for i := range ps {
+		ps[i] = fmt.Sprintf("/p%d", i)
+	}
+	return ps
+}
+
+func TestBatches(t *testing.T) {
+	r := start(t, cloudflare.Config{})
+	r.p.Purge(paths(65))
+	calls := r.waitCalls(t, 3, 5*time.Second)
+	var got []string
+	for i, c := range calls {
+		if c.Path != "/client/v4/zones/zone-1/purge_cache" || c.Token != token {
+			t.Errorf("call %d: path %q, token %q; want /client/v4/zones/zone-1/purge_cache and the token", i, c.Path, c.Token)
+		}
+		if len(c.Files) > cloudflare.MaxFiles {
+			t.Errorf("call %d: %d files, want at most %d", i, len(c.Files), cloudflare.MaxFiles)
+		}
+		got = append(got, c.Files...)
+	}
+	want := make([]string, 65)
+	for i, p := range paths(65) {
+		want[i] = "https://api.example.com" + p
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("files %q, want %q", got, want)
+	}
+	// The Observer hears of a call once its answer is read.
+	if !testkit.Within(5*time.Second, func() bool { n, files := r.obs.get(cloudflare.Purged); return n == 3 && files == 65 }) {
+		n, files := r.obs.get(cloudflare.Purged)
+		t.Errorf("purged %d calls of %d files, want 3 of 65", n, files)
+	}
+}
+
+// TestCoalesces: what is queued during the delay goes in one call, each URL
+// once.
+func TestCoalesces(t *testing.T) {
+	r := start(t, cloudflare.Config{Delay: 200 * time.Millisecond})
+	queued := time.Now()
+	r.p.Purge([]string{"/", "/a"})
+	r.p.Purge([]string{"/", "/b"})
+	r.waitCalls(t, 1, 5*time.Second)
+	time.Sleep(300 * time.Millisecond)
+	calls := r.api.Calls()
+	if len(calls) != 1 || !slices.Equal(calls[0].Files,
+		[]string{"https://api.example.com/", "https://api.example.com/a", "https://api.example.com/b"}) {
+		t.Fatalf("calls %+v, want one of /, /a, /b", calls)
+	}
+	if d := calls[0].At.Sub(queued); d < 200*time.Millisecond {
+		t.Errorf("purge %v after the change, want the delay (200 ms) first", d)
+	}
+}
+
+// TestRetries: a failed call is retried with backoff; the token is never in
+// a log line, even when Cloudflare's answer quotes it.
+func TestRetries(t *testing.T) {
+	r := start(t, cloudflare.Config{})
+	r.api.Fail(2, "Invalid token "+token)
+	r.p.Purge([]string{"/"})
+	calls := r.waitCalls(t, 3, 10*time.Second)
+	// The waits are 1 s, then 2 s.
+	if gap := calls[2].At.Sub(calls[0].At); gap < 3*time.Second {
+		t.Errorf("third attempt %v after the first, want at least 3 s of backoff", gap)
+	}
+	testkit.Within(5*time.Second, func() bool { n, _ := r.obs.get(cloudflare.Purged); return n == 1 })
+	if n, _ := r.obs.get(cloudflare.Failed); n != 2 {
+		t.Errorf("failed calls %d, want 2", n)
+	}
+	if n, _ := r.obs.get(cloudflare.Purged); n != 1 {
+		t.Errorf("purged calls %d, want 1", n)
+	}
+	for _, e := range r.logs.All() {
+		line := e.Message + fmt.Sprint(e.ContextMap())
+		if strings.Contains(line, token) {
+			t.Errorf("log line shows the token: %s", line)
+		}
+	}
+	if warns := r.logs.FilterMessage("cloudflare purge failed").Len(); warns != 2 {
+		t.Errorf("%d warnings, want 2", warns)
+	}
+}
+
+func TestGivesUp(t *testing.T) {
+	r := start(t, cloudflare.Config{Attempts: 2})
+	r.api.Fail(5, "boom")
+	r.p.Purge([]string{"/"})
+	r.waitCalls(t, 2, 5*time.Second)
+	time.Sleep(2500 * time.Millisecond)
+	if calls := r.api.Calls(); len(calls) != 2 {
+		t.Errorf("%d calls, want 2 (Attempts)", len(calls))
+	}
+	if _, files := r.obs.get(cloudflare.Dropped); files != 1 {
+		t.Errorf("dropped %d files, want 1", files)
+	}
+	// The next change is sent again.
+	r.p.Purge([]string{"/a"})
+	r.waitCalls(t, 3, 5*time.Second)
+}
+
+// TestRate: at most Burst calls in any Burst × Interval.
+func TestRate(t *testing.T) {
+	r := start(t, cloudflare.Config{Burst: 2, Interval: 300 * time.Millisecond})
+	r.p.Purge(paths(4 * cloudflare.MaxFiles))
+	calls := r.waitCalls(t, 4, 10*time.Second)
+	if gap := calls[2].At.Sub(calls[0].At); gap < 550*time.Millisecond {
+		t.Errorf("third call %v after the first, want at least 600 ms (2 calls per 600 ms)", gap)
+	}
+	if gap := calls[1].At.Sub(calls[0].At); gap > 250*time.Millisecond {
+		t.Errorf("second call %v after the first, want the burst at once", gap)
+	}
+}
+
+// TestPurgeNeverBlocks: queueing returns at once while Cloudflare is slow,
+// and a full queue drops and counts instead of growing.
+func TestPurgeNeverBlocks(t *testing.T) {
+	r := start(t, cloudflare.Config{Burst: 1, Interval: time.Hour})
+	r.p.Purge([]string{"/first"}) // takes the one call of the hour
+	r.waitCalls(t, 1, 5*time.Second)
+	begin := time.Now()
+	for i := range 2 * cloudflare.MaxPending {
+		r.p.Purge([]string{fmt.Sprintf("/x%d", i)})
+	}
+	if took := time.Since(begin); took > time.Second {
+		t.Errorf("queueing took %v, want no wait", took)
+	}
+	if _, files := r.obs.get(cloudflare.Dropped); files < cloudflare.MaxPending-cloudflare.MaxFiles {
+		t.Errorf("dropped %d URLs, want those over MaxPending (%d)", files, cloudflare.MaxPending)
+	}
+}
+
+func TestNewRefuses(t *testing.T) {
+	ok := cloudflare.Config{APIURL: "https://api.cloudflare.com/client/v4/", Zone: "z", Token: "t", PublicURL: "https://api.example.com"}
+	for name, c := range map[string]func(*cloudflare.Config){
+		"api url without slash":   func(c *cloudflare.Config) { c.APIURL = "https://api.cloudflare.com/client/v4" },
+		"no zone":                 func(c *cloudflare.Config) { c.Zone = "" },
+		"no token":                func(c *cloudflare.Config) { c.Token = "" },
+		"public url with a slash": func(c *cloudflare.Config) { c.PublicURL += "/" },
+	} {
+		cfg := ok
+		c(&cfg)
+		if _, err := cloudflare.New(cfg); err == nil {
+			t.Errorf("%s: New worked, want an error", name)
+		}
+	}
+	if _, err := cloudflare.New(ok); err != nil {
+		t.Errorf("New: %v", err)
+	}
+}

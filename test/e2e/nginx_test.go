@@ -1,0 +1,192 @@
+package e2e
+
+import (
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/storytold/craft-releases/test/testkit"
+)
+
+// nginxConf is a shared cache in front of the pods that follows only the
+// origin's headers: no proxy_cache_valid, no proxy_ignore_headers, no
+// proxy_cache_use_stale, so what it keeps, for how long, per which Vary,
+// and what it serves stale is what Cache-Control says (nginx honours
+// stale-while-revalidate and stale-if-error since 1.11.10). The fake
+// Cloudflare's purge deletes a URL's cache files, every variant of it, as
+// nginx's own docs suggest for the open-source build, which has no purge.
+// X-Cache-Status says what the cache did.
+const nginxConf = `%s
+daemon off;
+worker_processes 1;
+pid %[2]s/nginx.pid;
+error_log stderr warn;
+events { worker_connections 256; }
+http {
+	access_log off;
+	client_body_temp_path %[2]s/body;
+	proxy_temp_path %[2]s/proxy;
+	fastcgi_temp_path %[2]s/fastcgi;
+	uwsgi_temp_path %[2]s/uwsgi;
+	scgi_temp_path %[2]s/scgi;
+	proxy_cache_path %[2]s/cache levels=1:2 keys_zone=craft:1m inactive=1d;
+	upstream pods {
+%[3]s	}
+	server {
+		listen %[4]s;
+		location / {
+			proxy_pass http://pods;
+			proxy_http_version 1.1;
+			proxy_set_header Connection "";
+			proxy_cache craft;
+			proxy_cache_key $scheme$proxy_host$request_uri;
+			add_header X-Cache-Status $upstream_cache_status always;
+		}
+	}
+}
+`
+
+// cache is an nginx proxy_cache in front of the pods.
+type cache struct {
+	base string // "http://" and its address
+	dir  string // of its cache files
+	proc *proc
+}
+
+// nginxPath returns nginx's path: the test task installs Debian's package,
+// whose binary is in /usr/sbin, which a user's PATH may lack.
+func nginxPath(t testing.TB) string {
+	t.Helper()
+	if p, err := exec.LookPath("nginx"); err == nil {
+		return p
+	}
+	if _, err := os.Stat("/usr/sbin/nginx"); err == nil {
+		return "/usr/sbin/nginx"
+	}
+	t.Fatal("nginx not found (the test task installs it: apt-get install nginx)")
+	return ""
+}
+
+// startNginx starts nginx with its files in a directory of the test's, in
+// front of pods, and waits until it answers. It is stopped with the test.
+func startNginx(t testing.TB, pods []*proc) *cache {
+	t.Helper()
+	dir := t.TempDir()
+	addr := testkit.FreeAddr(t)
+	var upstreams strings.Builder
+	for _, p := range pods {
+		fmt.Fprintf(&upstreams, "\t\tserver %s;\n", strings.TrimPrefix(p.base, "http://"))
+	}
+	user := "" // nginx ignores user unless it runs as root, when workers would become nobody
+	if os.Geteuid() == 0 {
+		user = "user root;"
+	}
+	conf := filepath.Join(dir, "nginx.conf")
+	if err := os.WriteFile(conf, fmt.Appendf(nil, nginxConf, user, dir, upstreams.String(), addr), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p := &proc{name: "nginx", logs: newLogs(), exited: make(chan struct{})}
+	p.cmd = exec.Command(nginxPath(t), "-p", dir, "-c", conf, "-e", "stderr")
+	p.cmd.Env = []string{}
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.cmd.Stdout, p.cmd.Stderr = w, w
+	if err := p.cmd.Start(); err != nil {
+		t.Fatalf("start nginx: %v", err)
+	}
+	w.Close()
+	go func() {
+		p.logs.read(r)
+		r.Close()
+		p.err = p.cmd.Wait()
+		close(p.exited)
+	}()
+	t.Cleanup(func() {
+		// SIGQUIT is nginx's graceful stop; its exit status is not ours to check.
+		_ = p.cmd.Process.Signal(os.Interrupt)
+		select {
+		case <-p.exited:
+		case <-time.After(waitFor):
+			_ = p.cmd.Process.Kill()
+			<-p.exited
+		}
+		if t.Failed() {
+			t.Logf("nginx output:\n%s", p.logs)
+		}
+	})
+	c := &cache{base: "http://" + addr, dir: filepath.Join(dir, "cache"), proc: p}
+	testkit.Eventually(t, "nginx answers", func() bool {
+		select {
+		case <-p.exited:
+			t.Fatalf("nginx exited: %v\n%s", p.err, p.logs)
+		default:
+		}
+		_, err := c.ask("/healthz")
+		return err == nil
+	})
+	return c
+}
+
+// noRedirects keeps a redirect as the answer.
+var noRedirects = &http.Client{
+	Transport:     httpClient.Transport,
+	Timeout:       httpClient.Timeout,
+	CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+}
+
+// ask sends GET path to the cache with the header pairs given, and keeps a
+// redirect as the answer.
+func (c *cache) ask(path string, header ...string) (answer, error) {
+	return askWith(noRedirects, c.base+path, header...)
+}
+
+// get asks the cache and fails the test on a transport error.
+func (c *cache) get(t testing.TB, path string, header ...string) answer {
+	t.Helper()
+	a, err := c.ask(path, header...)
+	if err != nil {
+		t.Fatalf("cache GET %s: %v", path, err)
+	}
+	return a
+}
+
+// purge deletes the cached copies of urls, every variant (each
+// Accept-Encoding) of each: what Cloudflare's purge by URL does. A cache
+// file names its key on a line "KEY: …" of its header.
+func (c *cache) purge(t testing.TB, urls []string) {
+	keys := map[string]bool{}
+	for _, u := range urls {
+		path, ok := strings.CutPrefix(u, c.base)
+		if !ok {
+			t.Errorf("purged %s, which is not behind the cache at %s", u, c.base)
+			continue
+		}
+		keys["\nKEY: httppods"+path+"\n"] = true
+	}
+	err := filepath.WalkDir(c.dir, func(path string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		head, _, _ := strings.Cut(string(b[:min(len(b), 4096)]), "\r\n\r\n")
+		for k := range keys {
+			if strings.Contains(head+"\n", k) {
+				return os.Remove(path)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Errorf("purge the cache files: %v", err)
+	}
+}
