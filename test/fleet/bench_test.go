@@ -215,6 +215,7 @@ func (*stepper) RedisError(poller.Op)            {}
 func (*stepper) Refreshed(string, time.Duration) {}
 func (*stepper) ClockOffset(time.Duration)       {}
 func (*stepper) Paced(time.Duration)             {}
+func (*stepper) Entry(string, release.Entry)     {}
 
 func (s *stepper) Round(poller.Mode, time.Duration, schedule.Backoff) {
 	s.done <- struct{}{}
