@@ -59,6 +59,11 @@ func ParseMetricsDoc(md string) (map[string]Metric, error) {
 	return metrics, nil
 }
 
+// podLabels are the pods' labels that the PodMonitor copies onto every
+// series it scrapes (podTargetLabels): which environment an overlay is, and
+// whether it runs more than one pod of each binary by design.
+var podLabels = []string{"environment", "redundancy"}
+
 // targetLabel reports whether Prometheus adds name to every series it
 // scrapes from a pod (the scrape target's labels).
 func targetLabel(name string) bool {
@@ -66,7 +71,7 @@ func targetLabel(name string) bool {
 	case "instance", "job", "namespace", "pod", "container", "service", "endpoint":
 		return true
 	}
-	return false
+	return slices.Contains(podLabels, name)
 }
 
 // Vocabulary is what a PromQL expression of the service may select: the
@@ -151,7 +156,23 @@ func requiredAlerts() []string {
 		"CraftReleasesGitHubFailing",    // the share of failed GitHub requests
 		"CraftReleasesGitHubQuotaLow",   // the quota running out before its reset
 		"CraftReleasesAPISlow",          // latency
+		// Issue 23.
+		"CraftReleasesAppFailing",        // one app failing or without its release, whatever the others
+		"CraftReleasesGitHubRateLimited", // a rate limit of any length
 	}
+}
+
+// templateAction is one {{ … }} of a Prometheus template.
+var templateAction = regexp.MustCompile(`\{\{[^}]*\}\}`)
+
+// runbookAnchors returns the #sections a runbook_url may name: the one after
+// its #, or each that its template may choose ({{ if … }}a{{ else }}b{{ end }}).
+func runbookAnchors(url string) []string {
+	_, anchor, ok := strings.Cut(url, "#")
+	if !ok {
+		return nil
+	}
+	return strings.Fields(templateAction.ReplaceAllString(anchor, " "))
 }
 
 // CheckRules checks the PrometheusRules of s: every expression passes
@@ -195,9 +216,14 @@ func CheckRules(s *Set, metrics map[string]Metric, runbook string) []string {
 				if r.Annotations["summary"] == "" {
 					bad("no summary")
 				}
-				_, anchor, _ := strings.Cut(r.Annotations["runbook_url"], "#")
-				if !anchors[anchor] {
+				named := runbookAnchors(r.Annotations["runbook_url"])
+				if len(named) == 0 {
 					bad("runbook_url %q names no section of docs/operations.md", r.Annotations["runbook_url"])
+				}
+				for _, anchor := range named {
+					if !anchors[anchor] {
+						bad("runbook_url %q names #%s, no section of docs/operations.md", r.Annotations["runbook_url"], anchor)
+					}
 				}
 			}
 		}
@@ -235,10 +261,16 @@ func headingAnchors(md string) map[string]bool {
 }
 
 // CheckPodMonitors checks the PodMonitors of s: each selects the pods of
-// both binaries, on a port every one of them declares, at /metrics.
+// both binaries, on a port every one of them declares, at /metrics, and
+// copies the podLabels (which checkScrape wants on every pod).
 func CheckPodMonitors(s *Set) []string {
 	var problems []string
 	for _, pm := range s.PodMonitors {
+		for _, l := range podLabels {
+			if !slices.Contains(pm.Spec.PodTargetLabels, l) {
+				problems = append(problems, fmt.Sprintf("PodMonitor %s: podTargetLabels has no %s, which the alerts group or select by", pm.Name, l))
+			}
+		}
 		covered := map[string]bool{}
 		for _, w := range s.ours() {
 			if !selects(&pm.Spec.Selector, k8slabels.Set(w.deploy.Spec.Template.Labels)) {
