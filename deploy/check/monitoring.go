@@ -300,10 +300,22 @@ func CheckPodMonitors(s *Set) []string {
 
 // Dashboard is the part of a Grafana dashboard's JSON model the checks read.
 type Dashboard struct {
-	UID    string  `json:"uid"`
-	Title  string  `json:"title"`
-	Panels []Panel `json:"panels"`
+	UID        string  `json:"uid"`
+	Title      string  `json:"title"`
+	Panels     []Panel `json:"panels"`
+	Templating struct {
+		List []struct {
+			Name       string `json:"name"`
+			IncludeAll bool   `json:"includeAll"`
+			Multi      bool   `json:"multi"`
+		} `json:"list"`
+	} `json:"templating"`
 }
+
+// dashboardScope are the variables that pick one environment and one of its
+// namespaces: every series a panel selects is matched by both, so that no
+// panel mixes them.
+var dashboardScope = []string{"environment", "namespace"}
 
 // Panel is a Grafana panel; a row panel holds panels of its own when it is
 // collapsed.
@@ -334,8 +346,10 @@ func promQLOf(expr string) string {
 }
 
 // CheckDashboard parses a Grafana dashboard's JSON and returns a problem for
-// a panel without a query, for every query CheckExpr refuses, and for every
-// text of mustShow (a metric name, a function) that no query contains.
+// a panel without a query, for every query CheckExpr refuses, for a series
+// selected without the dashboardScope variables or a scope variable that
+// lets several values through, and for every text of mustShow (a metric
+// name, a function) that no query contains.
 func CheckDashboard(data []byte, metrics map[string]Metric, mustShow []string) []string {
 	var d Dashboard
 	if err := json.Unmarshal(data, &d); err != nil {
@@ -344,6 +358,20 @@ func CheckDashboard(data []byte, metrics map[string]Metric, mustShow []string) [
 	var problems []string
 	if d.UID == "" || d.Title == "" {
 		problems = append(problems, "dashboard: no uid or no title")
+	}
+	for _, name := range dashboardScope {
+		found := false
+		for _, tv := range d.Templating.List {
+			if tv.Name == name {
+				found = true
+				if tv.IncludeAll || tv.Multi {
+					problems = append(problems, fmt.Sprintf("dashboard variable %s lets several values through: panels would mix them", name))
+				}
+			}
+		}
+		if !found {
+			problems = append(problems, fmt.Sprintf("dashboard: no variable %s", name))
+		}
 	}
 	v := Vocabulary{Metrics: metrics}
 	var all strings.Builder
@@ -362,6 +390,9 @@ func CheckDashboard(data []byte, metrics map[string]Metric, mustShow []string) [
 				for _, problem := range v.CheckExpr(promQLOf(t.Expr)) {
 					problems = append(problems, fmt.Sprintf("dashboard panel %q query %s: %s", p.Title, t.RefID, problem))
 				}
+				for _, problem := range unscoped(t.Expr) {
+					problems = append(problems, fmt.Sprintf("dashboard panel %q query %s: %s", p.Title, t.RefID, problem))
+				}
 			}
 		}
 	}
@@ -371,5 +402,38 @@ func CheckDashboard(data []byte, metrics map[string]Metric, mustShow []string) [
 			problems = append(problems, fmt.Sprintf("dashboard: no panel shows %s", m))
 		}
 	}
+	return problems
+}
+
+// unscoped returns a problem for every series expr (a panel's query, with
+// Grafana's variables) selects without matching each dashboardScope label
+// to its variable.
+func unscoped(expr string) []string {
+	e, err := parser.NewParser(parser.Options{}).ParseExpr(grafanaVariable.ReplaceAllStringFunc(expr, func(v string) string {
+		switch name := strings.Trim(v, "${}"); name {
+		case "__rate_interval", "__interval", "__range":
+			return "5m"
+		default:
+			return "var_" + name
+		}
+	}))
+	if err != nil {
+		return nil // CheckExpr reports it
+	}
+	var problems []string
+	parser.Inspect(e, func(n parser.Node, _ []parser.Node) error {
+		vs, ok := n.(*parser.VectorSelector)
+		if !ok {
+			return nil
+		}
+		for _, l := range dashboardScope {
+			if !slices.ContainsFunc(vs.LabelMatchers, func(m *labels.Matcher) bool {
+				return m.Name == l && m.Value == "var_"+l
+			}) {
+				problems = append(problems, fmt.Sprintf("%s is not matched by $%s", vs.String(), l))
+			}
+		}
+		return nil
+	})
 	return problems
 }

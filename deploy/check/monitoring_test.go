@@ -205,6 +205,8 @@ func TestDashboard(t *testing.T) {
 		{"a broken query", strings.Replace(real, "[$__rate_interval]))", "[$__rate_interval])", 1), "does not parse"},
 		{"no latency", strings.ReplaceAll(real, "histogram_quantile(0.99", "histogram_quantile(0.98"), "no panel shows histogram_quantile(0.99"},
 		{"no uid", strings.Replace(real, `"uid": "craft-releases"`, `"uid": ""`, 1), "no uid"},
+		{"a panel over every environment", strings.Replace(real, `{environment=~\"$environment\",namespace=~\"$namespace\"}`, `{namespace=~\"$namespace\"}`, 1), `is not matched by $environment`},
+		{"every namespace at once", strings.Replace(real, `"includeAll": false`, `"includeAll": true`, 2), "dashboard variable namespace lets several values through"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
