@@ -29,6 +29,7 @@ func TestMetricsDocMatchesTheBinaries(t *testing.T) {
 	p := metrics.NewPoller(apps)
 	p.Answer("photocraft", release.Answer{Outcome: release.Fetched, Remaining: 10, Reset: time.Now()})
 	p.Fetched("photocraft", time.Now())
+	p.Entry("photocraft", release.Entry{FetchedAt: time.Now(), Release: &release.Release{Tag: "v1"}})
 	p.Schedule(26.4, 60)
 	snap := snapshot.New(apps, nil)
 	snap.Set("photocraft", release.Entry{FetchedAt: time.Now(), ETag: `"e"`})

@@ -59,6 +59,11 @@ func ParseMetricsDoc(md string) (map[string]Metric, error) {
 	return metrics, nil
 }
 
+// podLabels are the pods' labels that the PodMonitor copies onto every
+// series it scrapes (podTargetLabels): which environment an overlay is, and
+// whether it runs more than one pod of each binary by design.
+var podLabels = []string{"environment", "redundancy"}
+
 // targetLabel reports whether Prometheus adds name to every series it
 // scrapes from a pod (the scrape target's labels).
 func targetLabel(name string) bool {
@@ -66,7 +71,7 @@ func targetLabel(name string) bool {
 	case "instance", "job", "namespace", "pod", "container", "service", "endpoint":
 		return true
 	}
-	return false
+	return slices.Contains(podLabels, name)
 }
 
 // Vocabulary is what a PromQL expression of the service may select: the
@@ -151,7 +156,23 @@ func requiredAlerts() []string {
 		"CraftReleasesGitHubFailing",    // the share of failed GitHub requests
 		"CraftReleasesGitHubQuotaLow",   // the quota running out before its reset
 		"CraftReleasesAPISlow",          // latency
+		// Issue 23.
+		"CraftReleasesAppFailing",        // one app failing or without its release, whatever the others
+		"CraftReleasesGitHubRateLimited", // a rate limit of any length
 	}
+}
+
+// templateAction is one {{ … }} of a Prometheus template.
+var templateAction = regexp.MustCompile(`\{\{[^}]*\}\}`)
+
+// runbookAnchors returns the #sections a runbook_url may name: the one after
+// its #, or each that its template may choose ({{ if … }}a{{ else }}b{{ end }}).
+func runbookAnchors(url string) []string {
+	_, anchor, ok := strings.Cut(url, "#")
+	if !ok {
+		return nil
+	}
+	return strings.Fields(templateAction.ReplaceAllString(anchor, " "))
 }
 
 // CheckRules checks the PrometheusRules of s: every expression passes
@@ -195,9 +216,14 @@ func CheckRules(s *Set, metrics map[string]Metric, runbook string) []string {
 				if r.Annotations["summary"] == "" {
 					bad("no summary")
 				}
-				_, anchor, _ := strings.Cut(r.Annotations["runbook_url"], "#")
-				if !anchors[anchor] {
+				named := runbookAnchors(r.Annotations["runbook_url"])
+				if len(named) == 0 {
 					bad("runbook_url %q names no section of docs/operations.md", r.Annotations["runbook_url"])
+				}
+				for _, anchor := range named {
+					if !anchors[anchor] {
+						bad("runbook_url %q names #%s, no section of docs/operations.md", r.Annotations["runbook_url"], anchor)
+					}
 				}
 			}
 		}
@@ -235,10 +261,16 @@ func headingAnchors(md string) map[string]bool {
 }
 
 // CheckPodMonitors checks the PodMonitors of s: each selects the pods of
-// both binaries, on a port every one of them declares, at /metrics.
+// both binaries, on a port every one of them declares, at /metrics, and
+// copies the podLabels (which checkScrape wants on every pod).
 func CheckPodMonitors(s *Set) []string {
 	var problems []string
 	for _, pm := range s.PodMonitors {
+		for _, l := range podLabels {
+			if !slices.Contains(pm.Spec.PodTargetLabels, l) {
+				problems = append(problems, fmt.Sprintf("PodMonitor %s: podTargetLabels has no %s, which the alerts group or select by", pm.Name, l))
+			}
+		}
 		covered := map[string]bool{}
 		for _, w := range s.ours() {
 			if !selects(&pm.Spec.Selector, k8slabels.Set(w.deploy.Spec.Template.Labels)) {
@@ -268,10 +300,22 @@ func CheckPodMonitors(s *Set) []string {
 
 // Dashboard is the part of a Grafana dashboard's JSON model the checks read.
 type Dashboard struct {
-	UID    string  `json:"uid"`
-	Title  string  `json:"title"`
-	Panels []Panel `json:"panels"`
+	UID        string  `json:"uid"`
+	Title      string  `json:"title"`
+	Panels     []Panel `json:"panels"`
+	Templating struct {
+		List []struct {
+			Name       string `json:"name"`
+			IncludeAll bool   `json:"includeAll"`
+			Multi      bool   `json:"multi"`
+		} `json:"list"`
+	} `json:"templating"`
 }
+
+// dashboardScope are the variables that pick one environment and one of its
+// namespaces: every series a panel selects is matched by both, so that no
+// panel mixes them.
+var dashboardScope = []string{"environment", "namespace"}
 
 // Panel is a Grafana panel; a row panel holds panels of its own when it is
 // collapsed.
@@ -302,8 +346,10 @@ func promQLOf(expr string) string {
 }
 
 // CheckDashboard parses a Grafana dashboard's JSON and returns a problem for
-// a panel without a query, for every query CheckExpr refuses, and for every
-// text of mustShow (a metric name, a function) that no query contains.
+// a panel without a query, for every query CheckExpr refuses, for a series
+// selected without the dashboardScope variables or a scope variable that
+// lets several values through, and for every text of mustShow (a metric
+// name, a function) that no query contains.
 func CheckDashboard(data []byte, metrics map[string]Metric, mustShow []string) []string {
 	var d Dashboard
 	if err := json.Unmarshal(data, &d); err != nil {
@@ -312,6 +358,20 @@ func CheckDashboard(data []byte, metrics map[string]Metric, mustShow []string) [
 	var problems []string
 	if d.UID == "" || d.Title == "" {
 		problems = append(problems, "dashboard: no uid or no title")
+	}
+	for _, name := range dashboardScope {
+		found := false
+		for _, tv := range d.Templating.List {
+			if tv.Name == name {
+				found = true
+				if tv.IncludeAll || tv.Multi {
+					problems = append(problems, fmt.Sprintf("dashboard variable %s lets several values through: panels would mix them", name))
+				}
+			}
+		}
+		if !found {
+			problems = append(problems, fmt.Sprintf("dashboard: no variable %s", name))
+		}
 	}
 	v := Vocabulary{Metrics: metrics}
 	var all strings.Builder
@@ -330,6 +390,9 @@ func CheckDashboard(data []byte, metrics map[string]Metric, mustShow []string) [
 				for _, problem := range v.CheckExpr(promQLOf(t.Expr)) {
 					problems = append(problems, fmt.Sprintf("dashboard panel %q query %s: %s", p.Title, t.RefID, problem))
 				}
+				for _, problem := range unscoped(t.Expr) {
+					problems = append(problems, fmt.Sprintf("dashboard panel %q query %s: %s", p.Title, t.RefID, problem))
+				}
 			}
 		}
 	}
@@ -339,5 +402,38 @@ func CheckDashboard(data []byte, metrics map[string]Metric, mustShow []string) [
 			problems = append(problems, fmt.Sprintf("dashboard: no panel shows %s", m))
 		}
 	}
+	return problems
+}
+
+// unscoped returns a problem for every series expr (a panel's query, with
+// Grafana's variables) selects without matching each dashboardScope label
+// to its variable.
+func unscoped(expr string) []string {
+	e, err := parser.NewParser(parser.Options{}).ParseExpr(grafanaVariable.ReplaceAllStringFunc(expr, func(v string) string {
+		switch name := strings.Trim(v, "${}"); name {
+		case "__rate_interval", "__interval", "__range":
+			return "5m"
+		default:
+			return "var_" + name
+		}
+	}))
+	if err != nil {
+		return nil // CheckExpr reports it
+	}
+	var problems []string
+	parser.Inspect(e, func(n parser.Node, _ []parser.Node) error {
+		vs, ok := n.(*parser.VectorSelector)
+		if !ok {
+			return nil
+		}
+		for _, l := range dashboardScope {
+			if !slices.ContainsFunc(vs.LabelMatchers, func(m *labels.Matcher) bool {
+				return m.Name == l && m.Value == "var_"+l
+			}) {
+				problems = append(problems, fmt.Sprintf("%s is not matched by $%s", vs.String(), l))
+			}
+		}
+		return nil
+	})
 	return problems
 }

@@ -160,7 +160,13 @@ func TestAlertChecksCatchBrokenRules(t *testing.T) {
 		}, `severity "page"`},
 		{"a runbook link to nowhere", func(s *Set) {
 			s.PrometheusRules[0].Spec.Groups[0].Rules[2].Annotations["runbook_url"] = "https://example.com/ops#nowhere"
-		}, "names no section of docs/operations.md"},
+		}, "names #nowhere, no section of docs/operations.md"},
+		{"a templated runbook link with a branch to nowhere", func(s *Set) {
+			s.PrometheusRules[0].Spec.Groups[0].Rules[2].Annotations["runbook_url"] = "https://example.com/ops#{{ if gt $value 0.0 }}redundancy-lost{{ else }}nowhere{{ end }}"
+		}, "names #nowhere, no section of docs/operations.md"},
+		{"a PodMonitor that drops the environment", func(s *Set) {
+			s.PodMonitors[0].Spec.PodTargetLabels = []string{"redundancy"}
+		}, "podTargetLabels has no environment"},
 		{"a PodMonitor on a port the pods lack", func(s *Set) {
 			port := "http" // the API's public port: the pollers have none
 			s.PodMonitors[0].Spec.PodMetricsEndpoints[0].Port = &port
@@ -199,6 +205,8 @@ func TestDashboard(t *testing.T) {
 		{"a broken query", strings.Replace(real, "[$__rate_interval]))", "[$__rate_interval])", 1), "does not parse"},
 		{"no latency", strings.ReplaceAll(real, "histogram_quantile(0.99", "histogram_quantile(0.98"), "no panel shows histogram_quantile(0.99"},
 		{"no uid", strings.Replace(real, `"uid": "craft-releases"`, `"uid": ""`, 1), "no uid"},
+		{"a panel over every environment", strings.Replace(real, `{environment=~\"$environment\",namespace=~\"$namespace\"}`, `{namespace=~\"$namespace\"}`, 1), `is not matched by $environment`},
+		{"every namespace at once", strings.Replace(real, `"includeAll": false`, `"includeAll": true`, 2), "dashboard variable namespace lets several values through"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -333,7 +333,8 @@ func checkProbes(s *Resolved) []string {
 
 // checkScrape: each pod of the service carries the Prometheus scrape
 // annotations, pointing at the port the binary serves /metrics on (the API's
-// METRICS_ADDR, the poller's HTTP_ADDR) and /metrics.
+// METRICS_ADDR, the poller's HTTP_ADDR) and /metrics, and the labels the
+// alerts read from its series: environment, and redundancy.
 func checkScrape(s *Resolved) []string {
 	var problems []string
 	for _, w := range s.binaries {
@@ -351,6 +352,13 @@ func checkScrape(s *Resolved) []string {
 			if a[k] != want[k] {
 				problems = append(problems, fmt.Sprintf("%s: pod annotation %s is %q, want %q", w, k, a[k], want[k]))
 			}
+		}
+		labels := w.deploy.Spec.Template.Labels
+		if labels["environment"] == "" {
+			problems = append(problems, fmt.Sprintf("%s: no pod label environment, which tells this overlay's series from another's on a shared Prometheus", w))
+		}
+		if r := labels["redundancy"]; r != "required" && r != "none" {
+			problems = append(problems, fmt.Sprintf("%s: pod label redundancy is %q, want required (CraftReleasesRedundancyLost pages when one pod is left) or none (one pod by design)", w, r))
 		}
 	}
 	return problems

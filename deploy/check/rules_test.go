@@ -338,6 +338,12 @@ func TestChecksCatchBrokenManifests(t *testing.T) {
 		{"a Service on the wrong port", "availability", func(t testing.TB, s *Set) {
 			s.Services[0].Spec.Ports[0].TargetPort = intstr.FromInt32(9090)
 		}, "targets 9090, but the api listens on :8080"},
+		{"pods without an environment", "scrape", func(t testing.TB, s *Set) {
+			delete(deployment(t, s, "craft-releases-api").Spec.Template.Labels, "environment")
+		}, "no pod label environment"},
+		{"pods that say nothing of redundancy", "scrape", func(t testing.TB, s *Set) {
+			delete(deployment(t, s, "craft-releases-poller").Spec.Template.Labels, "redundancy")
+		}, `pod label redundancy is ""`},
 		{"a latest image", "images", func(t testing.TB, s *Set) {
 			poller(t, s).Image = "craft-releases:latest"
 		}, `image "craft-releases:latest" has no fixed tag`},

@@ -66,11 +66,15 @@ type Poller struct {
 	interval       prometheus.Gauge
 	entriesRefused *prometheus.CounterVec
 	deferred       *prometheus.CounterVec
+	failures       *prometheus.GaugeVec
+	hasRelease     *prometheus.GaugeVec
 }
 
 // appSeries are one app's series, resolved once.
 type appSeries struct {
+	repo     string
 	requests map[release.Outcome]prometheus.Counter
+	failures prometheus.Gauge
 }
 
 // NewPoller returns the poller's series for the configured apps, every
@@ -152,13 +156,23 @@ func NewPoller(apps []release.App) *Poller {
 			Name: "craft_poller_webhook_refreshes_deferred_total",
 			Help: "Webhook refresh requests that did not cost a GitHub request at once: coalesced into a newer one, or held back by the app's or the fleet's refresh budget.",
 		}, []string{"reason"}),
+		failures: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "craft_poller_app_failures",
+			Help: "Failed GitHub requests in a row for each app, as this poller knows of them (0 since its last fetch or 304).",
+		}, []string{"app", "repo"}),
+		hasRelease: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "craft_poller_app_has_release",
+			Help: "1 while the app's last fetch that this poller knows of has a release, 0 when it had none (absent while never fetched).",
+		}, []string{"app", "repo"}),
 	}
 	for _, a := range apps {
 		if _, dup := p.apps[a.Key]; dup {
 			continue
 		}
 		s := &appSeries{
+			repo:     a.Repo,
 			requests: make(map[release.Outcome]prometheus.Counter, len(outcomes)),
+			failures: p.failures.WithLabelValues(a.Key, a.Repo),
 		}
 		for _, o := range outcomes {
 			s.requests[o] = p.requests.WithLabelValues(a.Key, o.String())
@@ -189,7 +203,7 @@ func NewPoller(apps []release.App) *Poller {
 func (p *Poller) collectors() []prometheus.Collector {
 	return []prometheus.Collector{p.requests, p.quotaRemaining, p.quotaReset, p.claims, p.refused,
 		p.redisErrors, p.mode, p.writePath, p.backoffUntil, p.roundDuration, p.fetched, p.scheduleRate, p.quotaPerHour, p.refreshed,
-		p.clockOffset, p.interval, p.entriesRefused, p.deferred}
+		p.clockOffset, p.interval, p.entriesRefused, p.deferred, p.failures, p.hasRelease}
 }
 
 // Describe sends the descriptors of every series.
@@ -234,6 +248,27 @@ func (p *Poller) Answer(app string, a release.Answer) {
 	}
 	if !a.Reset.IsZero() {
 		p.quotaReset.WithLabelValues().Set(seconds(a.Reset))
+	}
+}
+
+// Entry sets app's failures in a row (0 unless its last request failed)
+// and, once it was fetched, whether it has a release.
+func (p *Poller) Entry(app string, e release.Entry) {
+	s, ok := p.apps[app]
+	if !ok {
+		return
+	}
+	n := 0
+	if e.Failing() {
+		n = max(e.Failures, 1)
+	}
+	s.failures.Set(float64(n))
+	if e.Fetched() {
+		has := 0.0
+		if e.Release != nil {
+			has = 1
+		}
+		p.hasRelease.WithLabelValues(app, s.repo).Set(has)
 	}
 }
 

@@ -55,6 +55,8 @@ func zeroPoller() map[string]float64 {
 		`craft_poller_redis_entries_refused_total{app="b"}`:                  0,
 		`craft_poller_clock_offset_seconds`:                                  0,
 		`craft_poller_effective_interval_seconds`:                            0,
+		`craft_poller_app_failures{app="a",repo="o/a"}`:                      0,
+		`craft_poller_app_failures{app="b",repo="o/b"}`:                      0,
 	}
 }
 
@@ -187,6 +189,30 @@ func TestPoller(t *testing.T) {
 			changed: map[string]float64{`craft_poller_app_fetched_timestamp_seconds{app="a"}`: unix(90*time.Second + 123*time.Millisecond)},
 		},
 		{
+			name: "entries: failures in a row, and whether the last fetch had a release",
+			calls: func(p *metrics.Poller) {
+				v1 := &release.Release{Tag: "v1"}
+				p.Entry("a", release.Entry{FetchedAt: t0, Release: v1})
+				p.Entry("a", release.Entry{FetchedAt: t0, Release: v1, FailedAt: t0.Add(time.Minute), Failures: 3})
+				// A 404 that dropped the release: fetched, none.
+				p.Entry("b", release.Entry{FailedAt: t0, Failures: 2})
+				p.Entry("b", release.Entry{FetchedAt: t0.Add(time.Minute), FailedAt: t0, Failures: 2})
+				p.Entry("not-configured", release.Entry{FailedAt: t0, Failures: 9})
+			},
+			changed: map[string]float64{
+				`craft_poller_app_failures{app="a",repo="o/a"}`:    3,
+				`craft_poller_app_has_release{app="a",repo="o/a"}`: 1,
+				`craft_poller_app_has_release{app="b",repo="o/b"}`: 0,
+			},
+		},
+		{
+			name: "a failure never fetched has no release series",
+			calls: func(p *metrics.Poller) {
+				p.Entry("b", release.Entry{FailedAt: t0, Failures: 1})
+			},
+			changed: map[string]float64{`craft_poller_app_failures{app="b",repo="o/b"}`: 1},
+		},
+		{
 			name: "the schedule and GitHub's quota",
 			calls: func(p *metrics.Poller) {
 				p.Schedule(173.3, 60)
@@ -218,7 +244,7 @@ func TestPoller(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p := metrics.NewPoller([]release.App{{Key: "a"}, {Key: "b"}, {Key: "a"}})
+			p := metrics.NewPoller([]release.App{{Key: "a", Repo: "o/a"}, {Key: "b", Repo: "o/b"}, {Key: "a", Repo: "o/a"}})
 			reg := prometheus.NewPedanticRegistry()
 			reg.MustRegister(p)
 			tt.calls(p)
@@ -247,12 +273,14 @@ func TestPollerBounded(t *testing.T) {
 		p.WritePath(store.Mode(i))
 		p.Refused(app)
 		p.RefreshesDeferred(app, 1)
+		p.Entry(app, release.Entry{FetchedAt: t0, FailedAt: t0.Add(time.Duration(i)), Failures: i})
 	}
 	// 2 apps × 4 outcomes, 2 quota gauges, 2 results, 3 kinds, 7 operations,
 	// 3 modes, 2 write paths, the backoff, the round histogram, 2 apps' fetch
 	// times, the webhook histogram, the clock offset, the effective interval,
-	// 2 apps' refused reads, 3 reasons for deferred refreshes.
-	if got, want := testutil.CollectAndCount(p), 8+2+2+3+7+3+2+1+1+2+1+1+1+2+3; got != want {
+	// 2 apps' refused reads, 3 reasons for deferred refreshes, 2 apps' failures
+	// and whether they have a release.
+	if got, want := testutil.CollectAndCount(p), 8+2+2+3+7+3+2+1+1+2+1+1+1+2+3+2+2; got != want {
 		t.Errorf("series: got %d, want %d", got, want)
 	}
 }

@@ -419,12 +419,13 @@ func (s *fakeSink) entry(app string) release.Entry {
 // fakeObserver records every Observer call, with times as offsets from t0:
 // "answer app outcome remaining reset", "fetched app at", "claim won|lost",
 // "refused op", "redis_error op", "round mode took until trouble",
-// "refreshed app took".
+// "refreshed app took". Entry's are kept apart, in entries.
 type fakeObserver struct {
 	mu       sync.Mutex
 	offsets  []time.Duration // ClockOffset's, apart from calls: every coordinated load has one
 	paced    []time.Duration // Paced's, apart from calls
 	deferred map[string]int  // RefreshesDeferred's, by reason, apart from calls
+	entries  []string        // Entry's, apart from calls: "app tag|none|never ok|failing n"
 	calls    []string
 }
 
@@ -479,6 +480,32 @@ func (o *fakeObserver) deferredBy(why string) int {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	return o.deferred[why]
+}
+
+func (o *fakeObserver) Entry(app string, e release.Entry) {
+	tag := "never"
+	switch {
+	case e.Release != nil:
+		tag = e.Release.Tag
+	case e.Fetched():
+		tag = "none"
+	}
+	state := "ok"
+	if e.Failing() {
+		state = fmt.Sprintf("failing %d", e.Failures)
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.entries = append(o.entries, app+" "+tag+" "+state)
+}
+
+// takeEntries returns the Entry calls since the last takeEntries.
+func (o *fakeObserver) takeEntries() []string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	e := o.entries
+	o.entries = nil
+	return e
 }
 
 func (o *fakeObserver) ClockOffset(d time.Duration) {

@@ -209,6 +209,63 @@ func TestObserver(t *testing.T) {
 	}
 }
 
+// TestObserverEntries: every change of an app's fetch or failure reaches
+// the Observer with the whole entry, its own answers and the fleet's alike,
+// so that failures in a row and a release lost to 404s can be exported per
+// app; a round that changes nothing reports nothing.
+func TestObserverEntries(t *testing.T) {
+	t.Run("standalone", func(t *testing.T) {
+		h := newHarness(t, []string{"a", "b"}, nil, false)
+		h.source.script = map[string]release.Answer{"a": fetched("v1", "e1"), "b": failed()}
+		h.p.Tick(context.Background())
+		if got, want := h.obs.takeEntries(), []string{"a v1 ok", "b never failing 1"}; !slices.Equal(got, want) {
+			t.Fatalf("first round: entries %q, want %q", got, want)
+		}
+		// b is retried, a is not due: only b's failures move.
+		var got []string
+		ticks(t, h, timing.Tick, 10*time.Minute, func(time.Duration) release.Answer { return failed() }, func(time.Duration) {
+			got = append(got, h.obs.takeEntries()...)
+		})
+		if len(got) < 2 || got[0] != "b never failing 2" || got[1] != "b never failing 3" {
+			t.Fatalf("retries: entries %q, want b failing 2, then 3, …", got)
+		}
+		setClock(t, h.clock, at(timing.Interval))
+		h.source.script = map[string]release.Answer{"a": notFound(), "b": fetched("v2", "e2")}
+		h.p.Tick(context.Background())
+		if got, want := h.obs.takeEntries(), []string{"a v1 failing 1", "b v2 ok"}; !slices.Equal(got, want) {
+			t.Errorf("a 404 and b's recovery: entries %q, want %q", got, want)
+		}
+	})
+	t.Run("a release lost to 404s", func(t *testing.T) {
+		h := newHarness(t, []string{"a"}, nil, false)
+		h.source.script = map[string]release.Answer{"a": fetched("v1", "e1")}
+		h.p.Tick(context.Background())
+		h.obs.takeEntries()
+		ticks(t, h, timing.Interval-timing.Tick, 3*time.Hour, func(time.Duration) release.Answer { return notFound() }, func(time.Duration) {})
+		got := h.obs.takeEntries()
+		if len(got) == 0 || got[len(got)-1] != "a none ok" {
+			t.Errorf("entries %q, want the last one without a release", got)
+		}
+	})
+	t.Run("coordinated: another poller's failures, read from the fleet", func(t *testing.T) {
+		f := newFleet()
+		f.set("a", release.Entry{FetchedAt: at(-time.Minute), Release: rel("v1"), ETag: "e1"})
+		f.set("b", release.Entry{FailedAt: at(-time.Minute), Failures: 4})
+		h := newHarness(t, []string{"a", "b"}, f, true)
+		h.p.Tick(context.Background())
+		got := h.obs.takeEntries()
+		for _, want := range []string{"a v1 ok", "b never failing 4"} {
+			if !slices.Contains(got, want) {
+				t.Errorf("entries %q, want %q among them", got, want)
+			}
+		}
+		h.p.Tick(context.Background())
+		if got := h.obs.takeEntries(); len(got) != 0 {
+			t.Errorf("a tick that changed nothing: entries %q, want none", got)
+		}
+	})
+}
+
 // TestObserverCancelled checks that a tick cut short by shutdown reports
 // neither the answer in flight, nor Redis errors caused by the cancellation,
 // nor a round.

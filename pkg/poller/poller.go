@@ -169,6 +169,11 @@ type Observer interface {
 	// RefreshesDeferred reports n refresh requests that did not cost a
 	// GitHub request at once, and why (Coalesced, AppBudget, FleetBudget).
 	RefreshesDeferred(why string, n int)
+	// Entry reports app's entry as the poller now holds it, whenever its
+	// fetch or its failure changed (the changes a Sink is told of): its own
+	// answers and those of other pollers read from the Fleet, so that
+	// failures in a row and a lost release are seen per app.
+	Entry(app string, e release.Entry)
 }
 
 // Poller is the tick loop of one poller process. Create it with New.
@@ -864,7 +869,11 @@ func (p *Poller) merge(key string, e release.Entry) {
 	if fetched {
 		p.obs.Fetched(key, merged.FetchedAt)
 	}
-	if (fetched || !merged.FailedAt.Equal(old.FailedAt)) && p.sink != nil {
+	if !fetched && merged.FailedAt.Equal(old.FailedAt) {
+		return
+	}
+	p.obs.Entry(key, merged)
+	if p.sink != nil {
 		p.sink.Set(key, merged)
 	}
 }
@@ -911,3 +920,4 @@ func (nopObserver) Refreshed(string, time.Duration)             {}
 func (nopObserver) ClockOffset(time.Duration)                   {}
 func (nopObserver) Paced(time.Duration)                         {}
 func (nopObserver) RefreshesDeferred(string, int)               {}
+func (nopObserver) Entry(string, release.Entry)                 {}

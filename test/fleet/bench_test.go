@@ -216,6 +216,7 @@ func (*stepper) Refreshed(string, time.Duration) {}
 func (*stepper) ClockOffset(time.Duration)       {}
 func (*stepper) Paced(time.Duration)             {}
 func (*stepper) RefreshesDeferred(string, int)   {}
+func (*stepper) Entry(string, release.Entry)     {}
 
 func (s *stepper) Round(poller.Mode, time.Duration, schedule.Backoff) {
 	s.done <- struct{}{}
