@@ -146,8 +146,9 @@ func New(c Config) (*Handler, error) {
 // before: GitHub's redelivery, or a signed body replayed), 202
 // "ignored" for any other event or a repository not served, 400 for a signed
 // delivery without an id or with a release body that does not parse, and 503
-// when the Fleet cannot record the request, so that GitHub shows it failed
-// and it can be redelivered. Nothing is done unless the signature verifies.
+// when every reader is busy (with Retry-After, the body unread) or the Fleet
+// cannot record the request, so that GitHub shows it failed and it can be
+// redelivered. Nothing is done unless the signature verifies.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	received := h.c.Clock.Now()
 	event := eventLabel(r.Header.Get(EventHeader))

@@ -55,6 +55,7 @@ func headers(a answer) string {
 // that the cache then serves it; and that with every pod down the cache
 // keeps answering 200 past max-age. It logs the figures of the note.
 func TestBehindACache(t *testing.T) {
+	t.Parallel() // a minute of waiting, beside the other one
 	if testing.Short() {
 		t.Skip("waits past max-age (over a minute) with the origin down")
 	}

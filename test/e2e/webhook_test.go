@@ -225,6 +225,7 @@ func TestWebhookRefusalsAskNothing(t *testing.T) {
 // pollers; the release the first of them announced is served by both pods
 // as before (issue 21, item 3; 35 requests before the budget).
 func TestWebhookStreamCostsTheBudget(t *testing.T) {
+	t.Parallel() // a minute of waiting, beside the other one
 	f := startWebhookFleet(t, 2)
 	time.Sleep(schedule.RefreshGap) // past the gap after the start-up fetches
 	f.gh.Publish(photocraft, fakegithub.NewRelease(photocraft, "v1.1.0"))
