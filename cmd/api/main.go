@@ -214,7 +214,8 @@ func feeder(cfg config.API, snap *snapshot.Snapshot, gate *api.Gate, log *zap.Lo
 		work = append(work, local.Run)
 	}
 	return func(ctx context.Context) error {
-		var g errgroup.Group
+		// One task failing stops the others.
+		g, ctx := errgroup.WithContext(ctx)
 		for _, w := range work {
 			g.Go(func() error { return w(ctx) })
 		}
