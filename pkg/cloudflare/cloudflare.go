@@ -109,7 +109,13 @@ type Purger struct {
 	mu      sync.Mutex
 	pending []string             // URLs in the order queued, each once
 	since   map[string]time.Time // pending URL → when its change was first queued
+	first   time.Time            // when the oldest pending URL was queued; zero: none pending
+	last    time.Time            // when a change was last queued
 }
+
+// maxHold is how many Delays a purge may wait for changes that keep coming:
+// each change waits a whole Delay after the last one, up to this.
+const maxHold = 3
 
 // New returns a Purger for c. It fails when a required field is empty.
 func New(c Config) (*Purger, error) {
@@ -185,6 +191,10 @@ func (p *Purger) Purge(paths []string) {
 		p.pending = append(p.pending, u)
 		p.since[u] = now
 	}
+	if p.first.IsZero() {
+		p.first = now
+	}
+	p.last = now
 	p.mu.Unlock()
 	if dropped > 0 {
 		p.obs.Purge(Dropped, dropped)
@@ -197,7 +207,8 @@ func (p *Purger) Purge(paths []string) {
 }
 
 // Run sends what Purge queued until ctx is cancelled, then returns nil: it
-// waits the Delay after a change, then sends every URL waiting in calls of
+// waits until a whole Delay has passed since the last change (at most
+// maxHold Delays since the oldest waiting), then sends every URL waiting in calls of
 // at most MaxFiles, at the bounded rate, each retried with backoff up to
 // its attempts. Failures are logged and counted, never returned. Call it
 // once.
@@ -208,10 +219,12 @@ func (p *Purger) Run(ctx context.Context) error {
 			return nil
 		case <-p.wake:
 		}
-		if !p.sleep(ctx, p.delay) {
-			return nil
-		}
 		for {
+			// Again before each call: what was queued while the last one
+			// was sent waits its Delay too.
+			if !p.hold(ctx) {
+				return nil
+			}
 			batch, since := p.take()
 			if len(batch) == 0 {
 				break
@@ -237,6 +250,28 @@ func (p *Purger) pace(ctx context.Context) bool {
 	return true
 }
 
+// hold waits until a whole Delay has passed since the last change queued,
+// so that every pod serves each change before its purge, or maxHold Delays
+// since the oldest pending one, so that a stream of changes cannot hold the
+// purge back for ever. It reports false when ctx was cancelled first.
+func (p *Purger) hold(ctx context.Context) bool {
+	for {
+		p.mu.Lock()
+		until := p.last.Add(p.delay)
+		if most := p.first.Add(maxHold * p.delay); until.After(most) {
+			until = most
+		}
+		p.mu.Unlock()
+		wait := until.Sub(p.clock.Now())
+		if wait <= 0 {
+			return ctx.Err() == nil
+		}
+		if !p.sleep(ctx, wait) {
+			return false
+		}
+	}
+}
+
 // take removes up to MaxFiles URLs from the queue, and returns them with the
 // time each one's change was queued.
 func (p *Purger) take() ([]string, []time.Time) {
@@ -249,6 +284,9 @@ func (p *Purger) take() ([]string, []time.Time) {
 	for i, u := range batch {
 		since[i] = p.since[u]
 		delete(p.since, u)
+	}
+	if len(p.pending) == 0 {
+		p.first = time.Time{}
 	}
 	return batch, since
 }

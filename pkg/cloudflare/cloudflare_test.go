@@ -246,3 +246,23 @@ func TestNewRefuses(t *testing.T) {
 		t.Errorf("New: %v", err)
 	}
 }
+
+// TestDelayFromTheLastChange: a change queued late in another's delay waits
+// a whole delay of its own before the purge that carries both, so that the
+// pods serve it first (a purge a moment after its write would let the edge
+// cache the old answer again).
+func TestDelayFromTheLastChange(t *testing.T) {
+	const delay = 300 * time.Millisecond
+	r := start(t, cloudflare.Config{Delay: delay})
+	r.p.Purge([]string{"/a"})
+	time.Sleep(delay * 2 / 3)
+	late := time.Now()
+	r.p.Purge([]string{"/b"})
+	calls := r.waitCalls(t, 1, 5*time.Second)
+	if d := calls[0].At.Sub(late); d < delay {
+		t.Errorf("purge %v after the last change, want a whole delay (%v) first", d, delay)
+	}
+	if got := calls[0].Files; !slices.Equal(got, []string{"https://api.example.com/a", "https://api.example.com/b"}) {
+		t.Errorf("files %q, want /a and /b in one call", got)
+	}
+}
