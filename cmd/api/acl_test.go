@@ -8,9 +8,9 @@ import (
 	"time"
 
 	"github.com/storytold/craft-releases/pkg/config"
-	"github.com/storytold/craft-releases/pkg/redisconn"
+	"github.com/storytold/craft-releases/pkg/redis"
+	"github.com/storytold/craft-releases/pkg/redis/store"
 	"github.com/storytold/craft-releases/pkg/release"
-	"github.com/storytold/craft-releases/pkg/store"
 	"github.com/storytold/craft-releases/test/redistest"
 	"github.com/storytold/craft-releases/test/testkit"
 )
@@ -24,7 +24,7 @@ func TestAPIAsItsLeastPrivilegeUser(t *testing.T) {
 	rs := redistest.Start(t)
 	rs.MustDo(store.SetUser("craft-api", "api-secret", store.APIACL)...)
 	apiURL := "redis://craft-api:api-secret@" + rs.Addr
-	admin, err := redisconn.OpenURL(rs.URL())
+	admin, err := redis.OpenURL(rs.URL())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,7 +58,7 @@ func TestAPIAsItsLeastPrivilegeUser(t *testing.T) {
 
 	// The API's user writes nothing: not with a write command, not through
 	// a script, not even with a right to one, since its keys are read-only.
-	conn, err := redisconn.OpenURL(apiURL)
+	conn, err := redis.OpenURL(apiURL)
 	if err != nil {
 		t.Fatal(err)
 	}

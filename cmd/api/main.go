@@ -21,13 +21,13 @@ import (
 	"github.com/storytold/craft-releases/pkg/config"
 	"github.com/storytold/craft-releases/pkg/daemon"
 	"github.com/storytold/craft-releases/pkg/github"
-	"github.com/storytold/craft-releases/pkg/hydrate"
 	"github.com/storytold/craft-releases/pkg/metrics"
 	"github.com/storytold/craft-releases/pkg/poller"
-	"github.com/storytold/craft-releases/pkg/redisconn"
+	"github.com/storytold/craft-releases/pkg/redis"
+	"github.com/storytold/craft-releases/pkg/redis/hydrate"
+	"github.com/storytold/craft-releases/pkg/redis/store"
 	"github.com/storytold/craft-releases/pkg/release"
 	"github.com/storytold/craft-releases/pkg/snapshot"
-	"github.com/storytold/craft-releases/pkg/store"
 	"github.com/storytold/craft-releases/pkg/webhook"
 )
 
@@ -138,7 +138,7 @@ func feeder(cfg config.API, snap *snapshot.Snapshot, gate *api.Gate, log *zap.Lo
 			if err != nil {
 				return nil, nil, fmt.Errorf("hostname: %w", err)
 			}
-			c := redisconn.Open(cfg.Redis)
+			c := redis.Open(cfg.Redis)
 			fleet, closeFleet = store.New(c, host, cfg.Apps), c.Close
 		}
 		reg.MustRegister(metrics.NewAPI(snap, h))

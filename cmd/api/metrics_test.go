@@ -10,9 +10,9 @@ import (
 	"time"
 
 	"github.com/storytold/craft-releases/pkg/config"
-	"github.com/storytold/craft-releases/pkg/redisconn"
+	"github.com/storytold/craft-releases/pkg/redis"
+	"github.com/storytold/craft-releases/pkg/redis/store"
 	"github.com/storytold/craft-releases/pkg/release"
-	"github.com/storytold/craft-releases/pkg/store"
 	"github.com/storytold/craft-releases/test/fakegithub"
 	"github.com/storytold/craft-releases/test/redistest"
 	"github.com/storytold/craft-releases/test/testkit"
@@ -149,7 +149,7 @@ func TestMetrics(t *testing.T) {
 // hydrator's series, and the snapshot's as Redis changes.
 func TestMetricsSplit(t *testing.T) {
 	rs := redistest.Start(t)
-	client, err := redisconn.OpenURL(rs.URL())
+	client, err := redis.OpenURL(rs.URL())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,9 +9,9 @@ import (
 	"time"
 
 	"github.com/storytold/craft-releases/pkg/config"
-	"github.com/storytold/craft-releases/pkg/redisconn"
+	"github.com/storytold/craft-releases/pkg/redis"
+	"github.com/storytold/craft-releases/pkg/redis/store"
 	"github.com/storytold/craft-releases/pkg/release"
-	"github.com/storytold/craft-releases/pkg/store"
 	"github.com/storytold/craft-releases/test/redistest"
 	"github.com/storytold/craft-releases/test/testkit"
 )
@@ -23,11 +23,11 @@ import (
 func TestHydratesOverTLSWithAPrivateCA(t *testing.T) {
 	ca := redistest.NewCA(t)
 	rs := redistest.StartTLS(t, ca)
-	o, err := redisconn.Parse(rs.URL())
+	o, err := redis.Parse(rs.URL())
 	if err != nil {
 		t.Fatal(err)
 	}
-	client := redisconn.Open(o.WithTLS(&tls.Config{RootCAs: ca.Pool}))
+	client := redis.Open(o.WithTLS(&tls.Config{RootCAs: ca.Pool}))
 	t.Cleanup(client.Close)
 	shared := store.New(client, "test", config.DefaultApps())
 	put := func(app, tag string) { t.Helper(); putRelease(t, shared, app, tag) }

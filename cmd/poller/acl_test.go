@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/storytold/craft-releases/pkg/store"
+	"github.com/storytold/craft-releases/pkg/redis/store"
 	"github.com/storytold/craft-releases/test/fakegithub"
 	"github.com/storytold/craft-releases/test/mariadbtest"
 	"github.com/storytold/craft-releases/test/redistest"

@@ -21,12 +21,12 @@ import (
 	"github.com/storytold/craft-releases/pkg/config"
 	"github.com/storytold/craft-releases/pkg/daemon"
 	"github.com/storytold/craft-releases/pkg/github"
-	"github.com/storytold/craft-releases/pkg/meta"
 	"github.com/storytold/craft-releases/pkg/metrics"
+	"github.com/storytold/craft-releases/pkg/mysql"
 	"github.com/storytold/craft-releases/pkg/poller"
-	"github.com/storytold/craft-releases/pkg/redisconn"
+	"github.com/storytold/craft-releases/pkg/redis"
+	"github.com/storytold/craft-releases/pkg/redis/store"
 	"github.com/storytold/craft-releases/pkg/release"
-	"github.com/storytold/craft-releases/pkg/store"
 )
 
 // version is stamped at build time with -ldflags "-X main.version=…".
@@ -48,7 +48,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		}
 		return admin.Run(ctx, args, getenv, stdout, stderr, clock.System)
 	}
-	cfg, warnings, err := config.LoadPoller(getenv, meta.DSN)
+	cfg, warnings, err := config.LoadPoller(getenv, mysql.DSN)
 	if err != nil {
 		return err
 	}
@@ -90,7 +90,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	var refreshMeta func(context.Context) error // nil without MySQL
 	var fleet *store.Store                      // nil without Redis
 	if cfg.RedisURL != "" {
-		client := redisconn.Open(cfg.Redis)
+		client := redis.Open(cfg.Redis)
 		defer client.Close()
 		// The poller and its Store tell one time: Redis's, once a node's
 		// clock is off by more than release.MaxSkew.

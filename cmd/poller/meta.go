@@ -9,7 +9,7 @@ import (
 	"github.com/storytold/craft-releases/cmd/poller/internal/admin"
 	"github.com/storytold/craft-releases/pkg/clock"
 	"github.com/storytold/craft-releases/pkg/config"
-	"github.com/storytold/craft-releases/pkg/meta"
+	"github.com/storytold/craft-releases/pkg/mysql"
 )
 
 // metaRefresher returns the loop that publishes the renames and notices from
@@ -17,7 +17,7 @@ import (
 // configured. It opens the pool (without connecting) and logs its settings;
 // the loop checks the server's prepared-statement cap first, never fails on
 // MySQL trouble, and closes the pool when ctx ends.
-func metaRefresher(cfg config.Poller, pub meta.Publisher, log *zap.Logger) (func(context.Context) error, error) {
+func metaRefresher(cfg config.Poller, pub mysql.Publisher, log *zap.Logger) (func(context.Context) error, error) {
 	if !cfg.MySQL.Enabled() {
 		return nil, nil
 	}
@@ -25,7 +25,7 @@ func metaRefresher(cfg config.Poller, pub meta.Publisher, log *zap.Logger) (func
 	if err != nil {
 		return nil, err
 	}
-	f, err := meta.NewRefresher(db, pub, cfg.MySQL.Refresh, log, clock.System)
+	f, err := mysql.NewRefresher(db, pub, cfg.MySQL.Refresh, log, clock.System)
 	if err != nil {
 		db.Close()
 		return nil, err
@@ -41,7 +41,7 @@ func metaRefresher(cfg config.Poller, pub meta.Publisher, log *zap.Logger) (func
 // checkBudget warns when the fleet could approach the server's cap on
 // prepared statements. It runs once, at start-up; a MySQL that cannot answer
 // then is logged, and the refresher carries on.
-func checkBudget(ctx context.Context, db *meta.DB, m config.MySQL, log *zap.Logger) {
+func checkBudget(ctx context.Context, db *mysql.DB, m config.MySQL, log *zap.Logger) {
 	b, err := db.Budget(ctx, m.Replicas)
 	if err != nil {
 		log.Warn("could not check max_prepared_stmt_count", zap.NamedError("err", err))
@@ -51,7 +51,7 @@ func checkBudget(ctx context.Context, db *meta.DB, m config.MySQL, log *zap.Logg
 		zap.Int64("max_prepared_stmt_count", b.Max),
 		zap.Int64("prepared_stmt_count", b.Held),
 		zap.Int64("fleet_worst_case", b.Fleet),
-		zap.String("formula", fmt.Sprintf("%d replicas × %d connections × %d statement", m.Replicas, m.MaxConns, meta.StatementsPerConnection)),
+		zap.String("formula", fmt.Sprintf("%d replicas × %d connections × %d statement", m.Replicas, m.MaxConns, mysql.StatementsPerConnection)),
 	}
 	if b.Tight() {
 		log.Warn("the poller fleet could approach max_prepared_stmt_count", fields...)

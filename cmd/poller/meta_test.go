@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/storytold/craft-releases/pkg/redisconn"
-	"github.com/storytold/craft-releases/pkg/store"
+	"github.com/storytold/craft-releases/pkg/redis"
+	"github.com/storytold/craft-releases/pkg/redis/store"
 	"github.com/storytold/craft-releases/test/fakegithub"
 	"github.com/storytold/craft-releases/test/mariadbtest"
 	"github.com/storytold/craft-releases/test/redistest"
@@ -157,7 +157,7 @@ func TestPollerPollsWithMySQLDown(t *testing.T) {
 // Do returns only a reply's first line.
 func hget(t testing.TB, rs *redistest.Server, key, field string) string {
 	t.Helper()
-	conn, err := redisconn.OpenURL(rs.URL())
+	conn, err := redis.OpenURL(rs.URL())
 	if err != nil {
 		t.Fatal(err)
 	}

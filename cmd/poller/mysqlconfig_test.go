@@ -8,7 +8,7 @@ import (
 )
 
 // TestPollerRefusesABadMySQLSetting: the poller stops at start-up on a DSN
-// or URL that pkg/meta refuses, naming the variable beside every other wrong
+// or URL that pkg/mysql refuses, naming the variable beside every other wrong
 // one and never quoting the password; `poller migrate` refuses it alike.
 func TestPollerRefusesABadMySQLSetting(t *testing.T) {
 	const pw = "s3cr3tpw"

@@ -6,7 +6,7 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/storytold/craft-releases/pkg/store"
+	"github.com/storytold/craft-releases/pkg/redis/store"
 )
 
 // acceptRecheck is how often a poller that Redis refuses asks again.

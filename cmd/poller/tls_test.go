@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/storytold/craft-releases/pkg/store"
+	"github.com/storytold/craft-releases/pkg/redis/store"
 	"github.com/storytold/craft-releases/test/fakegithub"
 	"github.com/storytold/craft-releases/test/redistest"
 	"github.com/storytold/craft-releases/test/testkit"

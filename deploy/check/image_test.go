@@ -126,7 +126,7 @@ func TestCopyContextFollowsDockerignore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"go.mod", "go.sum", "cmd/api/main.go", "cmd/poller/main.go", "pkg/store/guard.lua"} {
+	for _, want := range []string{"go.mod", "go.sum", "cmd/api/main.go", "cmd/poller/main.go", "pkg/redis/store/guard.lua"} {
 		if !slices.Contains(files, want) {
 			t.Errorf("the build context lacks %s", want)
 		}

@@ -8,7 +8,7 @@ import (
 // TestABadVariableIsReportedOnce: every check shares one resolution of each
 // workload, so a variable the binary refuses is one problem (env-loads'),
 // not one per rule that needs the settings; the poller's DSN is checked by
-// pkg/meta, its password masked.
+// pkg/mysql, its password masked.
 func TestABadVariableIsReportedOnce(t *testing.T) {
 	const pw = "s3cretpw"
 	tests := []struct {

@@ -21,7 +21,7 @@ import (
 
 	routes "github.com/storytold/craft-releases/pkg/api"
 	"github.com/storytold/craft-releases/pkg/config"
-	"github.com/storytold/craft-releases/pkg/meta"
+	"github.com/storytold/craft-releases/pkg/mysql"
 )
 
 // runtimeVar reports whether name is a variable that the Go runtime reads
@@ -164,7 +164,7 @@ func settingsOf(b *binary) (settings, error) {
 		st.addr, st.metricsAddr, st.shutdown = cfg.HTTPAddr, cfg.MetricsAddr, cfg.ShutdownTimeout
 	case "poller":
 		var cfg config.Poller
-		cfg, st.warnings, err = config.LoadPoller(getenv, meta.DSN)
+		cfg, st.warnings, err = config.LoadPoller(getenv, mysql.DSN)
 		st.addr, st.metricsAddr, st.shutdown = cfg.HTTPAddr, cfg.HTTPAddr, cfg.ShutdownTimeout
 	default:
 		return settings{}, fmt.Errorf("%s runs no binary of the service", b)

@@ -15,7 +15,7 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
-	"github.com/storytold/craft-releases/pkg/redisconn"
+	"github.com/storytold/craft-releases/pkg/redis"
 	"github.com/storytold/craft-releases/pkg/release"
 	"github.com/storytold/craft-releases/pkg/schedule"
 	"github.com/storytold/craft-releases/pkg/secret"
@@ -29,13 +29,13 @@ const (
 
 // Shared holds the settings both binaries read.
 type Shared struct {
-	RedisURL     SecretURL         // REDIS_URL as rueidis.ParseURL takes it; empty: no Redis
-	RedisTLS     RedisTLS          // the REDIS_TLS_* files
-	Redis        redisconn.Options // REDIS_URL parsed, with the REDIS_TLS_* files: what the clients take
-	Apps         []release.App     // CRAFT_APPS_RELEASE_APPS, in configured order
-	GitHubAPIURL string            // an absolute http(s) URL ending with "/"
-	LogLevel     zapcore.Level     // debug, info, warn or error
-	LogFormat    string            // FormatJSON or FormatConsole
+	RedisURL     SecretURL     // REDIS_URL as rueidis.ParseURL takes it; empty: no Redis
+	RedisTLS     RedisTLS      // the REDIS_TLS_* files
+	Redis        redis.Options // REDIS_URL parsed, with the REDIS_TLS_* files: what the clients take
+	Apps         []release.App // CRAFT_APPS_RELEASE_APPS, in configured order
+	GitHubAPIURL string        // an absolute http(s) URL ending with "/"
+	LogLevel     zapcore.Level // debug, info, warn or error
+	LogFormat    string        // FormatJSON or FormatConsole
 }
 
 // Polling holds the settings of the poller, which cmd/api also uses when it
@@ -284,7 +284,7 @@ func (r sharedEnv) check(c *checker) Shared {
 	// nothing).
 	tlsURL := true
 	if r.RedisURL != "" {
-		opt, err := redisconn.Parse(r.RedisURL)
+		opt, err := redis.Parse(r.RedisURL)
 		if err != nil {
 			c.fail("REDIS_URL", "%w", err)
 		} else {

@@ -10,7 +10,7 @@ import (
 	"go.uber.org/zap/zapcore"
 
 	"github.com/storytold/craft-releases/pkg/config"
-	"github.com/storytold/craft-releases/pkg/redisconn"
+	"github.com/storytold/craft-releases/pkg/redis"
 	"github.com/storytold/craft-releases/pkg/release"
 	"github.com/storytold/craft-releases/pkg/schedule"
 )
@@ -77,9 +77,9 @@ func defaultShared() config.Shared {
 // withRedis sets s.Redis as REDIS_URL s.RedisURL parses, with no TLS files.
 func withRedis(t testing.TB, s *config.Shared) {
 	t.Helper()
-	s.Redis = redisconn.Options{}
+	s.Redis = redis.Options{}
 	if s.RedisURL != "" {
-		o, err := redisconn.Parse(s.RedisURL.Reveal())
+		o, err := redis.Parse(s.RedisURL.Reveal())
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -8,7 +8,7 @@ import (
 )
 
 // MySQL holds the poller's MySQL settings, where the renames and notices
-// live (pkg/meta). The `poller migrate`, `notices` and `renames` subcommands
+// live (pkg/mysql). The `poller migrate`, `notices` and `renames` subcommands
 // read them too.
 type MySQL struct {
 	// DSN is the go-sql-driver/mysql data source name, from MYSQL_DSN or

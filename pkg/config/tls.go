@@ -18,7 +18,7 @@ type RedisTLS struct {
 	files  [3]string // the CA, the certificate, the key
 }
 
-// Config returns the settings that Shared.Redis merges (redisconn.Options.WithTLS): the
+// Config returns the settings that Shared.Redis merges (redis.Options.WithTLS): the
 // system roots plus the CA file's certificates (RootCAs, nil without a CA
 // file) and the client certificate (Certificates). It is nil when none of the
 // variables is set.

@@ -7,9 +7,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/storytold/craft-releases/pkg/poller"
+	"github.com/storytold/craft-releases/pkg/redis/store"
 	"github.com/storytold/craft-releases/pkg/release"
 	"github.com/storytold/craft-releases/pkg/schedule"
-	"github.com/storytold/craft-releases/pkg/store"
 )
 
 // The label values of the poller's fixed sets, every one of them exposed

@@ -21,9 +21,9 @@ import (
 	"time"
 
 	"github.com/storytold/craft-releases/pkg/github"
-	"github.com/storytold/craft-releases/pkg/redisconn"
+	"github.com/storytold/craft-releases/pkg/redis"
+	"github.com/storytold/craft-releases/pkg/redis/store"
 	"github.com/storytold/craft-releases/pkg/release"
-	"github.com/storytold/craft-releases/pkg/store"
 	"github.com/storytold/craft-releases/test/fakegithub"
 	"github.com/storytold/craft-releases/test/testkit"
 )
@@ -531,11 +531,11 @@ func startPollers(t testing.TB, n int, env map[string]string) []*proc {
 // write as a poller does.
 func newStore(t testing.TB, url string, tlsCfg *tls.Config) *store.Store {
 	t.Helper()
-	o, err := redisconn.Parse(url)
+	o, err := redis.Parse(url)
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := redisconn.Open(o.WithTLS(tlsCfg))
+	c := redis.Open(o.WithTLS(tlsCfg))
 	t.Cleanup(c.Close)
 	return store.New(c, "e2e", testApps)
 }

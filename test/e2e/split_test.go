@@ -13,9 +13,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/storytold/craft-releases/pkg/redisconn"
+	"github.com/storytold/craft-releases/pkg/redis"
+	"github.com/storytold/craft-releases/pkg/redis/store"
 	"github.com/storytold/craft-releases/pkg/release"
-	"github.com/storytold/craft-releases/pkg/store"
 	"github.com/storytold/craft-releases/test/fakeclock"
 	"github.com/storytold/craft-releases/test/fakegithub"
 	"github.com/storytold/craft-releases/test/redistest"
@@ -562,7 +562,7 @@ func TestFutureWriteCostsAtMostAnInterval(t *testing.T) {
 	waitTags(t, want, pods...)
 
 	ahead := time.Now().Add(time.Hour)
-	fast := store.New(redisconnFor(t, rs.URL()), "poller-fast-clock", testApps, store.WithClock(fakeclock.New(ahead)))
+	fast := store.New(redisConnFor(t, rs.URL()), "poller-fast-clock", testApps, store.WithClock(fakeclock.New(ahead)))
 	ctx := context.Background()
 	if ok, err := fast.Claim(ctx, "photocraft", ahead, time.Minute); err != nil || !ok {
 		t.Fatalf("the fast clock's claim: %v, %v", ok, err)
@@ -588,10 +588,10 @@ func TestFutureWriteCostsAtMostAnInterval(t *testing.T) {
 	}
 }
 
-// redisconnFor opens the poller's kind of connection to url, closed with t.
-func redisconnFor(t testing.TB, url string) *redisconn.Conn {
+// redisConnFor opens the poller's kind of connection to url, closed with t.
+func redisConnFor(t testing.TB, url string) *redis.Conn {
 	t.Helper()
-	c, err := redisconn.OpenURL(url)
+	c, err := redis.OpenURL(url)
 	if err != nil {
 		t.Fatal(err)
 	}

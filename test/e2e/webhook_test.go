@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/storytold/craft-releases/pkg/redis/store"
 	"github.com/storytold/craft-releases/pkg/schedule"
-	"github.com/storytold/craft-releases/pkg/store"
 	"github.com/storytold/craft-releases/pkg/webhook"
 	"github.com/storytold/craft-releases/test/fakegithub"
 	"github.com/storytold/craft-releases/test/redistest"

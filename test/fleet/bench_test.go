@@ -14,10 +14,10 @@ import (
 
 	"github.com/storytold/craft-releases/pkg/github"
 	"github.com/storytold/craft-releases/pkg/poller"
-	"github.com/storytold/craft-releases/pkg/redisconn"
+	"github.com/storytold/craft-releases/pkg/redis"
+	"github.com/storytold/craft-releases/pkg/redis/store"
 	"github.com/storytold/craft-releases/pkg/release"
 	"github.com/storytold/craft-releases/pkg/schedule"
-	"github.com/storytold/craft-releases/pkg/store"
 	"github.com/storytold/craft-releases/test/fakeclock"
 	"github.com/storytold/craft-releases/test/fakegithub"
 	"github.com/storytold/craft-releases/test/redistest"
@@ -81,7 +81,7 @@ func BenchmarkFleetRequestsPerInterval(b *testing.B) {
 
 // countingConn hands out its Conn's client as a countingClient.
 type countingConn struct {
-	*redisconn.Conn
+	*redis.Conn
 	trips *atomic.Int64
 }
 
@@ -154,9 +154,9 @@ func newIdle(tb testing.TB) *idle {
 	if err != nil {
 		tb.Fatalf("github.New: %v", err)
 	}
-	client, err := redisconn.OpenURL(srv.URL())
+	client, err := redis.OpenURL(srv.URL())
 	if err != nil {
-		tb.Fatalf("redisconn.OpenURL: %v", err)
+		tb.Fatalf("redis.OpenURL: %v", err)
 	}
 	tb.Cleanup(client.Close)
 	admin, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{srv.Addr}, DisableCache: true})

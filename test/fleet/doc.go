@@ -1,5 +1,5 @@
 // Package fleet holds the end-to-end tests of a poller fleet: several real
-// pollers (pkg/poller with pkg/store and pkg/github) against one real
+// pollers (pkg/poller with pkg/redis/store and pkg/github) against one real
 // redis-server and one fake GitHub, on a simulated clock, so that hours of
 // polling run in seconds without sleeping. Its tests check the fleet's
 // promises of poller.md and redis.md (about one GitHub request per app per

@@ -44,7 +44,7 @@ func goroutinesIn(pkgs ...string) []string {
 // goroutine of the Redis client or the poller is left and every connection
 // is closed.
 func TestSilentRedis(t *testing.T) {
-	redisCode := []string{"github.com/redis/rueidis", "craft-releases/pkg/store", "craft-releases/pkg/poller"}
+	redisCode := []string{"github.com/redis/rueidis", "craft-releases/pkg/redis/store", "craft-releases/pkg/poller"}
 	// Clients of earlier tests end in the background after their Close:
 	// wait for them, so that they are not counted as this test's.
 	testkit.Within(10*time.Second, func() bool { return len(goroutinesIn(redisCode...)) == 0 })

@@ -16,10 +16,10 @@ import (
 	"github.com/storytold/craft-releases/pkg/config"
 	"github.com/storytold/craft-releases/pkg/github"
 	"github.com/storytold/craft-releases/pkg/poller"
-	"github.com/storytold/craft-releases/pkg/redisconn"
+	"github.com/storytold/craft-releases/pkg/redis"
+	"github.com/storytold/craft-releases/pkg/redis/store"
 	"github.com/storytold/craft-releases/pkg/release"
 	"github.com/storytold/craft-releases/pkg/schedule"
-	"github.com/storytold/craft-releases/pkg/store"
 	"github.com/storytold/craft-releases/test/fakeclock"
 	"github.com/storytold/craft-releases/test/fakegithub"
 )
@@ -129,8 +129,8 @@ func (s *sink) get(app string) (release.Entry, bool) {
 type member struct {
 	name   string
 	p      *poller.Poller
-	client *redisconn.Conn // nil when the poller has no Redis
-	store  *store.Store    // nil when the poller has no Redis
+	client *redis.Conn  // nil when the poller has no Redis
+	store  *store.Store // nil when the poller has no Redis
 	logs   *observer.ObservedLogs
 	sink   *sink
 }
@@ -211,9 +211,9 @@ func (s *sim) add(name string, mc memberConfig) *member {
 		Rand:       rng.Float64,
 	}
 	if mc.redisURL != "" {
-		client, err := redisconn.OpenURL(mc.redisURL)
+		client, err := redis.OpenURL(mc.redisURL)
 		if err != nil {
-			s.t.Fatalf("redisconn.OpenURL: %v", err)
+			s.t.Fatalf("redis.OpenURL: %v", err)
 		}
 		m.client = client
 		m.store = store.New(client, name, s.apps)
@@ -373,9 +373,9 @@ func outcomes(reqs []request) string {
 // shares; its client is closed by t.Cleanup.
 func adminStore(t testing.TB, url string) *store.Store {
 	t.Helper()
-	c, err := redisconn.OpenURL(url)
+	c, err := redis.OpenURL(url)
 	if err != nil {
-		t.Fatalf("redisconn.OpenURL: %v", err)
+		t.Fatalf("redis.OpenURL: %v", err)
 	}
 	t.Cleanup(c.Close)
 	return store.New(c, "admin", defaultApps())

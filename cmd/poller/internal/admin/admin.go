@@ -14,9 +14,9 @@ import (
 
 	"github.com/storytold/craft-releases/pkg/clock"
 	"github.com/storytold/craft-releases/pkg/config"
-	"github.com/storytold/craft-releases/pkg/meta"
-	"github.com/storytold/craft-releases/pkg/redisconn"
-	"github.com/storytold/craft-releases/pkg/store"
+	"github.com/storytold/craft-releases/pkg/mysql"
+	"github.com/storytold/craft-releases/pkg/redis"
+	"github.com/storytold/craft-releases/pkg/redis/store"
 )
 
 // need is what a verb connects to before it runs.
@@ -86,7 +86,7 @@ type call struct {
 
 	cfg   config.Poller // with redisStore
 	store *store.Store  // with redisStore
-	db    *meta.DB      // with mysqlDB
+	db    *mysql.DB     // with mysqlDB
 }
 
 // Run runs the subcommand args[0] (there must be one) with the rest of
@@ -118,7 +118,7 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		defer closeStore()
 	}
 	if v.needs&mysqlDB != 0 {
-		m, _, err := config.LoadMySQL(getenv, meta.DSN)
+		m, _, err := config.LoadMySQL(getenv, mysql.DSN)
 		if err != nil {
 			return err
 		}
@@ -134,14 +134,14 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stdout,
 // the verb name, which without REDIS_URL has absent to show. It returns the
 // function that closes the connection.
 func (c *call) openStore(name, absent string) (func(), error) {
-	cfg, _, err := config.LoadPoller(c.getenv, meta.DSN)
+	cfg, _, err := config.LoadPoller(c.getenv, mysql.DSN)
 	if err != nil {
 		return nil, err
 	}
 	if cfg.RedisURL == "" {
 		return nil, fmt.Errorf("%s: REDIS_URL is empty: %s", name, absent)
 	}
-	conn := redisconn.Open(cfg.Redis)
+	conn := redis.Open(cfg.Redis)
 	c.cfg, c.store = cfg, store.New(conn, "", cfg.Apps, store.WithClock(c.clock))
 	return conn.Close, nil
 }
@@ -149,8 +149,8 @@ func (c *call) openStore(name, absent string) (func(), error) {
 // OpenMeta opens the MySQL pool that m describes, without connecting, for
 // the admin verbs and the poller's refresher alike; log, when not nil, gets
 // the driver's messages.
-func OpenMeta(m config.MySQL, log *zap.Logger) (*meta.DB, error) {
-	return meta.Open(m.DSN.Reveal(), meta.Options{
+func OpenMeta(m config.MySQL, log *zap.Logger) (*mysql.DB, error) {
+	return mysql.Open(m.DSN.Reveal(), mysql.Options{
 		MaxConns:     m.MaxConns,
 		MaxLifetime:  m.MaxLifetime,
 		QueryTimeout: m.QueryTimeout,

@@ -11,7 +11,7 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/storytold/craft-releases/pkg/store"
+	"github.com/storytold/craft-releases/pkg/redis/store"
 )
 
 // backoffArgs reads the arguments of `poller backoff`: none, clear, or

@@ -9,15 +9,15 @@ import (
 	"time"
 
 	"github.com/storytold/craft-releases/pkg/config"
-	"github.com/storytold/craft-releases/pkg/redisconn"
+	"github.com/storytold/craft-releases/pkg/redis"
+	"github.com/storytold/craft-releases/pkg/redis/store"
 	"github.com/storytold/craft-releases/pkg/schedule"
-	"github.com/storytold/craft-releases/pkg/store"
 	"github.com/storytold/craft-releases/test/redistest"
 )
 
 func TestBackoffCommand(t *testing.T) {
 	rs := redistest.Start(t)
-	client, err := redisconn.OpenURL(rs.URL())
+	client, err := redis.OpenURL(rs.URL())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,7 +10,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/storytold/craft-releases/pkg/meta"
+	"github.com/storytold/craft-releases/pkg/mysql"
 )
 
 // row is a notice or a rename as the rows verbs handle it.
@@ -30,56 +30,56 @@ type rows[T row, K ~string] struct {
 	// flags declares add's own flags on fs and returns what builds the row
 	// from them once parsed, at now.
 	flags func(fs *flag.FlagSet) func(kind K, start, end, now time.Time) T
-	list  func(*meta.DB, context.Context) ([]T, error)
-	add   func(*meta.DB, context.Context, T, time.Time) (T, error)
-	end   func(*meta.DB, context.Context, K, int64, time.Time) (bool, error)
+	list  func(*mysql.DB, context.Context) ([]T, error)
+	add   func(*mysql.DB, context.Context, T, time.Time) (T, error)
+	end   func(*mysql.DB, context.Context, K, int64, time.Time) (bool, error)
 }
 
-var notices = rows[meta.Notice, meta.NoticeKind]{
+var notices = rows[mysql.Notice, mysql.NoticeKind]{
 	name:   "notices",
 	kinds:  "announcement or alert",
 	header: "ID\tSTATE\tSTART\tEND\tTITLE\tLINK",
-	columns: func(n meta.Notice) []string {
+	columns: func(n mysql.Notice) []string {
 		return []string{when(n.StartsAt), when(n.EndsAt), strconv.Quote(n.Title), orDash(shown(n.Link))}
 	},
-	flags: func(fs *flag.FlagSet) func(meta.NoticeKind, time.Time, time.Time, time.Time) meta.Notice {
+	flags: func(fs *flag.FlagSet) func(mysql.NoticeKind, time.Time, time.Time, time.Time) mysql.Notice {
 		title := fs.String("title", "", "one line, required")
 		body := fs.String("body", "", "the text")
 		link := fs.String("link", "", "alerts only: an https:// URL")
-		return func(kind meta.NoticeKind, start, end, _ time.Time) meta.Notice {
-			return meta.Notice{Kind: kind, Title: strings.TrimSpace(*title), Body: *body, Link: strings.TrimSpace(*link),
+		return func(kind mysql.NoticeKind, start, end, _ time.Time) mysql.Notice {
+			return mysql.Notice{Kind: kind, Title: strings.TrimSpace(*title), Body: *body, Link: strings.TrimSpace(*link),
 				StartsAt: start, EndsAt: end}
 		}
 	},
-	list: (*meta.DB).Notices,
-	add:  (*meta.DB).AddNotice,
-	end:  (*meta.DB).EndNotice,
+	list: (*mysql.DB).Notices,
+	add:  (*mysql.DB).AddNotice,
+	end:  (*mysql.DB).EndNotice,
 }
 
-var renames = rows[meta.Rename, meta.RenameKind]{
+var renames = rows[mysql.Rename, mysql.RenameKind]{
 	name:   "renames",
 	kinds:  "app or repo",
 	header: "ID\tSTATE\tSTART\tEND\tOLD\tNEW\tRENAMED",
-	columns: func(r meta.Rename) []string {
+	columns: func(r mysql.Rename) []string {
 		return []string{when(r.StartsAt), when(r.EndsAt), strconv.Quote(r.OldName), strconv.Quote(r.NewName), when(r.RenamedAt)}
 	},
-	flags: func(fs *flag.FlagSet) func(meta.RenameKind, time.Time, time.Time, time.Time) meta.Rename {
+	flags: func(fs *flag.FlagSet) func(mysql.RenameKind, time.Time, time.Time, time.Time) mysql.Rename {
 		oldName := fs.String("old", "", "the old name, required")
 		newName := fs.String("new", "", "the new name, required")
 		description := fs.String("description", "", "app renames only: what launchers may show")
 		renamed := timeFlag(fs, "renamed-at", "when the rename happened (default: now)")
-		return func(kind meta.RenameKind, start, end, now time.Time) meta.Rename {
+		return func(kind mysql.RenameKind, start, end, now time.Time) mysql.Rename {
 			at := renamed.t
 			if at.IsZero() {
 				at = now
 			}
-			return meta.Rename{Kind: kind, OldName: strings.TrimSpace(*oldName), NewName: strings.TrimSpace(*newName),
+			return mysql.Rename{Kind: kind, OldName: strings.TrimSpace(*oldName), NewName: strings.TrimSpace(*newName),
 				Description: *description, RenamedAt: at, StartsAt: start, EndsAt: end}
 		}
 	},
-	list: (*meta.DB).Renames,
-	add:  (*meta.DB).AddRename,
-	end:  (*meta.DB).EndRename,
+	list: (*mysql.DB).Renames,
+	add:  (*mysql.DB).AddRename,
+	end:  (*mysql.DB).EndRename,
 }
 
 // run runs `poller notices …` or `poller renames …`: list [--all], add with
@@ -157,7 +157,7 @@ func (rs rows[T, K]) endRow(ctx context.Context, c *call, args []string) error {
 	}
 	ended, err := rs.end(c.db, ctx, K(kind), id, c.clock.Now())
 	switch {
-	case errors.Is(err, meta.ErrNotFound):
+	case errors.Is(err, mysql.ErrNotFound):
 		return fmt.Errorf("there is no %s/%d (list shows what there is)", kind, id)
 	case err != nil:
 		return err

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/storytold/craft-releases/pkg/redis/store"
 	"github.com/storytold/craft-releases/pkg/release"
-	"github.com/storytold/craft-releases/pkg/store"
 	"github.com/storytold/craft-releases/test/fakeclock"
 	"github.com/storytold/craft-releases/test/redistest"
 )

@@ -1,0 +1,69 @@
+package mysql_test
+
+import (
+	"context"
+	"database/sql"
+	"testing"
+	"time"
+
+	"github.com/storytold/craft-releases/pkg/mysql"
+	"github.com/storytold/craft-releases/test/mariadbtest"
+)
+
+// noon is the clock of most tests.
+var noon = time.Date(2026, 10, 10, 12, 0, 0, 0, time.UTC)
+
+// migrated returns a pool on a fresh, migrated database of srv (the shared
+// server when nil), closed by t.Cleanup.
+func migrated(t testing.TB, srv *mariadbtest.Server) *mysql.DB {
+	t.Helper()
+	if srv == nil {
+		srv = mariadbtest.Shared(t)
+	}
+	db := open(t, srv.NewDatabase(t).DSN())
+	if _, err := db.Migrate(context.Background()); err != nil {
+		t.Fatalf("migrate: %v", err)
+	}
+	return db
+}
+
+// open returns a pool for dsn with a short query timeout, closed by t.Cleanup.
+func open(t testing.TB, dsn string) *mysql.DB {
+	t.Helper()
+	db, err := mysql.Open(dsn, mysql.Options{QueryTimeout: 5 * time.Second})
+	if err != nil {
+		t.Fatalf("open: %v", err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+func addNotice(t testing.TB, db *mysql.DB, n mysql.Notice, now time.Time) mysql.Notice {
+	t.Helper()
+	got, err := db.AddNotice(context.Background(), n, now)
+	if err != nil {
+		t.Fatalf("add %+v: %v", n, err)
+	}
+	return got
+}
+
+func addRename(t testing.TB, db *mysql.DB, r mysql.Rename, now time.Time) mysql.Rename {
+	t.Helper()
+	got, err := db.AddRename(context.Background(), r, now)
+	if err != nil {
+		t.Fatalf("add %+v: %v", r, err)
+	}
+	return got
+}
+
+// raw returns a plain database/sql pool of d's user, for writing rows by
+// hand as an operator might; t.Cleanup closes it.
+func raw(t testing.TB, d mariadbtest.Database) *sql.DB {
+	t.Helper()
+	db, err := sql.Open("mysql", d.DSN()+"?interpolateParams=true")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}

@@ -1,0 +1,58 @@
+package mysql_test
+
+import (
+	"context"
+	"slices"
+	"testing"
+
+	"github.com/storytold/craft-releases/test/mariadbtest"
+)
+
+func TestMigrate(t *testing.T) {
+	srv := mariadbtest.Shared(t)
+	d := srv.NewDatabase(t)
+	db := open(t, d.DSN())
+	ctx := context.Background()
+
+	if cur, latest, err := db.SchemaVersion(ctx); err != nil || cur != 0 || latest < 1 {
+		t.Fatalf("SchemaVersion of an empty database = %d, %d, %v; want 0, at least 1, nil", cur, latest, err)
+	}
+	runs := []struct {
+		name string
+		want []string
+	}{
+		{"on an empty database", []string{"00001_renames_and_notices.sql"}},
+		{"again, with nothing to do", nil},
+		{"a third time", nil},
+	}
+	for _, r := range runs {
+		got, err := db.Migrate(ctx)
+		if err != nil {
+			t.Fatalf("%s: %v", r.name, err)
+		}
+		if !slices.Equal(got, r.want) {
+			t.Errorf("%s: applied %q, want %q", r.name, got, r.want)
+		}
+	}
+	cur, latest, err := db.SchemaVersion(ctx)
+	if err != nil || cur != latest {
+		t.Errorf("SchemaVersion after migrating = %d, %d, %v; want current = latest", cur, latest, err)
+	}
+	// The tables are there, and usable by the service's own user.
+	if _, _, err := db.Live(ctx, noon); err != nil {
+		t.Errorf("Live after migrating: %v", err)
+	}
+	if _, err := db.Notices(ctx); err != nil {
+		t.Errorf("Notices after migrating: %v", err)
+	}
+	if _, err := db.Renames(ctx); err != nil {
+		t.Errorf("Renames after migrating: %v", err)
+	}
+}
+
+func TestLiveBeforeMigrating(t *testing.T) {
+	db := open(t, mariadbtest.Shared(t).NewDatabase(t).DSN())
+	if _, _, err := db.Live(context.Background(), noon); err == nil {
+		t.Error("Live on a database without the schema worked; want an error")
+	}
+}

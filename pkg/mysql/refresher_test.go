@@ -1,0 +1,343 @@
+package mysql_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest/observer"
+
+	"github.com/storytold/craft-releases/pkg/mysql"
+	"github.com/storytold/craft-releases/pkg/release"
+	"github.com/storytold/craft-releases/test/fakeclock"
+)
+
+// fakeReader answers Live with what the test set.
+type fakeReader struct {
+	mu      sync.Mutex
+	m       release.Meta
+	skipped []string
+	err     error
+	reads   []time.Time
+}
+
+func (r *fakeReader) Live(_ context.Context, now time.Time) (release.Meta, []string, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.reads = append(r.reads, now)
+	return r.m, r.skipped, r.err
+}
+
+func (r *fakeReader) set(m release.Meta, skipped []string, err error) {
+	r.mu.Lock()
+	r.m, r.skipped, r.err = m, skipped, err
+	r.mu.Unlock()
+}
+
+func (r *fakeReader) count() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.reads)
+}
+
+// fakePublisher records what it is given and answers as the test set.
+type fakePublisher struct {
+	mu      sync.Mutex
+	refused bool
+	err     error
+	puts    []time.Time
+	metas   []release.Meta
+}
+
+func (p *fakePublisher) PutMeta(_ context.Context, m release.Meta, at time.Time) (bool, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.err != nil {
+		return false, p.err
+	}
+	p.puts, p.metas = append(p.puts, at), append(p.metas, m)
+	return !p.refused, nil
+}
+
+func (p *fakePublisher) set(refused bool, err error) {
+	p.mu.Lock()
+	p.refused, p.err = refused, err
+	p.mu.Unlock()
+}
+
+func (p *fakePublisher) published() []time.Time {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.Clone(p.puts)
+}
+
+func newRefresher(t testing.TB) (*mysql.Refresher, *fakeReader, *fakePublisher, *fakeclock.Clock, *observer.ObservedLogs) {
+	t.Helper()
+	core, logs := observer.New(zapcore.DebugLevel)
+	r, p, c := &fakeReader{}, &fakePublisher{}, fakeclock.New(noon)
+	f, err := mysql.NewRefresher(r, p, time.Minute, zap.New(core), c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f, r, p, c, logs
+}
+
+func oneAlert(title string) release.Meta {
+	return release.Meta{Notices: release.Notices{Alerts: []release.Alert{{Title: title}}}}
+}
+
+func TestRefreshPublishes(t *testing.T) {
+	f, r, p, c, logs := newRefresher(t)
+	ctx := context.Background()
+	steps := []struct {
+		name      string
+		at        time.Time
+		m         release.Meta
+		refused   bool
+		wantLevel zapcore.Level // of the "meta refreshed" line
+	}{
+		{"the first read", noon, oneAlert("a"), false, zapcore.InfoLevel},
+		{"the same lists a minute later", noon.Add(time.Minute), oneAlert("a"), false, zapcore.DebugLevel},
+		{"a change", noon.Add(2 * time.Minute), oneAlert("b"), false, zapcore.InfoLevel},
+		{"a change another poller published first", noon.Add(3 * time.Minute), oneAlert("c"), true, zapcore.DebugLevel},
+	}
+	for i, st := range steps {
+		c.Set(st.at)
+		r.set(st.m, nil, nil)
+		p.set(st.refused, nil)
+		if err := f.Refresh(ctx); err != nil {
+			t.Fatalf("%s: Refresh: %v", st.name, err)
+		}
+		if got := p.published(); len(got) != i+1 || !got[i].Equal(st.at) {
+			t.Errorf("%s: published at %v, want the read's time %v last", st.name, got, st.at)
+		}
+		lines := logs.FilterMessage("meta refreshed").All()
+		logs.TakeAll()
+		if len(lines) != 1 || lines[0].Level != st.wantLevel || lines[0].ContextMap()["written"] != !st.refused {
+			t.Errorf("%s: log %+v, want one line at %v with written=%v", st.name, lines, st.wantLevel, !st.refused)
+		}
+	}
+}
+
+func TestRefreshOutages(t *testing.T) {
+	down := errors.New("dial tcp 127.0.0.1:3306: connection refused")
+	type step struct {
+		after     time.Duration // since noon
+		mysqlErr  error
+		redisErr  error
+		wantWarn  string // the message of the one warning logged, if any
+		wantInfo  string // the message of the one recovery line logged, if any
+		wantAway  time.Duration
+		published bool
+	}
+	tests := []struct {
+		name  string
+		steps []step
+	}{
+		{"mysql down for twelve minutes", []step{
+			{after: 0, published: true},
+			{after: time.Minute, mysqlErr: down, wantWarn: "mysql read failed, serving the last published meta"},
+			{after: 2 * time.Minute, mysqlErr: down},
+			{after: 10*time.Minute + 59*time.Second, mysqlErr: down},
+			{after: 11 * time.Minute, mysqlErr: down, wantWarn: "mysql read failed, serving the last published meta", wantAway: 10 * time.Minute},
+			{after: 12 * time.Minute, mysqlErr: down},
+			{after: 13 * time.Minute, wantInfo: "mysql is back", wantAway: 12 * time.Minute, published: true},
+			{after: 14 * time.Minute, mysqlErr: down, wantWarn: "mysql read failed, serving the last published meta"},
+		}},
+		{"redis down", []step{
+			{after: 0, redisErr: down, wantWarn: "redis write failed, meta not published"},
+			{after: time.Minute, redisErr: down},
+			{after: 2 * time.Minute, wantInfo: "redis is back for the meta", wantAway: 2 * time.Minute, published: true},
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f, r, p, c, logs := newRefresher(t)
+			for _, st := range tt.steps {
+				at := noon.Add(st.after)
+				c.Set(at)
+				r.set(oneAlert("x"), nil, st.mysqlErr)
+				p.set(false, st.redisErr)
+				before := len(p.published())
+				err := f.Refresh(context.Background())
+				if want := errors.Join(st.mysqlErr, st.redisErr); (err == nil) != (want == nil) {
+					t.Errorf("at +%v: Refresh = %v, want an error: %v", st.after, err, want != nil)
+				}
+				if got := len(p.published()) > before; got != st.published {
+					t.Errorf("at +%v: published %v, want %v", st.after, got, st.published)
+				}
+				warns := logs.FilterLevelExact(zapcore.WarnLevel).All()
+				infos := logs.FilterLevelExact(zapcore.InfoLevel).FilterFieldKey("away").All()
+				logs.TakeAll()
+				checkLine(t, st.after, "warning", warns, st.wantWarn, st.wantAway)
+				checkLine(t, st.after, "recovery", infos, st.wantInfo, st.wantAway)
+			}
+		})
+	}
+}
+
+// checkLine checks that lines is one line with message msg and the away
+// field, or nothing when msg is "".
+func checkLine(t testing.TB, after time.Duration, what string, lines []observer.LoggedEntry, msg string, away time.Duration) {
+	t.Helper()
+	if msg == "" {
+		if len(lines) != 0 {
+			t.Errorf("at +%v: %s lines %v, want none", after, what, lines)
+		}
+		return
+	}
+	if len(lines) != 1 || lines[0].Message != msg || lines[0].ContextMap()["away"] != away {
+		t.Errorf("at +%v: %s lines %+v, want one %q with away=%v", after, what, lines, msg, away)
+	}
+}
+
+func TestRefreshSkippedRows(t *testing.T) {
+	f, r, p, c, logs := newRefresher(t)
+	for _, st := range []struct {
+		after    time.Duration
+		skipped  []string
+		wantWarn bool
+	}{
+		{0, []string{"alert/3"}, true},
+		{time.Minute, []string{"alert/3"}, false},
+		{10 * time.Minute, []string{"alert/3", "app/1"}, true},
+		{11 * time.Minute, nil, false},
+	} {
+		c.Set(noon.Add(st.after))
+		r.set(oneAlert("good"), st.skipped, nil)
+		if err := f.Refresh(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		warns := logs.FilterLevelExact(zapcore.WarnLevel).All()
+		logs.TakeAll()
+		if st.wantWarn && (len(warns) != 1 || !slices.Equal(warns[0].ContextMap()["ids"].([]any), toAny(st.skipped))) {
+			t.Errorf("at +%v: warnings %+v, want one listing %q", st.after, warns, st.skipped)
+		}
+		if !st.wantWarn && len(warns) != 0 {
+			t.Errorf("at +%v: warnings %+v, want none", st.after, warns)
+		}
+	}
+	if got := len(p.published()); got != 4 {
+		t.Errorf("published %d times, want 4: bad rows never stop the good ones", got)
+	}
+}
+
+func toAny(s []string) []any {
+	out := make([]any, len(s))
+	for i, v := range s {
+		out[i] = v
+	}
+	return out
+}
+
+// slowReader is a fakeReader whose reads take took on the clock.
+type slowReader struct {
+	fakeReader
+	clock *fakeclock.Clock
+	took  time.Duration
+}
+
+func (r *slowReader) Live(ctx context.Context, now time.Time) (release.Meta, []string, error) {
+	r.clock.Advance(r.took)
+	return r.fakeReader.Live(ctx, now)
+}
+
+// TestRunKeepsTheInterval runs the loop on the fake clock: a read at once,
+// then one every interval after the first (a read that takes longer than the
+// interval skips the times it missed), and none before its time.
+func TestRunKeepsTheInterval(t *testing.T) {
+	tests := []struct {
+		name string
+		took time.Duration // how long each read takes
+		want []time.Duration
+	}{
+		{"quick reads", 0, []time.Duration{0, time.Minute, 2 * time.Minute, 3 * time.Minute}},
+		{"reads of 10 s", 10 * time.Second, []time.Duration{0, time.Minute, 2 * time.Minute, 3 * time.Minute}},
+		{"reads longer than the interval", 90 * time.Second, []time.Duration{0, 2 * time.Minute, 4 * time.Minute, 6 * time.Minute}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c := fakeclock.New(noon)
+			r := &slowReader{clock: c, took: tc.took}
+			f, err := mysql.NewRefresher(r, &fakePublisher{}, time.Minute, nil, c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan error, 1)
+			go func() { done <- f.Run(ctx) }()
+			for i := range tc.want {
+				parked(t, c)
+				if got := r.count(); got != i+1 {
+					t.Fatalf("reads = %d before the wait %d, want %d", got, i+1, i+1)
+				}
+				next, _ := c.Next()
+				if i+1 < len(tc.want) {
+					if want := noon.Add(tc.want[i+1]); !next.Equal(want) {
+						t.Fatalf("wait %d ends at %s, want %s", i+1, next.Format(time.TimeOnly), want.Format(time.TimeOnly))
+					}
+				}
+				// A nanosecond early nothing happens; at the time, the next read.
+				c.Set(next.Add(-time.Nanosecond))
+				if c.Waiters() != 1 || r.count() != i+1 {
+					t.Fatalf("the loop moved before its time: waiters %d, reads %d", c.Waiters(), r.count())
+				}
+				if i+1 < len(tc.want) {
+					c.Set(next)
+				}
+			}
+			cancel()
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Errorf("Run = %v, want nil on cancellation", err)
+				}
+			case <-time.After(20 * time.Second):
+				t.Fatal("Run did not return after cancellation")
+			}
+			r.mu.Lock()
+			defer r.mu.Unlock()
+			for i, at := range r.reads {
+				if want := noon.Add(tc.want[i]); !at.Equal(want) {
+					t.Errorf("read %d at %s, want %s", i, at.Format(time.TimeOnly), want.Format(time.TimeOnly))
+				}
+			}
+		})
+	}
+}
+
+// parked waits until the loop waits on c, without sleeping.
+func parked(t testing.TB, c *fakeclock.Clock) {
+	t.Helper()
+	timeout := time.After(20 * time.Second)
+	for c.Waiters() == 0 {
+		select {
+		case <-c.Parked():
+		case <-timeout:
+			t.Fatal("the loop never waited on the clock")
+		}
+	}
+}
+
+func TestNewRefresherRefuses(t *testing.T) {
+	tests := []struct {
+		name     string
+		r        mysql.Reader
+		p        mysql.Publisher
+		interval time.Duration
+	}{
+		{"no reader", nil, &fakePublisher{}, time.Minute},
+		{"no publisher", &fakeReader{}, nil, time.Minute},
+		{"no interval", &fakeReader{}, &fakePublisher{}, 0},
+	}
+	for _, tt := range tests {
+		if _, err := mysql.NewRefresher(tt.r, tt.p, tt.interval, nil, nil); err == nil {
+			t.Errorf("%s: NewRefresher worked, want an error", tt.name)
+		}
+	}
+}

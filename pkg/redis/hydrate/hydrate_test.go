@@ -1,0 +1,933 @@
+package hydrate_test
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"maps"
+	"net"
+	"net/url"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
+
+	"github.com/storytold/craft-releases/pkg/redis"
+	"github.com/storytold/craft-releases/pkg/redis/hydrate"
+	"github.com/storytold/craft-releases/pkg/redis/store"
+	"github.com/storytold/craft-releases/pkg/release"
+	"github.com/storytold/craft-releases/test/fakeclock"
+	"github.com/storytold/craft-releases/test/redistest"
+	"github.com/storytold/craft-releases/test/silentredis"
+)
+
+var testApps = []release.App{
+	{Key: "artcraft-launcher", Name: "ArtCraft Launcher", Repo: "storytold/craft-launcher"},
+	{Key: "filmcraft", Name: "FilmCraft", Repo: "storytold/filmcraft"},
+	{Key: "photocraft", Name: "PhotoCraft", Repo: "storytold/photocraft"},
+}
+
+// base is the fetch time of the entries a test starts with.
+var base = time.Date(2026, 10, 10, 12, 0, 0, 0, time.UTC)
+
+// quiet keeps the periodic re-read out of the way, so that only Redis's
+// invalidations (or a reconnect) can make the Hydrator read.
+var quiet = hydrate.WithInterval(time.Hour)
+
+const waitLimit = 30 * time.Second
+
+func TestLoad(t *testing.T) {
+	tests := []struct {
+		name  string
+		setup func(t testing.TB, srv *redistest.Server)
+		want  map[string]string // app → describe(entry); apps left out must not reach the sink
+	}{
+		{
+			name: "every app present",
+			setup: func(t testing.TB, srv *redistest.Server) {
+				put(t, srv, "artcraft-launcher", base, "v0.2.0")
+				put(t, srv, "filmcraft", base.Add(time.Second), "v1.0.0")
+				put(t, srv, "photocraft", base.Add(2*time.Second), "v0.5.0")
+			},
+			want: map[string]string{
+				"artcraft-launcher": describe(entry(base, "v0.2.0")),
+				"filmcraft":         describe(entry(base.Add(time.Second), "v1.0.0")),
+				"photocraft":        describe(entry(base.Add(2*time.Second), "v0.5.0")),
+			},
+		},
+		{
+			name: "one app absent, one of another format version",
+			setup: func(t testing.TB, srv *redistest.Server) {
+				put(t, srv, "photocraft", base, "v0.5.0")
+				hset(t, srv, "filmcraft", "v", "2", "fetched_ms", ms(base), "etag", `"x"`, "release", "null")
+			},
+			want: map[string]string{"photocraft": describe(entry(base, "v0.5.0"))},
+		},
+		{
+			name: "a failure and a claim but never a fetch",
+			setup: func(t testing.TB, srv *redistest.Server) {
+				hset(t, srv, "photocraft", "v", "1", "failed_ms", ms(base), "failures", "3", "claimed_ms", ms(base), "by", "test")
+			},
+			want: map[string]string{"photocraft": describe(release.Entry{FailedAt: base, Failures: 3, ClaimedAt: base})},
+		},
+		{
+			name:  "nothing in redis",
+			setup: func(testing.TB, *redistest.Server) {},
+			want:  map[string]string{},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := redistest.Start(t)
+			tt.setup(t, srv)
+			hs := start(t, srv.URL(), quiet)
+			hs.waitLoaded(t)
+
+			got, calls := hs.sink.state()
+			if len(tt.want) == 0 && calls != 0 {
+				t.Errorf("SetAll calls = %d, want 0 when nothing is in Redis", calls)
+			}
+			if len(tt.want) > 0 && calls != 1 {
+				t.Errorf("SetAll calls = %d, want 1 for the first load", calls)
+			}
+			if g, w := describeAll(got), describeMap(tt.want); g != w {
+				t.Errorf("sink after load:\n got %s\nwant %s", g, w)
+			}
+			if st := hs.h.Counts(); !st.Loaded || !st.Connected || st.Fallback {
+				t.Errorf("Stats() = %+v, want Loaded, Connected, not Fallback", st)
+			}
+		})
+	}
+}
+
+func TestLoadWithoutApps(t *testing.T) {
+	srv := redistest.Start(t)
+	hs := startApps(t, srv.URL(), nil)
+	hs.waitLoaded(t)
+	if _, calls := hs.sink.state(); calls != 0 {
+		t.Errorf("SetAll calls = %d, want 0", calls)
+	}
+}
+
+func TestInvalidationReachesSink(t *testing.T) {
+	tests := []struct {
+		name  string
+		write func(t testing.TB, srv *redistest.Server)
+		want  release.Entry // photocraft afterwards
+	}{
+		{
+			name:  "newer fetch",
+			write: func(t testing.TB, srv *redistest.Server) { put(t, srv, "photocraft", base.Add(time.Minute), "v0.6.0") },
+			want:  entry(base.Add(time.Minute), "v0.6.0"),
+		},
+		{
+			name: "304 confirmation moves the fetch time",
+			write: func(t testing.TB, srv *redistest.Server) {
+				hset(t, srv, "photocraft", "v", "1", "fetched_ms", ms(base.Add(time.Minute)), "by", "test")
+			},
+			want: entry(base.Add(time.Minute), "v0.5.0"),
+		},
+		{
+			name: "newer failure",
+			write: func(t testing.TB, srv *redistest.Server) {
+				hset(t, srv, "photocraft", "v", "1", "failed_ms", ms(base.Add(time.Minute)), "failures", "2", "by", "test")
+			},
+			want: func() release.Entry {
+				e := entry(base, "v0.5.0")
+				e.FailedAt, e.Failures = base.Add(time.Minute), 2
+				return e
+			}(),
+		},
+		{
+			name: "written again after a delete",
+			write: func(t testing.TB, srv *redistest.Server) {
+				srv.MustDo("DEL", store.AppKey("photocraft"))
+				put(t, srv, "photocraft", base.Add(time.Minute), "v0.6.0")
+			},
+			want: entry(base.Add(time.Minute), "v0.6.0"),
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := redistest.Start(t)
+			put(t, srv, "photocraft", base, "v0.5.0")
+			put(t, srv, "filmcraft", base, "v1.0.0")
+			hs := start(t, srv.URL(), quiet)
+			hs.waitLoaded(t)
+
+			began := time.Now()
+			tt.write(t, srv)
+			hs.sink.waitFor(t, "photocraft "+describe(tt.want), func(s map[string]release.Entry) bool {
+				return describe(s["photocraft"]) == describe(tt.want)
+			})
+			t.Logf("write to sink: %v", time.Since(began))
+
+			got, _ := hs.sink.state()
+			if g, w := describe(got["filmcraft"]), describe(entry(base, "v1.0.0")); g != w {
+				t.Errorf("filmcraft = %s, want %s (untouched)", g, w)
+			}
+			if st := hs.h.Counts(); st.Invalidations == 0 {
+				t.Errorf("Stats().Invalidations = 0, want > 0")
+			}
+		})
+	}
+}
+
+// TestRereadOfNothingNewPassesNothing checks that the periodic re-read never
+// reaches the sink when nothing changed, and that with client tracking it is
+// answered by the local cache, not by Redis.
+func TestRereadOfNothingNewPassesNothing(t *testing.T) {
+	tests := []struct {
+		name      string
+		url       func(t testing.TB, srv *redistest.Server) string
+		rounds    int
+		wantLocal bool // every re-read answered by the local cache
+	}{
+		{name: "client tracking", url: func(_ testing.TB, srv *redistest.Server) string { return srv.URL() }, rounds: 20, wantLocal: true},
+		{name: "fallback", url: noTrackingURL, rounds: 2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := redistest.Start(t)
+			for _, a := range testApps {
+				put(t, srv, a.Key, base, "v1.0.0")
+			}
+			clk := fakeclock.New(base)
+			hs := start(t, tt.url(t, srv), hydrate.WithClock(clk))
+			hs.waitLoaded(t)
+			_, calls0 := hs.sink.state()
+			st0 := hs.h.Counts()
+			server0 := readCalls(t, srv)
+
+			// At production intervals: every 5 s with tracking, each second without.
+			want := st0.Reads + uint64(tt.rounds*len(testApps))
+			advanceUntil(t, clk, time.Second, fmt.Sprintf("%d re-read rounds", tt.rounds), func() bool { return hs.h.Counts().Reads >= want })
+
+			st := hs.h.Counts()
+			if _, calls := hs.sink.state(); calls != calls0 {
+				t.Errorf("SetAll calls = %d after re-reads of unchanged hashes, want %d", calls, calls0)
+			}
+			reads, hits := st.Reads-st0.Reads, st.CacheHits-st0.CacheHits
+			server := readCalls(t, srv) - server0
+			if tt.wantLocal && (hits != reads || server != 0) {
+				t.Errorf("%d re-reads: %d from the local cache, %d HMGET at the server; want all local, 0 at the server", reads, hits, server)
+			}
+			if !tt.wantLocal && hits != 0 {
+				t.Errorf("%d re-reads without client tracking: %d cache hits, want 0", reads, hits)
+			}
+		})
+	}
+}
+
+func TestLostEntryKeepsWhatSinkHas(t *testing.T) {
+	tests := []struct {
+		name    string
+		lose    func(t testing.TB, srv *redistest.Server)
+		missing uint64 // reads that must find nothing before the check
+	}{
+		{name: "flushall", lose: func(_ testing.TB, srv *redistest.Server) { srv.MustDo("FLUSHALL") }, missing: 3},
+		{name: "pexpire", lose: func(_ testing.TB, srv *redistest.Server) { srv.MustDo("PEXPIRE", store.AppKey("photocraft"), "1") }, missing: 1},
+		{name: "expire", lose: func(_ testing.TB, srv *redistest.Server) { srv.MustDo("EXPIRE", store.AppKey("photocraft"), "1") }, missing: 1},
+		{name: "another format version", lose: func(t testing.TB, srv *redistest.Server) { hset(t, srv, "photocraft", "v", "2") }, missing: 1},
+		{name: "not a hash", lose: func(_ testing.TB, srv *redistest.Server) {
+			srv.MustDo("DEL", store.AppKey("photocraft"))
+			srv.MustDo("SET", store.AppKey("photocraft"), "garbage")
+		}, missing: 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := redistest.Start(t)
+			for _, a := range testApps {
+				put(t, srv, a.Key, base, "v1.0.0")
+			}
+			hs := start(t, srv.URL(), quiet)
+			hs.waitLoaded(t)
+			before, calls0 := hs.sink.state()
+			missing0 := hs.h.Counts().Missing
+
+			tt.lose(t, srv)
+			waitUntil(t, "a read that finds the entry gone", func() bool { return hs.h.Counts().Missing >= missing0+tt.missing })
+
+			after, calls := hs.sink.state()
+			if calls != calls0 {
+				t.Errorf("SetAll calls = %d after the loss, want %d", calls, calls0)
+			}
+			if g, w := describeAll(after), describeAll(before); g != w {
+				t.Errorf("sink after the loss:\n got %s\nwant %s", g, w)
+			}
+
+			srv.MustDo("DEL", store.AppKey("photocraft"))
+			put(t, srv, "photocraft", base.Add(time.Minute), "v2.0.0")
+			want := describe(entry(base.Add(time.Minute), "v2.0.0"))
+			hs.sink.waitFor(t, "the refill", func(s map[string]release.Entry) bool { return describe(s["photocraft"]) == want })
+		})
+	}
+}
+
+func TestOlderEntryIgnored(t *testing.T) {
+	tests := []struct {
+		name  string
+		write func(t testing.TB, srv *redistest.Server)
+	}{
+		{name: "older fetch", write: func(t testing.TB, srv *redistest.Server) { put(t, srv, "photocraft", base.Add(-time.Minute), "v0.4.0") }},
+		{name: "same fetch time, other release", write: func(t testing.TB, srv *redistest.Server) { put(t, srv, "photocraft", base, "v9.9.9") }},
+		{name: "newer time, unreadable release", write: func(t testing.TB, srv *redistest.Server) {
+			hset(t, srv, "photocraft", "fetched_ms", ms(base.Add(time.Minute)), "release", "{")
+		}},
+		{name: "newer time, not an integer", write: func(t testing.TB, srv *redistest.Server) {
+			hset(t, srv, "photocraft", "fetched_ms", "soon")
+		}},
+		{name: "newer fetch of another format version", write: func(t testing.TB, srv *redistest.Server) {
+			hset(t, srv, "photocraft", "v", "2", "fetched_ms", ms(base.Add(time.Minute)), "etag", `"v2.0.0"`, "release", releaseJSON(t, "photocraft", "v2.0.0"))
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := redistest.Start(t)
+			put(t, srv, "photocraft", base, "v1.0.0")
+			hs := start(t, srv.URL(), quiet)
+			hs.waitLoaded(t)
+			_, calls0 := hs.sink.state()
+			reads0 := hs.h.Counts().Reads
+
+			tt.write(t, srv)
+			// Nothing but an invalidation can make a quiet Hydrator read.
+			waitUntil(t, "the re-read after the write", func() bool { return hs.h.Counts().Reads > reads0 })
+
+			got, calls := hs.sink.state()
+			if calls != calls0 {
+				t.Errorf("SetAll calls = %d, want %d: nothing newer was written", calls, calls0)
+			}
+			if g, w := describe(got["photocraft"]), describe(entry(base, "v1.0.0")); g != w {
+				t.Errorf("photocraft = %s, want %s", g, w)
+			}
+		})
+	}
+}
+
+func TestConnectionLoss(t *testing.T) {
+	tests := []struct {
+		name string
+		lose func(t testing.TB, srv *redistest.Server, hs *harness)
+	}{
+		{
+			name: "redis restarted empty",
+			lose: func(t testing.TB, srv *redistest.Server, hs *harness) {
+				srv.Stop()
+				waitUntil(t, "a failed read", func() bool { return !hs.h.Counts().Connected })
+				hs.mustBeRunning(t)
+				srv.Restart()
+			},
+		},
+		{
+			name: "connections killed",
+			lose: func(t testing.TB, srv *redistest.Server, hs *harness) {
+				inv := hs.h.Counts().Invalidations
+				srv.MustDo("CLIENT", "KILL", "TYPE", "normal")
+				waitUntil(t, "the lost connection noticed", func() bool { return hs.h.Counts().Invalidations > inv })
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := redistest.Start(t)
+			put(t, srv, "photocraft", base, "v1.0.0")
+			put(t, srv, "filmcraft", base, "v1.0.0")
+			hs := start(t, srv.URL(), quiet)
+			hs.waitLoaded(t)
+
+			tt.lose(t, srv, hs)
+
+			// The full re-read after reconnecting brings what was written meanwhile.
+			put(t, srv, "photocraft", base.Add(time.Minute), "v2.0.0")
+			want := describe(entry(base.Add(time.Minute), "v2.0.0"))
+			hs.sink.waitFor(t, "the write after the loss", func(s map[string]release.Entry) bool { return describe(s["photocraft"]) == want })
+			waitUntil(t, "a connected Hydrator", func() bool { return hs.h.Counts().Connected })
+
+			// A quiet Hydrator hears of this one only if Redis tracks it again.
+			put(t, srv, "photocraft", base.Add(2*time.Minute), "v3.0.0")
+			want = describe(entry(base.Add(2*time.Minute), "v3.0.0"))
+			hs.sink.waitFor(t, "an invalidation after the reconnect", func(s map[string]release.Entry) bool { return describe(s["photocraft"]) == want })
+
+			got, _ := hs.sink.state()
+			if g, w := describe(got["filmcraft"]), describe(entry(base, "v1.0.0")); g != w {
+				t.Errorf("filmcraft = %s, want %s: an entry lost by Redis stays", g, w)
+			}
+			hs.mustBeRunning(t)
+		})
+	}
+}
+
+// TestRetryCapped: the backoff between attempts stops growing at 1 s, so a
+// pod serves from a promoted replica within a second of its promotion, not
+// after a wait that grew through the failover.
+func TestRetryCapped(t *testing.T) {
+	srv := redistest.Start(t)
+	srv.Stop()
+	clk := fakeclock.New(base)
+	hs := start(t, srv.URL(), quiet, hydrate.WithClock(clk))
+	const step = 100 * time.Millisecond
+	// 200, 400, 800 ms, then the cap.
+	advanceUntil(t, clk, step, "six failed attempts", func() bool { return hs.h.Counts().Failures >= 6 })
+	from, n := clk.Now(), hs.h.Counts().Failures
+	advanceUntil(t, clk, step, "three attempts more", func() bool { return hs.h.Counts().Failures >= n+3 })
+	if took := clk.Now().Sub(from); took > 3*(time.Second+step) {
+		t.Errorf("three attempts took %v, want at most a second (and a step) each", took)
+	}
+	hs.mustBeRunning(t)
+}
+
+func TestRedisDownAtStart(t *testing.T) {
+	srv := redistest.Start(t)
+	srv.Stop()
+	clk := fakeclock.New(base)
+	hs := start(t, srv.URL(), quiet, hydrate.WithClock(clk))
+	// The backoff doubles from 200 ms: 200, 400, 800 ms.
+	from := clk.Now()
+	advanceUntil(t, clk, 100*time.Millisecond, "three failed attempts", func() bool { return hs.h.Counts().Failures >= 3 })
+	if took := clk.Now().Sub(from); took < 600*time.Millisecond {
+		t.Errorf("three attempts within %v, want the backoff between them (200 ms, then 400 ms)", took)
+	}
+	select {
+	case <-hs.h.Loaded():
+		t.Fatal("Loaded closed while Redis was down")
+	default:
+	}
+	hs.mustBeRunning(t)
+
+	srv.Restart()
+	put(t, srv, "photocraft", base, "v1.0.0")
+	advanceUntil(t, clk, time.Second, "the first load", func() bool { return hs.h.Counts().Loaded })
+	want := describe(entry(base, "v1.0.0"))
+	hs.sink.waitFor(t, "photocraft", func(s map[string]release.Entry) bool { return describe(s["photocraft"]) == want })
+
+	waitUntil(t, "the recovery logged", func() bool { return hs.logs.FilterMessage("redis available again").Len() > 0 })
+	if got := hs.logs.FilterMessage("redis unavailable, serving what is loaded").Len(); got != 1 {
+		t.Errorf("logged the outage %d times, want 1", got)
+	}
+	if got := hs.logs.FilterMessage("redis available again").Len(); got != 1 {
+		t.Errorf("logged the recovery %d times, want 1", got)
+	}
+}
+
+func TestFallbackWithoutClientTracking(t *testing.T) {
+	tests := []struct {
+		name   string
+		before func(t testing.TB, srv *redistest.Server) string // returns the URL
+		after  func(t testing.TB, srv *redistest.Server)        // once loaded
+	}{
+		{
+			name:   "refused from the start",
+			before: noTrackingURL,
+			after:  func(testing.TB, *redistest.Server) {},
+		},
+		{
+			name: "refused after a reconnect",
+			before: func(_ testing.TB, srv *redistest.Server) string {
+				srv.MustDo("ACL", "SETUSER", "api", "on", ">pw", "~*", "&*", "+@all")
+				return "redis://api:pw@" + srv.Addr
+			},
+			after: func(t testing.TB, srv *redistest.Server) {
+				srv.MustDo("ACL", "SETUSER", "api", "-client")
+				srv.MustDo("CLIENT", "KILL", "USER", "api")
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := redistest.Start(t)
+			put(t, srv, "photocraft", base, "v1.0.0")
+			clk := fakeclock.New(base)
+			hs := start(t, tt.before(t, srv), quiet, hydrate.WithClock(clk))
+			hs.waitLoaded(t)
+			tt.after(t, srv)
+			advanceUntil(t, clk, 100*time.Millisecond, "the fallback", func() bool { return hs.h.Counts().Fallback })
+
+			put(t, srv, "photocraft", base.Add(time.Minute), "v2.0.0")
+			want := describe(entry(base.Add(time.Minute), "v2.0.0"))
+			advanceUntil(t, clk, 100*time.Millisecond, "the write, by re-reading", func() bool {
+				got, _ := hs.sink.state()
+				return describe(got["photocraft"]) == want
+			})
+
+			reads, from := hs.h.Counts().Reads+uint64(2*len(testApps)), clk.Now()
+			advanceUntil(t, clk, 100*time.Millisecond, "two more re-read rounds", func() bool { return hs.h.Counts().Reads >= reads })
+			if took := clk.Now().Sub(from); took < time.Second {
+				t.Errorf("two re-read rounds within %v, want one each second", took)
+			}
+			if got := hs.logs.FilterMessage("redis refused client tracking, re-reading every app each second").Len(); got != 1 {
+				t.Errorf("logged the fallback %d times, want 1", got)
+			}
+			if got := hs.logs.FilterMessage("redis unavailable, serving what is loaded").Len(); got != 0 {
+				t.Errorf("logged an outage %d times, want 0: a refused CLIENT TRACKING is not one", got)
+			}
+			hs.mustBeRunning(t)
+		})
+	}
+}
+
+func TestSilentRedis(t *testing.T) {
+	tests := []struct {
+		name string
+		wait func(t testing.TB, srv *silentredis.Server, hs *harness)
+	}{
+		{
+			name: "cancelled during the first read",
+			wait: func(t testing.TB, srv *silentredis.Server, _ *harness) {
+				waitUntil(t, "a connection", func() bool { return srv.Accepted() > 0 })
+			},
+		},
+		{
+			name: "cancelled after a read timed out",
+			wait: func(t testing.TB, _ *silentredis.Server, hs *harness) {
+				waitUntil(t, "a failed read", func() bool { return hs.h.Counts().Failures > 0 })
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := silentredis.Start(t)
+			hs := start(t, srv.URL(), quiet)
+			tt.wait(t, srv, hs)
+			select {
+			case <-hs.h.Loaded():
+				t.Fatal("Loaded closed though Redis never answered a read")
+			default:
+			}
+			hs.mustBeRunning(t)
+
+			began := time.Now()
+			hs.stop(t)
+			t.Logf("Run returned %v after cancellation", time.Since(began))
+			waitUntil(t, "every connection closed", func() bool { return srv.Conns() == 0 })
+		})
+	}
+}
+
+func TestPasswordNeverShown(t *testing.T) {
+	const secret = "s3cr/3t-pw"
+	t.Run("Run", func(t *testing.T) {
+		tests := []struct {
+			name     string
+			password string
+			url      func(srv *redistest.Server, password string) string
+			wantLog  string // what the log must say instead
+		}{
+			{
+				name:     "wrong password",
+				password: secret,
+				url: func(srv *redistest.Server, pw string) string {
+					srv.MustDo("ACL", "SETUSER", "api", "on", ">right", "~*", "&*", "+@all")
+					return "redis://api:" + url.PathEscape(pw) + "@" + srv.Addr
+				},
+				wantLog: "WRONGPASS",
+			},
+			{
+				// rueidis quotes no password today; a password that happens
+				// to be part of an error's text shows the log would cut it.
+				name:     "password inside an error's text",
+				password: "refused",
+				url: func(srv *redistest.Server, pw string) string {
+					srv.Stop()
+					return "redis://api:" + pw + "@" + srv.Addr
+				},
+				wantLog: "connection [redacted]",
+			},
+		}
+		for _, tt := range tests {
+			t.Run(tt.name, func(t *testing.T) {
+				srv := redistest.Start(t)
+				hs := start(t, tt.url(srv, tt.password), quiet)
+				waitUntil(t, "two failed attempts", func() bool { return hs.h.Counts().Failures >= 2 })
+				var said bool
+				for _, e := range hs.logs.All() {
+					line := fmt.Sprint(e.Message, e.ContextMap())
+					if strings.Contains(line, tt.password) {
+						t.Errorf("log shows the password: %s", line)
+					}
+					said = said || strings.Contains(line, tt.wantLog)
+				}
+				if !said {
+					t.Errorf("no log line says %q: %v", tt.wantLog, hs.logs.All())
+				}
+			})
+		}
+	})
+}
+
+func TestNoGoroutineLeft(t *testing.T) {
+	before := runtime.NumGoroutine()
+	srv := redistest.Start(t)
+	put(t, srv, "photocraft", base, "v1.0.0")
+	hs := start(t, srv.URL(), quiet)
+	hs.waitLoaded(t)
+	put(t, srv, "photocraft", base.Add(time.Minute), "v2.0.0")
+	want := describe(entry(base.Add(time.Minute), "v2.0.0"))
+	hs.sink.waitFor(t, "the write", func(s map[string]release.Entry) bool { return describe(s["photocraft"]) == want })
+
+	hs.stop(t)
+	deadline := time.Now().Add(waitLimit)
+	for runtime.NumGoroutine() > before {
+		if time.Now().After(deadline) {
+			buf := make([]byte, 1<<20)
+			t.Fatalf("%d goroutines after Run returned, want at most %d:\n%s", runtime.NumGoroutine(), before, buf[:runtime.Stack(buf, true)])
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// BenchmarkPropagation measures the time from sending a write of a newer
+// entry to Redis to the sink holding it: the invalidation push, the re-read
+// and the merge.
+func BenchmarkPropagation(b *testing.B) {
+	srv := redistest.Start(b)
+	for _, a := range testApps {
+		put(b, srv, a.Key, base, "v1.0.0")
+	}
+	hs := start(b, srv.URL(), quiet)
+	hs.waitLoaded(b)
+	conn := dialRESP(b, srv)
+	rel := releaseJSON(b, "photocraft", "v2.0.0")
+
+	var took []time.Duration
+	for i := 1; b.Loop(); i++ {
+		at := base.Add(time.Duration(i) * time.Millisecond)
+		began := time.Now()
+		conn.do(b, "HSET", store.AppKey("photocraft"), "v", "1", "fetched_ms", ms(at), "etag", `"e"`, "release", rel, "by", "bench")
+		hs.sink.waitFor(b, "the write", func(s map[string]release.Entry) bool { return !s["photocraft"].FetchedAt.Before(at) })
+		took = append(took, time.Since(began))
+	}
+	slices.Sort(took)
+	pct := func(p int) float64 { return float64(took[(len(took)-1)*p/100]) / float64(time.Millisecond) }
+	b.ReportMetric(pct(50), "p50-ms")
+	b.ReportMetric(pct(99), "p99-ms")
+}
+
+// BenchmarkShutdownOnSilentRedis measures how long Run takes to return once
+// cancelled while its Redis accepts connections and never answers.
+func BenchmarkShutdownOnSilentRedis(b *testing.B) {
+	srv := silentredis.Start(b)
+	for b.Loop() {
+		b.StopTimer()
+		accepted := srv.Accepted()
+		hs := start(b, srv.URL(), quiet)
+		waitUntil(b, "a connection", func() bool { return srv.Accepted() > accepted })
+		b.StartTimer()
+		hs.stop(b)
+	}
+}
+
+// harness runs one Hydrator against a fake sink and an observed logger.
+type harness struct {
+	h      *hydrate.Hydrator
+	sink   *fakeSink
+	logs   *observer.ObservedLogs
+	cancel context.CancelFunc
+	done   chan error
+	once   sync.Once
+}
+
+// start runs a Hydrator for testApps on redisURL until the test ends; Run
+// must then return nil.
+func start(t testing.TB, redisURL string, opts ...hydrate.Option) *harness {
+	t.Helper()
+	return startApps(t, redisURL, testApps, opts...)
+}
+
+// startApps is start for the given apps.
+func startApps(t testing.TB, redisURL string, apps []release.App, opts ...hydrate.Option) *harness {
+	t.Helper()
+	o, err := redis.Parse(redisURL)
+	if err != nil {
+		t.Fatalf("Parse(%q): %v", redisURL, err)
+	}
+	return startOn(t, o, apps, opts...)
+}
+
+// startOn is startApps for options already parsed.
+func startOn(t testing.TB, o redis.Options, apps []release.App, opts ...hydrate.Option) *harness {
+	t.Helper()
+	core, logs := observer.New(zap.DebugLevel)
+	sink := newSink()
+	h, err := hydrate.New(o, apps, sink, zap.New(core), opts...)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	hs := &harness{h: h, sink: sink, logs: logs, cancel: cancel, done: make(chan error, 1)}
+	go func() { hs.done <- h.Run(ctx) }()
+	t.Cleanup(func() { hs.stop(t) })
+	return hs
+}
+
+// stop cancels Run and waits for it to return nil.
+func (hs *harness) stop(t testing.TB) {
+	t.Helper()
+	hs.once.Do(func() {
+		hs.cancel()
+		select {
+		case err := <-hs.done:
+			if err != nil {
+				t.Errorf("Run returned %v after cancellation, want nil", err)
+			}
+		case <-time.After(waitLimit):
+			t.Errorf("Run did not return within %v of cancellation", waitLimit)
+		}
+	})
+}
+
+func (hs *harness) mustBeRunning(t testing.TB) {
+	t.Helper()
+	select {
+	case err := <-hs.done:
+		t.Fatalf("Run returned %v before cancellation", err)
+	default:
+	}
+}
+
+func (hs *harness) waitLoaded(t testing.TB) {
+	t.Helper()
+	select {
+	case <-hs.h.Loaded():
+	case <-time.After(waitLimit):
+		t.Fatalf("Loaded not closed after %v; stats %+v", waitLimit, hs.h.Counts())
+	}
+}
+
+// fakeSink merges what it is given with release.Entry.Merge, like the
+// snapshot, and counts the calls that moved an entry.
+type fakeSink struct {
+	mu      sync.Mutex
+	entries map[string]release.Entry
+	calls   int
+	changed chan struct{}
+}
+
+func newSink() *fakeSink {
+	return &fakeSink{entries: map[string]release.Entry{}, changed: make(chan struct{}, 1)}
+}
+
+func (s *fakeSink) SetAll(m map[string]release.Entry) bool {
+	s.mu.Lock()
+	moved := false
+	for app, e := range m {
+		if cur := s.entries[app]; cur.Merge(e) != cur {
+			s.entries[app], moved = cur.Merge(e), true
+		}
+	}
+	if moved {
+		s.calls++
+	}
+	s.mu.Unlock()
+	if moved {
+		select {
+		case s.changed <- struct{}{}:
+		default:
+		}
+	}
+	return moved
+}
+
+func (s *fakeSink) state() (map[string]release.Entry, int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	m := make(map[string]release.Entry, len(s.entries))
+	for k, v := range s.entries {
+		m[k] = v
+	}
+	return m, s.calls
+}
+
+// waitFor waits until cond holds for the sink's entries.
+func (s *fakeSink) waitFor(t testing.TB, what string, cond func(map[string]release.Entry) bool) {
+	t.Helper()
+	timeout := time.After(waitLimit)
+	for {
+		m, _ := s.state()
+		if cond(m) {
+			return
+		}
+		select {
+		case <-s.changed:
+		case <-timeout:
+			t.Fatalf("sink never got %s within %v; it has %s", what, waitLimit, describeAll(m))
+		}
+	}
+}
+
+// advanceUntil moves clk on by step every millisecond while anything waits
+// on it, until cond holds.
+func advanceUntil(t testing.TB, clk *fakeclock.Clock, step time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(waitLimit)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("no %s within %v (clock at %v)", what, waitLimit, clk.Now())
+		}
+		if clk.Waiters() > 0 {
+			clk.Advance(step)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// waitUntil polls cond until it holds.
+func waitUntil(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(waitLimit)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("no %s within %v", what, waitLimit)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+// noTrackingURL adds a user that may use every command but CLIENT, so that
+// CLIENT TRACKING is refused, and returns a URL for it.
+func noTrackingURL(t testing.TB, srv *redistest.Server) string {
+	t.Helper()
+	srv.MustDo("ACL", "SETUSER", "api", "on", ">pw", "~*", "&*", "+@all", "-client")
+	return "redis://api:pw@" + srv.Addr
+}
+
+func entry(fetched time.Time, tag string) release.Entry {
+	return release.Entry{FetchedAt: fetched, ETag: `"` + tag + `"`, Release: &release.Release{Tag: tag}}
+}
+
+// describe is the part of an entry the tests compare.
+func describe(e release.Entry) string {
+	tag := "none"
+	if e.Release != nil {
+		tag = e.Release.Tag
+	}
+	return fmt.Sprintf("{fetched %s etag %s release %s failed %s×%d claimed %s}",
+		ms(e.FetchedAt), e.ETag, tag, ms(e.FailedAt), e.Failures, ms(e.ClaimedAt))
+}
+
+func describeAll(m map[string]release.Entry) string {
+	d := make(map[string]string, len(m))
+	for k, e := range m {
+		d[k] = describe(e)
+	}
+	return describeMap(d)
+}
+
+func describeMap(m map[string]string) string {
+	var b strings.Builder
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		fmt.Fprintf(&b, "%s=%s ", k, m[k])
+	}
+	return "[" + strings.TrimSpace(b.String()) + "]"
+}
+
+// put writes a fetch for app as a poller does: a release tagged tag with the
+// ETag "<tag>", fetched at fetched.
+func put(t testing.TB, srv *redistest.Server, app string, fetched time.Time, tag string) {
+	t.Helper()
+	hset(t, srv, app, "v", "1", "fetched_ms", ms(fetched), "etag", `"`+tag+`"`, "release", releaseJSON(t, app, tag), "by", "test")
+}
+
+func hset(t testing.TB, srv *redistest.Server, app string, fields ...string) {
+	t.Helper()
+	srv.MustDo(append([]string{"HSET", store.AppKey(app)}, fields...)...)
+}
+
+// releaseJSON is release tag of app as a poller stores it.
+func releaseJSON(t testing.TB, app, tag string) string {
+	t.Helper()
+	i := slices.IndexFunc(testApps, func(a release.App) bool { return a.Key == app })
+	if i < 0 {
+		t.Fatalf("no test app %q", app)
+	}
+	b, err := release.Marshal(&release.Release{
+		Tag: tag, Version: strings.TrimPrefix(tag, "v"), Name: tag,
+		HTMLURL: release.TagURL(testApps[i].Repo, tag), Assets: []release.Asset{},
+	})
+	if err != nil {
+		t.Fatalf("marshal release: %v", err)
+	}
+	return string(b)
+}
+
+func ms(t time.Time) string {
+	if t.IsZero() {
+		return "0"
+	}
+	return strconv.FormatInt(t.UnixMilli(), 10)
+}
+
+// readCalls is how many HMGET, the reads of the fields, the server has answered.
+func readCalls(t testing.TB, srv *redistest.Server) int {
+	t.Helper()
+	c := dialRESP(t, srv)
+	info := c.do(t, "INFO", "commandstats")
+	for line := range strings.SplitSeq(info, "\n") {
+		if rest, ok := strings.CutPrefix(strings.TrimSpace(line), "cmdstat_hmget:calls="); ok {
+			n, err := strconv.Atoi(rest[:strings.IndexByte(rest, ',')])
+			if err != nil {
+				t.Fatalf("INFO commandstats %q: %v", line, err)
+			}
+			return n
+		}
+	}
+	return 0
+}
+
+// respConn is one plain connection for the commands the tests send in a
+// loop, where redistest's connection per command would be measured too.
+type respConn struct {
+	conn net.Conn
+	r    *bufio.Reader
+}
+
+func dialRESP(t testing.TB, srv *redistest.Server) *respConn {
+	t.Helper()
+	conn, err := net.Dial("tcp", srv.Addr)
+	if err != nil {
+		t.Fatalf("dial redis: %v", err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	return &respConn{conn: conn, r: bufio.NewReader(conn)}
+}
+
+// do sends one command and returns its reply: a simple string, an integer or
+// a bulk string. It fails the test on an error reply.
+func (c *respConn) do(t testing.TB, args ...string) string {
+	t.Helper()
+	var b strings.Builder
+	fmt.Fprintf(&b, "*%d\r\n", len(args))
+	for _, a := range args {
+		fmt.Fprintf(&b, "$%d\r\n%s\r\n", len(a), a)
+	}
+	if _, err := io.WriteString(c.conn, b.String()); err != nil {
+		t.Fatalf("redis %s: %v", args[0], err)
+	}
+	line, err := c.r.ReadString('\n')
+	if err != nil {
+		t.Fatalf("redis %s: %v", args[0], err)
+	}
+	line = strings.TrimRight(line, "\r\n")
+	switch {
+	case strings.HasPrefix(line, "-"):
+		t.Fatalf("redis %s: %s", args[0], line[1:])
+	case strings.HasPrefix(line, "$"):
+		n, err := strconv.Atoi(line[1:])
+		if err != nil || n < 0 {
+			t.Fatalf("redis %s: bulk reply %q", args[0], line)
+		}
+		buf := make([]byte, n+2)
+		if _, err := io.ReadFull(c.r, buf); err != nil {
+			t.Fatalf("redis %s: %v", args[0], err)
+		}
+		return string(buf[:n])
+	}
+	return line[1:]
+}

@@ -1,0 +1,185 @@
+package hydrate_test
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/storytold/craft-releases/pkg/redis"
+	"github.com/storytold/craft-releases/pkg/redis/hydrate"
+	"github.com/storytold/craft-releases/pkg/redis/store"
+	"github.com/storytold/craft-releases/pkg/release"
+	"github.com/storytold/craft-releases/test/redistest"
+)
+
+// metaSink records every meta it is given, by its one announcement's title.
+type metaSink struct {
+	mu      sync.Mutex
+	got     []string
+	changed chan struct{}
+}
+
+func newMetaSink() *metaSink { return &metaSink{changed: make(chan struct{}, 1)} }
+
+func (s *metaSink) SetMeta(m release.Meta) {
+	s.mu.Lock()
+	s.got = append(s.got, title(m))
+	s.mu.Unlock()
+	select {
+	case s.changed <- struct{}{}:
+	default:
+	}
+}
+
+func (s *metaSink) calls() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.got...)
+}
+
+// waitCalls waits until the sink was given n metas.
+func (s *metaSink) waitCalls(t testing.TB, n int) []string {
+	t.Helper()
+	timeout := time.After(waitLimit)
+	for {
+		if got := s.calls(); len(got) >= n {
+			return got
+		}
+		select {
+		case <-s.changed:
+		case <-timeout:
+			t.Fatalf("meta sink got %q within %v, want %d calls", s.calls(), waitLimit, n)
+		}
+	}
+}
+
+// title is the title of m's first announcement, "" for none.
+func title(m release.Meta) string {
+	if len(m.Notices.Announcements) == 0 {
+		return ""
+	}
+	return m.Notices.Announcements[0].Title
+}
+
+func announcing(title string) release.Meta {
+	return release.Meta{Notices: release.Notices{Announcements: []release.Announcement{{Title: title}}}}
+}
+
+// publisher writes the meta hash as a poller does.
+func publisher(t testing.TB, srv *redistest.Server) *store.Store {
+	t.Helper()
+	c, err := redis.OpenURL(srv.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	return store.New(c, "poller-a", nil)
+}
+
+func putMeta(t testing.TB, s *store.Store, m release.Meta, at time.Time) {
+	t.Helper()
+	if ok, err := s.PutMeta(context.Background(), m, at); err != nil || !ok {
+		t.Fatalf("PutMeta(%q, %v) = %v, %v; want written", title(m), at, ok, err)
+	}
+}
+
+func TestMetaLoad(t *testing.T) {
+	tests := []struct {
+		name  string
+		apps  []release.App
+		setup func(t testing.TB, srv *redistest.Server)
+		want  []string // titles given to the meta sink by the first load
+	}{
+		{
+			name:  "a published meta",
+			apps:  testApps,
+			setup: func(t testing.TB, srv *redistest.Server) { putMeta(t, publisher(t, srv), announcing("hello"), base) },
+			want:  []string{"hello"},
+		},
+		{
+			name:  "a published meta and no apps",
+			setup: func(t testing.TB, srv *redistest.Server) { putMeta(t, publisher(t, srv), announcing("hello"), base) },
+			want:  []string{"hello"},
+		},
+		{
+			name:  "no meta: no MySQL anywhere",
+			apps:  testApps,
+			setup: func(testing.TB, *redistest.Server) {},
+		},
+		{
+			name: "an unreadable meta",
+			apps: testApps,
+			setup: func(t testing.TB, srv *redistest.Server) {
+				srv.MustDo("HSET", store.MetaKey, "v", "1", "read_ms", ms(base), "app_renames", "[]",
+					"repo_renames", "[]", "announcements", "{", "alerts", "[]")
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := redistest.Start(t)
+			tt.setup(t, srv)
+			sink := newMetaSink()
+			hs := startApps(t, srv.URL(), tt.apps, quiet, hydrate.WithMeta(sink))
+			hs.waitLoaded(t)
+			if got := sink.calls(); len(got) != len(tt.want) || (len(got) > 0 && got[0] != tt.want[0]) {
+				t.Errorf("meta sink after the first load got %q, want %q", got, tt.want)
+			}
+			if st := hs.h.Counts(); st.Reads != uint64(len(tt.apps)+1) || st.Metas != uint64(len(tt.want)) {
+				t.Errorf("Stats() = %+v; want %d reads (the apps and the meta), %d metas", st, len(tt.apps)+1, len(tt.want))
+			}
+		})
+	}
+}
+
+// TestMetaNeverGoesBack: the sink gets a meta only when it is newer than the
+// last one; an older, unreadable or deleted hash changes nothing.
+func TestMetaNeverGoesBack(t *testing.T) {
+	srv := redistest.Start(t)
+	pub := publisher(t, srv)
+	putMeta(t, pub, announcing("v1"), base)
+	sink := newMetaSink()
+	hs := start(t, srv.URL(), quiet, hydrate.WithMeta(sink))
+	hs.waitLoaded(t)
+	sink.waitCalls(t, 1)
+
+	steps := []struct {
+		name  string
+		write func()
+		want  []string // every meta the sink got so far
+	}{
+		{"a newer read", func() { putMeta(t, pub, announcing("v2"), base.Add(time.Minute)) }, []string{"v1", "v2"}},
+		{"an older read written over the guard", func() {
+			srv.MustDo("HSET", store.MetaKey, "read_ms", ms(base), "announcements", `[{"title":"old"}]`)
+		}, []string{"v1", "v2"}},
+		{"the hash deleted", func() { srv.MustDo("DEL", store.MetaKey) }, []string{"v1", "v2"}},
+		{"a newer read again", func() { putMeta(t, pub, announcing("v3"), base.Add(2*time.Minute)) }, []string{"v1", "v2", "v3"}},
+		{"an empty newer read", func() { putMeta(t, pub, release.Meta{}, base.Add(3*time.Minute)) }, []string{"v1", "v2", "v3", ""}},
+	}
+	for _, st := range steps {
+		before := hs.h.Counts().Reads
+		st.write()
+		// Each write reaches the Hydrator as an invalidation, and the
+		// re-read it causes is the only read: the safety net is an hour away.
+		// A meta given by mistake after this wait shows in the next step
+		// that waits for a call, since every step compares every call.
+		waitUntil(t, "the re-read after "+st.name, func() bool { return hs.h.Counts().Reads > before })
+		sink.waitCalls(t, len(st.want))
+		if got := sink.calls(); !slices.Equal(got, st.want) {
+			t.Errorf("%s: sink got %q, want %q", st.name, got, st.want)
+		}
+	}
+}
+
+// TestMetaNotRead: without WithMeta the meta hash is not read at all.
+func TestMetaNotRead(t *testing.T) {
+	srv := redistest.Start(t)
+	putMeta(t, publisher(t, srv), announcing("hello"), base)
+	hs := start(t, srv.URL(), quiet)
+	hs.waitLoaded(t)
+	if st := hs.h.Counts(); st.Reads != uint64(len(testApps)) || st.Metas != 0 {
+		t.Errorf("Stats() = %+v; want %d reads (the apps only), no metas", st, len(testApps))
+	}
+}

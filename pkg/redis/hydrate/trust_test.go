@@ -1,0 +1,87 @@
+package hydrate_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/storytold/craft-releases/pkg/redis/hydrate"
+	"github.com/storytold/craft-releases/test/fakeclock"
+	"github.com/storytold/craft-releases/test/redistest"
+	"github.com/storytold/craft-releases/test/testkit"
+)
+
+// TestRefusedHashes: a pod serves nothing of a hash that no poller wrote: a
+// release of another repository, a fetch an hour in the future, a 16 MiB
+// release, which it does not even read. The app keeps what it had; each
+// refusal is counted and logged once (issue 20, findings 1 to 3).
+func TestRefusedHashes(t *testing.T) {
+	srv := redistest.Start(t)
+	now := time.Now()
+	put(t, srv, "photocraft", now.Add(-time.Minute), "v0.5.0")
+	// filmcraft's hash holds photocraft's release; the launcher's a fetch an hour ahead.
+	hset(t, srv, "filmcraft", "v", "1", "fetched_ms", ms(now), "etag", `"e"`,
+		"release", releaseJSON(t, "photocraft", "v1.0.0"), "by", "intruder")
+	hset(t, srv, "artcraft-launcher", "v", "1", "fetched_ms", ms(now.Add(time.Hour)), "etag", `"e"`,
+		"release", releaseJSON(t, "artcraft-launcher", "v9.0.0"), "by", "fast-clock")
+	hs := start(t, srv.URL(), quiet)
+	hs.waitLoaded(t)
+
+	got, _ := hs.sink.state()
+	if g, w := describeAll(got), describeMap(map[string]string{"photocraft": describe(entry(now.Add(-time.Minute), "v0.5.0"))}); g != w {
+		t.Errorf("sink after load:\n got %s\nwant %s", g, w)
+	}
+	if n := hs.h.Counts().Refused; n != 2 {
+		t.Errorf("refused %d reads, want 2", n)
+	}
+	if n := hs.logs.FilterMessage("redis entry refused, keeping what was known").Len(); n != 2 {
+		t.Errorf("logged %d refusals, want one for each app and writer", n)
+	}
+
+	// A 16 MiB release: the invalidation brings a re-read of its length
+	// alone, and photocraft keeps v0.5.0.
+	sent := netOutput(t, srv)
+	refused := hs.h.Counts().Refused
+	hset(t, srv, "photocraft", "fetched_ms", ms(now), "release", `{"tag":"`+strings.Repeat("v", 16<<20)+`"}`)
+	testkit.Eventually(t, "the refusal of the oversized release", func() bool { return hs.h.Counts().Refused > refused })
+	if got := netOutput(t, srv) - sent; got > 64<<10 {
+		t.Errorf("Redis sent the pod %d bytes, want a few KiB: the value was read", got)
+	}
+	if got, _ := hs.sink.state(); describe(got["photocraft"]) != describe(entry(now.Add(-time.Minute), "v0.5.0")) {
+		t.Errorf("photocraft = %s, want v0.5.0 kept", describe(got["photocraft"]))
+	}
+}
+
+// TestPodClockBehind: a pod whose clock runs an hour behind tells time by
+// Redis, so that it believes the pollers' honest times instead of refusing
+// them as future; it says so once, and exports the offset.
+func TestPodClockBehind(t *testing.T) {
+	srv := redistest.Start(t)
+	now := time.Now()
+	put(t, srv, "photocraft", now, "v0.5.0")
+	hs := start(t, srv.URL(), quiet, hydrate.WithClock(fakeclock.New(now.Add(-time.Hour))))
+	hs.waitLoaded(t)
+	got, _ := hs.sink.state()
+	if describe(got["photocraft"]) != describe(entry(now, "v0.5.0")) {
+		t.Errorf("photocraft = %s, want v0.5.0: an honest fetch", describe(got["photocraft"]))
+	}
+	if off := hs.h.Counts().ClockOffset; (off + time.Hour).Abs() > 5*time.Second {
+		t.Errorf("clock offset %v, want about -1h", off)
+	}
+	if n := hs.logs.FilterMessage("clock differs from redis's, telling time by redis").Len(); n != 1 {
+		t.Errorf("warned %d times, want once", n)
+	}
+	if n := hs.h.Counts().Refused; n != 0 {
+		t.Errorf("refused %d reads, want none", n)
+	}
+}
+
+// netOutput is how many bytes srv has sent its clients.
+func netOutput(t testing.TB, srv *redistest.Server) int64 {
+	t.Helper()
+	n, err := srv.BytesSent()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
