@@ -22,11 +22,13 @@ import (
 	"github.com/storytold/craft-releases/pkg/daemon"
 	"github.com/storytold/craft-releases/pkg/github"
 	"github.com/storytold/craft-releases/pkg/metrics"
+	"github.com/storytold/craft-releases/pkg/metrics/apipod"
 	"github.com/storytold/craft-releases/pkg/poller"
 	"github.com/storytold/craft-releases/pkg/redis"
 	"github.com/storytold/craft-releases/pkg/redis/hydrate"
 	"github.com/storytold/craft-releases/pkg/redis/store"
 	"github.com/storytold/craft-releases/pkg/release"
+	"github.com/storytold/craft-releases/pkg/routes"
 	"github.com/storytold/craft-releases/pkg/snapshot"
 	"github.com/storytold/craft-releases/pkg/webhook"
 )
@@ -58,7 +60,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	config.LogStart(log, warnings, append(cfg.Fields(), zap.String("version", version))...)
 
 	snap := snapshot.New(cfg.Apps, nil)
-	gate := &api.Gate{}
+	gate := &daemon.Gate{}
 	// A registry of our own, not the global one, so that tests can run
 	// several binaries in one process.
 	reg := metrics.NewRegistry("api", version, cfg.PollInterval)
@@ -68,9 +70,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	requests := metrics.NewRequests()
 	reg.MustRegister(requests)
-	public := api.Options{Observer: requests, MaxConnections: cfg.MaxConnections}
+	public := api.Options{Observer: requests}
 	if fleet != nil {
-		deliveries := metrics.NewWebhook()
+		deliveries := apipod.NewWebhook()
 		reg.MustRegister(deliveries)
 		secrets := make([]string, len(cfg.WebhookSecrets))
 		for i, s := range cfg.WebhookSecrets {
@@ -97,12 +99,15 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	log.Info("listening", zap.String("addr", ln.Addr().String()), zap.String("metrics_addr", mln.Addr().String()))
 	server := api.New(snap, gate, log, public)
-	private := api.NewHealth(gate, log, api.Options{Metrics: metrics.Handler(reg, log), Observer: requests})
+	private := daemon.NewHealth(gate, metrics.Handler(reg, log), log, requests)
 
 	// Probes and load balancers see the 503 for a moment before the
 	// servers drain: all of it within SHUTDOWN_TIMEOUT_SECS.
 	err = daemon.Run(ctx, daemon.Plan{
-		Servers:         []daemon.Listening{{Server: server, Listener: ln}, {Server: private, Listener: mln}},
+		Servers: []daemon.Listening{
+			{Handler: server, Listener: ln, MaxConnections: cfg.MaxConnections},
+			{Handler: private, Listener: mln},
+		},
 		Work:            []func(context.Context) error{background},
 		Gate:            gate,
 		Drain:           min(time.Second, cfg.ShutdownTimeout/4),
@@ -124,7 +129,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 // also returns where the webhook records refresh requests: Redis, for the
 // pollers, in split mode; the in-process poller standalone. Without one the
 // Fleet is nil.
-func feeder(cfg config.API, snap *snapshot.Snapshot, gate *api.Gate, log *zap.Logger, reg prometheus.Registerer) (func(context.Context) error, webhook.Fleet, error) {
+func feeder(cfg config.API, snap *snapshot.Snapshot, gate *daemon.Gate, log *zap.Logger, reg prometheus.Registerer) (func(context.Context) error, webhook.Fleet, error) {
 	hooked := len(cfg.WebhookSecrets) > 0
 	if !cfg.Standalone() {
 		h, err := hydrate.New(cfg.Redis, cfg.Apps, snap, log, hydrate.WithMeta(snap))
@@ -141,7 +146,7 @@ func feeder(cfg config.API, snap *snapshot.Snapshot, gate *api.Gate, log *zap.Lo
 			c := redis.Open(cfg.Redis)
 			fleet, closeFleet = store.New(c, host, cfg.Apps), c.Close
 		}
-		reg.MustRegister(metrics.NewAPI(snap, h))
+		reg.MustRegister(apipod.NewAPI(snap, h))
 		log.Info("mode", zap.String("mode", "split"), zap.Bool("webhook", hooked))
 		work := func(ctx context.Context) error {
 			// The server has drained by the time the work is stopped.
@@ -153,7 +158,7 @@ func feeder(cfg config.API, snap *snapshot.Snapshot, gate *api.Gate, log *zap.Lo
 		}
 		return work, fleet, nil
 	}
-	reg.MustRegister(metrics.NewAPI(snap, nil))
+	reg.MustRegister(apipod.NewAPI(snap, nil))
 	gate.Open()
 	if !cfg.PollingEnabled {
 		log.Info("mode", zap.String("mode", "standalone"), zap.Bool("polling", false), zap.Bool("webhook", hooked))
@@ -198,7 +203,7 @@ func feeder(cfg config.API, snap *snapshot.Snapshot, gate *api.Gate, log *zap.Lo
 		if err != nil {
 			return nil, nil, err
 		}
-		pc.Changes = func(app string, old, new *release.Release) { purger.Purge(api.PurgePaths(app, old, new)) }
+		pc.Changes = func(app string, old, new *release.Release) { purger.Purge(routes.PurgePaths(app, old, new)) }
 		work = append(work, purger.Run)
 	}
 	p, err := poller.New(pc)

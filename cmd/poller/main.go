@@ -15,7 +15,6 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/storytold/craft-releases/cmd/poller/internal/admin"
-	"github.com/storytold/craft-releases/pkg/api"
 	"github.com/storytold/craft-releases/pkg/clock"
 	"github.com/storytold/craft-releases/pkg/cloudflare"
 	"github.com/storytold/craft-releases/pkg/config"
@@ -27,6 +26,7 @@ import (
 	"github.com/storytold/craft-releases/pkg/redis"
 	"github.com/storytold/craft-releases/pkg/redis/store"
 	"github.com/storytold/craft-releases/pkg/release"
+	"github.com/storytold/craft-releases/pkg/routes"
 )
 
 // version is stamped at build time with -ldflags "-X main.version=…".
@@ -116,7 +116,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		if err != nil {
 			return err
 		}
-		pc.Changes = func(app string, old, new *release.Release) { purger.Purge(api.PurgePaths(app, old, new)) }
+		pc.Changes = func(app string, old, new *release.Release) { purger.Purge(routes.PurgePaths(app, old, new)) }
 		purge = purger.Run
 	}
 	p, err := poller.New(pc)
@@ -131,8 +131,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return fmt.Errorf("listen %s: %w", cfg.HTTPAddr, err)
 	}
 	log.Info("listening", zap.String("addr", ln.Addr().String()))
-	gate := &api.Gate{}
-	health := api.NewHealth(gate, log, api.Options{Metrics: metrics.Handler(reg, log)})
+	gate := &daemon.Gate{}
+	health := daemon.NewHealth(gate, metrics.Handler(reg, log), log, nil)
 
 	work := []func(context.Context) error{func(ctx context.Context) error {
 		select {
@@ -175,7 +175,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		work = append(work, purge)
 	}
 	err = daemon.Run(ctx, daemon.Plan{
-		Servers:         []daemon.Listening{{Server: health, Listener: ln}},
+		Servers:         []daemon.Listening{{Handler: health, Listener: ln}},
 		Work:            work,
 		StopWorkFirst:   true, // a signal abandons the GitHub request under way
 		Gate:            gate,

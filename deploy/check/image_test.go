@@ -19,7 +19,7 @@ import (
 
 	"github.com/storytold/craft-releases/test/testkit"
 
-	routes "github.com/storytold/craft-releases/pkg/api"
+	"github.com/storytold/craft-releases/pkg/daemon"
 )
 
 // dockerfile parses deploy/Dockerfile or fails the test.
@@ -211,8 +211,8 @@ func TestImageBinaries(t *testing.T) {
 		})
 		t.Run(tt.binary+" serves the probed paths", func(t *testing.T) {
 			paths := probed[tt.binary]
-			if !slices.Contains(paths, routes.HealthzPath) || !slices.Contains(paths, routes.ReadyzPath) {
-				t.Fatalf("the manifests probe %q on the %s, want %s and %s among them", paths, tt.binary, routes.HealthzPath, routes.ReadyzPath)
+			if !slices.Contains(paths, daemon.HealthzPath) || !slices.Contains(paths, daemon.ReadyzPath) {
+				t.Fatalf("the manifests probe %q on the %s, want %s and %s among them", paths, tt.binary, daemon.HealthzPath, daemon.ReadyzPath)
 			}
 			addr, metricsAddr := serve(t, path, tt.env)
 			// The scrape path too, where the manifests' scrape annotations
@@ -222,12 +222,12 @@ func TestImageBinaries(t *testing.T) {
 				addr, path string
 				want       int
 			}
-			gets := []get{{metricsAddr, routes.MetricsPath, http.StatusOK}}
+			gets := []get{{metricsAddr, daemon.MetricsPath, http.StatusOK}}
 			for _, p := range paths {
 				gets = append(gets, get{addr, p, http.StatusOK})
 			}
 			if tt.binary == "api" {
-				gets = append(gets, get{addr, routes.MetricsPath, http.StatusNotFound})
+				gets = append(gets, get{addr, daemon.MetricsPath, http.StatusNotFound})
 			}
 			for _, p := range gets {
 				resp, err := http.Get("http://" + p.addr + p.path)
@@ -278,7 +278,7 @@ func serve(t testing.TB, path string, env []string) (addr, metricsAddr string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	for {
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+routes.HealthzPath, nil)
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+daemon.HealthzPath, nil)
 		if resp, err := http.DefaultClient.Do(req); err == nil {
 			resp.Body.Close()
 			return addr, metricsAddr
@@ -289,7 +289,7 @@ func serve(t testing.TB, path string, env []string) (addr, metricsAddr string) {
 		case <-ctx.Done():
 			_ = cmd.Process.Kill()
 			<-exited
-			t.Fatalf("%s did not answer %s within 10 s\n%s", path, routes.HealthzPath, logs.String())
+			t.Fatalf("%s did not answer %s within 10 s\n%s", path, daemon.HealthzPath, logs.String())
 		case <-time.After(50 * time.Millisecond):
 		}
 	}

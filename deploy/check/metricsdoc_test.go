@@ -10,6 +10,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/storytold/craft-releases/pkg/metrics"
+	"github.com/storytold/craft-releases/pkg/metrics/apipod"
 	"github.com/storytold/craft-releases/pkg/redis/hydrate"
 	"github.com/storytold/craft-releases/pkg/release"
 	"github.com/storytold/craft-releases/pkg/snapshot"
@@ -37,7 +38,7 @@ func TestMetricsDocMatchesTheBinaries(t *testing.T) {
 	requests.Route("/healthz")(200, time.Millisecond)
 	purges := metrics.NewPurges()
 	purges.Delay(time.Second)
-	reg.MustRegister(p, metrics.NewAPI(snap, connected{}), requests, metrics.NewWebhook(), purges)
+	reg.MustRegister(p, apipod.NewAPI(snap, connected{}), requests, apipod.NewWebhook(), purges)
 	families, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)

@@ -13,7 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	k8slabels "k8s.io/apimachinery/pkg/labels"
 
-	routes "github.com/storytold/craft-releases/pkg/api"
+	"github.com/storytold/craft-releases/pkg/daemon"
 )
 
 // Metric is one metric family as docs/metrics.md documents it.
@@ -281,8 +281,8 @@ func CheckPodMonitors(s *Set) []string {
 				if ep.Port == nil || !slices.ContainsFunc(w.c.Ports, func(p corev1.ContainerPort) bool { return p.Name == *ep.Port }) {
 					problems = append(problems, fmt.Sprintf("PodMonitor %s: %s declares no port named %v", pm.Name, w, ep.Port))
 				}
-				if ep.Path != routes.MetricsPath {
-					problems = append(problems, fmt.Sprintf("PodMonitor %s: path %q, want %s", pm.Name, ep.Path, routes.MetricsPath))
+				if ep.Path != daemon.MetricsPath {
+					problems = append(problems, fmt.Sprintf("PodMonitor %s: path %q, want %s", pm.Name, ep.Path, daemon.MetricsPath))
 				}
 			}
 		}

@@ -19,8 +19,8 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
-	routes "github.com/storytold/craft-releases/pkg/api"
 	"github.com/storytold/craft-releases/pkg/config"
+	"github.com/storytold/craft-releases/pkg/daemon"
 	"github.com/storytold/craft-releases/pkg/mysql"
 )
 
@@ -308,9 +308,9 @@ func checkProbes(s *Resolved) []string {
 			path     string
 			required bool
 		}{
-			{"liveness", w.c.LivenessProbe, routes.HealthzPath, true},
-			{"readiness", w.c.ReadinessProbe, routes.ReadyzPath, true},
-			{"startup", w.c.StartupProbe, routes.HealthzPath, false},
+			{"liveness", w.c.LivenessProbe, daemon.HealthzPath, true},
+			{"readiness", w.c.ReadinessProbe, daemon.ReadyzPath, true},
+			{"startup", w.c.StartupProbe, daemon.HealthzPath, false},
 		}
 		for _, p := range probes {
 			switch {
@@ -346,7 +346,7 @@ func checkScrape(s *Resolved) []string {
 		want := map[string]string{
 			"prometheus.io/scrape": "true",
 			"prometheus.io/port":   fmt.Sprint(st.metricsPort),
-			"prometheus.io/path":   routes.MetricsPath,
+			"prometheus.io/path":   daemon.MetricsPath,
 		}
 		for _, k := range slices.Sorted(maps.Keys(want)) {
 			if a[k] != want[k] {

@@ -7,7 +7,6 @@ import (
 	"net"
 	"net/http"
 	"runtime"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -16,6 +15,8 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/storytold/craft-releases/pkg/daemon"
+	"github.com/storytold/craft-releases/pkg/routes"
 	"github.com/storytold/craft-releases/pkg/webhook"
 )
 
@@ -30,7 +31,8 @@ func TestUnsignedBodiesHeldInBoundedMemory(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	served := make(chan error, 1)
 	go func() {
-		served <- New(fixed{rendering(t, true)}, new(Gate), zap.NewNop(), Options{Webhook: webhookHandler(t, true)}).Serve(ctx, ln, 20*time.Second)
+		api := New(fixed{rendering(t, true)}, new(daemon.Gate), zap.NewNop(), Options{Webhook: webhookHandler(t, true)})
+		served <- daemon.Serve(ctx, daemon.Listening{Handler: api, Listener: ln}, 20*time.Second, zap.NewNop())
 	}()
 	defer func() {
 		cancel() // the 300 connections take a moment to close on a busy machine
@@ -56,7 +58,7 @@ func TestUnsignedBodiesHeldInBoundedMemory(t *testing.T) {
 	}()
 
 	head := fmt.Sprintf("POST %s HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n%s: release\r\n%s: sha256=%s\r\n\r\n",
-		WebhookPath, webhook.MaxBody, webhook.EventHeader, webhook.SignatureHeader, strings.Repeat("0", 64))
+		routes.WebhookPath, webhook.MaxBody, webhook.EventHeader, webhook.SignatureHeader, strings.Repeat("0", 64))
 	chunk := strings.Repeat("a", 64<<10)
 	var wg sync.WaitGroup
 	conns := make(chan net.Conn, senders)
@@ -80,7 +82,7 @@ func TestUnsignedBodiesHeldInBoundedMemory(t *testing.T) {
 			}
 		}()
 	}
-	if r := <-get("http://" + addr + ReleaseInfoPath); r.err != nil || r.status != http.StatusOK {
+	if r := <-get("http://" + addr + routes.ReleaseInfoPath); r.err != nil || r.status != http.StatusOK {
 		t.Errorf("a launcher during the flood: %d, %v; want 200", r.status, r.err)
 	}
 	wg.Wait()
@@ -109,68 +111,3 @@ func liveHeap() uint64 {
 }
 
 func mib(n uint64) float64 { return float64(n) / (1 << 20) }
-
-// BenchmarkLauncherDuringOneByteFlood reports how long a launcher waits for
-// the full answer while 3,000 connections, each having sent one byte, are
-// renewed as the server closes them, at the default cap (issue 21, item 4):
-// worst-ms and median-ms over b.N launchers.
-func BenchmarkLauncherDuringOneByteFlood(b *testing.B) {
-	const flooders = 3000
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	served := make(chan error, 1)
-	go func() {
-		served <- New(fixed{rendering(b, true)}, new(Gate), zap.NewNop(), Options{}).Serve(ctx, ln, 20*time.Second)
-	}()
-	addr := ln.Addr().String()
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	for range flooders {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			buf := make([]byte, 1)
-			for {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				c, err := net.DialTimeout("tcp", addr, 5*time.Second)
-				if err != nil {
-					continue
-				}
-				_ = c.SetDeadline(time.Now().Add(30 * time.Second))
-				if _, err := c.Write([]byte("G")); err == nil {
-					_, _ = c.Read(buf) // until the server closes it
-				}
-				c.Close()
-			}
-		}()
-	}
-	time.Sleep(3 * time.Second) // the flood fills the cap
-	client := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
-	var took []time.Duration
-	b.ResetTimer()
-	for range b.N {
-		start := time.Now()
-		res, err := client.Get("http://" + addr + ReleaseInfoPath)
-		if err != nil {
-			b.Fatal(err)
-		}
-		_, _ = io.Copy(io.Discard, res.Body)
-		res.Body.Close()
-		took = append(took, time.Since(start))
-	}
-	b.StopTimer()
-	close(stop)
-	cancel()
-	wg.Wait()
-	<-served
-	slices.Sort(took)
-	b.ReportMetric(float64(took[len(took)-1].Microseconds())/1000, "worst-ms")
-	b.ReportMetric(float64(took[len(took)/2].Microseconds())/1000, "median-ms")
-}

@@ -1,45 +1,24 @@
 package api
 
 import (
-	"context"
-	"errors"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
 
+	"github.com/storytold/craft-releases/pkg/daemon"
+	"github.com/storytold/craft-releases/pkg/routes"
 	"github.com/storytold/craft-releases/pkg/snapshot"
 )
-
-func TestGate(t *testing.T) {
-	var g Gate
-	steps := []struct {
-		name string
-		do   func()
-		want bool
-	}{
-		{"zero value", func() {}, false},
-		{"open", g.Open, true},
-		{"open again", g.Open, true},
-		{"close", g.Close, false},
-		{"open after close stays closed", g.Open, false},
-		{"close again", g.Close, false},
-	}
-	for _, s := range steps {
-		s.do()
-		if got := g.Ready(); got != s.want {
-			t.Errorf("%s: Ready got %v, want %v", s.name, got, s.want)
-		}
-	}
-}
 
 func TestRoutes(t *testing.T) {
 	metrics := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
@@ -51,18 +30,11 @@ func TestRoutes(t *testing.T) {
 		_, _ = w.Write(body)
 	})
 	api := func(open bool, opts Options) http.Handler {
-		g := new(Gate)
+		g := new(daemon.Gate)
 		if open {
 			g.Open()
 		}
 		return New(fixed{rendering(t, true)}, g, zap.NewNop(), opts)
-	}
-	health := func(open bool, opts Options) http.Handler {
-		g := new(Gate)
-		if open {
-			g.Open()
-		}
-		return NewHealth(g, zap.NewNop(), opts)
 	}
 	tests := []struct {
 		name       string
@@ -78,26 +50,20 @@ func TestRoutes(t *testing.T) {
 		{name: "api healthz HEAD", server: api, method: "HEAD", path: "/healthz", wantStatus: 200},
 		{name: "api readyz closed", server: api, method: "GET", path: "/readyz", wantStatus: 503, wantBody: "not ready\n"},
 		{name: "api readyz open", server: api, open: true, method: "GET", path: "/readyz", wantStatus: 200, wantBody: "ready\n"},
-		{name: "api release_info while not ready", server: api, method: "GET", path: ReleaseInfoPath, wantStatus: 200},
+		{name: "api release_info while not ready", server: api, method: "GET", path: routes.ReleaseInfoPath, wantStatus: 200},
 		{name: "api unknown path", server: api, method: "GET", path: "/v1/craft_apps", wantStatus: 404},
-		{name: "api trailing slash", server: api, method: "GET", path: ReleaseInfoPath + "/", wantStatus: 404},
-		{name: "api POST release_info", server: api, method: "POST", path: ReleaseInfoPath, wantStatus: 405},
-		{name: "api POST an app", server: api, method: "POST", path: ReleaseInfoPath + "/photocraft", wantStatus: 405},
+		{name: "api trailing slash", server: api, method: "GET", path: routes.ReleaseInfoPath + "/", wantStatus: 404},
+		{name: "api POST release_info", server: api, method: "POST", path: routes.ReleaseInfoPath, wantStatus: 405},
+		{name: "api POST an app", server: api, method: "POST", path: routes.ReleaseInfoPath + "/photocraft", wantStatus: 405},
 		{name: "api PUT a download", server: api, method: "PUT", path: "/v1/craft_apps/download/photocraft", wantStatus: 405},
 		{name: "api POST the page", server: api, method: "POST", path: "/", wantStatus: 405},
 		{name: "api DELETE healthz", server: api, method: "DELETE", path: "/healthz", wantStatus: 405},
 		{name: "api metrics absent", server: api, method: "GET", path: "/metrics", wantStatus: 404},
 		{name: "api metrics", server: api, opts: Options{Metrics: metrics}, method: "GET", path: "/metrics", wantStatus: 200, wantBody: "metric 1\n"},
-		{name: "api webhook absent", server: api, method: "POST", path: WebhookPath, wantStatus: 404},
-		{name: "api webhook", server: api, opts: Options{Webhook: hook}, method: "POST", path: WebhookPath, wantStatus: 202, wantBody: "{}"},
-		{name: "api webhook GET", server: api, opts: Options{Webhook: hook}, method: "GET", path: WebhookPath, wantStatus: 405},
-		{name: "api webhook OPTIONS", server: api, opts: Options{Webhook: hook}, method: "OPTIONS", path: WebhookPath, wantStatus: 204},
-		{name: "health healthz", server: health, method: "GET", path: "/healthz", wantStatus: 200, wantBody: "ok\n"},
-		{name: "health readyz closed", server: health, method: "GET", path: "/readyz", wantStatus: 503, wantBody: "not ready\n"},
-		{name: "health readyz open", server: health, open: true, method: "GET", path: "/readyz", wantStatus: 200, wantBody: "ready\n"},
-		{name: "health has no release_info", server: health, open: true, method: "GET", path: ReleaseInfoPath, wantStatus: 404},
-		{name: "health metrics absent", server: health, method: "GET", path: "/metrics", wantStatus: 404},
-		{name: "health metrics", server: health, opts: Options{Metrics: metrics}, method: "GET", path: "/metrics", wantStatus: 200, wantBody: "metric 1\n"},
+		{name: "api webhook absent", server: api, method: "POST", path: routes.WebhookPath, wantStatus: 404},
+		{name: "api webhook", server: api, opts: Options{Webhook: hook}, method: "POST", path: routes.WebhookPath, wantStatus: 202, wantBody: "{}"},
+		{name: "api webhook GET", server: api, opts: Options{Webhook: hook}, method: "GET", path: routes.WebhookPath, wantStatus: 405},
+		{name: "api webhook OPTIONS", server: api, opts: Options{Webhook: hook}, method: "OPTIONS", path: routes.WebhookPath, wantStatus: 204},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -117,33 +83,10 @@ func TestRoutes(t *testing.T) {
 				t.Errorf("HEAD body: got %q, want none", rec.Body.String())
 			}
 			// wire.md: Vary on every answer of the endpoint, errors included.
-			if got := rec.Header().Get("Vary"); strings.HasPrefix(tt.path, ReleaseInfoPath) && tt.wantStatus != 404 && got != "Accept-Encoding" {
+			if got := rec.Header().Get("Vary"); strings.HasPrefix(tt.path, routes.ReleaseInfoPath) && tt.wantStatus != 404 && got != "Accept-Encoding" {
 				t.Errorf("Vary: got %q, want Accept-Encoding", got)
 			}
 		})
-	}
-}
-
-// TestReadyzFollowsGate checks that one server's /readyz follows its gate as
-// it opens and closes (as at start-up and at shutdown).
-func TestReadyzFollowsGate(t *testing.T) {
-	g := new(Gate)
-	s := NewHealth(g, zap.NewNop(), Options{})
-	for _, step := range []struct {
-		name string
-		do   func()
-		want int
-	}{
-		{"starting", func() {}, 503},
-		{"loaded", g.Open, 200},
-		{"shutting down", g.Close, 503},
-	} {
-		step.do()
-		rec := httptest.NewRecorder()
-		s.ServeHTTP(rec, httptest.NewRequest("GET", "/readyz", nil))
-		if rec.Code != step.want {
-			t.Errorf("%s: status got %d, want %d", step.name, rec.Code, step.want)
-		}
 	}
 }
 
@@ -154,10 +97,10 @@ func (panicking) Current() *snapshot.Rendering { panic("boom") }
 
 func TestRecover(t *testing.T) {
 	core, logs := observer.New(zapcore.DebugLevel)
-	s := New(panicking{}, new(Gate), zap.New(core), Options{})
+	s := New(panicking{}, new(daemon.Gate), zap.New(core), Options{})
 	rec := httptest.NewRecorder()
 
-	s.ServeHTTP(rec, httptest.NewRequest("GET", ReleaseInfoPath, nil))
+	s.ServeHTTP(rec, httptest.NewRequest("GET", routes.ReleaseInfoPath, nil))
 
 	if rec.Code != http.StatusInternalServerError {
 		t.Errorf("status: got %d, want 500", rec.Code)
@@ -186,34 +129,20 @@ func TestAccessLog(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			core, logs := observer.New(tt.level)
-			s := New(fixed{rendering(t, true)}, new(Gate), zap.New(core), Options{})
-			s.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("GET", ReleaseInfoPath, nil))
+			s := New(fixed{rendering(t, true)}, new(daemon.Gate), zap.New(core), Options{})
+			s.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("GET", routes.ReleaseInfoPath, nil))
 			lines := logs.FilterMessage("request").AllUntimed()
 			if len(lines) != tt.want {
 				t.Fatalf("access log lines: got %d, want %d", len(lines), tt.want)
 			}
 			if tt.want == 1 {
 				f := lines[0].ContextMap()
-				if f["method"] != "GET" || f["path"] != ReleaseInfoPath || f["status"] != int64(200) {
-					t.Errorf("access log fields: got %v, want method GET, path %s, status 200", f, ReleaseInfoPath)
+				if f["method"] != "GET" || f["path"] != routes.ReleaseInfoPath || f["status"] != int64(200) {
+					t.Errorf("access log fields: got %v, want method GET, path %s, status 200", f, routes.ReleaseInfoPath)
 				}
 			}
 		})
 	}
-}
-
-// blocking is a Renderer whose Current waits until release is closed,
-// announcing each call on entered.
-type blocking struct {
-	r       *snapshot.Rendering
-	entered chan struct{}
-	release chan struct{}
-}
-
-func (b blocking) Current() *snapshot.Rendering {
-	b.entered <- struct{}{}
-	<-b.release
-	return b.r
 }
 
 // closeNotifier is a listener that reports when it is closed.
@@ -263,59 +192,47 @@ func get(url string) <-chan result {
 	return out
 }
 
-func TestServeGraceful(t *testing.T) {
-	cur := rendering(t, true)
-	r := blocking{r: cur, entered: make(chan struct{}), release: make(chan struct{})}
-	s := New(r, new(Gate), zap.NewNop(), Options{})
-	ln := listen(t)
-	addr := ln.Addr().String()
-	ctx, cancel := context.WithCancel(t.Context())
-	defer cancel()
-	served := make(chan error, 1)
-	go func() { served <- s.Serve(ctx, ln, time.Minute) }()
-
-	inFlight := get("http://" + addr + ReleaseInfoPath)
-	<-r.entered
-	cancel()
-	// The listener closing is what refuses new connections. (Dialling the
-	// port to prove it would be flaky: another test may listen on it by now.)
-	<-ln.closed
-
-	select {
-	case err := <-served:
-		t.Fatalf("Serve returned %v with a request in flight", err)
-	default:
+// TestHealthAnswersAsTheRouter: the ports that are not public (pkg/daemon's
+// handler, without echo) answer the health paths, unknown paths, wrong
+// methods, OPTIONS and bodies on a GET as this server does: the same status,
+// headers, body and observed route.
+func TestHealthAnswersAsTheRouter(t *testing.T) {
+	metrics := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "m 1\n") })
+	g := new(daemon.Gate)
+	apiObs, healthObs := &recorder{}, &recorder{}
+	servers := []http.Handler{
+		New(fixed{rendering(t, true)}, g, zap.NewNop(), Options{Metrics: metrics, Observer: apiObs}),
+		daemon.NewHealth(g, metrics, zap.NewNop(), healthObs),
 	}
-
-	close(r.release)
-	res := <-inFlight
-	if res.err != nil || res.status != http.StatusOK || string(res.body) != string(cur.Body) {
-		t.Errorf("in-flight request: got status %d, %d bytes, err %v; want 200 with the body", res.status, len(res.body), res.err)
+	requests := []struct{ method, target, body string }{
+		{"GET", "/healthz", ""}, {"HEAD", "/healthz", ""}, {"GET", "/readyz", ""}, {"OPTIONS", "/healthz", ""},
+		{"OPTIONS", "/nope", ""}, {"POST", "/healthz", ""}, {"PUT", "/metrics", ""}, {"DELETE", "/readyz", ""},
+		{"GET", "/metrics", ""}, {"HEAD", "/metrics", ""}, {"GET", "/nope", ""}, {"HEAD", "/nope", ""},
+		{"GET", "/healthz/", ""}, {"GET", "//healthz", ""}, {"GET", "/heal%74hz", ""}, {"GET", "/healthz?x=1", ""},
+		{"GET", "/healthz", "x"}, {"HEAD", "/nope", "x"}, {"POST", "/nope", "x"},
 	}
-	if err := <-served; err != nil {
-		t.Errorf("Serve: got %v, want nil after a graceful shutdown", err)
+	for _, open := range []bool{false, true} {
+		if open {
+			g.Open()
+		}
+		for _, q := range requests {
+			var answers [2]*httptest.ResponseRecorder
+			for i, s := range servers {
+				var body io.Reader
+				if q.body != "" {
+					body = strings.NewReader(q.body)
+				}
+				answers[i] = httptest.NewRecorder()
+				s.ServeHTTP(answers[i], httptest.NewRequest(q.method, q.target, body))
+			}
+			a, h := answers[0], answers[1]
+			if a.Code != h.Code || a.Body.String() != h.Body.String() || !reflect.DeepEqual(a.Header(), h.Header()) {
+				t.Errorf("%s %s (body %q): the router answers %d %v %q, the health handler %d %v %q",
+					q.method, q.target, q.body, a.Code, a.Header(), a.Body, h.Code, h.Header(), h.Body)
+			}
+		}
 	}
-}
-
-func TestServeShutdownDeadline(t *testing.T) {
-	r := blocking{r: rendering(t, true), entered: make(chan struct{}), release: make(chan struct{})}
-	s := New(r, new(Gate), zap.NewNop(), Options{})
-	ln := listen(t)
-	ctx, cancel := context.WithCancel(t.Context())
-	defer cancel()
-	served := make(chan error, 1)
-	go func() { served <- s.Serve(ctx, ln, 10*time.Millisecond) }()
-
-	inFlight := get("http://" + ln.Addr().String() + ReleaseInfoPath)
-	<-r.entered
-	cancel()
-
-	err := <-served
-	if !errors.Is(err, context.DeadlineExceeded) {
-		t.Errorf("Serve: got %v, want the shutdown deadline exceeded", err)
-	}
-	close(r.release)
-	if res := <-inFlight; res.err == nil {
-		t.Errorf("request cut at the deadline: got status %d, want a connection error", res.status)
+	if a, h := apiObs.take(), healthObs.take(); !slices.Equal(a, h) || len(a) != 2*len(requests) {
+		t.Errorf("observed by the router %v, by the health handler %v", a, h)
 	}
 }

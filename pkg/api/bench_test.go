@@ -10,8 +10,10 @@ import (
 	"github.com/labstack/echo/v4"
 	"go.uber.org/zap"
 
+	"github.com/storytold/craft-releases/pkg/daemon"
 	"github.com/storytold/craft-releases/pkg/metrics"
 	"github.com/storytold/craft-releases/pkg/release"
+	"github.com/storytold/craft-releases/pkg/routes"
 	"github.com/storytold/craft-releases/pkg/snapshot"
 	"github.com/storytold/craft-releases/test/fakeclock"
 )
@@ -58,7 +60,7 @@ func defaultApps(tb testing.TB) *snapshot.Rendering {
 // the same router, without middleware: what echo itself costs.
 func BenchmarkReleaseInfo(b *testing.B) {
 	cur := defaultApps(b)
-	s := New(fixed{cur}, new(Gate), zap.NewNop(), Options{Observer: metrics.NewRequests()})
+	s := New(fixed{cur}, new(daemon.Gate), zap.NewNop(), Options{Observer: metrics.NewRequests()})
 	s.echo.GET("/bench/noop", func(c echo.Context) error { return c.NoContent(http.StatusNoContent) })
 
 	cases := []struct {
@@ -66,15 +68,15 @@ func BenchmarkReleaseInfo(b *testing.B) {
 		header             http.Header
 	}{
 		{"echo_baseline", "GET", "/bench/noop", nil},
-		{"plain", "GET", ReleaseInfoPath, nil},
-		{"gzip", "GET", ReleaseInfoPath, http.Header{"Accept-Encoding": {"gzip, deflate, br"}}},
-		{"head", "HEAD", ReleaseInfoPath, http.Header{"Accept-Encoding": {"gzip, deflate, br"}}},
-		{"not_modified", "GET", ReleaseInfoPath, http.Header{"If-None-Match": {cur.ETag}}},
-		{"not_modified_gzip", "GET", ReleaseInfoPath,
+		{"plain", "GET", routes.ReleaseInfoPath, nil},
+		{"gzip", "GET", routes.ReleaseInfoPath, http.Header{"Accept-Encoding": {"gzip, deflate, br"}}},
+		{"head", "HEAD", routes.ReleaseInfoPath, http.Header{"Accept-Encoding": {"gzip, deflate, br"}}},
+		{"not_modified", "GET", routes.ReleaseInfoPath, http.Header{"If-None-Match": {cur.ETag}}},
+		{"not_modified_gzip", "GET", routes.ReleaseInfoPath,
 			http.Header{"Accept-Encoding": {"br;q=1.0, gzip;q=0.8, *;q=0.1"}, "If-None-Match": {`W/"old", ` + cur.GzipETag}}},
-		{"app", "GET", ReleaseInfoPath + "/photocraft", nil},
-		{"app_gzip", "GET", ReleaseInfoPath + "/photocraft", http.Header{"Accept-Encoding": {"gzip, deflate, br"}}},
-		{"app_not_modified", "GET", ReleaseInfoPath + "/photocraft", http.Header{"If-None-Match": {cur.Apps["photocraft"].ETag}}},
+		{"app", "GET", routes.ReleaseInfoPath + "/photocraft", nil},
+		{"app_gzip", "GET", routes.ReleaseInfoPath + "/photocraft", http.Header{"Accept-Encoding": {"gzip, deflate, br"}}},
+		{"app_not_modified", "GET", routes.ReleaseInfoPath + "/photocraft", http.Header{"If-None-Match": {cur.Apps["photocraft"].ETag}}},
 		{"download_explicit", "GET", "/v1/craft_apps/download/photocraft?os=linux&arch=x64&package=deb", nil},
 		{"download_inferred", "GET", "/v1/craft_apps/download/photocraft", http.Header{"User-Agent": {benchAgent}}},
 		{"page_gzip", "GET", "/", http.Header{"Accept-Encoding": {"gzip, deflate, br"}}},
@@ -106,7 +108,7 @@ func TestReleaseInfoAllocs(t *testing.T) {
 		t.Skip("the race detector changes allocation counts: task test-allocs runs this without it")
 	}
 	cur := defaultApps(t)
-	s := New(fixed{cur}, new(Gate), zap.NewNop(), Options{Observer: metrics.NewRequests()})
+	s := New(fixed{cur}, new(daemon.Gate), zap.NewNop(), Options{Observer: metrics.NewRequests()})
 	s.echo.GET("/bench/noop", func(c echo.Context) error { return c.NoContent(http.StatusNoContent) })
 	allocs := func(method, path string, header http.Header) float64 {
 		req := httptest.NewRequest(method, path, nil)
@@ -125,14 +127,14 @@ func TestReleaseInfoAllocs(t *testing.T) {
 		header http.Header
 		status int
 	}{
-		{"plain", "GET", ReleaseInfoPath, nil, 200},
-		{"gzip", "GET", ReleaseInfoPath, http.Header{"Accept-Encoding": {"gzip, deflate, br"}}, 200},
-		{"head", "HEAD", ReleaseInfoPath, nil, 200},
-		{"not modified", "GET", ReleaseInfoPath, http.Header{"If-None-Match": {`W/"old", ` + cur.ETag}}, 304},
-		{"app", "GET", ReleaseInfoPath + "/photocraft", nil, 200},
-		{"app gzip", "GET", ReleaseInfoPath + "/photocraft", http.Header{"Accept-Encoding": {"gzip, deflate, br"}}, 200},
-		{"app HEAD", "HEAD", ReleaseInfoPath + "/photocraft", nil, 200},
-		{"app not modified", "GET", ReleaseInfoPath + "/photocraft", http.Header{"If-None-Match": {cur.Apps["photocraft"].ETag}}, 304},
+		{"plain", "GET", routes.ReleaseInfoPath, nil, 200},
+		{"gzip", "GET", routes.ReleaseInfoPath, http.Header{"Accept-Encoding": {"gzip, deflate, br"}}, 200},
+		{"head", "HEAD", routes.ReleaseInfoPath, nil, 200},
+		{"not modified", "GET", routes.ReleaseInfoPath, http.Header{"If-None-Match": {`W/"old", ` + cur.ETag}}, 304},
+		{"app", "GET", routes.ReleaseInfoPath + "/photocraft", nil, 200},
+		{"app gzip", "GET", routes.ReleaseInfoPath + "/photocraft", http.Header{"Accept-Encoding": {"gzip, deflate, br"}}, 200},
+		{"app HEAD", "HEAD", routes.ReleaseInfoPath + "/photocraft", nil, 200},
+		{"app not modified", "GET", routes.ReleaseInfoPath + "/photocraft", http.Header{"If-None-Match": {cur.Apps["photocraft"].ETag}}, 304},
 		{"download explicit", "GET", "/v1/craft_apps/download/photocraft?os=linux&arch=x64&package=deb", nil, 302},
 		{"download inferred", "GET", "/v1/craft_apps/download/photocraft", http.Header{"User-Agent": {benchAgent}}, 302},
 		{"page", "GET", "/", http.Header{"Accept-Encoding": {"gzip"}}, 200},

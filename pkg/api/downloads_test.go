@@ -2,6 +2,7 @@ package api
 
 import (
 	"bytes"
+	"html"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -12,9 +13,11 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/storytold/craft-releases/pkg/daemon"
 	"github.com/storytold/craft-releases/pkg/download"
 	"github.com/storytold/craft-releases/pkg/page"
 	"github.com/storytold/craft-releases/pkg/release"
+	"github.com/storytold/craft-releases/pkg/routes"
 	"github.com/storytold/craft-releases/pkg/snapshot"
 	"github.com/storytold/craft-releases/test/fakeclock"
 	"github.com/storytold/craft-releases/test/testkit"
@@ -90,17 +93,17 @@ func serve(t testing.TB, s *Server, method, target string, header http.Header) *
 // object in the full answer, and that both are served as rendered.
 func TestReleaseInfoAppIsTheFullAnswersObject(t *testing.T) {
 	snap := downloads(t)
-	s := New(snap, new(Gate), zap.NewNop(), Options{})
-	full := serve(t, s, "GET", ReleaseInfoPath, nil).Body.Bytes()
+	s := New(snap, new(daemon.Gate), zap.NewNop(), Options{})
+	full := serve(t, s, "GET", routes.ReleaseInfoPath, nil).Body.Bytes()
 	answers := testkit.AppAnswers(t, full)
 	if len(answers) != 4 {
 		t.Fatalf("full answer has %d apps, want 4", len(answers))
 	}
 	for key, want := range answers {
 		t.Run(key, func(t *testing.T) {
-			rec := serve(t, s, "GET", ReleaseInfoPath+"/"+key, nil)
+			rec := serve(t, s, "GET", routes.ReleaseInfoPath+"/"+key, nil)
 			if rec.Code != 200 || !bytes.Equal(rec.Body.Bytes(), want) {
-				t.Errorf("GET %s/%s: %d\n got %s\nwant %s", ReleaseInfoPath, key, rec.Code, rec.Body.Bytes(), want)
+				t.Errorf("GET %s/%s: %d\n got %s\nwant %s", routes.ReleaseInfoPath, key, rec.Code, rec.Body.Bytes(), want)
 			}
 			if obj := want[len(`{"success":true,"app":`) : len(want)-1]; !bytes.Contains(full, obj) {
 				t.Errorf("the full answer does not hold the object verbatim")
@@ -111,7 +114,7 @@ func TestReleaseInfoAppIsTheFullAnswersObject(t *testing.T) {
 
 func TestReleaseInfoApp(t *testing.T) {
 	snap := downloads(t)
-	s := New(snap, new(Gate), zap.NewNop(), Options{})
+	s := New(snap, new(daemon.Gate), zap.NewNop(), Options{})
 	cur := snap.Current()
 	photo, film := cur.Apps["photocraft"], cur.Apps["filmcraft"]
 	tests := []struct {
@@ -147,7 +150,7 @@ func TestReleaseInfoApp(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			rec := serve(t, s, tt.method, ReleaseInfoPath+"/"+tt.key, tt.header)
+			rec := serve(t, s, tt.method, routes.ReleaseInfoPath+"/"+tt.key, tt.header)
 			if rec.Code != tt.wantStatus {
 				t.Fatalf("status: got %d, want %d", rec.Code, tt.wantStatus)
 			}
@@ -164,7 +167,7 @@ func TestReleaseInfoApp(t *testing.T) {
 }
 
 func TestDownload(t *testing.T) {
-	s := New(downloads(t), new(Gate), zap.NewNop(), Options{})
+	s := New(downloads(t), new(daemon.Gate), zap.NewNop(), Options{})
 	photo := func(name string) string { return downloadURL("storytold/photocraft", "v1.0.0", name) }
 	const (
 		public  = "public, max-age=60, stale-while-revalidate=30, stale-if-error=86400"
@@ -252,7 +255,7 @@ func TestDownload(t *testing.T) {
 
 func TestPage(t *testing.T) {
 	snap := downloads(t)
-	s := New(snap, new(Gate), zap.NewNop(), Options{})
+	s := New(snap, new(daemon.Gate), zap.NewNop(), Options{})
 	pg := snap.Current().Page
 	tests := []struct {
 		name   string
@@ -302,4 +305,26 @@ func FuzzParseWant(f *testing.F) {
 			t.Errorf("parseWant(%q) = %+v, want %+v", q, got, want)
 		}
 	})
+}
+
+// TestPurgedPathsAreServed: each download link that routes.PurgePaths lists
+// is one the page's buttons use and that answers a public redirect, so that
+// a purge reaches what a cache holds.
+func TestPurgedPathsAreServed(t *testing.T) {
+	s := New(downloads(t), new(daemon.Gate), zap.NewNop(), Options{})
+	page := serve(t, s, http.MethodGet, "/", nil).Body.String()
+	for _, p := range routes.PurgePaths("photocraft", nil, downloads(t).Current().Apps["photocraft"].Release)[3:] {
+		rec := serve(t, s, http.MethodGet, p, nil)
+		if rec.Code != http.StatusFound || rec.Header().Get("Cache-Control") != "public, max-age=60, stale-while-revalidate=30, stale-if-error=86400" {
+			t.Errorf("GET %s: %d, Cache-Control %q; want a public 302", p, rec.Code, rec.Header().Get("Cache-Control"))
+		}
+		if !containsHref(page, p) {
+			t.Errorf("the page has no button to %s", p)
+		}
+	}
+}
+
+// containsHref reports whether page links to path.
+func containsHref(page, path string) bool {
+	return strings.Contains(page, `href="`+html.EscapeString(path)+`"`)
 }

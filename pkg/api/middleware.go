@@ -8,6 +8,8 @@ import (
 
 	"github.com/labstack/echo/v4"
 	"go.uber.org/zap"
+
+	"github.com/storytold/craft-releases/pkg/routes"
 )
 
 // observe returns the middleware of the route registered as path. It answers
@@ -88,7 +90,7 @@ func refuseBody(c echo.Context) error {
 // unrouted is echo's error handler, which only the requests that no route
 // took reach: every route's middleware answers its own errors. They are 404
 // (no route has the path) and 405 (a route has the path, not the method),
-// told to the Observer under UnmatchedRoute and the route's path. Their time
+// told to the Observer under daemon.UnmatchedRoute and the route's path. Their time
 // is that of writing the answer, since routing them costs next to nothing
 // and no middleware ran before. A GET or HEAD with a body is answered 400
 // here too.
@@ -124,7 +126,7 @@ func (s *Server) handleError(err error, c echo.Context) {
 	}
 	// wire.md: Vary on every answer of the endpoint and of an app's part of
 	// it, a 405 included.
-	if c.Request().URL.Path == ReleaseInfoPath || c.Path() == ReleaseInfoAppPath {
+	if c.Request().URL.Path == routes.ReleaseInfoPath || c.Path() == routes.ReleaseInfoAppPath {
 		c.Response().Header().Set(echo.HeaderVary, echo.HeaderAcceptEncoding)
 	}
 	s.echo.DefaultHTTPErrorHandler(err, c)

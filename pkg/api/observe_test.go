@@ -13,6 +13,9 @@ import (
 
 	"github.com/labstack/echo/v4"
 	"go.uber.org/zap"
+
+	"github.com/storytold/craft-releases/pkg/daemon"
+	"github.com/storytold/craft-releases/pkg/routes"
 )
 
 // recorder is an Observer that records "route code" for every request, and
@@ -48,8 +51,8 @@ func (r *recorder) take() []string {
 func TestObserver(t *testing.T) {
 	metrics := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "m 1\n") })
 	cur := rendering(t, true)
-	apiServer := func(obs Observer) *Server {
-		s := New(fixed{cur}, new(Gate), zap.NewNop(), Options{Metrics: metrics, Observer: obs})
+	apiServer := func(obs daemon.Observer) *Server {
+		s := New(fixed{cur}, new(daemon.Gate), zap.NewNop(), Options{Metrics: metrics, Observer: obs})
 		// Routes that fail the ways a handler can, to see what is recorded.
 		s.echo.GET("/fail/error", s.observe("/fail/error")(func(echo.Context) error { return errors.New("broken") }))
 		s.echo.GET("/fail/teapot", s.observe("/fail/teapot")(func(echo.Context) error {
@@ -57,43 +60,46 @@ func TestObserver(t *testing.T) {
 		}))
 		return s
 	}
-	panicking := func(obs Observer) *Server {
-		return New(panicking{}, new(Gate), zap.NewNop(), Options{Observer: obs})
+	panicking := func(obs daemon.Observer) *Server {
+		return New(panicking{}, new(daemon.Gate), zap.NewNop(), Options{Observer: obs})
 	}
-	health := func(obs Observer) *Server {
-		g := new(Gate)
+	health := func(obs daemon.Observer) http.Handler {
+		g := new(daemon.Gate)
 		g.Open()
-		return NewHealth(g, zap.NewNop(), Options{Metrics: metrics, Observer: obs})
+		return daemon.NewHealth(g, metrics, zap.NewNop(), obs)
+	}
+	asHandler := func(f func(daemon.Observer) *Server) func(daemon.Observer) http.Handler {
+		return func(o daemon.Observer) http.Handler { return f(o) }
 	}
 	tests := []struct {
 		name   string
-		server func(Observer) *Server
+		server func(daemon.Observer) http.Handler
 		method string
 		path   string
 		header http.Header
 		want   string
 	}{
-		{"release_info", apiServer, "GET", ReleaseInfoPath, nil, ReleaseInfoPath + " 200"},
-		{"release_info HEAD", apiServer, "HEAD", ReleaseInfoPath, nil, ReleaseInfoPath + " 200"},
-		{"release_info not modified", apiServer, "GET", ReleaseInfoPath, http.Header{"If-None-Match": {cur.ETag}}, ReleaseInfoPath + " 304"},
-		{"release_info POST", apiServer, "POST", ReleaseInfoPath, nil, ReleaseInfoPath + " 405"},
-		{"healthz DELETE", apiServer, "DELETE", "/healthz", nil, "/healthz 405"},
-		{"readyz while not ready", apiServer, "GET", "/readyz", nil, "/readyz 503"},
-		{"metrics", apiServer, "GET", "/metrics", nil, "/metrics 200"},
-		{"unknown path", apiServer, "GET", "/wp-login.php", nil, UnmatchedRoute + " 404"},
-		{"one app", apiServer, "GET", ReleaseInfoPath + "/photocraft", nil, ReleaseInfoAppPath + " 200"},
-		{"an unknown app", apiServer, "GET", ReleaseInfoPath + "/x", nil, ReleaseInfoAppPath + " 404"},
-		{"below an app: the rest is the key", apiServer, "GET", ReleaseInfoPath + "/photocraft/x", nil, ReleaseInfoAppPath + " 404"},
-		{"a download", apiServer, "GET", "/v1/craft_apps/download/photocraft?os=linux&arch=x64", nil, DownloadPath + " 404"},
-		{"the page", apiServer, "GET", "/", nil, "/ 200"},
-		{"trailing slash", apiServer, "GET", ReleaseInfoPath + "/", nil, UnmatchedRoute + " 404"},
-		{"unknown path POST", apiServer, "POST", "/v1/craft_apps", nil, UnmatchedRoute + " 404"},
-		{"a handler's error", apiServer, "GET", "/fail/error", nil, "/fail/error 500"},
-		{"a handler's HTTP error", apiServer, "GET", "/fail/teapot", nil, "/fail/teapot 418"},
-		{"a handler's panic", panicking, "GET", ReleaseInfoPath, nil, ReleaseInfoPath + " 500"},
+		{"release_info", asHandler(apiServer), "GET", routes.ReleaseInfoPath, nil, routes.ReleaseInfoPath + " 200"},
+		{"release_info HEAD", asHandler(apiServer), "HEAD", routes.ReleaseInfoPath, nil, routes.ReleaseInfoPath + " 200"},
+		{"release_info not modified", asHandler(apiServer), "GET", routes.ReleaseInfoPath, http.Header{"If-None-Match": {cur.ETag}}, routes.ReleaseInfoPath + " 304"},
+		{"release_info POST", asHandler(apiServer), "POST", routes.ReleaseInfoPath, nil, routes.ReleaseInfoPath + " 405"},
+		{"healthz DELETE", asHandler(apiServer), "DELETE", "/healthz", nil, "/healthz 405"},
+		{"readyz while not ready", asHandler(apiServer), "GET", "/readyz", nil, "/readyz 503"},
+		{"metrics", asHandler(apiServer), "GET", "/metrics", nil, "/metrics 200"},
+		{"unknown path", asHandler(apiServer), "GET", "/wp-login.php", nil, daemon.UnmatchedRoute + " 404"},
+		{"one app", asHandler(apiServer), "GET", routes.ReleaseInfoPath + "/photocraft", nil, routes.ReleaseInfoAppPath + " 200"},
+		{"an unknown app", asHandler(apiServer), "GET", routes.ReleaseInfoPath + "/x", nil, routes.ReleaseInfoAppPath + " 404"},
+		{"below an app: the rest is the key", asHandler(apiServer), "GET", routes.ReleaseInfoPath + "/photocraft/x", nil, routes.ReleaseInfoAppPath + " 404"},
+		{"a download", asHandler(apiServer), "GET", "/v1/craft_apps/download/photocraft?os=linux&arch=x64", nil, routes.DownloadPath + " 404"},
+		{"the page", asHandler(apiServer), "GET", "/", nil, "/ 200"},
+		{"trailing slash", asHandler(apiServer), "GET", routes.ReleaseInfoPath + "/", nil, daemon.UnmatchedRoute + " 404"},
+		{"unknown path POST", asHandler(apiServer), "POST", "/v1/craft_apps", nil, daemon.UnmatchedRoute + " 404"},
+		{"a handler's error", asHandler(apiServer), "GET", "/fail/error", nil, "/fail/error 500"},
+		{"a handler's HTTP error", asHandler(apiServer), "GET", "/fail/teapot", nil, "/fail/teapot 418"},
+		{"a handler's panic", asHandler(panicking), "GET", routes.ReleaseInfoPath, nil, routes.ReleaseInfoPath + " 500"},
 		{"health healthz", health, "GET", "/healthz", nil, "/healthz 200"},
 		{"health readyz", health, "HEAD", "/readyz", nil, "/readyz 200"},
-		{"health has no endpoint", health, "GET", ReleaseInfoPath, nil, UnmatchedRoute + " 404"},
+		{"health has no endpoint", health, "GET", routes.ReleaseInfoPath, nil, daemon.UnmatchedRoute + " 404"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -119,16 +125,20 @@ func TestObserverRoutes(t *testing.T) {
 	metrics := http.NotFoundHandler()
 	tests := []struct {
 		name  string
-		build func(Observer)
+		build func(daemon.Observer)
 		want  []string
 	}{
-		{"api", func(o Observer) { New(fixed{rendering(t, true)}, new(Gate), zap.NewNop(), Options{Observer: o}) },
-			[]string{UnmatchedRoute, ReleaseInfoPath, ReleaseInfoAppPath, DownloadPath, "/", OpenAPIPath, "/healthz", "/readyz"}},
-		{"api with metrics", func(o Observer) {
-			New(fixed{rendering(t, true)}, new(Gate), zap.NewNop(), Options{Observer: o, Metrics: metrics})
-		}, []string{UnmatchedRoute, ReleaseInfoPath, ReleaseInfoAppPath, DownloadPath, "/", OpenAPIPath, "/healthz", "/readyz", "/metrics"}},
-		{"health with metrics", func(o Observer) { NewHealth(new(Gate), zap.NewNop(), Options{Observer: o, Metrics: metrics}) },
-			[]string{UnmatchedRoute, "/healthz", "/readyz", "/metrics"}},
+		{"api", func(o daemon.Observer) {
+			New(fixed{rendering(t, true)}, new(daemon.Gate), zap.NewNop(), Options{Observer: o})
+		},
+			[]string{daemon.UnmatchedRoute, routes.ReleaseInfoPath, routes.ReleaseInfoAppPath, routes.DownloadPath, "/", routes.OpenAPIPath, "/healthz", "/readyz"}},
+		{"api with metrics", func(o daemon.Observer) {
+			New(fixed{rendering(t, true)}, new(daemon.Gate), zap.NewNop(), Options{Observer: o, Metrics: metrics})
+		}, []string{daemon.UnmatchedRoute, routes.ReleaseInfoPath, routes.ReleaseInfoAppPath, routes.DownloadPath, "/", routes.OpenAPIPath, "/healthz", "/readyz", "/metrics"}},
+		{"health with metrics", func(o daemon.Observer) {
+			daemon.NewHealth(new(daemon.Gate), metrics, zap.NewNop(), o)
+		},
+			[]string{daemon.UnmatchedRoute, "/healthz", "/readyz", "/metrics"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

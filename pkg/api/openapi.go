@@ -9,7 +9,7 @@ import (
 )
 
 // openAPIDoc is the OpenAPI 3.1 document of every endpoint of both binaries,
-// which the API serves at OpenAPIPath. Tests check it against the routes and
+// which the API serves at routes.OpenAPIPath. Tests check it against the routes and
 // the answers of the running binaries.
 //
 //go:embed openapi.json

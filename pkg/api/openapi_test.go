@@ -19,7 +19,9 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/storytold/craft-releases/pkg/daemon"
 	"github.com/storytold/craft-releases/pkg/release"
+	"github.com/storytold/craft-releases/pkg/routes"
 	"github.com/storytold/craft-releases/pkg/snapshot"
 	"github.com/storytold/craft-releases/pkg/webhook"
 	"github.com/storytold/craft-releases/test/fakeclock"
@@ -79,6 +81,27 @@ func registered(s *Server) []string {
 	return slices.Compact(ops)
 }
 
+// answered lists the operations h answers with neither 404 nor 405, of the
+// methods and paths any binary's document has: how a handler without a
+// router shows what it serves.
+func answered(t *testing.T, h http.Handler, doc *openapitest.Doc) []string {
+	var all, ops []string
+	for _, port := range []string{"api", "api-metrics", "poller"} {
+		all = append(all, doc.Operations(t, port)...)
+	}
+	slices.Sort(all)
+	for _, op := range slices.Compact(all) {
+		method, path, _ := strings.Cut(op, " ")
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest(method, path, nil))
+		if rec.Code != http.StatusNotFound && rec.Code != http.StatusMethodNotAllowed {
+			ops = append(ops, op)
+		}
+	}
+	slices.Sort(ops)
+	return ops
+}
+
 // metricsStub answers as promhttp does, uncompressed; test/e2e checks the
 // real handler.
 func metricsStub() http.Handler {
@@ -132,17 +155,17 @@ func TestOpenAPIDocumentsEveryRoute(t *testing.T) {
 	doc := openapitest.Load(t, openAPIDoc)
 	// As cmd/api and cmd/poller build them: the API's public server has no
 	// /metrics, its private one and the poller's are health servers.
-	opts := Options{Metrics: metricsStub()}
+	health := daemon.NewHealth(new(daemon.Gate), metricsStub(), zap.NewNop(), nil)
 	servers := []struct {
 		binary string
-		server *Server
+		ops    []string
 	}{
-		{"api", New(fixed{rendering(t, true)}, new(Gate), zap.NewNop(), Options{Webhook: http.NotFoundHandler()})},
-		{"api-metrics", NewHealth(new(Gate), zap.NewNop(), opts)},
-		{"poller", NewHealth(new(Gate), zap.NewNop(), opts)},
+		{"api", registered(New(fixed{rendering(t, true)}, new(daemon.Gate), zap.NewNop(), Options{Webhook: http.NotFoundHandler()}))},
+		{"api-metrics", answered(t, health, doc)},
+		{"poller", answered(t, health, doc)},
 	}
 	for _, s := range servers {
-		got, want := registered(s.server), doc.Operations(t, s.binary)
+		got, want := s.ops, doc.Operations(t, s.binary)
 		for _, op := range got {
 			if !slices.Contains(want, op) {
 				t.Errorf("%s serves %s, which openapi.json does not document (add it, with %q in x-served-by)", s.binary, op, s.binary)
@@ -157,11 +180,11 @@ func TestOpenAPIDocumentsEveryRoute(t *testing.T) {
 }
 
 func TestOpenAPIServed(t *testing.T) {
-	s := New(fixed{rendering(t, true)}, new(Gate), zap.NewNop(), Options{})
+	s := New(fixed{rendering(t, true)}, new(daemon.Gate), zap.NewNop(), Options{})
 	rec := httptest.NewRecorder()
-	s.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, OpenAPIPath, nil))
+	s.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, routes.OpenAPIPath, nil))
 	if rec.Code != http.StatusOK || rec.Body.String() != string(openAPIDoc) {
-		t.Fatalf("GET %s: %d, %d bytes; want 200 and the embedded document", OpenAPIPath, rec.Code, rec.Body.Len())
+		t.Fatalf("GET %s: %d, %d bytes; want 200 and the embedded document", routes.OpenAPIPath, rec.Code, rec.Body.Len())
 	}
 	var v struct{ OpenAPI string }
 	if err := json.Unmarshal(rec.Body.Bytes(), &v); err != nil || !strings.HasPrefix(v.OpenAPI, "3.1.") {
@@ -169,18 +192,18 @@ func TestOpenAPIServed(t *testing.T) {
 	}
 	etag := rec.Header().Get("ETag")
 	if etag == "" || rec.Header().Get("Vary") != "Accept-Encoding" {
-		t.Errorf("GET %s: ETag %q, Vary %q; want a strong ETag and Vary: Accept-Encoding", OpenAPIPath, etag, rec.Header().Get("Vary"))
+		t.Errorf("GET %s: ETag %q, Vary %q; want a strong ETag and Vary: Accept-Encoding", routes.OpenAPIPath, etag, rec.Header().Get("Vary"))
 	}
 	if got, want := rec.Header().Get("Cache-Control"), "public, max-age=300, stale-while-revalidate=30, stale-if-error=86400"; got != want {
-		t.Errorf("GET %s: Cache-Control %q, want %q", OpenAPIPath, got, want)
+		t.Errorf("GET %s: Cache-Control %q, want %q", routes.OpenAPIPath, got, want)
 	}
-	if rec := serve(t, s, http.MethodGet, OpenAPIPath, http.Header{"If-None-Match": {etag}}); rec.Code != http.StatusNotModified || rec.Body.Len() != 0 {
-		t.Errorf("GET %s with If-None-Match of its ETag: %d, %d bytes; want 304 and no body", OpenAPIPath, rec.Code, rec.Body.Len())
+	if rec := serve(t, s, http.MethodGet, routes.OpenAPIPath, http.Header{"If-None-Match": {etag}}); rec.Code != http.StatusNotModified || rec.Body.Len() != 0 {
+		t.Errorf("GET %s with If-None-Match of its ETag: %d, %d bytes; want 304 and no body", routes.OpenAPIPath, rec.Code, rec.Body.Len())
 	}
-	gz := serve(t, s, http.MethodGet, OpenAPIPath, http.Header{"Accept-Encoding": {"gzip"}})
+	gz := serve(t, s, http.MethodGet, routes.OpenAPIPath, http.Header{"Accept-Encoding": {"gzip"}})
 	if gz.Header().Get("Content-Encoding") != "gzip" || gz.Header().Get("ETag") == etag || gz.Body.Len() >= len(openAPIDoc)/2 {
 		t.Fatalf("GET %s accepting gzip: Content-Encoding %q, ETag %q (plain %q), %d bytes of %d; want gzip, its own ETag, under half the size",
-			OpenAPIPath, gz.Header().Get("Content-Encoding"), gz.Header().Get("ETag"), etag, gz.Body.Len(), len(openAPIDoc))
+			routes.OpenAPIPath, gz.Header().Get("Content-Encoding"), gz.Header().Get("ETag"), etag, gz.Body.Len(), len(openAPIDoc))
 	}
 	zr, err := gzip.NewReader(gz.Body)
 	if err != nil {
@@ -190,9 +213,9 @@ func TestOpenAPIServed(t *testing.T) {
 		t.Errorf("gzip body: %d bytes, %v; want the embedded document", len(b), err)
 	}
 	rec = httptest.NewRecorder()
-	NewHealth(new(Gate), zap.NewNop(), Options{}).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, OpenAPIPath, nil))
+	daemon.NewHealth(new(daemon.Gate), nil, zap.NewNop(), nil).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, routes.OpenAPIPath, nil))
 	if rec.Code != http.StatusNotFound {
-		t.Errorf("poller GET %s: %d, want 404 (the document is the API's)", OpenAPIPath, rec.Code)
+		t.Errorf("poller GET %s: %d, want 404 (the document is the API's)", routes.OpenAPIPath, rec.Code)
 	}
 }
 
@@ -202,14 +225,13 @@ func TestOpenAPIServed(t *testing.T) {
 // running binaries.
 func TestOpenAPIAnswers(t *testing.T) {
 	doc := openapitest.Load(t, openAPIDoc)
-	opts := Options{Metrics: metricsStub()}
-	server := func(binary string, ready, warm bool) *Server {
-		g := new(Gate)
+	server := func(binary string, ready, warm bool) http.Handler {
+		g := new(daemon.Gate)
 		if ready {
 			g.Open()
 		}
 		if binary != "api" {
-			return NewHealth(g, zap.NewNop(), opts)
+			return daemon.NewHealth(g, metricsStub(), zap.NewNop(), nil)
 		}
 		return New(fixed{fullRendering(warm)}, g, zap.NewNop(), Options{Webhook: webhookHandler(t, ready)})
 	}

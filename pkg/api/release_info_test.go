@@ -13,7 +13,9 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/storytold/craft-releases/pkg/daemon"
 	"github.com/storytold/craft-releases/pkg/release"
+	"github.com/storytold/craft-releases/pkg/routes"
 	"github.com/storytold/craft-releases/pkg/snapshot"
 	"github.com/storytold/craft-releases/test/fakeclock"
 )
@@ -101,7 +103,7 @@ func TestReleaseInfo(t *testing.T) {
 			}
 			tags := strings.NewReplacer(plainTag, cur.ETag, gzipTag, cur.GzipETag, bareTag, strings.Trim(cur.ETag, `"`))
 			method := cmp.Or(tt.method, http.MethodGet)
-			req := httptest.NewRequest(method, ReleaseInfoPath, nil)
+			req := httptest.NewRequest(method, routes.ReleaseInfoPath, nil)
 			for _, v := range tt.accept {
 				req.Header.Add("Accept-Encoding", v)
 			}
@@ -110,7 +112,7 @@ func TestReleaseInfo(t *testing.T) {
 			}
 			rec := httptest.NewRecorder()
 
-			New(fixed{cur}, new(Gate), zap.NewNop(), Options{}).ServeHTTP(rec, req)
+			New(fixed{cur}, new(daemon.Gate), zap.NewNop(), Options{}).ServeHTTP(rec, req)
 
 			wantBody, wantETag, wantEncoding := cur.Body, cur.ETag, ""
 			if tt.wantGzip {
@@ -158,7 +160,7 @@ func TestReleaseInfo(t *testing.T) {
 // no body, and the served bytes are the rendering's.
 func TestReleaseInfoWire(t *testing.T) {
 	cur := rendering(t, true)
-	srv := httptest.NewServer(New(fixed{cur}, new(Gate), zap.NewNop(), Options{}))
+	srv := httptest.NewServer(New(fixed{cur}, new(daemon.Gate), zap.NewNop(), Options{}))
 	t.Cleanup(srv.Close)
 	// Without this the client would ask for gzip and decompress it itself.
 	client := &http.Client{Transport: &http.Transport{DisableCompression: true}}
@@ -181,7 +183,7 @@ func TestReleaseInfoWire(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			req, err := http.NewRequestWithContext(t.Context(), tt.method, srv.URL+ReleaseInfoPath, nil)
+			req, err := http.NewRequestWithContext(t.Context(), tt.method, srv.URL+routes.ReleaseInfoPath, nil)
 			if err != nil {
 				t.Fatal(err)
 			}

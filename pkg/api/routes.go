@@ -5,46 +5,29 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/storytold/craft-releases/pkg/download"
+	"github.com/storytold/craft-releases/pkg/daemon"
+	"github.com/storytold/craft-releases/pkg/routes"
 )
 
-// The paths the servers answer (wire.md, "Other endpoints"). deploy/check
-// imports them to check the Kubernetes manifests' probes, scrape
-// annotations and PodMonitors.
-const (
-	ReleaseInfoPath    = "/v1/craft_apps/release_info"   // the endpoint launchers call
-	ReleaseInfoAppPath = ReleaseInfoPath + "/:app"       // one app's part of it
-	DownloadPath       = download.PathPrefix + ":app"    // 302 to one asset of an app's release
-	PagePath           = "/"                             // the release page, HTML
-	HealthzPath        = "/healthz"                      // 200 while the process runs
-	ReadyzPath         = "/readyz"                       // 200 while the Gate is open
-	MetricsPath        = "/metrics"                      // Prometheus text
-	OpenAPIPath        = "/openapi.json"                 // the OpenAPI document, on the API only
-	WebhookPath        = "/v1/craft_apps/github_webhook" // GitHub's signed deliveries (POST)
-)
-
-// routes lists every route of both servers. A nil r leaves out the endpoint,
-// as on the poller's port; a nil metrics leaves out /metrics, a nil webhook
-// the webhook. Every route but the webhook (POST, and the router's own
+// register lists every route of the public server. A nil metrics leaves out
+// /metrics, a nil webhook the webhook. Every route but the webhook (POST, and the router's own
 // OPTIONS) answers GET, HEAD and OPTIONS (204 with Allow, through the same
 // middleware, so it is counted).
 // Paths that are not listed answer 404, listed paths asked with another
 // method 405.
-func (s *Server) routes(r Renderer, ready *Gate, metrics, webhook http.Handler) {
-	if r != nil {
-		s.get(ReleaseInfoPath, releaseInfo(r))
-		s.get(ReleaseInfoAppPath, releaseInfoApp(r))
-		s.get(DownloadPath, downloadRedirect(r))
-		s.get(PagePath, releasePage(r))
-		s.get(OpenAPIPath, openAPI())
-	}
-	s.get(HealthzPath, healthz())
-	s.get(ReadyzPath, readyz(ready))
+func (s *Server) register(r Renderer, ready *daemon.Gate, metrics, webhook http.Handler) {
+	s.get(routes.ReleaseInfoPath, releaseInfo(r))
+	s.get(routes.ReleaseInfoAppPath, releaseInfoApp(r))
+	s.get(routes.DownloadPath, downloadRedirect(r))
+	s.get(routes.PagePath, releasePage(r))
+	s.get(routes.OpenAPIPath, openAPI())
+	s.get(daemon.HealthzPath, echo.WrapHandler(daemon.Healthz()))
+	s.get(daemon.ReadyzPath, echo.WrapHandler(daemon.Readyz(ready)))
 	if metrics != nil {
-		s.get(MetricsPath, echo.WrapHandler(metrics))
+		s.get(daemon.MetricsPath, echo.WrapHandler(metrics))
 	}
 	if webhook != nil {
-		s.echo.POST(WebhookPath, s.observe(WebhookPath)(echo.WrapHandler(webhook)))
+		s.echo.POST(routes.WebhookPath, s.observe(routes.WebhookPath)(echo.WrapHandler(webhook)))
 	}
 }
 

@@ -1,6 +1,8 @@
 // Package daemon is the one way cmd/api and cmd/poller run as processes: the
-// exit status and the signals of main, and the ordered shutdown of their
-// HTTP servers and background work.
+// exit status and the signals of main, their HTTP servers with the
+// connection cap, the health endpoints and the readiness Gate, and the
+// ordered shutdown of servers and background work. It knows no product
+// package and no router: the poller links it without the API.
 package daemon
 
 import (
@@ -8,7 +10,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"os/signal"
 	"syscall"
@@ -16,8 +17,6 @@ import (
 
 	"go.uber.org/zap"
 	"golang.org/x/sync/errgroup"
-
-	"github.com/storytold/craft-releases/pkg/api"
 )
 
 // A Command is a binary's whole run: its arguments, environment and standard
@@ -36,12 +35,6 @@ func Main(name string, cmd Command) {
 	}
 }
 
-// Listening is a server and the listener it serves on.
-type Listening struct {
-	Server   *api.Server
-	Listener net.Listener
-}
-
 // Plan is what Run runs.
 type Plan struct {
 	Servers []Listening
@@ -54,7 +47,7 @@ type Plan struct {
 	// the answers fresh until the last request (the API's).
 	StopWorkFirst bool
 	// Gate is closed when the shutdown starts; nil: none.
-	Gate *api.Gate
+	Gate *Gate
 	// Drain is how long the servers keep answering after Gate closed, so
 	// that probes and load balancers see the 503.
 	Drain time.Duration
@@ -83,7 +76,7 @@ func Run(ctx context.Context, p Plan) error {
 	defer stopServing()
 	servers, serversCtx := errgroup.WithContext(serveCtx)
 	for _, l := range p.Servers {
-		servers.Go(func() error { return l.Server.Serve(serversCtx, l.Listener, p.ShutdownTimeout-p.Drain) })
+		servers.Go(func() error { return Serve(serversCtx, l, p.ShutdownTimeout-p.Drain, p.Log) })
 	}
 	stopped := make(chan struct{})
 	go func() {

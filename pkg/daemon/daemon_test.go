@@ -12,7 +12,6 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/storytold/craft-releases/pkg/api"
 	"github.com/storytold/craft-releases/pkg/daemon"
 	"github.com/storytold/craft-releases/test/testkit"
 )
@@ -34,7 +33,7 @@ func listen(t *testing.T) net.Listener {
 	return ln
 }
 
-func health(gate *api.Gate) *api.Server { return api.NewHealth(gate, zap.NewNop(), api.Options{}) }
+func health(gate *daemon.Gate) http.Handler { return daemon.NewHealth(gate, nil, zap.NewNop(), nil) }
 
 // TestServerFailureStopsEverything checks that when any one server fails to
 // serve, the others shut down, the work stops and Run returns the error, so
@@ -49,7 +48,7 @@ func TestServerFailureStopsEverything(t *testing.T) {
 			done := make(chan error, 1)
 			go func() {
 				done <- daemon.Run(context.Background(), daemon.Plan{
-					Servers: []daemon.Listening{{health(&api.Gate{}), lns[0]}, {health(&api.Gate{}), lns[1]}},
+					Servers: []daemon.Listening{{Handler: health(&daemon.Gate{}), Listener: lns[0]}, {Handler: health(&daemon.Gate{}), Listener: lns[1]}},
 					Work: []func(context.Context) error{func(ctx context.Context) error {
 						<-ctx.Done()
 						workStopped.Store(true)
@@ -85,14 +84,14 @@ func TestShutdownOrder(t *testing.T) {
 		t.Run(map[bool]string{false: "work last", true: "work first"}[first], func(t *testing.T) {
 			ln := listen(t)
 			url := "http://" + ln.Addr().String() + "/readyz"
-			gate := &api.Gate{}
+			gate := &daemon.Gate{}
 			gate.Open()
 			ctx, cancel := context.WithCancel(context.Background())
 			workSaw := make(chan int, 1) // the server's answer as the work stopped
 			done := make(chan error, 1)
 			go func() {
 				done <- daemon.Run(ctx, daemon.Plan{
-					Servers: []daemon.Listening{{Server: health(gate), Listener: ln}},
+					Servers: []daemon.Listening{{Handler: health(gate), Listener: ln}},
 					Work: []func(context.Context) error{func(ctx context.Context) error {
 						<-ctx.Done()
 						workSaw <- status(url)

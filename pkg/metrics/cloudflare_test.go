@@ -8,6 +8,7 @@ import (
 
 	"github.com/storytold/craft-releases/pkg/cloudflare"
 	"github.com/storytold/craft-releases/pkg/metrics"
+	"github.com/storytold/craft-releases/test/scrape"
 )
 
 func TestPurges(t *testing.T) {
@@ -19,7 +20,7 @@ func TestPurges(t *testing.T) {
 	p.Purge(cloudflare.Dropped, 4)
 	p.Purge("other", 1) // not an outcome: ignored
 	p.Delay(1200 * time.Millisecond)
-	got := scrape(t, reg)
+	got := scrape.Samples(t, reg)
 	for series, want := range map[string]float64{
 		`craft_cloudflare_purges_total{outcome="purged"}`: 1,
 		`craft_cloudflare_purges_total{outcome="failed"}`: 1,
@@ -30,5 +31,5 @@ func TestPurges(t *testing.T) {
 			t.Errorf("%s got %v, want %v", series, got[series], want)
 		}
 	}
-	lint(t, reg)
+	scrape.Lint(t, reg)
 }

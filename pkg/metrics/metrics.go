@@ -1,9 +1,11 @@
 // Package metrics holds the service's Prometheus collectors, named as in
 // docs/metrics.md. Each process builds its own registry with NewRegistry and
-// registers the collectors of its parts: a Poller (the poller's Observer), the
-// API's Requests (pkg/api's Observer) and the API's snapshot and hydrator
-// state, read at scrape time. Label values come only from the configured app
-// list and fixed sets, so the number of series is bounded.
+// registers the collectors of its parts: a Poller (the poller's Observer),
+// Purges (the Cloudflare purger's) and Requests (the servers' daemon.Observer);
+// what only an API pod has (its snapshot, hydrator and webhook) is in
+// pkg/metrics/apipod, which the poller does not link. Label values come only
+// from the configured app list and fixed sets, so the number of series is
+// bounded.
 //
 // The other packages know nothing of Prometheus: they declare the small
 // interfaces these types implement, or expose counters that are read here.

@@ -18,6 +18,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/storytold/craft-releases/pkg/api"
+	"github.com/storytold/craft-releases/pkg/daemon"
 	"github.com/storytold/craft-releases/pkg/release"
 	"github.com/storytold/craft-releases/pkg/snapshot"
 	"github.com/storytold/craft-releases/test/fakeclock"
@@ -188,7 +189,7 @@ const read = `(() => ({
 
 func TestPage(t *testing.T) {
 	snap := apps(t)
-	srv := httptest.NewServer(api.New(snap, new(api.Gate), zap.NewNop(), api.Options{}))
+	srv := httptest.NewServer(api.New(snap, new(daemon.Gate), zap.NewNop(), api.Options{}))
 	t.Cleanup(srv.Close)
 	tab := browser(t)
 

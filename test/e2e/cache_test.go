@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/storytold/craft-releases/pkg/api"
+	"github.com/storytold/craft-releases/pkg/routes"
 	"github.com/storytold/craft-releases/test/fakecloudflare"
 	"github.com/storytold/craft-releases/test/fakegithub"
 	"github.com/storytold/craft-releases/test/redistest"
@@ -199,7 +199,7 @@ func TestBehindACache(t *testing.T) {
 	}
 	purge := calls[0]
 	var wantFiles []string
-	for _, p := range api.PurgePaths("photocraft", old, fakeRelease(t, photocraft, "v1.1.0")) {
+	for _, p := range routes.PurgePaths("photocraft", old, fakeRelease(t, photocraft, "v1.1.0")) {
 		wantFiles = append(wantFiles, c.base+p)
 	}
 	if purge.Path != "/client/v4/zones/"+cfZone+"/purge_cache" || purge.Token != cfToken || !slices.Equal(purge.Files, wantFiles) {

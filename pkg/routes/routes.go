@@ -1,4 +1,7 @@
-package api
+// Package routes is the URL layout of the API's public port: the paths its
+// server answers, and which of their answers an app's release changes (what
+// a CDN purges). The poller links it, not the server.
+package routes
 
 import (
 	"net/url"
@@ -6,6 +9,17 @@ import (
 
 	"github.com/storytold/craft-releases/pkg/download"
 	"github.com/storytold/craft-releases/pkg/release"
+)
+
+// The public paths (wire.md, "Other endpoints"); the health endpoints are
+// pkg/daemon's. deploy/check imports them to check the Kubernetes manifests.
+const (
+	ReleaseInfoPath    = "/v1/craft_apps/release_info"   // the endpoint launchers call
+	ReleaseInfoAppPath = ReleaseInfoPath + "/:app"       // one app's part of it
+	DownloadPath       = download.PathPrefix + ":app"    // 302 to one asset of an app's release
+	PagePath           = "/"                             // the release page, HTML
+	OpenAPIPath        = "/openapi.json"                 // the OpenAPI document
+	WebhookPath        = "/v1/craft_apps/github_webhook" // GitHub's signed deliveries (POST)
 )
 
 // PurgePaths returns the paths of the cacheable answers that change when

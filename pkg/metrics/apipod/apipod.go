@@ -1,8 +1,10 @@
-package metrics
+// Package apipod holds the Prometheus collectors that only an API pod has:
+// what it serves, its Redis hydrator and its webhook (docs/metrics.md). They
+// are apart from pkg/metrics so that the poller links neither the snapshot
+// nor the hydrator nor the webhook.
+package apipod
 
 import (
-	"strconv"
-	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -10,79 +12,6 @@ import (
 	"github.com/storytold/craft-releases/pkg/redis/hydrate"
 	"github.com/storytold/craft-releases/pkg/snapshot"
 )
-
-// requestBuckets span an answer from memory (tens of microseconds) to a slow
-// client.
-var requestBuckets = []float64{0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.1, 0.5, 1, 5}
-
-// Requests holds craft_api_requests_total and
-// craft_api_request_duration_seconds. It is pkg/api's Observer and a
-// prometheus.Collector; register it once. It is safe for concurrent use.
-type Requests struct {
-	total    *prometheus.CounterVec
-	duration *prometheus.HistogramVec
-}
-
-// NewRequests returns the request series, with none yet.
-func NewRequests() *Requests {
-	return &Requests{
-		total: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "craft_api_requests_total",
-			Help: "Requests answered, by registered route path and status code.",
-		}, []string{"route", "code"}),
-		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name:    "craft_api_request_duration_seconds",
-			Help:    "Time to answer a request, by registered route path.",
-			Buckets: requestBuckets,
-		}, []string{"route"}),
-	}
-}
-
-// Describe sends the descriptors of both series.
-func (r *Requests) Describe(ch chan<- *prometheus.Desc) {
-	r.total.Describe(ch)
-	r.duration.Describe(ch)
-}
-
-// Collect sends the current value of both series.
-func (r *Requests) Collect(ch chan<- prometheus.Metric) {
-	r.total.Collect(ch)
-	r.duration.Collect(ch)
-}
-
-// Route returns the recorder of the route registered as path, which the
-// server calls once per answered request. Call Route once per route, when the
-// server is built: the route's duration series appears then, and its
-// counters with the first request of each status code. The recorder is safe
-// for concurrent use and, once a code was seen, does not allocate.
-func (r *Requests) Route(path string) func(code int, took time.Duration) {
-	rt := &route{path: path, total: r.total, duration: r.duration.WithLabelValues(path)}
-	return rt.observe
-}
-
-// route records the requests of one route path.
-type route struct {
-	path     string
-	total    *prometheus.CounterVec
-	duration prometheus.Observer
-	// byCode caches each status code's counter; net/http allows 100 to 999.
-	byCode [1000]atomic.Pointer[prometheus.Counter]
-}
-
-func (rt *route) observe(code int, took time.Duration) {
-	if code < 0 || code >= len(rt.byCode) {
-		code = 0
-	}
-	c := rt.byCode[code].Load()
-	if c == nil {
-		// Two requests may race here; both get the vector's one child.
-		child := rt.total.WithLabelValues(rt.path, strconv.Itoa(code))
-		c = &child
-		rt.byCode[code].Store(c)
-	}
-	(*c).Inc()
-	rt.duration.Observe(took.Seconds())
-}
 
 // Renderings is what API reads from the served snapshot at each scrape:
 // *snapshot.Snapshot.
@@ -220,3 +149,6 @@ func (a *API) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(a.refused, prometheus.CounterValue, float64(st.Refused))
 	ch <- prometheus.MustNewConstMetric(a.clockOffset, prometheus.GaugeValue, st.ClockOffset.Seconds())
 }
+
+// seconds is t as Unix seconds.
+func seconds(t time.Time) float64 { return float64(t.UnixNano()) / 1e9 }

@@ -1,127 +1,20 @@
-package metrics_test
+package apipod_test
 
 import (
 	"fmt"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
-	"github.com/storytold/craft-releases/pkg/metrics"
+	"github.com/storytold/craft-releases/pkg/metrics/apipod"
 	"github.com/storytold/craft-releases/pkg/redis/hydrate"
 	"github.com/storytold/craft-releases/pkg/release"
 	"github.com/storytold/craft-releases/pkg/snapshot"
 	"github.com/storytold/craft-releases/test/fakeclock"
+	"github.com/storytold/craft-releases/test/scrape"
 )
-
-func TestRequests(t *testing.T) {
-	tests := []struct {
-		name     string
-		requests map[string][]int // route → status codes answered, each in 250 µs
-		want     map[string]float64
-	}{
-		{
-			name:     "a route's duration series exists from the start, its counters from the first request",
-			requests: map[string][]int{"/a": nil},
-			want: map[string]float64{
-				`craft_api_request_duration_seconds_count{route="/a"}`:            0,
-				`craft_api_request_duration_seconds_bucket{route="/a",le="+Inf"}`: 0,
-			},
-		},
-		{
-			name:     "by route and code",
-			requests: map[string][]int{"/a": {200, 200, 304, 503}, "unmatched": {404, 404, 404}},
-			want: map[string]float64{
-				`craft_api_requests_total{code="200",route="/a"}`:                     2,
-				`craft_api_requests_total{code="304",route="/a"}`:                     1,
-				`craft_api_requests_total{code="503",route="/a"}`:                     1,
-				`craft_api_requests_total{code="404",route="unmatched"}`:              3,
-				`craft_api_request_duration_seconds_count{route="/a"}`:                4,
-				`craft_api_request_duration_seconds_bucket{route="/a",le="0.00025"}`:  4,
-				`craft_api_request_duration_seconds_bucket{route="/a",le="0.0001"}`:   0,
-				`craft_api_request_duration_seconds_count{route="unmatched"}`:         3,
-				`craft_api_request_duration_seconds_bucket{route="unmatched",le="1"}`: 3,
-			},
-		},
-		{
-			name:     "a code net/http never sends is 0",
-			requests: map[string][]int{"/a": {-1, 1000, 999}},
-			want: map[string]float64{
-				`craft_api_requests_total{code="0",route="/a"}`:        2,
-				`craft_api_requests_total{code="999",route="/a"}`:      1,
-				`craft_api_request_duration_seconds_count{route="/a"}`: 3,
-			},
-		},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			r := metrics.NewRequests()
-			reg := prometheus.NewPedanticRegistry()
-			reg.MustRegister(r)
-			for route, codes := range tt.requests {
-				record := r.Route(route)
-				for _, code := range codes {
-					record(code, 250*time.Microsecond)
-				}
-			}
-			got := scrape(t, reg)
-			for s, w := range tt.want {
-				if v, ok := got[s]; !ok || v != w {
-					t.Errorf("%s: got %v (present %v), want %v", s, v, ok, w)
-				}
-			}
-			for s := range family(got, "craft_api_requests_total") {
-				if _, ok := tt.want[s]; !ok {
-					t.Errorf("unexpected series %s", s)
-				}
-			}
-			lint(t, reg)
-		})
-	}
-}
-
-// TestRequestsConcurrent counts requests recorded from many goroutines, the
-// first request of each code among them.
-func TestRequestsConcurrent(t *testing.T) {
-	r := metrics.NewRequests()
-	record := r.Route("/a")
-	const goroutines, each = 8, 500
-	var wg sync.WaitGroup
-	for g := range goroutines {
-		wg.Go(func() {
-			for i := range each {
-				record(200+(g+i)%3, time.Millisecond)
-			}
-		})
-	}
-	wg.Wait()
-	got := scrape(t, reg(r))
-	var sum float64
-	for _, v := range family(got, "craft_api_requests_total") {
-		sum += v
-	}
-	if sum != goroutines*each {
-		t.Errorf("requests counted: got %v, want %d", sum, goroutines*each)
-	}
-	if n := len(family(got, "craft_api_requests_total")); n != 3 {
-		t.Errorf("series: got %d, want one per code (3)", n)
-	}
-}
-
-// TestRequestsAllocs holds a recorder to no allocation once its code was seen,
-// so that the endpoint's answers stay free of allocations.
-func TestRequestsAllocs(t *testing.T) {
-	if raceEnabled {
-		t.Skip("the race detector changes allocation counts: task test-allocs runs this without it")
-	}
-	record := metrics.NewRequests().Route("/a")
-	record(200, time.Millisecond)
-	if got := testing.AllocsPerRun(100, func() { record(200, time.Millisecond) }); got != 0 {
-		t.Errorf("allocations per request: got %v, want 0", got)
-	}
-}
 
 func reg(cs ...prometheus.Collector) *prometheus.Registry {
 	r := prometheus.NewPedanticRegistry()
@@ -140,7 +33,7 @@ func TestAPI(t *testing.T) {
 	tests := []struct {
 		name     string
 		entries  []map[string]release.Entry // one SetAll each
-		hydrator metrics.Hydrator
+		hydrator apipod.Hydrator
 		want     map[string]float64
 	}{
 		{
@@ -216,9 +109,9 @@ func TestAPI(t *testing.T) {
 			for _, e := range tt.entries {
 				snap.SetAll(e)
 			}
-			r := reg(metrics.NewAPI(snap, tt.hydrator))
-			wantSamples(t, scrape(t, r), tt.want, "craft_api_")
-			lint(t, r)
+			r := reg(apipod.NewAPI(snap, tt.hydrator))
+			scrape.Want(t, scrape.Samples(t, r), tt.want, "craft_api_")
+			scrape.Lint(t, r)
 		})
 	}
 }
@@ -227,11 +120,11 @@ func TestAPI(t *testing.T) {
 // moment, without anything telling the collector.
 func TestAPIReadsAtScrapeTime(t *testing.T) {
 	snap := snapshot.New([]release.App{{Key: "a"}}, nil)
-	r := reg(metrics.NewAPI(snap, nil))
+	r := reg(apipod.NewAPI(snap, nil))
 	for i := range 3 {
 		at := t0.Add(time.Duration(i) * time.Hour)
 		snap.Set("a", release.Entry{FetchedAt: at, ETag: fmt.Sprintf(`"e%d"`, i)})
-		got := scrape(t, r)
+		got := scrape.Samples(t, r)
 		if v, want := got[`craft_api_app_fetched_timestamp_seconds{app="a"}`], float64(at.UnixNano())/1e9; v != want {
 			t.Errorf("scrape %d: fetched got %v, want %v", i, v, want)
 		}
@@ -239,7 +132,12 @@ func TestAPIReadsAtScrapeTime(t *testing.T) {
 			t.Errorf("scrape %d: renders got %v, want %v", i, v, want)
 		}
 	}
-	if n := testutil.CollectAndCount(metrics.NewAPI(snap, nil)); n != 4 {
+	if n := testutil.CollectAndCount(apipod.NewAPI(snap, nil)); n != 4 {
 		t.Errorf("standalone series: got %d, want 4", n)
 	}
 }
+
+var t0 = time.Date(2026, 10, 10, 12, 0, 0, 0, time.UTC)
+
+// unix is t0 + d in Unix seconds.
+func unix(d time.Duration) float64 { return float64(t0.Add(d).UnixNano()) / 1e9 }

@@ -1,4 +1,4 @@
-package metrics_test
+package apipod_test
 
 import (
 	"testing"
@@ -6,12 +6,13 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
-	"github.com/storytold/craft-releases/pkg/metrics"
+	"github.com/storytold/craft-releases/pkg/metrics/apipod"
 	"github.com/storytold/craft-releases/pkg/webhook"
+	"github.com/storytold/craft-releases/test/scrape"
 )
 
 func TestWebhook(t *testing.T) {
-	w := metrics.NewWebhook()
+	w := apipod.NewWebhook()
 	reg := prometheus.NewPedanticRegistry()
 	reg.MustRegister(w)
 	w.Delivery(webhook.EventRelease, webhook.Accepted)
@@ -23,7 +24,7 @@ func TestWebhook(t *testing.T) {
 	if got, want := testutil.CollectAndCount(w), 24; got != want {
 		t.Errorf("series: got %d, want %d", got, want)
 	}
-	got := scrape(t, reg)
+	got := scrape.Samples(t, reg)
 	for series, want := range map[string]float64{
 		`craft_api_webhook_deliveries_total{event="release",outcome="accepted"}`:    2,
 		`craft_api_webhook_deliveries_total{event="other",outcome="bad_signature"}`: 1,
@@ -33,5 +34,5 @@ func TestWebhook(t *testing.T) {
 			t.Errorf("%s got %v, want %v", series, got[series], want)
 		}
 	}
-	lint(t, reg)
+	scrape.Lint(t, reg)
 }

@@ -1,0 +1,317 @@
+package daemon
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/zap"
+)
+
+// testHandler answers the health endpoints, and a POST of /slow with 401
+// once its whole body arrived, as the webhook refuses an unsigned one.
+func testHandler() http.Handler {
+	health := NewHealth(new(Gate), nil, zap.NewNop(), nil)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost && r.URL.Path == "/slow" {
+			_, _ = io.Copy(io.Discard, r.Body)
+			w.WriteHeader(http.StatusUnauthorized)
+			return
+		}
+		health.ServeHTTP(w, r)
+	})
+}
+
+// serveOnLoopback serves h, capped at max connections, on a loopback
+// listener until the test ends and returns its address.
+func serveOnLoopback(t *testing.T, h http.Handler, max int) string {
+	t.Helper()
+	ln := listen(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() {
+		served <- Serve(ctx, Listening{Handler: h, Listener: ln, MaxConnections: max}, time.Second, zap.NewNop())
+	}()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-served; err != nil {
+			t.Errorf("Serve: %v", err)
+		}
+	})
+	return ln.Addr().String()
+}
+
+// idleConn is a client connection that made one request and is kept alive.
+type idleConn struct {
+	net.Conn
+	br *bufio.Reader
+}
+
+func (c *idleConn) get(t *testing.T, path string) (int, error) {
+	t.Helper()
+	if _, err := fmt.Fprintf(c, "GET %s HTTP/1.1\r\nHost: x\r\n\r\n", path); err != nil {
+		return 0, err
+	}
+	res, err := http.ReadResponse(c.br, nil)
+	if err != nil {
+		return 0, err
+	}
+	_, _ = io.Copy(io.Discard, res.Body)
+	res.Body.Close()
+	return res.StatusCode, nil
+}
+
+func dialIdle(t *testing.T, addr string) *idleConn {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	_ = c.SetDeadline(time.Now().Add(30 * time.Second)) // a guard against a hang
+	ic := &idleConn{Conn: c, br: bufio.NewReader(c)}
+	if code, err := ic.get(t, HealthzPath); err != nil || code != 200 {
+		t.Fatalf("first request: %d, %v", code, err)
+	}
+	return ic
+}
+
+// TestConnectionCap: with real loopback connections, a server at its cap
+// closes idle keep-alive connections for new ones, so a flood of them never
+// locks a new client out, holds no more than the cap, and makes a new
+// connection wait when none is idle (finding 4).
+func TestConnectionCap(t *testing.T) {
+	const max = 4
+	addr := serveOnLoopback(t, testHandler(), max)
+
+	// A flood of idle connections, three times the cap: each new one is
+	// served, closing an idle one.
+	flood := make([]*idleConn, 3*max)
+	for i := range flood {
+		flood[i] = dialIdle(t, addr)
+	}
+	var open []*idleConn
+	for _, c := range flood {
+		if code, err := c.get(t, HealthzPath); err == nil && code == http.StatusOK {
+			open = append(open, c)
+		}
+	}
+	if len(open) != max {
+		t.Fatalf("%d of %d idle connections still served, want the cap, %d", len(open), len(flood), max)
+	}
+	if open[len(open)-1] != flood[len(flood)-1] {
+		t.Error("the newest connection was closed, want an older idle one closed for it")
+	}
+
+	// Busy connections, slow but honest clients: a request whose body is
+	// still on its way. Each takes the place of an idle one.
+	const body = `{"zen":"slow"}`
+	busy := make([]net.Conn, max)
+	for i := range busy {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		_ = c.SetDeadline(time.Now().Add(30 * time.Second)) // a guard against a hang
+		if _, err := fmt.Fprintf(c, "POST %s HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n%s", "/slow", len(body), body[:1]); err != nil {
+			t.Fatal(err)
+		}
+		busy[i] = c
+	}
+	for i, c := range open {
+		if _, err := c.br.ReadByte(); err != io.EOF {
+			t.Errorf("idle connection %d: read %v, want EOF (closed for a busy one)", i, err)
+		}
+	}
+	// None is idle now: a new connection waits, closing no busy one, and is
+	// served once a busy one goes.
+	waiting := make(chan error, 1)
+	go func() {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			waiting <- err
+			return
+		}
+		defer c.Close()
+		_ = c.SetDeadline(time.Now().Add(30 * time.Second))
+		fmt.Fprintf(c, "GET %s HTTP/1.1\r\nHost: x\r\n\r\n", HealthzPath)
+		res, err := http.ReadResponse(bufio.NewReader(c), nil)
+		if err == nil && res.StatusCode != http.StatusOK {
+			err = fmt.Errorf("status %d", res.StatusCode)
+		}
+		waiting <- err
+	}()
+	busy[0].Close()
+	if err := <-waiting; err != nil {
+		t.Errorf("the waiting connection: %v, want it served", err)
+	}
+	for i, c := range busy[1:] {
+		if _, err := io.WriteString(c, body[1:]); err != nil {
+			t.Errorf("busy connection %d: %v", i+1, err)
+			continue
+		}
+		res, err := http.ReadResponse(bufio.NewReader(c), nil)
+		if err != nil || res.StatusCode != http.StatusUnauthorized {
+			t.Errorf("busy connection %d: %v, %v; want it kept and answered", i+1, res, err)
+		}
+	}
+}
+
+// TestSilentConnectionsAtTheCap: connections that send no request, or only
+// its first byte (a flood of connects renewed before the header timeout),
+// take no client's place: at the cap the oldest of them without its headers
+// for headerGrace is closed for a new client, and the others stay open
+// (issue 21, item 4, for the byte).
+func TestSilentConnectionsAtTheCap(t *testing.T) {
+	for name, first := range map[string]string{"silent": "", "one byte": "G"} {
+		t.Run(name, func(t *testing.T) {
+			const max = 4
+			addr := serveOnLoopback(t, testHandler(), max)
+			silent := make([]*bufio.Reader, max)
+			conns := make([]net.Conn, max)
+			for i := range silent {
+				c, err := net.Dial("tcp", addr)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer c.Close()
+				if _, err := io.WriteString(c, first); err != nil {
+					t.Fatal(err)
+				}
+				conns[i], silent[i] = c, bufio.NewReader(c)
+				if i < max-1 {
+					// Each is the server's before the next: a request on another
+					// connection, under the cap, is answered after it was accepted.
+					probe := dialIdle(t, addr)
+					probe.Close()
+				}
+			}
+			time.Sleep(headerGrace) // not a timed assertion: the silent ones come of age
+			client := dialIdle(t, addr)
+			if code, err := client.get(t, HealthzPath); err != nil || code != http.StatusOK {
+				t.Fatalf("a client at the cap: %d, %v; want it served", code, err)
+			}
+			if _, err := silent[0].ReadByte(); err != io.EOF {
+				t.Errorf("the oldest connection: read %v, want EOF (closed for the client)", err)
+			}
+			for i, r := range silent[1:] {
+				_ = conns[i+1].SetReadDeadline(time.Now().Add(50 * time.Millisecond))
+				if _, err := r.ReadByte(); !errors.Is(err, os.ErrDeadlineExceeded) {
+					t.Errorf("connection %d: read %v, want it still open", i+1, err)
+				}
+			}
+		})
+	}
+}
+
+// TestIdleTimeoutFitsCloudflare: idle keep-alive connections outlive
+// Cloudflare's 900 s proxy idle timeout, so the proxy closes them first.
+func TestIdleTimeoutFitsCloudflare(t *testing.T) {
+	if IdleTimeout <= 900*time.Second || IdleTimeout > 960*time.Second {
+		t.Errorf("IdleTimeout = %v, want just over Cloudflare's 900 s", IdleTimeout)
+	}
+}
+
+// TestShutdownClosesUnusedConnections: a connection that a client dialed and
+// never used (HTTP clients keep spares) holds no request, so a shutdown
+// shorter than net/http's 5 s grace for new connections still ends cleanly.
+func TestShutdownClosesUnusedConnections(t *testing.T) {
+	ln := listen(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() {
+		served <- Serve(ctx, Listening{Handler: testHandler(), Listener: ln}, time.Second, zap.NewNop())
+	}()
+	unused, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unused.Close()
+	// A request answered on another connection: the unused one was
+	// accepted by then.
+	idle := dialIdle(t, ln.Addr().String())
+	defer idle.Close()
+	cancel()
+	if err := <-served; err != nil {
+		t.Errorf("Serve = %v after shutdown with an unused connection open, want nil", err)
+	}
+	_ = unused.SetReadDeadline(time.Now().Add(10 * time.Second)) // a guard against a hang
+	if _, err := unused.Read(make([]byte, 1)); err != io.EOF {
+		t.Errorf("the unused connection: read %v, want EOF (closed)", err)
+	}
+}
+
+// BenchmarkLauncherDuringOneByteFlood reports how long a launcher waits for
+// the full answer while 3,000 connections, each having sent one byte, are
+// renewed as the server closes them, at the default cap (issue 21, item 4):
+// worst-ms and median-ms over b.N launchers.
+func BenchmarkLauncherDuringOneByteFlood(b *testing.B) {
+	const flooders = 3000
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() {
+		served <- Serve(ctx, Listening{Handler: testHandler(), Listener: ln}, 20*time.Second, zap.NewNop())
+	}()
+	addr := ln.Addr().String()
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for range flooders {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			buf := make([]byte, 1)
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				c, err := net.DialTimeout("tcp", addr, 5*time.Second)
+				if err != nil {
+					continue
+				}
+				_ = c.SetDeadline(time.Now().Add(30 * time.Second))
+				if _, err := c.Write([]byte("G")); err == nil {
+					_, _ = c.Read(buf) // until the server closes it
+				}
+				c.Close()
+			}
+		}()
+	}
+	time.Sleep(3 * time.Second) // the flood fills the cap
+	client := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	var took []time.Duration
+	b.ResetTimer()
+	for range b.N {
+		start := time.Now()
+		res, err := client.Get("http://" + addr + HealthzPath)
+		if err != nil {
+			b.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, res.Body)
+		res.Body.Close()
+		took = append(took, time.Since(start))
+	}
+	b.StopTimer()
+	close(stop)
+	cancel()
+	wg.Wait()
+	<-served
+	slices.Sort(took)
+	b.ReportMetric(float64(took[len(took)-1].Microseconds())/1000, "worst-ms")
+	b.ReportMetric(float64(took[len(took)/2].Microseconds())/1000, "median-ms")
+}

@@ -1,0 +1,135 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/zap"
+)
+
+// blocking is a handler that answers "done" once release is closed,
+// announcing each request on entered.
+type blocking struct {
+	entered chan struct{}
+	release chan struct{}
+}
+
+func newBlocking() blocking {
+	return blocking{entered: make(chan struct{}), release: make(chan struct{})}
+}
+
+func (b blocking) ServeHTTP(w http.ResponseWriter, _ *http.Request) {
+	b.entered <- struct{}{}
+	<-b.release
+	_, _ = io.WriteString(w, "done")
+}
+
+// closeNotifier is a listener that reports when it is closed.
+type closeNotifier struct {
+	net.Listener
+	once   sync.Once
+	closed chan struct{}
+}
+
+func (l *closeNotifier) Close() error {
+	l.once.Do(func() { close(l.closed) })
+	return l.Listener.Close()
+}
+
+// listen returns a loopback listener that reports when it is closed.
+func listen(t testing.TB) *closeNotifier {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ln.Close() })
+	return &closeNotifier{Listener: ln, closed: make(chan struct{})}
+}
+
+type result struct {
+	status int
+	body   []byte
+	err    error
+}
+
+// get requests url in the background and delivers the outcome on the channel.
+func get(url string) <-chan result {
+	out := make(chan result, 1)
+	go func() {
+		client := &http.Client{Transport: &http.Transport{DisableCompression: true}}
+		defer client.CloseIdleConnections()
+		res, err := client.Get(url)
+		if err != nil {
+			out <- result{err: err}
+			return
+		}
+		defer res.Body.Close()
+		body, err := io.ReadAll(res.Body)
+		out <- result{status: res.StatusCode, body: body, err: err}
+	}()
+	return out
+}
+
+// TestServeGraceful: a shutdown stops accepting at once and waits for the
+// request in flight.
+func TestServeGraceful(t *testing.T) {
+	h := newBlocking()
+	ln := listen(t)
+	addr := ln.Addr().String()
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	served := make(chan error, 1)
+	go func() { served <- Serve(ctx, Listening{Handler: h, Listener: ln}, time.Minute, zap.NewNop()) }()
+
+	inFlight := get("http://" + addr + "/slow")
+	<-h.entered
+	cancel()
+	// The listener closing is what refuses new connections. (Dialling the
+	// port to prove it would be flaky: another test may listen on it by now.)
+	<-ln.closed
+
+	select {
+	case err := <-served:
+		t.Fatalf("Serve returned %v with a request in flight", err)
+	default:
+	}
+
+	close(h.release)
+	res := <-inFlight
+	if res.err != nil || res.status != http.StatusOK || string(res.body) != "done" {
+		t.Errorf("in-flight request: got status %d, %d bytes, err %v; want 200 with the body", res.status, len(res.body), res.err)
+	}
+	if err := <-served; err != nil {
+		t.Errorf("Serve: got %v, want nil after a graceful shutdown", err)
+	}
+}
+
+// TestServeShutdownDeadline: a request still running at the deadline is cut.
+func TestServeShutdownDeadline(t *testing.T) {
+	h := newBlocking()
+	ln := listen(t)
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	served := make(chan error, 1)
+	go func() { served <- Serve(ctx, Listening{Handler: h, Listener: ln}, 10*time.Millisecond, zap.NewNop()) }()
+
+	inFlight := get("http://" + ln.Addr().String() + "/slow")
+	<-h.entered
+	cancel()
+
+	err := <-served
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("Serve: got %v, want the shutdown deadline exceeded", err)
+	}
+	close(h.release)
+	if res := <-inFlight; res.err == nil {
+		t.Errorf("request cut at the deadline: got status %d, want a connection error", res.status)
+	}
+}
