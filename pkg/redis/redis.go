@@ -1,7 +1,9 @@
 // Package redis is the one way the service connects to Redis (redis.md,
 // "Clients and timeouts"): REDIS_URL parsed once into Options, the timeouts,
-// TLS and the password kept out of what is printed, and the poller's Conn,
-// which connects on first use.
+// TLS and the password kept out of what is printed, and every client built
+// from them: the poller's Conn, which connects on first use, and NewClient,
+// the API's client-side-cached one. pkg/redis/store and pkg/redis/hydrate
+// take what it builds.
 package redis
 
 import (
@@ -112,9 +114,9 @@ func (o Options) TLS() bool { return o.opt.TLSConfig != nil }
 // Timeout is how long one call may take.
 func (o Options) Timeout() time.Duration { return o.opt.ConnWriteTimeout }
 
-// ClientOption returns what rueidis.NewClient takes, as a copy the caller may
+// clientOption returns what rueidis.NewClient takes, as a copy the caller may
 // change.
-func (o Options) ClientOption() rueidis.ClientOption {
+func (o Options) clientOption() rueidis.ClientOption {
 	opt := o.opt
 	opt.InitAddress = slices.Clone(o.opt.InitAddress)
 	if opt.Sentinel.MasterSet != "" {
@@ -149,7 +151,7 @@ type Conn struct {
 // Open returns a Conn for o. It does not connect: Client does, so a Redis that
 // is down when the poller starts only fails its calls until it is back.
 func Open(o Options) *Conn {
-	opt := o.ClientOption()
+	opt := o.clientOption()
 	opt.DisableCache = true
 	// A negative multiplex is one pipelined connection per node (zero would
 	// let rueidis pick up to four); the blocking pool serves Dedicated.

@@ -63,15 +63,15 @@ func TestOptions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	opt := o.ClientOption()
+	opt := o.clientOption()
 	if opt.Dialer.Timeout != connectTimeout || o.Timeout() != callTimeout || opt.ClientSetInfo == nil {
 		t.Errorf("dial %v, call %v, CLIENT SETINFO %v; want %v, %v, disabled", opt.Dialer.Timeout, o.Timeout(), opt.ClientSetInfo, connectTimeout, callTimeout)
 	}
 	if got := o.Scrub("WRONGPASS hunter2"); got != "WRONGPASS [redacted]" {
 		t.Errorf("Scrub = %q, want the password masked", got)
 	}
-	if o, err = Parse("redis://127.0.0.1:1?dial_timeout=1s&write_timeout=2s"); err != nil || o.ClientOption().Dialer.Timeout != time.Second || o.Timeout() != 2*time.Second {
-		t.Errorf("the URL's timeouts: %v, %v, %v; want 1s, 2s", err, o.ClientOption().Dialer.Timeout, o.Timeout())
+	if o, err = Parse("redis://127.0.0.1:1?dial_timeout=1s&write_timeout=2s"); err != nil || o.clientOption().Dialer.Timeout != time.Second || o.Timeout() != 2*time.Second {
+		t.Errorf("the URL's timeouts: %v, %v, %v; want 1s, 2s", err, o.clientOption().Dialer.Timeout, o.Timeout())
 	}
 }
 
@@ -79,18 +79,18 @@ func TestWithTLS(t *testing.T) {
 	pool := x509.NewCertPool()
 	extra := &tls.Config{RootCAs: pool, Certificates: []tls.Certificate{{}}}
 	plain, _ := Parse("redis://127.0.0.1:1")
-	if got := plain.WithTLS(extra).ClientOption().TLSConfig; got != nil {
+	if got := plain.WithTLS(extra).clientOption().TLSConfig; got != nil {
 		t.Errorf("redis:// with TLS files: TLSConfig = %v, want none", got)
 	}
 	secure, _ := Parse("rediss://redis.internal:6380?skip_verify=true&master_set=main")
-	opt := secure.WithTLS(extra).ClientOption()
+	opt := secure.WithTLS(extra).clientOption()
 	if c := opt.TLSConfig; c == nil || c.RootCAs != pool || len(c.Certificates) != 1 || c.ServerName != "redis.internal" || !c.InsecureSkipVerify {
 		t.Errorf("rediss:// with TLS files: TLSConfig = %+v, want the files' roots and certificate, the URL's server name and skip_verify", c)
 	}
 	if opt.Sentinel.TLSConfig != opt.TLSConfig {
 		t.Error("the sentinels are not reached over the same TLS")
 	}
-	if secure.ClientOption().TLSConfig.RootCAs != nil {
+	if secure.clientOption().TLSConfig.RootCAs != nil {
 		t.Error("WithTLS changed the Options it was called on")
 	}
 }

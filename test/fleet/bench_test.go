@@ -159,7 +159,7 @@ func newIdle(tb testing.TB) *idle {
 		tb.Fatalf("redis.OpenURL: %v", err)
 	}
 	tb.Cleanup(client.Close)
-	admin, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{srv.Addr}, DisableCache: true})
+	admin, err := redis.DialURL(srv.URL())
 	if err != nil {
 		tb.Fatalf("admin client: %v", err)
 	}

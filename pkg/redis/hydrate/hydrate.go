@@ -9,10 +9,8 @@ package hydrate
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
-	"net"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -266,7 +264,11 @@ func (h *Hydrator) Run(ctx context.Context) error {
 func (h *Hydrator) connect(ctx context.Context) (rueidis.Client, error) {
 	var retry backoff
 	for {
-		c, err := rueidis.NewClient(h.clientOption(ctx))
+		var invalidated func([]rueidis.RedisMessage)
+		if !h.fallback.Load() {
+			invalidated = h.invalidated
+		}
+		c, err := redis.NewClient(ctx, h.redis, invalidated)
 		switch {
 		case err == nil:
 			return c, nil
@@ -283,65 +285,6 @@ func (h *Hydrator) connect(ctx context.Context) (rueidis.Client, error) {
 		case <-h.clock.After(retry.next()):
 		}
 	}
-}
-
-func (h *Hydrator) clientOption(ctx context.Context) rueidis.ClientOption {
-	opt := h.redis.ClientOption()
-	opt.DialCtxFn = closingDial(ctx, opt.DialCtxFn)
-	opt.RetryDelay = retryDelay
-	if h.fallback.Load() {
-		opt.DisableCache = true
-	} else {
-		opt.OnInvalidations = h.invalidated
-	}
-	return opt
-}
-
-// retryDelay lets rueidis retry a read a few times at once, which hides a
-// dropped connection; anything longer, and a refused CLIENT TRACKING, comes
-// back to serve, which logs it and backs off.
-func retryDelay(attempts int, _ rueidis.Completed, err error) time.Duration {
-	if attempts > 3 || errors.Is(err, rueidis.ErrNoCache) {
-		return -1
-	}
-	return time.Duration(attempts) * 10 * time.Millisecond
-}
-
-// closingDial wraps dial so that every connection it makes is closed when
-// done is: rueidis runs the handshake of its first connection and the PING of
-// its Close without any context, so on a silent server only this lets a
-// shutdown end them at once.
-func closingDial(done context.Context, dial func(context.Context, string, *net.Dialer, *tls.Config) (net.Conn, error)) func(context.Context, string, *net.Dialer, *tls.Config) (net.Conn, error) {
-	if dial == nil {
-		dial = func(ctx context.Context, addr string, d *net.Dialer, cfg *tls.Config) (net.Conn, error) {
-			if cfg != nil {
-				return (&tls.Dialer{NetDialer: d, Config: cfg}).DialContext(ctx, "tcp", addr)
-			}
-			return d.DialContext(ctx, "tcp", addr)
-		}
-	}
-	return func(ctx context.Context, addr string, d *net.Dialer, cfg *tls.Config) (net.Conn, error) {
-		ctx, cancel := context.WithCancel(ctx)
-		defer cancel()
-		defer context.AfterFunc(done, cancel)()
-		conn, err := dial(ctx, addr, d, cfg)
-		if err != nil {
-			return nil, err
-		}
-		return &closingConn{Conn: conn, stop: context.AfterFunc(done, func() { conn.Close() })}, nil
-	}
-}
-
-// closingConn forgets its close-on-shutdown hook once closed, so reconnects do
-// not pile hooks up.
-type closingConn struct {
-	net.Conn
-	stop func() bool
-}
-
-func (c *closingConn) Close() error {
-	c.stop()
-	return c.Conn.Close()
 }
 
 // serve keeps the sink current through c until ctx is done (nil) or the

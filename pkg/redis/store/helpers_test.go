@@ -82,7 +82,7 @@ type admin struct {
 
 func newAdmin(t testing.TB, srv *redistest.Server) *admin {
 	t.Helper()
-	c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{srv.Addr}, DisableCache: true})
+	c, err := redis.DialURL(srv.URL())
 	if err != nil {
 		t.Fatalf("admin client: %v", err)
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/redis/rueidis"
 
+	"github.com/storytold/craft-releases/pkg/redis"
 	"github.com/storytold/craft-releases/pkg/release"
 	"github.com/storytold/craft-releases/pkg/schedule"
 	"github.com/storytold/craft-releases/test/redistest"
@@ -123,7 +124,7 @@ func TestLoadIsTwoPipelines(t *testing.T) {
 // test may hand to New.
 func plainClient(t testing.TB, srv *redistest.Server) rueidis.Client {
 	t.Helper()
-	c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{srv.Addr}, DisableCache: true})
+	c, err := redis.DialURL(srv.URL())
 	if err != nil {
 		t.Fatal(err)
 	}
