@@ -78,7 +78,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		for i, s := range cfg.WebhookSecrets {
 			secrets[i] = s.Reveal()
 		}
-		hook, err := webhook.New(webhook.Config{Secrets: secrets, Apps: cfg.Apps, Fleet: fleet, Observer: deliveries, Log: log})
+		hook, err := webhook.New(webhook.Config{Secrets: secrets, Apps: cfg.Apps, Recorder: fleet, Observer: deliveries, Log: log})
 		if err != nil {
 			return err
 		}
@@ -128,35 +128,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 // registers the metrics of what it builds with reg. With a webhook secret it
 // also returns where the webhook records refresh requests: Redis, for the
 // pollers, in split mode; the in-process poller standalone. Without one the
-// Fleet is nil.
-func feeder(cfg config.API, snap *snapshot.Snapshot, gate *daemon.Gate, log *zap.Logger, reg prometheus.Registerer) (func(context.Context) error, webhook.Fleet, error) {
+// Recorder is nil.
+func feeder(cfg config.API, snap *snapshot.Snapshot, gate *daemon.Gate, log *zap.Logger, reg prometheus.Registerer) (func(context.Context) error, webhook.Recorder, error) {
 	hooked := len(cfg.WebhookSecrets) > 0
 	if !cfg.Standalone() {
-		h, err := hydrate.New(cfg.Redis, cfg.Apps, snap, log, hydrate.WithMeta(snap))
-		if err != nil {
-			return nil, nil, err
-		}
-		var fleet webhook.Fleet
-		closeFleet := func() {}
-		if hooked {
-			host, err := os.Hostname()
-			if err != nil {
-				return nil, nil, fmt.Errorf("hostname: %w", err)
-			}
-			c := redis.Open(cfg.Redis)
-			fleet, closeFleet = store.New(c, host, cfg.Apps), c.Close
-		}
-		reg.MustRegister(apipod.NewAPI(snap, h))
-		log.Info("mode", zap.String("mode", "split"), zap.Bool("webhook", hooked))
-		work := func(ctx context.Context) error {
-			// The server has drained by the time the work is stopped.
-			defer closeFleet()
-			var g errgroup.Group
-			g.Go(func() error { h.Ready(ctx, cfg.HydrateTimeout, gate.Open); return nil })
-			g.Go(func() error { return h.Run(ctx) })
-			return g.Wait()
-		}
-		return work, fleet, nil
+		return hydrated(cfg, snap, gate, log, reg)
 	}
 	reg.MustRegister(apipod.NewAPI(snap, nil))
 	gate.Open()
@@ -212,7 +188,7 @@ func feeder(cfg config.API, snap *snapshot.Snapshot, gate *daemon.Gate, log *zap
 	}
 	work = append(work, p.Run)
 	log.Info("mode", zap.String("mode", "standalone"), zap.Bool("polling", true), zap.Bool("webhook", hooked))
-	var fleet webhook.Fleet
+	var fleet webhook.Recorder
 	if hooked {
 		local := webhook.NewLocal(p.Refresh, nil)
 		fleet = local
@@ -226,4 +202,36 @@ func feeder(cfg config.API, snap *snapshot.Snapshot, gate *daemon.Gate, log *zap
 		}
 		return g.Wait()
 	}, fleet, nil
+}
+
+// hydrated is feeder in split mode: the snapshot kept from Redis, the gate
+// opened once it was loaded, and the webhook's refresh requests recorded in
+// Redis for the pollers.
+func hydrated(cfg config.API, snap *snapshot.Snapshot, gate *daemon.Gate, log *zap.Logger, reg prometheus.Registerer) (func(context.Context) error, webhook.Recorder, error) {
+	hooked := len(cfg.WebhookSecrets) > 0
+	h, err := hydrate.New(cfg.Redis, cfg.Apps, snap, log, hydrate.WithMeta(snap))
+	if err != nil {
+		return nil, nil, err
+	}
+	var fleet webhook.Recorder
+	closeFleet := func() {}
+	if hooked {
+		host, err := os.Hostname()
+		if err != nil {
+			return nil, nil, fmt.Errorf("hostname: %w", err)
+		}
+		c := redis.Open(cfg.Redis)
+		fleet, closeFleet = store.New(c, host, cfg.Apps), c.Close
+	}
+	reg.MustRegister(apipod.NewAPI(snap, h))
+	log.Info("mode", zap.String("mode", "split"), zap.Bool("webhook", hooked))
+	work := func(ctx context.Context) error {
+		// The server has drained by the time the work is stopped.
+		defer closeFleet()
+		var g errgroup.Group
+		g.Go(func() error { h.Ready(ctx, cfg.HydrateTimeout, gate.Open); return nil })
+		g.Go(func() error { return h.Run(ctx) })
+		return g.Wait()
+	}
+	return work, fleet, nil
 }

@@ -12,6 +12,7 @@ import (
 	"net"
 	"os"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
 	"github.com/storytold/craft-releases/cmd/poller/internal/admin"
@@ -60,6 +61,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	defer func() { _ = log.Sync() }()
 	config.LogStart(log, warnings, append(cfg.Fields(), zap.String("version", version))...)
 
+	return poll(ctx, cfg, host, log)
+}
+
+// poll builds the poller of cfg and runs it, with its health port and its
+// background work, until ctx ends.
+func poll(ctx context.Context, cfg config.Poller, host string, log *zap.Logger) error {
 	src, err := github.New(github.Options{
 		BaseURL:   cfg.GitHubAPIURL,
 		Token:     cfg.GitHubToken.Reveal(),
@@ -92,32 +99,14 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if cfg.RedisURL != "" {
 		client := redis.Open(cfg.Redis)
 		defer client.Close()
-		// The poller and its Store tell one time: Redis's, once a node's
-		// clock is off by more than release.MaxSkew.
-		fleetClock := clock.NewCorrected(nil)
-		pc.Clock = fleetClock
-		st := store.New(client, host, cfg.Apps, store.WithLogger(log), store.WithModeObserver(observer.WritePath),
-			store.WithClock(fleetClock), store.WithRefusals(store.NewRefusals(log, observer.Refused)))
-		pc.Fleet, fleet = st, st
-		if refreshMeta, err = metaRefresher(cfg, st, log); err != nil {
+		fleet = newStore(client, host, cfg, log, observer, &pc)
+		if refreshMeta, err = metaRefresher(cfg, fleet, log); err != nil {
 			return err
 		}
 	}
-	var purge func(context.Context) error // nil without Cloudflare
-	if cfg.Cloudflare.Enabled() {
-		// The purge of a change is sent by the one poller whose write
-		// made it (poller.Config.Changes), a moment after the write, once
-		// the API pods have hydrated it.
-		purges := metrics.NewPurges()
-		reg.MustRegister(purges)
-		c := cfg.Cloudflare.Purger()
-		c.Observer, c.Logger = purges, log
-		purger, err := cloudflare.New(c)
-		if err != nil {
-			return err
-		}
-		pc.Changes = func(app string, old, new *release.Release) { purger.Purge(routes.PurgePaths(app, old, new)) }
-		purge = purger.Run
+	purge, err := purger(cfg, reg, log, &pc)
+	if err != nil {
+		return err
 	}
 	p, err := poller.New(pc)
 	if err != nil {
@@ -134,37 +123,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	gate := &daemon.Gate{}
 	health := daemon.NewHealth(gate, metrics.Handler(reg, log), log, nil)
 
-	work := []func(context.Context) error{func(ctx context.Context) error {
-		select {
-		case <-p.Loaded():
-			if accepted(ctx, fleet, log) {
-				gate.Open()
-			}
-		case <-ctx.Done():
-		}
-		return nil
-	}}
-	if cfg.PollingEnabled {
-		// Cancelling ctx abandons the request under way: every shared write is
-		// one script or one transaction, so none is ever left half-written.
-		work = append(work, p.Run)
-		if fleet != nil {
-			// The webhook's refresh requests, recorded in Redis by the API pods.
-			keys := make([]string, len(cfg.Apps))
-			for i, a := range cfg.Apps {
-				keys[i] = a.Key
-			}
-			work = append(work, func(ctx context.Context) error {
-				// Redis trouble is the poller's to report; this only retries.
-				return fleet.WatchRefreshes(ctx, keys, p.Refresh, func(err error) {
-					log.Debug("refresh requests unreadable", zap.NamedError("err", err))
-				})
-			})
-		}
-	} else {
-		log.Info("polling disabled")
-		gate.Open()
-	}
+	work := polling(cfg, p, fleet, gate, log)
 	if refreshMeta != nil {
 		// Its own goroutine: MySQL trouble never holds up polling.
 		work = append(work, refreshMeta)
@@ -187,4 +146,75 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	log.Info("stopped")
 	return nil
+}
+
+// newStore returns the fleet's Store on client and makes it pc's Fleet. The
+// poller and its Store tell one time: Redis's, once a node's clock is off by
+// more than release.MaxSkew.
+func newStore(client *redis.Conn, host string, cfg config.Poller, log *zap.Logger, observer *metrics.Poller, pc *poller.Config) *store.Store {
+	fleetClock := clock.NewCorrected(nil)
+	pc.Clock = fleetClock
+	st := store.New(client, host, cfg.Apps, store.WithLogger(log), store.WithModeObserver(observer.WritePath),
+		store.WithClock(fleetClock), store.WithRefusals(store.NewRefusals(log, observer.Refused)))
+	pc.Fleet = st
+	return st
+}
+
+// purger returns the Cloudflare purge's work, nil without Cloudflare, and
+// makes pc send it each change. The purge of a change is sent by the one
+// poller whose write made it (poller.Config.Changes), a moment after the
+// write, once the API pods have hydrated it.
+func purger(cfg config.Poller, reg prometheus.Registerer, log *zap.Logger, pc *poller.Config) (func(context.Context) error, error) {
+	if !cfg.Cloudflare.Enabled() {
+		return nil, nil
+	}
+	purges := metrics.NewPurges()
+	reg.MustRegister(purges)
+	c := cfg.Cloudflare.Purger()
+	c.Observer, c.Logger = purges, log
+	purger, err := cloudflare.New(c)
+	if err != nil {
+		return nil, err
+	}
+	pc.Changes = func(app string, old, new *release.Release) { purger.Purge(routes.PurgePaths(app, old, new)) }
+	return purger.Run, nil
+}
+
+// polling returns the work of polling: opening gate once the start-up load
+// was tried (and the fleet accepted this poller), the tick loop, and the
+// webhook's refresh requests from Redis; with polling disabled, only the
+// gate, open at once.
+func polling(cfg config.Poller, p *poller.Poller, fleet *store.Store, gate *daemon.Gate, log *zap.Logger) []func(context.Context) error {
+	work := []func(context.Context) error{func(ctx context.Context) error {
+		select {
+		case <-p.Loaded():
+			if accepted(ctx, fleet, log) {
+				gate.Open()
+			}
+		case <-ctx.Done():
+		}
+		return nil
+	}}
+	if !cfg.PollingEnabled {
+		log.Info("polling disabled")
+		gate.Open()
+		return work
+	}
+	// Cancelling ctx abandons the request under way: every shared write is
+	// one script or one transaction, so none is ever left half-written.
+	work = append(work, p.Run)
+	if fleet != nil {
+		// The webhook's refresh requests, recorded in Redis by the API pods.
+		keys := make([]string, len(cfg.Apps))
+		for i, a := range cfg.Apps {
+			keys[i] = a.Key
+		}
+		work = append(work, func(ctx context.Context) error {
+			// Redis trouble is the poller's to report; this only retries.
+			return fleet.WatchRefreshes(ctx, keys, p.Refresh, func(err error) {
+				log.Debug("refresh requests unreadable", zap.NamedError("err", err))
+			})
+		})
+	}
+	return work
 }

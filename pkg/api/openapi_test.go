@@ -141,7 +141,7 @@ func webhookHandler(t *testing.T, up bool) http.Handler {
 			{Key: "photocraft", Name: "PhotoCraft", Repo: "storytold/photocraft"},
 			{Key: "filmcraft", Name: "FilmCraft", Repo: "storytold/filmcraft"},
 		},
-		Fleet: &webhookFleet{down: !up, seen: map[string]bool{}},
+		Recorder: &webhookFleet{down: !up, seen: map[string]bool{}},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -220,7 +220,7 @@ func TestOpenAPIServed(t *testing.T) {
 }
 
 // TestOpenAPIAnswers checks every documented status of every route, with
-// and without gzip, against the document; the webhook's Fleet is down while
+// and without gzip, against the document; the webhook's Recorder is down while
 // the server is not ready, for its 503. test/e2e does the same against the
 // running binaries.
 func TestOpenAPIAnswers(t *testing.T) {

@@ -23,7 +23,7 @@ const (
 	localSweep = time.Minute
 )
 
-// Local is the Fleet of a standalone API: it remembers deliveries in
+// Local is the Recorder of a standalone API: it remembers deliveries in
 // memory and hands each refresh to the process's own poller. Run sweeps the
 // memory. It is safe for concurrent use.
 type Local struct {

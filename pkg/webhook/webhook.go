@@ -1,6 +1,6 @@
 // Package webhook receives GitHub's signed webhook deliveries: it verifies
 // the signature, reads the release event and decides which apps to refresh,
-// then hands the request to a Fleet, which records it (in Redis for the
+// then hands the request to a Recorder, which records it (in Redis for the
 // pollers, or in the process's own poller) and answers in milliseconds. It
 // never calls GitHub. It knows net/http, not echo.
 package webhook
@@ -49,8 +49,8 @@ const (
 	readBody = 3 * time.Second
 	// maxDeliveryID bounds X-GitHub-Delivery, a GUID.
 	maxDeliveryID = 100
-	// fleetTimeout bounds the Fleet's work, well within GitHub's 10 s.
-	fleetTimeout = 3 * time.Second
+	// recordTimeout bounds the Recorder's work, well within GitHub's 10 s.
+	recordTimeout = 3 * time.Second
 )
 
 // The headers GitHub sends with a delivery.
@@ -79,8 +79,9 @@ const (
 	EventOther   = "other"
 )
 
-// Fleet records refresh requests.
-type Fleet interface {
+// Recorder records deliveries and the refresh requests they make: the
+// pods' Redis for the pollers (pkg/redis/store), or Local standalone.
+type Recorder interface {
 	// Deliver records a delivery under each of ids and, unless one of them
 	// was recorded before, a refresh request r for each of apps. It reports
 	// whether the delivery was new. An error means nothing may be assumed
@@ -95,11 +96,11 @@ type Observer interface {
 	Delivery(event, outcome string)
 }
 
-// Config is what a Handler needs; Secrets, Apps and Fleet are required.
+// Config is what a Handler needs; Secrets, Apps and Recorder are required.
 type Config struct {
 	Secrets  []string      // one, or two while the secret is rotated
 	Apps     []release.App // the configured apps
-	Fleet    Fleet
+	Recorder Recorder
 	Observer Observer    // nil: none
 	Log      *zap.Logger // nil: no logging
 	Clock    clock.Clock // nil: clock.System
@@ -119,9 +120,9 @@ type reader struct {
 }
 
 // New returns the handler of the webhook route. It fails without a secret,
-// or with an empty one, or without a Fleet.
+// or with an empty one, or without a Recorder.
 func New(c Config) (*Handler, error) {
-	if len(c.Secrets) == 0 || c.Fleet == nil {
+	if len(c.Secrets) == 0 || c.Recorder == nil {
 		return nil, errors.New("new webhook: no secret or no fleet")
 	}
 	for _, s := range c.Secrets {
@@ -146,7 +147,7 @@ func New(c Config) (*Handler, error) {
 // before: GitHub's redelivery, or a signed body replayed), 202
 // "ignored" for any other event or a repository not served, 400 for a signed
 // delivery without an id or with a release body that does not parse, and 503
-// when every reader is busy (with Retry-After, the body unread) or the Fleet
+// when every reader is busy (with Retry-After, the body unread) or the Recorder
 // cannot record the request, so that GitHub shows it failed and it can be
 // redelivered. Nothing is done unless the signature verifies.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -181,13 +182,13 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request, event string, re
 	if len(apps) == 0 {
 		return Ignored, http.StatusAccepted, answer{Status: Ignored}
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), fleetTimeout)
+	ctx, cancel := context.WithTimeout(r.Context(), recordTimeout)
 	defer cancel()
 	// X-GitHub-Delivery is not signed: the body's hash, checked first, makes
 	// a signed body replayed under another id a duplicate that records
 	// nothing.
 	ids := []string{"sha256-" + hex.EncodeToString(sum[:]), id}
-	first, err := h.c.Fleet.Deliver(ctx, ids, apps, release.Refresh{At: received, Tag: p.Hint()})
+	first, err := h.c.Recorder.Deliver(ctx, ids, apps, release.Refresh{At: received, Tag: p.Hint()})
 	if err != nil {
 		h.c.Log.Warn("webhook delivery not recorded", zap.String("delivery", id), zap.Strings("apps", apps), zap.NamedError("err", err))
 		return Unavailable, http.StatusServiceUnavailable, answer{Error: "unavailable, redeliver later"}

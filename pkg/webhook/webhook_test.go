@@ -132,7 +132,7 @@ func TestHandler(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			fleet := &fakeFleet{err: tt.fleetErr}
 			obs := &countObserver{}
-			h, err := webhook.New(webhook.Config{Secrets: []string{"old", secret}, Apps: testApps, Fleet: fleet, Observer: obs})
+			h, err := webhook.New(webhook.Config{Secrets: []string{"old", secret}, Apps: testApps, Recorder: fleet, Observer: obs})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -159,7 +159,7 @@ func TestHandler(t *testing.T) {
 
 func TestHandlerRedelivery(t *testing.T) {
 	fleet := &fakeFleet{}
-	h, err := webhook.New(webhook.Config{Secrets: []string{secret}, Apps: testApps, Fleet: fleet})
+	h, err := webhook.New(webhook.Config{Secrets: []string{secret}, Apps: testApps, Recorder: fleet})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -183,7 +183,7 @@ func TestHandlerRedelivery(t *testing.T) {
 
 func TestNewRefusesNoSecret(t *testing.T) {
 	for _, secrets := range [][]string{nil, {""}, {"a", ""}} {
-		if _, err := webhook.New(webhook.Config{Secrets: secrets, Fleet: &fakeFleet{}}); err == nil {
+		if _, err := webhook.New(webhook.Config{Secrets: secrets, Recorder: &fakeFleet{}}); err == nil {
 			t.Errorf("New with secrets %q: no error", secrets)
 		}
 	}
@@ -281,7 +281,7 @@ func TestLocalCapAndSweep(t *testing.T) {
 // the next delivery is answered 503 with Retry-After, unread; once one ends,
 // deliveries are read again (issue 21, item 1).
 func TestReadersBounded(t *testing.T) {
-	h, err := webhook.New(webhook.Config{Secrets: []string{secret}, Apps: testApps, Fleet: &fakeFleet{}})
+	h, err := webhook.New(webhook.Config{Secrets: []string{secret}, Apps: testApps, Recorder: &fakeFleet{}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -359,7 +359,7 @@ func TestMaxBodyHoldsTheLargestRelease(t *testing.T) {
 		t.Fatalf("the largest release event is %d bytes, over MaxBody %d", len(body), webhook.MaxBody)
 	}
 	t.Logf("the largest release event: %d bytes, MaxBody %d", len(body), webhook.MaxBody)
-	h, err := webhook.New(webhook.Config{Secrets: []string{secret}, Apps: testApps, Fleet: &fakeFleet{}})
+	h, err := webhook.New(webhook.Config{Secrets: []string{secret}, Apps: testApps, Recorder: &fakeFleet{}})
 	if err != nil {
 		t.Fatal(err)
 	}
