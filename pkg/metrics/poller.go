@@ -82,89 +82,54 @@ type appSeries struct {
 func NewPoller(apps []release.App) *Poller {
 	p := &Poller{
 		apps: make(map[string]*appSeries, len(apps)),
-		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "craft_poller_github_requests_total",
-			Help: "GitHub requests and how they were classified.",
-		}, []string{"app", "outcome"}),
-		quotaRemaining: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "craft_poller_github_quota_remaining",
-			Help: "x-ratelimit-remaining of the last GitHub answer that had it.",
-		}, nil),
-		quotaReset: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "craft_poller_github_quota_reset_timestamp_seconds",
-			Help: "x-ratelimit-reset of the last GitHub answer that had it (Unix seconds).",
-		}, nil),
-		claims: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "craft_poller_claims_total",
-			Help: "Soft claims taken (won) or refused (lost).",
-		}, []string{"result"}),
-		refused: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "craft_poller_writes_refused_total",
-			Help: "Guarded writes that Redis refused because another poller was newer.",
-		}, []string{"kind"}),
-		redisErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "craft_poller_redis_errors_total",
-			Help: "Redis calls that failed.",
-		}, []string{"op"}),
-		mode: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "craft_poller_mode",
-			Help: "How the last round ran: 1 for its mode, 0 for the others.",
-		}, []string{"mode"}),
-		writePath: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "craft_poller_store_write_path",
-			Help: "1 for how the store makes its guarded writes: the Lua script, or WATCH/MULTI/EXEC after Redis refused it (all 0 without Redis).",
-		}, []string{"path"}),
-		backoffUntil: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "craft_poller_backoff_until_timestamp_seconds",
-			Help: "The fleet backoff as this poller knows it (Unix seconds; 0: none).",
-		}),
-		roundDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name:    "craft_poller_round_duration_seconds",
-			Help:    "How long a round took.",
-			Buckets: roundBuckets,
-		}),
-		fetched: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "craft_poller_app_fetched_timestamp_seconds",
-			Help: "The last fetch or 304 of each app that this poller knows of (Unix seconds; absent while never).",
-		}, []string{"app"}),
-		scheduleRate: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "craft_poller_schedule_requests_per_hour",
-			Help: "The fleet's steady-state GitHub requests an hour at the configured interval: apps × 3600 / (I − M).",
-		}, nil),
-		quotaPerHour: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "craft_poller_github_quota_per_hour",
-			Help: "GitHub's hourly quota for the configured token or for none (GitHub's own API only).",
-		}, nil),
-		refreshed: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name:    "craft_poller_webhook_delivery_to_published_seconds",
-			Help:    "From a webhook delivery's arrival to this poller's fetch that satisfied it, as published.",
-			Buckets: refreshBuckets,
-		}),
-		clockOffset: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "craft_poller_clock_offset_seconds",
-			Help: "How far this poller's clock ran ahead of Redis's (TIME) at the last tick; beyond 30 s it tells time by Redis.",
-		}),
-		interval: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "craft_poller_effective_interval_seconds",
-			Help: "The interval the poller schedules apps at: the configured one, or longer while GitHub's quota paces it.",
-		}),
-		entriesRefused: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "craft_poller_redis_entries_refused_total",
-			Help: "Reads of an app's Redis hash refused: a release that fails the trust check, an oversized field, a time in the future.",
-		}, []string{"app"}),
-		deferred: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "craft_poller_webhook_refreshes_deferred_total",
-			Help: "Webhook refresh requests that did not cost a GitHub request at once: coalesced into a newer one, or held back by the app's or the fleet's refresh budget.",
-		}, []string{"reason"}),
-		failures: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "craft_poller_app_failures",
-			Help: "Failed GitHub requests in a row for each app, as this poller knows of them (0 since its last fetch or 304).",
-		}, []string{"app", "repo"}),
-		hasRelease: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "craft_poller_app_has_release",
-			Help: "1 while the app's last fetch that this poller knows of has a release, 0 when it had none (absent while never fetched).",
-		}, []string{"app", "repo"}),
+		requests: counterVec("craft_poller_github_requests_total",
+			"GitHub requests and how they were classified.", "app", "outcome"),
+		quotaRemaining: gaugeVec("craft_poller_github_quota_remaining",
+			"x-ratelimit-remaining of the last GitHub answer that had it."),
+		quotaReset: gaugeVec("craft_poller_github_quota_reset_timestamp_seconds",
+			"x-ratelimit-reset of the last GitHub answer that had it (Unix seconds)."),
+		claims: counterVec("craft_poller_claims_total",
+			"Soft claims taken (won) or refused (lost).", "result"),
+		refused: counterVec("craft_poller_writes_refused_total",
+			"Guarded writes that Redis refused because another poller was newer.", "kind"),
+		redisErrors: counterVec("craft_poller_redis_errors_total",
+			"Redis calls that failed.", "op"),
+		mode: gaugeVec("craft_poller_mode",
+			"How the last round ran: 1 for its mode, 0 for the others.", "mode"),
+		writePath: gaugeVec("craft_poller_store_write_path",
+			"1 for how the store makes its guarded writes: the Lua script, or WATCH/MULTI/EXEC after Redis refused it (all 0 without Redis).", "path"),
+		backoffUntil: gauge("craft_poller_backoff_until_timestamp_seconds",
+			"The fleet backoff as this poller knows it (Unix seconds; 0: none)."),
+		roundDuration: histogram("craft_poller_round_duration_seconds", roundBuckets,
+			"How long a round took."),
+		fetched: gaugeVec("craft_poller_app_fetched_timestamp_seconds",
+			"The last fetch or 304 of each app that this poller knows of (Unix seconds; absent while never).", "app"),
+		scheduleRate: gaugeVec("craft_poller_schedule_requests_per_hour",
+			"The fleet's steady-state GitHub requests an hour at the configured interval: apps × 3600 / (I − M)."),
+		quotaPerHour: gaugeVec("craft_poller_github_quota_per_hour",
+			"GitHub's hourly quota for the configured token or for none (GitHub's own API only)."),
+		refreshed: histogram("craft_poller_webhook_delivery_to_published_seconds", refreshBuckets,
+			"From a webhook delivery's arrival to this poller's fetch that satisfied it, as published."),
+		clockOffset: gauge("craft_poller_clock_offset_seconds",
+			"How far this poller's clock ran ahead of Redis's (TIME) at the last tick; beyond 30 s it tells time by Redis."),
+		interval: gauge("craft_poller_effective_interval_seconds",
+			"The interval the poller schedules apps at: the configured one, or longer while GitHub's quota paces it."),
+		entriesRefused: counterVec("craft_poller_redis_entries_refused_total",
+			"Reads of an app's Redis hash refused: a release that fails the trust check, an oversized field, a time in the future.", "app"),
+		deferred: counterVec("craft_poller_webhook_refreshes_deferred_total",
+			"Webhook refresh requests that did not cost a GitHub request at once: coalesced into a newer one, or held back by the app's or the fleet's refresh budget.", "reason"),
+		failures: gaugeVec("craft_poller_app_failures",
+			"Failed GitHub requests in a row for each app, as this poller knows of them (0 since its last fetch or 304).", "app", "repo"),
+		hasRelease: gaugeVec("craft_poller_app_has_release",
+			"1 while the app's last fetch that this poller knows of has a release, 0 when it had none (absent while never fetched).", "app", "repo"),
 	}
+	p.initSeries(apps)
+	return p
+}
+
+// initSeries creates every series of a fixed label set, so that each is
+// there from the first scrape.
+func (p *Poller) initSeries(apps []release.App) {
 	for _, a := range apps {
 		if _, dup := p.apps[a.Key]; dup {
 			continue
@@ -197,7 +162,22 @@ func NewPoller(apps []release.App) *Poller {
 	for _, why := range deferReasons {
 		p.deferred.WithLabelValues(why)
 	}
-	return p
+}
+
+func counterVec(name, help string, labels ...string) *prometheus.CounterVec {
+	return prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, labels)
+}
+
+func gaugeVec(name, help string, labels ...string) *prometheus.GaugeVec {
+	return prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: name, Help: help}, labels)
+}
+
+func gauge(name, help string) prometheus.Gauge {
+	return prometheus.NewGauge(prometheus.GaugeOpts{Name: name, Help: help})
+}
+
+func histogram(name string, buckets []float64, help string) prometheus.Histogram {
+	return prometheus.NewHistogram(prometheus.HistogramOpts{Name: name, Help: help, Buckets: buckets})
 }
 
 func (p *Poller) collectors() []prometheus.Collector {
