@@ -209,7 +209,7 @@ func feeder(cfg config.API, snap *snapshot.Snapshot, gate *daemon.Gate, log *zap
 // Redis for the pollers.
 func hydrated(cfg config.API, snap *snapshot.Snapshot, gate *daemon.Gate, log *zap.Logger, reg prometheus.Registerer) (func(context.Context) error, webhook.Recorder, error) {
 	hooked := len(cfg.WebhookSecrets) > 0
-	h, err := hydrate.New(cfg.Redis, cfg.Apps, snap, log, hydrate.WithMeta(snap))
+	h, err := hydrate.New(cfg.Redis.Options, cfg.Apps, snap, log, hydrate.WithMeta(snap))
 	if err != nil {
 		return nil, nil, err
 	}
@@ -220,7 +220,7 @@ func hydrated(cfg config.API, snap *snapshot.Snapshot, gate *daemon.Gate, log *z
 		if err != nil {
 			return nil, nil, fmt.Errorf("hostname: %w", err)
 		}
-		c := redis.Open(cfg.Redis)
+		c := redis.Open(cfg.Redis.Options)
 		fleet, closeFleet = store.New(c, host, cfg.Apps), c.Close
 	}
 	reg.MustRegister(apipod.NewAPI(snap, h))

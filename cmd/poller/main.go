@@ -96,8 +96,8 @@ func poll(ctx context.Context, cfg config.Poller, host string, log *zap.Logger) 
 	}
 	var refreshMeta func(context.Context) error // nil without MySQL
 	var fleet *store.Store                      // nil without Redis
-	if cfg.RedisURL != "" {
-		client := redis.Open(cfg.Redis)
+	if cfg.Redis.Configured() {
+		client := redis.Open(cfg.Redis.Options)
 		defer client.Close()
 		fleet = newStore(client, host, cfg, log, observer, &pc)
 		if refreshMeta, err = metaRefresher(cfg, fleet, log); err != nil {

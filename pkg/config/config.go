@@ -29,14 +29,23 @@ const (
 
 // Shared holds the settings both binaries read.
 type Shared struct {
-	RedisURL     SecretURL     // REDIS_URL as rueidis.ParseURL takes it; empty: no Redis
-	RedisTLS     RedisTLS      // the REDIS_TLS_* files
-	Redis        redis.Options // REDIS_URL parsed, with the REDIS_TLS_* files: what the clients take
+	Redis        Redis         // REDIS_URL and the REDIS_TLS_* files; the zero value: no Redis
 	Apps         []release.App // CRAFT_APPS_RELEASE_APPS, in configured order
 	GitHubAPIURL string        // an absolute http(s) URL ending with "/"
 	LogLevel     zapcore.Level // debug, info, warn or error
 	LogFormat    string        // FormatJSON or FormatConsole
 }
+
+// Redis is REDIS_URL with the REDIS_TLS_* files: as set, for printing, and
+// parsed, for the clients.
+type Redis struct {
+	URL     SecretURL     // as set, masked when printed; empty: no Redis
+	TLS     RedisTLS      // the files, printed as their names
+	Options redis.Options // both, parsed: what the clients take
+}
+
+// Configured reports whether REDIS_URL is set.
+func (r Redis) Configured() bool { return r.URL != "" }
 
 // Polling holds the settings of the poller, which cmd/api also uses when it
 // polls GitHub itself (standalone mode).
@@ -132,10 +141,10 @@ func LoadPoller(getenv func(string) string, dsn DSNCheck) (Poller, []string, err
 	c.checkAddr("HTTP_ADDR", p.HTTPAddr)
 	p.MySQL = raw.MySQL.check(&c, dsn)
 	p.Cloudflare = raw.Cloudflare.check(&c)
-	if p.RedisURL == "" && p.CoordinationEnabled {
+	if !p.Redis.Configured() && p.CoordinationEnabled {
 		c.fail("REDIS_URL", "empty; the poller needs Redis unless CRAFT_APPS_RELEASE_COORDINATION_ENABLED=false")
 	}
-	if p.RedisURL == "" && p.MySQL.Enabled() {
+	if !p.Redis.Configured() && p.MySQL.Enabled() {
 		c.fail("REDIS_URL", "empty, yet MySQL is set: the renames and notices are shared through Redis")
 	}
 	if err := errors.Join(parseErr, c.err()); err != nil {
@@ -147,7 +156,7 @@ func LoadPoller(getenv func(string) string, dsn DSNCheck) (Poller, []string, err
 // Standalone reports whether cmd/api polls GitHub itself instead of reading
 // what the pollers share through Redis: with no REDIS_URL, or with
 // coordination off.
-func (a API) Standalone() bool { return a.RedisURL == "" || !a.CoordinationEnabled }
+func (a API) Standalone() bool { return !a.Redis.Configured() || !a.CoordinationEnabled }
 
 // Timing returns the poller's timing for the schedule rules.
 func (p Polling) Timing() schedule.Timing {
@@ -212,15 +221,15 @@ func (s Shared) fields() []zap.Field {
 		keys[i] = app.Key
 	}
 	fields := []zap.Field{
-		zap.String("redis_url", s.RedisURL.String()),
+		zap.String("redis_url", s.Redis.URL.String()),
 		zap.Strings("apps", keys),
 		zap.String("github_api_url", s.GitHubAPIURL),
 		zap.String("log_level", s.LogLevel.String()),
 		zap.String("log_format", s.LogFormat),
 	}
 	for i, name := range []string{"redis_tls_ca_file", "redis_tls_cert_file", "redis_tls_key_file"} {
-		if s.RedisTLS.files[i] != "" {
-			fields = append(fields, zap.String(name, s.RedisTLS.files[i]))
+		if s.Redis.TLS.files[i] != "" {
+			fields = append(fields, zap.String(name, s.Redis.TLS.files[i]))
 		}
 	}
 	return fields
@@ -278,7 +287,7 @@ func samePort(a, b string) bool {
 }
 
 func (r sharedEnv) check(c *checker) Shared {
-	s := Shared{RedisURL: SecretURL(r.RedisURL)}
+	s := Shared{Redis: Redis{URL: SecretURL(r.RedisURL)}}
 	// The URL first, so that its problem is reported first; the TLS files
 	// are checked against what it says (a URL that does not parse says
 	// nothing).
@@ -288,13 +297,13 @@ func (r sharedEnv) check(c *checker) Shared {
 		if err != nil {
 			c.fail("REDIS_URL", "%w", err)
 		} else {
-			s.Redis, tlsURL = opt, opt.TLS()
+			s.Redis.Options, tlsURL = opt, opt.TLS()
 		}
 	} else {
 		tlsURL = false
 	}
-	s.RedisTLS = RedisTLS{config: r.redisTLS(c, tlsURL), files: [3]string{r.RedisTLSCA, r.RedisTLSCert, r.RedisTLSKey}}
-	s.Redis = s.Redis.WithTLS(s.RedisTLS.Config())
+	s.Redis.TLS = RedisTLS{config: r.redisTLS(c, tlsURL), files: [3]string{r.RedisTLSCA, r.RedisTLSCert, r.RedisTLSKey}}
+	s.Redis.Options = s.Redis.Options.WithTLS(s.Redis.TLS.Config())
 	apps, err := ParseApps(r.Apps)
 	if err != nil {
 		c.fail("CRAFT_APPS_RELEASE_APPS", "%w", err)

@@ -74,16 +74,17 @@ func defaultShared() config.Shared {
 	}
 }
 
-// withRedis sets s.Redis as REDIS_URL s.RedisURL parses, with no TLS files.
+// withRedis sets s.Redis.Options as REDIS_URL s.Redis.URL parses, with no
+// TLS files.
 func withRedis(t testing.TB, s *config.Shared) {
 	t.Helper()
-	s.Redis = redis.Options{}
-	if s.RedisURL != "" {
-		o, err := redis.Parse(s.RedisURL.Reveal())
+	s.Redis.Options = redis.Options{}
+	if s.Redis.Configured() {
+		o, err := redis.Parse(s.Redis.URL.Reveal())
 		if err != nil {
 			t.Fatal(err)
 		}
-		s.Redis = o
+		s.Redis.Options = o
 	}
 }
 
@@ -141,7 +142,7 @@ func TestLoadPollerDefaults(t *testing.T) {
 		t.Fatalf("LoadPoller(only REDIS_URL): %v", err)
 	}
 	shared := defaultShared()
-	shared.RedisURL = "redis://127.0.0.1:6379"
+	shared.Redis.URL = "redis://127.0.0.1:6379"
 	want := config.Poller{
 		Shared:          shared,
 		Polling:         defaultPolling(),
@@ -175,15 +176,15 @@ func TestLoadGood(t *testing.T) {
 			"CRAFT_APPS_RELEASE_REQUEST_SPACING_MS": " ",
 		}, func(*config.Shared, *config.Polling) {}},
 		{"redis url with password", map[string]string{"REDIS_URL": redisURL},
-			func(s *config.Shared, _ *config.Polling) { s.RedisURL = redisURL }},
+			func(s *config.Shared, _ *config.Polling) { s.Redis.URL = redisURL }},
 		{"redis url with TLS", map[string]string{"REDIS_URL": "rediss://redis.example:6380"},
-			func(s *config.Shared, _ *config.Polling) { s.RedisURL = "rediss://redis.example:6380" }},
+			func(s *config.Shared, _ *config.Polling) { s.Redis.URL = "rediss://redis.example:6380" }},
 		{"redis url for a cluster", map[string]string{"REDIS_URL": "redis://10.0.0.1:6379?addr=10.0.0.2:6379&addr=10.0.0.3:6379"},
 			func(s *config.Shared, _ *config.Polling) {
-				s.RedisURL = "redis://10.0.0.1:6379?addr=10.0.0.2:6379&addr=10.0.0.3:6379"
+				s.Redis.URL = "redis://10.0.0.1:6379?addr=10.0.0.2:6379&addr=10.0.0.3:6379"
 			}},
 		{"redis url trimmed", map[string]string{"REDIS_URL": "  redis://127.0.0.1:6379/2 \n"},
-			func(s *config.Shared, _ *config.Polling) { s.RedisURL = "redis://127.0.0.1:6379/2" }},
+			func(s *config.Shared, _ *config.Polling) { s.Redis.URL = "redis://127.0.0.1:6379/2" }},
 		{"apps", map[string]string{"CRAFT_APPS_RELEASE_APPS": "Alpha=Alpha App=org/alpha, beta = Beta = org/beta "},
 			func(s *config.Shared, _ *config.Polling) {
 				s.Apps = []release.App{{Key: "alpha", Name: "Alpha App", Repo: "org/alpha"}, {Key: "beta", Name: "Beta", Repo: "org/beta"}}
@@ -256,7 +257,7 @@ func TestLoadGood(t *testing.T) {
 				}
 				wantShared, wantPolling := defaultShared(), defaultPolling()
 				if bin.name == "poller" && tc.vars["REDIS_URL"] == "" {
-					wantShared.RedisURL = "redis://127.0.0.1:6379"
+					wantShared.Redis.URL = "redis://127.0.0.1:6379"
 				}
 				tc.want(&wantShared, &wantPolling)
 				withRedis(t, &wantShared)
@@ -496,7 +497,7 @@ func TestLoadAPIOnly(t *testing.T) {
 		{"shutdown timeout", map[string]string{"SHUTDOWN_TIMEOUT_SECS": "30"}, func(a *config.API) { a.ShutdownTimeout = 30 * time.Second }, ""},
 		{"shutdown timeout bad", map[string]string{"SHUTDOWN_TIMEOUT_SECS": "15s"}, nil, `SHUTDOWN_TIMEOUT_SECS: "15s" is not a whole number`},
 		{"redis without coordination", map[string]string{"REDIS_URL": "redis://127.0.0.1:6379", "CRAFT_APPS_RELEASE_COORDINATION_ENABLED": "false"},
-			func(a *config.API) { a.RedisURL, a.CoordinationEnabled = "redis://127.0.0.1:6379", false }, ""},
+			func(a *config.API) { a.Redis.URL, a.CoordinationEnabled = "redis://127.0.0.1:6379", false }, ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -538,7 +539,7 @@ func TestLoadPollerOnly(t *testing.T) {
 		{"no redis while coordinated", map[string]string{}, nil, []string{"REDIS_URL: empty", "CRAFT_APPS_RELEASE_COORDINATION_ENABLED=false"}},
 		{"blank redis while coordinated", map[string]string{"REDIS_URL": "  "}, nil, []string{"REDIS_URL: empty"}},
 		{"no redis without coordination", map[string]string{"CRAFT_APPS_RELEASE_COORDINATION_ENABLED": "false"},
-			func(p *config.Poller) { p.RedisURL, p.CoordinationEnabled = "", false }, nil},
+			func(p *config.Poller) { p.Redis.URL, p.CoordinationEnabled = "", false }, nil},
 		{"redis without coordination", map[string]string{"REDIS_URL": redis, "CRAFT_APPS_RELEASE_COORDINATION_ENABLED": "false"},
 			func(p *config.Poller) { p.CoordinationEnabled = false }, nil},
 	}
@@ -582,8 +583,8 @@ func TestLoadReadsOnlyGetenv(t *testing.T) {
 	if err != nil {
 		t.Fatalf("LoadAPI(empty getenv): %v", err)
 	}
-	if a.LogLevel != zapcore.InfoLevel || a.RedisURL != "" {
-		t.Errorf("LoadAPI(empty getenv) = level %v, redis %q; want info and empty, not the process environment", a.LogLevel, a.RedisURL)
+	if a.LogLevel != zapcore.InfoLevel || a.Redis.URL != "" {
+		t.Errorf("LoadAPI(empty getenv) = level %v, redis %q; want info and empty, not the process environment", a.LogLevel, a.Redis.URL)
 	}
 	if _, _, err := config.LoadPoller(lookup(nil), acceptDSN); err == nil {
 		t.Errorf("LoadPoller(empty getenv): no error, want one for the missing REDIS_URL")

@@ -27,7 +27,7 @@ func TestConfigNeverPrintsSecrets(t *testing.T) {
 	if err != nil {
 		t.Fatalf("LoadPoller: %v", err)
 	}
-	if a.GitHubToken.Reveal() != token || a.RedisURL.Reveal() != redisURL || p.GitHubToken.Reveal() != token ||
+	if a.GitHubToken.Reveal() != token || a.Redis.URL.Reveal() != redisURL || p.GitHubToken.Reveal() != token ||
 		len(a.WebhookSecrets) != 2 || a.WebhookSecrets[0].Reveal() != webhookSecret || a.WebhookSecrets[1].Reveal() != password+"2" {
 		t.Fatalf("settings do not hold the secrets; the test would prove nothing")
 	}

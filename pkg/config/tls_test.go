@@ -26,15 +26,15 @@ func TestRedisTLS(t *testing.T) {
 	for _, bin := range []string{"api", "poller"} {
 		t.Run(bin, func(t *testing.T) {
 			s := loadShared(t, bin, vars)
-			if s.RedisTLS.Config() == nil {
+			if s.Redis.TLS.Config() == nil {
 				t.Fatal("RedisTLS is nil, want the CA and the client certificate")
 			}
-			if n := len(s.RedisTLS.Config().Certificates); n != 1 {
+			if n := len(s.Redis.TLS.Config().Certificates); n != 1 {
 				t.Errorf("got %d client certificates, want 1", n)
 			}
 			// A certificate the CA issued verifies against the roots.
 			server, _ := ca.Issue("redis")
-			if _, err := parseCert(t, server).Verify(x509.VerifyOptions{Roots: s.RedisTLS.Config().RootCAs}); err != nil {
+			if _, err := parseCert(t, server).Verify(x509.VerifyOptions{Roots: s.Redis.TLS.Config().RootCAs}); err != nil {
 				t.Errorf("a certificate of the CA does not verify against RedisTLS.RootCAs: %v", err)
 			}
 		})
@@ -54,11 +54,11 @@ func TestRedisTLS(t *testing.T) {
 			t.Errorf("printed settings show more than the files %q:\n%s", files, out)
 		}
 	}
-	if s := loadShared(t, "api", map[string]string{"REDIS_URL": "rediss://redis.internal:6380"}); s.RedisTLS.Config() != nil {
-		t.Errorf("RedisTLS without REDIS_TLS_* = %v, want nil (rueidis's own: the system roots)", s.RedisTLS)
+	if s := loadShared(t, "api", map[string]string{"REDIS_URL": "rediss://redis.internal:6380"}); s.Redis.TLS.Config() != nil {
+		t.Errorf("RedisTLS without REDIS_TLS_* = %v, want nil (rueidis's own: the system roots)", s.Redis.TLS)
 	}
-	if s := loadShared(t, "api", map[string]string{"REDIS_URL": "rediss://r:6380", "REDIS_TLS_CA_FILE": ca.File}); s.RedisTLS.Config() == nil || s.RedisTLS.Config().RootCAs == nil || len(s.RedisTLS.Config().Certificates) != 0 {
-		t.Errorf("RedisTLS with a CA alone = %+v, want roots and no certificate", s.RedisTLS)
+	if s := loadShared(t, "api", map[string]string{"REDIS_URL": "rediss://r:6380", "REDIS_TLS_CA_FILE": ca.File}); s.Redis.TLS.Config() == nil || s.Redis.TLS.Config().RootCAs == nil || len(s.Redis.TLS.Config().Certificates) != 0 {
+		t.Errorf("RedisTLS with a CA alone = %+v, want roots and no certificate", s.Redis.TLS)
 	}
 }
 

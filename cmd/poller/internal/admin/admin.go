@@ -138,10 +138,10 @@ func (c *call) openStore(name, absent string) (func(), error) {
 	if err != nil {
 		return nil, err
 	}
-	if cfg.RedisURL == "" {
+	if !cfg.Redis.Configured() {
 		return nil, fmt.Errorf("%s: REDIS_URL is empty: %s", name, absent)
 	}
-	conn := redis.Open(cfg.Redis)
+	conn := redis.Open(cfg.Redis.Options)
 	c.cfg, c.store = cfg, store.New(conn, "", cfg.Apps, store.WithClock(c.clock))
 	return conn.Close, nil
 }
