@@ -394,7 +394,6 @@ func cleartext(apiURL string) bool {
 	if err != nil || u.Scheme != "http" {
 		return false
 	}
-	// As github.New decides it, without importing the GitHub client here.
 	ip := net.ParseIP(u.Hostname())
 	return !strings.EqualFold(u.Hostname(), "localhost") && (ip == nil || !ip.IsLoopback())
 }

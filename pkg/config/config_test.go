@@ -688,3 +688,37 @@ func TestLoadRaisesNegatives(t *testing.T) {
 		})
 	}
 }
+
+// TestTokenOverCleartext: a GitHub token goes over http:// only to a
+// loopback address; CRAFT_APPS_RELEASE_GITHUB_API_URL is checked here alone,
+// and github.New takes what was checked (finding 6).
+func TestTokenOverCleartext(t *testing.T) {
+	tests := []struct {
+		base, token string
+		ok          bool
+	}{
+		{"http://ghe.example.com/api/v3/", "secret", false},
+		{"http://10.0.0.1/", "secret", false},
+		{"http://127.0.0.1.example.com/", "secret", false},
+		{"http://ghe.example.com/api/v3/", "", true},
+		{"https://ghe.example.com/api/v3/", "secret", true},
+		{"http://127.0.0.1:8080/", "secret", true},
+		{"http://127.8.9.10/", "secret", true},
+		{"http://[::1]:8080/", "secret", true},
+		{"http://localhost:8080/", "secret", true},
+		{"http://ghe.example.com/", "  ", true},
+	}
+	for _, bin := range binaries {
+		for _, tt := range tests {
+			t.Run(bin.name+" "+tt.base+" "+tt.token, func(t *testing.T) {
+				got := bin.load(map[string]string{"CRAFT_APPS_RELEASE_GITHUB_API_URL": tt.base, "CRAFT_APPS_RELEASE_GITHUB_TOKEN": tt.token})
+				if ok := got.err == nil; ok != tt.ok {
+					t.Errorf("error %v, want ok %v", got.err, tt.ok)
+				}
+				if got.err != nil && (!strings.Contains(got.err.Error(), "CRAFT_APPS_RELEASE_GITHUB_") || strings.Contains(got.err.Error(), tt.token)) {
+					t.Errorf("error %q: want it to name the variable and not hold the token", got.err)
+				}
+			})
+		}
+	}
+}

@@ -108,20 +108,15 @@ type Client struct {
 	clock   clock.Clock
 }
 
-// New returns a Client for the API at o.BaseURL. It fails when the URL is not
-// an absolute http or https URL, and when a token would go over cleartext
-// http:// to anything but a loopback address. It sends nothing.
+// New returns a Client for the API at o.BaseURL, which pkg/config checked
+// (CRAFT_APPS_RELEASE_GITHUB_API_URL: an absolute http or https URL, and
+// http:// with a token only to a loopback address). It fails only when the
+// URL does not parse. It sends nothing.
 func New(o Options) (*Client, error) {
 	o = o.withDefaults()
 	base, err := url.Parse(o.BaseURL)
 	if err != nil {
 		return nil, fmt.Errorf("github api url: %w", err)
-	}
-	if (base.Scheme != "http" && base.Scheme != "https") || base.Host == "" {
-		return nil, fmt.Errorf("github api url %q: not an absolute http or https URL", base.Redacted())
-	}
-	if o.Token != "" && base.Scheme == "http" && !loopback(base.Hostname()) {
-		return nil, errors.New("github api url: a token is sent over http:// only to a loopback address; use https://")
 	}
 	// go-github resolves "repos/…" against the base URL, which must end in
 	// "/". Its WithEnterpriseURLs is not used: it appends "api/v3/" to any
@@ -316,16 +311,6 @@ func validETag(etag string) bool {
 		}
 	}
 	return true
-}
-
-// loopback reports whether host (a URL's Hostname) is "localhost" or a
-// loopback IP address: the one place a token may go over cleartext.
-func loopback(host string) bool {
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }
 
 // unsent classifies a request that got no answer from GitHub: a transport

@@ -498,16 +498,6 @@ func TestLatestBaseURL(t *testing.T) {
 	}
 }
 
-func TestNewRejects(t *testing.T) {
-	for _, base := range []string{"127.0.0.1:8080/", "ftp://example.com/", "http:///path/", "://x", "/relative/"} {
-		t.Run(base, func(t *testing.T) {
-			if _, err := github.New(github.Options{BaseURL: base}); err == nil {
-				t.Errorf("New(BaseURL %q) succeeded, want an error", base)
-			}
-		})
-	}
-}
-
 func TestLatestNeverLeaksToken(t *testing.T) {
 	const token = "ghp_l3akCheck0123456789abcdefTOKEN"
 	bearer := http.Header{"X-Echo": {"Bearer " + token}}

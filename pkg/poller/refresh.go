@@ -5,7 +5,6 @@ import (
 	"slices"
 	"time"
 
-
 	"github.com/storytold/craft-releases/pkg/release"
 	"github.com/storytold/craft-releases/pkg/schedule"
 )
