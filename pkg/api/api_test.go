@@ -289,7 +289,7 @@ func TestServeGraceful(t *testing.T) {
 
 	close(r.release)
 	res := <-inFlight
-	if res.err != nil || res.status != http.StatusOK || string(res.body) != string(cur.Body) {
+	if res.err != nil || res.status != http.StatusOK || string(res.body) != string(cur.Body.Bytes()) {
 		t.Errorf("in-flight request: got status %d, %d bytes, err %v; want 200 with the body", res.status, len(res.body), res.err)
 	}
 	if err := <-served; err != nil {

@@ -5,6 +5,7 @@ import (
 	"compress/gzip"
 	"io"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -45,13 +46,13 @@ func TestApps(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.key, func(t *testing.T) {
 			a := cur.Apps[tt.key]
-			if string(a.Body) != tt.bodyWant {
-				t.Errorf("Body:\n got %s\nwant %s", a.Body, tt.bodyWant)
+			if string(a.Body.Bytes()) != tt.bodyWant {
+				t.Errorf("Body:\n got %s\nwant %s", a.Body.Bytes(), tt.bodyWant)
 			}
 			if a.Fetched != tt.fetched || a.CacheControl != tt.cache || a.Values.CacheControl[0] != tt.cache {
 				t.Errorf("Fetched, CacheControl: got %v, %q, want %v, %q", a.Fetched, a.CacheControl, tt.fetched, tt.cache)
 			}
-			if got := gunzip(t, a.Gzip); !bytes.Equal(got, a.Body) {
+			if got := gunzip(t, a.Gzip.Bytes()); !bytes.Equal(got, a.Body.Bytes()) {
 				t.Errorf("gunzipped: got %s, want Body", got)
 			}
 			if a.ETag == a.GzipETag || a.ETag == cur.ETag || a.Values.ETag[0] != a.ETag {
@@ -140,7 +141,7 @@ func TestDownloads(t *testing.T) {
 			if tt.trusted && (a.Downloads[0].DownloadURL != tt.url || len(a.Locations) != 1 || a.Locations[0][0] != tt.url) {
 				t.Errorf("Downloads %v, Locations %q: want the asset and its URL", a.Downloads, a.Locations)
 			}
-			if !bytes.Contains(s.Current().Body, []byte(`"a-1-linux-x64.deb"`)) {
+			if !bytes.Contains(s.Current().Body.Bytes(), []byte(`"a-1-linux-x64.deb"`)) {
 				t.Errorf("the JSON answers must still list every asset")
 			}
 		})
@@ -163,11 +164,11 @@ func TestPageRendering(t *testing.T) {
 		if c.r.Page.CacheControl != c.cache {
 			t.Errorf("%s page: Cache-Control %q, want %q", c.name, c.r.Page.CacheControl, c.cache)
 		}
-		if got := gunzip(t, c.r.Page.Gzip); !bytes.Equal(got, c.r.Page.Body) {
+		if got := gunzip(t, c.r.Page.Gzip.Bytes()); !bytes.Equal(got, c.r.Page.Body.Bytes()) {
 			t.Errorf("%s page: the gzip copy is not the page", c.name)
 		}
 	}
-	page := string(warm.Page.Body)
+	page := string(warm.Page.Body.Bytes())
 	for _, want := range []string{"<!doctype html>", "PhotoCraft", "1.2.3", "ArtCraft Launcher", "No release published yet"} {
 		if !strings.Contains(page, want) {
 			t.Errorf("page: no %q", want)
@@ -184,5 +185,32 @@ func TestPageRendering(t *testing.T) {
 	})
 	if twin.Current().Page.ETag != warm.Page.ETag {
 		t.Errorf("page ETags of identical snapshots differ")
+	}
+}
+
+// TestWritersShareARendering checks that writers whose changes arrive while
+// a render runs share the next one, and that each returns with its change
+// served.
+func TestWritersShareARendering(t *testing.T) {
+	apps, entries := fleet(40)
+	s := snapshot.New(apps, fakeclock.New(t0))
+	before := s.Renders()
+	release := s.HoldRenders()
+	var wg sync.WaitGroup
+	for _, a := range apps {
+		wg.Go(func() {
+			s.Set(a.Key, entries[a.Key])
+			if _, ok := entries[a.Key]; ok && s.Current().Apps[a.Key].FetchedAt.IsZero() {
+				t.Errorf("Set(%s) returned before a rendering showed it", a.Key)
+			}
+		})
+	}
+	for s.Changes() < uint64(len(entries)) {
+		time.Sleep(time.Millisecond)
+	}
+	release()
+	wg.Wait()
+	if got := s.Renders() - before; got != 1 {
+		t.Errorf("renders for %d concurrent changes: got %d, want 1", len(entries), got)
 	}
 }

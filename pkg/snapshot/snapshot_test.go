@@ -44,8 +44,8 @@ func rel(tag string) *release.Release {
 func decode(t testing.TB, r *snapshot.Rendering) release.Info {
 	t.Helper()
 	var info release.Info
-	if err := json.Unmarshal(r.Body, &info); err != nil {
-		t.Fatalf("body %s: %v", r.Body, err)
+	if err := json.Unmarshal(r.Body.Bytes(), &info); err != nil {
+		t.Fatalf("body %s: %v", r.Body.Bytes(), err)
 	}
 	return info
 }
@@ -78,7 +78,7 @@ func TestWireExample(t *testing.T) {
 	})
 
 	want := testkit.WireExample(t)
-	if got := s.Current().Body; !bytes.Equal(got, want) {
+	if got := s.Current().Body.Bytes(); !bytes.Equal(got, want) {
 		t.Errorf("body:\n got %s\nwant %s", got, want)
 	}
 }
@@ -198,7 +198,7 @@ func TestSet(t *testing.T) {
 			if !gotAt.Equal(tt.wantAt) {
 				t.Errorf("app_last_fetched: got %v, want %v", gotAt, tt.wantAt)
 			}
-			if got := after.FetchedAt["photocraft"]; !got.Equal(tt.wantAt) {
+			if got := after.Apps["photocraft"].FetchedAt; !got.Equal(tt.wantAt) {
 				t.Errorf("FetchedAt: got %v, want %v", got, tt.wantAt)
 			}
 			var gotTag string
@@ -219,7 +219,7 @@ func TestSetKeepsFailureAndClaim(t *testing.T) {
 	s := snapshot.New([]release.App{photocraft}, fakeclock.New(t0))
 	s.Set("photocraft", release.Entry{FailedAt: t0.Add(time.Hour), Failures: 2, ClaimedAt: t0.Add(time.Hour)})
 	s.Set("photocraft", release.Entry{FetchedAt: t0, Release: rel("v1")})
-	if got := s.Current().FetchedAt["photocraft"]; !got.Equal(t0) {
+	if got := s.Current().Apps["photocraft"].FetchedAt; !got.Equal(t0) {
 		t.Errorf("FetchedAt after a fetch older than the failure: got %v, want %v", got, t0)
 	}
 }
@@ -297,13 +297,13 @@ func TestSetAll(t *testing.T) {
 			if got := s.Renders() - renders; got != tt.wantRenders {
 				t.Errorf("renders: got %d, want %d", got, tt.wantRenders)
 			}
-			got := s.Current().FetchedAt
+			got := s.Current().Apps
 			if len(got) != 3 {
-				t.Errorf("FetchedAt: got %d apps, want 3", len(got))
+				t.Errorf("Apps: got %d apps, want 3", len(got))
 			}
 			for _, a := range []string{"photocraft", "artcraft-launcher", "filmcraft"} {
-				if !got[a].Equal(tt.wantAt[a]) {
-					t.Errorf("FetchedAt[%s]: got %v, want %v", a, got[a], tt.wantAt[a])
+				if !got[a].FetchedAt.Equal(tt.wantAt[a]) {
+					t.Errorf("FetchedAt[%s]: got %v, want %v", a, got[a].FetchedAt, tt.wantAt[a])
 				}
 			}
 		})
@@ -365,7 +365,7 @@ func TestLastFetched(t *testing.T) {
 					LastFetched json.RawMessage `json:"last_fetched"`
 				} `json:"release_info"`
 			}
-			if err := json.Unmarshal(r.Body, &body); err != nil {
+			if err := json.Unmarshal(r.Body.Bytes(), &body); err != nil {
 				t.Fatal(err)
 			}
 			if got := string(body.ReleaseInfo.LastFetched); got != tt.wantLast {
@@ -390,7 +390,7 @@ func TestLastFetched(t *testing.T) {
 func TestEmptyListsRenderEmpty(t *testing.T) {
 	s := snapshot.New([]release.App{photocraft}, fakeclock.New(t0))
 	s.Set("photocraft", release.Entry{FetchedAt: t0, Release: &release.Release{Tag: "v1"}})
-	body := string(s.Current().Body)
+	body := string(s.Current().Body.Bytes())
 	for _, want := range []string{
 		`"assets":[]`,
 		`"app_renames":[]`,
@@ -451,7 +451,7 @@ func TestSetMeta(t *testing.T) {
 			if got := s.Renders() - renders; got != tt.wantRenders {
 				t.Errorf("renders: got %d, want %d", got, tt.wantRenders)
 			}
-			if body := s.Current().Body; !bytes.HasSuffix(body, []byte(tt.wantSuffix)) {
+			if body := s.Current().Body.Bytes(); !bytes.HasSuffix(body, []byte(tt.wantSuffix)) {
 				t.Errorf("body: got %s, want it to end with %s", body, tt.wantSuffix)
 			}
 		})
@@ -466,7 +466,7 @@ func TestSetMetaCopies(t *testing.T) {
 	s.SetMeta(release.Meta{RepoRenames: renames})
 	renames[0].NewName = "storytold/changed"
 	s.Set("photocraft", release.Entry{FetchedAt: t0})
-	if body := s.Current().Body; !bytes.Contains(body, []byte(`"new_name":"storytold/b"`)) {
+	if body := s.Current().Body.Bytes(); !bytes.Contains(body, []byte(`"new_name":"storytold/b"`)) {
 		t.Errorf("body: got %s, want the repo rename as it was set", body)
 	}
 }
@@ -511,7 +511,7 @@ func TestRepresentations(t *testing.T) {
 
 	for name, r := range map[string]*snapshot.Rendering{"first": first, "second": second} {
 		t.Run(name, func(t *testing.T) {
-			zr, err := gzip.NewReader(bytes.NewReader(r.Gzip))
+			zr, err := gzip.NewReader(bytes.NewReader(r.Gzip.Bytes()))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -519,8 +519,8 @@ func TestRepresentations(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !bytes.Equal(plain, r.Body) {
-				t.Errorf("gunzipped: got %s, want Body %s", plain, r.Body)
+			if !bytes.Equal(plain, r.Body.Bytes()) {
+				t.Errorf("gunzipped: got %s, want Body %s", plain, r.Body.Bytes())
 			}
 			for _, tag := range []string{r.ETag, r.GzipETag} {
 				if len(tag) < 18 || tag[0] != '"' || tag[len(tag)-1] != '"' || strings.Contains(tag[1:len(tag)-1], `"`) {
@@ -537,8 +537,8 @@ func TestRepresentations(t *testing.T) {
 			}{
 				{"ETag", r.Values.ETag, r.ETag},
 				{"GzipETag", r.Values.GzipETag, r.GzipETag},
-				{"ContentLength", r.Values.ContentLength, strconv.Itoa(len(r.Body))},
-				{"GzipContentLength", r.Values.GzipContentLength, strconv.Itoa(len(r.Gzip))},
+				{"ContentLength", r.Values.ContentLength, strconv.Itoa(len(r.Body.Bytes()))},
+				{"GzipContentLength", r.Values.GzipContentLength, strconv.Itoa(len(r.Gzip.Bytes()))},
 				{"CacheControl", r.Values.CacheControl, r.CacheControl},
 			}
 			for _, c := range checks {
@@ -594,16 +594,16 @@ func TestConcurrent(t *testing.T) {
 			seen := map[string]time.Time{}
 			for range writes {
 				r := s.Current()
-				if got, want := r.Values.ContentLength[0], strconv.Itoa(len(r.Body)); got != want {
+				if got, want := r.Values.ContentLength[0], strconv.Itoa(len(r.Body.Bytes())); got != want {
 					errs <- fmt.Errorf("Content-Length: got %s, want %s: a torn rendering", got, want)
 					return
 				}
-				for app, at := range r.FetchedAt {
-					if at.Before(seen[app]) {
+				for app, a := range r.Apps {
+					if at := a.FetchedAt; at.Before(seen[app]) {
 						errs <- fmt.Errorf("FetchedAt[%s]: went back from %v to %v", app, seen[app], at)
 						return
 					}
-					seen[app] = at
+					seen[app] = a.FetchedAt
 				}
 			}
 		})
@@ -614,7 +614,7 @@ func TestConcurrent(t *testing.T) {
 		t.Error(err)
 	}
 	for app, w := range want {
-		if got := s.Current().FetchedAt[app]; !got.Equal(w) {
+		if got := s.Current().Apps[app].FetchedAt; !got.Equal(w) {
 			t.Errorf("FetchedAt[%s] at the end: got %v, want the newest written, %v", app, got, w)
 		}
 	}
@@ -675,18 +675,44 @@ func notes(rnd *rand.Rand, words []string) string {
 }
 
 // BenchmarkRender measures one re-render of the 13 default apps with
-// realistic releases: JSON, gzip at best compression, and both ETags.
+// realistic releases after a new release of one: its object and page
+// section compressed, the chunks that hold them joined, every ETag.
 func BenchmarkRender(b *testing.B) {
 	apps, entries := realisticApps()
 	s := snapshot.New(apps, fakeclock.New(t0))
 	s.SetAll(entries)
 	e := entries["photocraft"]
 	b.ReportAllocs()
-	for b.Loop() {
-		// Every Set is strictly newer, so every one renders.
+	for i := 0; b.Loop(); i++ {
+		// Every Set is strictly newer, with another release.
 		e.FetchedAt = e.FetchedAt.Add(time.Millisecond)
+		r := *e.Release
+		r.Name = "photocraft " + strconv.Itoa(i)
+		e.Release = &r
 		s.Set("photocraft", e)
 	}
-	b.ReportMetric(float64(len(s.Current().Body)), "body-bytes")
-	b.ReportMetric(float64(len(s.Current().Gzip)), "gzip-bytes")
+	b.ReportMetric(float64(s.Current().Body.Len()), "body-bytes")
+	b.ReportMetric(float64(s.Current().Gzip.Len()), "gzip-bytes")
+}
+
+// BenchmarkPoll measures the render of a 304 poll, which moves only one
+// app's app_last_fetched, at 13 and at 1,000 apps: its CPU should not grow
+// with the apps.
+func BenchmarkPoll(b *testing.B) {
+	for _, n := range []int{13, 1000} {
+		b.Run(fmt.Sprintf("apps=%d", n), func(b *testing.B) {
+			apps, entries := fleet(n)
+			s := snapshot.New(apps, fakeclock.New(t0))
+			s.SetAll(entries)
+			key := apps[0].Key
+			e := entries[key]
+			b.ReportAllocs()
+			for b.Loop() {
+				e.FetchedAt = e.FetchedAt.Add(time.Millisecond)
+				s.Set(key, e)
+			}
+			b.ReportMetric(float64(s.Current().Body.Len()), "body-bytes")
+			b.ReportMetric(float64(s.Current().Gzip.Len()), "gzip-bytes")
+		})
+	}
 }
