@@ -1,0 +1,94 @@
+package e2e
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/storytold/craft-releases/test/fakegithub"
+)
+
+// scaleApps publishes a release of n apps on gh and returns them as
+// CRAFT_APPS_RELEASE_APPS takes them.
+func scaleApps(gh *fakegithub.Server, n int) string {
+	entries := make([]string, n)
+	for i := range entries {
+		repo := fmt.Sprintf("storytold/craft-%04d", i)
+		gh.Publish(repo, fakegithub.NewRelease(repo, fmt.Sprintf("v1.%d.0", i)))
+		entries[i] = fmt.Sprintf("craft-%04d=Craft %d=%s", i, i, repo)
+	}
+	return strings.Join(entries, ",")
+}
+
+// standaloneEnv is the environment of an API that polls gh itself with a
+// token, every app due at once and no spacing between requests.
+func standaloneEnv(gh *fakegithub.Server, apps string) map[string]string {
+	return map[string]string{
+		"CRAFT_APPS_RELEASE_APPS":                apps,
+		"CRAFT_APPS_RELEASE_GITHUB_API_URL":      gh.URL(),
+		"CRAFT_APPS_RELEASE_GITHUB_TOKEN":        "e2e-scale-token",
+		"CRAFT_APPS_RELEASE_STARTUP_JITTER_SECS": "0",
+		"CRAFT_APPS_RELEASE_REQUEST_SPACING_MS":  "0",
+		"SHUTDOWN_TIMEOUT_SECS":                  "5",
+	}
+}
+
+// warm reports whether p's full answer is cached as warm: every app was
+// fetched. A HEAD costs the pod no body.
+func (p *proc) warm() bool {
+	req, err := http.NewRequest(http.MethodHead, p.base+infoPath, nil)
+	if err != nil {
+		return false
+	}
+	res, err := httpClient.Do(req)
+	if err != nil {
+		return false
+	}
+	res.Body.Close()
+	return res.StatusCode == http.StatusOK && res.Header.Get("Cache-Control") != "no-store"
+}
+
+// BenchmarkScale starts the real cmd/api standalone against the fake GitHub
+// with 13 and with 1,000 apps and reports the first round (from the start of
+// the process to an answer with every app fetched, issue 26: within 10 s at
+// 1,000), then the peak resident memory (VmHWM, issue 26: under 100 MiB at
+// 1,000) after 200 full answers, half of them gzip, over loadConns
+// connections.
+func BenchmarkScale(b *testing.B) {
+	for _, n := range []int{13, 1000} {
+		b.Run(fmt.Sprintf("apps=%d", n), func(b *testing.B) {
+			gh := fakegithub.New(b)
+			env := standaloneEnv(gh, scaleApps(gh, n))
+			path := binary(b, "api")
+			var round time.Duration
+			var body int
+			var rss, peak int64
+			for b.Loop() {
+				began := time.Now()
+				p := start(b, "api", path, env)
+				for !p.warm() {
+					if time.Since(began) > time.Minute {
+						b.Fatalf("%d apps: not every app served after a minute\n%s", n, p.logs)
+					}
+					time.Sleep(5 * time.Millisecond)
+				}
+				round = time.Since(began)
+				body = len(p.get(b).body)
+				load(b, p, loadConns, 100, false)
+				load(b, p, loadConns, 100, true)
+				rss, peak = p.rss(b)
+				p.stop(b)
+			}
+			mib := func(n int64) float64 { return float64(n) / (1 << 20) }
+			b.ReportMetric(0, "ns/op")
+			b.ReportMetric(round.Seconds(), "first-round-s")
+			b.ReportMetric(mib(rss), "rss-MiB")
+			b.ReportMetric(mib(peak), "peak-MiB")
+			b.ReportMetric(float64(body), "body-bytes")
+			b.Logf("%d apps: every app served %v after the start; VmRSS %.1f MiB, VmHWM %.1f MiB; the body has %d bytes",
+				n, round.Round(time.Millisecond), mib(rss), mib(peak), body)
+		})
+	}
+}
