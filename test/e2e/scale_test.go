@@ -3,11 +3,13 @@ package e2e
 import (
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/storytold/craft-releases/test/fakegithub"
+	"github.com/storytold/craft-releases/test/redistest"
 )
 
 // scaleApps publishes a release of n apps on gh and returns them as
@@ -91,4 +93,57 @@ func BenchmarkScale(b *testing.B) {
 				n, round.Round(time.Millisecond), mib(rss), mib(peak), body)
 		})
 	}
+}
+
+// BenchmarkSplitScale runs the split deployment from the real binaries with
+// 1,000 apps: one poller fills an empty redis-server from the fake GitHub,
+// then one API pod loads it. It reports Redis's memory per app (INFO
+// memory's used_memory, less the empty server's, over the apps; the
+// tracking table of the pod's client-side cache included) and the pod's
+// peak resident memory (VmHWM) once it served 200 full answers.
+func BenchmarkSplitScale(b *testing.B) {
+	const n = 1000
+	gh := fakegithub.New(b)
+	apps := scaleApps(gh, n)
+	var perApp float64
+	var peak int64
+	var podRound time.Duration
+	for b.Loop() {
+		rs := redistest.Start(b)
+		empty := usedMemory(b, rs)
+		env := pollerEnv(gh, rs.URL(), apps)
+		env["CRAFT_APPS_RELEASE_GITHUB_TOKEN"] = "e2e-scale-token"
+		env["CRAFT_APPS_RELEASE_POLL_INTERVAL_SECS"] = "120"
+		poller := startPollers(b, 1, env)[0]
+		began := time.Now()
+		pod := start(b, "api", binary(b, "api"), podEnv(rs.URL(), apps))
+		for !pod.warm() {
+			if time.Since(began) > time.Minute {
+				b.Fatalf("not every app served after a minute\n%s\n%s", poller.logs, pod.logs)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		podRound = time.Since(began)
+		load(b, pod, loadConns, 100, false)
+		load(b, pod, loadConns, 100, true)
+		_, peak = pod.rss(b)
+		perApp = float64(usedMemory(b, rs)-empty) / n
+		pod.stop(b)
+		poller.stop(b)
+	}
+	b.ReportMetric(0, "ns/op")
+	b.ReportMetric(perApp, "redis-B/app")
+	b.ReportMetric(float64(peak)/(1<<20), "pod-peak-MiB")
+	b.Logf("%d apps: Redis holds %.0f bytes per app; the pod served every app %v after the poller started, VmHWM %.1f MiB",
+		n, perApp, podRound.Round(time.Millisecond), float64(peak)/(1<<20))
+}
+
+// usedMemory returns INFO memory's used_memory of rs, in bytes.
+func usedMemory(b *testing.B, rs *redistest.Server) int64 {
+	b.Helper()
+	v, err := strconv.ParseInt(redisInfo(b, rs.Addr, "memory")["used_memory"], 10, 64)
+	if err != nil {
+		b.Fatalf("used_memory: %v", err)
+	}
+	return v
 }
