@@ -96,18 +96,25 @@ func BenchmarkScale(b *testing.B) {
 }
 
 // BenchmarkSplitScale runs the split deployment from the real binaries with
-// 1,000 apps: one poller fills an empty redis-server from the fake GitHub,
-// then one API pod loads it. It reports Redis's memory per app (INFO
-// memory's used_memory, less the empty server's, over the apps; the
-// tracking table of the pod's client-side cache included) and the pod's
-// peak resident memory (VmHWM) once it served 200 full answers.
+// 13 and with 1,000 apps: one poller fills an empty redis-server from the
+// fake GitHub, then one API pod loads it. It reports Redis's memory per app
+// (INFO memory's used_memory, less the empty server's, over the apps; the
+// tracking table of the pod's client-side cache included), the pod's peak
+// resident memory (VmHWM) once it served 200 full answers, and the Redis
+// connections the pod holds.
 func BenchmarkSplitScale(b *testing.B) {
-	const n = 1000
+	for _, n := range []int{13, 1000} {
+		b.Run(fmt.Sprintf("apps=%d", n), func(b *testing.B) { splitScale(b, n) })
+	}
+}
+
+func splitScale(b *testing.B, n int) {
 	gh := fakegithub.New(b)
 	apps := scaleApps(gh, n)
 	var perApp float64
 	var peak int64
 	var podRound time.Duration
+	var conns int64
 	for b.Loop() {
 		rs := redistest.Start(b)
 		empty := usedMemory(b, rs)
@@ -115,6 +122,7 @@ func BenchmarkSplitScale(b *testing.B) {
 		env["CRAFT_APPS_RELEASE_GITHUB_TOKEN"] = "e2e-scale-token"
 		env["CRAFT_APPS_RELEASE_POLL_INTERVAL_SECS"] = "120"
 		poller := startPollers(b, 1, env)[0]
+		clients := connectedClients(b, rs)
 		began := time.Now()
 		pod := start(b, "api", binary(b, "api"), podEnv(rs.URL(), apps))
 		for !pod.warm() {
@@ -124,18 +132,20 @@ func BenchmarkSplitScale(b *testing.B) {
 			time.Sleep(5 * time.Millisecond)
 		}
 		podRound = time.Since(began)
+		conns = connectedClients(b, rs) - clients
 		load(b, pod, loadConns, 100, false)
 		load(b, pod, loadConns, 100, true)
 		_, peak = pod.rss(b)
-		perApp = float64(usedMemory(b, rs)-empty) / n
+		perApp = float64(usedMemory(b, rs)-empty) / float64(n)
 		pod.stop(b)
 		poller.stop(b)
 	}
 	b.ReportMetric(0, "ns/op")
 	b.ReportMetric(perApp, "redis-B/app")
 	b.ReportMetric(float64(peak)/(1<<20), "pod-peak-MiB")
-	b.Logf("%d apps: Redis holds %.0f bytes per app; the pod served every app %v after the poller started, VmHWM %.1f MiB",
-		n, perApp, podRound.Round(time.Millisecond), float64(peak)/(1<<20))
+	b.ReportMetric(float64(conns), "pod-redis-conns")
+	b.Logf("%d apps: Redis holds %.0f bytes per app; the pod served every app %v after the poller started, VmHWM %.1f MiB, %d Redis connections",
+		n, perApp, podRound.Round(time.Millisecond), float64(peak)/(1<<20), conns)
 }
 
 // usedMemory returns INFO memory's used_memory of rs, in bytes.
@@ -146,4 +156,15 @@ func usedMemory(b *testing.B, rs *redistest.Server) int64 {
 		b.Fatalf("used_memory: %v", err)
 	}
 	return v
+}
+
+// connectedClients returns INFO clients' connected_clients of rs, less the
+// connection that asks.
+func connectedClients(b *testing.B, rs *redistest.Server) int64 {
+	b.Helper()
+	v, err := strconv.ParseInt(redisInfo(b, rs.Addr, "clients")["connected_clients"], 10, 64)
+	if err != nil {
+		b.Fatalf("connected_clients: %v", err)
+	}
+	return v - 1
 }
