@@ -3,7 +3,9 @@ package snapshot_test
 import (
 	"bytes"
 	"compress/gzip"
+	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -212,5 +214,68 @@ func TestWritersShareARendering(t *testing.T) {
 	wg.Wait()
 	if got := s.Renders() - before; got != 1 {
 		t.Errorf("renders for %d concurrent changes: got %d, want 1", len(entries), got)
+	}
+}
+
+// TestConcurrent runs readers against writers; with -race it checks that
+// readers never lock and never see a torn rendering, and that what they see
+// never goes back in time.
+func TestConcurrent(t *testing.T) {
+	apps := []release.App{photocraft, launcher, filmcraft}
+	s := snapshot.New(apps, nil)
+	const writes = 200
+	// Writers interleave older and newer times on purpose.
+	at := func(w, i int) time.Time { return t0.Add(time.Duration((i*7+w*3)%writes) * time.Second) }
+	want := map[string]time.Time{}
+	for w := range 2 {
+		for i := range writes {
+			if app := apps[i%len(apps)].Key; at(w, i).After(want[app]) {
+				want[app] = at(w, i)
+			}
+		}
+	}
+
+	var wg sync.WaitGroup
+	for w := range 2 {
+		wg.Go(func() {
+			for i := range writes {
+				app := apps[i%len(apps)].Key
+				s.Set(app, release.Entry{FetchedAt: at(w, i), Release: rel(fmt.Sprintf("v%d", i))})
+				if i%50 == 0 {
+					s.SetAll(map[string]release.Entry{app: {FailedAt: at(w, i), Failures: i}})
+					s.SetMeta(release.Meta{Notices: release.Notices{Alerts: []release.Alert{{Title: strconv.Itoa(i)}}}})
+				}
+			}
+		})
+	}
+	errs := make(chan error, 4)
+	for range 4 {
+		wg.Go(func() {
+			seen := map[string]time.Time{}
+			for range writes {
+				r := s.Current()
+				if got, want := r.Values.ContentLength[0], strconv.Itoa(len(r.Body.Bytes())); got != want {
+					errs <- fmt.Errorf("Content-Length: got %s, want %s: a torn rendering", got, want)
+					return
+				}
+				for app, a := range r.Apps {
+					if at := a.FetchedAt; at.Before(seen[app]) {
+						errs <- fmt.Errorf("FetchedAt[%s]: went back from %v to %v", app, seen[app], at)
+						return
+					}
+					seen[app] = a.FetchedAt
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	for app, w := range want {
+		if got := s.Current().Apps[app].FetchedAt; !got.Equal(w) {
+			t.Errorf("FetchedAt[%s] at the end: got %v, want the newest written, %v", app, got, w)
+		}
 	}
 }

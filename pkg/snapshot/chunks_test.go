@@ -5,6 +5,9 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -219,4 +222,101 @@ func TestETagOfOneSegment(t *testing.T) {
 	if a, b := one.Current(), two.Current(); a.ETag != b.ETag || a.GzipETag != b.GzipETag || a.Page.ETag != b.Page.ETag {
 		t.Errorf("two pods with the same data: ETags %s/%s/%s and %s/%s/%s", a.ETag, a.GzipETag, a.Page.ETag, b.ETag, b.GzipETag, b.Page.ETag)
 	}
+}
+
+// BenchmarkPoll measures the render of a 304 poll, which moves only one
+// app's app_last_fetched, at 13 and at 1,000 apps: its CPU should not grow
+// with the apps.
+func BenchmarkPoll(b *testing.B) {
+	for _, n := range []int{13, 1000} {
+		b.Run(fmt.Sprintf("apps=%d", n), func(b *testing.B) {
+			apps, entries := fleet(n)
+			s := snapshot.New(apps, fakeclock.New(t0))
+			s.SetAll(entries)
+			key := apps[0].Key
+			e := entries[key]
+			b.ReportAllocs()
+			for b.Loop() {
+				e.FetchedAt = e.FetchedAt.Add(time.Millisecond)
+				s.Set(key, e)
+			}
+			b.ReportMetric(float64(s.Current().Body.Len()), "body-bytes")
+			b.ReportMetric(float64(s.Current().Gzip.Len()), "gzip-bytes")
+		})
+	}
+}
+
+// realisticApps returns the 13 default apps with a realistic release each:
+// 10 assets and 2 KiB of notes.
+func realisticApps() ([]release.App, map[string]release.Entry) {
+	keys := []string{"photocraft", "vectorcraft", "filmcraft", "lightcraft", "pdfcraft", "effectcraft",
+		"designcraft", "wordcraft", "deckcraft", "gridcraft", "cadcraft", "soundcraft", "artcraft-launcher"}
+	suffixes := []string{"windows-x64.msi", "windows-arm64.msi", "windows-x64-portable.zip", "macos-universal.dmg",
+		"linux-x86_64.AppImage", "linux-x86_64.AppImage.zsync", "linux-x86_64.deb", "linux-x86_64.rpm",
+		"linux-aarch64.tar.gz", "SHA256SUMS.txt"}
+	words := strings.Fields("fixed added improved the brush layer export import crash undo redo panel " +
+		"canvas color profile window macOS Linux Windows performance memory leak when on with a an of to in")
+	// A seeded generator: the notes vary like real ones but every run renders the same bytes.
+	rnd := rand.New(rand.NewPCG(1, 2))
+	published := release.NewTime(t0.Add(-48 * time.Hour))
+	apps := make([]release.App, 0, len(keys))
+	entries := make(map[string]release.Entry, len(keys))
+	for i, k := range keys {
+		repo := "storytold/" + k
+		apps = append(apps, release.App{Key: k, Name: strings.ToUpper(k[:1]) + k[1:], Repo: repo})
+		tag := fmt.Sprintf("v0.%d.0", i+1)
+		r := &release.Release{
+			Tag: tag, Version: tag[1:], Name: k + " " + tag, PublishedAt: published,
+			HTMLURL:       "https://github.com/" + repo + "/releases/tag/" + tag,
+			NotesMarkdown: notes(rnd, words),
+		}
+		for j, suf := range suffixes {
+			name := k + "-" + tag[1:] + "-" + suf
+			sum := fmt.Sprintf("%064x", j*1000+i)
+			arch := "x64"
+			r.Assets = append(r.Assets, release.Asset{
+				Name: name, SizeBytes: int64(50_000_000 + j), SHA256: &sum,
+				DownloadURL: "https://github.com/" + repo + "/releases/download/" + tag + "/" + name,
+				Platform:    &release.Platform{OS: "linux", Arch: &arch, PackageType: "deb"},
+			})
+		}
+		entries[k] = release.Entry{FetchedAt: t0, ETag: `"etag"`, Release: r}
+	}
+	return apps, entries
+}
+
+// notes returns 2 KiB of release notes made of words in random order.
+func notes(rnd *rand.Rand, words []string) string {
+	var b strings.Builder
+	for b.Len() < 2048 {
+		b.WriteString("- ")
+		for range 6 + rnd.IntN(10) {
+			b.WriteString(words[rnd.IntN(len(words))])
+			b.WriteByte(' ')
+		}
+		b.WriteString(strconv.Itoa(rnd.IntN(10000)))
+		b.WriteByte('\n')
+	}
+	return b.String()[:2048]
+}
+
+// BenchmarkRender measures one re-render of the 13 default apps with
+// realistic releases after a new release of one: its object and page
+// section compressed, the chunks that hold them joined, every ETag.
+func BenchmarkRender(b *testing.B) {
+	apps, entries := realisticApps()
+	s := snapshot.New(apps, fakeclock.New(t0))
+	s.SetAll(entries)
+	e := entries["photocraft"]
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		// Every Set is strictly newer, with another release.
+		e.FetchedAt = e.FetchedAt.Add(time.Millisecond)
+		r := *e.Release
+		r.Name = "photocraft " + strconv.Itoa(i)
+		e.Release = &r
+		s.Set("photocraft", e)
+	}
+	b.ReportMetric(float64(s.Current().Body.Len()), "body-bytes")
+	b.ReportMetric(float64(s.Current().Gzip.Len()), "gzip-bytes")
 }
