@@ -62,16 +62,13 @@ type chunk struct {
 
 // newChunk joins pieces into a chunk, after the gzip header when first, and
 // points each piece into it, so that the chunk holds the only copy the
-// pieces keep.
+// pieces keep. Its gzip bytes are the pieces' deflate blocks, joined.
 func newChunk(pieces []*piece, first bool) *chunk {
 	np, nf := 0, 0
-	if first {
-		nf = len(gzipHeader)
-	}
 	for _, p := range pieces {
 		np, nf = np+len(p.plain), nf+len(p.flat)
 	}
-	c := &chunk{plain: make([]byte, 0, np), gz: make([]byte, 0, nf)}
+	c := &chunk{plain: make([]byte, 0, np), gz: make([]byte, 0, len(gzipHeader)+nf)}
 	if first {
 		c.gz = append(c.gz, gzipHeader[:]...)
 	}
@@ -80,6 +77,35 @@ func newChunk(pieces []*piece, first bool) *chunk {
 		c.plain, c.gz = append(c.plain, p.plain...), append(c.gz, p.flat...)
 		p.plain, p.flat = c.plain[i:len(c.plain):len(c.plain)], c.gz[j:len(c.gz):len(c.gz)]
 	}
+	return c.sealed()
+}
+
+// newCompressedChunk joins pieces into a chunk as newChunk does, but
+// compresses its bytes anew with d rather than joining the pieces' blocks:
+// matches across apps make it a half smaller, for a millisecond or two of
+// CPU a rebuild. It reads only the pieces' bytes: their deflate blocks, if
+// any, are left as they are.
+func newCompressedChunk(pieces []*piece, first bool, d *deflater) *chunk {
+	np := 0
+	for _, p := range pieces {
+		np += len(p.plain)
+	}
+	c := &chunk{plain: make([]byte, 0, np)}
+	for _, p := range pieces {
+		i := len(c.plain)
+		c.plain = append(c.plain, p.plain...)
+		p.plain = c.plain[i:len(c.plain):len(c.plain)]
+	}
+	flat := d.piece(c.plain).flat
+	if first {
+		flat = append(append(make([]byte, 0, len(gzipHeader)+len(flat)), gzipHeader[:]...), flat...)
+	}
+	c.gz = flat
+	return c.sealed()
+}
+
+// sealed fills in c's checksums and returns c.
+func (c *chunk) sealed() *chunk {
 	c.crc, c.shift = crc32.ChecksumIEEE(c.plain), crcShift(len(c.plain))
 	c.sum, c.gzSum = sha256.Sum256(c.plain), sha256.Sum256(c.gz)
 	return c

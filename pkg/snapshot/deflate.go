@@ -6,10 +6,11 @@ import (
 	"encoding/binary"
 )
 
-// piece is a run of an answer's bytes with their raw DEFLATE encoding as
-// non-final blocks that end on a byte boundary, so that pieces encoded apart
-// concatenate into one valid stream in any order (RFC 1951). A piece's
-// slices may point into a chunk or a Doc that holds them: never modify them.
+// piece is a run of an answer's bytes with, unless the chunk that holds them
+// compresses them anew, their raw DEFLATE encoding as non-final blocks that
+// end on a byte boundary, so that pieces encoded apart concatenate into one
+// valid stream in any order (RFC 1951). A piece's slices may point into a
+// chunk or a Doc that holds them: never modify them.
 type piece struct {
 	plain []byte
 	flat  []byte

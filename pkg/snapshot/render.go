@@ -35,15 +35,15 @@ type renderer struct {
 	page    *page.Renderer
 	parts   []*part // by index into apps
 
-	head, foot, meta   piece // the full answer's: foot is last_fetched, meta the renames and notices
+	head, foot, meta   piece // the full answer's, bytes only: foot is last_fetched, meta the renames and notices
 	pageHead, pageFoot piece
 	json, html         []*chunk // the full answer's chunks (byKey order) and the page's (configured order)
 }
 
 // part is one app's pieces and its own answer.
 type part struct {
-	key              piece // `"photocraft":`, after a comma but for the first key
-	obj, tail        piece // the app's object up to app_last_fetched, and from it
+	key              piece // `"photocraft":`, after a comma but for the first key; bytes only
+	obj, tail        piece // the app's object up to app_last_fetched (compressed, for its own answer), and from it (bytes only)
 	section, checked piece // its part of the page: all but the checked line, and that line
 	fetched          bool
 	rel              *release.Release // the release obj and section show
@@ -73,13 +73,13 @@ func newRenderer(apps []release.App) *renderer {
 		if pos > 0 {
 			key = append([]byte{','}, key...)
 		}
-		r.parts[i] = &part{key: storedPiece(append(key, ':'))}
+		r.parts[i] = &part{key: piece{plain: append(key, ':')}}
 	}
 	pageApps := make([]page.App, len(apps))
 	for i, a := range apps {
 		pageApps[i] = page.App{Key: a.Key, Name: a.Name}
 	}
-	r.head = storedPiece([]byte(answerHead))
+	r.head = piece{plain: []byte(answerHead)}
 	r.pageHead, r.pageFoot = r.deflate.piece(r.page.Head(pageApps)), r.deflate.piece(r.page.Foot())
 	r.json, r.html = make([]*chunk, chunks(len(apps))), make([]*chunk, chunks(len(apps)))
 	return r
@@ -123,14 +123,16 @@ func (r *renderer) render(c change, prev *Rendering, now time.Time) *Rendering {
 	}
 	last := len(r.json) - 1
 	if c.meta != nil {
-		r.meta = r.deflate.piece(metaJSON(*c.meta))
+		r.meta = piece{plain: metaJSON(*c.meta)}
 		dirtyJSON[last] = true
 	}
 	if foot := footJSON(c.oldest); !bytes.Equal(foot, r.foot.plain) {
-		r.foot, dirtyJSON[last] = storedPiece(foot), true
+		r.foot, dirtyJSON[last] = piece{plain: foot}, true
 	}
 	for i := range dirtyJSON {
-		r.json[i] = newChunk(r.jsonPieces(i), i == 0)
+		// The full answer is what launchers download every minute: its
+		// bytes are worth the CPU. The page's are not.
+		r.json[i] = newCompressedChunk(r.jsonPieces(i), i == 0, r.deflate)
 	}
 	for i := range dirtyHTML {
 		r.html[i] = newChunk(r.htmlPieces(i), i == 0)
@@ -178,7 +180,7 @@ func (r *renderer) update(i int, e release.Entry) {
 		}
 		p.fetched, p.rel = e.Fetched(), e.Release
 	}
-	p.tail = storedPiece(tailJSON(e.FetchedAt))
+	p.tail = piece{plain: tailJSON(e.FetchedAt)}
 	p.checked = storedPiece(r.page.Checked(e.FetchedAt))
 	p.app = p.newApp(e.FetchedAt)
 }
