@@ -96,7 +96,8 @@ func chunks(n int) int {
 	return (n+appsPerChunk-1)/appsPerChunk + 1
 }
 
-// inChunk returns the part of s, a list of n apps, that chunk i holds.
+// inChunk returns the part of s, a list with one element per app, that
+// chunk i holds.
 func inChunk[T any](s []T, i int) []T {
 	return s[min(i*appsPerChunk, len(s)):min((i+1)*appsPerChunk, len(s))]
 }
