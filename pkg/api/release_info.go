@@ -67,7 +67,7 @@ func serveDoc(c echo.Context, d *snapshot.Doc, contentType []string) error {
 	res.WriteHeader(http.StatusOK)
 	if req.Method != http.MethodHead {
 		// A failed write means the client has gone: no one is left to tell.
-		_, _ = res.Write(body)
+		_, _ = body.WriteTo(res)
 	}
 	return nil
 }

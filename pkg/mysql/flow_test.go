@@ -60,7 +60,7 @@ func (p *apiPod) waitBody(t testing.TB, want string) {
 	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	for {
-		body := string(p.snap.Current().Body)
+		body := string(p.snap.Current().Body.Bytes())
 		if strings.Contains(body, want) {
 			return
 		}

@@ -58,69 +58,79 @@ type App struct {
 	Downloads []release.Asset
 }
 
-// Renderer renders the page. It keeps each app's rendered notes until they
-// change, so that a new rendering converts only the notes that are new. It is
-// not safe for concurrent use.
+// Renderer renders the page in parts that concatenate into the whole
+// document: Head, then each app's Section followed by its Checked line, then
+// Foot. An app's section changes only with its release, its checked line with
+// each fetch, so that a caller re-renders only what changed. The same
+// arguments give the same bytes. It is not safe for concurrent use.
 type Renderer struct {
 	tmpl   *template.Template
 	md     goldmark.Markdown
 	policy *bluemonday.Policy
-	notes  map[string]renderedNotes // by app key
 }
 
-type renderedNotes struct {
-	markdown string
-	html     template.HTML
-}
-
-// NewRenderer returns a Renderer with no notes rendered yet.
+// NewRenderer returns a Renderer.
 func NewRenderer() *Renderer {
 	return &Renderer{
 		tmpl:   template.Must(template.New("page").Parse(pageHTML)),
 		md:     newMarkdown(),
 		policy: newPolicy(),
-		notes:  make(map[string]renderedNotes),
 	}
 }
 
-// Render returns the page of apps, in their order. The same apps give the
-// same bytes.
-func (r *Renderer) Render(apps []App) []byte {
+// Head returns the page up to its first app: the document's head and the
+// index of apps, in their order. Only Key and Name are read.
+func (r *Renderer) Head(apps []App) []byte {
 	v := view{Icon: template.URL(icon), CSS: template.CSS(pageCSS)}
-	keep := make(map[string]renderedNotes, len(apps))
 	for _, a := range apps {
-		av := appView{Key: a.Key, Anchor: "app-" + a.Key, Name: a.Name, Release: a.Release, Fetched: newStamp(a.FetchedAt)}
-		if a.Release != nil {
-			if a.Release.PublishedAt != nil {
-				av.Published = newStamp(a.Release.PublishedAt.Time)
-			}
-			av.Groups = groups(a.Key, a.Downloads)
-			n := r.renderNotes(a.Key, a.Release.NotesMarkdown)
-			keep[a.Key] = n
-			av.Notes = n.html
-		}
-		v.Apps = append(v.Apps, av)
+		v.Apps = append(v.Apps, appView{Key: a.Key, Anchor: anchor(a.Key), Name: a.Name})
 	}
-	r.notes = keep
+	return r.execute("head", v)
+}
 
+// Section returns a's part of the page but its checked line: name, version,
+// download buttons and release notes. It reads FetchedAt only for whether it
+// is zero (never checked).
+func (r *Renderer) Section(a App) []byte {
+	av := appView{Key: a.Key, Anchor: anchor(a.Key), Name: a.Name, Release: a.Release, Fetched: newStamp(a.FetchedAt)}
+	if a.Release != nil {
+		if a.Release.PublishedAt != nil {
+			av.Published = newStamp(a.Release.PublishedAt.Time)
+		}
+		av.Groups = groups(a.Key, a.Downloads)
+		av.Notes = r.renderNotes(a.Release.NotesMarkdown)
+	}
+	return r.execute("section", av)
+}
+
+// Checked returns the line that ends an app's section: when GitHub was last
+// asked about it (fetchedAt; zero: never).
+func (r *Renderer) Checked(fetchedAt time.Time) []byte {
+	return r.execute("checked", newStamp(fetchedAt))
+}
+
+// Foot returns the page after its last app.
+func (r *Renderer) Foot() []byte { return r.execute("foot", nil) }
+
+// execute runs the template name on data.
+func (r *Renderer) execute(name string, data any) []byte {
 	var buf bytes.Buffer
-	if err := r.tmpl.Execute(&buf, v); err != nil {
+	if err := r.tmpl.ExecuteTemplate(&buf, name, data); err != nil {
 		// The template and the view's types are fixed: a failure is a bug.
-		panic(fmt.Sprintf("page: render: %v", err))
+		panic(fmt.Sprintf("page: render %s: %v", name, err))
 	}
 	return buf.Bytes()
 }
 
-// renderNotes returns app's notes as sanitised HTML, from the last rendering
-// when they did not change.
-func (r *Renderer) renderNotes(app, markdown string) renderedNotes {
-	if n, ok := r.notes[app]; ok && n.markdown == markdown {
-		return n
-	}
+// anchor is the id of an app's section.
+func anchor(key string) string { return "app-" + key }
+
+// renderNotes returns release notes as sanitised HTML.
+func (r *Renderer) renderNotes(markdown string) template.HTML {
 	var buf bytes.Buffer
 	// goldmark fails only when its writer does; a bytes.Buffer does not.
 	_ = r.md.Convert([]byte(markdown), &buf)
-	return renderedNotes{markdown: markdown, html: template.HTML(r.policy.SanitizeBytes(buf.Bytes()))}
+	return template.HTML(r.policy.SanitizeBytes(buf.Bytes()))
 }
 
 // view is the template's data.

@@ -36,7 +36,7 @@ func TestNotes(t *testing.T) {
 	r := NewRenderer()
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := string(r.renderNotes("app", tt.markdown).html)
+			got := string(r.renderNotes(tt.markdown))
 			for _, w := range tt.want {
 				if !strings.Contains(got, w) {
 					t.Errorf("notes %q:\n%s\nwant %q in it", tt.markdown, got, w)
@@ -51,22 +51,38 @@ func TestNotes(t *testing.T) {
 	}
 }
 
-func TestRenderNotesOnce(t *testing.T) {
-	r := NewRenderer()
-	a := App{Key: "photocraft", Name: "PhotoCraft", Release: &release.Release{Tag: "v1", Version: "1", Name: "v1", NotesMarkdown: "one"}}
-	r.Render([]App{a})
-	first := r.notes["photocraft"]
-	r.Render([]App{a})
-	if got := r.notes["photocraft"]; got != first {
-		t.Errorf("unchanged notes rendered again")
+// render returns the whole page of apps from its parts.
+func render(r *Renderer, apps []App) []byte {
+	b := r.Head(apps)
+	for _, a := range apps {
+		b = append(b, r.Section(a)...)
+		b = append(b, r.Checked(a.FetchedAt)...)
 	}
-	a.Release = &release.Release{Tag: "v2", Version: "2", Name: "v2", NotesMarkdown: "two"}
-	page := string(r.Render([]App{a}))
-	if !strings.Contains(page, "<p>two</p>") || strings.Contains(page, "<p>one</p>") {
-		t.Errorf("changed notes not rendered again")
+	return append(b, r.Foot()...)
+}
+
+// TestPartsMakeOneDocument checks that the parts concatenate into one
+// well-formed page: the index lists every app, each section holds its
+// release and ends with its checked line, and the document closes once.
+func TestPartsMakeOneDocument(t *testing.T) {
+	fetched := time.Date(2026, 10, 10, 12, 0, 0, 0, time.UTC)
+	apps := []App{
+		{Key: "a", Name: "A", FetchedAt: fetched, Release: &release.Release{Tag: "v1", Version: "1", Name: "v1", NotesMarkdown: "two"}},
+		{Key: "b", Name: "B", FetchedAt: fetched},
+		{Key: "c", Name: "C"},
 	}
-	if r.Render(nil); len(r.notes) != 0 {
-		t.Errorf("notes of apps no longer shown are kept: %v", r.notes)
+	page := string(render(NewRenderer(), apps))
+	for _, want := range []string{`<li><a href="#app-a">A</a></li>`, `<li><a href="#app-c">C</a></li>`, "<p>two</p>",
+		"No release published yet.", "Not checked yet", "Never checked on GitHub yet</p>\n</section>\n</div>"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("page: no %q in\n%s", want, page)
+		}
+	}
+	if !strings.HasPrefix(page, "<!doctype html>") || !strings.HasSuffix(page, "</html>\n") || strings.Count(page, "</section>") != len(apps) {
+		t.Errorf("page: want one document with %d sections:\n%s", len(apps), page)
+	}
+	if _, err := html.Parse(strings.NewReader(page)); err != nil {
+		t.Errorf("page does not parse: %v", err)
 	}
 }
 
@@ -115,7 +131,7 @@ func TestByteSize(t *testing.T) {
 
 func TestRenderIsStable(t *testing.T) {
 	apps := []App{{Key: "a", Name: "A", FetchedAt: time.Date(2026, 10, 10, 12, 0, 0, 0, time.UTC)}, {Key: "b", Name: "B"}}
-	one, two := NewRenderer().Render(apps), NewRenderer().Render(apps)
+	one, two := render(NewRenderer(), apps), render(NewRenderer(), apps)
 	if string(one) != string(two) {
 		t.Errorf("two renderings of the same apps differ")
 	}
@@ -141,7 +157,7 @@ func FuzzNotes(f *testing.F) {
 		"ul": true, "ol": true, "li": true, "strong": true, "em": true, "del": true, "code": true, "pre": true, "blockquote": true,
 		"hr": true, "br": true, "table": true, "thead": true, "tbody": true, "tr": true, "th": true, "td": true}
 	f.Fuzz(func(t *testing.T, md string) {
-		out := string(r.renderNotes("app", md).html)
+		out := string(r.renderNotes(md))
 		z := html.NewTokenizer(strings.NewReader(out))
 		for {
 			tt := z.Next()

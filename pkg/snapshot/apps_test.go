@@ -3,8 +3,11 @@ package snapshot_test
 import (
 	"bytes"
 	"compress/gzip"
+	"fmt"
 	"io"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -45,13 +48,13 @@ func TestApps(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.key, func(t *testing.T) {
 			a := cur.Apps[tt.key]
-			if string(a.Body) != tt.bodyWant {
-				t.Errorf("Body:\n got %s\nwant %s", a.Body, tt.bodyWant)
+			if string(a.Body.Bytes()) != tt.bodyWant {
+				t.Errorf("Body:\n got %s\nwant %s", a.Body.Bytes(), tt.bodyWant)
 			}
 			if a.Fetched != tt.fetched || a.CacheControl != tt.cache || a.Values.CacheControl[0] != tt.cache {
 				t.Errorf("Fetched, CacheControl: got %v, %q, want %v, %q", a.Fetched, a.CacheControl, tt.fetched, tt.cache)
 			}
-			if got := gunzip(t, a.Gzip); !bytes.Equal(got, a.Body) {
+			if got := gunzip(t, a.Gzip.Bytes()); !bytes.Equal(got, a.Body.Bytes()) {
 				t.Errorf("gunzipped: got %s, want Body", got)
 			}
 			if a.ETag == a.GzipETag || a.ETag == cur.ETag || a.Values.ETag[0] != a.ETag {
@@ -140,7 +143,7 @@ func TestDownloads(t *testing.T) {
 			if tt.trusted && (a.Downloads[0].DownloadURL != tt.url || len(a.Locations) != 1 || a.Locations[0][0] != tt.url) {
 				t.Errorf("Downloads %v, Locations %q: want the asset and its URL", a.Downloads, a.Locations)
 			}
-			if !bytes.Contains(s.Current().Body, []byte(`"a-1-linux-x64.deb"`)) {
+			if !bytes.Contains(s.Current().Body.Bytes(), []byte(`"a-1-linux-x64.deb"`)) {
 				t.Errorf("the JSON answers must still list every asset")
 			}
 		})
@@ -163,11 +166,11 @@ func TestPageRendering(t *testing.T) {
 		if c.r.Page.CacheControl != c.cache {
 			t.Errorf("%s page: Cache-Control %q, want %q", c.name, c.r.Page.CacheControl, c.cache)
 		}
-		if got := gunzip(t, c.r.Page.Gzip); !bytes.Equal(got, c.r.Page.Body) {
+		if got := gunzip(t, c.r.Page.Gzip.Bytes()); !bytes.Equal(got, c.r.Page.Body.Bytes()) {
 			t.Errorf("%s page: the gzip copy is not the page", c.name)
 		}
 	}
-	page := string(warm.Page.Body)
+	page := string(warm.Page.Body.Bytes())
 	for _, want := range []string{"<!doctype html>", "PhotoCraft", "1.2.3", "ArtCraft Launcher", "No release published yet"} {
 		if !strings.Contains(page, want) {
 			t.Errorf("page: no %q", want)
@@ -184,5 +187,95 @@ func TestPageRendering(t *testing.T) {
 	})
 	if twin.Current().Page.ETag != warm.Page.ETag {
 		t.Errorf("page ETags of identical snapshots differ")
+	}
+}
+
+// TestWritersShareARendering checks that writers whose changes arrive while
+// a render runs share the next one, and that each returns with its change
+// served.
+func TestWritersShareARendering(t *testing.T) {
+	apps, entries := fleet(40)
+	s := snapshot.New(apps, fakeclock.New(t0))
+	before := s.Renders()
+	release := s.HoldRenders()
+	var wg sync.WaitGroup
+	for _, a := range apps {
+		wg.Go(func() {
+			s.Set(a.Key, entries[a.Key])
+			if _, ok := entries[a.Key]; ok && s.Current().Apps[a.Key].FetchedAt.IsZero() {
+				t.Errorf("Set(%s) returned before a rendering showed it", a.Key)
+			}
+		})
+	}
+	for s.Changes() < uint64(len(entries)) {
+		time.Sleep(time.Millisecond)
+	}
+	release()
+	wg.Wait()
+	if got := s.Renders() - before; got != 1 {
+		t.Errorf("renders for %d concurrent changes: got %d, want 1", len(entries), got)
+	}
+}
+
+// TestConcurrent runs readers against writers; with -race it checks that
+// readers never lock and never see a torn rendering, and that what they see
+// never goes back in time.
+func TestConcurrent(t *testing.T) {
+	apps := []release.App{photocraft, launcher, filmcraft}
+	s := snapshot.New(apps, nil)
+	const writes = 200
+	// Writers interleave older and newer times on purpose.
+	at := func(w, i int) time.Time { return t0.Add(time.Duration((i*7+w*3)%writes) * time.Second) }
+	want := map[string]time.Time{}
+	for w := range 2 {
+		for i := range writes {
+			if app := apps[i%len(apps)].Key; at(w, i).After(want[app]) {
+				want[app] = at(w, i)
+			}
+		}
+	}
+
+	var wg sync.WaitGroup
+	for w := range 2 {
+		wg.Go(func() {
+			for i := range writes {
+				app := apps[i%len(apps)].Key
+				s.Set(app, release.Entry{FetchedAt: at(w, i), Release: rel(fmt.Sprintf("v%d", i))})
+				if i%50 == 0 {
+					s.SetAll(map[string]release.Entry{app: {FailedAt: at(w, i), Failures: i}})
+					s.SetMeta(release.Meta{Notices: release.Notices{Alerts: []release.Alert{{Title: strconv.Itoa(i)}}}})
+				}
+			}
+		})
+	}
+	errs := make(chan error, 4)
+	for range 4 {
+		wg.Go(func() {
+			seen := map[string]time.Time{}
+			for range writes {
+				r := s.Current()
+				if got, want := r.Values.ContentLength[0], strconv.Itoa(len(r.Body.Bytes())); got != want {
+					errs <- fmt.Errorf("Content-Length: got %s, want %s: a torn rendering", got, want)
+					return
+				}
+				for app, a := range r.Apps {
+					if at := a.FetchedAt; at.Before(seen[app]) {
+						errs <- fmt.Errorf("FetchedAt[%s]: went back from %v to %v", app, seen[app], at)
+						return
+					}
+					seen[app] = a.FetchedAt
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	for app, w := range want {
+		if got := s.Current().Apps[app].FetchedAt; !got.Equal(w) {
+			t.Errorf("FetchedAt[%s] at the end: got %v, want the newest written, %v", app, got, w)
+		}
 	}
 }

@@ -2,24 +2,23 @@
 // merged under the merge law, and the answers rendered from them once per
 // change (the full JSON, each app's own JSON and downloads, the release page;
 // each with a gzip copy, ETags and header values), published behind an atomic
-// pointer so that readers never lock.
+// pointer so that readers never lock. A rendering redoes only the apps that
+// changed: each app's pieces are rendered and compressed once and joined
+// into the answers, so that a fetch costs the same at 13 apps or 1,000.
 package snapshot
 
 import (
 	"bytes"
 	"compress/gzip"
 	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"reflect"
 	"slices"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/storytold/craft-releases/pkg/clock"
-	"github.com/storytold/craft-releases/pkg/page"
 	"github.com/storytold/craft-releases/pkg/release"
 )
 
@@ -40,10 +39,10 @@ const (
 // Doc is one answer in both representations with everything a handler sends
 // with them. Nothing in it may be modified, since every reader shares it.
 type Doc struct {
-	Body     []byte // compact JSON without a trailing newline, or the HTML page
-	Gzip     []byte // Body compressed with gzip
-	ETag     string // strong, quoted validator of Body
-	GzipETag string // strong, quoted validator of Gzip, distinct from ETag
+	Body     Segments // compact JSON without a trailing newline, or the HTML page
+	Gzip     Segments // Body compressed with gzip
+	ETag     string   // strong, quoted validator of Body
+	GzipETag string   // strong, quoted validator of Gzip, distinct from ETag
 
 	CacheControl string // CacheCold until what it shows was fetched, then CacheWarm
 	Values       HeaderValues
@@ -58,33 +57,12 @@ type Rendering struct {
 	Complete    bool      // every app was fetched: last_fetched is not null
 	LastFetched time.Time // the oldest app_last_fetched; zero while not Complete
 
-	// FetchedAt is each configured app's app_last_fetched; zero means never.
-	FetchedAt  map[string]time.Time
 	RenderedAt time.Time // by the snapshot's clock
 
 	// Apps holds each configured app's own answer and downloads, by key.
 	Apps map[string]*App
 	// Page is the release page, HTML; cached like the full answer.
 	Page Doc
-}
-
-// App is one app's part of a rendering.
-type App struct {
-	// Doc is {"success":true,"app":AppInfo}, where AppInfo is byte for byte
-	// the app's object in the full answer; CacheCold until the app was fetched.
-	Doc
-
-	Fetched bool
-	Release *release.Release // nil: never fetched, or no release
-	// Downloads are the release's assets that a download link may redirect
-	// to, in the release's order: those with a platform. Every release the
-	// snapshot is given passed release.Verify at its door (the GitHub
-	// parser, the Redis decoder), so each URL is exactly the asset's own.
-	Downloads []release.Asset
-	// Locations[i] is Downloads[i]'s URL as a Location header value.
-	Locations [][]string
-
-	fetchedAt time.Time // the fetch it shows, so that a new rendering can reuse it
 }
 
 // HeaderValues holds a rendering's response header values as one-element
@@ -99,19 +77,28 @@ type HeaderValues struct {
 }
 
 // Snapshot is the served value. Its methods are safe for concurrent use:
-// writers (Set, SetAll, SetMeta) are serialised, and Current never blocks.
+// writers (Set, SetAll, SetMeta) may run at once, and Current never blocks.
 // Entries and releases handed to it are kept, not copied: the caller must not
 // modify them afterwards. It trusts what it is given: every release must
 // have passed release.Verify for its app's repository.
+//
+// Writers that change what is served at the same time share one rendering:
+// each returns once a rendering shows its change, and one render serves all
+// the changes made while the previous one ran.
 type Snapshot struct {
 	clock clock.Clock
 	apps  []release.App // in configured order
+	index map[string]int
 
-	mu      sync.Mutex // serialises writers; guards entries, meta, gz and page
+	mu      sync.Mutex // guards entries, meta, the pending change and changes
 	entries map[string]release.Entry
 	meta    release.Meta
-	gz      *gzip.Writer // reused: a best-compression writer is large
-	page    *page.Renderer
+	pending change // not rendered yet
+	changes uint64 // changes made, rendered or not
+
+	renderMu sync.Mutex // serialises renders; guards r and rendered
+	r        *renderer
+	rendered uint64 // changes the current rendering shows
 
 	cur     atomic.Pointer[Rendering]
 	renders atomic.Uint64
@@ -123,22 +110,25 @@ type Snapshot struct {
 func New(apps []release.App, c clock.Clock) *Snapshot {
 	s := &Snapshot{
 		clock:   clock.Or(c),
+		index:   make(map[string]int, len(apps)),
 		entries: make(map[string]release.Entry, len(apps)),
 		meta:    normalize(release.Meta{}),
-		page:    page.NewRenderer(),
 	}
 	for _, a := range apps {
 		if _, dup := s.entries[a.Key]; dup {
 			continue
 		}
+		s.index[a.Key] = len(s.apps)
 		s.entries[a.Key] = release.Entry{}
 		s.apps = append(s.apps, a)
 	}
-	// The default level costs about half the CPU of the best for 0.3 % more
-	// bytes, and renders sit on the propagation path. NewWriterLevel fails
-	// only on an invalid level.
-	s.gz, _ = gzip.NewWriterLevel(nil, gzip.DefaultCompression)
-	s.render()
+	s.r = newRenderer(s.apps)
+	first := change{entries: make(map[int]release.Entry, len(s.apps)), meta: &s.meta}
+	first.oldest, first.complete = s.oldestFetch()
+	for i := range s.apps {
+		first.entries[i] = release.Entry{}
+	}
+	s.publish(s.r.render(first, nil, s.clock.Now()))
 	return s
 }
 
@@ -161,7 +151,6 @@ func (s *Snapshot) Set(app string, e release.Entry) {
 // applies the merge law.
 func (s *Snapshot) SetAll(entries map[string]release.Entry) bool {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	moved, fetched := false, false
 	for app, e := range entries {
 		old, ok := s.entries[app]
@@ -175,11 +164,14 @@ func (s *Snapshot) SetAll(entries map[string]release.Entry) bool {
 		s.entries[app], moved = merged, true
 		// Merge replaces the fetch part only with a strictly newer FetchedAt,
 		// so the time alone tells whether ETag or Release may have changed.
-		fetched = fetched || !merged.FetchedAt.Equal(old.FetchedAt)
+		if !merged.FetchedAt.Equal(old.FetchedAt) {
+			if s.pending.entries == nil {
+				s.pending.entries = map[int]release.Entry{}
+			}
+			s.pending.entries[s.index[app]], fetched = merged, true
+		}
 	}
-	if fetched {
-		s.render()
-	}
+	s.renderChange(fetched)
 	return moved
 }
 
@@ -188,106 +180,58 @@ func (s *Snapshot) SetAll(entries map[string]release.Entry) bool {
 func (s *Snapshot) SetMeta(m release.Meta) {
 	m = normalize(m)
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	if reflect.DeepEqual(m, s.meta) {
-		return
+	changed := !reflect.DeepEqual(m, s.meta)
+	if changed {
+		s.meta = m
+		s.pending.meta = &m
 	}
-	s.meta = m
-	s.render()
+	s.renderChange(changed)
 }
 
-// render builds a new Rendering from the entries and publishes it. An app
-// whose fetch did not move keeps its part of the last rendering. s.mu must be
-// held, except by New before s is shared.
-func (s *Snapshot) render() {
-	info := release.Info{
-		Success: true,
-		ReleaseInfo: release.ReleaseInfo{
-			Apps: make(map[string]release.AppInfo, len(s.apps)),
-		},
-		AppRenames:       s.meta.AppRenames,
-		RepoRenames:      s.meta.RepoRenames,
-		ImportantNotices: s.meta.Notices,
+// renderChange counts a change when changed, releases s.mu (which the
+// caller holds) and returns once the current rendering shows every change
+// made so far.
+func (s *Snapshot) renderChange(changed bool) {
+	if changed {
+		s.changes++
 	}
-	prev := s.cur.Load() // nil when called by New
-	fetched := make(map[string]time.Time, len(s.apps))
-	apps := make(map[string]*App, len(s.apps))
-	pageApps := make([]page.App, 0, len(s.apps))
+	want := s.changes
+	s.mu.Unlock()
+	s.renderMu.Lock()
+	defer s.renderMu.Unlock()
+	if s.rendered >= want {
+		// Rendered by another writer while this one waited.
+		return
+	}
+	s.mu.Lock()
+	c, upTo := s.pending, s.changes
+	c.oldest, c.complete = s.oldestFetch()
+	s.pending = change{}
+	s.mu.Unlock()
+	s.publish(s.r.render(c, s.cur.Load(), s.clock.Now()))
+	s.rendered = upTo
+}
+
+// oldestFetch returns the oldest app_last_fetched and whether every app was
+// fetched; the time is zero while one was not (or there is no app). s.mu
+// must be held, except by New before s is shared.
+func (s *Snapshot) oldestFetch() (time.Time, bool) {
 	var oldest time.Time
-	complete := len(s.apps) > 0
-	for _, a := range s.apps {
-		e := s.entries[a.Key]
-		fetched[a.Key] = e.FetchedAt
-		ai := release.AppInfo{
-			Name:           a.Name,
-			Repo:           a.Repo,
-			LatestRelease:  wireRelease(e.Release),
-			AppLastFetched: release.NewTime(e.FetchedAt),
+	for _, e := range s.entries {
+		if !e.Fetched() {
+			return time.Time{}, false
 		}
-		info.ReleaseInfo.Apps[a.Key] = ai
-		app := s.renderApp(prev, a, e, ai)
-		apps[a.Key] = app
-		pageApps = append(pageApps, page.App{Key: a.Key, Name: a.Name, FetchedAt: e.FetchedAt,
-			Release: e.Release, Downloads: app.Downloads})
-		switch {
-		case !e.Fetched():
-			complete = false
-		case oldest.IsZero() || e.FetchedAt.Before(oldest):
+		if oldest.IsZero() || e.FetchedAt.Before(oldest) {
 			oldest = e.FetchedAt
 		}
 	}
-	if !complete {
-		oldest = time.Time{}
-	}
-	info.ReleaseInfo.LastFetched = release.NewTime(oldest)
+	return oldest, len(s.entries) > 0
+}
 
-	r := &Rendering{
-		Doc:         s.doc(mustMarshal(info), complete),
-		Complete:    complete,
-		LastFetched: oldest,
-		FetchedAt:   fetched,
-		RenderedAt:  s.clock.Now(),
-		Apps:        apps,
-		Page:        s.doc(s.page.Render(pageApps), complete),
-	}
+// publish makes r the current rendering.
+func (s *Snapshot) publish(r *Rendering) {
 	s.cur.Store(r)
 	s.renders.Add(1)
-}
-
-// renderApp returns app's part of the rendering: prev's when it shows the
-// same fetch, else a new one for entry e and its wire object ai.
-func (s *Snapshot) renderApp(prev *Rendering, a release.App, e release.Entry, ai release.AppInfo) *App {
-	if prev != nil {
-		if p := prev.Apps[a.Key]; p != nil && p.fetchedAt.Equal(e.FetchedAt) {
-			return p
-		}
-	}
-	body := append([]byte(`{"success":true,"app":`), mustMarshal(ai)...)
-	app := &App{
-		Doc:       s.doc(append(body, '}'), e.Fetched()),
-		Fetched:   e.Fetched(),
-		Release:   e.Release,
-		fetchedAt: e.FetchedAt,
-	}
-	if e.Release != nil {
-		for _, as := range e.Release.Assets {
-			if as.Platform != nil {
-				app.Downloads = append(app.Downloads, as)
-				app.Locations = append(app.Locations, []string{as.DownloadURL})
-			}
-		}
-	}
-	return app
-}
-
-// doc returns body as a Doc: its gzip copy, ETags and header values, and
-// the Cache-Control of an answer whose data was fetched (warm) or not yet.
-func (s *Snapshot) doc(body []byte, warm bool) Doc {
-	cc := CacheCold
-	if warm {
-		cc = CacheWarm
-	}
-	return newDoc(s.gz, body, cc)
 }
 
 // NewDoc returns body as a Doc served with Cache-Control cacheControl, with
@@ -297,27 +241,9 @@ func (s *Snapshot) doc(body []byte, warm bool) Doc {
 func NewDoc(body []byte, cacheControl string) Doc {
 	// NewWriterLevel fails only on an invalid level.
 	gz, _ := gzip.NewWriterLevel(nil, gzip.DefaultCompression)
-	return newDoc(gz, body, cacheControl)
-}
-
-// newDoc returns body as a Doc, compressed with gz.
-func newDoc(gz *gzip.Writer, body []byte, cacheControl string) Doc {
 	zipped := compress(gz, body)
-	d := Doc{
-		Body:         body,
-		Gzip:         zipped,
-		ETag:         etag(body),
-		GzipETag:     etag(zipped),
-		CacheControl: cacheControl,
-	}
-	d.Values = HeaderValues{
-		CacheControl:      []string{d.CacheControl},
-		ETag:              []string{d.ETag},
-		ContentLength:     []string{strconv.Itoa(len(body))},
-		GzipETag:          []string{d.GzipETag},
-		GzipContentLength: []string{strconv.Itoa(len(zipped))},
-	}
-	return d
+	return newSegmentsDoc(Segments{body}, Segments{zipped},
+		tag([][32]byte{sha256.Sum256(body)}), tag([][32]byte{sha256.Sum256(zipped)}), cacheControl)
 }
 
 // mustMarshal returns v's wire JSON.
@@ -339,15 +265,6 @@ func compress(gz *gzip.Writer, body []byte) []byte {
 	_, _ = gz.Write(body)
 	_ = gz.Close()
 	return buf.Bytes()
-}
-
-// etag is a strong, quoted entity tag for b: 128 bits of its SHA-256.
-func etag(b []byte) string {
-	sum := sha256.Sum256(b)
-	var t [2 + 2*16]byte
-	t[0], t[len(t)-1] = '"', '"'
-	hex.Encode(t[1:len(t)-1], sum[:16])
-	return string(t[:])
 }
 
 // wireRelease returns rel as served: its assets as [] rather than null.

@@ -4,12 +4,9 @@ import (
 	"bytes"
 	"compress/gzip"
 	"encoding/json"
-	"fmt"
 	"io"
-	"math/rand/v2"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -44,8 +41,8 @@ func rel(tag string) *release.Release {
 func decode(t testing.TB, r *snapshot.Rendering) release.Info {
 	t.Helper()
 	var info release.Info
-	if err := json.Unmarshal(r.Body, &info); err != nil {
-		t.Fatalf("body %s: %v", r.Body, err)
+	if err := json.Unmarshal(r.Body.Bytes(), &info); err != nil {
+		t.Fatalf("body %s: %v", r.Body.Bytes(), err)
 	}
 	return info
 }
@@ -78,7 +75,7 @@ func TestWireExample(t *testing.T) {
 	})
 
 	want := testkit.WireExample(t)
-	if got := s.Current().Body; !bytes.Equal(got, want) {
+	if got := s.Current().Body.Bytes(); !bytes.Equal(got, want) {
 		t.Errorf("body:\n got %s\nwant %s", got, want)
 	}
 }
@@ -198,7 +195,7 @@ func TestSet(t *testing.T) {
 			if !gotAt.Equal(tt.wantAt) {
 				t.Errorf("app_last_fetched: got %v, want %v", gotAt, tt.wantAt)
 			}
-			if got := after.FetchedAt["photocraft"]; !got.Equal(tt.wantAt) {
+			if got := after.Apps["photocraft"].FetchedAt; !got.Equal(tt.wantAt) {
 				t.Errorf("FetchedAt: got %v, want %v", got, tt.wantAt)
 			}
 			var gotTag string
@@ -219,7 +216,7 @@ func TestSetKeepsFailureAndClaim(t *testing.T) {
 	s := snapshot.New([]release.App{photocraft}, fakeclock.New(t0))
 	s.Set("photocraft", release.Entry{FailedAt: t0.Add(time.Hour), Failures: 2, ClaimedAt: t0.Add(time.Hour)})
 	s.Set("photocraft", release.Entry{FetchedAt: t0, Release: rel("v1")})
-	if got := s.Current().FetchedAt["photocraft"]; !got.Equal(t0) {
+	if got := s.Current().Apps["photocraft"].FetchedAt; !got.Equal(t0) {
 		t.Errorf("FetchedAt after a fetch older than the failure: got %v, want %v", got, t0)
 	}
 }
@@ -297,13 +294,13 @@ func TestSetAll(t *testing.T) {
 			if got := s.Renders() - renders; got != tt.wantRenders {
 				t.Errorf("renders: got %d, want %d", got, tt.wantRenders)
 			}
-			got := s.Current().FetchedAt
+			got := s.Current().Apps
 			if len(got) != 3 {
-				t.Errorf("FetchedAt: got %d apps, want 3", len(got))
+				t.Errorf("Apps: got %d apps, want 3", len(got))
 			}
 			for _, a := range []string{"photocraft", "artcraft-launcher", "filmcraft"} {
-				if !got[a].Equal(tt.wantAt[a]) {
-					t.Errorf("FetchedAt[%s]: got %v, want %v", a, got[a], tt.wantAt[a])
+				if !got[a].FetchedAt.Equal(tt.wantAt[a]) {
+					t.Errorf("FetchedAt[%s]: got %v, want %v", a, got[a].FetchedAt, tt.wantAt[a])
 				}
 			}
 		})
@@ -365,7 +362,7 @@ func TestLastFetched(t *testing.T) {
 					LastFetched json.RawMessage `json:"last_fetched"`
 				} `json:"release_info"`
 			}
-			if err := json.Unmarshal(r.Body, &body); err != nil {
+			if err := json.Unmarshal(r.Body.Bytes(), &body); err != nil {
 				t.Fatal(err)
 			}
 			if got := string(body.ReleaseInfo.LastFetched); got != tt.wantLast {
@@ -390,7 +387,7 @@ func TestLastFetched(t *testing.T) {
 func TestEmptyListsRenderEmpty(t *testing.T) {
 	s := snapshot.New([]release.App{photocraft}, fakeclock.New(t0))
 	s.Set("photocraft", release.Entry{FetchedAt: t0, Release: &release.Release{Tag: "v1"}})
-	body := string(s.Current().Body)
+	body := string(s.Current().Body.Bytes())
 	for _, want := range []string{
 		`"assets":[]`,
 		`"app_renames":[]`,
@@ -451,7 +448,7 @@ func TestSetMeta(t *testing.T) {
 			if got := s.Renders() - renders; got != tt.wantRenders {
 				t.Errorf("renders: got %d, want %d", got, tt.wantRenders)
 			}
-			if body := s.Current().Body; !bytes.HasSuffix(body, []byte(tt.wantSuffix)) {
+			if body := s.Current().Body.Bytes(); !bytes.HasSuffix(body, []byte(tt.wantSuffix)) {
 				t.Errorf("body: got %s, want it to end with %s", body, tt.wantSuffix)
 			}
 		})
@@ -466,7 +463,7 @@ func TestSetMetaCopies(t *testing.T) {
 	s.SetMeta(release.Meta{RepoRenames: renames})
 	renames[0].NewName = "storytold/changed"
 	s.Set("photocraft", release.Entry{FetchedAt: t0})
-	if body := s.Current().Body; !bytes.Contains(body, []byte(`"new_name":"storytold/b"`)) {
+	if body := s.Current().Body.Bytes(); !bytes.Contains(body, []byte(`"new_name":"storytold/b"`)) {
 		t.Errorf("body: got %s, want the repo rename as it was set", body)
 	}
 }
@@ -511,7 +508,7 @@ func TestRepresentations(t *testing.T) {
 
 	for name, r := range map[string]*snapshot.Rendering{"first": first, "second": second} {
 		t.Run(name, func(t *testing.T) {
-			zr, err := gzip.NewReader(bytes.NewReader(r.Gzip))
+			zr, err := gzip.NewReader(bytes.NewReader(r.Gzip.Bytes()))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -519,8 +516,8 @@ func TestRepresentations(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !bytes.Equal(plain, r.Body) {
-				t.Errorf("gunzipped: got %s, want Body %s", plain, r.Body)
+			if !bytes.Equal(plain, r.Body.Bytes()) {
+				t.Errorf("gunzipped: got %s, want Body %s", plain, r.Body.Bytes())
 			}
 			for _, tag := range []string{r.ETag, r.GzipETag} {
 				if len(tag) < 18 || tag[0] != '"' || tag[len(tag)-1] != '"' || strings.Contains(tag[1:len(tag)-1], `"`) {
@@ -537,8 +534,8 @@ func TestRepresentations(t *testing.T) {
 			}{
 				{"ETag", r.Values.ETag, r.ETag},
 				{"GzipETag", r.Values.GzipETag, r.GzipETag},
-				{"ContentLength", r.Values.ContentLength, strconv.Itoa(len(r.Body))},
-				{"GzipContentLength", r.Values.GzipContentLength, strconv.Itoa(len(r.Gzip))},
+				{"ContentLength", r.Values.ContentLength, strconv.Itoa(len(r.Body.Bytes()))},
+				{"GzipContentLength", r.Values.GzipContentLength, strconv.Itoa(len(r.Gzip.Bytes()))},
 				{"CacheControl", r.Values.CacheControl, r.CacheControl},
 			}
 			for _, c := range checks {
@@ -555,138 +552,4 @@ func TestRepresentations(t *testing.T) {
 	if got, want := twin.Current(), second; got.ETag != want.ETag || got.GzipETag != want.GzipETag {
 		t.Errorf("ETags of an identical snapshot: got %s/%s, want %s/%s", got.ETag, got.GzipETag, want.ETag, want.GzipETag)
 	}
-}
-
-// TestConcurrent runs readers against writers; with -race it checks that
-// readers never lock and never see a torn rendering, and that what they see
-// never goes back in time.
-func TestConcurrent(t *testing.T) {
-	apps := []release.App{photocraft, launcher, filmcraft}
-	s := snapshot.New(apps, nil)
-	const writes = 200
-	// Writers interleave older and newer times on purpose.
-	at := func(w, i int) time.Time { return t0.Add(time.Duration((i*7+w*3)%writes) * time.Second) }
-	want := map[string]time.Time{}
-	for w := range 2 {
-		for i := range writes {
-			if app := apps[i%len(apps)].Key; at(w, i).After(want[app]) {
-				want[app] = at(w, i)
-			}
-		}
-	}
-
-	var wg sync.WaitGroup
-	for w := range 2 {
-		wg.Go(func() {
-			for i := range writes {
-				app := apps[i%len(apps)].Key
-				s.Set(app, release.Entry{FetchedAt: at(w, i), Release: rel(fmt.Sprintf("v%d", i))})
-				if i%50 == 0 {
-					s.SetAll(map[string]release.Entry{app: {FailedAt: at(w, i), Failures: i}})
-					s.SetMeta(release.Meta{Notices: release.Notices{Alerts: []release.Alert{{Title: strconv.Itoa(i)}}}})
-				}
-			}
-		})
-	}
-	errs := make(chan error, 4)
-	for range 4 {
-		wg.Go(func() {
-			seen := map[string]time.Time{}
-			for range writes {
-				r := s.Current()
-				if got, want := r.Values.ContentLength[0], strconv.Itoa(len(r.Body)); got != want {
-					errs <- fmt.Errorf("Content-Length: got %s, want %s: a torn rendering", got, want)
-					return
-				}
-				for app, at := range r.FetchedAt {
-					if at.Before(seen[app]) {
-						errs <- fmt.Errorf("FetchedAt[%s]: went back from %v to %v", app, seen[app], at)
-						return
-					}
-					seen[app] = at
-				}
-			}
-		})
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Error(err)
-	}
-	for app, w := range want {
-		if got := s.Current().FetchedAt[app]; !got.Equal(w) {
-			t.Errorf("FetchedAt[%s] at the end: got %v, want the newest written, %v", app, got, w)
-		}
-	}
-}
-
-// realisticApps returns the 13 default apps with a realistic release each:
-// 10 assets and 2 KiB of notes.
-func realisticApps() ([]release.App, map[string]release.Entry) {
-	keys := []string{"photocraft", "vectorcraft", "filmcraft", "lightcraft", "pdfcraft", "effectcraft",
-		"designcraft", "wordcraft", "deckcraft", "gridcraft", "cadcraft", "soundcraft", "artcraft-launcher"}
-	suffixes := []string{"windows-x64.msi", "windows-arm64.msi", "windows-x64-portable.zip", "macos-universal.dmg",
-		"linux-x86_64.AppImage", "linux-x86_64.AppImage.zsync", "linux-x86_64.deb", "linux-x86_64.rpm",
-		"linux-aarch64.tar.gz", "SHA256SUMS.txt"}
-	words := strings.Fields("fixed added improved the brush layer export import crash undo redo panel " +
-		"canvas color profile window macOS Linux Windows performance memory leak when on with a an of to in")
-	// A seeded generator: the notes vary like real ones but every run renders the same bytes.
-	rnd := rand.New(rand.NewPCG(1, 2))
-	published := release.NewTime(t0.Add(-48 * time.Hour))
-	apps := make([]release.App, 0, len(keys))
-	entries := make(map[string]release.Entry, len(keys))
-	for i, k := range keys {
-		repo := "storytold/" + k
-		apps = append(apps, release.App{Key: k, Name: strings.ToUpper(k[:1]) + k[1:], Repo: repo})
-		tag := fmt.Sprintf("v0.%d.0", i+1)
-		r := &release.Release{
-			Tag: tag, Version: tag[1:], Name: k + " " + tag, PublishedAt: published,
-			HTMLURL:       "https://github.com/" + repo + "/releases/tag/" + tag,
-			NotesMarkdown: notes(rnd, words),
-		}
-		for j, suf := range suffixes {
-			name := k + "-" + tag[1:] + "-" + suf
-			sum := fmt.Sprintf("%064x", j*1000+i)
-			arch := "x64"
-			r.Assets = append(r.Assets, release.Asset{
-				Name: name, SizeBytes: int64(50_000_000 + j), SHA256: &sum,
-				DownloadURL: "https://github.com/" + repo + "/releases/download/" + tag + "/" + name,
-				Platform:    &release.Platform{OS: "linux", Arch: &arch, PackageType: "deb"},
-			})
-		}
-		entries[k] = release.Entry{FetchedAt: t0, ETag: `"etag"`, Release: r}
-	}
-	return apps, entries
-}
-
-// notes returns 2 KiB of release notes made of words in random order.
-func notes(rnd *rand.Rand, words []string) string {
-	var b strings.Builder
-	for b.Len() < 2048 {
-		b.WriteString("- ")
-		for range 6 + rnd.IntN(10) {
-			b.WriteString(words[rnd.IntN(len(words))])
-			b.WriteByte(' ')
-		}
-		b.WriteString(strconv.Itoa(rnd.IntN(10000)))
-		b.WriteByte('\n')
-	}
-	return b.String()[:2048]
-}
-
-// BenchmarkRender measures one re-render of the 13 default apps with
-// realistic releases: JSON, gzip at best compression, and both ETags.
-func BenchmarkRender(b *testing.B) {
-	apps, entries := realisticApps()
-	s := snapshot.New(apps, fakeclock.New(t0))
-	s.SetAll(entries)
-	e := entries["photocraft"]
-	b.ReportAllocs()
-	for b.Loop() {
-		// Every Set is strictly newer, so every one renders.
-		e.FetchedAt = e.FetchedAt.Add(time.Millisecond)
-		s.Set("photocraft", e)
-	}
-	b.ReportMetric(float64(len(s.Current().Body)), "body-bytes")
-	b.ReportMetric(float64(len(s.Current().Gzip)), "gzip-bytes")
 }

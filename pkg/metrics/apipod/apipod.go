@@ -115,12 +115,12 @@ func (a *API) Collect(ch chan<- prometheus.Metric) {
 	// A time that is not there is no series rather than 0, which would read
 	// as data 56 years old.
 	unfetched := 0
-	for app, at := range cur.FetchedAt {
-		if at.IsZero() {
+	for key, app := range cur.Apps {
+		if app.FetchedAt.IsZero() {
 			unfetched++
 			continue
 		}
-		ch <- prometheus.MustNewConstMetric(a.appFetched, prometheus.GaugeValue, seconds(at), app)
+		ch <- prometheus.MustNewConstMetric(a.appFetched, prometheus.GaugeValue, seconds(app.FetchedAt), key)
 	}
 	if !cur.LastFetched.IsZero() {
 		ch <- prometheus.MustNewConstMetric(a.lastFetched, prometheus.GaugeValue, seconds(cur.LastFetched))

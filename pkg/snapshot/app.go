@@ -1,0 +1,73 @@
+package snapshot
+
+import (
+	"crypto/sha256"
+	"hash/crc32"
+	"time"
+
+	"github.com/storytold/craft-releases/pkg/release"
+)
+
+// App is one app's part of a rendering.
+type App struct {
+	// Doc is {"success":true,"app":AppInfo}, where AppInfo is byte for byte
+	// the app's object in the full answer; CacheCold until the app was fetched.
+	Doc
+
+	Fetched   bool
+	FetchedAt time.Time        // app_last_fetched; zero: never
+	Release   *release.Release // nil: never fetched, or no release
+	// Downloads are the release's assets that a download link may redirect
+	// to, in the release's order: those with a platform. Every release the
+	// snapshot is given passed release.Verify at its door (the GitHub
+	// parser, the Redis decoder), so each URL is exactly the asset's own.
+	Downloads []release.Asset
+	// Locations[i] is Downloads[i]'s URL as a Location header value.
+	Locations [][]string
+}
+
+// newApp returns p's own answer, fetched at fetchedAt, from its pieces, reusing the downloads of
+// the answer it replaces when the release is the same. Its gzip copy takes
+// the object's deflate blocks as they are, so nothing is compressed again.
+func (p *part) newApp(fetchedAt time.Time) *App {
+	body := make([]byte, 0, len(appHead)+len(p.obj.plain)+len(p.tail.plain)+1)
+	body = append(append(append(append(body, appHead...), p.obj.plain...), p.tail.plain...), '}')
+	gz := make([]byte, 0, len(gzipHeader)+len(p.obj.flat)+len(appHead)+len(p.tail.plain)+24)
+	gz = appendStored(append(gz, gzipHeader[:]...), []byte(appHead))
+	gz = appendStored(append(gz, p.obj.flat...), body[len(appHead)+len(p.obj.plain):])
+	gz = appendGzipTrailer(gz, crc32.ChecksumIEEE(body), len(body))
+
+	cc := CacheCold
+	if p.fetched {
+		cc = CacheWarm
+	}
+	a := &App{
+		Doc:       newSegmentsDoc(Segments{body}, Segments{gz}, tag([][32]byte{sha256.Sum256(body)}), tag([][32]byte{sha256.Sum256(gz)}), cc),
+		Fetched:   p.fetched,
+		FetchedAt: fetchedAt,
+		Release:   p.rel,
+	}
+	if old := p.app; old != nil && old.Release == p.rel {
+		a.Downloads, a.Locations = old.Downloads, old.Locations
+	} else {
+		a.Downloads, a.Locations = downloadsOf(p.rel)
+	}
+	return a
+}
+
+// downloadsOf returns rel's assets that have a platform, and their URLs as
+// Location header values.
+func downloadsOf(rel *release.Release) ([]release.Asset, [][]string) {
+	if rel == nil {
+		return nil, nil
+	}
+	var downloads []release.Asset
+	var locations [][]string
+	for _, as := range rel.Assets {
+		if as.Platform != nil {
+			downloads = append(downloads, as)
+			locations = append(locations, []string{as.DownloadURL})
+		}
+	}
+	return downloads, locations
+}

@@ -1,0 +1,252 @@
+package snapshot
+
+import (
+	"bytes"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/storytold/craft-releases/pkg/page"
+	"github.com/storytold/craft-releases/pkg/release"
+)
+
+// The fixed JSON around the apps of the full answer and of an app's own.
+const (
+	answerHead = `{"success":true,"release_info":{"apps":{`
+	appHead    = `{"success":true,"app":`
+	// lastField is AppInfo's last field, as encoding/json writes it when null.
+	lastField = `"app_last_fetched":null}`
+	// metaHead is what encoding/json writes of an Info before its renames
+	// when it has no app.
+	metaHead = `{"success":true,"release_info":{"apps":{},"last_fetched":null},`
+)
+
+// renderer keeps each app's rendered pieces, and the chunks joined from them,
+// from one rendering to the next, so that a rendering redoes only what
+// changed: a fetch that moves only app_last_fetched re-renders two small
+// pieces and rebuilds the chunks that hold them, whatever the number of
+// apps. It is not safe for concurrent use.
+type renderer struct {
+	apps    []release.App // configured order
+	byKey   []int         // indices into apps in the bytewise order of their keys: the JSON's order
+	deflate *deflater
+	page    *page.Renderer
+	parts   []*part // by index into apps
+
+	head, foot, meta   piece // the full answer's, bytes only: foot is last_fetched, meta the renames and notices
+	pageHead, pageFoot piece
+	json, html         []*chunk // the full answer's chunks (byKey order) and the page's (configured order)
+}
+
+// part is one app's pieces and its own answer.
+type part struct {
+	key              piece // `"photocraft":`, after a comma but for the first key; bytes only
+	obj, tail        piece // the app's object up to app_last_fetched (compressed, for its own answer), and from it (bytes only)
+	section, checked piece // its part of the page: all but the checked line, and that line
+	fetched          bool
+	rel              *release.Release // the release obj and section show
+	app              *App
+}
+
+// change is what a rendering is given: the entries whose fetch moved, by
+// index into the apps, the renames and notices when they changed, and the
+// oldest fetch of all apps with whether every app was fetched.
+type change struct {
+	entries  map[int]release.Entry
+	meta     *release.Meta
+	oldest   time.Time // zero unless complete
+	complete bool
+}
+
+func newRenderer(apps []release.App) *renderer {
+	r := &renderer{apps: apps, deflate: newDeflater(), page: page.NewRenderer(), parts: make([]*part, len(apps))}
+	r.byKey = make([]int, len(apps))
+	for i := range apps {
+		r.byKey[i] = i
+	}
+	// encoding/json orders a map's keys bytewise.
+	slices.SortFunc(r.byKey, func(i, j int) int { return strings.Compare(apps[i].Key, apps[j].Key) })
+	for pos, i := range r.byKey {
+		key := mustMarshal(apps[i].Key)
+		if pos > 0 {
+			key = append([]byte{','}, key...)
+		}
+		r.parts[i] = &part{key: piece{plain: append(key, ':')}}
+	}
+	pageApps := make([]page.App, len(apps))
+	for i, a := range apps {
+		pageApps[i] = page.App{Key: a.Key, Name: a.Name}
+	}
+	r.head = piece{plain: []byte(answerHead)}
+	r.pageHead, r.pageFoot = r.deflate.piece(r.page.Head(pageApps)), r.deflate.piece(r.page.Foot())
+	r.json, r.html = make([]*chunk, chunks(len(apps))), make([]*chunk, chunks(len(apps)))
+	return r
+}
+
+// chunks is the number of chunks of an answer of n apps: one for up to
+// appsPerChunk, with the bytes before and after them; else one per
+// appsPerChunk apps and one more for what follows the last app, which
+// changes with last_fetched and gets the gzip trailer at each rendering.
+func chunks(n int) int {
+	if n <= appsPerChunk {
+		return 1
+	}
+	return (n+appsPerChunk-1)/appsPerChunk + 1
+}
+
+// inChunk returns the part of s, a list with one element per app, that
+// chunk i holds.
+func inChunk[T any](s []T, i int) []T {
+	return s[min(i*appsPerChunk, len(s)):min((i+1)*appsPerChunk, len(s))]
+}
+
+// render applies c and returns the new rendering, built on prev (nil for the
+// first, which must change every app).
+func (r *renderer) render(c change, prev *Rendering, now time.Time) *Rendering {
+	dirtyJSON, dirtyHTML := map[int]bool{}, map[int]bool{}
+	if prev == nil {
+		// Every chunk, even one of no app.
+		for i := range r.json {
+			dirtyJSON[i], dirtyHTML[i] = true, true
+		}
+	}
+	pos := make(map[int]int, len(c.entries))
+	for p, i := range r.byKey {
+		if _, ok := c.entries[i]; ok {
+			pos[i] = p
+		}
+	}
+	for i, e := range c.entries {
+		r.update(i, e)
+		dirtyJSON[pos[i]/appsPerChunk], dirtyHTML[i/appsPerChunk] = true, true
+	}
+	last := len(r.json) - 1
+	if c.meta != nil {
+		r.meta = piece{plain: metaJSON(*c.meta)}
+		dirtyJSON[last] = true
+	}
+	if foot := footJSON(c.oldest); !bytes.Equal(foot, r.foot.plain) {
+		r.foot, dirtyJSON[last] = piece{plain: foot}, true
+	}
+	for i := range dirtyJSON {
+		// The full answer is what launchers download every minute: its
+		// bytes are worth the CPU. The page's are not.
+		r.json[i] = newCompressedChunk(r.jsonPieces(i), i == 0, r.deflate)
+	}
+	for i := range dirtyHTML {
+		r.html[i] = newChunk(r.htmlPieces(i), i == 0)
+	}
+	return r.rendering(c, prev, now)
+}
+
+// rendering returns the Rendering of the current chunks and parts.
+func (r *renderer) rendering(c change, prev *Rendering, now time.Time) *Rendering {
+	cc := CacheCold
+	if c.complete {
+		cc = CacheWarm
+	}
+	out := &Rendering{
+		Doc:         assemble(r.json, cc),
+		Complete:    c.complete,
+		LastFetched: c.oldest,
+		RenderedAt:  now,
+		Page:        assemble(r.html, cc),
+	}
+	if prev == nil {
+		out.Apps = make(map[string]*App, len(r.apps))
+	} else {
+		out.Apps = maps.Clone(prev.Apps)
+	}
+	for i := range c.entries {
+		out.Apps[r.apps[i].Key] = r.parts[i].app
+	}
+	return out
+}
+
+// update re-renders app i's pieces for e: its object and section only when
+// the release or whether it was fetched changed, its fetch time always.
+func (r *renderer) update(i int, e release.Entry) {
+	p, a := r.parts[i], r.apps[i]
+	if p.app == nil || e.Release != p.rel || e.Fetched() != p.fetched {
+		// A release read again (from Redis, say) is a new pointer to the
+		// same bytes: compare the bytes before compressing them again.
+		obj := objJSON(a, e.Release)
+		if p.app == nil || e.Fetched() != p.fetched || !bytes.Equal(obj, p.obj.plain) {
+			downloads, _ := downloadsOf(e.Release)
+			p.obj = r.deflate.piece(obj)
+			p.section = r.deflate.piece(r.page.Section(page.App{Key: a.Key, Name: a.Name, FetchedAt: e.FetchedAt,
+				Release: e.Release, Downloads: downloads}))
+		}
+		p.fetched, p.rel = e.Fetched(), e.Release
+	}
+	p.tail = piece{plain: tailJSON(e.FetchedAt)}
+	p.checked = storedPiece(r.page.Checked(e.FetchedAt))
+	p.app = p.newApp(e.FetchedAt)
+}
+
+// jsonPieces returns the pieces of the full answer's chunk i.
+func (r *renderer) jsonPieces(i int) []*piece {
+	var ps []*piece
+	if i == 0 {
+		ps = append(ps, &r.head)
+	}
+	for _, a := range inChunk(r.byKey, i) {
+		p := r.parts[a]
+		ps = append(ps, &p.key, &p.obj, &p.tail)
+	}
+	if i == len(r.json)-1 {
+		ps = append(ps, &r.foot, &r.meta)
+	}
+	return ps
+}
+
+// htmlPieces returns the pieces of the page's chunk i.
+func (r *renderer) htmlPieces(i int) []*piece {
+	var ps []*piece
+	if i == 0 {
+		ps = append(ps, &r.pageHead)
+	}
+	for _, p := range inChunk(r.parts, i) {
+		ps = append(ps, &p.section, &p.checked)
+	}
+	if i == len(r.html)-1 {
+		ps = append(ps, &r.pageFoot)
+	}
+	return ps
+}
+
+// objJSON returns a's wire object without its last field, app_last_fetched.
+func objJSON(a release.App, rel *release.Release) []byte {
+	b := mustMarshal(release.AppInfo{Name: a.Name, Repo: a.Repo, LatestRelease: wireRelease(rel)})
+	obj, ok := bytes.CutSuffix(b, []byte(lastField))
+	if !ok {
+		panic(fmt.Sprintf("snapshot: render: AppInfo no longer ends with %s: %s", lastField, b))
+	}
+	return obj
+}
+
+// tailJSON returns the end of an app's wire object: app_last_fetched.
+func tailJSON(fetchedAt time.Time) []byte {
+	b := append([]byte(`"app_last_fetched":`), mustMarshal(release.NewTime(fetchedAt))...)
+	return append(b, '}')
+}
+
+// footJSON returns what follows the last app up to the renames.
+func footJSON(oldest time.Time) []byte {
+	b := append([]byte(`},"last_fetched":`), mustMarshal(release.NewTime(oldest))...)
+	return append(b, '}', ',')
+}
+
+// metaJSON returns the end of the full answer: the renames and notices of m,
+// whose lists are not nil.
+func metaJSON(m release.Meta) []byte {
+	b := mustMarshal(release.Info{Success: true, ReleaseInfo: release.ReleaseInfo{Apps: map[string]release.AppInfo{}},
+		AppRenames: m.AppRenames, RepoRenames: m.RepoRenames, ImportantNotices: m.Notices})
+	rest, ok := bytes.CutPrefix(b, []byte(metaHead))
+	if !ok {
+		panic(fmt.Sprintf("snapshot: render: Info no longer starts with %s: %s", metaHead, b))
+	}
+	return rest
+}
