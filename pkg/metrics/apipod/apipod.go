@@ -62,7 +62,7 @@ func NewAPI(r Renderings, h Hydrator) *API {
 		unfetched: prometheus.NewDesc("craft_api_apps_unfetched",
 			"Configured apps the served snapshot has no fetch of yet.", nil, nil),
 		renders: prometheus.NewDesc("craft_api_renders_total",
-			"Renderings of the response (once per change).", nil, nil),
+			"Renderings of the response: at most one per change; changes that arrive during a render share the next.", nil, nil),
 		hydrations: prometheus.NewDesc("craft_api_hydrations_total",
 			"Reads from Redis that changed the snapshot.", nil, nil),
 		invalidations: prometheus.NewDesc("craft_api_invalidations_total",
