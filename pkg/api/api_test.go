@@ -8,7 +8,6 @@ import (
 	"reflect"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 
 	"go.uber.org/zap"
@@ -145,51 +144,15 @@ func TestAccessLog(t *testing.T) {
 	}
 }
 
-// closeNotifier is a listener that reports when it is closed.
-type closeNotifier struct {
-	net.Listener
-	once   sync.Once
-	closed chan struct{}
-}
-
-func (l *closeNotifier) Close() error {
-	l.once.Do(func() { close(l.closed) })
-	return l.Listener.Close()
-}
-
-// listen returns a loopback listener that reports when it is closed.
-func listen(t testing.TB) *closeNotifier {
+// listen returns a loopback listener, closed when the test ends.
+func listen(t testing.TB) net.Listener {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = ln.Close() })
-	return &closeNotifier{Listener: ln, closed: make(chan struct{})}
-}
-
-type result struct {
-	status int
-	body   []byte
-	err    error
-}
-
-// get requests url in the background and delivers the outcome on the channel.
-func get(url string) <-chan result {
-	out := make(chan result, 1)
-	go func() {
-		client := &http.Client{Transport: &http.Transport{DisableCompression: true}}
-		defer client.CloseIdleConnections()
-		res, err := client.Get(url)
-		if err != nil {
-			out <- result{err: err}
-			return
-		}
-		defer res.Body.Close()
-		body, err := io.ReadAll(res.Body)
-		out <- result{status: res.StatusCode, body: body, err: err}
-	}()
-	return out
+	return ln
 }
 
 // TestHealthAnswersAsTheRouter: the ports that are not public (pkg/daemon's
