@@ -155,7 +155,7 @@ func feeder(cfg config.API, snap *snapshot.Snapshot, gate *daemon.Gate, log *zap
 	}
 	observer := metrics.NewPoller(cfg.Apps)
 	reg.MustRegister(observer)
-	sched := cfg.Schedule(cfg.Polling)
+	sched := cfg.Schedule(len(cfg.Apps))
 	sched.Warn(log)
 	observer.Schedule(sched.RequestsPerHour, sched.QuotaPerHour)
 	pc := poller.Config{

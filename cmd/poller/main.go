@@ -80,7 +80,7 @@ func poll(ctx context.Context, cfg config.Poller, host string, log *zap.Logger) 
 	reg := metrics.NewRegistry("poller", version, cfg.PollInterval)
 	observer := metrics.NewPoller(cfg.Apps)
 	reg.MustRegister(observer)
-	sched := cfg.Schedule(cfg.Polling)
+	sched := cfg.Schedule(len(cfg.Apps))
 	if cfg.PollingEnabled {
 		sched.Warn(log)
 		observer.Schedule(sched.RequestsPerHour, sched.QuotaPerHour)

@@ -29,11 +29,10 @@ const (
 
 // Shared holds the settings both binaries read.
 type Shared struct {
-	Redis        Redis         // REDIS_URL and the REDIS_TLS_* files; the zero value: no Redis
-	Apps         []release.App // CRAFT_APPS_RELEASE_APPS, in configured order
-	GitHubAPIURL string        // an absolute http(s) URL ending with "/"
-	LogLevel     zapcore.Level // debug, info, warn or error
-	LogFormat    string        // FormatJSON or FormatConsole
+	Redis     Redis         // REDIS_URL and the REDIS_TLS_* files; the zero value: no Redis
+	Apps      []release.App // CRAFT_APPS_RELEASE_APPS, in configured order
+	LogLevel  zapcore.Level // debug, info, warn or error
+	LogFormat string        // FormatJSON or FormatConsole
 }
 
 // Redis is REDIS_URL with the REDIS_TLS_* files: as set, for printing, and
@@ -52,6 +51,7 @@ func (r Redis) Configured() bool { return r.URL != "" }
 type Polling struct {
 	PollingEnabled      bool   // false: no GitHub requests at all
 	CoordinationEnabled bool   // false: never read Redis for claims, freshness or backoff
+	GitHubAPIURL        string // an absolute http(s) URL ending with "/"
 	GitHubToken         Secret // trimmed; empty: unauthenticated requests
 
 	PollInterval   time.Duration // I; its default and minimum depend on the token and the API URL
@@ -109,7 +109,7 @@ func LoadAPI(getenv func(string) string) (API, []string, error) {
 	a.MaxConnections = int(c.atLeast("HTTP_MAX_CONNECTIONS", time.Duration(raw.MaxConnections), 1, 1, ""))
 	a.HydrateTimeout = c.atLeast("CRAFT_APPS_HYDRATE_TIMEOUT_SECS", time.Duration(raw.HydrateTimeout), 0, time.Second, "")
 	a.ShutdownTimeout = c.atLeast("SHUTDOWN_TIMEOUT_SECS", time.Duration(raw.ShutdownTimeout), 0, time.Second, "")
-	a.Polling = raw.Polling.check(&c, a.GitHubAPIURL)
+	a.Polling = raw.Polling.check(&c)
 	c.checkAddr("HTTP_ADDR", a.HTTPAddr)
 	c.checkAddr("METRICS_ADDR", a.MetricsAddr)
 	if samePort(a.HTTPAddr, a.MetricsAddr) {
@@ -137,7 +137,7 @@ func LoadPoller(getenv func(string) string, dsn DSNCheck) (Poller, []string, err
 		HTTPAddr:        raw.HTTPAddr,
 		ShutdownTimeout: c.atLeast("SHUTDOWN_TIMEOUT_SECS", time.Duration(raw.ShutdownTimeout), 0, time.Second, ""),
 	}
-	p.Polling = raw.Polling.check(&c, p.GitHubAPIURL)
+	p.Polling = raw.Polling.check(&c)
 	c.checkAddr("HTTP_ADDR", p.HTTPAddr)
 	p.MySQL = raw.MySQL.check(&c, dsn)
 	p.Cloudflare = raw.Cloudflare.check(&c)
@@ -223,7 +223,6 @@ func (s Shared) fields() []zap.Field {
 	fields := []zap.Field{
 		zap.String("redis_url", s.Redis.URL.String()),
 		zap.Strings("apps", keys),
-		zap.String("github_api_url", s.GitHubAPIURL),
 		zap.String("log_level", s.LogLevel.String()),
 		zap.String("log_format", s.LogFormat),
 	}
@@ -237,6 +236,7 @@ func (s Shared) fields() []zap.Field {
 
 func (p Polling) fields() []zap.Field {
 	return []zap.Field{
+		zap.String("github_api_url", p.GitHubAPIURL),
 		zap.Bool("polling_enabled", p.PollingEnabled),
 		zap.Bool("coordination_enabled", p.CoordinationEnabled),
 		zap.Bool("github_token_set", p.GitHubToken != ""),
@@ -309,10 +309,6 @@ func (r sharedEnv) check(c *checker) Shared {
 		c.fail("CRAFT_APPS_RELEASE_APPS", "%w", err)
 	}
 	s.Apps = apps
-	s.GitHubAPIURL, err = normalizeAPIURL(r.GitHubAPIURL)
-	if err != nil {
-		c.fail("CRAFT_APPS_RELEASE_GITHUB_API_URL", "%q %w", secret.MaskURL(r.GitHubAPIURL), err)
-	}
 	switch level := strings.ToLower(r.LogLevel); level {
 	case "debug", "info", "warn", "error":
 		// ParseLevel cannot fail on these four.
@@ -329,8 +325,13 @@ func (r sharedEnv) check(c *checker) Shared {
 	return s
 }
 
-func (r pollingEnv) check(c *checker, apiURL string) Polling {
+func (r pollingEnv) check(c *checker) Polling {
+	apiURL, err := normalizeAPIURL(r.GitHubAPIURL)
+	if err != nil {
+		c.fail("CRAFT_APPS_RELEASE_GITHUB_API_URL", "%q %w", secret.MaskURL(r.GitHubAPIURL), err)
+	}
 	p := Polling{
+		GitHubAPIURL:        apiURL,
 		PollingEnabled:      bool(r.PollingEnabled),
 		CoordinationEnabled: bool(r.CoordinationEnabled),
 		GitHubToken:         Secret(r.GitHubToken), // parse trimmed it: blank is no token

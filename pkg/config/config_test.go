@@ -67,10 +67,9 @@ var binaries = []struct {
 
 func defaultShared() config.Shared {
 	return config.Shared{
-		Apps:         config.DefaultApps(),
-		GitHubAPIURL: "https://api.github.com/",
-		LogLevel:     zapcore.InfoLevel,
-		LogFormat:    "json",
+		Apps:      config.DefaultApps(),
+		LogLevel:  zapcore.InfoLevel,
+		LogFormat: "json",
 	}
 }
 
@@ -90,6 +89,7 @@ func withRedis(t testing.TB, s *config.Shared) {
 
 func defaultPolling() config.Polling {
 	return config.Polling{
+		GitHubAPIURL:        "https://api.github.com/",
 		PollingEnabled:      true,
 		CoordinationEnabled: true,
 		PollInterval:        1800 * time.Second,
@@ -190,9 +190,9 @@ func TestLoadGood(t *testing.T) {
 				s.Apps = []release.App{{Key: "alpha", Name: "Alpha App", Repo: "org/alpha"}, {Key: "beta", Name: "Beta", Repo: "org/beta"}}
 			}},
 		{"api url without slash", map[string]string{"CRAFT_APPS_RELEASE_GITHUB_API_URL": "http://127.0.0.1:8080"},
-			func(s *config.Shared, p *config.Polling) { s.GitHubAPIURL = "http://127.0.0.1:8080/" }},
+			func(_ *config.Shared, p *config.Polling) { p.GitHubAPIURL = "http://127.0.0.1:8080/" }},
 		{"enterprise api url", map[string]string{"CRAFT_APPS_RELEASE_GITHUB_API_URL": "https://ghe.example.com/api/v3"},
-			func(s *config.Shared, _ *config.Polling) { s.GitHubAPIURL = "https://ghe.example.com/api/v3/" }},
+			func(_ *config.Shared, p *config.Polling) { p.GitHubAPIURL = "https://ghe.example.com/api/v3/" }},
 		{"github without slash", map[string]string{"CRAFT_APPS_RELEASE_GITHUB_API_URL": "https://api.github.com"},
 			func(*config.Shared, *config.Polling) {}},
 		{"log level debug", map[string]string{"LOG_LEVEL": "debug"},
@@ -228,8 +228,8 @@ func TestLoadGood(t *testing.T) {
 		{"long interval with token", map[string]string{"CRAFT_APPS_RELEASE_POLL_INTERVAL_SECS": "3600", "CRAFT_APPS_RELEASE_GITHUB_TOKEN": token},
 			func(_ *config.Shared, p *config.Polling) { p.GitHubToken, p.PollInterval = token, 3600*time.Second }},
 		{"short interval on another api", map[string]string{"CRAFT_APPS_RELEASE_POLL_INTERVAL_SECS": "1", "CRAFT_APPS_RELEASE_GITHUB_API_URL": "http://127.0.0.1:9999/"},
-			func(s *config.Shared, p *config.Polling) {
-				s.GitHubAPIURL, p.PollInterval = "http://127.0.0.1:9999/", time.Second
+			func(_ *config.Shared, p *config.Polling) {
+				p.GitHubAPIURL, p.PollInterval = "http://127.0.0.1:9999/", time.Second
 			}},
 		{"interval with spaces", map[string]string{"CRAFT_APPS_RELEASE_POLL_INTERVAL_SECS": " 450 "},
 			func(_ *config.Shared, p *config.Polling) { p.PollInterval = 450 * time.Second }},

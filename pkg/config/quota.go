@@ -32,18 +32,18 @@ type Schedule struct {
 	SafeInterval time.Duration
 }
 
-// Schedule works out what polling the configured apps at p's interval asks
-// of GitHub, and what GitHub allows.
-func (s Shared) Schedule(p Polling) Schedule {
-	sc := Schedule{RequestsPerHour: p.Timing().RequestsPerHour(len(s.Apps))}
-	if !isGitHub(s.GitHubAPIURL) {
+// Schedule works out what polling apps at p's interval asks of GitHub, and
+// what GitHub allows.
+func (p Polling) Schedule(apps int) Schedule {
+	sc := Schedule{RequestsPerHour: p.Timing().RequestsPerHour(apps)}
+	if !isGitHub(p.GitHubAPIURL) {
 		return sc
 	}
 	sc.QuotaPerHour, sc.SafeInterval = QuotaWithoutToken, 300*time.Second
 	if p.GitHubToken != "" {
 		sc.QuotaPerHour, sc.SafeInterval = QuotaWithToken, 60*time.Second
 	}
-	sc.SafeInterval = max(sc.SafeInterval, schedule.SafeInterval(len(s.Apps), sc.QuotaPerHour))
+	sc.SafeInterval = max(sc.SafeInterval, schedule.SafeInterval(apps, sc.QuotaPerHour))
 	return sc
 }
 
@@ -73,9 +73,9 @@ func ScheduleUsage(w io.Writer, getenv func(string) string) {
 	if err != nil {
 		apps = DefaultApps()
 	}
-	shared := Shared{Apps: apps, GitHubAPIURL: "https://api.github.com/"}
-	without := shared.Schedule(Polling{})
-	with := shared.Schedule(Polling{GitHubToken: "set"})
+	github := "https://api.github.com/"
+	without := Polling{GitHubAPIURL: github}.Schedule(len(apps))
+	with := Polling{GitHubAPIURL: github, GitHubToken: "set"}.Schedule(len(apps))
 	fmt.Fprintf(w, "\nThe GitHub quota: the fleet asks apps × 3600 / (I − M) times an hour, M = min(30 s, I/4),\n"+
 		"however many pollers share the work. A safe interval keeps that within %.0f %% of the quota (the rest\n"+
 		"is headroom for retries and restarts). For the %d configured apps, on GitHub's own API:\n", schedule.QuotaShare*100, len(apps))

@@ -51,7 +51,7 @@ func TestScheduleQuota(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			sc := cfg.Schedule(cfg.Polling)
+			sc := cfg.Schedule(len(cfg.Apps))
 			if d := sc.RequestsPerHour - tt.rph; d > 0.05 || d < -0.05 {
 				t.Errorf("RequestsPerHour = %v, want %v", sc.RequestsPerHour, tt.rph)
 			}

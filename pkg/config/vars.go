@@ -26,7 +26,6 @@ type sharedEnv struct {
 	RedisTLSCert string `env:"REDIS_TLS_CERT_FILE" helpDefault:"(unset)" help:"PEM file of a client certificate for a Redis that asks for one, with REDIS_TLS_KEY_FILE; needs rediss://"`
 	RedisTLSKey  string `env:"REDIS_TLS_KEY_FILE" helpDefault:"(unset)" help:"PEM file of the private key of REDIS_TLS_CERT_FILE"`
 	Apps         string `env:"CRAFT_APPS_RELEASE_APPS" helpDefault:"the 13 Craft Apps" help:"the apps to serve: key=Name=org/repo,key=Name=org/repo,…"`
-	GitHubAPIURL string `env:"CRAFT_APPS_RELEASE_GITHUB_API_URL" envDefault:"https://api.github.com/" help:"GitHub's REST API, GitHub Enterprise or a test fake"`
 	LogLevel     string `env:"LOG_LEVEL" envDefault:"info" help:"debug, info, warn or error"`
 	LogFormat    string `env:"LOG_FORMAT" envDefault:"json" help:"json for production, console for people"`
 }
@@ -36,6 +35,7 @@ type sharedEnv struct {
 type pollingEnv struct {
 	PollingEnabled      boolean  `env:"CRAFT_APPS_RELEASE_POLLING_ENABLED" envDefault:"true" help:"false: no GitHub requests at all (the apps are still listed)"`
 	CoordinationEnabled boolean  `env:"CRAFT_APPS_RELEASE_COORDINATION_ENABLED" envDefault:"true" help:"false: every process polls on its own; Redis is not read for claims, freshness or backoff"`
+	GitHubAPIURL        string   `env:"CRAFT_APPS_RELEASE_GITHUB_API_URL" envDefault:"https://api.github.com/" help:"GitHub's REST API, GitHub Enterprise or a test fake"`
 	GitHubToken         string   `env:"CRAFT_APPS_RELEASE_GITHUB_TOKEN" helpDefault:"(unset)" help:"optional GitHub token; unset, empty or blank: unauthenticated requests"`
 	PollInterval        *seconds `env:"CRAFT_APPS_RELEASE_POLL_INTERVAL_SECS" helpDefault:"120 with a token, 1800 without" help:"seconds between two requests for one app; at least 60 with a token, 300 without, on GitHub's own API; else at least 1"`
 	MaxBackoff          seconds  `env:"CRAFT_APPS_RELEASE_MAX_BACKOFF_SECS" envDefault:"14400" help:"seconds, the longest fleet backoff; at least the poll interval"`
