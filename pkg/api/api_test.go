@@ -81,7 +81,7 @@ func TestRoutes(t *testing.T) {
 			if tt.method == "HEAD" && rec.Body.Len() != 0 {
 				t.Errorf("HEAD body: got %q, want none", rec.Body.String())
 			}
-			// wire.md: Vary on every answer of the endpoint, errors included.
+			// docs/wire.md: Vary on every answer of the endpoint, errors included.
 			if got := rec.Header().Get("Vary"); strings.HasPrefix(tt.path, routes.ReleaseInfoPath) && tt.wantStatus != 404 && got != "Accept-Encoding" {
 				t.Errorf("Vary: got %q, want Accept-Encoding", got)
 			}

@@ -124,7 +124,7 @@ func (s *Server) handleError(err error, c echo.Context) {
 			zap.String("path", c.Request().URL.Path),
 			zap.NamedError("err", err))
 	}
-	// wire.md: Vary on every answer of the endpoint and of an app's part of
+	// docs/wire.md: Vary on every answer of the endpoint and of an app's part of
 	// it, a 405 included.
 	if c.Request().URL.Path == routes.ReleaseInfoPath || c.Path() == routes.ReleaseInfoAppPath {
 		c.Response().Header().Set(echo.HeaderVary, echo.HeaderAcceptEncoding)

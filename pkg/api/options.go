@@ -10,7 +10,7 @@ import (
 
 // options answers OPTIONS of a route with 204 and the methods it allows,
 // and the Vary that the route's other answers carry: Accept-Encoding where
-// they may be gzipped (wire.md), User-Agent for a download link.
+// they may be gzipped (docs/wire.md), User-Agent for a download link.
 func options(path string) echo.HandlerFunc {
 	allow := []string{"GET, HEAD, OPTIONS"}
 	var vary []string

@@ -1,6 +1,6 @@
 // Package cloudflare purges what changed from Cloudflare's cache: a Purger
 // queues the paths of the answers a release changed and sends them, as
-// public URLs, to Cloudflare's purge-by-URL API (operations.md,
+// public URLs, to Cloudflare's purge-by-URL API (docs/operations.md,
 // "Cloudflare"), batched, rate-bounded and retried, without ever holding up
 // the caller.
 package cloudflare

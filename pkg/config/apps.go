@@ -10,7 +10,7 @@ import (
 	"github.com/storytold/craft-releases/pkg/release"
 )
 
-// DefaultApps returns the 13 Craft Apps of config.md in that table's order.
+// DefaultApps returns the 13 Craft Apps of docs/config.md in that table's order.
 // Each call returns a new slice.
 func DefaultApps() []release.App {
 	return []release.App{

@@ -12,7 +12,7 @@ import (
 )
 
 func TestDefaultApps(t *testing.T) {
-	// The table of config.md, "The default apps", in its order.
+	// The table of docs/config.md, "The default apps", in its order.
 	want := []release.App{
 		{Key: "photocraft", Name: "PhotoCraft", Repo: "storytold/photocraft"},
 		{Key: "vectorcraft", Name: "VectorCraft", Repo: "storytold/vectorcraft"},

@@ -12,7 +12,7 @@ import (
 )
 
 // cloudflareEnv holds the variables of the purge on every release
-// (operations.md, "Cloudflare"). Both binaries read them: the pollers purge
+// (docs/operations.md, "Cloudflare"). Both binaries read them: the pollers purge
 // in a split deployment, the API standalone.
 type cloudflareEnv struct {
 	Token     string `env:"CLOUDFLARE_API_TOKEN" helpDefault:"(unset)" help:"an API token whose one permission is Zone / Cache Purge / Purge on the zone; with CLOUDFLARE_ZONE_ID and CRAFT_APPS_PUBLIC_URL, each release purges its answers from Cloudflare (split: the poller that fetched it; standalone: the API); unset: no purge"`

@@ -1,5 +1,5 @@
 // Package config reads the settings of cmd/api and cmd/poller from the
-// environment (config.md): it parses every variable with caarlos0/env,
+// environment (docs/config.md): it parses every variable with caarlos0/env,
 // checks it, raises a value below its minimum with a warning, and keeps
 // secrets out of every printed form.
 package config
@@ -79,7 +79,7 @@ type API struct {
 }
 
 // Poller holds every setting of cmd/poller. ShutdownTimeout is an addition
-// to config.md, which gives it to cmd/api only: the poller needs a bound on
+// to docs/config.md, which gives it to cmd/api only: the poller needs a bound on
 // its shutdown too.
 type Poller struct {
 	Shared

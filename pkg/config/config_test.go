@@ -657,7 +657,7 @@ func TestTiming(t *testing.T) {
 	}
 }
 
-// TestLoadRaisesNegatives checks config.md's rule for a value below its
+// TestLoadRaisesNegatives checks docs/config.md's rule for a value below its
 // minimum, a negative one included: raised to the minimum with one warning.
 func TestLoadRaisesNegatives(t *testing.T) {
 	tests := []struct {

@@ -22,7 +22,7 @@ func (s Shared) Logger(w io.Writer) *zap.Logger {
 }
 
 // LogStart logs each warning of a Load (a value raised to its minimum), then
-// the resolved settings, secrets masked, once at start-up (config.md).
+// the resolved settings, secrets masked, once at start-up (docs/config.md).
 func LogStart(log *zap.Logger, warnings []string, settings ...zap.Field) {
 	for _, w := range warnings {
 		log.Warn("setting raised to its minimum", zap.String("warning", w))

@@ -10,7 +10,7 @@ import (
 )
 
 func TestNames(t *testing.T) {
-	// Every variable of config.md for each binary, in its tables' order.
+	// Every variable of docs/config.md for each binary, in its tables' order.
 	shared := []string{
 		"REDIS_URL",
 		"REDIS_TLS_CA_FILE",

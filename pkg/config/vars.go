@@ -130,7 +130,7 @@ func (m *millis) UnmarshalText(text []byte) error {
 
 // wholeNumber parses s as a count of unit, refusing what a time.Duration
 // cannot hold. A negative count parses: it is below every minimum, and the
-// checks raise it with a warning (config.md).
+// checks raise it with a warning (docs/config.md).
 func wholeNumber(s string, unit time.Duration) (time.Duration, error) {
 	limit := int64(math.MaxInt64 / unit)
 	n, err := strconv.ParseInt(s, 10, 64)

@@ -1,6 +1,6 @@
 // Package github is the service's GitHub source: it asks GitHub's REST API for
 // the latest release of one app with go-github, classifies the answer
-// (spec/github.md) and turns the untrusted release into a bounded, filtered
+// (docs/github.md) and turns the untrusted release into a bounded, filtered
 // release.Release.
 package github
 
@@ -23,7 +23,7 @@ import (
 	"github.com/storytold/craft-releases/pkg/release"
 )
 
-// Defaults and bounds of the request (spec/github.md, "The request").
+// Defaults and bounds of the request (docs/github.md, "The request").
 const (
 	DefaultBaseURL        = "https://api.github.com/"
 	DefaultUserAgent      = "craft-releases"
@@ -155,7 +155,7 @@ func (c *Client) gh() *gogithub.Client {
 
 // Latest asks GitHub for the latest release of app.Repo ("org/project"),
 // sending etag as If-None-Match when it is an entity tag of at most MaxETag
-// bytes, and classifies the answer as spec/github.md says:
+// bytes, and classifies the answer as docs/github.md says:
 //
 //   - 200 with a good release: Fetched, with the filtered release and the
 //     answer's ETag ("" when it is not such an entity tag); a bad body (not JSON, a known field of the wrong type, a
@@ -241,7 +241,7 @@ func (c *Client) latest(ctx context.Context, repo, etag string) release.Answer {
 	return a
 }
 
-// newRequest builds the one GET, with every header spec/github.md asks for.
+// newRequest builds the one GET, with every header docs/github.md asks for.
 func (c *Client) newRequest(gh *gogithub.Client, repo, etag string) (*http.Request, error) {
 	org, project, ok := strings.Cut(repo, "/")
 	if !ok || org == "" || project == "" || strings.Contains(project, "/") {

@@ -71,7 +71,7 @@ func (p *apiPod) waitBody(t testing.TB, want string) {
 	}
 }
 
-// The lists in wire.md's shape, as the pod must serve them.
+// The lists in docs/wire.md's shape, as the pod must serve them.
 const (
 	wireRenames = `"app_renames":[{"old_name":"PdfCraft","old_name_lower":"pdfcraft","new_name":"DocuCraft","new_name_lower":"docucraft","description":"Same app, new name.","renamed_at":"2026-10-01T00:00:00Z"}],` +
 		`"repo_renames":[{"old_name":"storytold/pdfcraft","new_name":"storytold/docucraft","renamed_at":"2026-10-01T00:00:00Z"}]`

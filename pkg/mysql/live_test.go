@@ -90,7 +90,7 @@ func TestLiveWindows(t *testing.T) {
 	}
 }
 
-// TestLiveShape checks every field of what Live returns against wire.md.
+// TestLiveShape checks every field of what Live returns against docs/wire.md.
 func TestLiveShape(t *testing.T) {
 	db := migrated(t, nil)
 	created := noon.Add(-time.Hour)

@@ -28,7 +28,7 @@ const (
 // NoticeKind says how launchers show a notice.
 type NoticeKind string
 
-// The kinds of notices (wire.md).
+// The kinds of notices (docs/wire.md).
 const (
 	KindAnnouncement NoticeKind = "announcement" // inline, dismissible
 	KindAlert        NoticeKind = "alert"        // a popup the user acknowledges; may have a link
@@ -37,7 +37,7 @@ const (
 // RenameKind says what was renamed.
 type RenameKind string
 
-// The kinds of renames (wire.md).
+// The kinds of renames (docs/wire.md).
 const (
 	KindAppRename  RenameKind = "app"  // an app's display name
 	KindRepoRename RenameKind = "repo" // a GitHub repository, org/project

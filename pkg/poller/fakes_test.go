@@ -175,7 +175,7 @@ func (s *fakeSource) take() (asked []string, at []time.Time) {
 	return asked, at
 }
 
-// fakeFleet is the shared state in memory, with redis.md's guarded writes in
+// fakeFleet is the shared state in memory, with docs/redis.md's guarded writes in
 // their simplest form. It records every call as "Op" or "Op app".
 type fakeFleet struct {
 	mu      sync.Mutex

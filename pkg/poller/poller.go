@@ -1,5 +1,5 @@
 // Package poller runs the tick loop that asks GitHub about every configured
-// app when it is due (poller.md, "One tick"). It keeps every app's state in
+// app when it is due (docs/scheduling.md, "One tick"). It keeps every app's state in
 // memory and, when given a Fleet, coordinates with the other pollers through
 // it: it reads the fleet's state, claims apps, shares what it learns and
 // honours the fleet backoff. Without a Fleet, or while the Fleet fails, the
@@ -29,7 +29,7 @@ type Source interface {
 	Latest(ctx context.Context, app release.App, etag string) release.Answer
 }
 
-// Fleet is the state the pollers share (redis.md). Every method may fail with
+// Fleet is the state the pollers share (docs/redis.md). Every method may fail with
 // a Redis error; a refused guarded write is not an error but false.
 type Fleet interface {
 	// Load reads every listed app's shared entry and the fleet backoff in one pipeline.

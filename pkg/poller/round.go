@@ -119,7 +119,7 @@ func (p *Poller) shareBackoff(ctx context.Context, read, next schedule.Backoff, 
 // repair writes back from memory, guarded as usual and without asking
 // GitHub, every app whose shared entry, as just read, has no fetch or an
 // older one than memory holds: Redis was flushed, a key expired, or a write
-// was lost in a failover (redis.md, "Republishing after a loss"). Each entry
+// was lost in a failover (docs/redis.md, "Republishing after a loss"). Each entry
 // keeps its own fetch time, so nothing looks fresher than it is. A Redis
 // error stops the repair and makes the round standalone.
 func (p *Poller) repair(ctx context.Context, shared map[string]release.Entry, r *round) {

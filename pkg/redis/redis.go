@@ -1,4 +1,4 @@
-// Package redis is the one way the service connects to Redis (redis.md,
+// Package redis is the one way the service connects to Redis (docs/redis.md,
 // "Clients and timeouts"): REDIS_URL parsed once into Options, the timeouts,
 // TLS and the password kept out of what is printed, and every client built
 // from them: the poller's Conn, which connects on first use, and NewClient,
@@ -71,7 +71,7 @@ func Parse(rawURL string) (Options, error) {
 	if opt.ConnWriteTimeout == 0 {
 		opt.ConnWriteTimeout = callTimeout
 	}
-	// No CLIENT SETINFO: the ACL users of redis.md do not grant it.
+	// No CLIENT SETINFO: the ACL users of docs/redis.md do not grant it.
 	opt.ClientSetInfo = rueidis.DisableClientSetInfo
 	return Options{opt: opt}, nil
 }

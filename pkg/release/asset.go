@@ -38,7 +38,7 @@ const (
 // recognising an asset allocates only its Platform; nothing may write to it.
 var arches = [...]string{ArchX64, ArchX86, ArchARM64, ArchUniversal}
 
-// suffixes are the file-name endings of assets.md rule 2, in the order they
+// suffixes are the file-name endings of docs/assets.md rule 2, in the order they
 // are tried: longer endings come before the endings they contain.
 var suffixes = [...]struct{ suffix, packageType string }{
 	{"-portable.zip", PackagePortableZip},
@@ -54,7 +54,7 @@ var suffixes = [...]struct{ suffix, packageType string }{
 }
 
 // ParseAsset reports the platform an asset's file name names, following
-// assets.md: "<app>-<version>-<os>-<arch>[-portable].<ext>", the macOS
+// docs/assets.md: "<app>-<version>-<os>-<arch>[-portable].<ext>", the macOS
 // command-line "<app>-cli-<version>-macos-universal.zip", and the web build
 // "<app>-web-<version>.zip". Matching is exact and case-sensitive. It returns
 // nil for any other name, so it is safe on untrusted input.
@@ -75,7 +75,7 @@ func ParseAsset(name string) *Platform {
 		return nil
 	}
 	arch := archOf(base[i+1:])
-	// With a single "-" the os is everything before it (assets.md rule 3).
+	// With a single "-" the os is everything before it (docs/assets.md rule 3).
 	os := base[:i]
 	if j := strings.LastIndexByte(os, '-'); j >= 0 {
 		os = os[j+1:]

@@ -7,7 +7,7 @@ import (
 	"github.com/storytold/craft-releases/pkg/release"
 )
 
-// assetVectors are the test vectors of assets.md, plus cases for each rule
+// assetVectors are the test vectors of docs/assets.md, plus cases for each rule
 // that the vectors leave implicit. want is "os/arch/package_type", with "null"
 // for a nil arch, or "" for a nil platform.
 var assetVectors = []struct {
@@ -49,7 +49,7 @@ var assetVectors = []struct {
 	{"no known suffix", "photocraft-0.5.0-windows-x64.exe", ""},
 	{"no hyphen in base", "x64.deb", ""},
 
-	// Beyond the vectors of assets.md, one case per rule they leave implicit.
+	// Beyond the vectors of docs/assets.md, one case per rule they leave implicit.
 	{"web wins over everything", "photocraft-web-0.5.0-windows-x64-portable.zip", "web/null/web_zip"},
 	{"web needs zip", "photocraft-web-0.5.0.tar.gz", ""},
 	{"web needs hyphens both sides", "photocraftweb-0.5.0.zip", ""},

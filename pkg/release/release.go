@@ -94,7 +94,7 @@ func (e Entry) Merge(o Entry) Entry {
 	return e
 }
 
-// Outcome classifies one answer from GitHub (github.md, "Classifying the answer").
+// Outcome classifies one answer from GitHub (docs/github.md, "Classifying the answer").
 type Outcome int
 
 // The outcomes of one GitHub request.

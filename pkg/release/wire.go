@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 )
 
-// Info is the whole body of GET /v1/craft_apps/release_info (wire.md).
+// Info is the whole body of GET /v1/craft_apps/release_info (docs/wire.md).
 // Field order is the wire's key order; every key is always present.
 type Info struct {
 	Success          bool         `json:"success"`

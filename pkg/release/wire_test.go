@@ -10,7 +10,7 @@ import (
 	"github.com/storytold/craft-releases/test/testkit"
 )
 
-// exampleInfo builds the wire.md example as values, inserting the apps in
+// exampleInfo builds the docs/wire.md example as values, inserting the apps in
 // the reverse of their wire order to show the keys come out sorted.
 func exampleInfo() release.Info {
 	sum := "8a5edab282632443219e051e4ade2d1d5bbc671c781051bf1437897cbdfea0f1"

@@ -11,7 +11,7 @@ import (
 	"github.com/storytold/craft-releases/pkg/release"
 )
 
-// The public paths (wire.md, "Other endpoints"); the health endpoints are
+// The public paths (docs/wire.md, "Other endpoints"); the health endpoints are
 // pkg/daemon's. deploy/check imports them to check the Kubernetes manifests.
 const (
 	ReleaseInfoPath    = "/v1/craft_apps/release_info"   // the endpoint launchers call

@@ -17,7 +17,7 @@ type Round struct {
 }
 
 // Next returns the fleet backoff after round r, which ended at now, given the
-// backoff prev in force before it (poller.md, "Backoff after a round"):
+// backoff prev in force before it (docs/scheduling.md, "The fleet backoff after a round"):
 //
 //   - rate limited: one more bad round; the backoff lasts
 //     jittered(min(I × 2^(trouble−1), MaxBackoff)), and never ends before

@@ -9,7 +9,7 @@ import (
 	"github.com/storytold/craft-releases/pkg/schedule"
 )
 
-// worked is the timing of poller.md's worked examples: I = 1800 s, max 4 h.
+// worked is the timing of docs/scheduling.md's worked examples: I = 1800 s, max 4 h.
 var worked = schedule.Timing{Interval: 1800 * time.Second, MaxBackoff: 4 * time.Hour}
 
 func TestNext(t *testing.T) {
@@ -77,7 +77,7 @@ func TestNext(t *testing.T) {
 	}
 }
 
-// TestNextWorkedExamples replays poller.md's worked examples round after round.
+// TestNextWorkedExamples replays docs/scheduling.md's worked examples round after round.
 func TestNextWorkedExamples(t *testing.T) {
 	start := time.Date(2026, 10, 10, 12, 0, 0, 0, time.UTC)
 	tests := []struct {

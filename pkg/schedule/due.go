@@ -7,7 +7,7 @@ import (
 )
 
 // Due reports whether the app whose state is e should be asked about at now
-// (poller.md, "Is an app due?"):
+// (docs/scheduling.md, "Is an app due?"):
 //
 //  1. fetched (or confirmed by a 304) less than I − M ago → not due;
 //  2. else, failing with n failures in a row, the last one less than

@@ -1,4 +1,4 @@
-// Package schedule holds the poller's pure rules (poller.md): when an app is
+// Package schedule holds the poller's pure rules (docs/scheduling.md): when an app is
 // due, the fleet backoff after a round, and jitter. Nothing here sleeps, reads
 // a clock or does I/O; the caller passes now and the random draws.
 package schedule

@@ -303,7 +303,7 @@ func TestPollersRefillFlushedRedis(t *testing.T) {
 	t.Logf("refilled within %v; %d samples kept every release", time.Since(flushed), samples)
 
 	// The pollers held every ETag: GitHub answered 304s, and the releases
-	// came back from their memory (redis.md, "Republishing after a loss").
+	// came back from their memory (docs/redis.md, "Republishing after a loss").
 	for _, r := range gh.Requests() {
 		if etag := gh.ETag(r.Repo); etag != "" && r.IfNoneMatch != etag {
 			t.Errorf("after the flush %s was asked with If-None-Match %q, want %q", r.Repo, r.IfNoneMatch, etag)

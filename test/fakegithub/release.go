@@ -63,7 +63,7 @@ func (r Release) JSON() []byte {
 
 // NewRelease returns a well-formed, published release of repo ("org/project")
 // tagged tag, with notes and one asset per kind of package a Craft App ships
-// plus a checksum file, each named as assets.md expects, with a download URL
+// plus a checksum file, each named as docs/assets.md expects, with a download URL
 // under the repository and a sha256 digest. The same repo and tag always give
 // the same release.
 func NewRelease(repo, tag string) Release {

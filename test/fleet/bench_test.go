@@ -23,7 +23,7 @@ import (
 	"github.com/storytold/craft-releases/test/redistest"
 )
 
-// productionTiming is config.md's default timing for interval.
+// productionTiming is docs/config.md's default timing for interval.
 func productionTiming(interval time.Duration) schedule.Timing {
 	return schedule.Timing{
 		Interval:      interval,

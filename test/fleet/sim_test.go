@@ -340,7 +340,7 @@ func byApp(reqs []request) map[string]int {
 	return n
 }
 
-// defaultApps are the 13 apps of config.md.
+// defaultApps are the 13 apps of docs/config.md.
 func defaultApps() []release.App { return config.DefaultApps() }
 
 // keys returns the apps' keys in order.

@@ -164,7 +164,7 @@ const (
 	podUp      = "redis available again"
 )
 
-// checkOutageLogs holds each process to one warning per outage (poller.md:
+// checkOutageLogs holds each process to one warning per outage (docs/scheduling.md:
 // at most one every 10 minutes while it lasts, and "back" only after a whole
 // tick without a Redis error): no more warnings than the Redis outages that
 // reached it in its life, a failover for all, a silent Redis for its poller
@@ -317,7 +317,7 @@ func (s *soak) checkLag(r *report) {
 	}
 }
 
-// checkGitHub checks the requests against the rules of poller.md.
+// checkGitHub checks the requests against the rules of docs/scheduling.md.
 func (s *soak) checkGitHub(r *report) {
 	span := s.loadEnded.Sub(s.began)
 	byRepo := make(map[string][]ghRequest)

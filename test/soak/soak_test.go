@@ -22,7 +22,7 @@ import (
 
 const module = "github.com/storytold/craft-releases"
 
-// The deployment's timings. The rules of poller.md derive the rest from
+// The deployment's timings. The rules of docs/scheduling.md derive the rest from
 // them, and every bound the soak checks is derived from these in turn.
 const (
 	interval      = 10 * time.Second // I, CRAFT_APPS_RELEASE_POLL_INTERVAL_SECS
@@ -56,12 +56,12 @@ const (
 // Bounds of the checks, from the rules.
 const (
 	// earlyGap: two requests for one app closer than this need a reason
-	// (poller.md: fresh until I − M, and a failure is retried after
+	// (docs/scheduling.md: fresh until I − M, and a failure is retried after
 	// min(F·2ⁿ⁻¹, I) − M with F = I here).
 	earlyGap = interval - skewMargin - slack
 
 	// repairBound: a flushed entry is written back from memory at the next
-	// tick of any poller (redis.md, "Republishing after a loss"): one tick,
+	// tick of any poller (docs/redis.md, "Republishing after a loss"): one tick,
 	// plus a round in progress, plus slack.
 	repairBound = longestTick + longestTick + slack
 

@@ -1,4 +1,4 @@
--- The renames and notices launchers are told about (wire.md). Every row has an
+-- The renames and notices launchers are told about (docs/wire.md). Every row has an
 -- optional window: it is live from starts_at (NULL: from its creation) until
 -- ends_at (NULL: until it is ended). Times are UTC. The limits match
 -- pkg/mysql's (validate.go); the CHECKs keep hand-written rows honest too.

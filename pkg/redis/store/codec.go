@@ -16,7 +16,7 @@ import (
 // the whole hash read as absent.
 const formatVersion = "1"
 
-// Hash field names (redis.md, "Keys").
+// Hash field names (docs/redis.md, "Keys").
 const (
 	fieldV         = "v"
 	fieldFetchedMS = "fetched_ms"

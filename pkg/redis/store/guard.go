@@ -16,7 +16,7 @@ import (
 
 // guardLua is the second half of a guarded change made by script: it
 // applies a decision made in Go only if the hash still holds what the
-// decision read (redis.md, "The guarded write").
+// decision read (docs/redis.md, "The guarded write").
 //
 //go:embed guard.lua
 var guardLua string

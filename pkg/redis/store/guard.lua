@@ -1,4 +1,4 @@
--- The second half of a guarded change (redis.md, "The guarded write"). The
+-- The second half of a guarded change (docs/redis.md, "The guarded write"). The
 -- decision was made in Go (decide, guard.go) on the fields that it reads, as
 -- read just before; this script applies it only if those fields still hold
 -- exactly that, so that the script path and the WATCH/MULTI/EXEC path read a

@@ -15,7 +15,7 @@ import (
 	"github.com/storytold/craft-releases/test/redistest"
 )
 
-// t0 is 12:00 on the day of the sequence in redis.md.
+// t0 is 12:00 on the day of the sequence in docs/redis.md.
 var t0 = time.Date(2026, 10, 10, 12, 0, 0, 0, time.UTC)
 
 func at(hhmm string) time.Time {

@@ -15,7 +15,7 @@ import (
 	"github.com/storytold/craft-releases/test/redistest"
 )
 
-// apps13 are the default apps of config.md.
+// apps13 are the default apps of docs/config.md.
 var apps13 = []string{"photocraft", "vectorcraft", "filmcraft", "lightcraft", "pdfcraft", "effectcraft",
 	"designcraft", "wordcraft", "deckcraft", "gridcraft", "cadcraft", "soundcraft", "artcraft-launcher"}
 

@@ -1,4 +1,4 @@
-// Package store is the fleet's shared state in Redis (redis.md): the app and
+// Package store is the fleet's shared state in Redis (docs/redis.md): the app and
 // backoff hashes, how they are read, and the guarded write that never moves an
 // entry back in time, as a Lua script or, where Redis refuses scripts, as
 // WATCH/MULTI/EXEC. Every script and transaction touches one key, so it works
@@ -22,7 +22,7 @@ import (
 	"github.com/storytold/craft-releases/pkg/schedule"
 )
 
-// TTLs (redis.md, "Keys").
+// TTLs (docs/redis.md, "Keys").
 const (
 	entryTTL   = 7 * 24 * time.Hour
 	backoffTTL = 24 * time.Hour
@@ -339,7 +339,7 @@ func (s *Store) PutMeta(ctx context.Context, m release.Meta, at time.Time) (bool
 	return v == written, nil
 }
 
-// The writes by kind (redis.md, "Writes by kind").
+// The writes by kind (docs/redis.md, "Writes by kind").
 
 // of returns w as a write of app's hash, decided on as read at the Store's time.
 func (s *Store) of(app string, w write) write {

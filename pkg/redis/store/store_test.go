@@ -40,7 +40,7 @@ func startCluster(t testing.TB) *redistest.Server {
 	return srv
 }
 
-// TestSequence is the sequence of redis.md that must hold against a real
+// TestSequence is the sequence of docs/redis.md that must hold against a real
 // Redis, on each path and topology.
 func TestSequence(t *testing.T) {
 	for _, top := range topologies {
