@@ -14,6 +14,7 @@ import (
 	"github.com/storytold/craft-releases/pkg/release"
 	"github.com/storytold/craft-releases/pkg/snapshot"
 	"github.com/storytold/craft-releases/test/fakeclock"
+	"github.com/storytold/craft-releases/test/testkit"
 )
 
 func TestRequests(t *testing.T) {
@@ -113,7 +114,7 @@ func TestRequestsConcurrent(t *testing.T) {
 // TestRequestsAllocs holds a recorder to no allocation once its code was seen,
 // so that the endpoint's answers stay free of allocations.
 func TestRequestsAllocs(t *testing.T) {
-	if raceEnabled {
+	if testkit.RaceEnabled {
 		t.Skip("the race detector changes allocation counts: task test-allocs runs this without it")
 	}
 	record := metrics.NewRequests().Route("/a")
