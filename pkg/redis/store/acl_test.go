@@ -12,7 +12,7 @@ import (
 // lines of store.PollerACL and store.APIACL, which the binaries' tests run
 // as.
 func TestRunbookQuotesTheACLs(t *testing.T) {
-	doc, err := os.ReadFile("../../docs/operations.md")
+	doc, err := os.ReadFile("../../../docs/operations.md")
 	if err != nil {
 		t.Fatal(err)
 	}
