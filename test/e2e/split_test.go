@@ -56,6 +56,7 @@ func appKeys() []string {
 }
 
 func TestReleaseReachesEveryPod(t *testing.T) {
+	t.Parallel()
 	gh := fakegithub.New(t)
 	want := publishFirst(gh)
 	rs := redistest.Start(t)
@@ -159,6 +160,7 @@ func etags(t testing.TB, pods []*proc) []string {
 }
 
 func TestGuardedWriteReachesEveryPod(t *testing.T) {
+	t.Parallel()
 	rs := redistest.Start(t)
 	s := newStore(t, rs.URL(), nil)
 	base := time.Now().Truncate(time.Millisecond)
@@ -189,6 +191,7 @@ func TestGuardedWriteReachesEveryPod(t *testing.T) {
 }
 
 func TestPodsKeepWhatRedisLoses(t *testing.T) {
+	t.Parallel()
 	rs := redistest.Start(t)
 	s := newStore(t, rs.URL(), nil)
 	// A day ago, so that every newer write of the test is still in the past:
@@ -259,6 +262,7 @@ func bodies(t testing.TB, pods []*proc) [][]byte {
 }
 
 func TestPollersRefillFlushedRedis(t *testing.T) {
+	t.Parallel()
 	gh := fakegithub.New(t)
 	want := publishFirst(gh)
 	rs := redistest.Start(t)
@@ -317,6 +321,7 @@ func TestPollersRefillFlushedRedis(t *testing.T) {
 }
 
 func TestOlderOrBrokenEntriesAreIgnored(t *testing.T) {
+	t.Parallel()
 	rs := redistest.Start(t)
 	s := newStore(t, rs.URL(), nil)
 	// A day ago, so that every newer write of the test is still in the past:
@@ -400,6 +405,7 @@ func TestOlderOrBrokenEntriesAreIgnored(t *testing.T) {
 }
 
 func TestRedisStoppedAndRestarted(t *testing.T) {
+	t.Parallel()
 	gh := fakegithub.New(t)
 	want := publishFirst(gh)
 	rs := redistest.Start(t)
@@ -470,6 +476,7 @@ func TestRedisStoppedAndRestarted(t *testing.T) {
 }
 
 func TestPodWithoutClientTracking(t *testing.T) {
+	t.Parallel()
 	gh := fakegithub.New(t)
 	want := publishFirst(gh)
 	rs := redistest.Start(t)
@@ -495,6 +502,7 @@ func TestPodWithoutClientTracking(t *testing.T) {
 }
 
 func TestSilentRedisAtStartUp(t *testing.T) {
+	t.Parallel()
 	srv := silentredis.Start(t)
 	env := podEnv(srv.URL(), testAppsEnv)
 	env["CRAFT_APPS_HYDRATE_TIMEOUT_SECS"] = "3"
@@ -551,6 +559,7 @@ func TestSilentRedisAtStartUp(t *testing.T) {
 // interval it was still not served after 50 s; now 15.0 s, I − M). 8 s here,
 // to keep the test short.
 func TestFutureWriteCostsAtMostAnInterval(t *testing.T) {
+	t.Parallel()
 	const interval = 8 * time.Second
 	gh := fakegithub.New(t)
 	want := publishFirst(gh)
