@@ -203,6 +203,10 @@ func TestOpenAPIServed(t *testing.T) {
 func TestOpenAPIAnswers(t *testing.T) {
 	doc := openapitest.Load(t, openAPIDoc)
 	opts := Options{Metrics: metricsStub()}
+	// A rendering is immutable: rendered (and compressed) once for every
+	// server. Each request gets servers of its own, with a fresh gate and
+	// webhook fleet.
+	renderings := map[bool]*snapshot.Rendering{false: fullRendering(false), true: fullRendering(true)}
 	server := func(binary string, ready, warm bool) *Server {
 		g := new(Gate)
 		if ready {
@@ -211,7 +215,7 @@ func TestOpenAPIAnswers(t *testing.T) {
 		if binary != "api" {
 			return NewHealth(g, zap.NewNop(), opts)
 		}
-		return New(fixed{fullRendering(warm)}, g, zap.NewNop(), Options{Webhook: webhookHandler(t, ready)})
+		return New(fixed{renderings[warm]}, g, zap.NewNop(), Options{Webhook: webhookHandler(t, ready)})
 	}
 	for _, binary := range []string{"api", "api-metrics", "poller"} {
 		for _, op := range doc.Operations(t, binary) {
