@@ -44,6 +44,7 @@ var quiet = hydrate.WithInterval(time.Hour)
 const waitLimit = 30 * time.Second
 
 func TestLoad(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name  string
 		setup func(t testing.TB, srv *redistest.Server)
@@ -108,6 +109,7 @@ func TestLoad(t *testing.T) {
 }
 
 func TestLoadWithoutApps(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	hs := startApps(t, srv.URL(), nil)
 	hs.waitLoaded(t)
@@ -117,6 +119,7 @@ func TestLoadWithoutApps(t *testing.T) {
 }
 
 func TestInvalidationReachesSink(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name  string
 		write func(t testing.TB, srv *redistest.Server)
@@ -184,6 +187,7 @@ func TestInvalidationReachesSink(t *testing.T) {
 // reaches the sink when nothing changed, and that with client tracking it is
 // answered by the local cache, not by Redis.
 func TestRereadOfNothingNewPassesNothing(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name      string
 		url       func(t testing.TB, srv *redistest.Server) string
@@ -227,6 +231,7 @@ func TestRereadOfNothingNewPassesNothing(t *testing.T) {
 }
 
 func TestLostEntryKeepsWhatSinkHas(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name    string
 		lose    func(t testing.TB, srv *redistest.Server)
@@ -272,6 +277,7 @@ func TestLostEntryKeepsWhatSinkHas(t *testing.T) {
 }
 
 func TestOlderEntryIgnored(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name  string
 		write func(t testing.TB, srv *redistest.Server)
@@ -313,6 +319,7 @@ func TestOlderEntryIgnored(t *testing.T) {
 }
 
 func TestConnectionLoss(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		lose func(t testing.TB, srv *redistest.Server, hs *harness)
@@ -369,6 +376,7 @@ func TestConnectionLoss(t *testing.T) {
 // pod serves from a promoted replica within a second of its promotion, not
 // after a wait that grew through the failover.
 func TestRetryCapped(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	srv.Stop()
 	clk := fakeclock.New(base)
@@ -385,6 +393,7 @@ func TestRetryCapped(t *testing.T) {
 }
 
 func TestRedisDownAtStart(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	srv.Stop()
 	clk := fakeclock.New(base)
@@ -418,6 +427,7 @@ func TestRedisDownAtStart(t *testing.T) {
 }
 
 func TestFallbackWithoutClientTracking(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name   string
 		before func(t testing.TB, srv *redistest.Server) string // returns the URL
@@ -474,6 +484,7 @@ func TestFallbackWithoutClientTracking(t *testing.T) {
 }
 
 func TestSilentRedis(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		wait func(t testing.TB, srv *silentredis.Server, hs *harness)
@@ -512,6 +523,7 @@ func TestSilentRedis(t *testing.T) {
 }
 
 func TestPasswordNeverShown(t *testing.T) {
+	t.Parallel()
 	const secret = "s3cr/3t-pw"
 	t.Run("Run", func(t *testing.T) {
 		tests := []struct {

@@ -86,6 +86,7 @@ func putMeta(t testing.TB, s *store.Store, m release.Meta, at time.Time) {
 }
 
 func TestMetaLoad(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name  string
 		apps  []release.App
@@ -137,6 +138,7 @@ func TestMetaLoad(t *testing.T) {
 // TestMetaNeverGoesBack: the sink gets a meta only when it is newer than the
 // last one; an older, unreadable or deleted hash changes nothing.
 func TestMetaNeverGoesBack(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	pub := publisher(t, srv)
 	putMeta(t, pub, announcing("v1"), base)
@@ -175,6 +177,7 @@ func TestMetaNeverGoesBack(t *testing.T) {
 
 // TestMetaNotRead: without WithMeta the meta hash is not read at all.
 func TestMetaNotRead(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	putMeta(t, publisher(t, srv), announcing("hello"), base)
 	hs := start(t, srv.URL(), quiet)

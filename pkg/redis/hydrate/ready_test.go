@@ -57,6 +57,7 @@ func refusedLines(hs *harness) []string {
 // says why once, so that a rollout with a wrong password or user stalls with
 // the old pods serving; once the configuration is fixed it loads and opens.
 func TestReadyWhenRedisRefusesThePod(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name    string
 		url     func(srv *redistest.Server) string
@@ -126,6 +127,7 @@ func TestReadyWhenRedisRefusesThePod(t *testing.T) {
 // goes away (a restart during a bad rollout): the pod stays unready until a
 // load, rather than opening empty as an outage would.
 func TestReadyRefusedThenAnOutage(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	srv.MustDo("ACL", "SETUSER", "api", "on", ">old", "~*", "&*", "+@all")
 	hs := start(t, "redis://api:new@"+srv.Addr, quiet)
@@ -150,6 +152,7 @@ func TestReadyRefusedThenAnOutage(t *testing.T) {
 // the timeout the pod still stays unready, rather than opening empty as if
 // the refusal had been an outage.
 func TestReadyRefusedThenAnOutageBeforeTheTimeout(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	srv.MustDo("ACL", "SETUSER", "api", "on", ">old", "~*", "&*", "+@all")
 	hs := start(t, "redis://api:new@"+srv.Addr, quiet)
@@ -171,6 +174,7 @@ func TestReadyRefusedThenAnOutageBeforeTheTimeout(t *testing.T) {
 // hydrate timeout with what it has, as before: an outage must never take
 // every pod out of the Service.
 func TestReadyDuringAnOutage(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		url  func(t *testing.T) string
@@ -203,6 +207,7 @@ func TestReadyDuringAnOutage(t *testing.T) {
 
 // TestReadyAfterFirstLoad: a pod that loads is ready at once.
 func TestReadyAfterFirstLoad(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	hs := start(t, srv.URL(), quiet)
 	opened := readiness(t, hs)
