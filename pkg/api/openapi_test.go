@@ -204,10 +204,9 @@ func TestOpenAPIAnswers(t *testing.T) {
 	doc := openapitest.Load(t, openAPIDoc)
 	opts := Options{Metrics: metricsStub()}
 	// A rendering is immutable: rendered (and compressed) once for every
-	// server. Each request gets servers of its own, with a fresh gate and
-	// webhook fleet.
+	// server.
 	renderings := map[bool]*snapshot.Rendering{false: fullRendering(false), true: fullRendering(true)}
-	server := func(binary string, ready, warm bool) *Server {
+	newServer := func(binary string, ready, warm bool) *Server {
 		g := new(Gate)
 		if ready {
 			g.Open()
@@ -217,6 +216,24 @@ func TestOpenAPIAnswers(t *testing.T) {
 		}
 		return New(fixed{renderings[warm]}, g, zap.NewNop(), Options{Webhook: webhookHandler(t, ready)})
 	}
+	// A GET changes nothing its answers depend on: those share a server
+	// of each kind. A webhook delivery is remembered: each gets servers of
+	// its own, with a fresh fleet.
+	type kind struct {
+		binary      string
+		ready, warm bool
+	}
+	shared := map[kind]*Server{}
+	server := func(method, binary string, ready, warm bool) *Server {
+		if method == http.MethodPost {
+			return newServer(binary, ready, warm)
+		}
+		k := kind{binary, ready, warm}
+		if shared[k] == nil {
+			shared[k] = newServer(binary, ready, warm)
+		}
+		return shared[k]
+	}
 	for _, binary := range []string{"api", "api-metrics", "poller"} {
 		for _, op := range doc.Operations(t, binary) {
 			method, _, _ := strings.Cut(op, " ")
@@ -225,7 +242,7 @@ func TestOpenAPIAnswers(t *testing.T) {
 				for _, gz := range []bool{false, true} {
 					for _, ready := range []bool{false, true} {
 						for _, warm := range []bool{false, true} {
-							s := server(binary, ready, warm)
+							s := server(method, binary, ready, warm)
 							ask := func(etag string) *http.Response {
 								req := openapitest.NewRequest(t, method, "", r)
 								if gz {
