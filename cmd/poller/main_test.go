@@ -59,6 +59,7 @@ func startPoller(t *testing.T, vars map[string]string) (base string, logs *testk
 }
 
 func TestPollerPublishesToRedisAndStatusShowsIt(t *testing.T) {
+	t.Parallel()
 	gh := fakegithub.New(t)
 	gh.Publish("storytold/photocraft", fakegithub.NewRelease("storytold/photocraft", "v0.5.0"))
 	rs := redistest.Start(t)
@@ -90,6 +91,7 @@ func TestPollerPublishesToRedisAndStatusShowsIt(t *testing.T) {
 }
 
 func TestPollerStartsWithRedisDownAndCarriesOnStandalone(t *testing.T) {
+	t.Parallel()
 	gh := fakegithub.New(t)
 	gh.Publish("storytold/photocraft", fakegithub.NewRelease("storytold/photocraft", "v1.0.0"))
 	vars := env(gh, "redis://"+testkit.FreeAddr(t)) // nothing listens there
@@ -105,6 +107,7 @@ func TestPollerStartsWithRedisDownAndCarriesOnStandalone(t *testing.T) {
 }
 
 func TestPollerRefusesToStartWithoutRedisWhileCoordinating(t *testing.T) {
+	t.Parallel()
 	vars := map[string]string{}
 	err := run(context.Background(), nil, func(k string) string { return vars[k] }, io.Discard, io.Discard)
 	if err == nil || !strings.Contains(err.Error(), "REDIS_URL") {
@@ -113,6 +116,7 @@ func TestPollerRefusesToStartWithoutRedisWhileCoordinating(t *testing.T) {
 }
 
 func TestHelpListsEveryVariableAndStatus(t *testing.T) {
+	t.Parallel()
 	var out bytes.Buffer
 	if err := run(context.Background(), []string{"--help"}, func(string) string { return "" }, &out, io.Discard); err != nil {
 		t.Fatal(err)
