@@ -240,6 +240,7 @@ func TestLostEntryKeepsWhatSinkHas(t *testing.T) {
 		{name: "flushall", lose: func(_ testing.TB, srv *redistest.Server) { srv.MustDo("FLUSHALL") }, missing: 3},
 		{name: "pexpire", lose: func(_ testing.TB, srv *redistest.Server) { srv.MustDo("PEXPIRE", store.AppKey("photocraft"), "1") }, missing: 1},
 		{name: "expire", lose: func(_ testing.TB, srv *redistest.Server) { srv.MustDo("EXPIRE", store.AppKey("photocraft"), "1") }, missing: 1},
+		{name: "deleted", lose: func(_ testing.TB, srv *redistest.Server) { srv.MustDo("DEL", store.AppKey("photocraft")) }, missing: 1},
 		{name: "another format version", lose: func(t testing.TB, srv *redistest.Server) { hset(t, srv, "photocraft", "v", "2") }, missing: 1},
 		{name: "not a hash", lose: func(_ testing.TB, srv *redistest.Server) {
 			srv.MustDo("DEL", store.AppKey("photocraft"))
@@ -327,9 +328,14 @@ func TestConnectionLoss(t *testing.T) {
 		{
 			name: "redis restarted empty",
 			lose: func(t testing.TB, srv *redistest.Server, hs *harness) {
+				before, calls0 := hs.sink.state()
 				srv.Stop()
 				waitUntil(t, "a failed read", func() bool { return !hs.h.Counts().Connected })
 				hs.mustBeRunning(t)
+				// While Redis is down the sink keeps what it has.
+				if after, calls := hs.sink.state(); calls != calls0 || describeAll(after) != describeAll(before) {
+					t.Errorf("sink while Redis is down (%d SetAll calls, want %d):\n got %s\nwant %s", calls, calls0, describeAll(after), describeAll(before))
+				}
 				srv.Restart()
 			},
 		},
