@@ -26,6 +26,7 @@ import (
 	"github.com/storytold/craft-releases/test/fakeclock"
 	"github.com/storytold/craft-releases/test/redistest"
 	"github.com/storytold/craft-releases/test/silentredis"
+	"github.com/storytold/craft-releases/test/testkit"
 )
 
 var testApps = []release.App{
@@ -259,7 +260,7 @@ func TestLostEntryKeepsWhatSinkHas(t *testing.T) {
 			missing0 := hs.h.Counts().Missing
 
 			tt.lose(t, srv)
-			waitUntil(t, "a read that finds the entry gone", func() bool { return hs.h.Counts().Missing >= missing0+tt.missing })
+			testkit.Eventually(t, "a read that finds the entry gone", func() bool { return hs.h.Counts().Missing >= missing0+tt.missing })
 
 			after, calls := hs.sink.state()
 			if calls != calls0 {
@@ -306,7 +307,7 @@ func TestOlderEntryIgnored(t *testing.T) {
 
 			tt.write(t, srv)
 			// Nothing but an invalidation can make a quiet Hydrator read.
-			waitUntil(t, "the re-read after the write", func() bool { return hs.h.Counts().Reads > reads0 })
+			testkit.Eventually(t, "the re-read after the write", func() bool { return hs.h.Counts().Reads > reads0 })
 
 			got, calls := hs.sink.state()
 			if calls != calls0 {
@@ -330,7 +331,7 @@ func TestConnectionLoss(t *testing.T) {
 			lose: func(t testing.TB, srv *redistest.Server, hs *harness) {
 				before, calls0 := hs.sink.state()
 				srv.Stop()
-				waitUntil(t, "a failed read", func() bool { return !hs.h.Counts().Connected })
+				testkit.Eventually(t, "a failed read", func() bool { return !hs.h.Counts().Connected })
 				hs.mustBeRunning(t)
 				// While Redis is down the sink keeps what it has.
 				if after, calls := hs.sink.state(); calls != calls0 || describeAll(after) != describeAll(before) {
@@ -344,7 +345,7 @@ func TestConnectionLoss(t *testing.T) {
 			lose: func(t testing.TB, srv *redistest.Server, hs *harness) {
 				inv := hs.h.Counts().Invalidations
 				srv.MustDo("CLIENT", "KILL", "TYPE", "normal")
-				waitUntil(t, "the lost connection noticed", func() bool { return hs.h.Counts().Invalidations > inv })
+				testkit.Eventually(t, "the lost connection noticed", func() bool { return hs.h.Counts().Invalidations > inv })
 			},
 		},
 	}
@@ -362,7 +363,7 @@ func TestConnectionLoss(t *testing.T) {
 			put(t, srv, "photocraft", base.Add(time.Minute), "v2.0.0")
 			want := describe(entry(base.Add(time.Minute), "v2.0.0"))
 			hs.sink.waitFor(t, "the write after the loss", func(s map[string]release.Entry) bool { return describe(s["photocraft"]) == want })
-			waitUntil(t, "a connected Hydrator", func() bool { return hs.h.Counts().Connected })
+			testkit.Eventually(t, "a connected Hydrator", func() bool { return hs.h.Counts().Connected })
 
 			// A quiet Hydrator hears of this one only if Redis tracks it again.
 			put(t, srv, "photocraft", base.Add(2*time.Minute), "v3.0.0")
@@ -423,7 +424,7 @@ func TestRedisDownAtStart(t *testing.T) {
 	want := describe(entry(base, "v1.0.0"))
 	hs.sink.waitFor(t, "photocraft", func(s map[string]release.Entry) bool { return describe(s["photocraft"]) == want })
 
-	waitUntil(t, "the recovery logged", func() bool { return hs.logs.FilterMessage("redis available again").Len() > 0 })
+	testkit.Eventually(t, "the recovery logged", func() bool { return hs.logs.FilterMessage("redis available again").Len() > 0 })
 	if got := hs.logs.FilterMessage("redis unavailable, serving what is loaded").Len(); got != 1 {
 		t.Errorf("logged the outage %d times, want 1", got)
 	}
@@ -498,13 +499,13 @@ func TestSilentRedis(t *testing.T) {
 		{
 			name: "cancelled during the first read",
 			wait: func(t testing.TB, srv *silentredis.Server, _ *harness) {
-				waitUntil(t, "a connection", func() bool { return srv.Accepted() > 0 })
+				testkit.Eventually(t, "a connection", func() bool { return srv.Accepted() > 0 })
 			},
 		},
 		{
 			name: "cancelled after a read timed out",
 			wait: func(t testing.TB, _ *silentredis.Server, hs *harness) {
-				waitUntil(t, "a failed read", func() bool { return hs.h.Counts().Failures > 0 })
+				testkit.Eventually(t, "a failed read", func() bool { return hs.h.Counts().Failures > 0 })
 			},
 		},
 	}
@@ -523,7 +524,7 @@ func TestSilentRedis(t *testing.T) {
 			began := time.Now()
 			hs.stop(t)
 			t.Logf("Run returned %v after cancellation", time.Since(began))
-			waitUntil(t, "every connection closed", func() bool { return srv.Conns() == 0 })
+			testkit.Eventually(t, "every connection closed", func() bool { return srv.Conns() == 0 })
 		})
 	}
 }
@@ -563,7 +564,7 @@ func TestPasswordNeverShown(t *testing.T) {
 			t.Run(tt.name, func(t *testing.T) {
 				srv := redistest.Start(t)
 				hs := start(t, tt.url(srv, tt.password), quiet)
-				waitUntil(t, "two failed attempts", func() bool { return hs.h.Counts().Failures >= 2 })
+				testkit.Eventually(t, "two failed attempts", func() bool { return hs.h.Counts().Failures >= 2 })
 				var said bool
 				for _, e := range hs.logs.All() {
 					line := fmt.Sprint(e.Message, e.ContextMap())
@@ -636,7 +637,7 @@ func BenchmarkShutdownOnSilentRedis(b *testing.B) {
 		b.StopTimer()
 		accepted := srv.Accepted()
 		hs := start(b, srv.URL(), quiet)
-		waitUntil(b, "a connection", func() bool { return srv.Accepted() > accepted })
+		testkit.Eventually(b, "a connection", func() bool { return srv.Accepted() > accepted })
 		b.StartTimer()
 		hs.stop(b)
 	}
@@ -793,18 +794,6 @@ func advanceUntil(t testing.TB, clk *fakeclock.Clock, step time.Duration, what s
 			clk.Advance(step)
 		}
 		time.Sleep(time.Millisecond)
-	}
-}
-
-// waitUntil polls cond until it holds.
-func waitUntil(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(waitLimit)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("no %s within %v", what, waitLimit)
-		}
-		time.Sleep(2 * time.Millisecond)
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/storytold/craft-releases/pkg/redis/store"
 	"github.com/storytold/craft-releases/pkg/release"
 	"github.com/storytold/craft-releases/test/redistest"
+	"github.com/storytold/craft-releases/test/testkit"
 )
 
 // metaSink records every meta it is given, by its one announcement's title.
@@ -167,7 +168,7 @@ func TestMetaNeverGoesBack(t *testing.T) {
 		// re-read it causes is the only read: the safety net is an hour away.
 		// A meta given by mistake after this wait shows in the next step
 		// that waits for a call, since every step compares every call.
-		waitUntil(t, "the re-read after "+st.name, func() bool { return hs.h.Counts().Reads > before })
+		testkit.Eventually(t, "the re-read after "+st.name, func() bool { return hs.h.Counts().Reads > before })
 		sink.waitCalls(t, len(st.want))
 		if got := sink.calls(); !slices.Equal(got, st.want) {
 			t.Errorf("%s: sink got %q, want %q", st.name, got, st.want)
