@@ -67,9 +67,15 @@ func TestPollerPublishesToRedisAndStatusShowsIt(t *testing.T) {
 	base, logs, stop := startPoller(t, vars)
 
 	testkit.Eventually(t, "readyz turns 200 after the start-up load", func() bool { return status200(base + "/readyz") })
-	testkit.Eventually(t, "both apps are in Redis", func() bool {
-		n, err := rs.Do("EXISTS", store.AppKey("photocraft"), store.AppKey("vectorcraft"))
-		return err == nil && n == "2"
+	// A claim makes the key before its fetch is written: wait for both
+	// fetches.
+	testkit.Eventually(t, "both apps' fetches are in Redis", func() bool {
+		for _, app := range []string{"photocraft", "vectorcraft"} {
+			if n, err := rs.Do("HEXISTS", store.AppKey(app), "fetched_ms"); err != nil || n != "1" {
+				return false
+			}
+		}
+		return true
 	})
 	if by := rs.MustDo("HGET", store.AppKey("photocraft"), "by"); by == "" {
 		t.Errorf("by is empty, want the hostname")
