@@ -21,6 +21,7 @@ import (
 // (its ACL LOG stays empty), so a new command the pod sends fails here. The
 // user itself cannot write a release entry, by any command.
 func TestAPIAsItsLeastPrivilegeUser(t *testing.T) {
+	t.Parallel()
 	rs := redistest.Start(t)
 	rs.MustDo(store.SetUser("craft-api", "api-secret", store.APIACL)...)
 	apiURL := "redis://craft-api:api-secret@" + rs.Addr

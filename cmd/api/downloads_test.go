@@ -13,6 +13,7 @@ import (
 // TestStandaloneServesAppsDownloadsAndPage checks the binary's per-app
 // answers, a download redirect and the release page, from what it fetched.
 func TestStandaloneServesAppsDownloadsAndPage(t *testing.T) {
+	t.Parallel()
 	gh := fakegithub.New(t)
 	gh.Publish("storytold/photocraft", fakegithub.NewRelease("storytold/photocraft", "v0.5.0"))
 	env := standaloneEnv(gh)

@@ -117,6 +117,7 @@ func allFetched(t testing.TB, p *process) func() bool {
 }
 
 func TestStandaloneServesWhatGitHubHas(t *testing.T) {
+	t.Parallel()
 	gh := fakegithub.New(t)
 	gh.Publish("storytold/photocraft", fakegithub.NewRelease("storytold/photocraft", "v0.5.0"))
 	// vectorcraft has no release: a 404 is a fetch with no release.
@@ -177,14 +178,23 @@ func TestStandaloneServesWhatGitHubHas(t *testing.T) {
 	}
 }
 
+// TestStandaloneNeverServesHostileOrBrokenAnswers: after each kind of broken
+// answer, given twice, the standalone API still serves the release it had
+// and then serves the next one; a release with hostile assets is served
+// without them. Each case has a
+// process of its own, so that their backoffs run side by side.
 func TestStandaloneNeverServesHostileOrBrokenAnswers(t *testing.T) {
-	gh := fakegithub.New(t)
+	t.Parallel()
 	const repo = "storytold/photocraft"
-	good := fakegithub.NewRelease(repo, "v1.0.0")
-	gh.Publish(repo, good)
-	gh.Publish("storytold/vectorcraft", fakegithub.NewRelease("storytold/vectorcraft", "v2.0.0"))
-	p := start(t, standaloneEnv(gh))
-	testkit.Eventually(t, "every app was fetched", allFetched(t, p))
+	standalone := func(t *testing.T) (*fakegithub.Server, *process) {
+		t.Helper()
+		gh := fakegithub.New(t)
+		gh.Publish(repo, fakegithub.NewRelease(repo, "v1.0.0"))
+		gh.Publish("storytold/vectorcraft", fakegithub.NewRelease("storytold/vectorcraft", "v2.0.0"))
+		p := start(t, standaloneEnv(gh))
+		testkit.Eventually(t, "every app was fetched", allFetched(t, p))
+		return gh, p
+	}
 
 	draft := fakegithub.NewRelease(repo, "v9.0.0")
 	draft.Draft = true
@@ -200,6 +210,8 @@ func TestStandaloneNeverServesHostileOrBrokenAnswers(t *testing.T) {
 	}
 	for _, f := range faults {
 		t.Run(f.name, func(t *testing.T) {
+			t.Parallel()
+			gh, p := standalone(t)
 			before := gh.Count(repo)
 			gh.Stick(repo, f.fault)
 			testkit.Eventually(t, "the fault was answered twice", func() bool { return gh.Count(repo) >= before+2 })
@@ -208,28 +220,39 @@ func TestStandaloneNeverServesHostileOrBrokenAnswers(t *testing.T) {
 			if got := decode(t, body).ReleaseInfo.Apps["photocraft"].LatestRelease; got == nil || got.Tag != "v1.0.0" {
 				t.Errorf("after %s the release got %+v, want v1.0.0 kept", f.name, got)
 			}
+			gh.Publish(repo, fakegithub.NewRelease(repo, "v1.0.1"))
+			testkit.Eventually(t, "the next release is served after the fault", func() bool {
+				_, body := get(t, p.base+infoPath)
+				rel := decode(t, body).ReleaseInfo.Apps["photocraft"].LatestRelease
+				return rel != nil && rel.Tag == "v1.0.1"
+			})
 		})
 	}
 
 	// A release with a hostile asset keeps the release and drops the asset.
-	hostile := fakegithub.NewRelease(repo, "v1.1.0")
-	hostile.Assets = append(hostile.Assets,
-		fakegithub.Asset{Name: "../evil.msi", Size: 1, BrowserDownloadURL: "https://github.com/" + repo + "/releases/download/v1.1.0/evil.msi"},
-		fakegithub.Asset{Name: "foreign-1.1.0-windows-x64.msi", Size: 1, BrowserDownloadURL: "https://evil.example/photocraft.msi"},
-	)
-	gh.Publish(repo, hostile)
-	testkit.Eventually(t, "v1.1.0 is served", func() bool {
+	t.Run("hostile assets", func(t *testing.T) {
+		t.Parallel()
+		gh, p := standalone(t)
+		hostile := fakegithub.NewRelease(repo, "v1.1.0")
+		hostile.Assets = append(hostile.Assets,
+			fakegithub.Asset{Name: "../evil.msi", Size: 1, BrowserDownloadURL: "https://github.com/" + repo + "/releases/download/v1.1.0/evil.msi"},
+			fakegithub.Asset{Name: "foreign-1.1.0-windows-x64.msi", Size: 1, BrowserDownloadURL: "https://evil.example/photocraft.msi"},
+		)
+		gh.Publish(repo, hostile)
+		testkit.Eventually(t, "v1.1.0 is served", func() bool {
+			_, body := get(t, p.base+infoPath)
+			rel := decode(t, body).ReleaseInfo.Apps["photocraft"].LatestRelease
+			return rel != nil && rel.Tag == "v1.1.0"
+		})
 		_, body := get(t, p.base+infoPath)
-		rel := decode(t, body).ReleaseInfo.Apps["photocraft"].LatestRelease
-		return rel != nil && rel.Tag == "v1.1.0"
+		if bytes.Contains(body, []byte("evil")) {
+			t.Errorf("a hostile asset reached the wire: %s", body)
+		}
 	})
-	_, body := get(t, p.base+infoPath)
-	if bytes.Contains(body, []byte("evil")) {
-		t.Errorf("a hostile asset reached the wire: %s", body)
-	}
 }
 
 func TestTokenIsSentButNeverLogged(t *testing.T) {
+	t.Parallel()
 	const token = "ghp_secretsecretsecret"
 	gh := fakegithub.New(t)
 	gh.Stick(fakegithub.AnyRepo, fakegithub.ServerError()) // failures are logged with their errors
@@ -249,6 +272,7 @@ func TestTokenIsSentButNeverLogged(t *testing.T) {
 }
 
 func TestNoTokenNoAuthorization(t *testing.T) {
+	t.Parallel()
 	gh := fakegithub.New(t)
 	env := standaloneEnv(gh)
 	env["CRAFT_APPS_RELEASE_GITHUB_TOKEN"] = "   "
@@ -260,6 +284,7 @@ func TestNoTokenNoAuthorization(t *testing.T) {
 }
 
 func TestColdPodIsNotCached(t *testing.T) {
+	t.Parallel()
 	gh := fakegithub.New(t)
 	env := standaloneEnv(gh)
 	env["CRAFT_APPS_RELEASE_POLLING_ENABLED"] = "false"
@@ -281,6 +306,7 @@ func TestColdPodIsNotCached(t *testing.T) {
 }
 
 func TestBadEnvironmentStopsWithTheVariableName(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name, key, value string
 	}{
@@ -303,6 +329,7 @@ func TestBadEnvironmentStopsWithTheVariableName(t *testing.T) {
 }
 
 func TestHelpListsEveryVariable(t *testing.T) {
+	t.Parallel()
 	var out bytes.Buffer
 	if err := run(context.Background(), []string{"--help"}, func(string) string { return "" }, &out, io.Discard); err != nil {
 		t.Fatal(err)
@@ -319,6 +346,7 @@ func TestHelpListsEveryVariable(t *testing.T) {
 }
 
 func TestShutdownTurnsUnreadyWhileStillAnswering(t *testing.T) {
+	t.Parallel()
 	gh := fakegithub.New(t)
 	env := standaloneEnv(gh)
 	env["SHUTDOWN_TIMEOUT_SECS"] = "8"
@@ -327,14 +355,16 @@ func TestShutdownTurnsUnreadyWhileStillAnswering(t *testing.T) {
 		t.Fatalf("readyz before shutdown got %d, want 200", r.StatusCode)
 	}
 	p.cancel()
-	res, err := http.Get(p.base + "/readyz")
-	if err != nil {
-		t.Fatalf("readyz right after shutdown began: %v, want an answer", err)
-	}
-	res.Body.Close()
-	if res.StatusCode != http.StatusServiceUnavailable {
-		t.Errorf("readyz right after shutdown began got %d, want 503", res.StatusCode)
-	}
+	// The cancellation reaches the gate from another goroutine: wait for
+	// it, with every answer meanwhile an answer.
+	testkit.Eventually(t, "readyz answers 503 once shutdown began", func() bool {
+		res, err := http.Get(p.base + "/readyz")
+		if err != nil {
+			t.Fatalf("readyz after shutdown began: %v, want an answer", err)
+		}
+		res.Body.Close()
+		return res.StatusCode == http.StatusServiceUnavailable
+	})
 	if r, _ := get(t, p.base+infoPath); r.StatusCode != http.StatusOK {
 		t.Errorf("the endpoint while draining got %d, want 200", r.StatusCode)
 	}
@@ -347,6 +377,7 @@ func TestShutdownTurnsUnreadyWhileStillAnswering(t *testing.T) {
 // the probes too but not the endpoint; the public port serves the endpoint
 // and the probes, and nosniff everywhere (issue 10, findings 3 and 7).
 func TestMetricsPortApart(t *testing.T) {
+	t.Parallel()
 	p := start(t, map[string]string{"CRAFT_APPS_RELEASE_POLLING_ENABLED": "false"})
 	tests := []struct {
 		url  string

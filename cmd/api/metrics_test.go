@@ -29,6 +29,7 @@ func unixSeconds(t *release.Time) float64 {
 // TestMetrics scrapes the standalone API after its first round and checks
 // the poller's series, the snapshot's and the requests the test made.
 func TestMetrics(t *testing.T) {
+	t.Parallel()
 	gh := fakegithub.New(t)
 	gh.Publish("storytold/photocraft", fakegithub.NewRelease("storytold/photocraft", "v0.5.0"))
 	reset := time.Now().Add(42 * time.Minute).Truncate(time.Second)
@@ -148,6 +149,7 @@ func TestMetrics(t *testing.T) {
 // TestMetricsSplit scrapes an API pod that hydrates from Redis: the
 // hydrator's series, and the snapshot's as Redis changes.
 func TestMetricsSplit(t *testing.T) {
+	t.Parallel()
 	rs := redistest.Start(t)
 	client, err := redis.OpenURL(rs.URL())
 	if err != nil {

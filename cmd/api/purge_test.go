@@ -15,6 +15,7 @@ import (
 // serves, once, naming the public URLs of what changed, and nothing for the
 // polls (every second here) that change only app_last_fetched (issue 22).
 func TestStandalonePurges(t *testing.T) {
+	t.Parallel()
 	const (
 		repo  = "storytold/photocraft"
 		token = "cf-standalone-token"

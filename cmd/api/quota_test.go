@@ -15,6 +15,7 @@ import (
 // before any request: 13 apps at 300 s without a token log one warning with
 // both figures.
 func TestQuotaWarningAtStartUp(t *testing.T) {
+	t.Parallel()
 	taken, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -15,6 +15,7 @@ import (
 // stalls with the old pods serving; a pod that faces a Redis outage is ready
 // after the hydrate timeout as before.
 func TestReadinessRefusedVersusOutage(t *testing.T) {
+	t.Parallel()
 	t.Run("a wrong password", func(t *testing.T) {
 		rs := redistest.Start(t)
 		rs.MustDo("ACL", "SETUSER", "api", "on", ">old", "~*", "&*", "+@all")

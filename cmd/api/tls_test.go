@@ -21,6 +21,7 @@ import (
 // client-side caching (an invalidation reaches it), and refuses the
 // certificate without it, saying so in its log.
 func TestHydratesOverTLSWithAPrivateCA(t *testing.T) {
+	t.Parallel()
 	ca := redistest.NewCA(t)
 	rs := redistest.StartTLS(t, ca)
 	o, err := redis.Parse(rs.URL())

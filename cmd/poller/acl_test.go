@@ -19,6 +19,7 @@ import (
 // ACL LOG stays empty) and the guarded-write script is never refused: a new
 // command the poller sends fails here, not in a deploy.
 func TestPollerAsItsLeastPrivilegeUser(t *testing.T) {
+	t.Parallel()
 	d := mariadbtest.Shared(t).NewDatabase(t)
 	mysql := map[string]string{"MYSQL_DSN": d.DSN()}
 	mustCommand(t, mysql, "migrate")

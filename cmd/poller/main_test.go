@@ -59,6 +59,7 @@ func startPoller(t *testing.T, vars map[string]string) (base string, logs *testk
 }
 
 func TestPollerPublishesToRedisAndStatusShowsIt(t *testing.T) {
+	t.Parallel()
 	gh := fakegithub.New(t)
 	gh.Publish("storytold/photocraft", fakegithub.NewRelease("storytold/photocraft", "v0.5.0"))
 	rs := redistest.Start(t)
@@ -66,9 +67,15 @@ func TestPollerPublishesToRedisAndStatusShowsIt(t *testing.T) {
 	base, logs, stop := startPoller(t, vars)
 
 	testkit.Eventually(t, "readyz turns 200 after the start-up load", func() bool { return status200(base + "/readyz") })
-	testkit.Eventually(t, "both apps are in Redis", func() bool {
-		n, err := rs.Do("EXISTS", store.AppKey("photocraft"), store.AppKey("vectorcraft"))
-		return err == nil && n == "2"
+	// A claim makes the key before its fetch is written: wait for both
+	// fetches.
+	testkit.Eventually(t, "both apps' fetches are in Redis", func() bool {
+		for _, app := range []string{"photocraft", "vectorcraft"} {
+			if n, err := rs.Do("HEXISTS", store.AppKey(app), "fetched_ms"); err != nil || n != "1" {
+				return false
+			}
+		}
+		return true
 	})
 	if by := rs.MustDo("HGET", store.AppKey("photocraft"), "by"); by == "" {
 		t.Errorf("by is empty, want the hostname")
@@ -90,6 +97,7 @@ func TestPollerPublishesToRedisAndStatusShowsIt(t *testing.T) {
 }
 
 func TestPollerStartsWithRedisDownAndCarriesOnStandalone(t *testing.T) {
+	t.Parallel()
 	gh := fakegithub.New(t)
 	gh.Publish("storytold/photocraft", fakegithub.NewRelease("storytold/photocraft", "v1.0.0"))
 	vars := env(gh, "redis://"+testkit.FreeAddr(t)) // nothing listens there
@@ -105,6 +113,7 @@ func TestPollerStartsWithRedisDownAndCarriesOnStandalone(t *testing.T) {
 }
 
 func TestPollerRefusesToStartWithoutRedisWhileCoordinating(t *testing.T) {
+	t.Parallel()
 	vars := map[string]string{}
 	err := run(context.Background(), nil, func(k string) string { return vars[k] }, io.Discard, io.Discard)
 	if err == nil || !strings.Contains(err.Error(), "REDIS_URL") {
@@ -113,6 +122,7 @@ func TestPollerRefusesToStartWithoutRedisWhileCoordinating(t *testing.T) {
 }
 
 func TestHelpListsEveryVariableAndStatus(t *testing.T) {
+	t.Parallel()
 	var out bytes.Buffer
 	if err := run(context.Background(), []string{"--help"}, func(string) string { return "" }, &out, io.Discard); err != nil {
 		t.Fatal(err)

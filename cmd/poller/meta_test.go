@@ -37,6 +37,7 @@ func mustCommand(t testing.TB, vars map[string]string, args ...string) string {
 // the README through run, as the binary does: main hands them on to package
 // admin, whose own tests go through every case.
 func TestSubcommands(t *testing.T) {
+	t.Parallel()
 	rs := redistest.Start(t)
 	vars := map[string]string{"MYSQL_DSN": mariadbtest.Shared(t).NewDatabase(t).DSN(), "REDIS_URL": rs.URL(), "USER": "alice"}
 	steps := []struct {
@@ -65,6 +66,7 @@ func TestSubcommands(t *testing.T) {
 }
 
 func TestHelpListsMetaCommands(t *testing.T) {
+	t.Parallel()
 	out := mustCommand(t, nil, "--help")
 	for _, want := range []string{"migrate", "notices", "renames", "MYSQL_DSN", "CRAFT_APPS_META_REFRESH_SECS", "title 200 characters"} {
 		if !strings.Contains(out, want) {
@@ -77,6 +79,7 @@ func TestHelpListsMetaCommands(t *testing.T) {
 // without the password, checks the statement cap, and publishes the live
 // notices to Redis while it polls GitHub.
 func TestPollerPublishesMeta(t *testing.T) {
+	t.Parallel()
 	d := mariadbtest.Shared(t).NewDatabase(t)
 	mysql := map[string]string{"MYSQL_DSN": d.DSN()}
 	mustCommand(t, mysql, "migrate")
@@ -119,6 +122,7 @@ func TestPollerPublishesMeta(t *testing.T) {
 // connection the poller still polls GitHub and shares what it fetches, and
 // warns once however many refreshes fail.
 func TestPollerPollsWithMySQLDown(t *testing.T) {
+	t.Parallel()
 	gh := fakegithub.New(t)
 	gh.Publish("storytold/photocraft", fakegithub.NewRelease("storytold/photocraft", "v0.5.0"))
 	rs := redistest.Start(t)

@@ -42,6 +42,7 @@ func fetchedMS(t testing.TB, rs *redistest.Server, app string) float64 {
 
 // TestMetrics scrapes a coordinated poller after its first round.
 func TestMetrics(t *testing.T) {
+	t.Parallel()
 	gh := fakegithub.New(t)
 	gh.Publish("storytold/photocraft", fakegithub.NewRelease("storytold/photocraft", "v0.5.0"))
 	reset := time.Now().Add(42 * time.Minute).Truncate(time.Second)
@@ -97,6 +98,7 @@ func TestMetrics(t *testing.T) {
 // TestMetricsRedisDown scrapes a poller that cannot reach Redis: its rounds
 // run standalone and every failed read is counted.
 func TestMetricsRedisDown(t *testing.T) {
+	t.Parallel()
 	gh := fakegithub.New(t)
 	gh.Publish("storytold/photocraft", fakegithub.NewRelease("storytold/photocraft", "v1.0.0"))
 	base, _, _ := startPoller(t, env(gh, "redis://"+testkit.FreeAddr(t))) // nothing listens there

@@ -11,6 +11,7 @@ import (
 // or URL that pkg/mysql refuses, naming the variable beside every other wrong
 // one and never quoting the password; `poller migrate` refuses it alike.
 func TestPollerRefusesABadMySQLSetting(t *testing.T) {
+	t.Parallel()
 	const pw = "s3cr3tpw"
 	tests := []struct {
 		name string

@@ -15,6 +15,7 @@ import (
 // request: a schedule over the quota logs one warning with both figures, a
 // schedule within it none.
 func TestQuotaWarningAtStartUp(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name  string
 		vars  map[string]string

@@ -24,6 +24,7 @@ func readyz(base string) int {
 // pollers coordinating, and is ready once Redis accepts it; a poller facing
 // a Redis outage is ready and runs standalone, as before.
 func TestReadinessRefusedVersusOutage(t *testing.T) {
+	t.Parallel()
 	gh := fakegithub.New(t)
 	t.Run("a wrong password", func(t *testing.T) {
 		rs := redistest.Start(t)

@@ -16,6 +16,7 @@ import (
 // certificate without it, saying so in its log. GitHub's requests are
 // unaffected either way.
 func TestPollerOverTLSWithAPrivateCA(t *testing.T) {
+	t.Parallel()
 	gh := fakegithub.New(t)
 	gh.Publish("storytold/photocraft", fakegithub.NewRelease("storytold/photocraft", "v0.5.0"))
 	ca := redistest.NewCA(t)

@@ -16,6 +16,7 @@ import (
 	"github.com/storytold/craft-releases/pkg/routes"
 	"github.com/storytold/craft-releases/pkg/snapshot"
 	"github.com/storytold/craft-releases/test/fakeclock"
+	"github.com/storytold/craft-releases/test/testkit"
 )
 
 // discard is a ResponseWriter that keeps one header map and drops the body.
@@ -104,7 +105,7 @@ const benchAgent = "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36
 // answer, a download redirect and the page, request metrics included, to no
 // allocation of their own: each must cost what echo's trivial handler costs.
 func TestReleaseInfoAllocs(t *testing.T) {
-	if raceEnabled {
+	if testkit.RaceEnabled {
 		t.Skip("the race detector changes allocation counts: task test-allocs runs this without it")
 	}
 	cur := defaultApps(t)

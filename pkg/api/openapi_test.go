@@ -225,7 +225,10 @@ func TestOpenAPIServed(t *testing.T) {
 // running binaries.
 func TestOpenAPIAnswers(t *testing.T) {
 	doc := openapitest.Load(t, openAPIDoc)
-	server := func(binary string, ready, warm bool) http.Handler {
+	// A rendering is immutable: rendered (and compressed) once for every
+	// server.
+	renderings := map[bool]*snapshot.Rendering{false: fullRendering(false), true: fullRendering(true)}
+	newServer := func(binary string, ready, warm bool) http.Handler {
 		g := new(daemon.Gate)
 		if ready {
 			g.Open()
@@ -233,7 +236,25 @@ func TestOpenAPIAnswers(t *testing.T) {
 		if binary != "api" {
 			return daemon.NewHealth(g, metricsStub(), zap.NewNop(), nil)
 		}
-		return New(fixed{fullRendering(warm)}, g, zap.NewNop(), Options{Webhook: webhookHandler(t, ready)})
+		return New(fixed{renderings[warm]}, g, zap.NewNop(), Options{Webhook: webhookHandler(t, ready)})
+	}
+	// A GET changes nothing its answers depend on: those share a server
+	// of each kind. A webhook delivery is remembered: each gets servers of
+	// its own, with a fresh fleet.
+	type kind struct {
+		binary      string
+		ready, warm bool
+	}
+	shared := map[kind]http.Handler{}
+	server := func(method, binary string, ready, warm bool) http.Handler {
+		if method == http.MethodPost {
+			return newServer(binary, ready, warm)
+		}
+		k := kind{binary, ready, warm}
+		if shared[k] == nil {
+			shared[k] = newServer(binary, ready, warm)
+		}
+		return shared[k]
 	}
 	for _, binary := range []string{"api", "api-metrics", "poller"} {
 		for _, op := range doc.Operations(t, binary) {
@@ -243,7 +264,7 @@ func TestOpenAPIAnswers(t *testing.T) {
 				for _, gz := range []bool{false, true} {
 					for _, ready := range []bool{false, true} {
 						for _, warm := range []bool{false, true} {
-							s := server(binary, ready, warm)
+							s := server(method, binary, ready, warm)
 							ask := func(etag string) *http.Response {
 								req := openapitest.NewRequest(t, method, "", r)
 								if gz {

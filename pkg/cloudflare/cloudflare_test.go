@@ -154,6 +154,7 @@ func TestCoalesces(t *testing.T) {
 // TestRetries: a failed call is retried with backoff; the token is never in
 // a log line, even when Cloudflare's answer quotes it.
 func TestRetries(t *testing.T) {
+	t.Parallel()
 	r := start(t, cloudflare.Config{})
 	r.api.Fail(2, "Invalid token "+token)
 	r.p.Purge([]string{"/"})
@@ -181,6 +182,7 @@ func TestRetries(t *testing.T) {
 }
 
 func TestGivesUp(t *testing.T) {
+	t.Parallel()
 	r := start(t, cloudflare.Config{Attempts: 2})
 	r.api.Fail(5, "boom")
 	r.p.Purge([]string{"/"})

@@ -9,6 +9,7 @@ import (
 
 	"github.com/storytold/craft-releases/pkg/metrics"
 	"github.com/storytold/craft-releases/test/scrape"
+	"github.com/storytold/craft-releases/test/testkit"
 )
 
 func TestRequests(t *testing.T) {
@@ -108,7 +109,7 @@ func TestRequestsConcurrent(t *testing.T) {
 // TestRequestsAllocs holds a recorder to no allocation once its code was seen,
 // so that the endpoint's answers stay free of allocations.
 func TestRequestsAllocs(t *testing.T) {
-	if raceEnabled {
+	if testkit.RaceEnabled {
 		t.Skip("the race detector changes allocation counts: task test-allocs runs this without it")
 	}
 	record := metrics.NewRequests().Route("/a")

@@ -187,7 +187,7 @@ func percentile(sorted []time.Duration, p int) time.Duration {
 // (reference over pod) is the share of the reference's capacity the pod
 // has. B/op and allocs/op are the load generator's.
 func BenchmarkThroughput(b *testing.B) {
-	if raceEnabled {
+	if testkit.RaceEnabled {
 		b.Skip("the race detector would slow the reference server, not the pod")
 	}
 	st := newSplitStack(b, 1)

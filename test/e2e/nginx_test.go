@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	byteorder "encoding/binary" // beside func binary
 	"fmt"
 	"net/http"
 	"os"
@@ -189,4 +190,61 @@ func (c *cache) purge(t testing.TB, urls []string) {
 	if err != nil {
 		t.Errorf("purge the cache files: %v", err)
 	}
+}
+
+// The fields of an nginx cache file's header (ngx_http_file_cache_header_t
+// of a 64-bit build, version 5 since nginx 1.7.3) that say how fresh its
+// copy is: seconds since the epoch, or a number of seconds, each 8 bytes.
+const (
+	cacheHeaderVersion = 5
+	offValid           = 8  // valid_sec: fresh until
+	offUpdating        = 16 // updating_sec: stale-while-revalidate
+	offError           = 24 // error_sec: stale-if-error
+	offDate            = 40 // date: stored at
+)
+
+// expire makes every cached copy stale by past, as if it was stored its
+// max-age and past ago: it moves back when each cache file says its copy was
+// stored and until when it is fresh, which nginx reads again on every
+// request. It checks first that each copy keeps what the origin's
+// Cache-Control said (a max-age, 30 s stale while revalidating, a day stale
+// on error), and returns the max-ages it found, in seconds.
+func (c *cache) expire(t testing.TB, past time.Duration) []int64 {
+	t.Helper()
+	var maxAges []int64
+	err := filepath.WalkDir(c.dir, func(path string, e os.DirEntry, err error) error {
+		if err != nil || e.IsDir() {
+			return err
+		}
+		f, err := os.OpenFile(path, os.O_RDWR, 0)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		var h [offDate + 8]byte
+		if _, err := f.ReadAt(h[:], 0); err != nil {
+			return fmt.Errorf("%s: %w", path, err)
+		}
+		field := func(off int) int64 { return int64(byteorder.LittleEndian.Uint64(h[off:])) }
+		if v := field(0); v != cacheHeaderVersion {
+			return fmt.Errorf("%s: cache file version %d, want %d", path, v, cacheHeaderVersion)
+		}
+		maxAge, swr, sie := field(offValid)-field(offDate), field(offUpdating), field(offError)
+		if maxAge <= 0 || swr != 30 || sie != 86400 {
+			return fmt.Errorf("%s: fresh %d s, stale while revalidating %d s, stale on error %d s; want a max-age, 30, 86400 (the origin's Cache-Control)", path, maxAge, swr, sie)
+		}
+		valid := time.Now().Add(-past).Unix()
+		byteorder.LittleEndian.PutUint64(h[offValid:], uint64(valid))
+		byteorder.LittleEndian.PutUint64(h[offDate:], uint64(valid-maxAge))
+		maxAges = append(maxAges, maxAge)
+		_, err = f.WriteAt(h[:], 0)
+		return err
+	})
+	if err != nil {
+		t.Fatalf("expire the cache files: %v", err)
+	}
+	if len(maxAges) == 0 {
+		t.Fatal("expire the cache files: none in " + c.dir)
+	}
+	return maxAges
 }

@@ -22,6 +22,7 @@ import (
 // Every answer must be what the document says, and every documented status
 // must have been seen.
 func TestOpenAPI(t *testing.T) {
+	t.Parallel()
 	silent := silentredis.Start(t)
 	coldEnv := podEnv(silent.URL(), testAppsEnv)
 	coldEnv["CRAFT_APPS_HYDRATE_TIMEOUT_SECS"] = "600"

@@ -28,6 +28,7 @@ import (
 // for real: the body is larger than every socket buffer between the pod and
 // a client that reads slowly, so the pod's handler is still writing.
 func TestShutdownFinishesRequestsInFlight(t *testing.T) {
+	t.Parallel()
 	sndbuf := maxSendBuffer(t)
 	rs := redistest.Start(t)
 	s := newStore(t, rs.URL(), nil)

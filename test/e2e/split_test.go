@@ -56,6 +56,7 @@ func appKeys() []string {
 }
 
 func TestReleaseReachesEveryPod(t *testing.T) {
+	t.Parallel()
 	gh := fakegithub.New(t)
 	want := publishFirst(gh)
 	rs := redistest.Start(t)
@@ -159,6 +160,7 @@ func etags(t testing.TB, pods []*proc) []string {
 }
 
 func TestGuardedWriteReachesEveryPod(t *testing.T) {
+	t.Parallel()
 	rs := redistest.Start(t)
 	s := newStore(t, rs.URL(), nil)
 	base := time.Now().Truncate(time.Millisecond)
@@ -188,66 +190,6 @@ func TestGuardedWriteReachesEveryPod(t *testing.T) {
 	}
 }
 
-func TestPodsKeepWhatRedisLoses(t *testing.T) {
-	rs := redistest.Start(t)
-	s := newStore(t, rs.URL(), nil)
-	// A day ago, so that every newer write of the test is still in the past:
-	// a time ahead of the pods' clocks is not believed.
-	at := time.Now().Add(-24 * time.Hour).Truncate(time.Millisecond)
-	want := writeAll(t, s, at, "v1.0.0")
-	pods := startPods(t, 2, podEnv(rs.URL(), testAppsEnv))
-	waitTags(t, want, pods...)
-
-	keys := make([]string, len(testApps))
-	for i, a := range testApps {
-		keys[i] = store.AppKey(a.Key)
-	}
-	tests := []struct {
-		name string
-		lose func(t testing.TB)
-	}{
-		{"flushall", func(t testing.TB) { redisDo(t, rs, "FLUSHALL") }},
-		{"expired", func(t testing.TB) {
-			for _, k := range keys {
-				redisDo(t, rs, "PEXPIRE", k, "1")
-			}
-		}},
-		{"deleted", func(t testing.TB) { redisDo(t, rs, append([]string{"DEL"}, keys...)...) }},
-	}
-	for i, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			before := bodies(t, pods)
-			tt.lose(t)
-			testkit.Eventually(t, "the keys are gone", func() bool {
-				return redisDo(t, rs, append([]string{"EXISTS"}, keys...)...) == "0"
-			})
-			// Redis stopped tracking each key as it went: each tracked again
-			// by both pods means both read it since, and found nothing.
-			testkit.Eventually(t, "both pods re-read the lost hashes", func() bool {
-				return tracked(t, rs.Addr) >= int64(len(pods)*len(keys))
-			})
-			for range 3 {
-				for j, p := range pods {
-					if got := p.get(t).body; !bytes.Equal(got, before[j]) {
-						t.Fatalf("%s serves %s after the loss, want what it had: %s", p.name, summary(got), summary(before[j]))
-					}
-				}
-				time.Sleep(50 * time.Millisecond)
-			}
-
-			// A refill is taken as any newer write.
-			refill := at.Add(time.Duration(i+1) * time.Minute)
-			want := writeAll(t, s, refill, fmt.Sprintf("v1.%d.0", i+1))
-			waitTags(t, want, pods...)
-			for _, p := range pods {
-				if got := fetched(p.served(t))["filmcraft"]; !got.Equal(refill) {
-					t.Errorf("%s serves filmcraft fetched at %v, want the refill's %v", p.name, got, refill)
-				}
-			}
-		})
-	}
-}
-
 // bodies returns the plain body each pod serves.
 func bodies(t testing.TB, pods []*proc) [][]byte {
 	t.Helper()
@@ -258,65 +200,8 @@ func bodies(t testing.TB, pods []*proc) [][]byte {
 	return out
 }
 
-func TestPollersRefillFlushedRedis(t *testing.T) {
-	gh := fakegithub.New(t)
-	want := publishFirst(gh)
-	rs := redistest.Start(t)
-	pollers := startPollers(t, 2, pollerEnv(gh, rs.URL(), testAppsEnv))
-	pods := startPods(t, 2, podEnv(rs.URL(), testAppsEnv))
-	waitTags(t, want, pods...)
-	// Both pollers hold every app's fetch, and so its ETag, before the
-	// flush: one that never saw an app asks GitHub without an ETag, by design.
-	for _, p := range pollers {
-		testkit.Eventually(t, p.name+" knows every app's fetch", func() bool {
-			m := testkit.Scrape(t, p.base+"/metrics")
-			for _, a := range testApps {
-				if m[`craft_poller_app_fetched_timestamp_seconds{app="`+a.Key+`"}`] == 0 {
-					return false
-				}
-			}
-			return true
-		})
-	}
-
-	gh.Reset()
-	flushed := time.Now()
-	redisDo(t, rs, "FLUSHALL")
-	// Until the pollers republish every app, each pod must keep serving
-	// every release it had, fetched or not.
-	samples := 0
-	for _, p := range pods {
-		testkit.Eventually(t, p.name+" serves the refill of every app", func() bool {
-			samples++
-			info := p.served(t)
-			if got := tags(info); !sameTags(got, want) || info.ReleaseInfo.LastFetched == nil {
-				t.Fatalf("%s serves %v (last_fetched %v) after the flush, want %v kept", p.name, got, info.ReleaseInfo.LastFetched, want)
-			}
-			for _, at := range fetched(info) {
-				if at.Before(flushed) {
-					return false
-				}
-			}
-			return true
-		})
-	}
-	t.Logf("refilled within %v; %d samples kept every release", time.Since(flushed), samples)
-
-	// The pollers held every ETag: GitHub answered 304s, and the releases
-	// came back from their memory (docs/redis.md, "Republishing after a loss").
-	for _, r := range gh.Requests() {
-		if etag := gh.ETag(r.Repo); etag != "" && r.IfNoneMatch != etag {
-			t.Errorf("after the flush %s was asked with If-None-Match %q, want %q", r.Repo, r.IfNoneMatch, etag)
-		}
-	}
-	for _, a := range testApps {
-		if n := redisDo(t, rs, "HEXISTS", store.AppKey(a.Key), "release"); n != "1" {
-			t.Errorf("%s has no release field after the refill", a.Key)
-		}
-	}
-}
-
 func TestOlderOrBrokenEntriesAreIgnored(t *testing.T) {
+	t.Parallel()
 	rs := redistest.Start(t)
 	s := newStore(t, rs.URL(), nil)
 	// A day ago, so that every newer write of the test is still in the past:
@@ -399,77 +284,8 @@ func TestOlderOrBrokenEntriesAreIgnored(t *testing.T) {
 	}
 }
 
-func TestRedisStoppedAndRestarted(t *testing.T) {
-	gh := fakegithub.New(t)
-	want := publishFirst(gh)
-	rs := redistest.Start(t)
-	startPollers(t, 2, pollerEnv(gh, rs.URL(), testAppsEnv))
-	pods := startPods(t, 2, podEnv(rs.URL(), testAppsEnv))
-	waitTags(t, want, pods...)
-
-	rs.Stop()
-	for _, p := range pods {
-		testkit.Eventually(t, p.name+" notices the outage", func() bool {
-			return p.logs.count("redis unavailable, serving what is loaded") > 0
-		})
-	}
-	// GitHub moves on meanwhile; the pollers see it, the pods cannot.
-	asked := gh.Count(photocraft)
-	gh.Publish(photocraft, fakegithub.NewRelease(photocraft, "v1.1.0"))
-	encodings := []string{"identity", "gzip"}
-	first := make(map[string]answer)
-	for _, p := range pods {
-		for _, enc := range encodings {
-			first[p.name+enc] = p.get(t, "Accept-Encoding", enc)
-		}
-	}
-	requests := 0
-	for requests < 200 || gh.Count(photocraft) < asked+2 {
-		for _, p := range pods {
-			for _, enc := range encodings {
-				a := p.get(t, "Accept-Encoding", enc) // fails the test unless 200
-				requests++
-				if w := first[p.name+enc]; !bytes.Equal(a.body, w.body) || a.header.Get("ETag") != w.header.Get("ETag") {
-					t.Fatalf("%s changed its %s answer while Redis was down", p.name, enc)
-				}
-			}
-		}
-		if requests > 100_000 {
-			t.Fatal("the pollers did not ask GitHub while Redis was down")
-		}
-	}
-	if got := tags(decode(t, first[pods[0].name+"identity"].body)); !sameTags(got, want) {
-		t.Errorf("served %v while Redis was down, want %v", got, want)
-	}
-	t.Logf("%d requests answered 200 with the same bodies while Redis was down", requests)
-
-	rs.Restart() // the same port, empty
-	want["photocraft"] = "v1.1.0"
-	t.Logf("restarted → the pollers' v1.1.0 served by both pods after %v", waitTags(t, want, pods...))
-	for _, p := range pods {
-		if p.logs.count("redis available again") == 0 {
-			t.Errorf("%s did not log that Redis is back", p.name)
-		}
-	}
-	gh.Publish(photocraft, fakegithub.NewRelease(photocraft, "v1.2.0"))
-	want["photocraft"] = "v1.2.0"
-	t.Logf("published after the restart → served by both pods after %v", waitTags(t, want, pods...))
-
-	// Kill every connection: rueidis reconnects by itself, and the pods
-	// must hear invalidations on the new connections. Their local cache
-	// would otherwise answer the periodic re-read for a minute.
-	// Only the pods' cached reads send CLIENT CACHING YES; the pollers' do not.
-	reads := redisCalls(t, rs.Addr)["client|caching"]
-	redisDo(t, rs, "CLIENT", "KILL", "TYPE", "normal")
-	testkit.Eventually(t, "both pods re-read every app after the reconnect", func() bool {
-		return redisCalls(t, rs.Addr)["client|caching"] >= reads+int64(len(pods)*len(testApps))
-	})
-	gh.Publish(photocraft, fakegithub.NewRelease(photocraft, "v1.3.0"))
-	want["photocraft"] = "v1.3.0"
-	t.Logf("published after the reconnect → served by both pods after %v", waitTags(t, want, pods...))
-}
-
 func TestPodWithoutClientTracking(t *testing.T) {
+	t.Parallel()
 	gh := fakegithub.New(t)
 	want := publishFirst(gh)
 	rs := redistest.Start(t)
@@ -495,6 +311,7 @@ func TestPodWithoutClientTracking(t *testing.T) {
 }
 
 func TestSilentRedisAtStartUp(t *testing.T) {
+	t.Parallel()
 	srv := silentredis.Start(t)
 	env := podEnv(srv.URL(), testAppsEnv)
 	env["CRAFT_APPS_HYDRATE_TIMEOUT_SECS"] = "3"
@@ -551,6 +368,7 @@ func TestSilentRedisAtStartUp(t *testing.T) {
 // interval it was still not served after 50 s; now 15.0 s, I − M). 8 s here,
 // to keep the test short.
 func TestFutureWriteCostsAtMostAnInterval(t *testing.T) {
+	t.Parallel()
 	const interval = 8 * time.Second
 	gh := fakegithub.New(t)
 	want := publishFirst(gh)

@@ -320,8 +320,10 @@ func refusedWithoutTheCA(t *testing.T, f failover) {
 // denies the users anything. Over TLS, both binaries refuse the certificate
 // without REDIS_TLS_CA_FILE.
 func TestFailover(t *testing.T) {
+	t.Parallel()
 	for _, tc := range topologies() {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			f := tc.setup(t)
 			if f.caFile != "" {
 				refusedWithoutTheCA(t, f)

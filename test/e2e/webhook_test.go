@@ -133,6 +133,7 @@ func (f *webhookFleet) marker(t testing.TB, tag string) {
 }
 
 func TestWebhookReachesEveryPod(t *testing.T) {
+	t.Parallel()
 	f := startWebhookFleet(t, 2)
 
 	f.gh.Publish(photocraft, fakegithub.NewRelease(photocraft, "v1.1.0"))
@@ -180,6 +181,7 @@ func TestWebhookReachesEveryPod(t *testing.T) {
 }
 
 func TestWebhookRefusalsAskNothing(t *testing.T) {
+	t.Parallel()
 	f := startWebhookFleet(t, 2)
 	f.gh.Publish(photocraft, fakegithub.NewRelease(photocraft, "v1.1.0"))
 	body := releaseEvent("published", photocraft, "v1.1.0")
@@ -225,7 +227,7 @@ func TestWebhookRefusalsAskNothing(t *testing.T) {
 // pollers; the release the first of them announced is served by both pods
 // as before (issue 21, item 3; 35 requests before the budget).
 func TestWebhookStreamCostsTheBudget(t *testing.T) {
-	t.Parallel() // a minute of waiting, beside the other one
+	t.Parallel()
 	f := startWebhookFleet(t, 2)
 	time.Sleep(schedule.RefreshGap) // past the gap after the start-up fetches
 	f.gh.Publish(photocraft, fakegithub.NewRelease(photocraft, "v1.1.0"))
@@ -264,6 +266,7 @@ func TestWebhookStreamCostsTheBudget(t *testing.T) {
 }
 
 func TestWebhookWaitsOutGitHubsLag(t *testing.T) {
+	t.Parallel()
 	f := startWebhookFleet(t, 2)
 	// GitHub sends the event, but releases/latest answers the previous
 	// release for 3 s more.
@@ -280,6 +283,7 @@ func TestWebhookWaitsOutGitHubsLag(t *testing.T) {
 }
 
 func TestWebhookRequestOutlivesThePollers(t *testing.T) {
+	t.Parallel()
 	f := startWebhookFleet(t, 1)
 	f.pollers[0].stop(t)
 	f.gh.Publish(photocraft, fakegithub.NewRelease(photocraft, "v1.1.0"))
@@ -297,6 +301,7 @@ func TestWebhookRequestOutlivesThePollers(t *testing.T) {
 }
 
 func TestWebhookRedisDown(t *testing.T) {
+	t.Parallel()
 	f := startWebhookFleet(t, 1)
 	f.rs.Stop()
 	id := newDeliveryID()
@@ -326,6 +331,7 @@ func redeliverUntilAccepted(t testing.TB, p *proc, id string, body []byte) {
 }
 
 func TestWebhookStandalone(t *testing.T) {
+	t.Parallel()
 	gh := fakegithub.New(t)
 	want := publishFirst(gh)
 	pod := start(t, "api", binary(t, "api"), map[string]string{
@@ -352,6 +358,7 @@ func TestWebhookStandalone(t *testing.T) {
 }
 
 func TestNoWebhookWithoutASecret(t *testing.T) {
+	t.Parallel()
 	rs := redistest.Start(t)
 	pod := startPods(t, 1, podEnv(rs.URL(), testAppsEnv))[0]
 	if a := post(t, pod, "ping", newDeliveryID(), []byte(`{}`), webhookSecret); a.status != http.StatusNotFound {

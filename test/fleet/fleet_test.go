@@ -26,6 +26,7 @@ func noScriptURL(t testing.TB, srv *redistest.Server) string {
 // read nothing from Redis (about 3 × one poller's), and shows that the bound
 // fails without claims and freshness checks.
 func TestRequestsPerAppPerInterval(t *testing.T) {
+	t.Parallel()
 	const intervals = 30
 	tests := []struct {
 		name       string
@@ -48,6 +49,7 @@ func TestRequestsPerAppPerInterval(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			srv := redistest.Start(t)
 			url := srv.URL()
 			if tt.noScripts {

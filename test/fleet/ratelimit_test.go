@@ -18,6 +18,7 @@ import (
 // uncoordinated fleet is the same measurement on pollers that never read
 // the fleet backoff: they keep asking, which shows the check sees it.
 func TestRateLimitPausesEveryPoller(t *testing.T) {
+	t.Parallel()
 	timing := shortTiming
 	timing.Spacing = 0
 	tests := []struct {
@@ -30,6 +31,7 @@ func TestRateLimitPausesEveryPoller(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			srv := redistest.Start(t)
 			s := newSim(t, timing, defaultApps())
 			for i := range 3 {
@@ -96,6 +98,7 @@ func TestRateLimitPausesEveryPoller(t *testing.T) {
 // B starts its round at t0 (13 apps due, 1 s apart) and poller A ticks at
 // t0 + 0.5 s; the first request A makes is answered with a rate limit.
 func TestRateLimitStopsRoundsUnderWay(t *testing.T) {
+	t.Parallel()
 	timing := shortTiming
 	timing.StartupJitter = 0
 	srv := redistest.Start(t)

@@ -62,6 +62,7 @@ func (s *sim) checkShared(url string, since time.Time) map[string]release.Entry 
 // back from memory at its first tick, and a second poller that starts then
 // takes the shared fetches and asks nothing while they are fresh.
 func TestRedisStoppedAndRestarted(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	s := newSim(t, outageTiming, defaultApps())
 	interval := s.timing.Interval
@@ -163,6 +164,7 @@ func flushRepair(tb testing.TB, timing schedule.Timing, offset time.Duration) (t
 // entry back from memory (docs/redis.md, "Republishing after a loss"), each with
 // its own fetch time, without a single GitHub request.
 func TestRedisFlushed(t *testing.T) {
+	t.Parallel()
 	timing := productionTiming(30 * time.Minute)
 	took, s, srv := flushRepair(t, timing, 0)
 	if limit := timing.TickDelay(1); took > limit {
@@ -220,6 +222,7 @@ func BenchmarkFlushRepair(b *testing.B) {
 // while its writes fail, and says it once at the first tick after the
 // writes work again, when the entries are written back.
 func TestRedisReadOnly(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	timing := productionTiming(30 * time.Minute)
 	s := newSim(t, timing, defaultApps())

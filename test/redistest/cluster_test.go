@@ -18,6 +18,7 @@ func TestClusterFailover(t *testing.T) {
 		{"tls", func(t *testing.T) *redistest.Cluster { return redistest.StartClusterTLS(t, redistest.NewCA(t), 3, 1) }, "rediss://"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			c := tc.start(t)
 			if got := c.URL(); !strings.HasPrefix(got, tc.scheme) {
 				t.Errorf("URL = %q, want %s…", got, tc.scheme)

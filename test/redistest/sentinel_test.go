@@ -16,7 +16,10 @@ func TestSentinelFailover(t *testing.T) {
 		{"plain", func(t *testing.T, args ...string) *Server { return Start(t, args...) }, "redis"},
 		{"tls", func(t *testing.T, args ...string) *Server { return StartTLS(t, NewCA(t), args...) }, "rediss"},
 	} {
-		t.Run(tc.name, func(t *testing.T) { testSentinelFailover(t, tc.start, tc.scheme) })
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			testSentinelFailover(t, tc.start, tc.scheme)
+		})
 	}
 }
 

@@ -26,6 +26,7 @@ import (
 	"github.com/storytold/craft-releases/test/fakeclock"
 	"github.com/storytold/craft-releases/test/redistest"
 	"github.com/storytold/craft-releases/test/silentredis"
+	"github.com/storytold/craft-releases/test/testkit"
 )
 
 var testApps = []release.App{
@@ -44,6 +45,7 @@ var quiet = hydrate.WithInterval(time.Hour)
 const waitLimit = 30 * time.Second
 
 func TestLoad(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name  string
 		setup func(t testing.TB, srv *redistest.Server)
@@ -108,6 +110,7 @@ func TestLoad(t *testing.T) {
 }
 
 func TestLoadWithoutApps(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	hs := startApps(t, srv.URL(), nil)
 	hs.waitLoaded(t)
@@ -117,6 +120,7 @@ func TestLoadWithoutApps(t *testing.T) {
 }
 
 func TestInvalidationReachesSink(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name  string
 		write func(t testing.TB, srv *redistest.Server)
@@ -184,6 +188,7 @@ func TestInvalidationReachesSink(t *testing.T) {
 // reaches the sink when nothing changed, and that with client tracking it is
 // answered by the local cache, not by Redis.
 func TestRereadOfNothingNewPassesNothing(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name      string
 		url       func(t testing.TB, srv *redistest.Server) string
@@ -227,6 +232,7 @@ func TestRereadOfNothingNewPassesNothing(t *testing.T) {
 }
 
 func TestLostEntryKeepsWhatSinkHas(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name    string
 		lose    func(t testing.TB, srv *redistest.Server)
@@ -235,6 +241,7 @@ func TestLostEntryKeepsWhatSinkHas(t *testing.T) {
 		{name: "flushall", lose: func(_ testing.TB, srv *redistest.Server) { srv.MustDo("FLUSHALL") }, missing: 3},
 		{name: "pexpire", lose: func(_ testing.TB, srv *redistest.Server) { srv.MustDo("PEXPIRE", store.AppKey("photocraft"), "1") }, missing: 1},
 		{name: "expire", lose: func(_ testing.TB, srv *redistest.Server) { srv.MustDo("EXPIRE", store.AppKey("photocraft"), "1") }, missing: 1},
+		{name: "deleted", lose: func(_ testing.TB, srv *redistest.Server) { srv.MustDo("DEL", store.AppKey("photocraft")) }, missing: 1},
 		{name: "another format version", lose: func(t testing.TB, srv *redistest.Server) { hset(t, srv, "photocraft", "v", "2") }, missing: 1},
 		{name: "not a hash", lose: func(_ testing.TB, srv *redistest.Server) {
 			srv.MustDo("DEL", store.AppKey("photocraft"))
@@ -253,7 +260,7 @@ func TestLostEntryKeepsWhatSinkHas(t *testing.T) {
 			missing0 := hs.h.Counts().Missing
 
 			tt.lose(t, srv)
-			waitUntil(t, "a read that finds the entry gone", func() bool { return hs.h.Counts().Missing >= missing0+tt.missing })
+			testkit.Eventually(t, "a read that finds the entry gone", func() bool { return hs.h.Counts().Missing >= missing0+tt.missing })
 
 			after, calls := hs.sink.state()
 			if calls != calls0 {
@@ -272,6 +279,7 @@ func TestLostEntryKeepsWhatSinkHas(t *testing.T) {
 }
 
 func TestOlderEntryIgnored(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name  string
 		write func(t testing.TB, srv *redistest.Server)
@@ -299,7 +307,7 @@ func TestOlderEntryIgnored(t *testing.T) {
 
 			tt.write(t, srv)
 			// Nothing but an invalidation can make a quiet Hydrator read.
-			waitUntil(t, "the re-read after the write", func() bool { return hs.h.Counts().Reads > reads0 })
+			testkit.Eventually(t, "the re-read after the write", func() bool { return hs.h.Counts().Reads > reads0 })
 
 			got, calls := hs.sink.state()
 			if calls != calls0 {
@@ -313,6 +321,7 @@ func TestOlderEntryIgnored(t *testing.T) {
 }
 
 func TestConnectionLoss(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		lose func(t testing.TB, srv *redistest.Server, hs *harness)
@@ -320,9 +329,14 @@ func TestConnectionLoss(t *testing.T) {
 		{
 			name: "redis restarted empty",
 			lose: func(t testing.TB, srv *redistest.Server, hs *harness) {
+				before, calls0 := hs.sink.state()
 				srv.Stop()
-				waitUntil(t, "a failed read", func() bool { return !hs.h.Counts().Connected })
+				testkit.Eventually(t, "a failed read", func() bool { return !hs.h.Counts().Connected })
 				hs.mustBeRunning(t)
+				// While Redis is down the sink keeps what it has.
+				if after, calls := hs.sink.state(); calls != calls0 || describeAll(after) != describeAll(before) {
+					t.Errorf("sink while Redis is down (%d SetAll calls, want %d):\n got %s\nwant %s", calls, calls0, describeAll(after), describeAll(before))
+				}
 				srv.Restart()
 			},
 		},
@@ -331,7 +345,7 @@ func TestConnectionLoss(t *testing.T) {
 			lose: func(t testing.TB, srv *redistest.Server, hs *harness) {
 				inv := hs.h.Counts().Invalidations
 				srv.MustDo("CLIENT", "KILL", "TYPE", "normal")
-				waitUntil(t, "the lost connection noticed", func() bool { return hs.h.Counts().Invalidations > inv })
+				testkit.Eventually(t, "the lost connection noticed", func() bool { return hs.h.Counts().Invalidations > inv })
 			},
 		},
 	}
@@ -349,7 +363,7 @@ func TestConnectionLoss(t *testing.T) {
 			put(t, srv, "photocraft", base.Add(time.Minute), "v2.0.0")
 			want := describe(entry(base.Add(time.Minute), "v2.0.0"))
 			hs.sink.waitFor(t, "the write after the loss", func(s map[string]release.Entry) bool { return describe(s["photocraft"]) == want })
-			waitUntil(t, "a connected Hydrator", func() bool { return hs.h.Counts().Connected })
+			testkit.Eventually(t, "a connected Hydrator", func() bool { return hs.h.Counts().Connected })
 
 			// A quiet Hydrator hears of this one only if Redis tracks it again.
 			put(t, srv, "photocraft", base.Add(2*time.Minute), "v3.0.0")
@@ -369,6 +383,7 @@ func TestConnectionLoss(t *testing.T) {
 // pod serves from a promoted replica within a second of its promotion, not
 // after a wait that grew through the failover.
 func TestRetryCapped(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	srv.Stop()
 	clk := fakeclock.New(base)
@@ -385,6 +400,7 @@ func TestRetryCapped(t *testing.T) {
 }
 
 func TestRedisDownAtStart(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	srv.Stop()
 	clk := fakeclock.New(base)
@@ -408,7 +424,7 @@ func TestRedisDownAtStart(t *testing.T) {
 	want := describe(entry(base, "v1.0.0"))
 	hs.sink.waitFor(t, "photocraft", func(s map[string]release.Entry) bool { return describe(s["photocraft"]) == want })
 
-	waitUntil(t, "the recovery logged", func() bool { return hs.logs.FilterMessage("redis available again").Len() > 0 })
+	testkit.Eventually(t, "the recovery logged", func() bool { return hs.logs.FilterMessage("redis available again").Len() > 0 })
 	if got := hs.logs.FilterMessage("redis unavailable, serving what is loaded").Len(); got != 1 {
 		t.Errorf("logged the outage %d times, want 1", got)
 	}
@@ -418,6 +434,7 @@ func TestRedisDownAtStart(t *testing.T) {
 }
 
 func TestFallbackWithoutClientTracking(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name   string
 		before func(t testing.TB, srv *redistest.Server) string // returns the URL
@@ -474,6 +491,7 @@ func TestFallbackWithoutClientTracking(t *testing.T) {
 }
 
 func TestSilentRedis(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		wait func(t testing.TB, srv *silentredis.Server, hs *harness)
@@ -481,13 +499,13 @@ func TestSilentRedis(t *testing.T) {
 		{
 			name: "cancelled during the first read",
 			wait: func(t testing.TB, srv *silentredis.Server, _ *harness) {
-				waitUntil(t, "a connection", func() bool { return srv.Accepted() > 0 })
+				testkit.Eventually(t, "a connection", func() bool { return srv.Accepted() > 0 })
 			},
 		},
 		{
 			name: "cancelled after a read timed out",
 			wait: func(t testing.TB, _ *silentredis.Server, hs *harness) {
-				waitUntil(t, "a failed read", func() bool { return hs.h.Counts().Failures > 0 })
+				testkit.Eventually(t, "a failed read", func() bool { return hs.h.Counts().Failures > 0 })
 			},
 		},
 	}
@@ -506,12 +524,13 @@ func TestSilentRedis(t *testing.T) {
 			began := time.Now()
 			hs.stop(t)
 			t.Logf("Run returned %v after cancellation", time.Since(began))
-			waitUntil(t, "every connection closed", func() bool { return srv.Conns() == 0 })
+			testkit.Eventually(t, "every connection closed", func() bool { return srv.Conns() == 0 })
 		})
 	}
 }
 
 func TestPasswordNeverShown(t *testing.T) {
+	t.Parallel()
 	const secret = "s3cr/3t-pw"
 	t.Run("Run", func(t *testing.T) {
 		tests := []struct {
@@ -545,7 +564,7 @@ func TestPasswordNeverShown(t *testing.T) {
 			t.Run(tt.name, func(t *testing.T) {
 				srv := redistest.Start(t)
 				hs := start(t, tt.url(srv, tt.password), quiet)
-				waitUntil(t, "two failed attempts", func() bool { return hs.h.Counts().Failures >= 2 })
+				testkit.Eventually(t, "two failed attempts", func() bool { return hs.h.Counts().Failures >= 2 })
 				var said bool
 				for _, e := range hs.logs.All() {
 					line := fmt.Sprint(e.Message, e.ContextMap())
@@ -618,7 +637,7 @@ func BenchmarkShutdownOnSilentRedis(b *testing.B) {
 		b.StopTimer()
 		accepted := srv.Accepted()
 		hs := start(b, srv.URL(), quiet)
-		waitUntil(b, "a connection", func() bool { return srv.Accepted() > accepted })
+		testkit.Eventually(b, "a connection", func() bool { return srv.Accepted() > accepted })
 		b.StartTimer()
 		hs.stop(b)
 	}
@@ -775,18 +794,6 @@ func advanceUntil(t testing.TB, clk *fakeclock.Clock, step time.Duration, what s
 			clk.Advance(step)
 		}
 		time.Sleep(time.Millisecond)
-	}
-}
-
-// waitUntil polls cond until it holds.
-func waitUntil(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(waitLimit)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("no %s within %v", what, waitLimit)
-		}
-		time.Sleep(2 * time.Millisecond)
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/storytold/craft-releases/pkg/redis/store"
 	"github.com/storytold/craft-releases/pkg/release"
 	"github.com/storytold/craft-releases/test/redistest"
+	"github.com/storytold/craft-releases/test/testkit"
 )
 
 // metaSink records every meta it is given, by its one announcement's title.
@@ -86,6 +87,7 @@ func putMeta(t testing.TB, s *store.Store, m release.Meta, at time.Time) {
 }
 
 func TestMetaLoad(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name  string
 		apps  []release.App
@@ -137,6 +139,7 @@ func TestMetaLoad(t *testing.T) {
 // TestMetaNeverGoesBack: the sink gets a meta only when it is newer than the
 // last one; an older, unreadable or deleted hash changes nothing.
 func TestMetaNeverGoesBack(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	pub := publisher(t, srv)
 	putMeta(t, pub, announcing("v1"), base)
@@ -165,7 +168,7 @@ func TestMetaNeverGoesBack(t *testing.T) {
 		// re-read it causes is the only read: the safety net is an hour away.
 		// A meta given by mistake after this wait shows in the next step
 		// that waits for a call, since every step compares every call.
-		waitUntil(t, "the re-read after "+st.name, func() bool { return hs.h.Counts().Reads > before })
+		testkit.Eventually(t, "the re-read after "+st.name, func() bool { return hs.h.Counts().Reads > before })
 		sink.waitCalls(t, len(st.want))
 		if got := sink.calls(); !slices.Equal(got, st.want) {
 			t.Errorf("%s: sink got %q, want %q", st.name, got, st.want)
@@ -175,6 +178,7 @@ func TestMetaNeverGoesBack(t *testing.T) {
 
 // TestMetaNotRead: without WithMeta the meta hash is not read at all.
 func TestMetaNotRead(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	putMeta(t, publisher(t, srv), announcing("hello"), base)
 	hs := start(t, srv.URL(), quiet)

@@ -13,6 +13,7 @@ import (
 	"github.com/storytold/craft-releases/test/fakeclock"
 	"github.com/storytold/craft-releases/test/redistest"
 	"github.com/storytold/craft-releases/test/silentredis"
+	"github.com/storytold/craft-releases/test/testkit"
 )
 
 // hydrateTimeout stands for CRAFT_APPS_HYDRATE_TIMEOUT_SECS: short, since
@@ -57,6 +58,7 @@ func refusedLines(hs *harness) []string {
 // says why once, so that a rollout with a wrong password or user stalls with
 // the old pods serving; once the configuration is fixed it loads and opens.
 func TestReadyWhenRedisRefusesThePod(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name    string
 		url     func(srv *redistest.Server) string
@@ -96,7 +98,7 @@ func TestReadyWhenRedisRefusesThePod(t *testing.T) {
 			hs := start(t, tt.url(srv), quiet, hydrate.WithClock(clk))
 			opened := readiness(t, hs)
 			// The first attempt does not wait on the clock.
-			waitUntil(t, "the refusal", func() bool { return hs.h.Refusal() != nil })
+			testkit.Eventually(t, "the refusal", func() bool { return hs.h.Refusal() != nil })
 			advanceUntil(t, clk, 100*time.Millisecond, "the error line", func() bool { return len(refusedLines(hs)) > 0 })
 			if took := clk.Now().Sub(base); took < hydrateTimeout {
 				t.Errorf("the error line after %v, want it at the hydrate timeout, %v", took, hydrateTimeout)
@@ -126,14 +128,15 @@ func TestReadyWhenRedisRefusesThePod(t *testing.T) {
 // goes away (a restart during a bad rollout): the pod stays unready until a
 // load, rather than opening empty as an outage would.
 func TestReadyRefusedThenAnOutage(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	srv.MustDo("ACL", "SETUSER", "api", "on", ">old", "~*", "&*", "+@all")
 	hs := start(t, "redis://api:new@"+srv.Addr, quiet)
 	opened := readiness(t, hs)
-	waitUntil(t, "the error line", func() bool { return len(refusedLines(hs)) > 0 })
+	testkit.Eventually(t, "the error line", func() bool { return len(refusedLines(hs)) > 0 })
 	failures := hs.h.Counts().Failures
 	srv.Stop()
-	waitUntil(t, "another failed attempt", func() bool { return hs.h.Counts().Failures > failures+1 })
+	testkit.Eventually(t, "another failed attempt", func() bool { return hs.h.Counts().Failures > failures+1 })
 	if n := opened.Load(); n != 0 {
 		t.Fatalf("opened %d times once the refusal turned into an outage, want unready", n)
 	}
@@ -142,7 +145,7 @@ func TestReadyRefusedThenAnOutage(t *testing.T) {
 	}
 	srv.Restart()
 	srv.MustDo("ACL", "SETUSER", "api", "on", ">new", "~*", "&*", "+@all")
-	waitUntil(t, "ready after the first load", func() bool { return opened.Load() == 1 })
+	testkit.Eventually(t, "ready after the first load", func() bool { return opened.Load() == 1 })
 }
 
 // TestReadyRefusedThenAnOutageBeforeTheTimeout: Redis refuses the pod, then
@@ -150,15 +153,16 @@ func TestReadyRefusedThenAnOutage(t *testing.T) {
 // the timeout the pod still stays unready, rather than opening empty as if
 // the refusal had been an outage.
 func TestReadyRefusedThenAnOutageBeforeTheTimeout(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	srv.MustDo("ACL", "SETUSER", "api", "on", ">old", "~*", "&*", "+@all")
 	hs := start(t, "redis://api:new@"+srv.Addr, quiet)
-	waitUntil(t, "the refusal", func() bool { return hs.h.Refusal() != nil })
+	testkit.Eventually(t, "the refusal", func() bool { return hs.h.Refusal() != nil })
 	failures := hs.h.Counts().Failures
 	srv.Stop()
-	waitUntil(t, "a failed attempt of the outage", func() bool { return hs.h.Counts().Failures > failures+1 })
+	testkit.Eventually(t, "a failed attempt of the outage", func() bool { return hs.h.Counts().Failures > failures+1 })
 	opened := readinessAfter(t, hs, 200*time.Millisecond)
-	waitUntil(t, "the error line", func() bool {
+	testkit.Eventually(t, "the error line", func() bool {
 		return len(refusedLines(hs)) > 0 || hs.logs.FilterMessage("ready without a load from redis").Len() > 0
 	})
 	if n := opened.Load(); n != 0 {
@@ -171,6 +175,7 @@ func TestReadyRefusedThenAnOutageBeforeTheTimeout(t *testing.T) {
 // hydrate timeout with what it has, as before: an outage must never take
 // every pod out of the Service.
 func TestReadyDuringAnOutage(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		url  func(t *testing.T) string
@@ -203,11 +208,12 @@ func TestReadyDuringAnOutage(t *testing.T) {
 
 // TestReadyAfterFirstLoad: a pod that loads is ready at once.
 func TestReadyAfterFirstLoad(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	hs := start(t, srv.URL(), quiet)
 	opened := readiness(t, hs)
 	hs.waitLoaded(t)
-	waitUntil(t, "ready", func() bool { return opened.Load() == 1 })
+	testkit.Eventually(t, "ready", func() bool { return opened.Load() == 1 })
 	if n := hs.logs.FilterMessage("ready").Len(); n != 1 {
 		t.Errorf("logged ready %d times, want 1", n)
 	}

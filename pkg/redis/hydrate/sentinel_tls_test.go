@@ -12,6 +12,7 @@ import (
 // Hydrator asks the sentinels over TLS too, trusting the CA of WithTLS, and
 // reads the primary they name.
 func TestThroughTLSSentinels(t *testing.T) {
+	t.Parallel()
 	ca := redistest.NewCA(t)
 	primary := redistest.StartTLS(t, ca)
 	sentinels := redistest.StartSentinels(t, "craft", primary, 1, 1)

@@ -16,6 +16,7 @@ import (
 // release, which it does not even read. The app keeps what it had; each
 // refusal is counted and logged once (issue 20, findings 1 to 3).
 func TestRefusedHashes(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	now := time.Now()
 	put(t, srv, "photocraft", now.Add(-time.Minute), "v0.5.0")
@@ -56,6 +57,7 @@ func TestRefusedHashes(t *testing.T) {
 // Redis, so that it believes the pollers' honest times instead of refusing
 // them as future; it says so once, and exports the offset.
 func TestPodClockBehind(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	now := time.Now()
 	put(t, srv, "photocraft", now, "v0.5.0")

@@ -12,6 +12,7 @@ import (
 // lines of store.PollerACL and store.APIACL, which the binaries' tests run
 // as.
 func TestRunbookQuotesTheACLs(t *testing.T) {
+	t.Parallel()
 	doc, err := os.ReadFile("../../../docs/operations.md")
 	if err != nil {
 		t.Fatal(err)

@@ -98,6 +98,7 @@ func isTimeout(err error) bool {
 // TestConnections: however many calls run at once, the poller's client holds
 // at most two connections, one pipelined and one for transactions.
 func TestConnections(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	a := newAdmin(t, srv)
 	s := newStore(t, pollerURL(t, srv))
@@ -146,6 +147,7 @@ func TestConnections(t *testing.T) {
 // caching, so it works where CLIENT TRACKING (here every CLIENT command) is
 // unavailable.
 func TestWithoutClientTracking(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t, "--rename-command", "CLIENT", "")
 	s := newStore(t, srv.URL())
 	ctx := context.Background()

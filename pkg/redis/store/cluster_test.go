@@ -17,6 +17,7 @@ import (
 // key, and the pipelines that read several keys (Load, Status) span slots,
 // which rueidis splits.
 func TestOnACluster(t *testing.T) {
+	t.Parallel()
 	c := redistest.StartCluster(t, 3, 0)
 	for _, n := range c.Nodes {
 		n.MustDo("ACL", "SETUSER", "noscript", "on", ">pw", "~*", "&*", "+@all", "-@scripting")

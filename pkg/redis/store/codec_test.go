@@ -11,6 +11,7 @@ import (
 )
 
 func TestDecodeApp(t *testing.T) {
+	t.Parallel()
 	const repo = "storytold/photocraft"
 	noon, now := at("12:00"), at("13:00")
 	relJSON := `{"tag":"v1.0.0","version":"1.0.0","name":"PhotoCraft v1.0.0","published_at":"2026-10-08T14:52:50Z",` +
@@ -107,6 +108,7 @@ func TestDecodeApp(t *testing.T) {
 }
 
 func TestDecodeBackoff(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		h    map[string]string

@@ -17,6 +17,7 @@ import (
 )
 
 func TestRefusesScript(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		msg  string
@@ -81,6 +82,7 @@ func TestRefusesScript(t *testing.T) {
 // and against servers that fail in other ways: only the first kind switches
 // the Store to WATCH/MULTI/EXEC.
 func TestScriptRefusal(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name     string
 		args     []string                    // redis-server arguments
@@ -150,6 +152,7 @@ func TestScriptRefusal(t *testing.T) {
 // TestBackAfterStop: a Redis down when the poller starts, or restarted empty,
 // only fails the calls made meanwhile.
 func TestBackAfterStop(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	srv.Stop()
 	s := newStore(t, srv.URL())

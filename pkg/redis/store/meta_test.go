@@ -41,6 +41,7 @@ func sameMeta(t testing.TB, got, want release.Meta) bool {
 }
 
 func TestDecodeMeta(t *testing.T) {
+	t.Parallel()
 	noon := at("12:00")
 	full, err := New(nil, "poller-a", testApps).metaWrite(testMeta(), noon)
 	if err != nil {
@@ -104,6 +105,7 @@ func TestDecodeMeta(t *testing.T) {
 // TestMetaSequence is the guarded write of the meta hash on both paths: an
 // older read never overwrites a newer one.
 func TestMetaSequence(t *testing.T) {
+	t.Parallel()
 	older := testMeta()
 	older.Notices.Alerts = nil
 	for _, p := range paths {
@@ -154,6 +156,7 @@ func TestMetaSequence(t *testing.T) {
 }
 
 func TestPutMetaWithoutTime(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	a := newAdmin(t, srv)
 	s := newStore(t, srv.URL())

@@ -18,6 +18,7 @@ import (
 // one key with random times: the hash ends at the newest fetch written, never
 // mixes the fields of two writes, and a reader never sees it go back in time.
 func TestConcurrentWriters(t *testing.T) {
+	t.Parallel()
 	const (
 		writers = 4
 		writes  = 40
@@ -144,6 +145,7 @@ func watchNeverGoesBack(ctx context.Context, a *admin, key string, stop <-chan s
 // path's read and its EXEC, EXEC does nothing and the write is decided again
 // on what the other writer left.
 func TestWatchRetries(t *testing.T) {
+	t.Parallel()
 	const app = "photocraft"
 	key := AppKey(app)
 	tests := []struct {
@@ -190,6 +192,7 @@ func TestWatchRetries(t *testing.T) {
 // TestWatchLeavesNoWatch: a write refused on the WATCH path leaves no WATCH
 // on its connection, so another key's change does not abort the next write.
 func TestWatchLeavesNoWatch(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	s := newStore(t, pollerURL(t, srv))
 	other := newStore(t, srv.URL())

@@ -14,6 +14,7 @@ import (
 )
 
 func TestDeliver(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	s, a := newStore(t, srv.URL()), newAdmin(t, srv)
 	ctx := context.Background()
@@ -86,6 +87,7 @@ func TestDeliver(t *testing.T) {
 }
 
 func TestDeliverForgetsWhatItCouldNotRecord(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	// A user that may SET and DEL but not HSET: the delivery id is stored,
 	// the requests are refused.
@@ -101,6 +103,7 @@ func TestDeliverForgetsWhatItCouldNotRecord(t *testing.T) {
 }
 
 func TestDeliverRedisDown(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	s := newStore(t, withTimeout(srv.URL(), time.Second))
 	srv.Stop()
@@ -110,6 +113,7 @@ func TestDeliverRedisDown(t *testing.T) {
 }
 
 func TestDecodeRefresh(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		h    map[string]string
@@ -170,6 +174,7 @@ func (w *watcher) seen(app string) (release.Refresh, bool) {
 }
 
 func TestWatchRefreshes(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	api, poller := newStore(t, srv.URL()), newStore(t, srv.URL())
 	ctx := context.Background()
@@ -200,6 +205,7 @@ func TestWatchRefreshes(t *testing.T) {
 // TestWebhookAsLeastPrivilegeUsers: the webhook's writes as APIACL's user
 // and the pollers' watch as PollerACL's, with nothing in the ACL LOG.
 func TestWebhookAsLeastPrivilegeUsers(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	srv.MustDo(SetUser("craft-api", "api-pw", APIACL)...)
 	srv.MustDo(SetUser("craft-poller", "poller-pw", PollerACL)...)
@@ -226,6 +232,7 @@ func TestWebhookAsLeastPrivilegeUsers(t *testing.T) {
 // without a PUBLISH) is found by the rescan, every 10 s of the Store's clock,
 // and not before.
 func TestWatchRefreshesRescans(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	fc := fakeclock.New(t0)
 	w := watch(t, newStore(t, srv.URL(), WithClock(fc)), "photocraft")

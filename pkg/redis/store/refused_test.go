@@ -18,6 +18,7 @@ import (
 // tick of a poller would stretch to that timeout during the outage. The
 // timeout here is a minute, so a call that waited for it could not pass.
 func TestRefusedRedisFailsAtOnce(t *testing.T) {
+	t.Parallel()
 	const timeout = time.Minute
 	srv := redistest.Start(t)
 	connected := newStore(t, withTimeout(pollerURL(t, srv), timeout))
@@ -70,6 +71,7 @@ func TestRefusedRedisFailsAtOnce(t *testing.T) {
 // TestRefused: what real redis-server answers a client it refuses for its
 // configuration, against an outage.
 func TestRefused(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	srv.MustDo("ACL", "SETUSER", "poller", "on", ">pw", "~*", "&*", "+@all", "-hstrlen")
 	srv.MustDo("ACL", "SETUSER", "keyless", "on", ">pw", "~other:*", "&*", "+@all")

@@ -43,6 +43,7 @@ func startCluster(t testing.TB) *redistest.Server {
 // TestSequence is the sequence of docs/redis.md that must hold against a real
 // Redis, on each path and topology.
 func TestSequence(t *testing.T) {
+	t.Parallel()
 	for _, top := range topologies {
 		for _, p := range paths {
 			t.Run(top.name+"/"+p.name, func(t *testing.T) {
@@ -141,6 +142,7 @@ func TestSequence(t *testing.T) {
 // TestRepublish covers a 304 whose guarded write is refused: the whole entry
 // is republished only when the shared entry holds no readable fetch.
 func TestRepublish(t *testing.T) {
+	t.Parallel()
 	const app = "photocraft"
 	key := AppKey(app)
 	v2 := rel("v0.2.0")
@@ -219,6 +221,7 @@ func TestRepublish(t *testing.T) {
 // TestNotModifiedWithoutETag: with no ETag there is nothing to guard by, so
 // nothing is written, not even a republish.
 func TestNotModifiedWithoutETag(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	a := newAdmin(t, srv)
 	s := newStore(t, srv.URL())
@@ -235,6 +238,7 @@ func TestNotModifiedWithoutETag(t *testing.T) {
 // a hash of another format or type replaces it whole, and the TTL: renewed by
 // every write that goes through and by no refused one.
 func TestWritesByKind(t *testing.T) {
+	t.Parallel()
 	const app = "photocraft"
 	key := AppKey(app)
 	v2 := rel("v0.2.0")
@@ -331,6 +335,7 @@ func TestWritesByKind(t *testing.T) {
 
 // TestWriteWithoutTime: a write must say when it happened.
 func TestWriteWithoutTime(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	a := newAdmin(t, srv)
 	s := newStore(t, srv.URL())
@@ -357,6 +362,7 @@ func TestWriteWithoutTime(t *testing.T) {
 // TestDecide runs one table of hashes and writes through decide and through
 // both real paths: the script and WATCH/MULTI/EXEC must decide alike.
 func TestDecide(t *testing.T) {
+	t.Parallel()
 	noon := at("12:00")
 	// The writer's clock: every time of the table's hashes is in its past,
 	// but for the ones an hour or more ahead.
@@ -637,6 +643,7 @@ func pairsOf(h map[string]string) []string {
 // the fetch time, or that a newer fetch refuses, reports none, whichever
 // poller writes it (issue 22: one purge per change for the whole fleet).
 func TestPublishFetchChanged(t *testing.T) {
+	t.Parallel()
 	const app = "photocraft"
 	ctx := context.Background()
 	steps := []struct {

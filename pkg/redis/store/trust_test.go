@@ -44,6 +44,7 @@ func poisoned(t testing.TB) map[string]string {
 // no fetch of it, and a write of the app's own goes over it; each refusal
 // is counted, and logged once per app and writer.
 func TestPoisonedHashes(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	a := newAdmin(t, srv)
 	core, logs := observer.New(zapcore.WarnLevel)
@@ -90,6 +91,7 @@ func TestPoisonedHashes(t *testing.T) {
 // bound) is refused from its length alone: Load reads a few bytes, not the
 // value, and a write goes over it on both paths (issue 20, finding 2).
 func TestOversizedFieldsAreNotRead(t *testing.T) {
+	t.Parallel()
 	big := `{"tag":"` + strings.Repeat("v", 16<<20) + `"}`
 	for _, p := range paths {
 		t.Run(p.name, func(t *testing.T) {
@@ -143,6 +145,7 @@ func netOutput(t testing.TB, srv *redistest.Server) int64 {
 // blocks an honest write. On a clock.Corrected it measures the hour, tells
 // time by Redis and writes honest times (issue 20, finding 3).
 func TestFutureTimes(t *testing.T) {
+	t.Parallel()
 	for _, p := range paths {
 		t.Run(p.name, func(t *testing.T) {
 			srv := redistest.Start(t)

@@ -1,5 +1,0 @@
-//go:build race
-
-package metrics_test
-
-const raceEnabled = true
