@@ -54,18 +54,8 @@ func run(args []string) error {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	fmt.Println("building cmd/api and cmd/poller …")
-	for _, name := range []string{"api", "poller"} {
-		build := exec.Command("go", "build", "-o", filepath.Join(dir, name), "github.com/storytold/craft-releases/cmd/"+name)
-		build.Stdout, build.Stderr = os.Stdout, os.Stderr
-		if err := build.Run(); err != nil {
-			if ctx.Err() != nil {
-				// Ctrl-C reached the compiler too: a stop, not a failure.
-				fmt.Println("stopped before anything started")
-				return nil
-			}
-			return fmt.Errorf("build %s: %w", name, err)
-		}
+	if built, err := buildBinaries(ctx, dir); !built {
+		return err
 	}
 
 	redisPort, err := freePort()
@@ -77,59 +67,17 @@ func run(args []string) error {
 		"LOG_FORMAT": "console",
 	}
 	if *source == "fake" {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		closeGitHub, err := startFakeGitHub(ctx, env, *every)
 		if err != nil {
 			return err
 		}
-		gh := fakegithub.Listen(ln)
-		defer gh.Close()
-		go publish(ctx, gh, *every)
-		env["CRAFT_APPS_RELEASE_GITHUB_API_URL"] = gh.URL()
-		env["CRAFT_APPS_RELEASE_POLL_INTERVAL_SECS"] = "10"
-		env["CRAFT_APPS_RELEASE_TICK_SECS"] = "2"
-		env["CRAFT_APPS_RELEASE_STARTUP_JITTER_SECS"] = "2"
-		env["CRAFT_APPS_RELEASE_REQUEST_SPACING_MS"] = "100"
-		fmt.Printf("fake GitHub on %s, a new release every %s\n", gh.URL(), *every)
+		defer closeGitHub()
 	}
 
-	var procs []*exec.Cmd
-	var wg sync.WaitGroup
-	startProc := func(name string, extra map[string]string, path string, args ...string) error {
-		cmd := exec.Command(path, args...)
-		cmd.Env = os.Environ()
-		for k, v := range env {
-			cmd.Env = append(cmd.Env, k+"="+v)
-		}
-		for k, v := range extra {
-			cmd.Env = append(cmd.Env, k+"="+v)
-		}
-		out, err := cmd.StdoutPipe()
-		if err != nil {
-			return err
-		}
-		cmd.Stderr = cmd.Stdout
-		if err := cmd.Start(); err != nil {
-			return fmt.Errorf("start %s: %w", name, err)
-		}
-		procs = append(procs, cmd)
-		wg.Add(1)
-		go func() { defer wg.Done(); prefix(name, out) }()
-		return nil
-	}
-	defer func() {
-		for _, p := range procs {
-			_ = p.Process.Signal(syscall.SIGTERM)
-		}
-		wg.Wait()
-		for _, p := range procs {
-			_ = p.Wait()
-		}
-		if len(procs) > 0 {
-			fmt.Println("stopped")
-		}
-	}()
+	st := &stack{env: env}
+	defer st.stop()
 
-	if err := startProc("redis", nil, "redis-server", "--port", strconv.Itoa(redisPort), "--bind", "127.0.0.1",
+	if err := st.start("redis", nil, "redis-server", "--port", strconv.Itoa(redisPort), "--bind", "127.0.0.1",
 		"--save", "", "--appendonly", "no", "--dir", dir); err != nil {
 		return fmt.Errorf("%w (install it: apt-get install redis-server)", err)
 	}
@@ -144,12 +92,12 @@ func run(args []string) error {
 		return fmt.Errorf("-api-metrics has %d addresses for %d API pods", len(apiMetrics), len(apis))
 	}
 	for i, addr := range pollers {
-		if err := startProc(fmt.Sprintf("poller-%d", i+1), map[string]string{"HTTP_ADDR": addr}, filepath.Join(dir, "poller")); err != nil {
+		if err := st.start(fmt.Sprintf("poller-%d", i+1), map[string]string{"HTTP_ADDR": addr}, filepath.Join(dir, "poller")); err != nil {
 			return err
 		}
 	}
 	for i, addr := range apis {
-		if err := startProc(fmt.Sprintf("api-%d", i+1), map[string]string{
+		if err := st.start(fmt.Sprintf("api-%d", i+1), map[string]string{
 			"HTTP_ADDR": addr, "METRICS_ADDR": apiMetrics[i],
 		}, filepath.Join(dir, "api")); err != nil {
 			return err
@@ -220,4 +168,88 @@ func freePort() (int, error) {
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// buildBinaries builds cmd/api and cmd/poller into dir. It reports false
+// when they were not built: with the error, or with none after Ctrl-C, which
+// reached the compiler too and is a stop, not a failure.
+func buildBinaries(ctx context.Context, dir string) (bool, error) {
+	fmt.Println("building cmd/api and cmd/poller …")
+	for _, name := range []string{"api", "poller"} {
+		build := exec.Command("go", "build", "-o", filepath.Join(dir, name), "github.com/storytold/craft-releases/cmd/"+name)
+		build.Stdout, build.Stderr = os.Stdout, os.Stderr
+		if err := build.Run(); err != nil {
+			if ctx.Err() != nil {
+				fmt.Println("stopped before anything started")
+				return false, nil
+			}
+			return false, fmt.Errorf("build %s: %w", name, err)
+		}
+	}
+	return true, nil
+}
+
+// startFakeGitHub serves a fake GitHub on loopback that publishes a release
+// every so often, and points env's processes at it with short intervals.
+// It returns what closes it.
+func startFakeGitHub(ctx context.Context, env map[string]string, every time.Duration) (func(), error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	gh := fakegithub.Listen(ln)
+	go publish(ctx, gh, every)
+	env["CRAFT_APPS_RELEASE_GITHUB_API_URL"] = gh.URL()
+	env["CRAFT_APPS_RELEASE_POLL_INTERVAL_SECS"] = "10"
+	env["CRAFT_APPS_RELEASE_TICK_SECS"] = "2"
+	env["CRAFT_APPS_RELEASE_STARTUP_JITTER_SECS"] = "2"
+	env["CRAFT_APPS_RELEASE_REQUEST_SPACING_MS"] = "100"
+	fmt.Printf("fake GitHub on %s, a new release every %s\n", gh.URL(), every)
+	return gh.Close, nil
+}
+
+// stack is the deployment's processes, each with env and its own
+// variables, its output prefixed with its name; stop ends them together.
+type stack struct {
+	env   map[string]string
+	procs []*exec.Cmd
+	wg    sync.WaitGroup
+}
+
+// start runs path with args as name.
+func (s *stack) start(name string, extra map[string]string, path string, args ...string) error {
+	cmd := exec.Command(path, args...)
+	cmd.Env = os.Environ()
+	for k, v := range s.env {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	for k, v := range extra {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return err
+	}
+	cmd.Stderr = cmd.Stdout
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("start %s: %w", name, err)
+	}
+	s.procs = append(s.procs, cmd)
+	s.wg.Add(1)
+	go func() { defer s.wg.Done(); prefix(name, out) }()
+	return nil
+}
+
+// stop sends every process SIGTERM and waits for them all.
+func (s *stack) stop() {
+	for _, p := range s.procs {
+		_ = p.Process.Signal(syscall.SIGTERM)
+	}
+	s.wg.Wait()
+	for _, p := range s.procs {
+		_ = p.Wait()
+	}
+	if len(s.procs) > 0 {
+		fmt.Println("stopped")
+	}
 }
