@@ -136,7 +136,7 @@ func feeder(cfg config.API, snap *snapshot.Snapshot, gate *daemon.Gate, log *zap
 	}
 	reg.MustRegister(apipod.NewAPI(snap, nil))
 	gate.Open()
-	if !cfg.PollingEnabled {
+	if !cfg.Polling.Enabled {
 		log.Info("mode", zap.String("mode", "standalone"), zap.Bool("polling", false), zap.Bool("webhook", hooked))
 		if !hooked {
 			return func(ctx context.Context) error { <-ctx.Done(); return nil }, nil, nil

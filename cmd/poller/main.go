@@ -81,7 +81,7 @@ func poll(ctx context.Context, cfg config.Poller, host string, log *zap.Logger) 
 	observer := metrics.NewPoller(cfg.Apps)
 	reg.MustRegister(observer)
 	sched := cfg.Schedule(len(cfg.Apps))
-	if cfg.PollingEnabled {
+	if cfg.Polling.Enabled {
 		sched.Warn(log)
 		observer.Schedule(sched.RequestsPerHour, sched.QuotaPerHour)
 	}
@@ -195,7 +195,7 @@ func polling(cfg config.Poller, p *poller.Poller, fleet *store.Store, gate *daem
 		}
 		return nil
 	}}
-	if !cfg.PollingEnabled {
+	if !cfg.Polling.Enabled {
 		log.Info("polling disabled")
 		gate.Open()
 		return work

@@ -49,7 +49,7 @@ func (r Redis) Configured() bool { return r.URL != "" }
 // Polling holds the settings of the poller, which cmd/api also uses when it
 // polls GitHub itself (standalone mode).
 type Polling struct {
-	PollingEnabled      bool   // false: no GitHub requests at all
+	Enabled             bool   // false: no GitHub requests at all
 	CoordinationEnabled bool   // false: never read Redis for claims, freshness or backoff
 	GitHubAPIURL        string // an absolute http(s) URL ending with "/"
 	GitHubToken         Secret // trimmed; empty: unauthenticated requests
@@ -237,7 +237,7 @@ func (s Shared) fields() []zap.Field {
 func (p Polling) fields() []zap.Field {
 	return []zap.Field{
 		zap.String("github_api_url", p.GitHubAPIURL),
-		zap.Bool("polling_enabled", p.PollingEnabled),
+		zap.Bool("polling_enabled", p.Enabled),
 		zap.Bool("coordination_enabled", p.CoordinationEnabled),
 		zap.Bool("github_token_set", p.GitHubToken != ""),
 		zap.Duration("poll_interval", p.PollInterval),
@@ -332,7 +332,7 @@ func (r pollingEnv) check(c *checker) Polling {
 	}
 	p := Polling{
 		GitHubAPIURL:        apiURL,
-		PollingEnabled:      bool(r.PollingEnabled),
+		Enabled:             bool(r.PollingEnabled),
 		CoordinationEnabled: bool(r.CoordinationEnabled),
 		GitHubToken:         Secret(r.GitHubToken), // parse trimmed it: blank is no token
 		StartupJitter:       c.atLeast("CRAFT_APPS_RELEASE_STARTUP_JITTER_SECS", time.Duration(r.StartupJitter), 0, time.Second, ""),

@@ -90,7 +90,7 @@ func withRedis(t testing.TB, s *config.Shared) {
 func defaultPolling() config.Polling {
 	return config.Polling{
 		GitHubAPIURL:        "https://api.github.com/",
-		PollingEnabled:      true,
+		Enabled:             true,
 		CoordinationEnabled: true,
 		PollInterval:        1800 * time.Second,
 		MaxBackoff:          14400 * time.Second,
@@ -208,9 +208,9 @@ func TestLoadGood(t *testing.T) {
 		{"log format json in capitals", map[string]string{"LOG_FORMAT": "JSON"},
 			func(*config.Shared, *config.Polling) {}},
 		{"polling disabled", map[string]string{"CRAFT_APPS_RELEASE_POLLING_ENABLED": "false"},
-			func(_ *config.Shared, p *config.Polling) { p.PollingEnabled = false }},
+			func(_ *config.Shared, p *config.Polling) { p.Enabled = false }},
 		{"polling disabled as 0", map[string]string{"CRAFT_APPS_RELEASE_POLLING_ENABLED": "0"},
-			func(_ *config.Shared, p *config.Polling) { p.PollingEnabled = false }},
+			func(_ *config.Shared, p *config.Polling) { p.Enabled = false }},
 		{"polling enabled", map[string]string{"CRAFT_APPS_RELEASE_POLLING_ENABLED": "TRUE"},
 			func(*config.Shared, *config.Polling) {}},
 		{"coordination disabled", map[string]string{"CRAFT_APPS_RELEASE_COORDINATION_ENABLED": "false"},
