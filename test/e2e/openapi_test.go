@@ -7,9 +7,9 @@ import (
 	"testing"
 
 	"github.com/storytold/craft-releases/test/fakegithub"
+	"github.com/storytold/craft-releases/test/fakeredis"
 	"github.com/storytold/craft-releases/test/openapitest"
 	"github.com/storytold/craft-releases/test/redistest"
-	"github.com/storytold/craft-releases/test/silentredis"
 	"github.com/storytold/craft-releases/test/testkit"
 )
 
@@ -23,7 +23,7 @@ import (
 // must have been seen.
 func TestOpenAPI(t *testing.T) {
 	t.Parallel()
-	silent := silentredis.Start(t)
+	silent := fakeredis.StartSilent(t)
 	coldEnv := podEnv(silent.URL(), testAppsEnv)
 	coldEnv["CRAFT_APPS_HYDRATE_TIMEOUT_SECS"] = "600"
 	coldEnv["METRICS_ADDR"] = testkit.FreeAddr(t)

@@ -18,8 +18,8 @@ import (
 	"github.com/storytold/craft-releases/pkg/release"
 	"github.com/storytold/craft-releases/test/fakeclock"
 	"github.com/storytold/craft-releases/test/fakegithub"
+	"github.com/storytold/craft-releases/test/fakeredis"
 	"github.com/storytold/craft-releases/test/redistest"
-	"github.com/storytold/craft-releases/test/silentredis"
 	"github.com/storytold/craft-releases/test/testkit"
 )
 
@@ -312,7 +312,7 @@ func TestPodWithoutClientTracking(t *testing.T) {
 
 func TestSilentRedisAtStartUp(t *testing.T) {
 	t.Parallel()
-	srv := silentredis.Start(t)
+	srv := fakeredis.StartSilent(t)
 	env := podEnv(srv.URL(), testAppsEnv)
 	env["CRAFT_APPS_HYDRATE_TIMEOUT_SECS"] = "3"
 	env["SHUTDOWN_TIMEOUT_SECS"] = "5"

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/storytold/craft-releases/test/silentredis"
+	"github.com/storytold/craft-releases/test/fakeredis"
 	"github.com/storytold/craft-releases/test/testkit"
 )
 
@@ -49,7 +49,7 @@ func TestSilentRedis(t *testing.T) {
 	// wait for them, so that they are not counted as this test's.
 	testkit.Within(10*time.Second, func() bool { return len(goroutinesIn(redisCode...)) == 0 })
 	before := len(goroutinesIn(redisCode...))
-	silent := silentredis.Start(t)
+	silent := fakeredis.StartSilent(t)
 	s := newSim(t, outageTiming, defaultApps())
 	m := s.add("poller-1", memberConfig{redisURL: withTimeout(silent.URL()), coordinate: true, seed: 1})
 	s.runFor(2 * s.timing.Interval)

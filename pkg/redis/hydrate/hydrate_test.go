@@ -25,7 +25,7 @@ import (
 	"github.com/storytold/craft-releases/pkg/release"
 	"github.com/storytold/craft-releases/test/fakeclock"
 	"github.com/storytold/craft-releases/test/redistest"
-	"github.com/storytold/craft-releases/test/silentredis"
+	"github.com/storytold/craft-releases/test/fakeredis"
 	"github.com/storytold/craft-releases/test/testkit"
 )
 
@@ -494,24 +494,24 @@ func TestSilentRedis(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name string
-		wait func(t testing.TB, srv *silentredis.Server, hs *harness)
+		wait func(t testing.TB, srv *fakeredis.Server, hs *harness)
 	}{
 		{
 			name: "cancelled during the first read",
-			wait: func(t testing.TB, srv *silentredis.Server, _ *harness) {
+			wait: func(t testing.TB, srv *fakeredis.Server, _ *harness) {
 				testkit.Eventually(t, "a connection", func() bool { return srv.Accepted() > 0 })
 			},
 		},
 		{
 			name: "cancelled after a read timed out",
-			wait: func(t testing.TB, _ *silentredis.Server, hs *harness) {
+			wait: func(t testing.TB, _ *fakeredis.Server, hs *harness) {
 				testkit.Eventually(t, "a failed read", func() bool { return hs.h.Counts().Failures > 0 })
 			},
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			srv := silentredis.Start(t)
+			srv := fakeredis.StartSilent(t)
 			hs := start(t, srv.URL(), quiet)
 			tt.wait(t, srv, hs)
 			select {
@@ -632,7 +632,7 @@ func BenchmarkPropagation(b *testing.B) {
 // BenchmarkShutdownOnSilentRedis measures how long Run takes to return once
 // cancelled while its Redis accepts connections and never answers.
 func BenchmarkShutdownOnSilentRedis(b *testing.B) {
-	srv := silentredis.Start(b)
+	srv := fakeredis.StartSilent(b)
 	for b.Loop() {
 		b.StopTimer()
 		accepted := srv.Accepted()

@@ -12,7 +12,7 @@ import (
 	"github.com/storytold/craft-releases/pkg/redis/hydrate"
 	"github.com/storytold/craft-releases/test/fakeclock"
 	"github.com/storytold/craft-releases/test/redistest"
-	"github.com/storytold/craft-releases/test/silentredis"
+	"github.com/storytold/craft-releases/test/fakeredis"
 	"github.com/storytold/craft-releases/test/testkit"
 )
 
@@ -185,7 +185,7 @@ func TestReadyDuringAnOutage(t *testing.T) {
 			srv.Stop()
 			return srv.URL()
 		}},
-		{"a silent Redis (timeouts)", func(t *testing.T) string { return silentredis.Start(t).URL() }},
+		{"a silent Redis (timeouts)", func(t *testing.T) string { return fakeredis.StartSilent(t).URL() }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

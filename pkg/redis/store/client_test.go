@@ -15,7 +15,7 @@ import (
 	"github.com/storytold/craft-releases/pkg/release"
 	"github.com/storytold/craft-releases/pkg/schedule"
 	"github.com/storytold/craft-releases/test/redistest"
-	"github.com/storytold/craft-releases/test/silentredis"
+	"github.com/storytold/craft-releases/test/fakeredis"
 	"github.com/storytold/craft-releases/test/testkit"
 )
 
@@ -24,7 +24,7 @@ import (
 // silence is not taken for a refusal of scripts, and closing the client
 // leaves nothing behind.
 func TestSilentRedis(t *testing.T) {
-	srv := silentredis.Start(t)
+	srv := fakeredis.StartSilent(t)
 	before := runtime.NumGoroutine()
 
 	const timeout = 300 * time.Millisecond

@@ -1,11 +1,11 @@
-// Package silentredis is a fake Redis for tests of what a client does when
+// Package fakeredis is a fake Redis for tests of what a client does when
 // Redis accepts connections and then never answers. It listens on loopback,
 // completes the handshake a client makes on each new connection (HELLO, AUTH,
 // CLIENT …, SELECT, and CLUSTER, which it answers as a server without cluster
 // support), and from the first other command on (PING included) reads and
 // drops everything, keeping the connection open until the client closes it
 // or the test ends.
-package silentredis
+package fakeredis
 
 import (
 	"bufio"
@@ -31,13 +31,13 @@ type Server struct {
 	closed   bool
 }
 
-// Start listens on a free loopback port and serves until the test ends, when
+// StartSilent listens on a free loopback port and serves until the test ends, when
 // it closes the listener and every connection and waits for its goroutines.
-func Start(t testing.TB) *Server {
+func StartSilent(t testing.TB) *Server {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		t.Fatalf("silentredis: listen: %v", err)
+		t.Fatalf("fakeredis: listen: %v", err)
 	}
 	s := &Server{Addr: ln.Addr().String(), ln: ln, conns: make(map[net.Conn]struct{})}
 	s.wg.Add(1)
@@ -153,7 +153,7 @@ var helloFields = []string{
 	"$7\r\nmodules\r\n", "*0\r\n",
 }
 
-var errProtocol = errors.New("silentredis: not a RESP command")
+var errProtocol = errors.New("fakeredis: not a RESP command")
 
 // readCommand reads one command sent as a RESP array of bulk strings.
 func readCommand(r *bufio.Reader) ([]string, error) {

@@ -1,4 +1,4 @@
-package silentredis
+package fakeredis
 
 import (
 	"bufio"
@@ -53,7 +53,7 @@ func skipElements(t testing.TB, r *bufio.Reader, n int) {
 }
 
 func TestHandshakeThenSilence(t *testing.T) {
-	s := Start(t)
+	s := StartSilent(t)
 	conn, r := dial(t, s)
 
 	tests := []struct {
@@ -94,7 +94,7 @@ func TestHandshakeThenSilence(t *testing.T) {
 }
 
 func TestCountsConnections(t *testing.T) {
-	s := Start(t)
+	s := StartSilent(t)
 	a, _ := dial(t, s)
 	dial(t, s)
 	testkit.Eventually(t, "two open connections", func() bool { return s.Conns() == 2 })
@@ -108,7 +108,7 @@ func TestCountsConnections(t *testing.T) {
 func TestCleanupClosesConnections(t *testing.T) {
 	var conn net.Conn
 	t.Run("server", func(t *testing.T) {
-		s := Start(t)
+		s := StartSilent(t)
 		c, err := net.Dial("tcp", s.Addr)
 		if err != nil {
 			t.Fatal(err)
