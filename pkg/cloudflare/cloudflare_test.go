@@ -14,6 +14,7 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/storytold/craft-releases/pkg/cloudflare"
+	"github.com/storytold/craft-releases/test/fakeclock"
 	"github.com/storytold/craft-releases/test/fakecloudflare"
 	"github.com/storytold/craft-releases/test/testkit"
 )
@@ -151,19 +152,44 @@ func TestCoalesces(t *testing.T) {
 	}
 }
 
-// TestRetries: a failed call is retried with backoff; the token is never in
-// a log line, even when Cloudflare's answer quotes it.
+// passingClock is a fake clock on which every wait passes at once, and the
+// waits asked of it, in order.
+func passingClock() (*fakeclock.Clock, func() []time.Duration) {
+	c := fakeclock.New(time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC))
+	c.Skip(-1)
+	var mu sync.Mutex
+	var waits []time.Duration
+	c.OnAfter(func(d time.Duration, _ time.Time) {
+		mu.Lock()
+		defer mu.Unlock()
+		waits = append(waits, d)
+	})
+	return c, func() []time.Duration {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(waits)
+	}
+}
+
+// TestRetries: a failed call is retried with backoff (1 s, then 2 s, on the
+// fake clock); the token is never in a log line, even when Cloudflare's
+// answer quotes it.
 func TestRetries(t *testing.T) {
-	t.Parallel()
-	r := start(t, cloudflare.Config{})
+	clk, waits := passingClock()
+	r := start(t, cloudflare.Config{Clock: clk})
 	r.api.Fail(2, "Invalid token "+token)
 	r.p.Purge([]string{"/"})
-	calls := r.waitCalls(t, 3, 10*time.Second)
-	// The waits are 1 s, then 2 s.
-	if gap := calls[2].At.Sub(calls[0].At); gap < 3*time.Second {
-		t.Errorf("third attempt %v after the first, want at least 3 s of backoff", gap)
-	}
+	r.waitCalls(t, 3, 10*time.Second)
 	testkit.Within(5*time.Second, func() bool { n, _ := r.obs.get(cloudflare.Purged); return n == 1 })
+	var backoff []time.Duration
+	for _, d := range waits() {
+		if d >= time.Second {
+			backoff = append(backoff, d)
+		}
+	}
+	if want := []time.Duration{time.Second, 2 * time.Second}; !slices.Equal(backoff, want) {
+		t.Errorf("waits of a second or more %v, want the backoff %v", backoff, want)
+	}
 	if n, _ := r.obs.get(cloudflare.Failed); n != 2 {
 		t.Errorf("failed calls %d, want 2", n)
 	}
@@ -181,18 +207,16 @@ func TestRetries(t *testing.T) {
 	}
 }
 
+// TestGivesUp: after Attempts failed calls the batch is dropped and counted,
+// no further call is made for it, and the next change is sent again.
 func TestGivesUp(t *testing.T) {
-	t.Parallel()
-	r := start(t, cloudflare.Config{Attempts: 2})
+	clk, _ := passingClock()
+	r := start(t, cloudflare.Config{Attempts: 2, Clock: clk})
 	r.api.Fail(5, "boom")
 	r.p.Purge([]string{"/"})
-	r.waitCalls(t, 2, 5*time.Second)
-	time.Sleep(2500 * time.Millisecond)
+	testkit.Eventually(t, "the batch dropped", func() bool { _, files := r.obs.get(cloudflare.Dropped); return files == 1 })
 	if calls := r.api.Calls(); len(calls) != 2 {
 		t.Errorf("%d calls, want 2 (Attempts)", len(calls))
-	}
-	if _, files := r.obs.get(cloudflare.Dropped); files != 1 {
-		t.Errorf("dropped %d files, want 1", files)
 	}
 	// The next change is sent again.
 	r.p.Purge([]string{"/a"})
