@@ -84,17 +84,10 @@ func start(t *testing.T, c cloudflare.Config) *rig {
 // waitCalls waits for the fake to have received n calls, and returns them.
 func (r *rig) waitCalls(t *testing.T, n int, within time.Duration) []fakecloudflare.Call {
 	t.Helper()
-	deadline := time.Now().Add(within)
-	for {
-		calls := r.api.Calls()
-		if len(calls) >= n {
-			return calls
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d purge calls after %v, want %d", len(calls), within, n)
-		}
-		time.Sleep(5 * time.Millisecond)
+	if !testkit.Within(within, func() bool { return len(r.api.Calls()) >= n }) {
+		t.Fatalf("%d purge calls after %v, want %d", len(r.api.Calls()), within, n)
 	}
+	return r.api.Calls()
 }
 
 func paths(n int) []string {

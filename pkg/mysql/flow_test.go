@@ -19,6 +19,7 @@ import (
 	"github.com/storytold/craft-releases/test/fakeclock"
 	"github.com/storytold/craft-releases/test/mariadbtest"
 	"github.com/storytold/craft-releases/test/redistest"
+	"github.com/storytold/craft-releases/test/testkit"
 )
 
 var flowApps = []release.App{{Key: "pdfcraft", Name: "PdfCraft", Repo: "storytold/pdfcraft"}}
@@ -58,16 +59,9 @@ func startPod(t testing.TB, redisURL string) *apiPod {
 // waitBody waits until the pod serves a body containing want.
 func (p *apiPod) waitBody(t testing.TB, want string) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		body := string(p.snap.Current().Body.Bytes())
-		if strings.Contains(body, want) {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the pod never served %s; it serves %s", want, body)
-		}
-		time.Sleep(5 * time.Millisecond)
+	body := func() string { return string(p.snap.Current().Body.Bytes()) }
+	if !testkit.Within(20*time.Second, func() bool { return strings.Contains(body(), want) }) {
+		t.Fatalf("the pod never served %s; it serves %s", want, body())
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 	_ "github.com/go-sql-driver/mysql"
 
 	"github.com/storytold/craft-releases/test/mariadbtest"
+	"github.com/storytold/craft-releases/test/testkit"
 )
 
 func TestMain(m *testing.M) { os.Exit(mariadbtest.Main(m)) }
@@ -86,12 +87,8 @@ func TestGlobalStatus(t *testing.T) {
 	}
 	stmt.Close()
 	// COM_STMT_CLOSE has no reply: the server frees the statement soon after.
-	deadline := time.Now().Add(10 * time.Second)
-	for got := srv.GlobalStatus(t, "Prepared_stmt_count"); got != before; got = srv.GlobalStatus(t, "Prepared_stmt_count") {
-		if time.Now().After(deadline) {
-			t.Fatalf("Prepared_stmt_count after closing it = %d, want %d", got, before)
-		}
-		time.Sleep(20 * time.Millisecond)
+	if !testkit.Within(10*time.Second, func() bool { return srv.GlobalStatus(t, "Prepared_stmt_count") == before }) {
+		t.Fatalf("Prepared_stmt_count after closing it = %d, want %d", srv.GlobalStatus(t, "Prepared_stmt_count"), before)
 	}
 	if !strings.Contains(d.Password, "@") || !strings.Contains(d.Password, "/") {
 		t.Errorf("password %q lacks the characters a DSN must escape", d.Password)

@@ -24,8 +24,8 @@ import (
 	"github.com/storytold/craft-releases/pkg/redis/store"
 	"github.com/storytold/craft-releases/pkg/release"
 	"github.com/storytold/craft-releases/test/fakeclock"
-	"github.com/storytold/craft-releases/test/redistest"
 	"github.com/storytold/craft-releases/test/fakeredis"
+	"github.com/storytold/craft-releases/test/redistest"
 	"github.com/storytold/craft-releases/test/testkit"
 )
 
@@ -592,13 +592,9 @@ func TestNoGoroutineLeft(t *testing.T) {
 	hs.sink.waitFor(t, "the write", func(s map[string]release.Entry) bool { return describe(s["photocraft"]) == want })
 
 	hs.stop(t)
-	deadline := time.Now().Add(waitLimit)
-	for runtime.NumGoroutine() > before {
-		if time.Now().After(deadline) {
-			buf := make([]byte, 1<<20)
-			t.Fatalf("%d goroutines after Run returned, want at most %d:\n%s", runtime.NumGoroutine(), before, buf[:runtime.Stack(buf, true)])
-		}
-		time.Sleep(10 * time.Millisecond)
+	if !testkit.Within(waitLimit, func() bool { return runtime.NumGoroutine() <= before }) {
+		buf := make([]byte, 1<<20)
+		t.Fatalf("%d goroutines after Run returned, want at most %d:\n%s", runtime.NumGoroutine(), before, buf[:runtime.Stack(buf, true)])
 	}
 }
 

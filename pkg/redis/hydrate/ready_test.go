@@ -11,8 +11,8 @@ import (
 
 	"github.com/storytold/craft-releases/pkg/redis/hydrate"
 	"github.com/storytold/craft-releases/test/fakeclock"
-	"github.com/storytold/craft-releases/test/redistest"
 	"github.com/storytold/craft-releases/test/fakeredis"
+	"github.com/storytold/craft-releases/test/redistest"
 	"github.com/storytold/craft-releases/test/testkit"
 )
 
