@@ -37,12 +37,12 @@ type Listening struct {
 // ctx ends, so that the balancer sees the 503 and stops sending traffic (Run
 // does).
 func Serve(ctx context.Context, l Listening, shutdownTimeout time.Duration, log *zap.Logger) error {
-	max := l.MaxConnections
-	if max <= 0 {
-		max = DefaultMaxConnections
+	limit := l.MaxConnections
+	if limit <= 0 {
+		limit = DefaultMaxConnections
 	}
 	ln := l.Listener
-	limited := newLimitListener(ln, max)
+	limited := newLimitListener(ln, limit)
 	srv := &http.Server{
 		Handler:   l.Handler,
 		ConnState: limited.state,

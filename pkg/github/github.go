@@ -59,7 +59,10 @@ const (
 type Options struct {
 	// BaseURL is CRAFT_APPS_RELEASE_GITHUB_API_URL: GitHub's own API, a
 	// GitHub Enterprise API ("https://host/api/v3/") or a test fake. Paths
-	// are resolved under it as given; a missing trailing "/" is added.
+	// are resolved under it as given; a missing trailing "/" is added. It
+	// must have passed pkg/config's check (an absolute http or https URL;
+	// http:// with a Token only to a loopback address): New checks nothing
+	// of it but that it parses.
 	BaseURL string
 
 	// Token is sent as "Authorization: Bearer <token>" after trimming

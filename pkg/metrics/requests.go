@@ -13,8 +13,8 @@ import (
 var requestBuckets = []float64{0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.1, 0.5, 1, 5}
 
 // Requests holds craft_api_requests_total and
-// craft_api_request_duration_seconds. It is pkg/api's Observer and a
-// prometheus.Collector; register it once. It is safe for concurrent use.
+// craft_api_request_duration_seconds. It is a daemon.Observer, for
+// pkg/api's server and daemon.NewHealth, and a prometheus.Collector; register it once. It is safe for concurrent use.
 type Requests struct {
 	total    *prometheus.CounterVec
 	duration *prometheus.HistogramVec

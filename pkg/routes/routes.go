@@ -1,6 +1,6 @@
 // Package routes is the URL layout of the API's public port: the paths its
 // server answers, and which of their answers an app's release changes (what
-// a CDN purges). The poller links it, not the server.
+// a CDN purges). The poller links it without the server.
 package routes
 
 import (
@@ -12,7 +12,7 @@ import (
 )
 
 // The public paths (docs/wire.md, "Other endpoints"); the health endpoints are
-// pkg/daemon's. deploy/check imports them to check the Kubernetes manifests.
+// pkg/daemon's.
 const (
 	ReleaseInfoPath    = "/v1/craft_apps/release_info"   // the endpoint launchers call
 	ReleaseInfoAppPath = ReleaseInfoPath + "/:app"       // one app's part of it

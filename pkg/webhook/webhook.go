@@ -123,7 +123,7 @@ type reader struct {
 // or with an empty one, or without a Recorder.
 func New(c Config) (*Handler, error) {
 	if len(c.Secrets) == 0 || c.Recorder == nil {
-		return nil, errors.New("new webhook: no secret or no fleet")
+		return nil, errors.New("new webhook: no secret or no recorder")
 	}
 	for _, s := range c.Secrets {
 		if s == "" {

@@ -88,7 +88,7 @@ type Stats struct {
 // Hydrator feeds a Sink from the app hashes in Redis. Its methods other than
 // Run are safe for concurrent use.
 type Hydrator struct {
-	redis    redis.Options
+	redisOpt redis.Options
 	apps     []release.App
 	keys     []string       // Redis key of apps[i], then the meta key when meta is set
 	index    map[string]int // Redis key → index in keys
@@ -125,10 +125,10 @@ type Hydrator struct {
 	offset        atomic.Int64 // ns, the last ClockOffset
 }
 
-// New returns a Hydrator for the given apps that reads the Redis of redis and
+// New returns a Hydrator for the given apps that reads the Redis of o and
 // feeds sink. It does not connect: Run does, so a pod starts whatever state
 // Redis is in. It fails only on a nil sink. A nil log discards logs.
-func New(redis redis.Options, apps []release.App, sink Sink, log *zap.Logger, opts ...Option) (*Hydrator, error) {
+func New(o redis.Options, apps []release.App, sink Sink, log *zap.Logger, opts ...Option) (*Hydrator, error) {
 	if sink == nil {
 		return nil, errors.New("new hydrator: nil sink")
 	}
@@ -136,7 +136,7 @@ func New(redis redis.Options, apps []release.App, sink Sink, log *zap.Logger, op
 		log = zap.NewNop()
 	}
 	h := &Hydrator{
-		redis:    redis,
+		redisOpt: o,
 		apps:     slices.Clone(apps),
 		keys:     make([]string, len(apps)),
 		index:    make(map[string]int, len(apps)),
@@ -268,7 +268,7 @@ func (h *Hydrator) connect(ctx context.Context) (rueidis.Client, error) {
 		if !h.fallback.Load() {
 			invalidated = h.invalidated
 		}
-		c, err := redis.NewClient(ctx, h.redis, invalidated)
+		c, err := redis.NewClient(ctx, h.redisOpt, invalidated)
 		switch {
 		case err == nil:
 			return c, nil
@@ -338,7 +338,7 @@ func (h *Hydrator) serve(ctx context.Context, c rueidis.Client) error {
 // at Redis's time (store.DecodeApp): one refused is noted, and reads as
 // absent. It returns the first error, and then applies nothing.
 func (h *Hydrator) read(ctx context.Context, c rueidis.Client, idx []int) error {
-	ctx, cancel := context.WithTimeout(ctx, h.redis.Timeout())
+	ctx, cancel := context.WithTimeout(ctx, h.redisOpt.Timeout())
 	defer cancel()
 	reads := make([]store.Read, len(idx))
 	for i, a := range idx {
@@ -507,7 +507,7 @@ func (h *Hydrator) fallBack(err error) {
 // errField is err for the log, without the password in case anything
 // quoted it.
 func (h *Hydrator) errField(err error) zap.Field {
-	return zap.String("err", h.redis.Scrub(err.Error()))
+	return zap.String("err", h.redisOpt.Scrub(err.Error()))
 }
 
 // backoff doubles from minRetry up to maxRetry; its zero value starts over.
