@@ -6,11 +6,14 @@ package redistest
 import (
 	"bufio"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"net"
+	"os"
 	"os/exec"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -33,8 +36,8 @@ func Start(t testing.TB, args ...string) *Server {
 	if _, err := exec.LookPath("redis-server"); err != nil {
 		t.Fatalf("redis-server not found (the test task installs it: apt-get install redis-server): %v", err)
 	}
-	s := &Server{t: t, Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(freePort(t))), args: args}
-	s.start()
+	s := &Server{t: t, args: args}
+	s.startFresh()
 	t.Cleanup(s.Stop)
 	return s
 }
@@ -65,8 +68,36 @@ func (s *Server) Restart() {
 	s.start()
 }
 
+// errExited is launch's error when redis-server exited before it answered.
+var errExited = errors.New("redis-server exited")
+
+// startFresh starts the server on a free port, and on another when that one
+// was taken between freePort and redis-server's bind, as tests that run in
+// parallel can make happen.
+func (s *Server) startFresh() {
+	s.t.Helper()
+	for attempt := 1; ; attempt++ {
+		s.Addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(freePort(s.t)))
+		err := s.launch()
+		if err == nil {
+			return
+		}
+		if !errors.Is(err, errExited) || attempt == 5 {
+			s.t.Fatal(err)
+		}
+	}
+}
+
+// start starts the server again on its port.
 func (s *Server) start() {
 	s.t.Helper()
+	if err := s.launch(); err != nil {
+		s.t.Fatal(err)
+	}
+}
+
+// launch runs redis-server on s.Addr and waits until it answers, as itself.
+func (s *Server) launch() error {
 	_, port, _ := net.SplitHostPort(s.Addr)
 	ports := []string{"--port", port}
 	if s.tls != nil {
@@ -76,22 +107,49 @@ func (s *Server) start() {
 		"--dir", s.t.TempDir(), "--protected-mode", "no",
 	), s.args...)
 	cmd := exec.Command("redis-server", args...)
+	// A file, not a buffer: no goroutine copies it, so tests that count
+	// goroutines see none of the server's.
+	out, err := os.CreateTemp(s.t.TempDir(), "redis-server-*.log")
+	if err != nil {
+		return err
+	}
+	defer out.Close()
+	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
-		s.t.Fatalf("start redis-server: %v", err)
+		return fmt.Errorf("start redis-server: %w", err)
 	}
 	s.cmd = cmd
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		reply, err := s.Do("PING")
-		if err == nil && reply == "PONG" {
-			return
+		if exited(cmd) {
+			s.cmd = nil
+			log, _ := os.ReadFile(out.Name())
+			return fmt.Errorf("%w on %s: %s", errExited, s.Addr, lastLine(string(log)))
+		}
+		// Its own process id: not another test's server that took the port.
+		info, err := s.Info("server")
+		if err == nil && info["process_id"] == strconv.Itoa(cmd.Process.Pid) {
+			return nil
 		}
 		if time.Now().After(deadline) {
 			s.Stop()
-			s.t.Fatalf("redis-server on %s did not answer PING: %v", s.Addr, err)
+			return fmt.Errorf("redis-server on %s did not answer INFO as itself: %v", s.Addr, err)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// exited reports whether cmd's process has exited, and then reaps it.
+func exited(cmd *exec.Cmd) bool {
+	var status syscall.WaitStatus
+	pid, err := syscall.Wait4(cmd.Process.Pid, &status, syscall.WNOHANG, nil)
+	return err == nil && pid == cmd.Process.Pid
+}
+
+// lastLine is the last non-empty line of out.
+func lastLine(out string) string {
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	return lines[len(lines)-1]
 }
 
 // Do sends one command on a fresh connection and returns the first line of

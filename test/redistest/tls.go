@@ -12,7 +12,6 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"strconv"
 	"testing"
 	"time"
 )
@@ -91,9 +90,9 @@ func (ca *CA) Issue(name string) (certFile, keyFile string) {
 // Query and Info speak TLS to it.
 func StartTLS(t testing.TB, ca *CA, args ...string) *Server {
 	t.Helper()
-	s := &Server{t: t, Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(freePort(t))), ca: ca, tls: ca.client(),
+	s := &Server{t: t, ca: ca, tls: ca.client(),
 		args: append(append(ca.serverArgs("redis-server"), "--tls-replication", "yes"), args...)}
-	s.start()
+	s.startFresh()
 	t.Cleanup(s.Stop)
 	return s
 }
