@@ -16,6 +16,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/storytold/craft-releases/test/testkit"
 )
 
 // Server is one redis-server process started by Start.
@@ -192,15 +194,7 @@ func (s *Server) MustDo(args ...string) string {
 	return reply
 }
 
-func freePort(t testing.TB) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatalf("free port: %v", err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
+func freePort(t testing.TB) int { return testkit.FreePort(t) }
 
 // Denied returns one line for each entry of the server's ACL LOG (each
 // command or key a user was denied), such as "user=craft-api reason=command
