@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -92,4 +93,40 @@ func parseApp(entry string) (release.App, error) {
 
 func validName(name string) bool {
 	return utf8.ValidString(name) && strings.IndexFunc(name, unicode.IsControl) < 0
+}
+
+// WithPrereleases returns apps with the pre-release channel
+// (App.Prereleases) of the apps that s lists: their keys separated by
+// commas, each trimmed and compared in lowercase, or "*" for every app; a
+// blank s lists none. A key that is not one of apps, or listed twice, is an
+// error that names it.
+func WithPrereleases(apps []release.App, s string) ([]release.App, error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return apps, nil
+	}
+	out := slices.Clone(apps)
+	if s == "*" {
+		for i := range out {
+			out[i].Prereleases = true
+		}
+		return out, nil
+	}
+	for key := range strings.SplitSeq(s, ",") {
+		key = strings.TrimSpace(key)
+		if key == "" {
+			continue
+		}
+		i := slices.IndexFunc(out, func(a release.App) bool { return release.SafeName(key) && a.Key == strings.ToLower(key) })
+		switch {
+		case key == "*":
+			return nil, errors.New("* stands alone: every app, or a list of keys")
+		case i < 0:
+			return nil, fmt.Errorf("key %q is not one of CRAFT_APPS_RELEASE_APPS's", key)
+		case out[i].Prereleases:
+			return nil, fmt.Errorf("key %q is listed twice", key)
+		}
+		out[i].Prereleases = true
+	}
+	return out, nil
 }

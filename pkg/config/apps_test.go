@@ -176,3 +176,53 @@ func FuzzParseApps(f *testing.F) {
 		}
 	})
 }
+
+// TestWithPrereleases: the listed apps, in any letter case, "*" for all and a
+// blank list for none get the channel; a key that is not configured, one
+// listed twice, or "*" beside keys is an error naming it; the apps passed in
+// are not modified.
+func TestWithPrereleases(t *testing.T) {
+	apps := config.DefaultApps()
+	marked := func(keys ...string) []string {
+		got, err := config.WithPrereleases(apps, strings.Join(keys, ","))
+		if err != nil {
+			t.Fatalf("WithPrereleases(%q): %v", keys, err)
+		}
+		var pre []string
+		for _, a := range got {
+			if a.Prereleases {
+				pre = append(pre, a.Key)
+			}
+		}
+		return pre
+	}
+	for _, tt := range []struct {
+		list []string
+		want []string
+	}{
+		{nil, nil},
+		{[]string{" "}, nil},
+		{[]string{"PhotoCraft ", " artcraft-launcher", ""}, []string{"photocraft", "artcraft-launcher"}},
+		{[]string{" * "}, release.Keys(apps)},
+	} {
+		if got := marked(tt.list...); !reflect.DeepEqual(got, tt.want) {
+			t.Errorf("WithPrereleases(%q) marks %q, want %q", tt.list, got, tt.want)
+		}
+	}
+	for _, bad := range []struct{ list, want string }{
+		{"photocraft,nosuch", `key "nosuch" is not one of`},
+		{"photocraft,PHOTOCRAFT", `key "PHOTOCRAFT" is listed twice`},
+		{"*,photocraft", "* stands alone"},
+		{"photocraft,*", "* stands alone"},
+		{"\u212aelvin", "is not one of"},
+	} {
+		if _, err := config.WithPrereleases(apps, bad.list); err == nil || !strings.Contains(err.Error(), bad.want) {
+			t.Errorf("WithPrereleases(%q) = %v, want an error containing %q", bad.list, err, bad.want)
+		}
+	}
+	for _, a := range apps {
+		if a.Prereleases {
+			t.Fatalf("WithPrereleases modified its argument: %+v", a)
+		}
+	}
+}

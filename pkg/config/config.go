@@ -30,7 +30,7 @@ const (
 // Shared holds the settings both binaries read.
 type Shared struct {
 	Redis     Redis         // REDIS_URL and the REDIS_TLS_* files; the zero value: no Redis
-	Apps      []release.App // CRAFT_APPS_RELEASE_APPS, in configured order
+	Apps      []release.App // CRAFT_APPS_RELEASE_APPS, in configured order, with CRAFT_APPS_RELEASE_PRERELEASE_APPS's marked
 	LogLevel  zapcore.Level // debug, info, warn or error
 	LogFormat string        // FormatJSON or FormatConsole
 }
@@ -42,6 +42,11 @@ type Redis struct {
 	TLS     RedisTLS      // the files, printed as their names
 	Options redis.Options // both, parsed: what the clients take
 }
+
+// Polled returns the entries the pollers keep for the apps: each app and,
+// after it, its pre-release entry when it has the channel (release.Polled).
+// Each is one GitHub request per interval.
+func (s Shared) Polled() []release.App { return release.Polled(s.Apps) }
 
 // Configured reports whether REDIS_URL is set.
 func (r Redis) Configured() bool { return r.URL != "" }
@@ -226,6 +231,15 @@ func (s Shared) fields() []zap.Field {
 		zap.String("log_level", s.LogLevel.String()),
 		zap.String("log_format", s.LogFormat),
 	}
+	var pre []string
+	for _, app := range s.Apps {
+		if app.Prereleases {
+			pre = append(pre, app.Key)
+		}
+	}
+	if pre != nil {
+		fields = append(fields, zap.Strings("prerelease_apps", pre))
+	}
 	for i, name := range []string{"redis_tls_ca_file", "redis_tls_cert_file", "redis_tls_key_file"} {
 		if s.Redis.TLS.files[i] != "" {
 			fields = append(fields, zap.String(name, s.Redis.TLS.files[i]))
@@ -307,6 +321,8 @@ func (r sharedEnv) check(c *checker) Shared {
 	apps, err := ParseApps(r.Apps)
 	if err != nil {
 		c.fail("CRAFT_APPS_RELEASE_APPS", "%w", err)
+	} else if apps, err = WithPrereleases(apps, r.Prereleases); err != nil {
+		c.fail("CRAFT_APPS_RELEASE_PRERELEASE_APPS", "%w", err)
 	}
 	s.Apps = apps
 	switch level := strings.ToLower(r.LogLevel); level {

@@ -189,6 +189,13 @@ func TestLoadGood(t *testing.T) {
 			func(s *config.Shared, _ *config.Polling) {
 				s.Apps = []release.App{{Key: "alpha", Name: "Alpha App", Repo: "org/alpha"}, {Key: "beta", Name: "Beta", Repo: "org/beta"}}
 			}},
+		{"prerelease apps", map[string]string{"CRAFT_APPS_RELEASE_APPS": "alpha=Alpha=org/alpha,beta=Beta=org/beta",
+			"CRAFT_APPS_RELEASE_PRERELEASE_APPS": " Beta "},
+			func(s *config.Shared, _ *config.Polling) {
+				s.Apps = []release.App{{Key: "alpha", Name: "Alpha", Repo: "org/alpha"}, {Key: "beta", Name: "Beta", Repo: "org/beta", Prereleases: true}}
+			}},
+		{"prerelease apps blank", map[string]string{"CRAFT_APPS_RELEASE_PRERELEASE_APPS": " "},
+			func(*config.Shared, *config.Polling) {}},
 		{"api url without slash", map[string]string{"CRAFT_APPS_RELEASE_GITHUB_API_URL": "http://127.0.0.1:8080"},
 			func(_ *config.Shared, p *config.Polling) { p.GitHubAPIURL = "http://127.0.0.1:8080/" }},
 		{"enterprise api url", map[string]string{"CRAFT_APPS_RELEASE_GITHUB_API_URL": "https://ghe.example.com/api/v3"},
@@ -407,6 +414,10 @@ func TestLoadBad(t *testing.T) {
 			[]string{`CRAFT_APPS_RELEASE_APPS: entry "A=Other=org/other"`, "already listed"}},
 		{"apps only commas", map[string]string{"CRAFT_APPS_RELEASE_APPS": ",,"},
 			[]string{"CRAFT_APPS_RELEASE_APPS: no app"}},
+		{"prerelease app not configured", map[string]string{"CRAFT_APPS_RELEASE_PRERELEASE_APPS": "photocraft,nosuchapp"},
+			[]string{`CRAFT_APPS_RELEASE_PRERELEASE_APPS: key "nosuchapp" is not one of CRAFT_APPS_RELEASE_APPS's`}},
+		{"prerelease app of a list that does not parse", map[string]string{"CRAFT_APPS_RELEASE_APPS": "x", "CRAFT_APPS_RELEASE_PRERELEASE_APPS": "x"},
+			[]string{"CRAFT_APPS_RELEASE_APPS: "}},
 		{"api url scheme", map[string]string{"CRAFT_APPS_RELEASE_GITHUB_API_URL": "ftp://api.github.com/"},
 			[]string{`CRAFT_APPS_RELEASE_GITHUB_API_URL: "ftp://api.github.com/" is not an http or https URL`}},
 		{"api url relative", map[string]string{"CRAFT_APPS_RELEASE_GITHUB_API_URL": "api.github.com"},

@@ -8,6 +8,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/storytold/craft-releases/pkg/release"
 	"github.com/storytold/craft-releases/pkg/schedule"
 )
 
@@ -20,22 +21,23 @@ const (
 // Schedule is what the configured schedule asks of GitHub.
 type Schedule struct {
 	// RequestsPerHour is the fleet's steady-state requests an hour:
-	// apps × 3600 / (I − M), however many pollers share the work.
+	// entries × 3600 / (I − M), however many pollers share the work.
 	RequestsPerHour float64
 	// QuotaPerHour is GitHub's quota for the configured token, or for none;
 	// 0 when the API URL is not GitHub's own (an Enterprise server or a test
 	// fake, whose quota is its own).
 	QuotaPerHour float64
 	// SafeInterval is the shortest interval that stays within QuotaPerHour
-	// for the configured apps, never below the interval's minimum; 0 when
+	// for the configured entries, never below the interval's minimum; 0 when
 	// the quota is unknown.
 	SafeInterval time.Duration
 }
 
-// Schedule works out what polling apps at p's interval asks of GitHub, and
-// what GitHub allows.
-func (p Polling) Schedule(apps int) Schedule {
-	sc := Schedule{RequestsPerHour: p.Timing().RequestsPerHour(apps)}
+// Schedule works out what polling entries (Shared.Polled: one request per
+// app, and one more per pre-release channel) at p's interval asks of
+// GitHub, and what GitHub allows.
+func (p Polling) Schedule(entries int) Schedule {
+	sc := Schedule{RequestsPerHour: p.Timing().RequestsPerHour(entries)}
 	if !isGitHub(p.GitHubAPIURL) {
 		return sc
 	}
@@ -43,7 +45,7 @@ func (p Polling) Schedule(apps int) Schedule {
 	if p.GitHubToken != "" {
 		sc.QuotaPerHour, sc.SafeInterval = QuotaWithToken, 60*time.Second
 	}
-	sc.SafeInterval = max(sc.SafeInterval, schedule.SafeInterval(apps, sc.QuotaPerHour))
+	sc.SafeInterval = max(sc.SafeInterval, schedule.SafeInterval(entries, sc.QuotaPerHour))
 	return sc
 }
 
@@ -66,19 +68,27 @@ func (sc Schedule) Warn(log *zap.Logger) {
 }
 
 // ScheduleUsage writes, for --help, the schedule's arithmetic and the safe
-// interval on GitHub's own API for the app count that getenv configures (the
-// built-in list when CRAFT_APPS_RELEASE_APPS is unset or does not parse).
+// interval on GitHub's own API for the requests per interval that getenv
+// configures: one per app and one per pre-release channel (the built-in
+// list, without channels, when CRAFT_APPS_RELEASE_APPS or
+// CRAFT_APPS_RELEASE_PRERELEASE_APPS does not parse).
 func ScheduleUsage(w io.Writer, getenv func(string) string) {
 	apps, err := ParseApps(getenv("CRAFT_APPS_RELEASE_APPS"))
+	if err == nil {
+		apps, err = WithPrereleases(apps, getenv("CRAFT_APPS_RELEASE_PRERELEASE_APPS"))
+	}
 	if err != nil {
 		apps = DefaultApps()
 	}
+	entries := len(release.Polled(apps))
 	github := "https://api.github.com/"
-	without := Polling{GitHubAPIURL: github}.Schedule(len(apps))
-	with := Polling{GitHubAPIURL: github, GitHubToken: "set"}.Schedule(len(apps))
-	fmt.Fprintf(w, "\nThe GitHub quota: the fleet asks apps × 3600 / (I − M) times an hour, M = min(30 s, I/4),\n"+
-		"however many pollers share the work. A safe interval keeps that within %.0f %% of the quota (the rest\n"+
-		"is headroom for retries and restarts). For the %d configured apps, on GitHub's own API:\n", schedule.QuotaShare*100, len(apps))
+	without := Polling{GitHubAPIURL: github}.Schedule(entries)
+	with := Polling{GitHubAPIURL: github, GitHubToken: "set"}.Schedule(entries)
+	fmt.Fprintf(w, "\nThe GitHub quota: the fleet asks requests × 3600 / (I − M) times an hour, M = min(30 s, I/4),\n"+
+		"however many pollers share the work: one request per interval for each app and one more for each\n"+
+		"pre-release channel. A safe interval keeps that within %.0f %% of the quota (the rest is headroom for\n"+
+		"retries and restarts). For the %d configured apps (%d requests per interval), on GitHub's own API:\n",
+		schedule.QuotaShare*100, len(apps), entries)
 	for _, q := range []struct {
 		what string
 		sc   Schedule

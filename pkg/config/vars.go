@@ -26,6 +26,7 @@ type sharedEnv struct {
 	RedisTLSCert string `env:"REDIS_TLS_CERT_FILE" helpDefault:"(unset)" help:"PEM file of a client certificate for a Redis that asks for one, with REDIS_TLS_KEY_FILE; needs rediss://"`
 	RedisTLSKey  string `env:"REDIS_TLS_KEY_FILE" helpDefault:"(unset)" help:"PEM file of the private key of REDIS_TLS_CERT_FILE"`
 	Apps         string `env:"CRAFT_APPS_RELEASE_APPS" helpDefault:"the 13 Craft Apps" help:"the apps to serve: key=Name=org/repo,key=Name=org/repo,…"`
+	Prereleases  string `env:"CRAFT_APPS_RELEASE_PRERELEASE_APPS" helpDefault:"(none)" help:"the keys of the apps with a pre-release channel (latest_prerelease), comma-separated, or * for every app"`
 	LogLevel     string `env:"LOG_LEVEL" envDefault:"info" help:"debug, info, warn or error"`
 	LogFormat    string `env:"LOG_FORMAT" envDefault:"json" help:"json for production, console for people"`
 }

@@ -48,6 +48,11 @@ const (
 	// MaxRetryAfter is the longest Retry-After honoured; a longer one is
 	// clamped to it.
 	MaxRetryAfter = 86400 * time.Second
+
+	// ListSize is how many releases a pre-release channel's request asks
+	// for (per_page): its newest pre-release is among them unless more
+	// than ListSize releases were made since.
+	ListSize = 10
 )
 
 const (
@@ -180,17 +185,39 @@ func (c *Client) gh() *gogithub.Client {
 // -1 when unknown). The request and its body are bounded by the request
 // timeout, its budget. No error, ETag or release returned contains the token: an answer
 // whose ETag or release would contain it is Failed.
+//
+// For an entry of the pre-release channel (app.Channel release.Prerelease)
+// it asks for the first ListSize releases instead, under the same rules,
+// and a 200's release is the list's newest pre-release (ParsePrereleases),
+// nil for none.
 func (c *Client) Latest(ctx context.Context, app release.App, etag string) release.Answer {
-	a := c.latest(ctx, app.Repo, etag)
+	a := c.latest(ctx, app.Repo, app.Channel, etag)
 	if a.Err != nil {
 		a.Err = c.redact(a.Err)
 	}
 	return a
 }
 
-func (c *Client) latest(ctx context.Context, repo, etag string) release.Answer {
+// request is one of the two GETs: its path under the repository and the
+// parser of its 200's body.
+type request struct {
+	what  string // in errors: "latest release" or "releases"
+	path  string // after repos/org/project/
+	parse func(repo string, body []byte) (*release.Release, error)
+}
+
+var (
+	latestRequest = request{"latest release", "releases/latest", ParseRelease}
+	listRequest   = request{"releases", "releases?per_page=" + strconv.Itoa(ListSize), ParsePrereleases}
+)
+
+func (c *Client) latest(ctx context.Context, repo string, ch release.Channel, etag string) release.Answer {
 	gh := c.gh()
-	req, err := c.newRequest(gh, repo, etag)
+	rq := latestRequest
+	if ch == release.Prerelease {
+		rq = listRequest
+	}
+	req, err := c.newRequest(gh, rq, repo, etag)
 	if err != nil {
 		return failed(err)
 	}
@@ -199,7 +226,7 @@ func (c *Client) latest(ctx context.Context, repo, etag string) release.Answer {
 
 	resp, err := gh.BareDo(ctx, req)
 	if resp == nil || resp.Response == nil {
-		return unsent(repo, err)
+		return unsent(rq, repo, err)
 	}
 	defer resp.Body.Close()
 
@@ -211,13 +238,13 @@ func (c *Client) latest(ctx context.Context, repo, etag string) release.Answer {
 	}
 	switch code := resp.StatusCode; code {
 	case http.StatusOK:
-		rel, err := c.readRelease(repo, resp.Response)
+		rel, err := c.readRelease(rq, repo, resp.Response)
 		if err != nil {
-			return fail(fmt.Errorf("latest release %s: %w", repo, err))
+			return fail(fmt.Errorf("%s %s: %w", rq.what, repo, err))
 		}
 		etag := resp.Header.Get("ETag")
 		if c.token != "" && strings.Contains(etag, c.token) {
-			return fail(fmt.Errorf("latest release %s: the etag contains the token", repo))
+			return fail(fmt.Errorf("%s %s: the etag contains the token", rq.what, repo))
 		}
 		if !validETag(etag) {
 			etag = ""
@@ -225,35 +252,35 @@ func (c *Client) latest(ctx context.Context, repo, etag string) release.Answer {
 		a.Outcome, a.Release, a.ETag = release.Fetched, rel, etag
 	case http.StatusNotModified:
 		if !validETag(etag) {
-			return fail(fmt.Errorf("latest release %s: HTTP 304 to a request without If-None-Match", repo))
+			return fail(fmt.Errorf("%s %s: HTTP 304 to a request without If-None-Match", rq.what, repo))
 		}
 		a.Outcome = release.NotModified
 	case http.StatusNotFound:
-		a.Outcome, a.Err = release.NotFound, fmt.Errorf("latest release %s: HTTP 404", repo)
+		a.Outcome, a.Err = release.NotFound, fmt.Errorf("%s %s: HTTP 404", rq.what, repo)
 	case http.StatusForbidden, http.StatusTooManyRequests:
 		var abuse *gogithub.AbuseRateLimitError
 		if !rateLimitSignal(code, resp.Header) && !errors.As(err, &abuse) {
-			return fail(fmt.Errorf("latest release %s: HTTP %d", repo, code))
+			return fail(fmt.Errorf("%s %s: HTTP %d", rq.what, repo, code))
 		}
 		a.Outcome = release.RateLimited
 		a.RetryAt = retryAt(resp.Header, c.clock.Now())
-		a.Err = fmt.Errorf("latest release %s: rate limited (HTTP %d)", repo, code)
+		a.Err = fmt.Errorf("%s %s: rate limited (HTTP %d)", rq.what, repo, code)
 	default:
-		return fail(fmt.Errorf("latest release %s: HTTP %d", repo, code))
+		return fail(fmt.Errorf("%s %s: HTTP %d", rq.what, repo, code))
 	}
 	return a
 }
 
-// newRequest builds the one GET, with every header docs/github.md asks for.
-func (c *Client) newRequest(gh *gogithub.Client, repo, etag string) (*http.Request, error) {
+// newRequest builds the GET rq, with every header docs/github.md asks for.
+func (c *Client) newRequest(gh *gogithub.Client, rq request, repo, etag string) (*http.Request, error) {
 	org, project, ok := strings.Cut(repo, "/")
 	if !ok || org == "" || project == "" || strings.Contains(project, "/") {
-		return nil, fmt.Errorf("latest release %q: repo is not org/project", repo)
+		return nil, fmt.Errorf("%s %q: repo is not org/project", rq.what, repo)
 	}
-	path := "repos/" + url.PathEscape(org) + "/" + url.PathEscape(project) + "/releases/latest"
+	path := "repos/" + url.PathEscape(org) + "/" + url.PathEscape(project) + "/" + rq.path
 	req, err := gh.NewRequest(http.MethodGet, path, nil)
 	if err != nil {
-		return nil, fmt.Errorf("latest release %s: %w", repo, err)
+		return nil, fmt.Errorf("%s %s: %w", rq.what, repo, err)
 	}
 	// go-github's NewRequest asks for the v3 media type; GitHub documents this one.
 	req.Header.Set("Accept", mediaType)
@@ -267,8 +294,9 @@ func (c *Client) newRequest(gh *gogithub.Client, repo, etag string) (*http.Reque
 	return req, nil
 }
 
-// readRelease reads and parses a 200's body.
-func (c *Client) readRelease(repo string, resp *http.Response) (*release.Release, error) {
+// readRelease reads and parses a 200's body to rq; nil for a list without a
+// pre-release.
+func (c *Client) readRelease(rq request, repo string, resp *http.Response) (*release.Release, error) {
 	if resp.ContentLength > MaxBody {
 		return nil, fmt.Errorf("body of %d bytes is over %d", resp.ContentLength, MaxBody)
 	}
@@ -281,8 +309,8 @@ func (c *Client) readRelease(repo string, resp *http.Response) (*release.Release
 	if len(body) > MaxBody {
 		return nil, fmt.Errorf("body is over %d bytes", MaxBody)
 	}
-	rel, err := ParseRelease(repo, body)
-	if err != nil {
+	rel, err := rq.parse(repo, body)
+	if err != nil || rel == nil {
 		return nil, err
 	}
 	if c.token != "" {
@@ -319,11 +347,11 @@ func validETag(etag string) bool {
 // unsent classifies a request that got no answer from GitHub: a transport
 // error, a timeout or a cancellation. (go-github's refusal to send while it
 // remembers a spent limit cannot happen: each request has a fresh client.)
-func unsent(repo string, err error) release.Answer {
+func unsent(rq request, repo string, err error) release.Answer {
 	if err == nil {
-		return failed(fmt.Errorf("latest release %s: no answer", repo))
+		return failed(fmt.Errorf("%s %s: no answer", rq.what, repo))
 	}
-	return failed(fmt.Errorf("latest release %s: %w", repo, err))
+	return failed(fmt.Errorf("%s %s: %w", rq.what, repo, err))
 }
 
 // redact removes the token from err's message. The result does not wrap err,

@@ -53,12 +53,20 @@ func TestRequestURL(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			req, err := c.newRequest(c.gh(), "storytold/photocraft", "")
+			req, err := c.newRequest(c.gh(), latestRequest, "storytold/photocraft", "")
 			if err != nil {
 				t.Fatal(err)
 			}
 			if got := req.URL.String(); got != tt.want {
 				t.Errorf("URL = %s, want %s", got, tt.want)
+			}
+			req, err = c.newRequest(c.gh(), listRequest, "storytold/photocraft", "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := strings.TrimSuffix(tt.want, "/latest") + "?per_page=10"
+			if got := req.URL.String(); got != want {
+				t.Errorf("list URL = %s, want %s", got, want)
 			}
 		})
 	}

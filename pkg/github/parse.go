@@ -140,3 +140,56 @@ func sha256Of(digest string) *string {
 	}
 	return &h
 }
+
+// listed is what ParsePrereleases reads of every release of a list before
+// choosing one.
+type listed struct {
+	Draft       bool          `json:"draft"`
+	Prerelease  bool          `json:"prerelease"`
+	PublishedAt *release.Time `json:"published_at"`
+}
+
+// ParsePrereleases turns the body of GitHub's release list for repo (GET
+// …/releases?per_page=ListSize) into its newest pre-release, as
+// ParseRelease returns it, or nil when there is none: of the first
+// ListSize releases, the one with the latest published_at among those that
+// are not drafts, are marked prerelease and have a published_at (the first
+// listed of equals). It fails on anything but a JSON array of objects, on a
+// draft, prerelease or published_at of the wrong JSON type in any of them,
+// and when the one chosen fails ParseRelease, so that a bad answer never
+// replaces a good pre-release with an older one. Releases past ListSize are
+// not read. It is safe for concurrent use.
+func ParsePrereleases(repo string, body []byte) (*release.Release, error) {
+	var list []json.RawMessage
+	if err := json.Unmarshal(body, &list); err != nil {
+		return nil, fmt.Errorf("decode release list: %w", err)
+	}
+	if list == nil {
+		return nil, errors.New("decode release list: null, not an array")
+	}
+	newest := -1
+	var newestAt release.Time
+	for i, raw := range list[:min(len(list), ListSize)] {
+		var l listed
+		if len(raw) == 0 || raw[0] != '{' {
+			return nil, fmt.Errorf("decode release %d of the list: not an object", i)
+		}
+		if err := json.Unmarshal(raw, &l); err != nil {
+			return nil, fmt.Errorf("decode release %d of the list: %w", i, err)
+		}
+		if l.Draft || !l.Prerelease || l.PublishedAt == nil || l.PublishedAt.IsZero() {
+			continue
+		}
+		if newest < 0 || l.PublishedAt.After(newestAt.Time) {
+			newest, newestAt = i, *l.PublishedAt
+		}
+	}
+	if newest < 0 {
+		return nil, nil
+	}
+	rel, err := ParseRelease(repo, list[newest])
+	if err != nil {
+		return nil, fmt.Errorf("release %d of the list: %w", newest, err)
+	}
+	return rel, nil
+}

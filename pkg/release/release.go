@@ -13,11 +13,20 @@ import "time"
 // honest write (docs/redis.md, "Time you cannot trust").
 const MaxSkew = 30 * time.Second
 
-// App is one configured app: its wire key, display name and GitHub repository.
+// App is one configured app: its wire key, display name and GitHub
+// repository; or, with Channel Prerelease, the internal entry that follows
+// a configured app's pre-releases (App.PrereleaseEntry).
 type App struct {
-	Key  string // "photocraft": lowercase, the key of release_info.apps
+	Key  string // "photocraft": lowercase, the key of release_info.apps; an entry key for a channel's entry
 	Name string // "PhotoCraft"
 	Repo string // "storytold/photocraft": exactly org/project
+
+	// Prereleases reports that the app has a pre-release channel
+	// (CRAFT_APPS_RELEASE_PRERELEASE_APPS): its object on the wire has
+	// latest_prerelease, from the entry PrereleaseEntry.
+	Prereleases bool
+	// Channel is which of the repository's releases the entry follows.
+	Channel Channel
 }
 
 // Release is the latest release of an app, as launchers read it.

@@ -23,11 +23,24 @@ type ReleaseInfo struct {
 
 // AppInfo is one app on the wire.
 type AppInfo struct {
-	Name           string   `json:"name"`
-	Repo           string   `json:"repo"`
-	LatestRelease  *Release `json:"latest_release"`
-	AppLastFetched *Time    `json:"app_last_fetched"`
+	Name          string   `json:"name"`
+	Repo          string   `json:"repo"`
+	LatestRelease *Release `json:"latest_release"`
+	// LatestPrerelease is present only for an app with a pre-release
+	// channel: nil leaves the key out.
+	LatestPrerelease *OptionalRelease `json:"latest_prerelease,omitempty"`
+	AppLastFetched   *Time            `json:"app_last_fetched"`
 }
+
+// OptionalRelease is a release in a key that is left out when it does not
+// apply, and null when it applies but there is none: latest_prerelease.
+type OptionalRelease struct{ Release *Release }
+
+// MarshalJSON writes the release, or null.
+func (o OptionalRelease) MarshalJSON() ([]byte, error) { return Marshal(o.Release) }
+
+// UnmarshalJSON reads a release, or null.
+func (o *OptionalRelease) UnmarshalJSON(b []byte) error { return json.Unmarshal(b, &o.Release) }
 
 // AppRename tells launchers that an app changed its name.
 type AppRename struct {

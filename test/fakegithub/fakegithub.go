@@ -1,6 +1,7 @@
-// Package fakegithub is a fake of the one GitHub REST endpoint the service
-// calls, GET /repos/{org}/{project}/releases/latest, served over HTTP on
-// loopback for tests.
+// Package fakegithub is a fake of the two GitHub REST endpoints the service
+// calls, GET /repos/{org}/{project}/releases/latest and, for a pre-release
+// channel, GET /repos/{org}/{project}/releases (the list), served over HTTP
+// on loopback for tests.
 //
 // A test publishes releases per repository, programs faults (rate limits,
 // server errors, slow, malformed, oversized or hung-up answers), and reads
@@ -33,6 +34,18 @@ import (
 // request, and Count(AnyRepo) counts every request.
 const AnyRepo = ""
 
+// List returns the name of repo's release list, which Queue, Stick, Count,
+// ETag and Request.Repo take as they take a repository: a fault queued for
+// repo applies to its latest release only, one queued for List(repo) to its
+// list only, one for AnyRepo to both.
+func List(repo string) string { return repo + "/releases" }
+
+// Default and largest per_page of the list, as GitHub's.
+const (
+	defaultPerPage = 30
+	maxPerPage     = 100
+)
+
 // Server is a fake GitHub REST API. Create one with New.
 type Server struct {
 	srv  *httptest.Server
@@ -44,6 +57,7 @@ type Server struct {
 
 	mu       sync.Mutex
 	releases map[string]published
+	lists    map[string][]Release // by repo, newest first; absent: SetList never called
 	queued   map[string][]Fault
 	sticky   map[string]Fault
 	quota    Quota
@@ -59,7 +73,7 @@ type published struct {
 type Request struct {
 	Method string
 	Path   string    // the URL path as received
-	Repo   string    // "org/project" for the latest-release route, else ""
+	Repo   string    // "org/project" for the latest-release route, List("org/project") for the list, else ""
 	At     time.Time // arrival time
 
 	// The headers the service must get right; "" when absent (use Header to
@@ -105,6 +119,7 @@ func newServer() *Server {
 	return &Server{
 		done:     make(chan struct{}),
 		releases: make(map[string]published),
+		lists:    make(map[string][]Release),
 		queued:   make(map[string][]Fault),
 		sticky:   make(map[string]Fault),
 		quota: Quota{
@@ -134,6 +149,16 @@ func (s *Server) Publish(repo string, r Release) {
 	s.releases[repo] = published{body: body, etag: etagOf(body)}
 }
 
+// SetList makes rs, newest first, repo's release list, drafts and
+// prereleases included as GitHub lists them to a token with push access.
+// A repository never given a list lists its latest release alone, or
+// nothing (an empty array) when it has none.
+func (s *Server) SetList(repo string, rs ...Release) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.lists[repo] = append([]Release{}, rs...)
+}
+
 // Unpublish removes repo's release: the fake answers 404 for it again.
 func (s *Server) Unpublish(repo string) {
 	s.mu.Lock()
@@ -142,11 +167,35 @@ func (s *Server) Unpublish(repo string) {
 }
 
 // ETag returns the ETag the fake serves for repo's release, quotes included,
-// or "" when repo has none.
+// or "" when repo has none; for List(repo), that of its list's first
+// GitHub's default page (per_page=10 as the service asks).
 func (s *Server) ETag(repo string) string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if base, ok := strings.CutSuffix(repo, "/releases"); ok {
+		return s.listLocked(base, 10).etag
+	}
 	return s.releases[repo].etag
+}
+
+// listLocked returns the first perPage releases of repo's list as served;
+// s.mu must be held.
+func (s *Server) listLocked(repo string, perPage int) published {
+	list, ok := s.lists[repo]
+	if !ok {
+		list = []Release{}
+		if pub, ok := s.releases[repo]; ok {
+			var r Release
+			if err := json.Unmarshal(pub.body, &r); err == nil {
+				list = []Release{r}
+			}
+		}
+	}
+	body, err := json.Marshal(list[:min(len(list), perPage)])
+	if err != nil {
+		panic(fmt.Sprintf("fakegithub: encode list: %v", err))
+	}
+	return published{body: body, etag: etagOf(body)}
 }
 
 // SetQuota sets the x-ratelimit-* headers of later answers.
@@ -274,10 +323,14 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// answer is the normal answer for repo: its release, a 304, or a 404.
+// answer is the normal answer for repo: its release, a 304, or a 404; or
+// for List(repo), its list (never a 404).
 func (s *Server) answer(w http.ResponseWriter, r *http.Request, repo string, extra http.Header) {
 	s.mu.Lock()
 	pub, ok := s.releases[repo]
+	if base, list := strings.CutSuffix(repo, "/releases"); list {
+		pub, ok = s.listLocked(base, perPage(r)), true
+	}
 	s.mu.Unlock()
 	s.writeHeaders(w, extra)
 	if !ok {
@@ -353,17 +406,33 @@ func (s *Server) record(r *http.Request, repo string) {
 	s.requests = append(s.requests, req)
 }
 
-// route reports the repository of a GET /repos/{org}/{project}/releases/latest.
+// route reports the repository of a GET /repos/{org}/{project}/releases/latest,
+// or List of it for a GET /repos/{org}/{project}/releases.
 func route(r *http.Request) (repo string, ok bool) {
 	if r.Method != http.MethodGet {
 		return "", false
 	}
 	parts := strings.Split(strings.TrimPrefix(r.URL.Path, "/"), "/")
-	if len(parts) != 5 || parts[0] != "repos" || parts[1] == "" || parts[2] == "" ||
-		parts[3] != "releases" || parts[4] != "latest" {
+	if len(parts) < 4 || parts[0] != "repos" || parts[1] == "" || parts[2] == "" || parts[3] != "releases" {
 		return "", false
 	}
-	return parts[1] + "/" + parts[2], true
+	switch {
+	case len(parts) == 4:
+		return List(parts[1] + "/" + parts[2]), true
+	case len(parts) == 5 && parts[4] == "latest":
+		return parts[1] + "/" + parts[2], true
+	}
+	return "", false
+}
+
+// perPage is a list request's per_page, as GitHub reads it: 30 when absent
+// or not a positive number, at most 100.
+func perPage(r *http.Request) int {
+	n, err := strconv.Atoi(r.URL.Query().Get("per_page"))
+	if err != nil || n <= 0 {
+		return defaultPerPage
+	}
+	return min(n, maxPerPage)
 }
 
 // matches reports whether an If-None-Match value names etag.

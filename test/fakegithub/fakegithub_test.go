@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"reflect"
 	"strconv"
 	"strings"
 	"sync"
@@ -124,7 +125,7 @@ func TestNotFound(t *testing.T) {
 	}{
 		{"unknown repo", "repos/storytold/unknown/releases/latest"},
 		{"unpublished repo", "repos/storytold/gone/releases/latest"},
-		{"other route", "repos/" + repo + "/releases"},
+		{"other route", "repos/" + repo + "/releases/42"},
 		{"missing project", "repos/storytold//releases/latest"},
 	}
 	for _, tt := range tests {
@@ -472,5 +473,69 @@ func TestConcurrentUse(t *testing.T) {
 		if got := s.Count("storytold/app" + strconv.Itoa(i)); got != 5 {
 			t.Errorf("Count(app%d) = %d, want 5", i, got)
 		}
+	}
+}
+
+// TestList: the list route serves the latest release alone until SetList,
+// then the list's first per_page releases, with an ETag of its own that a
+// 304 honours; faults of the repository and of its list are apart.
+func TestList(t *testing.T) {
+	s := New(t)
+	path := "repos/" + repo + "/releases?per_page=2"
+	list := func(header http.Header) (*http.Response, []Release) {
+		t.Helper()
+		resp, err := try(context.Background(), s, path, header)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var rs []Release
+		if resp.StatusCode == http.StatusOK {
+			if err := json.NewDecoder(resp.Body).Decode(&rs); err != nil {
+				t.Fatalf("decode list: %v", err)
+			}
+		}
+		return resp, rs
+	}
+	tags := func(rs []Release) (out []string) {
+		for _, r := range rs {
+			out = append(out, r.TagName)
+		}
+		return out
+	}
+	if resp, rs := list(nil); resp.StatusCode != http.StatusOK || rs == nil || len(rs) != 0 {
+		t.Fatalf("no release: %d %q, want 200 []", resp.StatusCode, tags(rs))
+	}
+	s.Publish(repo, NewRelease(repo, "v1.0.0"))
+	if _, rs := list(nil); !reflect.DeepEqual(tags(rs), []string{"v1.0.0"}) {
+		t.Fatalf("published: %q, want the latest alone", tags(rs))
+	}
+	beta := NewRelease(repo, "v2.0.0-beta.2")
+	beta.Prerelease = true
+	s.SetList(repo, Release{TagName: "v3", Draft: true}, beta, NewRelease(repo, "v1.0.0"))
+	resp, rs := list(nil)
+	if !reflect.DeepEqual(tags(rs), []string{"v3", "v2.0.0-beta.2"}) {
+		t.Fatalf("SetList: %q, want the first two", tags(rs))
+	}
+	etag := resp.Header.Get("ETag")
+	if etag == "" || etag == s.ETag(repo) {
+		t.Fatalf("list ETag %q: want one of its own, not the release's %q", etag, s.ETag(repo))
+	}
+	if resp, _ := list(http.Header{"If-None-Match": {etag}}); resp.StatusCode != http.StatusNotModified {
+		t.Errorf("revalidated list: %d, want 304", resp.StatusCode)
+	}
+	if got := s.ETag(List(repo)); got == "" || got == etag {
+		t.Errorf("ETag(List) = %q: want the ETag of per_page=10, which differs from per_page=2's %q", got, etag)
+	}
+	s.Queue(repo, Status(http.StatusBadGateway))
+	if resp, _ := list(nil); resp.StatusCode != http.StatusOK {
+		t.Errorf("a fault of the repository answered the list: %d", resp.StatusCode)
+	}
+	s.Queue(List(repo), Status(http.StatusBadGateway))
+	if resp, _ := list(nil); resp.StatusCode != http.StatusBadGateway {
+		t.Errorf("a fault of the list: %d, want 502", resp.StatusCode)
+	}
+	if n := s.Count(List(repo)); n != 6 {
+		t.Errorf("Count(List) = %d, want 6", n)
 	}
 }

@@ -1,0 +1,155 @@
+package github_test
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/storytold/craft-releases/pkg/github"
+	"github.com/storytold/craft-releases/pkg/release"
+	"github.com/storytold/craft-releases/test/fakegithub"
+)
+
+// pre returns a published prerelease of repo tagged tag, published at
+// hours after the fake's default publication time.
+func pre(tag string, hours int) fakegithub.Release {
+	r := fakegithub.NewRelease(repo, tag)
+	r.Prerelease = true
+	at := r.PublishedAt.Add(time.Duration(hours) * time.Hour)
+	r.PublishedAt = &at
+	return r
+}
+
+func listJSON(t testing.TB, rs ...fakegithub.Release) []byte {
+	t.Helper()
+	b, err := json.Marshal(append([]fakegithub.Release{}, rs...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// TestParsePrereleases: the newest dated prerelease that is no draft is
+// chosen, wherever it is listed; a list without one gives nil.
+func TestParsePrereleases(t *testing.T) {
+	draft := pre("v3.0.0-beta.1", 5)
+	draft.Draft, draft.PublishedAt = true, nil
+	undated := pre("v2.5.0-beta.1", 0)
+	undated.PublishedAt = nil
+	stable := fakegithub.NewRelease(repo, "v1.0.0")
+	for _, tt := range []struct {
+		name string
+		list []fakegithub.Release
+		want string // the tag chosen; "" for none
+	}{
+		{"a draft first", []fakegithub.Release{draft, pre("v2.0.0-beta.2", 2), stable}, "v2.0.0-beta.2"},
+		{"two prereleases", []fakegithub.Release{pre("v2.0.0-beta.1", 1), pre("v2.0.0-beta.2", 2)}, "v2.0.0-beta.2"},
+		{"equals: the first listed", []fakegithub.Release{pre("v2.0.0-rc.1", 2), pre("v2.0.0-beta.2", 2)}, "v2.0.0-rc.1"},
+		{"none at all", []fakegithub.Release{stable}, ""},
+		{"an empty list", nil, ""},
+		{"only undated and drafts", []fakegithub.Release{undated, draft}, ""},
+		{"past the tenth", append(make([]fakegithub.Release, 0, 11),
+			stable, stable, stable, stable, stable, stable, stable, stable, stable, stable, pre("v9.0.0-beta.1", 9)), ""},
+	} {
+		got, err := github.ParsePrereleases(repo, listJSON(t, tt.list...))
+		if err != nil {
+			t.Errorf("%s: %v", tt.name, err)
+			continue
+		}
+		tag := ""
+		if got != nil {
+			tag = got.Tag
+			checkRelease(t, repo, got)
+			if !got.Prerelease {
+				t.Errorf("%s: chose a release not marked prerelease", tt.name)
+			}
+		}
+		if tag != tt.want {
+			t.Errorf("%s: chose %q, want %q", tt.name, tag, tt.want)
+		}
+	}
+}
+
+// TestParsePrereleasesRejects: what is not a list of release objects, a
+// selection field of the wrong type, or a chosen release that ParseRelease
+// refuses fails the whole answer, so that it replaces nothing.
+func TestParsePrereleasesRejects(t *testing.T) {
+	bad := pre("v2.0.0-beta.1", 1)
+	bad.TagName = "bad tag\u0001"
+	for name, body := range map[string]string{
+		"not json":                     `[`,
+		"an object":                    string(fakegithub.NewRelease(repo, "v1").JSON()),
+		"null":                         `null`,
+		"a number in the list":         `[1]`,
+		"null in the list":             `[null]`,
+		"prerelease of the wrong type": `[{"tag_name":"v1","prerelease":"yes"}]`,
+		"published_at not a time":      `[{"tag_name":"v1","prerelease":true,"published_at":"yesterday"}]`,
+		"the chosen one has a bad tag": string(listJSON(t, bad)),
+	} {
+		if r, err := github.ParsePrereleases(repo, []byte(body)); err == nil || r != nil {
+			t.Errorf("%s: ParsePrereleases = %+v, %v; want an error", name, r, err)
+		}
+	}
+}
+
+func FuzzParsePrereleases(f *testing.F) {
+	f.Add(listJSON(f, pre("v2.0.0-beta.1", 1), fakegithub.NewRelease(repo, "v1")))
+	f.Add([]byte(`[{"draft":true},{"prerelease":true,"published_at":"2026-01-01T00:00:00Z","tag_name":"v1"}]`))
+	f.Add([]byte(`[{"prerelease":true,"published_at":"2026-01-01T00:00:00Z","tag_name":".."}]`))
+	f.Add([]byte(`[] `))
+	f.Fuzz(func(t *testing.T, body []byte) {
+		r, err := github.ParsePrereleases(repo, body)
+		switch {
+		case err != nil && r != nil:
+			t.Errorf("ParsePrereleases returned a release with the error %v", err)
+		case r != nil:
+			checkRelease(t, repo, r)
+			if !r.Prerelease || r.PublishedAt == nil {
+				t.Errorf("chose %+v: not a dated prerelease", r)
+			}
+		}
+	})
+}
+
+// TestPrereleaseChannel: an entry of the channel asks for the list with an
+// ETag of its own, revalidates it with a 304, and is rate limited as the
+// latest release is.
+func TestPrereleaseChannel(t *testing.T) {
+	gh := fakegithub.New(t)
+	c := newClient(t, gh, github.Options{})
+	entry := app.PrereleaseEntry()
+	gh.Publish(repo, fakegithub.NewRelease(repo, "v1.0.0"))
+	gh.SetList(repo, pre("v2.0.0-beta.1", 1), fakegithub.NewRelease(repo, "v1.0.0"))
+
+	first := c.Latest(context.Background(), entry, "")
+	if first.Outcome != release.Fetched || first.Release == nil || first.Release.Tag != "v2.0.0-beta.1" {
+		t.Fatalf("first = %v %+v (err %v), want fetched v2.0.0-beta.1", first.Outcome, first.Release, first.Err)
+	}
+	if first.ETag == "" || first.ETag != gh.ETag(fakegithub.List(repo)) || first.ETag == gh.ETag(repo) {
+		t.Fatalf("ETag = %q, want the list's %q", first.ETag, gh.ETag(fakegithub.List(repo)))
+	}
+	if a := c.Latest(context.Background(), entry, first.ETag); a.Outcome != release.NotModified {
+		t.Errorf("revalidated = %v (err %v), want not modified", a.Outcome, a.Err)
+	}
+	gh.SetList(repo, fakegithub.NewRelease(repo, "v1.0.0"))
+	if a := c.Latest(context.Background(), entry, first.ETag); a.Outcome != release.Fetched || a.Release != nil {
+		t.Errorf("no pre-release left = %v %+v (err %v), want fetched, nil", a.Outcome, a.Release, a.Err)
+	}
+	gh.Queue(fakegithub.List(repo), fakegithub.RateLimit(now.Add(time.Hour)))
+	a := c.Latest(context.Background(), entry, first.ETag)
+	if a.Outcome != release.RateLimited || !strings.Contains(errText(a.Err), "releases "+repo+": rate limited") {
+		t.Errorf("rate limited = %v (err %v), want rate limited naming the list", a.Outcome, a.Err)
+	}
+	reqs := gh.Requests()
+	for i, want := range []string{"", first.ETag, first.ETag, first.ETag} {
+		r := reqs[i]
+		if r.Repo != fakegithub.List(repo) || r.Path != "/repos/"+repo+"/releases" || r.Header.Get("If-None-Match") != want {
+			t.Errorf("request %d: %s %s If-None-Match %q; want the list with %q", i, r.Repo, r.Path, r.IfNoneMatch, want)
+		}
+	}
+	if n := gh.Count(repo); n != 0 {
+		t.Errorf("%d requests for the latest release, want none", n)
+	}
+}

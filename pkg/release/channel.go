@@ -1,0 +1,73 @@
+package release
+
+import "strings"
+
+// Channel is which of an app's releases an entry follows (docs/wire.md,
+// "The pre-release channel").
+type Channel string
+
+// The channels.
+const (
+	// Stable is an app's latest release, GitHub's releases/latest: never a
+	// draft nor a prerelease.
+	Stable Channel = ""
+	// Prerelease is an app's newest pre-release, read from the first page of
+	// its release list.
+	Prerelease Channel = "prerelease"
+)
+
+// prereleaseSuffix ends the key of a pre-release entry. An app's key cannot
+// hold ':' (SafeName), so no app's key is ever an entry key of another.
+const prereleaseSuffix = ":prerelease"
+
+// PrereleaseEntry returns the internal entry that follows a's pre-releases:
+// its key is a's with ":prerelease" appended, its channel Prerelease.
+func (a App) PrereleaseEntry() App {
+	return App{Key: a.Key + prereleaseSuffix, Name: a.Name, Repo: a.Repo, Channel: Prerelease}
+}
+
+// Polled returns the entries the pollers keep for apps, in order: each app,
+// followed by its PrereleaseEntry when it has a pre-release channel.
+func Polled(apps []App) []App {
+	out := make([]App, 0, len(apps))
+	for _, a := range apps {
+		out = append(out, a)
+		if a.Prereleases {
+			out = append(out, a.PrereleaseEntry())
+		}
+	}
+	return out
+}
+
+// Keys returns the keys of apps, in order.
+func Keys(apps []App) []string {
+	keys := make([]string, len(apps))
+	for i, a := range apps {
+		keys[i] = a.Key
+	}
+	return keys
+}
+
+// AppOf returns the key of the configured app that entry key belongs to, and
+// the channel the entry follows: "photocraft:prerelease" is photocraft's
+// pre-release entry, any other key the app itself.
+func AppOf(key string) (app string, ch Channel) {
+	if app, ok := strings.CutSuffix(key, prereleaseSuffix); ok {
+		return app, Prerelease
+	}
+	return key, Stable
+}
+
+// LatestPrerelease returns what latest_prerelease shows of pre, the newest
+// pre-release its entry holds, beside stable, the latest release: pre when it
+// is a prerelease with a published_at that is after stable's (any, when
+// there is no stable release or it has no published_at); else nil.
+func LatestPrerelease(stable, pre *Release) *Release {
+	switch {
+	case pre == nil || !pre.Prerelease || pre.PublishedAt == nil:
+		return nil
+	case stable == nil || stable.PublishedAt == nil || pre.PublishedAt.After(stable.PublishedAt.Time):
+		return pre
+	}
+	return nil
+}
