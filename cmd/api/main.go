@@ -153,13 +153,13 @@ func feeder(cfg config.API, snap *snapshot.Snapshot, gate *daemon.Gate, log *zap
 	if err != nil {
 		return nil, nil, err
 	}
-	observer := metrics.NewPoller(cfg.Apps)
+	observer := metrics.NewPoller(cfg.Polled())
 	reg.MustRegister(observer)
-	sched := cfg.Schedule(len(cfg.Apps))
+	sched := cfg.Schedule(len(cfg.Polled()))
 	sched.Warn(log)
 	observer.Schedule(sched.RequestsPerHour, sched.QuotaPerHour)
 	pc := poller.Config{
-		Apps:         cfg.Apps,
+		Apps:         cfg.Polled(),
 		Timing:       cfg.Timing(),
 		QuotaPerHour: sched.QuotaPerHour,
 		Source:       src,
@@ -209,7 +209,7 @@ func feeder(cfg config.API, snap *snapshot.Snapshot, gate *daemon.Gate, log *zap
 // Redis for the pollers.
 func hydrated(cfg config.API, snap *snapshot.Snapshot, gate *daemon.Gate, log *zap.Logger, reg prometheus.Registerer) (func(context.Context) error, webhook.Recorder, error) {
 	hooked := len(cfg.WebhookSecrets) > 0
-	h, err := hydrate.New(cfg.Redis.Options, cfg.Apps, snap, log, hydrate.WithMeta(snap))
+	h, err := hydrate.New(cfg.Redis.Options, cfg.Polled(), snap, log, hydrate.WithMeta(snap))
 	if err != nil {
 		return nil, nil, err
 	}
@@ -221,7 +221,7 @@ func hydrated(cfg config.API, snap *snapshot.Snapshot, gate *daemon.Gate, log *z
 			return nil, nil, fmt.Errorf("hostname: %w", err)
 		}
 		c := redis.Open(cfg.Redis.Options)
-		fleet, closeFleet = store.New(c, host, cfg.Apps), c.Close
+		fleet, closeFleet = store.New(c, host, cfg.Polled()), c.Close
 	}
 	reg.MustRegister(apipod.NewAPI(snap, h))
 	log.Info("mode", zap.String("mode", "split"), zap.Bool("webhook", hooked))

@@ -78,15 +78,15 @@ func poll(ctx context.Context, cfg config.Poller, host string, log *zap.Logger) 
 	// A registry of our own, not the global one, so that tests can run
 	// several binaries in one process.
 	reg := metrics.NewRegistry("poller", version, cfg.PollInterval)
-	observer := metrics.NewPoller(cfg.Apps)
+	observer := metrics.NewPoller(cfg.Polled())
 	reg.MustRegister(observer)
-	sched := cfg.Schedule(len(cfg.Apps))
+	sched := cfg.Schedule(len(cfg.Polled()))
 	if cfg.Polling.Enabled {
 		sched.Warn(log)
 		observer.Schedule(sched.RequestsPerHour, sched.QuotaPerHour)
 	}
 	pc := poller.Config{
-		Apps:         cfg.Apps,
+		Apps:         cfg.Polled(),
 		Timing:       cfg.Timing(),
 		QuotaPerHour: sched.QuotaPerHour,
 		Source:       src,
@@ -154,7 +154,7 @@ func poll(ctx context.Context, cfg config.Poller, host string, log *zap.Logger) 
 func newStore(client *redis.Conn, host string, cfg config.Poller, log *zap.Logger, observer *metrics.Poller, pc *poller.Config) *store.Store {
 	fleetClock := clock.NewCorrected(nil)
 	pc.Clock = fleetClock
-	st := store.New(client, host, cfg.Apps, store.WithLogger(log), store.WithModeObserver(observer.WritePath),
+	st := store.New(client, host, cfg.Polled(), store.WithLogger(log), store.WithModeObserver(observer.WritePath),
 		store.WithClock(fleetClock), store.WithRefusals(store.NewRefusals(log, observer.Refused)))
 	pc.Fleet = st
 	return st
@@ -205,10 +205,7 @@ func polling(cfg config.Poller, p *poller.Poller, fleet *store.Store, gate *daem
 	work = append(work, p.Run)
 	if fleet != nil {
 		// The webhook's refresh requests, recorded in Redis by the API pods.
-		keys := make([]string, len(cfg.Apps))
-		for i, a := range cfg.Apps {
-			keys[i] = a.Key
-		}
+		keys := release.Keys(cfg.Polled())
 		work = append(work, func(ctx context.Context) error {
 			// Redis trouble is the poller's to report; this only retries.
 			return fleet.WatchRefreshes(ctx, keys, p.Refresh, func(err error) {

@@ -13,12 +13,15 @@ import (
 
 // downloadRedirect answers 302 to the download_url of the asset of app's
 // current release that the query's os, arch and package ask for, inferring
-// what is missing from the User-Agent (package download). A link that gives
-// all it needs is the same for everyone and cached publicly; one that needed
-// the User-Agent says Vary: User-Agent and private. Errors are JSON, not
-// cached: 404 for an unknown app, no release or no such asset (listing the
-// platforms there are), 400 for a bad value or an os that cannot be told.
-// Only the snapshot's trusted download URLs are ever a Location.
+// what is missing from the User-Agent (package download); with
+// channel=prerelease, of its pre-release when it has one. A link that gives
+// all it needs and no channel is the same for everyone and cached publicly
+// (and purged with its release); one that needed the User-Agent says Vary:
+// User-Agent and private, and so does one with a channel, which follows two
+// releases. Errors are JSON, not cached: 404 for an unknown app, no release
+// or no such asset (listing the platforms there are), 400 for a bad value or
+// an os that cannot be told. Only the snapshot's trusted download URLs are
+// ever a Location.
 func downloadRedirect(r Renderer) echo.HandlerFunc {
 	// The same lifetimes as the answers the links are on (snapshot.CacheWarm):
 	// a redirect to the new release's asset replaces it within a minute, or
@@ -39,7 +42,11 @@ func downloadRedirect(r Renderer) echo.HandlerFunc {
 		if err := download.Check(want); err != nil {
 			return writeError(c, http.StatusBadRequest, errorBody{Error: err.Error()})
 		}
-		if app.Release == nil {
+		t := &app.Track
+		if want.Prerelease() && app.Prerelease.Release != nil {
+			t = &app.Prerelease
+		}
+		if t.Release == nil {
 			msg := key + " has no release on GitHub"
 			if !app.Fetched {
 				msg = key + " has no release yet: it was not fetched from GitHub yet"
@@ -51,25 +58,25 @@ func downloadRedirect(r Renderer) echo.HandlerFunc {
 			h[hdrVary] = varyAgent
 		}
 		if err != nil {
-			return writeError(c, http.StatusBadRequest, newPlatformsError(err.Error(), app.Downloads))
+			return writeError(c, http.StatusBadRequest, newPlatformsError(err.Error(), t.Downloads))
 		}
-		i, ok := download.Pick(app.Downloads, w)
+		i, ok := download.Pick(t.Downloads, w)
 		if !ok {
-			return writeError(c, http.StatusNotFound, newPlatformsError(noAsset(key, app.Release.Tag, w), app.Downloads))
+			return writeError(c, http.StatusNotFound, newPlatformsError(noAsset(key, t.Release.Tag, w), t.Downloads))
 		}
 		h[hdrCacheControl] = public
-		if usedAgent {
+		if usedAgent || want.Channel != "" {
 			h[hdrCacheControl] = private
 		}
-		h[hdrLocation] = app.Locations[i]
+		h[hdrLocation] = t.Locations[i]
 		c.Response().WriteHeader(http.StatusFound)
 		return nil
 	}
 }
 
-// parseWant reads os, arch and package from a raw query, without allocating
-// for the wire's plain values: the first of each counts, an empty one is not
-// given, other parameters are ignored.
+// parseWant reads os, arch, package and channel from a raw query, without
+// allocating for the wire's plain values: the first of each counts, an empty
+// one is not given, other parameters are ignored.
 func parseWant(rawQuery string) download.Want {
 	var w download.Want
 	for rawQuery != "" {
@@ -84,6 +91,8 @@ func parseWant(rawQuery string) download.Want {
 			dst = &w.Arch
 		case "package":
 			dst = &w.Package
+		case "channel":
+			dst = &w.Channel
 		default:
 			continue
 		}

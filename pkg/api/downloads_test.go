@@ -48,13 +48,14 @@ func downloadURL(repo, tag, name string) string {
 }
 
 // downloads returns a snapshot of four apps: photocraft with a full release
-// (and one asset whose URL is not under its repository), vectorcraft fetched
-// with no release, filmcraft never fetched, webcraft with only a web build.
+// (and one asset whose URL is not under its repository) and a pre-release,
+// vectorcraft fetched with no release nor pre-release, filmcraft never
+// fetched, webcraft with only a web build and no channel.
 func downloads(t testing.TB) *snapshot.Snapshot {
 	t.Helper()
 	s := snapshot.New([]release.App{
-		{Key: "photocraft", Name: "PhotoCraft", Repo: "storytold/photocraft"},
-		{Key: "vectorcraft", Name: "VectorCraft", Repo: "storytold/vectorcraft"},
+		{Key: "photocraft", Name: "PhotoCraft", Repo: "storytold/photocraft", Prereleases: true},
+		{Key: "vectorcraft", Name: "VectorCraft", Repo: "storytold/vectorcraft", Prereleases: true},
 		{Key: "filmcraft", Name: "FilmCraft", Repo: "storytold/filmcraft"},
 		{Key: "webcraft", Name: "WebCraft", Repo: "storytold/webcraft"},
 	}, fakeclock.New(t0))
@@ -69,9 +70,16 @@ func downloads(t testing.TB) *snapshot.Snapshot {
 		"photocraft-1.0.0-linux-x86_64.AppImage",
 		"photocraft-1.0.0-freebsd-x86_64.tar.gz",
 	)
+	beta := releaseOf("storytold/photocraft", "v1.1.0-beta.1",
+		"photocraft-1.1.0-beta.1-windows-x64.msi",
+		"photocraft-1.1.0-beta.1-linux-x86_64.AppImage",
+	)
+	beta.Prerelease, beta.PublishedAt = true, release.NewTime(t0)
 	s.SetAll(map[string]release.Entry{
-		"photocraft":  {FetchedAt: t0, Release: photo},
-		"vectorcraft": {FetchedAt: t0},
+		"photocraft":             {FetchedAt: t0, Release: photo},
+		"photocraft:prerelease":  {FetchedAt: t0, Release: beta},
+		"vectorcraft":            {FetchedAt: t0},
+		"vectorcraft:prerelease": {FetchedAt: t0},
 		"webcraft":    {FetchedAt: t0, Release: releaseOf("storytold/webcraft", "v2", "webcraft-web-2.zip")},
 	})
 	return s
@@ -169,6 +177,7 @@ func TestReleaseInfoApp(t *testing.T) {
 func TestDownload(t *testing.T) {
 	s := New(downloads(t), new(daemon.Gate), zap.NewNop(), Options{})
 	photo := func(name string) string { return downloadURL("storytold/photocraft", "v1.0.0", name) }
+	beta := func(name string) string { return downloadURL("storytold/photocraft", "v1.1.0-beta.1", name) }
 	const (
 		public  = "public, max-age=60, stale-while-revalidate=30, stale-if-error=86400"
 		private = "private, max-age=60"
@@ -202,6 +211,15 @@ func TestDownload(t *testing.T) {
 		{"arch inferred, os given", "GET", "photocraft?os=linux", uaLinuxARM, 302, photo("photocraft-1.0.0-linux-aarch64.AppImage"), private, "User-Agent", ""},
 		{"os inferred, package given", "GET", "photocraft?package=portable_zip", uaWindows, 302, photo("photocraft-1.0.0-windows-x64-portable.zip"), private, "User-Agent", ""},
 		{"empty values are not given", "GET", "photocraft?os=&arch=&package=", uaWindows, 302, photo("photocraft-1.0.0-windows-x64.msi"), private, "User-Agent", ""},
+
+		{"prerelease", "GET", "photocraft?os=windows&arch=x64&package=msi&channel=prerelease", "", 302, beta("photocraft-1.1.0-beta.1-windows-x64.msi"), private, "", ""},
+		{"prerelease inferred", "GET", "photocraft?channel=prerelease", uaWindows, 302, beta("photocraft-1.1.0-beta.1-windows-x64.msi"), private, "User-Agent", ""},
+		{"stable channel", "GET", "photocraft?os=windows&arch=x64&package=msi&channel=stable", "", 302, photo("photocraft-1.0.0-windows-x64.msi"), private, "", ""},
+		{"prerelease of an app without the channel", "GET", "webcraft?os=web&channel=prerelease", "", 302, downloadURL("storytold/webcraft", "v2", "webcraft-web-2.zip"), private, "", ""},
+		{"no pre-release, no release", "GET", "vectorcraft?os=windows&arch=x64&channel=prerelease", "", 404, "", "no-store", "", `{"success":false,"error":"vectorcraft has no release on GitHub"}`},
+		{"bad channel", "GET", "photocraft?os=windows&arch=x64&channel=beta", "", 400, "", "no-store", "", `{"success":false,"error":"bad channel \"beta\": want one of stable, prerelease"}`},
+		{"no asset in the pre-release", "GET", "photocraft?os=freebsd&arch=x64&channel=prerelease", "", 404, "", "no-store", "",
+			`{"success":false,"error":"photocraft v1.1.0-beta.1 has no asset for freebsd/x64 (tar_gz); see platforms","platforms":[{"os":"windows","arch":"x64","package_type":"msi"},{"os":"linux","arch":"x64","package_type":"app_image"}]}`},
 
 		{"unknown app", "GET", "nope?os=windows&arch=x64", uaWindows, 404, "", "no-store", "", `{"success":false,"error":"unknown app \"nope\""}`},
 		{"bad os", "GET", "photocraft?os=Windows", uaWindows, 400, "", "no-store", "", `{"success":false,"error":"bad os \"Windows\": want one of windows, macos, linux, freebsd, web"}`},

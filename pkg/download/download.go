@@ -14,12 +14,18 @@ import (
 )
 
 // Want is what a download link asks for, in the wire's values (os, arch,
-// package_type); "" means not given.
+// package_type) and a channel; "" means not given.
 type Want struct {
 	OS      string
 	Arch    string
 	Package string
+	// Channel is "stable" or "prerelease": the app's pre-release when it
+	// has one, else its release.
+	Channel string
 }
+
+// Prerelease reports whether w asks for the pre-release channel.
+func (w Want) Prerelease() bool { return w.Channel == string(release.Prerelease) }
 
 // preferred lists, per os, the package types a link without one tries, in
 // order: an installer before a portable archive. On Linux the AppImage comes
@@ -47,11 +53,12 @@ var (
 	packages = []string{release.PackageMSI, release.PackagePortableZip, release.PackageDMG, release.PackageCLIZip,
 		release.PackageAppImage, release.PackageAppImageZsync, release.PackageDeb, release.PackageRPM,
 		release.PackageFlatpak, release.PackageTarGz, release.PackageWebZip}
+	channels = []string{"stable", string(release.Prerelease)}
 )
 
 // BadValueError is a parameter whose value is not one of the wire's values.
 type BadValueError struct {
-	Param string // "os", "arch" or "package"
+	Param string // "os", "arch", "package" or "channel"
 	Value string
 	Want  []string // the values Param accepts
 }
@@ -66,7 +73,7 @@ func Check(w Want) error {
 	for _, p := range [...]struct {
 		param, value string
 		want         []string
-	}{{"os", w.OS, oses}, {"arch", w.Arch, arches}, {"package", w.Package, packages}} {
+	}{{"os", w.OS, oses}, {"arch", w.Arch, arches}, {"package", w.Package, packages}, {"channel", w.Channel, channels}} {
 		if p.value != "" && !slices.Contains(p.want, p.value) {
 			return &BadValueError{Param: p.param, Value: p.value, Want: p.want}
 		}

@@ -139,6 +139,10 @@ func TestCheck(t *testing.T) {
 		{"amd64", download.Want{OS: "linux", Arch: "amd64"}, "arch", `bad arch "amd64": want one of x64, x86, arm64, universal`},
 		{"exe", download.Want{Package: "exe"}, "package", `bad package "exe": want one of msi, portable_zip, dmg, cli_zip, app_image, app_image_zsync, deb, rpm, flatpak, tar_gz, web_zip`},
 		{"the first bad value", download.Want{OS: "x", Arch: "y"}, "os", `bad os "x": want one of windows, macos, linux, freebsd, web`},
+		{"both channels", download.Want{Channel: "stable"}, "", ""},
+		{"prerelease", download.Want{OS: "web", Channel: "prerelease"}, "", ""},
+		{"beta", download.Want{Channel: "beta"}, "channel", `bad channel "beta": want one of stable, prerelease`},
+		{"channel in upper case", download.Want{Channel: "Prerelease"}, "channel", `bad channel "Prerelease": want one of stable, prerelease`},
 		{"a quote and a long value", download.Want{Arch: `"` + strings.Repeat("a", 100)}, "arch",
 			`bad arch "\"` + strings.Repeat("a", 63) + `…": want one of x64, x86, arm64, universal`},
 	}

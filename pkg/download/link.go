@@ -20,3 +20,12 @@ func Link(app string, p release.Platform) string {
 	}
 	return PathPrefix + url.PathEscape(app) + q + "&package=" + p.PackageType
 }
+
+// ChannelLink is Link for channel ch of app: Link itself for Stable, with
+// "&channel=prerelease" for Prerelease.
+func ChannelLink(app string, ch release.Channel, p release.Platform) string {
+	if ch == release.Stable {
+		return Link(app, p)
+	}
+	return Link(app, p) + "&channel=" + string(ch)
+}

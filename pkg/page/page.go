@@ -56,6 +56,10 @@ type App struct {
 	// Downloads are the release's assets offered as buttons: those with a
 	// platform and a trusted download URL, in the release's order.
 	Downloads []release.Asset
+	// Prerelease is the app's latest_prerelease, shown under its release
+	// with buttons of the pre-release channel; nil: none.
+	Prerelease          *release.Release
+	PrereleaseDownloads []release.Asset // as Downloads, of Prerelease
 }
 
 // Renderer renders the page in parts that concatenate into the whole
@@ -89,18 +93,30 @@ func (r *Renderer) Head(apps []App) []byte {
 }
 
 // Section returns a's part of the page but its checked line: name, version,
-// download buttons and release notes. It reads FetchedAt only for whether it
-// is zero (never checked).
+// download buttons and release notes, then its pre-release's, labelled as
+// such. It reads FetchedAt only for whether it is zero (never checked).
 func (r *Renderer) Section(a App) []byte {
-	av := appView{Key: a.Key, Anchor: anchor(a.Key), Name: a.Name, Release: a.Release, Fetched: newStamp(a.FetchedAt)}
-	if a.Release != nil {
-		if a.Release.PublishedAt != nil {
-			av.Published = newStamp(a.Release.PublishedAt.Time)
-		}
-		av.Groups = groups(a.Key, a.Downloads)
-		av.Notes = r.renderNotes(a.Release.NotesMarkdown)
+	av := appView{Key: a.Key, Anchor: anchor(a.Key), Name: a.Name, Fetched: newStamp(a.FetchedAt),
+		releaseView: r.release(a.Key, release.Stable, a.Release, a.Downloads)}
+	if a.Prerelease != nil {
+		pre := r.release(a.Key, release.Prerelease, a.Prerelease, a.PrereleaseDownloads)
+		av.Prerelease = &pre
 	}
 	return r.execute("section", av)
+}
+
+// release returns the view of rel, a release of app's channel ch with
+// downloads.
+func (r *Renderer) release(app string, ch release.Channel, rel *release.Release, downloads []release.Asset) releaseView {
+	v := releaseView{Release: rel}
+	if rel != nil {
+		if rel.PublishedAt != nil {
+			v.Published = newStamp(rel.PublishedAt.Time)
+		}
+		v.Groups = groups(app, ch, downloads)
+		v.Notes = r.renderNotes(rel.NotesMarkdown)
+	}
+	return v
 }
 
 // Checked returns the line that ends an app's section: when GitHub was last
@@ -142,11 +158,17 @@ type view struct {
 
 type appView struct {
 	Key, Anchor, Name string
-	Release           *release.Release
-	Published         *stamp // nil: unknown
 	Fetched           *stamp // nil: never
-	Groups            []group
-	Notes             template.HTML
+	releaseView              // the latest release
+	Prerelease        *releaseView
+}
+
+// releaseView is one release of an app's section.
+type releaseView struct {
+	Release   *release.Release
+	Published *stamp // nil: unknown
+	Groups    []group
+	Notes     template.HTML
 }
 
 // group is one operating system's buttons.
@@ -180,10 +202,10 @@ var osOrder = []struct{ os, label string }{
 }
 
 // groups returns one button per distinct platform of assets, grouped by
-// operating system. Within a group the preferred package types come first
+// operating system, each a download link of app's channel ch. Within a group the preferred package types come first
 // (download.Preferred), then the commonest arch, in the release's
 // order otherwise; the first button of a group is its primary one.
-func groups(app string, assets []release.Asset) []group {
+func groups(app string, ch release.Channel, assets []release.Asset) []group {
 	var gs []group
 	for _, o := range osOrder {
 		g := group{OS: o.os, Label: o.label}
@@ -193,7 +215,7 @@ func groups(app string, assets []release.Asset) []group {
 			}
 			i, _ := download.Pick(assets, download.Want{OS: p.OS, Arch: archOf(p), Package: p.PackageType})
 			g.Buttons = append(g.Buttons, button{
-				Href:   download.Link(app, p),
+				Href:   download.ChannelLink(app, ch, p),
 				Label:  packages[p.PackageType].label,
 				Detail: detail(p, assets[i].SizeBytes),
 				Asset:  assets[i].Name,

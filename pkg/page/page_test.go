@@ -94,7 +94,7 @@ func TestGroups(t *testing.T) {
 		as = append(as, release.Asset{Name: n, SizeBytes: 1_234_567, DownloadURL: "https://github.com/o/a/releases/download/v1/" + n, Platform: release.ParseAsset(n)})
 	}
 	var got []string
-	for _, g := range groups("a", as) {
+	for _, g := range groups("a", release.Stable, as) {
 		for _, b := range g.Buttons {
 			s := g.Label + ": " + b.Label + " (" + b.Detail + ") " + b.Href
 			if b.Primary {
@@ -183,4 +183,41 @@ func FuzzNotes(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestPrereleaseSection: an app's pre-release shows under its release,
+// labelled, with buttons of the channel's links and its own notes; without
+// one the section is what it was.
+func TestPrereleaseSection(t *testing.T) {
+	asset := func(tag, name string) release.Asset {
+		return release.Asset{Name: name, SizeBytes: 1, DownloadURL: "https://github.com/o/a/releases/download/" + tag + "/" + name, Platform: release.ParseAsset(name)}
+	}
+	stable := &release.Release{Tag: "v1", Version: "1", Name: "One", HTMLURL: "https://github.com/o/a/releases/tag/v1",
+		Assets: []release.Asset{asset("v1", "a-1-windows-x64.msi")}}
+	beta := &release.Release{Tag: "v2-beta", Version: "2-beta", Name: "Two <beta>", Prerelease: true, NotesMarkdown: "**beta notes**",
+		HTMLURL: "https://github.com/o/a/releases/tag/v2-beta", Assets: []release.Asset{asset("v2-beta", "a-2-beta-linux-x64.deb")}}
+	r := NewRenderer()
+	a := App{Key: "a", Name: "A", FetchedAt: time.Unix(2e9, 0), Release: stable, Downloads: stable.Assets}
+	without := string(r.Section(a))
+	a.Prerelease, a.PrereleaseDownloads = beta, beta.Assets
+	with := string(r.Section(a))
+	if !strings.HasPrefix(with, without) {
+		t.Fatalf("the release's part changed:\n%s\nwant it to start with\n%s", with, without)
+	}
+	pre := with[len(without):]
+	for _, want := range []string{`<div class="prerelease" data-channel="prerelease">`, `<span class="badge">Pre-release</span>`,
+		`data-version>2-beta<`, "Two &lt;beta&gt;", `href="https://github.com/o/a/releases/tag/v2-beta"`,
+		`href="/v1/craft_apps/download/a?os=linux&amp;arch=x64&amp;package=deb&amp;channel=prerelease"`,
+		"<strong>beta notes</strong>"} {
+		if !strings.Contains(pre, want) {
+			t.Errorf("the pre-release part lacks %s:\n%s", want, pre)
+		}
+	}
+	if strings.Contains(pre, "package=msi") || strings.Contains(without, "channel=") {
+		t.Errorf("buttons of one release in the other's part:\n%s", with)
+	}
+	a.Release, a.Downloads = nil, nil
+	if got := string(r.Section(a)); !strings.Contains(got, "No release published yet.") || !strings.Contains(got, `data-channel="prerelease"`) {
+		t.Errorf("a pre-release without a release:\n%s", got)
+	}
 }

@@ -23,14 +23,20 @@ const (
 )
 
 // PurgePaths returns the paths of the cacheable answers that change when
-// app's release goes from old to new (either may be nil): the full answer,
-// the app's own answer, the release page, and the explicit download link
-// (download.Link, those of the page's buttons) of every platform either
-// release has assets for, since a link of a platform the new release lacks
-// now answers 404. Inferred download links are private, so no shared cache
-// holds them. Each path is listed once.
-func PurgePaths(app string, old, new *release.Release) []string {
+// the release of the entry key (an app's, or its pre-release entry's:
+// release.Polled) goes from old to new (either may be nil): the full answer,
+// the app's own answer, the release page, and, for an app's own release,
+// the explicit download link (download.Link, those of the page's buttons)
+// of every platform either release has assets for, since a link of a
+// platform the new release lacks now answers 404. Inferred download links,
+// and those of a channel, are private, so no shared cache holds them. Each
+// path is listed once.
+func PurgePaths(key string, old, new *release.Release) []string {
+	app, ch := release.AppOf(key)
 	paths := []string{ReleaseInfoPath, ReleaseInfoPath + "/" + url.PathEscape(app), PagePath}
+	if ch != release.Stable {
+		return paths
+	}
 	for _, r := range []*release.Release{old, new} {
 		if r == nil {
 			continue

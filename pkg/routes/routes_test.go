@@ -29,7 +29,11 @@ func TestPurgePaths(t *testing.T) {
 	if got := PurgePaths("photocraft", nil, nil); !slices.Equal(got, want[:3]) {
 		t.Errorf("PurgePaths of no release: %q, want %q", got, want[:3])
 	}
-
+	// A pre-release changes the app's answers and page; its channel's
+	// download links are private.
+	if got := PurgePaths("photocraft:prerelease", old, next); !slices.Equal(got, want[:3]) {
+		t.Errorf("PurgePaths of a pre-release: %q, want %q", got, want[:3])
+	}
 }
 
 // releaseOf is a release of repo at tag with the assets names.

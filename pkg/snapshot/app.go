@@ -15,8 +15,17 @@ type App struct {
 	Doc
 
 	Fetched   bool
-	FetchedAt time.Time        // app_last_fetched; zero: never
-	Release   *release.Release // nil: never fetched, or no release
+	FetchedAt time.Time // app_last_fetched; zero: never
+
+	Track // its latest release
+	// Prerelease is its latest_prerelease; no Release without the channel,
+	// or when there is none.
+	Prerelease Track
+}
+
+// Track is a release an app offers, with its downloads.
+type Track struct {
+	Release *release.Release // nil: never fetched, or no release
 	// Downloads are the release's assets that a download link may redirect
 	// to, in the release's order: those with a platform. Every release the
 	// snapshot is given passed release.Verify at its door (the GitHub
@@ -24,6 +33,16 @@ type App struct {
 	Downloads []release.Asset
 	// Locations[i] is Downloads[i]'s URL as a Location header value.
 	Locations [][]string
+}
+
+// track returns rel's Track, old's downloads when it is the same release.
+func track(rel *release.Release, old Track) Track {
+	if old.Release == rel {
+		return old
+	}
+	t := Track{Release: rel}
+	t.Downloads, t.Locations = downloadsOf(rel)
+	return t
 }
 
 // newApp returns p's own answer, fetched at fetchedAt, from its pieces, reusing the downloads of
@@ -41,18 +60,17 @@ func (p *part) newApp(fetchedAt time.Time) *App {
 	if p.fetched {
 		cc = CacheWarm
 	}
-	a := &App{
-		Doc:       newSegmentsDoc(Segments{body}, Segments{gz}, tag([][32]byte{sha256.Sum256(body)}), tag([][32]byte{sha256.Sum256(gz)}), cc),
-		Fetched:   p.fetched,
-		FetchedAt: fetchedAt,
-		Release:   p.rel,
+	var old App
+	if p.app != nil {
+		old = *p.app
 	}
-	if old := p.app; old != nil && old.Release == p.rel {
-		a.Downloads, a.Locations = old.Downloads, old.Locations
-	} else {
-		a.Downloads, a.Locations = downloadsOf(p.rel)
+	return &App{
+		Doc:        newSegmentsDoc(Segments{body}, Segments{gz}, tag([][32]byte{sha256.Sum256(body)}), tag([][32]byte{sha256.Sum256(gz)}), cc),
+		Fetched:    p.fetched,
+		FetchedAt:  fetchedAt,
+		Track:      track(p.rel, old.Track),
+		Prerelease: track(p.pre, old.Prerelease),
 	}
-	return a
 }
 
 // downloadsOf returns rel's assets that have a platform, and their URLs as

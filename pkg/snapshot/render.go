@@ -46,15 +46,28 @@ type part struct {
 	obj, tail        piece // the app's object up to app_last_fetched (compressed, for its own answer), and from it (bytes only)
 	section, checked piece // its part of the page: all but the checked line, and that line
 	fetched          bool
-	rel              *release.Release // the release obj and section show
+	rel, pre         *release.Release // the release and the pre-release obj and section show
 	app              *App
 }
 
-// change is what a rendering is given: the entries whose fetch moved, by
+// appEntries are an app's entries: its own and, with a pre-release
+// channel, its pre-release entry's (else zero).
+type appEntries struct{ stable, pre release.Entry }
+
+// fetchedAt is the app's app_last_fetched, with a pre-release channel the
+// older of its two entries' fetches: zero until both were fetched.
+func (e appEntries) fetchedAt(a release.App) time.Time {
+	if !a.Prereleases || e.stable.FetchedAt.Before(e.pre.FetchedAt) || !e.stable.Fetched() {
+		return e.stable.FetchedAt
+	}
+	return e.pre.FetchedAt
+}
+
+// change is what a rendering is given: the apps whose fetch moved, by
 // index into the apps, the renames and notices when they changed, and the
-// oldest fetch of all apps with whether every app was fetched.
+// oldest fetch of all entries with whether every entry was fetched.
 type change struct {
-	entries  map[int]release.Entry
+	entries  map[int]appEntries
 	meta     *release.Meta
 	oldest   time.Time // zero unless complete
 	complete bool
@@ -166,24 +179,30 @@ func (r *renderer) rendering(c change, prev *Rendering, now time.Time) *Renderin
 }
 
 // update re-renders app i's pieces for e: its object and section only when
-// the release or whether it was fetched changed, its fetch time always.
-func (r *renderer) update(i int, e release.Entry) {
+// a release shown or whether it was fetched changed, its fetch time always.
+func (r *renderer) update(i int, e appEntries) {
 	p, a := r.parts[i], r.apps[i]
-	if p.app == nil || e.Release != p.rel || e.Fetched() != p.fetched {
+	fetchedAt := e.fetchedAt(a)
+	fetched, rel, pre := !fetchedAt.IsZero(), e.stable.Release, (*release.Release)(nil)
+	if a.Prereleases {
+		pre = release.LatestPrerelease(rel, e.pre.Release)
+	}
+	if p.app == nil || rel != p.rel || pre != p.pre || fetched != p.fetched {
 		// A release read again (from Redis, say) is a new pointer to the
 		// same bytes: compare the bytes before compressing them again.
-		obj := objJSON(a, e.Release)
-		if p.app == nil || e.Fetched() != p.fetched || !bytes.Equal(obj, p.obj.plain) {
-			downloads, _ := downloadsOf(e.Release)
+		obj := objJSON(a, rel, pre)
+		if p.app == nil || fetched != p.fetched || !bytes.Equal(obj, p.obj.plain) {
+			downloads, _ := downloadsOf(rel)
+			preDownloads, _ := downloadsOf(pre)
 			p.obj = r.deflate.piece(obj)
-			p.section = r.deflate.piece(r.page.Section(page.App{Key: a.Key, Name: a.Name, FetchedAt: e.FetchedAt,
-				Release: e.Release, Downloads: downloads}))
+			p.section = r.deflate.piece(r.page.Section(page.App{Key: a.Key, Name: a.Name, FetchedAt: fetchedAt,
+				Release: rel, Downloads: downloads, Prerelease: pre, PrereleaseDownloads: preDownloads}))
 		}
-		p.fetched, p.rel = e.Fetched(), e.Release
+		p.fetched, p.rel, p.pre = fetched, rel, pre
 	}
-	p.tail = piece{plain: tailJSON(e.FetchedAt)}
-	p.checked = storedPiece(r.page.Checked(e.FetchedAt))
-	p.app = p.newApp(e.FetchedAt)
+	p.tail = piece{plain: tailJSON(fetchedAt)}
+	p.checked = storedPiece(r.page.Checked(fetchedAt))
+	p.app = p.newApp(fetchedAt)
 }
 
 // jsonPieces returns the pieces of the full answer's chunk i.
@@ -217,9 +236,14 @@ func (r *renderer) htmlPieces(i int) []*piece {
 	return ps
 }
 
-// objJSON returns a's wire object without its last field, app_last_fetched.
-func objJSON(a release.App, rel *release.Release) []byte {
-	b := mustMarshal(release.AppInfo{Name: a.Name, Repo: a.Repo, LatestRelease: wireRelease(rel)})
+// objJSON returns a's wire object without its last field, app_last_fetched:
+// with latest_prerelease pre when a has the channel.
+func objJSON(a release.App, rel, pre *release.Release) []byte {
+	info := release.AppInfo{Name: a.Name, Repo: a.Repo, LatestRelease: wireRelease(rel)}
+	if a.Prereleases {
+		info.LatestPrerelease = &release.OptionalRelease{Release: wireRelease(pre)}
+	}
+	b := mustMarshal(info)
 	obj, ok := bytes.CutSuffix(b, []byte(lastField))
 	if !ok {
 		panic(fmt.Sprintf("snapshot: render: AppInfo no longer ends with %s: %s", lastField, b))

@@ -87,8 +87,8 @@ type HeaderValues struct {
 // the changes made while the previous one ran.
 type Snapshot struct {
 	clock clock.Clock
-	apps  []release.App // in configured order
-	index map[string]int
+	apps  []release.App  // in configured order
+	index map[string]int // entry key (release.Polled) → index into apps
 
 	mu      sync.Mutex // guards entries, meta, the pending change and changes
 	entries map[string]release.Entry
@@ -105,8 +105,10 @@ type Snapshot struct {
 }
 
 // New returns a snapshot that lists exactly apps, none of them fetched yet,
-// already rendered. c is the clock of Rendering.RenderedAt (nil:
-// clock.System). A key repeated in apps is listed once, as its first App.
+// already rendered. It keeps an entry for each of release.Polled(apps): an
+// app with a pre-release channel has two, and shows as fetched once both
+// were. c is the clock of Rendering.RenderedAt (nil: clock.System). A key
+// repeated in apps is listed once, as its first App.
 func New(apps []release.App, c clock.Clock) *Snapshot {
 	s := &Snapshot{
 		clock:   clock.Or(c),
@@ -115,18 +117,20 @@ func New(apps []release.App, c clock.Clock) *Snapshot {
 		meta:    normalize(release.Meta{}),
 	}
 	for _, a := range apps {
-		if _, dup := s.entries[a.Key]; dup {
+		if _, dup := s.index[a.Key]; dup {
 			continue
 		}
-		s.index[a.Key] = len(s.apps)
-		s.entries[a.Key] = release.Entry{}
+		for _, e := range release.Polled([]release.App{a}) {
+			s.index[e.Key] = len(s.apps)
+			s.entries[e.Key] = release.Entry{}
+		}
 		s.apps = append(s.apps, a)
 	}
 	s.r = newRenderer(s.apps)
-	first := change{entries: make(map[int]release.Entry, len(s.apps)), meta: &s.meta}
+	first := change{entries: make(map[int]appEntries, len(s.apps)), meta: &s.meta}
 	first.oldest, first.complete = s.oldestFetch()
 	for i := range s.apps {
-		first.entries[i] = release.Entry{}
+		first.entries[i] = appEntries{}
 	}
 	s.publish(s.r.render(first, nil, s.clock.Now()))
 	return s
@@ -138,11 +142,12 @@ func (s *Snapshot) Current() *Rendering { return s.cur.Load() }
 // Renders reports how many renderings were made, including the first one by New.
 func (s *Snapshot) Renders() uint64 { return s.renders.Load() }
 
-// Set merges e into app's entry under the merge law (release.Entry.Merge) and
-// re-renders when the served fetch changed: an older or equal fetch, a failure
-// or a claim renders nothing. An app that is not configured is ignored.
-func (s *Snapshot) Set(app string, e release.Entry) {
-	s.SetAll(map[string]release.Entry{app: e})
+// Set merges e into the entry of key (an app's, or its pre-release entry's:
+// release.Polled) under the merge law (release.Entry.Merge) and re-renders
+// when the served fetch changed: an older or equal fetch, a failure or a
+// claim renders nothing. A key that is not configured is ignored.
+func (s *Snapshot) Set(key string, e release.Entry) {
+	s.SetAll(map[string]release.Entry{key: e})
 }
 
 // SetAll merges every entry as Set does, with at most one render for all of
@@ -152,8 +157,8 @@ func (s *Snapshot) Set(app string, e release.Entry) {
 func (s *Snapshot) SetAll(entries map[string]release.Entry) bool {
 	s.mu.Lock()
 	moved, fetched := false, false
-	for app, e := range entries {
-		old, ok := s.entries[app]
+	for key, e := range entries {
+		old, ok := s.entries[key]
 		if !ok {
 			continue
 		}
@@ -161,14 +166,16 @@ func (s *Snapshot) SetAll(entries map[string]release.Entry) bool {
 		if merged == old {
 			continue
 		}
-		s.entries[app], moved = merged, true
+		s.entries[key], moved = merged, true
 		// Merge replaces the fetch part only with a strictly newer FetchedAt,
 		// so the time alone tells whether ETag or Release may have changed.
 		if !merged.FetchedAt.Equal(old.FetchedAt) {
 			if s.pending.entries == nil {
-				s.pending.entries = map[int]release.Entry{}
+				s.pending.entries = map[int]appEntries{}
 			}
-			s.pending.entries[s.index[app]], fetched = merged, true
+			i := s.index[key]
+			a := s.apps[i]
+			s.pending.entries[i], fetched = appEntries{stable: s.entries[a.Key], pre: s.entries[a.PrereleaseEntry().Key]}, true
 		}
 	}
 	s.renderChange(fetched)

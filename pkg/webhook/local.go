@@ -2,6 +2,8 @@ package webhook
 
 import (
 	"context"
+	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -49,10 +51,10 @@ func NewLocal(refresh func(app string, r release.Refresh), c clock.Clock) *Local
 	return &Local{refresh: refresh, clock: clock.Or(c), seen: make(map[string]time.Time)}
 }
 
-// Deliver refreshes apps unless one of ids was recorded in the last
-// LocalMemory, and then records nothing; otherwise it records every id. It
-// never fails.
-func (l *Local) Deliver(_ context.Context, ids []string, apps []string, r release.Refresh) (bool, error) {
+// Deliver hands each of refreshes to the poller unless one of ids was
+// recorded in the last LocalMemory, and then records nothing; otherwise it
+// records every id. It never fails.
+func (l *Local) Deliver(_ context.Context, ids []string, refreshes map[string]release.Refresh) (bool, error) {
 	now := l.clock.Now()
 	l.mu.Lock()
 	for _, id := range ids {
@@ -70,8 +72,8 @@ func (l *Local) Deliver(_ context.Context, ids []string, apps []string, r releas
 		l.order = l.order[1:]
 	}
 	l.mu.Unlock()
-	for _, app := range apps {
-		l.refresh(app, r)
+	for _, key := range slices.Sorted(maps.Keys(refreshes)) {
+		l.refresh(key, refreshes[key])
 	}
 	return true, nil
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/storytold/craft-releases/pkg/release"
 )
@@ -61,6 +62,44 @@ func (p Payload) Hint() string {
 		return ""
 	}
 	return p.Tag
+}
+
+// PrereleaseHint returns the tag the payload names as a new pre-release, or
+// "": only for the actions prereleased and published of a dated prerelease
+// that is not a draft.
+func (p Payload) PrereleaseHint() string {
+	if (p.Action != "prereleased" && p.Action != "published") || p.Draft || !p.Pre || !p.Dated || len(p.Tag) > maxTag {
+		return ""
+	}
+	return p.Tag
+}
+
+// Refreshes returns the refresh requests, by entry key (release.Polled),
+// that a delivery of p received at at makes for apps, the configured apps
+// (docs/operations.md, "GitHub webhook"): every app of p's repository
+// (Matching) is refreshed, with Hint as the tag to wait for. An app with a
+// pre-release channel refreshes its list instead, with PrereleaseHint, on
+// a new pre-release (prereleased, or published of a prerelease), and both,
+// the list without a tag, on anything else (a release published or
+// released, edited, deleted).
+func Refreshes(apps []release.App, p Payload, at time.Time) map[string]release.Refresh {
+	out := make(map[string]release.Refresh)
+	for _, a := range apps {
+		if !strings.EqualFold(a.Repo, p.Repo) {
+			continue
+		}
+		if !a.Prereleases {
+			out[a.Key] = release.Refresh{At: at, Tag: p.Hint()}
+			continue
+		}
+		pre := a.PrereleaseEntry().Key
+		if p.Pre && (p.Action == "prereleased" || p.Action == "published") {
+			out[pre] = release.Refresh{At: at, Tag: p.PrereleaseHint()}
+			continue
+		}
+		out[a.Key], out[pre] = release.Refresh{At: at, Tag: p.Hint()}, release.Refresh{At: at}
+	}
+	return out
 }
 
 // Matching returns the keys of the apps whose repository is repo, compared

@@ -3,6 +3,7 @@ package webhook_test
 import (
 	"reflect"
 	"testing"
+	"time"
 
 	"github.com/storytold/craft-releases/pkg/release"
 	"github.com/storytold/craft-releases/pkg/webhook"
@@ -119,4 +120,46 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("Hint %q of %+v", h, p)
 		}
 	})
+}
+
+// TestRefreshes: an app without the channel is refreshed by every release
+// event as before; one with it refreshes its list alone, with the tag, on
+// a new pre-release, and both, the list without a tag, on anything else.
+func TestRefreshes(t *testing.T) {
+	apps := []release.App{
+		{Key: "photocraft", Name: "PhotoCraft", Repo: "storytold/photocraft", Prereleases: true},
+		{Key: "photo-classic", Name: "Classic", Repo: "storytold/PhotoCraft"},
+		{Key: "vectorcraft", Name: "VectorCraft", Repo: "storytold/vectorcraft", Prereleases: true},
+	}
+	at := time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
+	p := func(action, tag string, pre bool) webhook.Payload {
+		return webhook.Payload{Action: action, Repo: "StoryTold/photocraft", Tag: tag, Pre: pre, Dated: true}
+	}
+	draft := p("prereleased", "v3-rc1", true)
+	draft.Draft = true
+	for _, tt := range []struct {
+		name string
+		p    webhook.Payload
+		want map[string]string // entry key → the tag it waits for
+	}{
+		{"prereleased", p("prereleased", "v2-rc1", true), map[string]string{"photocraft:prerelease": "v2-rc1", "photo-classic": ""}},
+		{"published prerelease", p("published", "v2-rc1", true), map[string]string{"photocraft:prerelease": "v2-rc1", "photo-classic": ""}},
+		{"a draft prereleased", draft, map[string]string{"photocraft:prerelease": "", "photo-classic": ""}},
+		{"released", p("released", "v2", false), map[string]string{"photocraft": "v2", "photocraft:prerelease": "", "photo-classic": "v2"}},
+		{"published", p("published", "v2", false), map[string]string{"photocraft": "v2", "photocraft:prerelease": "", "photo-classic": "v2"}},
+		{"edited prerelease", p("edited", "v2-rc1", true), map[string]string{"photocraft": "", "photocraft:prerelease": "", "photo-classic": ""}},
+		{"deleted", p("deleted", "v2", false), map[string]string{"photocraft": "", "photocraft:prerelease": "", "photo-classic": ""}},
+		{"another repository", webhook.Payload{Action: "published", Repo: "o/p", Tag: "v1", Dated: true}, map[string]string{}},
+	} {
+		got := map[string]string{}
+		for k, r := range webhook.Refreshes(apps, tt.p, at) {
+			if !r.At.Equal(at) {
+				t.Errorf("%s: %s at %v, want the arrival %v", tt.name, k, r.At, at)
+			}
+			got[k] = r.Tag
+		}
+		if !reflect.DeepEqual(got, tt.want) {
+			t.Errorf("%s: Refreshes = %v, want %v", tt.name, got, tt.want)
+		}
+	}
 }

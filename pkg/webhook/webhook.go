@@ -83,10 +83,11 @@ const (
 // pods' Redis for the pollers (pkg/redis/store), or Local standalone.
 type Recorder interface {
 	// Deliver records a delivery under each of ids and, unless one of them
-	// was recorded before, a refresh request r for each of apps. It reports
+	// was recorded before, each of refreshes: a request by entry key
+	// (release.Polled), all made at the delivery's arrival. It reports
 	// whether the delivery was new. An error means nothing may be assumed
 	// recorded, and the ids are not remembered.
-	Deliver(ctx context.Context, ids []string, apps []string, r release.Refresh) (bool, error)
+	Deliver(ctx context.Context, ids []string, refreshes map[string]release.Refresh) (bool, error)
 }
 
 // Observer counts deliveries, for metrics. It is called concurrently.
@@ -188,7 +189,7 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request, event string, re
 	// a signed body replayed under another id a duplicate that records
 	// nothing.
 	ids := []string{"sha256-" + hex.EncodeToString(sum[:]), id}
-	first, err := h.c.Recorder.Deliver(ctx, ids, apps, release.Refresh{At: received, Tag: p.Hint()})
+	first, err := h.c.Recorder.Deliver(ctx, ids, Refreshes(h.c.Apps, p, received))
 	if err != nil {
 		h.c.Log.Warn("webhook delivery not recorded", zap.String("delivery", id), zap.Strings("apps", apps), zap.NamedError("err", err))
 		return Unavailable, http.StatusServiceUnavailable, answer{Error: "unavailable, redeliver later"}

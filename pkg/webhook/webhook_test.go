@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -34,7 +36,7 @@ type fakeFleet struct {
 	calls []string // "delivery-id app tag"
 }
 
-func (f *fakeFleet) Deliver(_ context.Context, ids []string, apps []string, r release.Refresh) (bool, error) {
+func (f *fakeFleet) Deliver(_ context.Context, ids []string, refreshes map[string]release.Refresh) (bool, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.err != nil {
@@ -51,10 +53,19 @@ func (f *fakeFleet) Deliver(_ context.Context, ids []string, apps []string, r re
 	for _, id := range ids {
 		f.seen[id] = true
 	}
-	for _, a := range apps {
-		f.calls = append(f.calls, ids[len(ids)-1]+" "+a+" "+r.Tag)
+	for _, a := range slices.Sorted(maps.Keys(refreshes)) {
+		f.calls = append(f.calls, ids[len(ids)-1]+" "+a+" "+refreshes[a].Tag)
 	}
 	return true, nil
+}
+
+// each is the refresh r for every key.
+func each(r release.Refresh, keys ...string) map[string]release.Refresh {
+	m := make(map[string]release.Refresh, len(keys))
+	for _, k := range keys {
+		m[k] = r
+	}
+	return m
 }
 
 // countObserver counts deliveries by "event outcome".
@@ -195,7 +206,7 @@ func TestLocal(t *testing.T) {
 	l := webhook.NewLocal(func(app string, r release.Refresh) { got = append(got, app+" "+r.Tag) }, clock)
 	deliver := func(id string) bool {
 		t.Helper()
-		first, err := l.Deliver(context.Background(), []string{id}, []string{"photocraft", "vectorcraft"}, release.Refresh{At: clock.Now(), Tag: "v1"})
+		first, err := l.Deliver(context.Background(), []string{id}, each(release.Refresh{At: clock.Now(), Tag: "v1"}, "photocraft", "vectorcraft"))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -204,7 +215,7 @@ func TestLocal(t *testing.T) {
 	if !deliver("a") || deliver("a") || !deliver("b") {
 		t.Fatal("want a new, a again seen, b new")
 	}
-	if first, _ := l.Deliver(context.Background(), []string{"b", "c"}, []string{"photocraft"}, release.Refresh{At: clock.Now()}); first {
+	if first, _ := l.Deliver(context.Background(), []string{"b", "c"}, each(release.Refresh{At: clock.Now()}, "photocraft")); first {
 		t.Fatal("a delivery sharing one of its ids with b counts as new")
 	}
 	if n := l.Len(); n != 2 {
@@ -229,7 +240,7 @@ func TestLocal(t *testing.T) {
 func TestLocalReplaysRecordNothing(t *testing.T) {
 	l := webhook.NewLocal(func(string, release.Refresh) {}, nil)
 	for i := range 20_000 {
-		_, err := l.Deliver(context.Background(), []string{"sha256-body", fmt.Sprintf("id-%d", i)}, []string{"photocraft"}, release.Refresh{At: time.Now()})
+		_, err := l.Deliver(context.Background(), []string{"sha256-body", fmt.Sprintf("id-%d", i)}, each(release.Refresh{At: time.Now()}, "photocraft"))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -245,7 +256,7 @@ func TestLocalCapAndSweep(t *testing.T) {
 	clock := fakeclock.New(time.Date(2026, 10, 10, 12, 0, 0, 0, time.UTC))
 	l := webhook.NewLocal(func(string, release.Refresh) {}, clock)
 	deliver := func(id string) bool {
-		first, err := l.Deliver(context.Background(), []string{"sha256-" + id, id}, []string{"photocraft"}, release.Refresh{At: clock.Now()})
+		first, err := l.Deliver(context.Background(), []string{"sha256-" + id, id}, each(release.Refresh{At: clock.Now()}, "photocraft"))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -262,3 +262,12 @@ func (a *admin) dbsize() int64 {
 	}
 	return n
 }
+
+// each is the refresh r for every key.
+func each(r release.Refresh, keys ...string) map[string]release.Refresh {
+	m := make(map[string]release.Refresh, len(keys))
+	for _, k := range keys {
+		m[k] = r
+	}
+	return m
+}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/redis/rueidis"
@@ -33,18 +35,28 @@ const (
 
 // Deliver records a webhook delivery under each of ids (its body's hash,
 // then its delivery id) for three days and, unless one of them was recorded
-// before, a refresh request r for each of apps (a hash with a TTL of an
-// hour, replacing the app's earlier request), announced on RefreshChannel.
+// before, each of refreshes, by entry key (a hash with a TTL of an hour,
+// replacing the entry's earlier request), announced on RefreshChannel.
 // It reports whether the delivery was new; a duplicate leaves nothing behind
 // (ids are tried in order, and those it recorded are forgotten). When the
 // requests cannot be recorded it forgets the ids it recorded, so that
 // GitHub's redelivery is not taken for a duplicate, and returns the error.
-func (s *Store) Deliver(ctx context.Context, ids []string, apps []string, r release.Refresh) (bool, error) {
+func (s *Store) Deliver(ctx context.Context, ids []string, refreshes map[string]release.Refresh) (bool, error) {
 	if len(ids) == 0 {
 		return false, errors.New("deliver: no delivery id")
 	}
 	id := ids[0]
-	if r.At.IsZero() {
+	keys := slices.Sorted(maps.Keys(refreshes))
+	var at time.Time // the delivery's arrival: the latest of its requests
+	for _, k := range keys {
+		if refreshes[k].At.IsZero() {
+			return false, fmt.Errorf("deliver %s: %s: %w", id, k, errNoTime)
+		}
+		if refreshes[k].At.After(at) {
+			at = refreshes[k].At
+		}
+	}
+	if at.IsZero() {
 		return false, fmt.Errorf("deliver %s: %w", id, errNoTime)
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.conn.Timeout())
@@ -58,7 +70,7 @@ func (s *Store) Deliver(ctx context.Context, ids []string, apps []string, r rele
 	var made []string // the keys this call created
 	for _, d := range ids {
 		k := DeliveryKey(d)
-		err := c.Do(ctx, c.B().Set().Key(k).Value(ms(r.At)).Nx().Px(deliveryTTL).Build()).Error()
+		err := c.Do(ctx, c.B().Set().Key(k).Value(ms(at)).Nx().Px(deliveryTTL).Build()).Error()
 		if err != nil {
 			s.forget(ctx, c, made)
 			if rueidis.IsRedisNil(err) {
@@ -69,8 +81,8 @@ func (s *Store) Deliver(ctx context.Context, ids []string, apps []string, r rele
 		made = append(made, k)
 	}
 	var cmds rueidis.Commands
-	for _, app := range apps {
-		k := RefreshKey(app)
+	for _, app := range keys {
+		k, r := RefreshKey(app), refreshes[app]
 		cmds = append(cmds,
 			c.B().Multi().Build(),
 			c.B().Del().Key(k).Build(),
@@ -79,7 +91,7 @@ func (s *Store) Deliver(ctx context.Context, ids []string, apps []string, r rele
 			c.B().Exec().Build(),
 		)
 	}
-	for _, app := range apps {
+	for _, app := range keys {
 		cmds = append(cmds, c.B().Publish().Channel(RefreshChannel).Message(app).Build())
 	}
 	for _, res := range c.DoMulti(ctx, cmds...) {

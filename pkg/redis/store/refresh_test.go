@@ -20,7 +20,7 @@ func TestDeliver(t *testing.T) {
 	ctx := context.Background()
 	r := release.Refresh{At: t0, Tag: "v1.2.0"}
 
-	first, err := s.Deliver(ctx, []string{"guid-1", "sha256-aa"}, []string{"photocraft", "photo2"}, r)
+	first, err := s.Deliver(ctx, []string{"guid-1", "sha256-aa"}, each(r, "photocraft", "photo2"))
 	if err != nil || !first {
 		t.Fatalf("first delivery: new %v, %v; want new", first, err)
 	}
@@ -43,7 +43,7 @@ func TestDeliver(t *testing.T) {
 	}
 
 	// A redelivery changes nothing, even with another time.
-	first, err = s.Deliver(ctx, []string{"guid-1", "sha256-aa"}, []string{"photocraft"}, release.Refresh{At: t0.Add(time.Minute)})
+	first, err = s.Deliver(ctx, []string{"guid-1", "sha256-aa"}, each(release.Refresh{At: t0.Add(time.Minute)}, "photocraft"))
 	if err != nil || first {
 		t.Fatalf("redelivery: new %v, %v; want a duplicate", first, err)
 	}
@@ -51,7 +51,7 @@ func TestDeliver(t *testing.T) {
 	// leaves no key: 20,000 of them, as issue 21 found, add nothing.
 	keys := a.dbsize()
 	for i := range 20_000 {
-		first, err = s.Deliver(ctx, []string{"sha256-aa", "guid-replay-" + strconv.Itoa(i)}, []string{"photocraft"}, release.Refresh{At: t0.Add(time.Minute)})
+		first, err = s.Deliver(ctx, []string{"sha256-aa", "guid-replay-" + strconv.Itoa(i)}, each(release.Refresh{At: t0.Add(time.Minute)}, "photocraft"))
 		if err != nil || first {
 			t.Fatalf("replay %d under another id: new %v, %v; want a duplicate", i, first, err)
 		}
@@ -60,7 +60,7 @@ func TestDeliver(t *testing.T) {
 		t.Errorf("%d keys after 20,000 replays of one body, %d before: want none added", n, keys)
 	}
 	// A new body under an id seen before leaves its hash behind neither.
-	if first, err = s.Deliver(ctx, []string{"sha256-cc", "guid-1"}, []string{"photocraft"}, r); err != nil || first {
+	if first, err = s.Deliver(ctx, []string{"sha256-cc", "guid-1"}, each(r, "photocraft")); err != nil || first {
 		t.Fatalf("another body under a delivery id seen: new %v, %v; want a duplicate", first, err)
 	}
 	if n := a.dbsize(); n != keys {
@@ -71,17 +71,17 @@ func TestDeliver(t *testing.T) {
 	}
 
 	// A new delivery replaces the app's request whole.
-	if _, err := s.Deliver(ctx, []string{"guid-2", "sha256-bb"}, []string{"photocraft"}, release.Refresh{At: t0.Add(time.Second)}); err != nil {
+	if _, err := s.Deliver(ctx, []string{"guid-2", "sha256-bb"}, each(release.Refresh{At: t0.Add(time.Second)}, "photocraft")); err != nil {
 		t.Fatal(err)
 	}
 	if got, _ := s.Refreshes(ctx, []string{"photocraft"}); !got["photocraft"].At.Equal(t0.Add(time.Second)) || got["photocraft"].Tag != "" {
 		t.Errorf("after a second delivery got %+v, want t0+1s with no tag", got["photocraft"])
 	}
 
-	if _, err := s.Deliver(ctx, []string{"guid-3"}, []string{"photocraft"}, release.Refresh{}); err == nil {
+	if _, err := s.Deliver(ctx, []string{"guid-3"}, each(release.Refresh{}, "photocraft")); err == nil {
 		t.Error("a request without a time: no error")
 	}
-	if _, err := s.Deliver(ctx, nil, []string{"photocraft"}, release.Refresh{At: t0}); err == nil {
+	if _, err := s.Deliver(ctx, nil, each(release.Refresh{At: t0}, "photocraft")); err == nil {
 		t.Error("a delivery without an id: no error")
 	}
 }
@@ -94,7 +94,7 @@ func TestDeliverForgetsWhatItCouldNotRecord(t *testing.T) {
 	srv.MustDo("ACL", "SETUSER", "api", "on", ">pw", "~*", "&*", "+@all", "-hset")
 	s := newStore(t, "redis://api:pw@"+srv.Addr)
 	a := newAdmin(t, srv)
-	if _, err := s.Deliver(context.Background(), []string{"guid-1", "sha256-aa"}, []string{"photocraft"}, release.Refresh{At: t0}); err == nil {
+	if _, err := s.Deliver(context.Background(), []string{"guid-1", "sha256-aa"}, each(release.Refresh{At: t0}, "photocraft")); err == nil {
 		t.Fatal("Deliver without HSET: no error")
 	}
 	if n, _ := a.do("EXISTS", DeliveryKey("guid-1"), DeliveryKey("sha256-aa")).AsInt64(); n != 0 {
@@ -107,7 +107,7 @@ func TestDeliverRedisDown(t *testing.T) {
 	srv := redistest.Start(t)
 	s := newStore(t, withTimeout(srv.URL(), time.Second))
 	srv.Stop()
-	if _, err := s.Deliver(context.Background(), []string{"guid-1"}, []string{"photocraft"}, release.Refresh{At: t0}); err == nil {
+	if _, err := s.Deliver(context.Background(), []string{"guid-1"}, each(release.Refresh{At: t0}, "photocraft")); err == nil {
 		t.Fatal("Deliver with Redis down: no error")
 	}
 }
@@ -178,7 +178,7 @@ func TestWatchRefreshes(t *testing.T) {
 	srv := redistest.Start(t)
 	api, poller := newStore(t, srv.URL()), newStore(t, srv.URL())
 	ctx := context.Background()
-	if _, err := api.Deliver(ctx, []string{"before"}, []string{"photocraft"}, release.Refresh{At: t0, Tag: "v1"}); err != nil {
+	if _, err := api.Deliver(ctx, []string{"before"}, each(release.Refresh{At: t0, Tag: "v1"}, "photocraft")); err != nil {
 		t.Fatal(err)
 	}
 	w := watch(t, poller, "photocraft", "vectorcraft")
@@ -190,7 +190,7 @@ func TestWatchRefreshes(t *testing.T) {
 	// keep delivering until one is seen.
 	testkit.Eventually(t, "a request announced later is seen", func() bool {
 		at := time.Now().Truncate(time.Millisecond)
-		if _, err := api.Deliver(ctx, []string{at.String()}, []string{"vectorcraft", "filmcraft"}, release.Refresh{At: at}); err != nil {
+		if _, err := api.Deliver(ctx, []string{at.String()}, each(release.Refresh{At: at}, "vectorcraft", "filmcraft")); err != nil {
 			t.Fatal(err)
 		}
 		time.Sleep(50 * time.Millisecond)
@@ -214,7 +214,7 @@ func TestWebhookAsLeastPrivilegeUsers(t *testing.T) {
 	w := watch(t, poller, "photocraft")
 	testkit.Eventually(t, "a delivery recorded by the API's user reaches the poller's", func() bool {
 		at := time.Now().Truncate(time.Millisecond)
-		first, err := api.Deliver(context.Background(), []string{at.String(), "sha256-" + at.String()}, []string{"photocraft"}, release.Refresh{At: at, Tag: "v1"})
+		first, err := api.Deliver(context.Background(), []string{at.String(), "sha256-" + at.String()}, each(release.Refresh{At: at, Tag: "v1"}, "photocraft"))
 		if err != nil || !first {
 			t.Fatalf("Deliver as craft-api: new %v, %v", first, err)
 		}

@@ -6,18 +6,17 @@ import (
 	"strconv"
 	"text/tabwriter"
 	"time"
+
+	"github.com/storytold/craft-releases/pkg/release"
 )
 
-// status prints every configured app's shared entry and the fleet backoff as
+// status prints every configured app's shared entry (and its pre-release
+// entry's, after it, when it has the channel) and the fleet backoff as
 // a table an SRE reads at a glance. What came from outside (a tag, an ETag,
 // a writer's name, all read from Redis) is shown by shown, so that no value
 // can move the cursor, retitle the terminal or break the columns.
 func status(ctx context.Context, c *call) error {
-	keys := make([]string, len(c.cfg.Apps))
-	for i, a := range c.cfg.Apps {
-		keys[i] = a.Key
-	}
-	apps, backoff, err := c.store.Status(ctx, keys)
+	apps, backoff, err := c.store.Status(ctx, release.Keys(c.cfg.Polled()))
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,117 @@
+package snapshot_test
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/storytold/craft-releases/pkg/release"
+	"github.com/storytold/craft-releases/pkg/snapshot"
+	"github.com/storytold/craft-releases/test/fakeclock"
+)
+
+// dated returns a small release tagged tag, published at t0 plus hours,
+// marked prerelease when pre.
+func dated(tag string, hours int, pre bool) *release.Release {
+	r := rel(tag)
+	r.PublishedAt, r.Prerelease = release.NewTime(t0.Add(time.Duration(hours)*time.Hour)), pre
+	return r
+}
+
+// TestLatestPrerelease: an app on the channel has latest_prerelease, the
+// newest pre-release of its list when published after its release, else
+// null; the other apps have no such key and the very bytes they had; the
+// app's own answer holds the same object.
+func TestLatestPrerelease(t *testing.T) {
+	channel := photocraft
+	channel.Prereleases = true
+	pre := channel.PrereleaseEntry().Key
+	for _, tt := range []struct {
+		name         string
+		stable, beta *release.Release
+		want         string // the tag shown; "" for null
+	}{
+		{"newer than the release", dated("v1", 0, false), dated("v2-beta", 1, true), "v2-beta"},
+		{"older than the release", dated("v2", 2, false), dated("v2-beta", 1, true), ""},
+		{"no pre-release", dated("v2", 2, false), nil, ""},
+		{"no release", nil, dated("v2-beta", 1, true), "v2-beta"},
+		{"a release in the pre-release entry", nil, dated("v2", 1, false), ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			plain := snapshot.New([]release.App{photocraft, launcher}, fakeclock.New(t0))
+			s := snapshot.New([]release.App{channel, launcher}, fakeclock.New(t0))
+			for _, sn := range []*snapshot.Snapshot{plain, s} {
+				sn.SetAll(map[string]release.Entry{"photocraft": {FetchedAt: t0, Release: tt.stable},
+					pre: {FetchedAt: t0.Add(time.Second), Release: tt.beta}, "artcraft-launcher": {FetchedAt: t0}})
+			}
+			shown := "null"
+			if tt.want != "" {
+				shown = string(mustMarshal(t, tt.beta))
+			}
+			want := strings.Replace(string(plain.Current().Apps["photocraft"].Body.Bytes()),
+				`,"app_last_fetched"`, `,"latest_prerelease":`+shown+`,"app_last_fetched"`, 1)
+			got := s.Current().Apps["photocraft"]
+			if string(got.Body.Bytes()) != want {
+				t.Fatalf("app answer:\n got %s\nwant %s", got.Body.Bytes(), want)
+			}
+			if got := gunzip(t, got.Gzip.Bytes()); !bytes.Equal(got, []byte(want)) {
+				t.Errorf("gzip copy: %s", got)
+			}
+			full := string(s.Current().Body.Bytes())
+			if !strings.Contains(full, want[len(`{"success":true,"app":`):len(want)-1]) {
+				t.Errorf("the full answer lacks the app's object: %s", full)
+			}
+			if a, b := plain.Current().Apps["artcraft-launcher"], s.Current().Apps["artcraft-launcher"]; !bytes.Equal(a.Body.Bytes(), b.Body.Bytes()) {
+				t.Errorf("an app without the channel changed: %s", b.Body.Bytes())
+			}
+			if strings.Count(full, "latest_prerelease") != 1 {
+				t.Errorf("latest_prerelease %d times in %s, want once", strings.Count(full, "latest_prerelease"), full)
+			}
+			if (got.Prerelease.Release != nil) != (tt.want != "") || tt.want != "" && got.Prerelease.Release.Tag != tt.want {
+				t.Errorf("the app's Prerelease track: %+v, want %q", got.Prerelease.Release, tt.want)
+			}
+			if !strings.Contains(string(s.Current().Page.Body.Bytes()), `data-channel="prerelease"`) != (tt.want == "") {
+				t.Errorf("the page shows a pre-release: want %v", tt.want != "")
+			}
+		})
+	}
+}
+
+// TestPrereleaseFreshness: an app on the channel is fetched once both of
+// its requests were answered; its app_last_fetched, and last_fetched, are
+// the older of the two.
+func TestPrereleaseFreshness(t *testing.T) {
+	channel := photocraft
+	channel.Prereleases = true
+	s := snapshot.New([]release.App{channel}, fakeclock.New(t0))
+	s.Set("photocraft", release.Entry{FetchedAt: t0.Add(time.Minute), Release: dated("v1", 0, false)})
+	cur := s.Current()
+	if cur.Complete || cur.CacheControl != snapshot.CacheCold || cur.Apps["photocraft"].Fetched {
+		t.Fatalf("the list not fetched yet: Complete %v, %s, app fetched %v; want not fetched, no-store",
+			cur.Complete, cur.CacheControl, cur.Apps["photocraft"].Fetched)
+	}
+	if !strings.Contains(string(cur.Body.Bytes()), `"latest_prerelease":null,"app_last_fetched":null`) {
+		t.Errorf("body: %s", cur.Body.Bytes())
+	}
+	s.Set("photocraft:prerelease", release.Entry{FetchedAt: t0})
+	cur = s.Current()
+	a := cur.Apps["photocraft"]
+	if !cur.Complete || !cur.LastFetched.Equal(t0) || !a.Fetched || !a.FetchedAt.Equal(t0) || a.CacheControl != snapshot.CacheWarm {
+		t.Fatalf("both fetched: Complete %v, LastFetched %v, app %v at %v (%s); want the older fetch, %v",
+			cur.Complete, cur.LastFetched, a.Fetched, a.FetchedAt, a.CacheControl, t0)
+	}
+	s.Set("photocraft:prerelease", release.Entry{FetchedAt: t0.Add(2 * time.Minute)})
+	if a := s.Current().Apps["photocraft"]; !a.FetchedAt.Equal(t0.Add(time.Minute)) {
+		t.Errorf("app_last_fetched %v, want the release's fetch, now the older", a.FetchedAt)
+	}
+}
+
+func mustMarshal(t testing.TB, r *release.Release) []byte {
+	t.Helper()
+	b, err := release.Marshal(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
