@@ -80,7 +80,7 @@ func downloads(t testing.TB) *snapshot.Snapshot {
 		"photocraft:prerelease":  {FetchedAt: t0, Release: beta},
 		"vectorcraft":            {FetchedAt: t0},
 		"vectorcraft:prerelease": {FetchedAt: t0},
-		"webcraft":    {FetchedAt: t0, Release: releaseOf("storytold/webcraft", "v2", "webcraft-web-2.zip")},
+		"webcraft":               {FetchedAt: t0, Release: releaseOf("storytold/webcraft", "v2", "webcraft-web-2.zip")},
 	})
 	return s
 }
