@@ -26,6 +26,8 @@ func TestQuotaWarningAtStartUp(t *testing.T) {
 		{"13 apps raised to the 300 s minimum", map[string]string{"CRAFT_APPS_RELEASE_POLL_INTERVAL_SECS": "120"}, 173.3, 60},
 		{"13 apps at 810 s without a token", map[string]string{"CRAFT_APPS_RELEASE_POLL_INTERVAL_SECS": "810"}, 0, 0},
 		{"13 apps at 120 s with a token", map[string]string{"CRAFT_APPS_RELEASE_POLL_INTERVAL_SECS": "120", "CRAFT_APPS_RELEASE_GITHUB_TOKEN": "t"}, 0, 0},
+		{"13 apps at 810 s, 3 with a pre-release channel", map[string]string{"CRAFT_APPS_RELEASE_POLL_INTERVAL_SECS": "810",
+			"CRAFT_APPS_RELEASE_PRERELEASE_APPS": "photocraft,vectorcraft,filmcraft"}, 73.8, 60},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

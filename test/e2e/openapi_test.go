@@ -18,7 +18,8 @@ import (
 // and without gzip, revalidating where the endpoint allows it, in the states
 // that give every documented status: a pod and a poller not ready yet (a
 // silent Redis, on which the webhook's deliveries are not recorded), then a
-// warm split deployment, both with the webhook's secret.
+// warm split deployment with pre-release channels, both with the webhook's
+// secret.
 // Every answer must be what the document says, and every documented status
 // must have been seen.
 func TestOpenAPI(t *testing.T) {
@@ -45,15 +46,22 @@ func TestOpenAPI(t *testing.T) {
 	askAll(t, doc, seen, "api", coldPod.name, coldPod.base)
 	askAll(t, doc, seen, "api-metrics", coldPod.name, "http://"+coldEnv["METRICS_ADDR"])
 
+	// The warm deployment has pre-release channels: one pre-release
+	// served, one null, one app without the key.
 	gh := fakegithub.New(t)
 	want := publishFirst(gh)
+	publishChannels(gh)
 	rs := redistest.Start(t)
-	poller := start(t, "poller", binary(t, "poller"), pollerEnv(gh, rs.URL(), testAppsEnv))
+	pollerEnv := pollerEnv(gh, rs.URL(), testAppsEnv)
+	pollerEnv["CRAFT_APPS_RELEASE_PRERELEASE_APPS"] = prereleaseApps
+	poller := start(t, "poller", binary(t, "poller"), pollerEnv)
 	env := podEnv(rs.URL(), testAppsEnv)
+	env["CRAFT_APPS_RELEASE_PRERELEASE_APPS"] = prereleaseApps
 	env["METRICS_ADDR"] = testkit.FreeAddr(t)
 	env["CRAFT_APPS_RELEASE_WEBHOOK_SECRET"] = "an-old-secret," + openapitest.WebhookSecret
 	pod := start(t, "api", binary(t, "api"), env)
 	waitTags(t, want, pod)
+	waitChannels(t, map[string]string{"photocraft": "v1.1.0-beta.1", "vectorcraft": ""}, pod)
 	testkit.Eventually(t, "the pod is ready", func() bool { return pod.status("/readyz") == http.StatusOK })
 	testkit.Eventually(t, "the poller is ready", func() bool { return poller.status("/readyz") == http.StatusOK })
 	askAll(t, doc, seen, "poller", poller.name, poller.base)
