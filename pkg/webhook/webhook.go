@@ -197,8 +197,12 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request, event string, re
 	if !first {
 		return Duplicate, http.StatusAccepted, answer{Status: Duplicate}
 	}
+	tag := p.Hint()
+	if tag == "" {
+		tag = p.PrereleaseHint()
+	}
 	h.c.Log.Info("webhook refresh", zap.String("delivery", id), zap.String("action", p.Action),
-		zap.Strings("apps", apps), zap.String("tag", p.Hint()))
+		zap.Strings("apps", apps), zap.String("tag", tag))
 	return Accepted, http.StatusAccepted, answer{Status: Accepted, Apps: apps}
 }
 
