@@ -2,6 +2,7 @@ package snapshot_test
 
 import (
 	"bytes"
+	"math/rand/v2"
 	"strings"
 	"testing"
 	"time"
@@ -114,4 +115,61 @@ func mustMarshal(t testing.TB, r *release.Release) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// BenchmarkChannelSize prints what the pre-release channel adds to the full
+// answer of the 13 realistic apps, plain and gzip: with every app on the
+// channel and no pre-release newer than its release (null), and with a
+// pre-release as large as its release for each.
+func BenchmarkChannelSize(b *testing.B) {
+	apps, entries := realisticApps()
+	// Notes of their own, as a pre-release has: the release's words in
+	// another order.
+	rnd := rand.New(rand.NewPCG(3, 4))
+	notesOf := map[string]string{}
+	for _, a := range apps {
+		notesOf[a.Key] = notes(rnd, strings.Fields(entries[a.Key].Release.NotesMarkdown))
+	}
+	size := func(channel, shown bool) (plain, zipped int) {
+		as := append([]release.App(nil), apps...)
+		es := map[string]release.Entry{}
+		for i, a := range as {
+			es[a.Key] = entries[a.Key]
+			if !channel {
+				continue
+			}
+			as[i].Prereleases = true
+			var pre *release.Release
+			if shown {
+				c := *entries[a.Key].Release
+				c.Tag, c.Version, c.Prerelease = c.Tag+"-beta.1", c.Version+"-beta.1", true
+				c.PublishedAt, c.NotesMarkdown = release.NewTime(c.PublishedAt.Add(time.Hour)), notesOf[a.Key]
+				c.Assets = nil
+				for _, as := range entries[a.Key].Release.Assets {
+					as.Name = strings.Replace(as.Name, c.Version[:len(c.Version)-len("-beta.1")], c.Version, 1)
+					as.DownloadURL = "https://github.com/" + a.Repo + "/releases/download/" + c.Tag + "/" + as.Name
+					c.Assets = append(c.Assets, as)
+				}
+				pre = &c
+			}
+			es[a.PrereleaseEntry().Key] = release.Entry{FetchedAt: t0, Release: pre}
+		}
+		s := snapshot.New(as, fakeclock.New(t0))
+		s.SetAll(es)
+		cur := s.Current()
+		return len(cur.Body.Bytes()), len(cur.Gzip.Bytes())
+	}
+	var base, null, full [2]int
+	for b.Loop() {
+		base[0], base[1] = size(false, false)
+		null[0], null[1] = size(true, false)
+		full[0], full[1] = size(true, true)
+	}
+	n := float64(len(apps))
+	b.ReportMetric(float64(base[0]), "plain-bytes")
+	b.ReportMetric(float64(base[1]), "gzip-bytes")
+	b.ReportMetric(float64(null[0]-base[0])/n, "null-plain-bytes/app")
+	b.ReportMetric(float64(null[1]-base[1])/n, "null-gzip-bytes/app")
+	b.ReportMetric(float64(full[0]-base[0])/n, "prerelease-plain-bytes/app")
+	b.ReportMetric(float64(full[1]-base[1])/n, "prerelease-gzip-bytes/app")
 }
