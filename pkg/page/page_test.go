@@ -205,7 +205,7 @@ func TestPrereleaseSection(t *testing.T) {
 		t.Fatalf("the release's part changed:\n%s\nwant it to start with\n%s", with, without)
 	}
 	pre := with[len(without):]
-	for _, want := range []string{`<div class="prerelease" data-channel="prerelease">`, `<span class="badge">Pre-release</span>`,
+	for _, want := range []string{`<div class="prerelease os" data-channel="prerelease">`, `<span class="badge">Pre-release</span>`,
 		`data-version>2-beta<`, "Two &lt;beta&gt;", `href="https://github.com/o/a/releases/tag/v2-beta"`,
 		`href="/v1/craft_apps/download/a?os=linux&amp;arch=x64&amp;package=deb&amp;channel=prerelease"`,
 		"<strong>beta notes</strong>"} {

@@ -46,8 +46,9 @@ var names = map[string]string{
 	"artcraft-launcher": "ArtCraft Launcher", "evilcraft": "EvilCraft", "soundcraft": "SoundCraft", "gridcraft": "GridCraft",
 }
 
-// apps builds the page's data: four apps with realistic releases, one with
-// a hostile release, one fetched without a release, one never fetched.
+// apps builds the page's data: four apps with realistic releases (one with
+// a pre-release too), one with a hostile release, one fetched without a
+// release, one never fetched.
 func apps(t testing.TB) *snapshot.Snapshot {
 	t.Helper()
 	var list []release.App
@@ -56,7 +57,8 @@ func apps(t testing.TB) *snapshot.Snapshot {
 		if k == "artcraft-launcher" {
 			repo = "storytold/craft-launcher"
 		}
-		list = append(list, release.App{Key: k, Name: names[k], Repo: repo})
+		// PhotoCraft is on the pre-release channel, with a beta newer than its release.
+		list = append(list, release.App{Key: k, Name: names[k], Repo: repo, Prereleases: k == "photocraft"})
 	}
 	s := snapshot.New(list, fakeclock.New(t0))
 	full := []string{"windows-x64.msi", "windows-arm64.msi", "windows-x64-portable.zip", "macos-universal.dmg",
@@ -71,6 +73,11 @@ func apps(t testing.TB) *snapshot.Snapshot {
 		"artcraft-launcher": {FetchedAt: t0, Release: rel("storytold/craft-launcher", "v0.2.0", "ArtCraft Launcher 0.2.0", "Sign in with your ArtCraft account.", "artcraft-launcher", "windows-x64.msi", "macos-universal.dmg", "linux-x86_64.AppImage", "linux-x86_64.deb")},
 		"evilcraft":         {FetchedAt: t0, Release: rel("storytold/evilcraft", "v6.6.6", hostileName, hostileNotes, "evilcraft", "windows-x64.msi", "linux-x86_64.deb")},
 		"soundcraft":        {FetchedAt: t0},
+		"photocraft:prerelease": {FetchedAt: t0, Release: func() *release.Release {
+			r := rel("storytold/photocraft", "v0.6.0-beta.1", "PhotoCraft 0.6 beta 1", "Beta: **layers panel** rewritten.", "photocraft", "windows-x64.msi", "linux-x86_64.AppImage")
+			r.Prerelease, r.PublishedAt = true, release.NewTime(t0.Add(-2*time.Hour))
+			return r
+		}()},
 	})
 	s.Set("vectorcraft", release.Entry{FetchedAt: t0, Release: func() *release.Release {
 		r := rel("storytold/vectorcraft", "v2.1.0-beta.2", "VectorCraft 2.1 beta 2", "Beta: try the new pen tool.", "vectorcraft", "windows-x64.msi", "macos-arm64.dmg", "macos-x64.dmg", "linux-x86_64.deb")
@@ -312,14 +319,16 @@ func checkApps(t *testing.T, cur *snapshot.Rendering, got seen) {
 }
 
 // checkButtons follows every button's link and checks that it answers 302
-// to the asset the button names, of the platform its link asks for.
+// to the asset the button names, of the platform its link asks for, of the
+// release it is a button of: the pre-release's buttons are links of its
+// channel.
 func checkButtons(t *testing.T, base string, cur *snapshot.Rendering, got seen) {
 	t.Helper()
 	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	buttons := 0
 	for _, a := range got.Apps {
 		app := cur.Apps[a.Key]
-		var platforms []string
+		platforms := map[string][]string{} // by channel
 		for _, b := range a.Buttons {
 			buttons++
 			u, err := url.Parse(b.Href)
@@ -331,19 +340,24 @@ func checkButtons(t *testing.T, base string, cur *snapshot.Rendering, got seen) 
 			if q.Get("os") == "" || q.Get("package") == "" || (q.Get("arch") == "") != (q.Get("os") == "web") {
 				t.Errorf("%s: button link %q is not explicit", a.Key, b.Href)
 			}
-			platforms = append(platforms, q.Get("os")+"/"+q.Get("arch")+"/"+q.Get("package"))
+			ch := q.Get("channel")
+			platforms[ch] = append(platforms[ch], q.Get("os")+"/"+q.Get("arch")+"/"+q.Get("package"))
 			resp, err := client.Get(base + b.Href)
 			if err != nil {
 				t.Fatal(err)
 			}
 			resp.Body.Close()
-			asset := assetNamed(app.Release, b.Asset)
+			track, cache := app.Track, "public, max-age=60, stale-while-revalidate=30, stale-if-error=86400"
+			if ch == "prerelease" {
+				track, cache = app.Prerelease, "private, max-age=60"
+			}
+			asset := assetNamed(track.Release, b.Asset)
 			if resp.StatusCode != http.StatusFound || asset == nil || resp.Header.Get("Location") != asset.DownloadURL {
 				t.Errorf("%s: GET %s: %d to %q, want 302 to the download URL of %s", a.Key, b.Href, resp.StatusCode, resp.Header.Get("Location"), b.Asset)
 				continue
 			}
-			if cc := resp.Header.Get("Cache-Control"); cc != "public, max-age=60, stale-while-revalidate=30, stale-if-error=86400" {
-				t.Errorf("%s: GET %s: Cache-Control %q, want public: the link is explicit", a.Key, b.Href, cc)
+			if cc := resp.Header.Get("Cache-Control"); cc != cache {
+				t.Errorf("%s: GET %s: Cache-Control %q, want %q", a.Key, b.Href, cc, cache)
 			}
 			p := asset.Platform
 			arch := ""
@@ -354,21 +368,24 @@ func checkButtons(t *testing.T, base string, cur *snapshot.Rendering, got seen) 
 				t.Errorf("%s: %s redirects to %s, of another platform", a.Key, b.Href, asset.Name)
 			}
 		}
-		// One button per platform that has an asset, and no other.
-		var want []string
-		for _, d := range app.Downloads {
-			arch := ""
-			if d.Platform.Arch != nil {
-				arch = *d.Platform.Arch
+		// One button per platform that has an asset, and no other, for
+		// each release shown.
+		for ch, track := range map[string]snapshot.Track{"": app.Track, "prerelease": app.Prerelease} {
+			var want []string
+			for _, d := range track.Downloads {
+				arch := ""
+				if d.Platform.Arch != nil {
+					arch = *d.Platform.Arch
+				}
+				if p := d.Platform.OS + "/" + arch + "/" + d.Platform.PackageType; !slices.Contains(want, p) {
+					want = append(want, p)
+				}
 			}
-			if p := d.Platform.OS + "/" + arch + "/" + d.Platform.PackageType; !slices.Contains(want, p) {
-				want = append(want, p)
+			slices.Sort(want)
+			slices.Sort(platforms[ch])
+			if !slices.Equal(platforms[ch], want) {
+				t.Errorf("%s: buttons of channel %q for %q, want one for each of %q", a.Key, ch, platforms[ch], want)
 			}
-		}
-		slices.Sort(want)
-		slices.Sort(platforms)
-		if !slices.Equal(platforms, want) {
-			t.Errorf("%s: buttons for %q, want one for each of %q", a.Key, platforms, want)
 		}
 	}
 	if buttons < 15 {
