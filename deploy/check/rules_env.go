@@ -61,18 +61,37 @@ func checkEnvLoads(s *Resolved) []string {
 	return problems
 }
 
-// checkAppsConfig: the api and the poller take CRAFT_APPS_RELEASE_APPS from
-// one and the same ConfigMap, so they can never disagree about the apps.
+// checkAppsConfig: the api and the poller take CRAFT_APPS_RELEASE_APPS, and
+// CRAFT_APPS_RELEASE_PRERELEASE_APPS when either sets it, from one and the
+// same ConfigMap, so they can never disagree about the apps or their
+// channels: a pod that shows a channel no poller fetches answers no-store.
 func checkAppsConfig(s *Resolved) []string {
-	const name = "CRAFT_APPS_RELEASE_APPS"
+	var problems []string
+	for _, name := range []string{"CRAFT_APPS_RELEASE_APPS", "CRAFT_APPS_RELEASE_PRERELEASE_APPS"} {
+		problems = append(problems, sharedVar(s, name, name == "CRAFT_APPS_RELEASE_APPS")...)
+	}
+	return problems
+}
+
+// sharedVar checks that every binary takes name from one and the same
+// ConfigMap; a variable not required may be set by none.
+func sharedVar(s *Resolved, name string, required bool) []string {
 	var problems []string
 	sources := map[string][]string{}
+	set := 0
 	for _, w := range s.binaries {
-		vars := w.vars
-		v, ok := vars[name]
+		if _, ok := w.vars[name]; ok {
+			set++
+		}
+	}
+	for _, w := range s.binaries {
+		v, ok := w.vars[name]
 		switch {
-		case !ok:
+		case !ok && required:
 			problems = append(problems, fmt.Sprintf("%s: does not set %s: it would serve the built-in list", w, name))
+		case !ok && set > 0:
+			problems = append(problems, fmt.Sprintf("%s: does not set %s, which another binary sets", w, name))
+		case !ok:
 		case !strings.HasPrefix(v.from, "configmap "):
 			problems = append(problems, fmt.Sprintf("%s: takes %s from %s, not from the shared ConfigMap", w, name, v.from))
 		default:

@@ -127,6 +127,13 @@ func TestChecksCatchBrokenManifests(t *testing.T) {
 		{"an app list written into one Deployment", "apps-config", func(t testing.TB, s *Set) {
 			setEnv(poller(t, s), "CRAFT_APPS_RELEASE_APPS", "photocraft=PhotoCraft=storytold/photocraft")
 		}, "takes CRAFT_APPS_RELEASE_APPS from value, not from the shared ConfigMap"},
+		{"a pre-release channel on the pollers alone", "apps-config", func(t testing.TB, s *Set) {
+			setEnv(poller(t, s), "CRAFT_APPS_RELEASE_PRERELEASE_APPS", "photocraft")
+		}, "does not set CRAFT_APPS_RELEASE_PRERELEASE_APPS, which another binary sets"},
+		{"a pre-release channel written into the Deployments", "apps-config", func(t testing.TB, s *Set) {
+			setEnv(poller(t, s), "CRAFT_APPS_RELEASE_PRERELEASE_APPS", "photocraft")
+			setEnv(api(t, s), "CRAFT_APPS_RELEASE_PRERELEASE_APPS", "photocraft")
+		}, "takes CRAFT_APPS_RELEASE_PRERELEASE_APPS from value, not from the shared ConfigMap"},
 		{"a liveness probe on the wrong path", "probes", func(t testing.TB, s *Set) {
 			api(t, s).LivenessProbe.HTTPGet.Path = "/health"
 		}, "liveness probe asks /health, want /healthz"},
