@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"strings"
 	"testing"
@@ -87,24 +88,44 @@ func waitChannels(t testing.TB, want map[string]string, pods ...*proc) {
 	}
 }
 
+// channelFleet is a poller and an API pod on one Redis with prereleaseApps
+// on the channel, against a fake GitHub serving publishFirst and
+// publishChannels with a quota that one request a second for each entry
+// leaves unpaced.
+type channelFleet struct {
+	gh          *fakegithub.Server
+	rs          *redistest.Server
+	poller, pod *proc
+	want        map[string]string // the tags served
+}
+
+// startChannelFleet starts a channelFleet, the poller's and the pod's
+// environments with the extra variables.
+func startChannelFleet(t testing.TB, pollerExtra, podExtra map[string]string) *channelFleet {
+	t.Helper()
+	f := &channelFleet{gh: fakegithub.New(t), rs: redistest.Start(t)}
+	f.gh.SetQuota(fakegithub.Quota{Limit: 1 << 20, Remaining: 1 << 20, Reset: time.Now().Add(time.Hour)})
+	f.want = publishFirst(f.gh)
+	publishChannels(f.gh)
+	env := pollerEnv(f.gh, f.rs.URL(), testAppsEnv)
+	maps.Copy(env, pollerExtra)
+	env["CRAFT_APPS_RELEASE_PRERELEASE_APPS"] = prereleaseApps
+	f.poller = startPollers(t, 1, env)[0]
+	env = podEnv(f.rs.URL(), testAppsEnv)
+	maps.Copy(env, podExtra)
+	env["CRAFT_APPS_RELEASE_PRERELEASE_APPS"] = prereleaseApps
+	f.pod = startPods(t, 1, env)[0]
+	return f
+}
+
 // TestPrereleaseChannel runs the channel through a poller, Redis and an API
 // pod, and a standalone API: the list's cases, its own ETag revalidated
 // with 304s, a rate limit on the list, Redis flushed while GitHub is down,
 // and a release newer than every pre-release.
 func TestPrereleaseChannel(t *testing.T) {
 	t.Parallel()
-	gh := fakegithub.New(t)
-	// A quota that one request a second for each entry leaves unpaced.
-	gh.SetQuota(fakegithub.Quota{Limit: 1 << 20, Remaining: 1 << 20, Reset: time.Now().Add(time.Hour)})
-	want := publishFirst(gh)
-	publishChannels(gh)
-	rs := redistest.Start(t)
-	env := pollerEnv(gh, rs.URL(), testAppsEnv)
-	env["CRAFT_APPS_RELEASE_PRERELEASE_APPS"] = prereleaseApps
-	poller := startPollers(t, 1, env)[0]
-	podEnv := podEnv(rs.URL(), testAppsEnv)
-	podEnv["CRAFT_APPS_RELEASE_PRERELEASE_APPS"] = prereleaseApps
-	pod := startPods(t, 1, podEnv)[0]
+	f := startChannelFleet(t, nil, nil)
+	gh, rs, poller, pod, want := f.gh, f.rs, f.poller, f.pod, f.want
 	solo := start(t, "api-standalone", binary(t, "api"), map[string]string{
 		"CRAFT_APPS_RELEASE_APPS": testAppsEnv, "CRAFT_APPS_RELEASE_PRERELEASE_APPS": prereleaseApps,
 		"CRAFT_APPS_RELEASE_GITHUB_API_URL": gh.URL(), "CRAFT_APPS_RELEASE_POLL_INTERVAL_SECS": "1",
@@ -189,20 +210,9 @@ func prereleaseEvent(action, repo, tag string) []byte {
 // one for the release and the list.
 func TestPrereleaseWebhook(t *testing.T) {
 	t.Parallel()
-	gh := fakegithub.New(t)
-	// A quota that one request a second for each entry leaves unpaced.
-	gh.SetQuota(fakegithub.Quota{Limit: 1 << 20, Remaining: 1 << 20, Reset: time.Now().Add(time.Hour)})
-	want := publishFirst(gh)
-	publishChannels(gh)
-	rs := redistest.Start(t)
-	env := pollerEnv(gh, rs.URL(), testAppsEnv)
-	env["CRAFT_APPS_RELEASE_POLL_INTERVAL_SECS"] = "600"
-	env["CRAFT_APPS_RELEASE_PRERELEASE_APPS"] = prereleaseApps
-	startPollers(t, 1, env)
-	podEnv := podEnv(rs.URL(), testAppsEnv)
-	podEnv["CRAFT_APPS_RELEASE_PRERELEASE_APPS"] = prereleaseApps
-	podEnv["CRAFT_APPS_RELEASE_WEBHOOK_SECRET"] = webhookSecret
-	pod := startPods(t, 1, podEnv)[0]
+	f := startChannelFleet(t, map[string]string{"CRAFT_APPS_RELEASE_POLL_INTERVAL_SECS": "600"},
+		map[string]string{"CRAFT_APPS_RELEASE_WEBHOOK_SECRET": webhookSecret})
+	gh, pod, want := f.gh, f.pod, f.want
 	waitTags(t, want, pod)
 	pre := map[string]string{"photocraft": "v1.1.0-beta.1", "vectorcraft": ""}
 	waitChannels(t, pre, pod)
