@@ -117,10 +117,12 @@ the split deployment is up; Ctrl-C stops it
 
 // publish makes every default app's first release at once, then a newer
 // release of one app after another, so a person sees releases propagate.
+// PhotoCraft, on the pre-release channel, always has a beta of its next
+// version too, a day newer than its release.
 func publish(ctx context.Context, gh *fakegithub.Server, every time.Duration) {
 	apps := config.DefaultApps()
 	for _, a := range apps {
-		gh.Publish(a.Repo, fakegithub.NewRelease(a.Repo, "v1.0.0"))
+		publishRelease(gh, a.Repo, "v1.0.0")
 	}
 	ticker := time.NewTicker(every)
 	defer ticker.Stop()
@@ -132,9 +134,26 @@ func publish(ctx context.Context, gh *fakegithub.Server, every time.Duration) {
 		}
 		a := apps[(n-1)%len(apps)]
 		tag := fmt.Sprintf("v1.0.%d", (n-1)/len(apps)+1)
-		gh.Publish(a.Repo, fakegithub.NewRelease(a.Repo, tag))
+		publishRelease(gh, a.Repo, tag)
 		fmt.Printf("[fake-github] published %s %s\n", a.Repo, tag)
 	}
+}
+
+// prereleaseApp is the app the stack puts on the pre-release channel.
+const prereleaseApp = "photocraft"
+
+// publishRelease publishes repo's release tag and its release list: the
+// release alone, and for prereleaseApp's repository a beta before it.
+func publishRelease(gh *fakegithub.Server, repo, tag string) {
+	rel := fakegithub.NewRelease(repo, tag)
+	gh.Publish(repo, rel)
+	if repo != "storytold/"+prereleaseApp {
+		return
+	}
+	beta := fakegithub.NewRelease(repo, "v1.1.0-beta."+strings.TrimPrefix(tag, "v1.0."))
+	at := rel.PublishedAt.Add(24 * time.Hour)
+	beta.Prerelease, beta.PublishedAt = true, &at
+	gh.SetList(repo, beta, rel)
 }
 
 // prefix copies r to stdout line by line, each line led by name.
@@ -204,7 +223,8 @@ func startFakeGitHub(ctx context.Context, env map[string]string, every time.Dura
 	env["CRAFT_APPS_RELEASE_TICK_SECS"] = "2"
 	env["CRAFT_APPS_RELEASE_STARTUP_JITTER_SECS"] = "2"
 	env["CRAFT_APPS_RELEASE_REQUEST_SPACING_MS"] = "100"
-	fmt.Printf("fake GitHub on %s, a new release every %s\n", gh.URL(), every)
+	env["CRAFT_APPS_RELEASE_PRERELEASE_APPS"] = prereleaseApp
+	fmt.Printf("fake GitHub on %s, a new release every %s, %s on the pre-release channel\n", gh.URL(), every, prereleaseApp)
 	return gh.Close, nil
 }
 
