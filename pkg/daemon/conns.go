@@ -35,28 +35,31 @@ const headerGrace = 250 * time.Millisecond
 // served (its body still arriving, or its answer) is never cut off for one,
 // and at most max+1 connections are ever open.
 //
-// The server must report every connection's state to state (http.Server's
-// ConnState). It is safe for concurrent use.
+// Each connection keeps its own state in an atomic word, so that the two
+// state changes of every request take no lock; only a connection over the
+// cap looks through them all. The server must report every connection's
+// state to state (http.Server's ConnState). It is safe for concurrent use.
 type limitListener struct {
 	net.Listener
 	max int
 
-	wake chan struct{} // a slot freed or a connection turned idle; buffered 1
-	done chan struct{} // closed by Close
-	once sync.Once
+	wake    chan struct{} // a slot freed or a connection turned idle; buffered 1
+	done    chan struct{} // closed by Close
+	once    sync.Once
+	waiting atomic.Int32  // Accepts under way: only they need wake
+	seq     atomic.Uint64 // counts connections turning new or idle
 
 	mu    sync.Mutex
-	open  int
-	seq   uint64                   // counts connections turning new or idle
-	idle  map[*limitedConn]uint64  // idle connections, by when they turned idle
-	fresh map[*limitedConn]arrival // new connections before their first request
+	conns map[*limitedConn]struct{} // the open ones
 }
 
-// arrival is when a new connection came: in the order of seq, and in time.
-type arrival struct {
-	seq uint64
-	at  time.Time
-}
+// A connection's state word is seq<<2 | its kind: when it turned new or
+// idle, and which of the three it is.
+const (
+	connBusy  = iota // reading or answering a request: never closed for another
+	connIdle         // a keep-alive connection between requests
+	connFresh        // new, before its first request's headers
+)
 
 func newLimitListener(ln net.Listener, max int) *limitListener {
 	return &limitListener{
@@ -64,8 +67,7 @@ func newLimitListener(ln net.Listener, max int) *limitListener {
 		max:      max,
 		wake:     make(chan struct{}, 1),
 		done:     make(chan struct{}),
-		idle:     make(map[*limitedConn]uint64),
-		fresh:    make(map[*limitedConn]arrival),
+		conns:    make(map[*limitedConn]struct{}),
 	}
 }
 
@@ -75,10 +77,14 @@ func (l *limitListener) Accept() (net.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
+	lc := &limitedConn{Conn: c, l: l, arrived: time.Now()}
+	lc.state.Store(l.seq.Add(1)<<2 | connFresh)
+	l.waiting.Add(1)
+	defer l.waiting.Add(-1)
 	for {
-		wait, ok := l.reserve()
+		wait, ok := l.reserve(lc)
 		if ok {
-			break
+			return lc, nil
 		}
 		select {
 		case <-l.wake:
@@ -88,45 +94,46 @@ func (l *limitListener) Accept() (net.Conn, error) {
 			return nil, net.ErrClosed
 		}
 	}
-	return &limitedConn{Conn: c, l: l}, nil
 }
 
-// reserve takes a slot for a new connection. At the cap it closes the
-// connection that has done nothing for longest (idle, or new and without
-// its headers for headerGrace), whose Close frees a slot and wakes the
-// caller, and reports false with how long to wait at most before trying
-// again: until the oldest new connection comes of age.
-func (l *limitListener) reserve() (wait time.Duration, ok bool) {
+// reserve takes a slot for c. At the cap it closes the connection that has
+// done nothing for longest (idle, or new and without its headers for
+// headerGrace), whose Close frees a slot and wakes the caller, and reports
+// false with how long to wait at most before trying again: until the oldest
+// new connection comes of age.
+func (l *limitListener) reserve(c *limitedConn) (wait time.Duration, ok bool) {
 	l.mu.Lock()
-	if l.open < l.max {
-		l.open++
+	if len(l.conns) < l.max {
+		l.conns[c] = struct{}{}
 		l.mu.Unlock()
 		return 0, true
 	}
 	var oldest *limitedConn
-	var since uint64
-	pick := func(c *limitedConn, seq uint64) {
-		if oldest == nil || seq < since {
-			oldest, since = c, seq
-		}
-	}
-	for c, seq := range l.idle {
-		pick(c, seq)
-	}
+	var word uint64
 	now := time.Now()
 	wait = headerGrace
-	for c, a := range l.fresh {
-		if age := now.Sub(a.at); age >= headerGrace {
-			pick(c, a.seq)
-		} else {
-			wait = min(wait, headerGrace-age)
+	for o := range l.conns {
+		w := o.state.Load()
+		switch w & 3 {
+		case connBusy:
+			continue
+		case connFresh:
+			if age := now.Sub(o.arrived); age < headerGrace {
+				wait = min(wait, headerGrace-age)
+				continue
+			}
+		}
+		if oldest == nil || w>>2 < word>>2 {
+			oldest, word = o, w
 		}
 	}
-	delete(l.idle, oldest)
-	delete(l.fresh, oldest)
 	l.mu.Unlock()
-	if oldest != nil {
+	// Marked busy, it is closed once: unless it turned busy or idle again
+	// meanwhile, and then the caller looks again.
+	if oldest != nil && oldest.state.CompareAndSwap(word, connBusy) {
 		oldest.Close()
+	} else if oldest != nil {
+		wait = 0
 	}
 	return wait, false
 }
@@ -137,29 +144,21 @@ func (l *limitListener) Close() error {
 	return l.Listener.Close()
 }
 
-// state is the server's ConnState hook: it keeps the sets of idle and of new
-// connections.
+// state is the server's ConnState hook: it notes when a connection turns
+// idle, or busy again. A new connection is fresh from Accept on.
 func (l *limitListener) state(c net.Conn, s http.ConnState) {
 	lc, ok := c.(*limitedConn)
 	if !ok {
 		return
 	}
-	l.mu.Lock()
-	delete(l.idle, lc)
-	delete(l.fresh, lc)
-	if !lc.closed {
-		switch s {
-		case http.StateIdle:
-			l.seq++
-			l.idle[lc] = l.seq
-		case http.StateNew:
-			l.seq++
-			l.fresh[lc] = arrival{l.seq, time.Now()}
+	switch s {
+	case http.StateIdle:
+		lc.state.Store(l.seq.Add(1)<<2 | connIdle)
+		if l.waiting.Load() > 0 {
+			l.signal()
 		}
-	}
-	l.mu.Unlock()
-	if s == http.StateIdle {
-		l.signal()
+	case http.StateActive, http.StateHijacked:
+		lc.state.Store(connBusy)
 	}
 }
 
@@ -170,8 +169,8 @@ func (l *limitListener) state(c net.Conn, s http.ConnState) {
 func (l *limitListener) closeSilent() {
 	l.mu.Lock()
 	var silent []*limitedConn
-	for c := range l.fresh {
-		if !c.sent.Load() {
+	for c := range l.conns {
+		if c.state.Load()&3 == connFresh && !c.sent.Load() {
 			silent = append(silent, c)
 		}
 	}
@@ -183,10 +182,7 @@ func (l *limitListener) closeSilent() {
 
 func (l *limitListener) release(c *limitedConn) {
 	l.mu.Lock()
-	c.closed = true
-	delete(l.idle, c)
-	delete(l.fresh, c)
-	l.open--
+	delete(l.conns, c)
 	l.mu.Unlock()
 	l.signal()
 }
@@ -198,18 +194,24 @@ func (l *limitListener) signal() {
 	}
 }
 
-// limitedConn gives its slot back when it is first closed, and notes when a
-// byte first arrived on it.
+// limitedConn gives its slot back when it is first closed, notes when a
+// byte first arrived on it, and applies its deadlines lazily (deadlines).
 type limitedConn struct {
 	net.Conn
-	l      *limitListener
-	once   sync.Once
-	closed bool        // guarded by l.mu
-	sent   atomic.Bool // a byte was read from the client
+	l       *limitListener
+	arrived time.Time     // when it was accepted
+	state   atomic.Uint64 // seq<<2 | connBusy, connIdle or connFresh
+	once    sync.Once
+	sent    atomic.Bool // a byte was read from the client
+	dl      deadlines
 }
 
 func (c *limitedConn) Read(p []byte) (int, error) {
+	if err := c.begin(false); err != nil {
+		return 0, err
+	}
 	n, err := c.Conn.Read(p)
+	c.dl.read.calls.Add(-1)
 	if n > 0 && !c.sent.Load() {
 		c.sent.Store(true)
 	}

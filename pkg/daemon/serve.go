@@ -37,6 +37,31 @@ type Listening struct {
 // ctx ends, so that the balancer sees the 503 and stops sending traffic (Run
 // does).
 func Serve(ctx context.Context, l Listening, shutdownTimeout time.Duration, log *zap.Logger) error {
+	return serve(ctx, l, serverTimeouts, shutdownTimeout, log)
+}
+
+// timeouts bound each step of a connection's life: http.Server's
+// ReadHeaderTimeout, ReadTimeout, WriteTimeout and IdleTimeout.
+type timeouts struct {
+	header, read, write, idle time.Duration
+}
+
+var serverTimeouts = timeouts{
+	// Headers come at once from a proxy, and at the cap a connection
+	// without them is closed for another after headerGrace anyway.
+	header: 2 * time.Second,
+	read:   10 * time.Second,
+	// Applied a second late at most (writeGrid).
+	write: 30 * time.Second,
+	// Longer than Cloudflare's 900 s proxy idle timeout, so that the
+	// proxy, not the origin, closes an idle keep-alive connection and
+	// never sends a request on one the origin just closed. The
+	// connection cap bounds what idle connections can cost meanwhile.
+	idle: IdleTimeout,
+}
+
+// serve is Serve with the timeouts to; tests shorten them.
+func serve(ctx context.Context, l Listening, to timeouts, shutdownTimeout time.Duration, log *zap.Logger) error {
 	limit := l.MaxConnections
 	if limit <= 0 {
 		limit = DefaultMaxConnections
@@ -44,20 +69,14 @@ func Serve(ctx context.Context, l Listening, shutdownTimeout time.Duration, log 
 	ln := l.Listener
 	limited := newLimitListener(ln, limit)
 	srv := &http.Server{
-		Handler:   l.Handler,
-		ConnState: limited.state,
-		// Headers come at once from a proxy, and at the cap a connection
-		// without them is closed for another after headerGrace anyway.
-		ReadHeaderTimeout: 2 * time.Second,
-		ReadTimeout:       10 * time.Second,
-		WriteTimeout:      30 * time.Second,
-		// Longer than Cloudflare's 900 s proxy idle timeout, so that the
-		// proxy, not the origin, closes an idle keep-alive connection and
-		// never sends a request on one the origin just closed. The
-		// connection cap bounds what idle connections can cost meanwhile.
-		IdleTimeout:    IdleTimeout,
-		MaxHeaderBytes: 64 << 10,
-		ErrorLog:       zap.NewStdLog(log.With(zap.String("addr", ln.Addr().String()))),
+		Handler:           l.Handler,
+		ConnState:         limited.state,
+		ReadHeaderTimeout: to.header,
+		ReadTimeout:       to.read,
+		WriteTimeout:      to.write,
+		IdleTimeout:       to.idle,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          zap.NewStdLog(log.With(zap.String("addr", ln.Addr().String()))),
 	}
 	// Shutdown runs this once the listener is closed.
 	srv.RegisterOnShutdown(limited.closeSilent)

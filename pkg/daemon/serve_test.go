@@ -1,12 +1,15 @@
 package daemon
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -132,4 +135,89 @@ func TestServeShutdownDeadline(t *testing.T) {
 	if res := <-inFlight; res.err == nil {
 		t.Errorf("request cut at the deadline: got status %d, want a connection error", res.status)
 	}
+}
+
+// TestTimeouts: through the connection cap's lazy deadlines, each of the
+// server's timeouts still ends what it bounds (a request's headers, its
+// body, an answer the client does not read, an idle keep-alive connection),
+// and none cuts off a client that keeps within them.
+func TestTimeouts(t *testing.T) {
+	to := timeouts{header: 100 * time.Millisecond, read: 300 * time.Millisecond, write: 300 * time.Millisecond, idle: 300 * time.Millisecond}
+	stuck := make(chan error, 1)
+	h := testHandler()
+	handler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/flood" {
+			h.ServeHTTP(w, r)
+			return
+		}
+		chunk := make([]byte, 1<<20)
+		for {
+			if _, err := w.Write(chunk); err != nil {
+				stuck <- err
+				return
+			}
+		}
+	})
+	ln := listen(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- serve(ctx, Listening{Handler: handler, Listener: ln}, to, time.Second, zap.NewNop()) }()
+	t.Cleanup(func() {
+		cancel()
+		<-served
+	})
+	addr := ln.Addr().String()
+	dial := func() net.Conn {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		_ = c.SetDeadline(time.Now().Add(10 * time.Second)) // a guard against a hang
+		return c
+	}
+	closed := func(what string, c net.Conn) {
+		t.Helper()
+		if _, err := io.ReadAll(c); err != nil && !errors.Is(err, syscall.ECONNRESET) {
+			t.Errorf("%s: %v, want the connection closed", what, err)
+		}
+	}
+
+	// A keep-alive client inside every bound is served throughout, over
+	// several idle and read timeouts.
+	client := dialIdle(t, addr)
+	for end := time.Now().Add(4 * to.idle); time.Now().Before(end); time.Sleep(to.idle / 3) {
+		if code, err := client.get(t, HealthzPath); err != nil || code != http.StatusOK {
+			t.Fatalf("a client within the timeouts: %d, %v", code, err)
+		}
+	}
+
+	half := dial()
+	if _, err := io.WriteString(half, "GET /healthz HTTP/1.1\r\nHost: x\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	closed("headers never ended", half)
+
+	body := dial()
+	if _, err := io.WriteString(body, "POST /slow HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\nx"); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := http.ReadResponse(bufio.NewReader(body), nil); err != nil || res.StatusCode != http.StatusUnauthorized {
+		t.Errorf("a body that stopped: %v, %v; want the handler's read cut off, then its answer", res, err)
+	}
+
+	unread := dial()
+	if _, err := io.WriteString(unread, "GET /flood HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-stuck:
+		if !errors.Is(err, os.ErrDeadlineExceeded) {
+			t.Errorf("an answer never read: %v, want the write deadline exceeded", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Error("an answer never read: the handler's write still blocked after 10 s")
+	}
+
+	closed("idle", client)
 }

@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -431,22 +432,19 @@ type reference struct {
 	Body   []byte
 }
 
-// referenceHeaders are the headers a pod sends that the reference copies;
-// net/http adds Date to both.
-var referenceHeaders = []string{"Content-Type", "Content-Length", "Content-Encoding", "Cache-Control", "Etag", "Vary"}
-
-// startReference starts the reference server with what pod serves now.
+// startReference starts the reference server with what pod serves now:
+// every header but Date, which net/http adds to both, and the body. It
+// checks that the reference's answers are the pod's.
 func startReference(b *testing.B, pod *proc) *proc {
 	b.Helper()
 	dir := b.TempDir()
-	for _, enc := range []string{"identity", "gzip"} {
+	encodings := []string{"identity", "gzip"}
+	want := make(map[string]answer)
+	for _, enc := range encodings {
 		a := pod.get(b, "Accept-Encoding", enc)
-		ref := reference{Header: http.Header{}, Body: a.body}
-		for _, h := range referenceHeaders {
-			if v, ok := a.header[h]; ok {
-				ref.Header[h] = v
-			}
-		}
+		want[enc] = a
+		ref := reference{Header: a.header.Clone(), Body: a.body}
+		ref.Header.Del("Date")
 		data, err := json.Marshal(ref)
 		if err != nil {
 			b.Fatal(err)
@@ -459,7 +457,16 @@ func startReference(b *testing.B, pod *proc) *proc {
 	if err != nil {
 		b.Fatal(err)
 	}
-	return start(b, "net/http", exe, map[string]string{baselineEnv: dir})
+	ref := start(b, "net/http", exe, map[string]string{baselineEnv: dir})
+	for _, enc := range encodings {
+		got, want := ref.get(b, "Accept-Encoding", enc), want[enc]
+		got.header.Del("Date")
+		want.header.Del("Date")
+		if !reflect.DeepEqual(got.header, want.header) || !bytes.Equal(got.body, want.body) {
+			b.Fatalf("the reference's %s answer differs from the pod's: headers %v, want %v", enc, got.header, want.header)
+		}
+	}
+	return ref
 }
 
 // serveBaseline is the reference server, run by TestMain in a re-executed
