@@ -32,6 +32,7 @@ const firingOnly = `
 // Debian's prometheus package, which the deps task installs: without it the
 // test fails rather than skips, so that CI always runs it.
 func TestAlertUnitTests(t *testing.T) {
+	t.Parallel()
 	promtool, err := exec.LookPath("promtool")
 	if err != nil {
 		t.Fatalf("promtool is not installed (apt-get install prometheus, or go tool -modfile=tools/go.mod task deps): %v", err)
@@ -61,6 +62,7 @@ func TestAlertUnitTests(t *testing.T) {
 }
 
 func TestAlertsDoc(t *testing.T) {
+	t.Parallel()
 	s := render(t, "testdata/monitoring")
 	if problems := CheckAlertsDoc(s, readFile(t, "../../docs/metrics.md")); len(problems) > 0 {
 		t.Errorf("docs/metrics.md:\n%s", strings.Join(problems, "\n"))
@@ -70,6 +72,7 @@ func TestAlertsDoc(t *testing.T) {
 // TestAlertTestChecksCatchDrift breaks the rules, their tests or their
 // documentation in memory, one way per case, and wants the checks to say so.
 func TestAlertTestChecksCatchDrift(t *testing.T) {
+	t.Parallel()
 	monitored := render(t, "testdata/monitoring")
 	tests := readFile(t, alertTestsFile)
 	doc := readFile(t, "../../docs/metrics.md")
@@ -119,6 +122,7 @@ func TestAlertTestChecksCatchDrift(t *testing.T) {
 // those CraftReleasesAPIErrors leaves out (/readyz's, the webhook's while
 // Redis is down): it must show 0, as the alert does, not "No data".
 func TestDashboardRatioWithoutErrors(t *testing.T) {
+	t.Parallel()
 	promtool, err := exec.LookPath("promtool")
 	if err != nil {
 		t.Fatalf("promtool is not installed (apt-get install prometheus, or go tool -modfile=tools/go.mod task deps): %v", err)

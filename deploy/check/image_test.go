@@ -33,6 +33,7 @@ func dockerfile(t testing.TB) []Stage {
 }
 
 func TestDockerfile(t *testing.T) {
+	t.Parallel()
 	real := readFile(t, "../Dockerfile")
 	tests := []struct {
 		name string
@@ -69,6 +70,7 @@ func TestDockerfile(t *testing.T) {
 }
 
 func TestParseDockerfile(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name    string
 		text    string
@@ -104,6 +106,7 @@ func TestParseDockerfile(t *testing.T) {
 }
 
 func TestShellWords(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		in   string
 		want []string
@@ -122,6 +125,7 @@ func TestShellWords(t *testing.T) {
 }
 
 func TestCopyContextFollowsDockerignore(t *testing.T) {
+	t.Parallel()
 	files, err := CopyContext("../..", t.TempDir())
 	if err != nil {
 		t.Fatal(err)
@@ -143,6 +147,7 @@ func TestCopyContextFollowsDockerignore(t *testing.T) {
 // are static, carry the version, and serve the paths the manifests probe.
 // No Docker engine is needed.
 func TestImageBinaries(t *testing.T) {
+	t.Parallel()
 	build, problems := CheckDockerfile(dockerfile(t))
 	if len(problems) > 0 {
 		t.Fatalf("deploy/Dockerfile:\n%s", strings.Join(problems, "\n"))
@@ -296,6 +301,7 @@ func serve(t testing.TB, path string, env []string) (addr, metricsAddr string) {
 }
 
 func TestStatic(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		path string

@@ -25,6 +25,7 @@ func (connected) Stats() hydrate.Stats { return hydrate.Stats{Connected: true} }
 // exactly those, with their types and labels: the rules and the dashboard
 // are checked against the document, and the document against the code.
 func TestMetricsDocMatchesTheBinaries(t *testing.T) {
+	t.Parallel()
 	apps := []release.App{{Key: "photocraft", Name: "PhotoCraft", Repo: "storytold/photocraft"}}
 	reg := metrics.NewRegistry("poller", "dev", time.Minute)
 	p := metrics.NewPoller(apps)

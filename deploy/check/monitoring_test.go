@@ -44,6 +44,7 @@ func dashboardMustShow() []string {
 }
 
 func TestParseMetricsDoc(t *testing.T) {
+	t.Parallel()
 	const doc = "| metric | type | labels | meaning |\n| --- | --- | --- | --- |\n" +
 		"| `craft_build_info` | gauge (1) | `binary`, `version` | what is running |\n" +
 		"| `craft_poller_mode` | gauge (1 for the current mode) | `mode` (`coordinated`, `standalone`) | how |\n" +
@@ -93,6 +94,7 @@ func TestParseMetricsDoc(t *testing.T) {
 }
 
 func TestCheckExpr(t *testing.T) {
+	t.Parallel()
 	v := Vocabulary{Metrics: metricsDoc(t), Recorded: []string{"craft:recorded"}}
 	tests := []struct {
 		name string
@@ -125,6 +127,7 @@ func TestCheckExpr(t *testing.T) {
 }
 
 func TestAlerts(t *testing.T) {
+	t.Parallel()
 	metrics := metricsDoc(t)
 	runbook := readFile(t, "../../docs/operations.md")
 	s := render(t, "testdata/monitoring")
@@ -139,6 +142,7 @@ func TestAlerts(t *testing.T) {
 // TestAlertChecksCatchBrokenRules breaks the rendered rules in memory, one
 // way per case, and wants CheckRules or CheckPodMonitors to say so.
 func TestAlertChecksCatchBrokenRules(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		brk  func(s *Set)
@@ -192,6 +196,7 @@ func TestAlertChecksCatchBrokenRules(t *testing.T) {
 }
 
 func TestDashboard(t *testing.T) {
+	t.Parallel()
 	metrics := metricsDoc(t)
 	real := readFile(t, "../grafana-dashboard.json")
 	tests := []struct {
@@ -222,6 +227,7 @@ func TestDashboard(t *testing.T) {
 }
 
 func TestPromQLOf(t *testing.T) {
+	t.Parallel()
 	tests := []struct{ in, want string }{
 		{`rate(x{namespace=~"$namespace"}[$__rate_interval])`, `rate(x{namespace=~"x"}[5m])`},
 		{`x{a="${var:regex}"}[$__range]`, `x{a="x"}[5m]`},
@@ -237,6 +243,7 @@ func TestPromQLOf(t *testing.T) {
 }
 
 func TestRunbookLinksResolve(t *testing.T) {
+	t.Parallel()
 	runbook := readFile(t, "../../docs/operations.md")
 	anchors := headingAnchors(runbook)
 	links := regexp.MustCompile(`\]\(#([^)]+)\)`).FindAllStringSubmatch(runbook, -1)
@@ -251,6 +258,7 @@ func TestRunbookLinksResolve(t *testing.T) {
 }
 
 func TestHeadingAnchors(t *testing.T) {
+	t.Parallel()
 	got := headingAnchors("# Operations runbook\n## API answers 5xx\n### Reading `poller status`\ntext # not a heading\n")
 	for _, want := range []string{"operations-runbook", "api-answers-5xx", "reading-poller-status"} {
 		if !got[want] {

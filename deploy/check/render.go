@@ -65,7 +65,9 @@ func copyAll[T any](list []*T, deepCopy func(*T) *T) []*T {
 
 // Render runs kustomize on the kustomization in dir, as `kubectl kustomize
 // dir` does, and adds every object it emits to a new Set. It fails on
-// anything kustomize refuses and on any object Add refuses.
+// anything kustomize refuses and on any object Add refuses. Renderings may
+// run concurrently once kustomize has read its OpenAPI schema (a first
+// rendering, or openapi.SchemaForResourceType, done alone).
 func Render(dir string) (*Set, error) {
 	k := krusty.MakeKustomizer(krusty.MakeDefaultOptions())
 	m, err := k.Run(filesys.MakeFsOnDisk(), dir)

@@ -4,7 +4,19 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"sigs.k8s.io/kustomize/kyaml/openapi"
+	"sigs.k8s.io/kustomize/kyaml/yaml"
 )
+
+// TestMain reads kustomize's built-in OpenAPI schema before any test runs:
+// kustomize reads it into a global on first use, and a rendering that runs
+// meanwhile reads that global unguarded (a data race between the parallel
+// tests' first renderings).
+func TestMain(m *testing.M) {
+	openapi.SchemaForResourceType(yaml.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"})
+	os.Exit(m.Run())
+}
 
 // rendering is a kustomization the tests render: each overlay, and
 // production with the optional monitoring component.
@@ -34,6 +46,7 @@ func render(t testing.TB, dir string) *Set {
 }
 
 func TestRenderEveryOverlay(t *testing.T) {
+	t.Parallel()
 	for _, r := range renderings() {
 		t.Run(r.name, func(t *testing.T) {
 			t.Parallel()
@@ -63,6 +76,7 @@ func TestRenderEveryOverlay(t *testing.T) {
 }
 
 func TestAddDecodesStrictly(t *testing.T) {
+	t.Parallel()
 	const deployment = `apiVersion: apps/v1
 kind: Deployment
 metadata:
@@ -112,6 +126,7 @@ spec:
 }
 
 func TestRenderRefusesABrokenKustomization(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	writeFile(t, dir+"/kustomization.yaml", "resources:\n  - missing.yaml\n")
 	if _, err := Render(dir); err == nil || !strings.Contains(err.Error(), "missing.yaml") {

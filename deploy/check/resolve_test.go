@@ -10,6 +10,7 @@ import (
 // not one per rule that needs the settings; the poller's DSN is checked by
 // pkg/mysql, its password masked.
 func TestABadVariableIsReportedOnce(t *testing.T) {
+	t.Parallel()
 	const pw = "s3cretpw"
 	tests := []struct {
 		name, variable, value, want string

@@ -13,6 +13,7 @@ import (
 )
 
 func TestEveryOverlayPassesEveryCheck(t *testing.T) {
+	t.Parallel()
 	for _, r := range renderings() {
 		t.Run(r.name, func(t *testing.T) {
 			t.Parallel()
@@ -94,6 +95,7 @@ func ptr[T any](v T) *T { return &v }
 // TestChecksCatchBrokenManifests breaks the rendered production overlay in
 // memory, one way per case, and wants the named check to say so.
 func TestChecksCatchBrokenManifests(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name  string
 		check string
@@ -387,6 +389,7 @@ func TestChecksCatchBrokenManifests(t *testing.T) {
 }
 
 func TestExpand(t *testing.T) {
+	t.Parallel()
 	vars := map[string]variable{"A": {value: "1"}, "B": {value: "two"}}
 	tests := []struct{ name, in, want string }{
 		{"plain", "x", "x"},
@@ -407,6 +410,7 @@ func TestExpand(t *testing.T) {
 }
 
 func TestReferences(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name, in string
 		want     []string
@@ -427,6 +431,7 @@ func TestReferences(t *testing.T) {
 }
 
 func TestParseGoMemLimit(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		in      string
 		want    int64
@@ -455,6 +460,7 @@ func TestParseGoMemLimit(t *testing.T) {
 }
 
 func TestDeepCopySharesNothing(t *testing.T) {
+	t.Parallel()
 	s := render(t, "testdata/monitoring")
 	c := s.DeepCopy()
 	deployment(t, c, "craft-releases-api").Spec.Template.Spec.Containers[0].Image = "changed"
@@ -479,6 +485,7 @@ func TestDeepCopySharesNothing(t *testing.T) {
 // secret from the Secret craft-releases-webhook, key secret
 // (docs/operations.md, "GitHub webhook").
 func TestProductionServesTheWebhook(t *testing.T) {
+	t.Parallel()
 	s := render(t, "../overlays/production")
 	for _, e := range api(t, s).Env {
 		if e.Name == "CRAFT_APPS_RELEASE_WEBHOOK_SECRET" {

@@ -12,6 +12,7 @@ import (
 // sentinels' port, and both variants give each binary a Redis user of its
 // own (a Secret key each); the TLS variant mounts the CA from a Secret.
 func TestRedisVariants(t *testing.T) {
+	t.Parallel()
 	for _, dir := range []string{"../overlays/production-sentinel", "../overlays/production-cluster-tls"} {
 		s := render(t, dir)
 		keys := map[string]string{}
@@ -47,6 +48,7 @@ func TestRedisVariants(t *testing.T) {
 }
 
 func TestRedisTLSCatchesBrokenMounts(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		brk  func(t testing.TB, s *Set)

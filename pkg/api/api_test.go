@@ -20,6 +20,7 @@ import (
 )
 
 func TestRoutes(t *testing.T) {
+	t.Parallel()
 	metrics := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		_, _ = io.WriteString(w, "metric 1\n")
 	})
@@ -95,6 +96,7 @@ type panicking struct{}
 func (panicking) Current() *snapshot.Rendering { panic("boom") }
 
 func TestRecover(t *testing.T) {
+	t.Parallel()
 	core, logs := observer.New(zapcore.DebugLevel)
 	s := New(panicking{}, new(daemon.Gate), zap.New(core), Options{})
 	rec := httptest.NewRecorder()
@@ -117,6 +119,7 @@ func TestRecover(t *testing.T) {
 }
 
 func TestAccessLog(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name  string
 		level zapcore.Level
@@ -160,6 +163,7 @@ func listen(t testing.TB) net.Listener {
 // methods, OPTIONS and bodies on a GET as this server does: the same status,
 // headers, body and observed route.
 func TestHealthAnswersAsTheRouter(t *testing.T) {
+	t.Parallel()
 	metrics := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "m 1\n") })
 	g := new(daemon.Gate)
 	apiObs, healthObs := &recorder{}, &recorder{}

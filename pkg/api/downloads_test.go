@@ -100,6 +100,7 @@ func serve(t testing.TB, s *Server, method, target string, header http.Header) *
 // own answer is {"success":true,"app":X} where X is byte for byte the app's
 // object in the full answer, and that both are served as rendered.
 func TestReleaseInfoAppIsTheFullAnswersObject(t *testing.T) {
+	t.Parallel()
 	snap := downloads(t)
 	s := New(snap, new(daemon.Gate), zap.NewNop(), Options{})
 	full := serve(t, s, "GET", routes.ReleaseInfoPath, nil).Body.Bytes()
@@ -121,6 +122,7 @@ func TestReleaseInfoAppIsTheFullAnswersObject(t *testing.T) {
 }
 
 func TestReleaseInfoApp(t *testing.T) {
+	t.Parallel()
 	snap := downloads(t)
 	s := New(snap, new(daemon.Gate), zap.NewNop(), Options{})
 	cur := snap.Current()
@@ -175,6 +177,7 @@ func TestReleaseInfoApp(t *testing.T) {
 }
 
 func TestDownload(t *testing.T) {
+	t.Parallel()
 	s := New(downloads(t), new(daemon.Gate), zap.NewNop(), Options{})
 	photo := func(name string) string { return downloadURL("storytold/photocraft", "v1.0.0", name) }
 	beta := func(name string) string { return downloadURL("storytold/photocraft", "v1.1.0-beta.1", name) }
@@ -272,6 +275,7 @@ func TestDownload(t *testing.T) {
 }
 
 func TestPage(t *testing.T) {
+	t.Parallel()
 	snap := downloads(t)
 	s := New(snap, new(daemon.Gate), zap.NewNop(), Options{})
 	pg := snap.Current().Page
@@ -329,6 +333,7 @@ func FuzzParseWant(f *testing.F) {
 // is one the page's buttons use and that answers a public redirect, so that
 // a purge reaches what a cache holds.
 func TestPurgedPathsAreServed(t *testing.T) {
+	t.Parallel()
 	s := New(downloads(t), new(daemon.Gate), zap.NewNop(), Options{})
 	page := serve(t, s, http.MethodGet, "/", nil).Body.String()
 	for _, p := range routes.PurgePaths("photocraft", nil, downloads(t).Current().Apps["photocraft"].Release)[3:] {

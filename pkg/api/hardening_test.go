@@ -21,6 +21,7 @@ import (
 // TestNosniffOnEveryAnswer: every answer of both servers, errors included,
 // carries X-Content-Type-Options: nosniff (issue 10, finding 7).
 func TestNosniffOnEveryAnswer(t *testing.T) {
+	t.Parallel()
 	metrics := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "m 1\n") })
 	servers := map[string]http.Handler{
 		"api":    New(fixed{rendering(t, true)}, new(daemon.Gate), zap.NewNop(), Options{}),
@@ -57,6 +58,7 @@ func TestNosniffOnEveryAnswer(t *testing.T) {
 // the Vary of the route's other answers, and counted under the route
 // (finding 7).
 func TestOptionsRoute(t *testing.T) {
+	t.Parallel()
 	obs := &recorder{}
 	srv := New(fixed{rendering(t, true)}, new(daemon.Gate), zap.NewNop(), Options{Observer: obs})
 	tests := []struct{ target, route, vary string }{
@@ -141,6 +143,7 @@ func roundTrip(t *testing.T, addr, raw string) (int, string, bool) {
 // TestBodyOnGetRefused: a GET or HEAD with a body is answered 400 and the
 // connection closed, on any path (finding 7, RFC 9112 §6.1).
 func TestBodyOnGetRefused(t *testing.T) {
+	t.Parallel()
 	obs := &recorder{}
 	addr := serveOnLoopback(t, New(fixed{rendering(t, true)}, new(daemon.Gate), zap.NewNop(), Options{Observer: obs}))
 	tests := []struct {
@@ -172,6 +175,7 @@ func TestBodyOnGetRefused(t *testing.T) {
 // and 405 and a panic's 500 included, so that no cache keeps the 404 of a
 // route a rollout is adding (issue 22, item 2).
 func TestErrorsNoStore(t *testing.T) {
+	t.Parallel()
 	s := New(fixed{rendering(t, true)}, new(daemon.Gate), zap.NewNop(), Options{})
 	tests := []struct {
 		name, method, target string

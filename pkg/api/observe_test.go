@@ -49,6 +49,7 @@ func (r *recorder) take() []string {
 }
 
 func TestObserver(t *testing.T) {
+	t.Parallel()
 	metrics := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "m 1\n") })
 	cur := rendering(t, true)
 	apiServer := func(obs daemon.Observer) *Server {
@@ -122,6 +123,7 @@ func TestObserver(t *testing.T) {
 // TestObserverRoutes checks that an Observer is asked for every registered
 // route path and the unmatched one, once each, when the server is built.
 func TestObserverRoutes(t *testing.T) {
+	t.Parallel()
 	metrics := http.NotFoundHandler()
 	tests := []struct {
 		name  string

@@ -152,6 +152,7 @@ func webhookHandler(t *testing.T, up bool) http.Handler {
 // TestOpenAPIDocumentsEveryRoute fails when a route is added to routes.go
 // (or removed) without the same change to openapi.json.
 func TestOpenAPIDocumentsEveryRoute(t *testing.T) {
+	t.Parallel()
 	doc := openapitest.Load(t, openAPIDoc)
 	// As cmd/api and cmd/poller build them: the API's public server has no
 	// /metrics, its private one and the poller's are health servers.
@@ -180,6 +181,7 @@ func TestOpenAPIDocumentsEveryRoute(t *testing.T) {
 }
 
 func TestOpenAPIServed(t *testing.T) {
+	t.Parallel()
 	s := New(fixed{rendering(t, true)}, new(daemon.Gate), zap.NewNop(), Options{})
 	rec := httptest.NewRecorder()
 	s.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, routes.OpenAPIPath, nil))
@@ -224,6 +226,7 @@ func TestOpenAPIServed(t *testing.T) {
 // the server is not ready, for its 503. test/e2e does the same against the
 // running binaries.
 func TestOpenAPIAnswers(t *testing.T) {
+	t.Parallel()
 	doc := openapitest.Load(t, openAPIDoc)
 	// A rendering is immutable: rendered (and compressed) once for every
 	// server.
@@ -303,6 +306,7 @@ func TestOpenAPIAnswers(t *testing.T) {
 // declares a property no field has: every key is always present on the
 // wire, so every property is also required.
 func TestOpenAPIWireFields(t *testing.T) {
+	t.Parallel()
 	var doc map[string]any
 	if err := json.Unmarshal(openAPIDoc, &doc); err != nil {
 		t.Fatal(err)

@@ -46,6 +46,7 @@ func rendering(t testing.TB, warm bool) *snapshot.Rendering {
 }
 
 func TestReleaseInfo(t *testing.T) {
+	t.Parallel()
 	const (
 		plainTag = "{plain}" // replaced by the rendering's ETag
 		gzipTag  = "{gzip}"  // replaced by its GzipETag
@@ -159,6 +160,7 @@ func TestReleaseInfo(t *testing.T) {
 // decides: a HEAD answer keeps its Content-Length and has no body, a 304 has
 // no body, and the served bytes are the rendering's.
 func TestReleaseInfoWire(t *testing.T) {
+	t.Parallel()
 	cur := rendering(t, true)
 	srv := httptest.NewServer(New(fixed{cur}, new(daemon.Gate), zap.NewNop(), Options{}))
 	t.Cleanup(srv.Close)
@@ -219,6 +221,7 @@ func TestReleaseInfoWire(t *testing.T) {
 }
 
 func TestAcceptsGzip(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name   string
 		values []string
@@ -266,6 +269,7 @@ func TestAcceptsGzip(t *testing.T) {
 }
 
 func TestNoneMatch(t *testing.T) {
+	t.Parallel()
 	const etag = `"abc"`
 	tests := []struct {
 		name   string

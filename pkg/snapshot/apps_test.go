@@ -30,6 +30,7 @@ func gunzip(t testing.TB, b []byte) []byte {
 }
 
 func TestApps(t *testing.T) {
+	t.Parallel()
 	s := snapshot.New([]release.App{photocraft, launcher}, fakeclock.New(t0))
 	s.Set("photocraft", release.Entry{FetchedAt: t0, Release: rel("v1")})
 	cur := s.Current()
@@ -70,6 +71,7 @@ func TestApps(t *testing.T) {
 // TestAppsRenderOncePerChange checks that an app whose fetch did not move
 // keeps its part of the rendering, and one whose fetch moved gets a new one.
 func TestAppsRenderOncePerChange(t *testing.T) {
+	t.Parallel()
 	s := snapshot.New([]release.App{photocraft, launcher}, fakeclock.New(t0))
 	s.SetAll(map[string]release.Entry{
 		"photocraft":        {FetchedAt: t0, Release: rel("v1")},
@@ -94,6 +96,7 @@ func TestAppsRenderOncePerChange(t *testing.T) {
 // parser and the Redis decoder apply it) lets in, and that the snapshot
 // offers every platform asset of what it is given, as the one check decided.
 func TestDownloads(t *testing.T) {
+	t.Parallel()
 	const base = "https://github.com/storytold/photocraft/releases/download/v1/"
 	tests := []struct {
 		name    string
@@ -151,6 +154,7 @@ func TestDownloads(t *testing.T) {
 }
 
 func TestPageRendering(t *testing.T) {
+	t.Parallel()
 	s := snapshot.New([]release.App{photocraft, launcher}, fakeclock.New(t0))
 	cold := s.Current()
 	s.SetAll(map[string]release.Entry{
@@ -194,6 +198,7 @@ func TestPageRendering(t *testing.T) {
 // a render runs share the next one, and that each returns with its change
 // served.
 func TestWritersShareARendering(t *testing.T) {
+	t.Parallel()
 	apps, entries := fleet(40)
 	s := snapshot.New(apps, fakeclock.New(t0))
 	before := s.Renders()
@@ -221,6 +226,7 @@ func TestWritersShareARendering(t *testing.T) {
 // readers never lock and never see a torn rendering, and that what they see
 // never goes back in time.
 func TestConcurrent(t *testing.T) {
+	t.Parallel()
 	apps := []release.App{photocraft, launcher, filmcraft}
 	s := snapshot.New(apps, nil)
 	const writes = 200

@@ -117,6 +117,7 @@ func checkRendering(t *testing.T, r *snapshot.Rendering, apps []release.App, ent
 // a whole rendering would be, byte for byte, after the first load, after a
 // 304 poll of one app, a new release of another, and new notices.
 func TestManyApps(t *testing.T) {
+	t.Parallel()
 	apps, entries := fleet(70)
 	s := snapshot.New(apps, fakeclock.New(t0))
 	s.SetAll(entries)
@@ -154,6 +155,7 @@ func TestManyApps(t *testing.T) {
 // of the answers but the app's own and the full answer's last (which holds
 // last_fetched) as they were: the work does not grow with the apps.
 func TestPollRebuildsOneChunk(t *testing.T) {
+	t.Parallel()
 	apps, entries := fleet(100)
 	s := snapshot.New(apps, fakeclock.New(t0))
 	s.SetAll(entries)
@@ -201,6 +203,7 @@ func TestPollRebuildsOneChunk(t *testing.T) {
 // of its bytes (128 bits of their SHA-256, as before answers were cut), and
 // that another pod cutting the same data the same way serves the same tags.
 func TestETagOfOneSegment(t *testing.T) {
+	t.Parallel()
 	apps, entries := realisticApps()
 	s := snapshot.New(apps, fakeclock.New(t0))
 	s.SetAll(entries)

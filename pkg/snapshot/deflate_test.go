@@ -10,6 +10,7 @@ import (
 )
 
 func TestCRCCombine(t *testing.T) {
+	t.Parallel()
 	rnd := rand.New(rand.NewPCG(3, 4))
 	for _, n := range [][2]int{{0, 0}, {0, 5}, {5, 0}, {1, 1}, {100, 7}, {3, 4096}, {70_000, 1 << 17}} {
 		a, b := make([]byte, n[0]), make([]byte, n[1])
@@ -29,6 +30,7 @@ func TestCRCCombine(t *testing.T) {
 // TestPiecesConcatenate checks that pieces encoded apart, stored or
 // compressed, in any order, make one DEFLATE stream of their bytes.
 func TestPiecesConcatenate(t *testing.T) {
+	t.Parallel()
 	d := newDeflater()
 	big := bytes.Repeat([]byte("a stored piece longer than one stored block "), 2000)
 	pieces := []piece{

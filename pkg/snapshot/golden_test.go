@@ -25,6 +25,7 @@ const golden = "testdata/without-channel.golden"
 // served before the channel existed: testdata holds their digests, written
 // by that version.
 func TestAnswersWithoutTheChannel(t *testing.T) {
+	t.Parallel()
 	apps, entries := realisticApps()
 	s := snapshot.New(apps, fakeclock.New(t0))
 	var lines []string

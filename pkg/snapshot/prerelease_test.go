@@ -25,6 +25,7 @@ func dated(tag string, hours int, pre bool) *release.Release {
 // null; the other apps have no such key and the very bytes they had; the
 // app's own answer holds the same object.
 func TestLatestPrerelease(t *testing.T) {
+	t.Parallel()
 	channel := photocraft
 	channel.Prereleases = true
 	pre := channel.PrereleaseEntry().Key
@@ -83,6 +84,7 @@ func TestLatestPrerelease(t *testing.T) {
 // its requests were answered; its app_last_fetched, and last_fetched, are
 // the older of the two.
 func TestPrereleaseFreshness(t *testing.T) {
+	t.Parallel()
 	channel := photocraft
 	channel.Prereleases = true
 	s := snapshot.New([]release.App{channel}, fakeclock.New(t0))

@@ -48,6 +48,7 @@ func decode(t testing.TB, r *snapshot.Rendering) release.Info {
 }
 
 func TestWireExample(t *testing.T) {
+	t.Parallel()
 	sum := "8a5edab282632443219e051e4ade2d1d5bbc671c781051bf1437897cbdfea0f1"
 	x64 := "x64"
 	const dl = "https://github.com/storytold/photocraft/releases/download/v0.5.0/"
@@ -81,6 +82,7 @@ func TestWireExample(t *testing.T) {
 }
 
 func TestSet(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name       string
 		before     release.Entry // set first, when fetched or failed
@@ -213,6 +215,7 @@ func TestSet(t *testing.T) {
 // (though not rendered), so that they never hide a later fetch nor let an
 // older one through.
 func TestSetKeepsFailureAndClaim(t *testing.T) {
+	t.Parallel()
 	s := snapshot.New([]release.App{photocraft}, fakeclock.New(t0))
 	s.Set("photocraft", release.Entry{FailedAt: t0.Add(time.Hour), Failures: 2, ClaimedAt: t0.Add(time.Hour)})
 	s.Set("photocraft", release.Entry{FetchedAt: t0, Release: rel("v1")})
@@ -222,6 +225,7 @@ func TestSetKeepsFailureAndClaim(t *testing.T) {
 }
 
 func TestSetAll(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name        string
 		entries     map[string]release.Entry
@@ -308,6 +312,7 @@ func TestSetAll(t *testing.T) {
 }
 
 func TestLastFetched(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name         string
 		apps         []release.App
@@ -385,6 +390,7 @@ func TestLastFetched(t *testing.T) {
 }
 
 func TestEmptyListsRenderEmpty(t *testing.T) {
+	t.Parallel()
 	s := snapshot.New([]release.App{photocraft}, fakeclock.New(t0))
 	s.Set("photocraft", release.Entry{FetchedAt: t0, Release: &release.Release{Tag: "v1"}})
 	body := string(s.Current().Body.Bytes())
@@ -401,6 +407,7 @@ func TestEmptyListsRenderEmpty(t *testing.T) {
 }
 
 func TestSetMeta(t *testing.T) {
+	t.Parallel()
 	link := "https://example.invalid/notice"
 	full := release.Meta{
 		AppRenames: []release.AppRename{{OldName: "PicCraft", OldNameLower: "piccraft", NewName: "PhotoCraft",
@@ -458,6 +465,7 @@ func TestSetMeta(t *testing.T) {
 // TestSetMetaCopies checks that a caller reusing its slices after SetMeta
 // cannot change what a later render serves.
 func TestSetMetaCopies(t *testing.T) {
+	t.Parallel()
 	s := snapshot.New([]release.App{photocraft}, fakeclock.New(t0))
 	renames := []release.RepoRename{{OldName: "storytold/a", NewName: "storytold/b"}}
 	s.SetMeta(release.Meta{RepoRenames: renames})
@@ -469,6 +477,7 @@ func TestSetMetaCopies(t *testing.T) {
 }
 
 func TestNewListsConfiguredApps(t *testing.T) {
+	t.Parallel()
 	dup := release.App{Key: "photocraft", Name: "Other", Repo: "storytold/other"}
 	s := snapshot.New([]release.App{photocraft, launcher, dup}, fakeclock.New(t0))
 	r := s.Current()
@@ -497,6 +506,7 @@ func TestNewListsConfiguredApps(t *testing.T) {
 }
 
 func TestRepresentations(t *testing.T) {
+	t.Parallel()
 	s := snapshot.New([]release.App{photocraft, launcher}, fakeclock.New(t0))
 	first := s.Current()
 	s.Set("photocraft", release.Entry{FetchedAt: t0, Release: rel("v1")})

@@ -6,6 +6,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/storytold/craft-releases/pkg/release"
@@ -50,7 +51,13 @@ const (
 // of app's (or is over release.MaxEncoded bytes), or a time in the future.
 // The guarded write decides on what it reads, on both of its paths
 // (guard.go).
-func DecodeApp(repo string, h map[string]string, now time.Time) (e release.Entry, err error) {
+func DecodeApp(repo string, h map[string]string, now time.Time) (release.Entry, error) {
+	return decodeApp(repo, h, now, nil)
+}
+
+// decodeApp is DecodeApp with the release decoded by memo (nil: decoded
+// every time).
+func decodeApp(repo string, h map[string]string, now time.Time, memo *releaseMemo) (e release.Entry, err error) {
 	if h[fieldV] != formatVersion {
 		return e, nil
 	}
@@ -71,7 +78,7 @@ func DecodeApp(repo string, h map[string]string, now time.Time) (e release.Entry
 		etag, hasETag := h[fieldETag]
 		raw, hasRelease := h[fieldRelease]
 		if hasETag && hasRelease {
-			if rel, relErr := release.Decode(repo, []byte(raw)); relErr != nil {
+			if rel, relErr := memo.decode(repo, raw); relErr != nil {
 				refuse(fieldRelease, relErr)
 			} else {
 				e.FetchedAt, e.ETag, e.Release = fetched, etag, rel
@@ -91,6 +98,48 @@ func DecodeApp(repo string, h map[string]string, now time.Time) (e release.Entry
 	}
 	e.ClaimedAt = at(fieldClaimedMS)
 	return e, err
+}
+
+// releaseMemo remembers the last release each repository's hash held that
+// release.Decode accepted, and the release it decoded to: a poller reads
+// every app's hash at every tick, and the release in it changes only with a
+// release, so that each is decoded once, not once a tick. Decode depends on
+// nothing but its repository and bytes, and a release is never changed once
+// decoded, so a remembered one is what decoding the same bytes again would
+// give. It is safe for concurrent use.
+type releaseMemo struct {
+	mu   sync.Mutex
+	last map[string]decodedRelease // repository → its last release decoded
+}
+
+type decodedRelease struct {
+	raw string
+	rel *release.Release
+}
+
+// decode is release.Decode(repo, raw), remembered for repo when accepted.
+// A nil memo remembers nothing.
+func (m *releaseMemo) decode(repo, raw string) (*release.Release, error) {
+	if m == nil {
+		return release.Decode(repo, []byte(raw))
+	}
+	m.mu.Lock()
+	last, ok := m.last[repo]
+	m.mu.Unlock()
+	if ok && last.raw == raw {
+		return last.rel, nil
+	}
+	rel, err := release.Decode(repo, []byte(raw))
+	if err != nil {
+		return nil, err
+	}
+	m.mu.Lock()
+	if m.last == nil {
+		m.last = make(map[string]decodedRelease)
+	}
+	m.last[repo] = decodedRelease{raw: raw, rel: rel}
+	m.mu.Unlock()
+	return rel, nil
 }
 
 // DecodeBackoff reads the backoff hash (nil for no key) as DecodeApp reads an

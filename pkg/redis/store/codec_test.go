@@ -104,7 +104,48 @@ func TestDecodeApp(t *testing.T) {
 		if (err != nil) != tt.refused {
 			t.Errorf("%s: err = %v, want refused %v", tt.name, err, tt.refused)
 		}
+		// A Store's reads remember the last release accepted: the hash
+		// reads the same after the release of full().
+		var memo releaseMemo
+		_, _ = decodeApp(repo, full(), now, &memo)
+		got, err = decodeApp(repo, tt.h, now, &memo)
+		if !sameEntry(t, got, tt.want) || (err != nil) != tt.refused {
+			t.Errorf("%s, after a release was read: got %s, err = %v; want %s, refused %v", tt.name, fmtEntry(got), err, fmtEntry(tt.want), tt.refused)
+		}
 	}
+}
+
+// TestReleaseMemo: the same bytes of one repository decode once; other
+// bytes, or another repository's, are decoded afresh.
+func TestReleaseMemo(t *testing.T) {
+	t.Parallel()
+	v1, v2 := encoded(t, rel("v1.0.0")), encoded(t, rel("v2.0.0"))
+	var memo releaseMemo
+	first, err := memo.decode(photocraft.Repo, v1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again, err := memo.decode(photocraft.Repo, strings.Clone(v1)); err != nil || again != first {
+		t.Errorf("the same bytes again: %p, %v; want the release decoded first, %p", again, err, first)
+	}
+	if got, err := memo.decode(photocraft.Repo, v2); err != nil || got.Tag != "v2.0.0" {
+		t.Errorf("other bytes: %v, %v; want v2.0.0", got, err)
+	}
+	if got, err := memo.decode("evil/photocraft", v2); err == nil {
+		t.Errorf("photocraft's release as another repository's: %v, want refused", got.Tag)
+	}
+	if got, err := memo.decode(photocraft.Repo, v1); err != nil || got == first || got.Tag != "v1.0.0" {
+		t.Errorf("the first bytes after others: %p, %v; want v1.0.0 decoded again", got, err)
+	}
+}
+
+func encoded(t testing.TB, r *release.Release) string {
+	t.Helper()
+	s, err := encodeRelease(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
 }
 
 func TestDecodeBackoff(t *testing.T) {

@@ -31,14 +31,15 @@ var errContended = errors.New("key kept changing during the transaction")
 // A write is one guarded write: set pairs unless the time field says the hash
 // already holds something as new (or, with needETag, another ETag).
 type write struct {
-	repo     string    // of the app whose hash it is, for DecodeApp
-	now      time.Time // the writer's time, for DecodeApp
-	field    string    // the guarding time field
-	at       int64     // the new time, Unix ms
-	gap      int64     // the minimum gap, ms
-	needETag bool      // refuse unless the hash's readable fetch has etag
-	etag     string    // the required ETag, when needETag
-	pairs    []string  // field, value, field, value…
+	repo     string       // of the app whose hash it is, for DecodeApp
+	now      time.Time    // the writer's time, for DecodeApp
+	releases *releaseMemo // the writer's (nil: none)
+	field    string       // the guarding time field
+	at       int64        // the new time, Unix ms
+	gap      int64        // the minimum gap, ms
+	needETag bool         // refuse unless the hash's readable fetch has etag
+	etag     string       // the required ETag, when needETag
+	pairs    []string     // field, value, field, value…
 }
 
 // reads returns the fields that decide looks at for w.
@@ -71,7 +72,7 @@ const (
 // unreadable, never blocks, and gets overwritten. Both paths of the guarded
 // write make this one decision, in Go.
 func decide(h map[string]string, w write) verdict {
-	e, _ := DecodeApp(w.repo, h, w.now)
+	e, _ := decodeApp(w.repo, h, w.now, w.releases)
 	var current time.Time
 	switch w.field {
 	case fieldReadMS:

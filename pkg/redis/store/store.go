@@ -106,6 +106,7 @@ type Store struct {
 	clock  clock.Clock
 
 	refusals *Refusals
+	releases releaseMemo
 }
 
 // New returns a Store of apps that uses conn and writes by, the poller's
@@ -188,12 +189,17 @@ func (s *Store) LoadApp(ctx context.Context, app string) (release.Entry, schedul
 // decode reads app's hash b as DecodeApp at the Store's time, and tells of a
 // refusal.
 func (s *Store) decode(app string, b Bounded) release.Entry {
-	e, err := DecodeApp(s.repos[app], b.Hash, s.clock.Now())
+	e, err := s.decodeApp(app, b.Hash)
 	if over := b.Err(); over != nil {
 		err = over
 	}
 	s.refusals.Note(app, b.Hash, err)
 	return e
+}
+
+// decodeApp is DecodeApp of app's hash h at the Store's time.
+func (s *Store) decodeApp(app string, h map[string]string) (release.Entry, error) {
+	return decodeApp(s.repos[app], h, s.clock.Now(), &s.releases)
 }
 
 // hashes reads the apps' hashes and then the backoff hash, bounded
@@ -258,7 +264,7 @@ func (s *Store) putFetch(ctx context.Context, app string, e release.Entry) (v ve
 	// decide runs once per attempt on the hash as read; the last run is
 	// the one that was applied.
 	ch.decide = func(h map[string]string) verdict {
-		cur, _ := DecodeApp(s.repos[app], h, s.clock.Now())
+		cur, _ := s.decodeApp(app, h)
 		old, _ := encodeRelease(cur.Release)
 		changed = !cur.Fetched() || old != rel
 		return decide(h)
@@ -343,7 +349,7 @@ func (s *Store) PutMeta(ctx context.Context, m release.Meta, at time.Time) (bool
 
 // of returns w as a write of app's hash, decided on as read at the Store's time.
 func (s *Store) of(app string, w write) write {
-	w.repo, w.now = s.repos[app], s.clock.Now()
+	w.repo, w.now, w.releases = s.repos[app], s.clock.Now(), &s.releases
 	return w
 }
 
