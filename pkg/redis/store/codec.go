@@ -100,44 +100,38 @@ func decodeApp(repo string, h map[string]string, now time.Time, memo *releaseMem
 	return e, err
 }
 
-// releaseMemo remembers the last release each repository's hash held that
+// releaseMemo remembers the last release an app's hash held that
 // release.Decode accepted, and the release it decoded to: a poller reads
 // every app's hash at every tick, and the release in it changes only with a
-// release, so that each is decoded once, not once a tick. Decode depends on
-// nothing but its repository and bytes, and a release is never changed once
-// decoded, so a remembered one is what decoding the same bytes again would
-// give. It is safe for concurrent use.
+// release, so that each is decoded once, not once a tick. Each app has its
+// own (an app and its pre-release entry share a repository, not a release).
+// Decode depends on nothing but its repository and bytes, and a release is
+// never changed once decoded, so a remembered one is what decoding the same
+// bytes again would give. It is safe for concurrent use.
 type releaseMemo struct {
-	mu   sync.Mutex
-	last map[string]decodedRelease // repository → its last release decoded
+	mu        sync.Mutex
+	repo, raw string
+	rel       *release.Release // nil: none remembered
 }
 
-type decodedRelease struct {
-	raw string
-	rel *release.Release
-}
-
-// decode is release.Decode(repo, raw), remembered for repo when accepted.
-// A nil memo remembers nothing.
+// decode is release.Decode(repo, raw), remembered when accepted. A nil memo
+// remembers nothing.
 func (m *releaseMemo) decode(repo, raw string) (*release.Release, error) {
 	if m == nil {
 		return release.Decode(repo, []byte(raw))
 	}
 	m.mu.Lock()
-	last, ok := m.last[repo]
+	rel, hit := m.rel, m.rel != nil && m.repo == repo && m.raw == raw
 	m.mu.Unlock()
-	if ok && last.raw == raw {
-		return last.rel, nil
+	if hit {
+		return rel, nil
 	}
 	rel, err := release.Decode(repo, []byte(raw))
 	if err != nil {
 		return nil, err
 	}
 	m.mu.Lock()
-	if m.last == nil {
-		m.last = make(map[string]decodedRelease)
-	}
-	m.last[repo] = decodedRelease{raw: raw, rel: rel}
+	m.repo, m.raw, m.rel = repo, raw, rel
 	m.mu.Unlock()
 	return rel, nil
 }

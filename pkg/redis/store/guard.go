@@ -33,7 +33,7 @@ var errContended = errors.New("key kept changing during the transaction")
 type write struct {
 	repo     string       // of the app whose hash it is, for DecodeApp
 	now      time.Time    // the writer's time, for DecodeApp
-	releases *releaseMemo // the writer's (nil: none)
+	releases *releaseMemo // the app's (nil: none)
 	field    string       // the guarding time field
 	at       int64        // the new time, Unix ms
 	gap      int64        // the minimum gap, ms

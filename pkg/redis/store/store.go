@@ -106,7 +106,7 @@ type Store struct {
 	clock  clock.Clock
 
 	refusals *Refusals
-	releases releaseMemo
+	releases map[string]*releaseMemo // app key → its hash's last release decoded
 }
 
 // New returns a Store of apps that uses conn and writes by, the poller's
@@ -115,9 +115,9 @@ type Store struct {
 // The Store does not own conn: close it after the last call.
 func New(conn Conn, by string, apps []release.App, opts ...Option) *Store {
 	s := &Store{conn: conn, by: by, log: zap.NewNop(), script: rueidis.NewLuaScript(guardLua), clock: clock.System,
-		repos: make(map[string]string, len(apps))}
+		repos: make(map[string]string, len(apps)), releases: make(map[string]*releaseMemo, len(apps))}
 	for _, a := range apps {
-		s.repos[a.Key] = a.Repo
+		s.repos[a.Key], s.releases[a.Key] = a.Repo, new(releaseMemo)
 	}
 	for _, o := range opts {
 		o(s)
@@ -199,7 +199,7 @@ func (s *Store) decode(app string, b Bounded) release.Entry {
 
 // decodeApp is DecodeApp of app's hash h at the Store's time.
 func (s *Store) decodeApp(app string, h map[string]string) (release.Entry, error) {
-	return decodeApp(s.repos[app], h, s.clock.Now(), &s.releases)
+	return decodeApp(s.repos[app], h, s.clock.Now(), s.releases[app])
 }
 
 // hashes reads the apps' hashes and then the backoff hash, bounded
@@ -349,7 +349,7 @@ func (s *Store) PutMeta(ctx context.Context, m release.Meta, at time.Time) (bool
 
 // of returns w as a write of app's hash, decided on as read at the Store's time.
 func (s *Store) of(app string, w write) write {
-	w.repo, w.now, w.releases = s.repos[app], s.clock.Now(), &s.releases
+	w.repo, w.now, w.releases = s.repos[app], s.clock.Now(), s.releases[app]
 	return w
 }
 
