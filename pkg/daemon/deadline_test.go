@@ -106,12 +106,7 @@ func TestReadDeadlineLazy(t *testing.T) {
 
 	// During a Read: at once, and the Read ends at the deadline.
 	blocked := readAsync(c)
-	for {
-		if c.dl.read.calls.Load() == 1 {
-			break
-		}
-		time.Sleep(time.Millisecond)
-	}
+	testkit.Eventually(t, "the Read under way", func() bool { return c.dl.read.calls.Load() == 1 })
 	if err := c.SetReadDeadline(time.Now().Add(20 * time.Millisecond)); err != nil {
 		t.Fatal(err)
 	}
