@@ -30,7 +30,8 @@ type Listening struct {
 // It holds at most l.MaxConnections open: at the cap, the connection that
 // has done nothing for longest (an idle keep-alive one, or a new one without
 // its headers after headerGrace) is closed for a new one, which waits only
-// when there is none.
+// when there is none. Every answer's Date is the second it was made in,
+// formatted once a second (dateClock).
 // It closes the listener. It returns nil after a graceful shutdown, and an
 // error when serving failed or requests were still running at the deadline.
 // Callers behind a load balancer close the readiness Gate a moment before
@@ -68,8 +69,14 @@ func serve(ctx context.Context, l Listening, to timeouts, shutdownTimeout time.D
 	}
 	ln := l.Listener
 	limited := newLimitListener(ln, limit)
+	date := newDateClock()
+	// The clock runs until serve returns: the requests a shutdown waits
+	// for are answered after ctx is done.
+	clockCtx, stopClock := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopClock()
+	go date.run(clockCtx)
 	srv := &http.Server{
-		Handler:           l.Handler,
+		Handler:           date.dated(l.Handler),
 		ConnState:         limited.state,
 		ReadHeaderTimeout: to.header,
 		ReadTimeout:       to.read,
