@@ -51,6 +51,7 @@ func start(t testing.TB, env map[string]string) *process {
 	testkit.Eventually(t, "healthz answers", func() bool {
 		select {
 		case err := <-done:
+			done <- err // for stop, which the cleanup calls
 			t.Fatalf("run returned early: %v\nlogs:\n%s", err, logs)
 		default:
 		}
