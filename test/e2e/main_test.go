@@ -383,14 +383,28 @@ func (p *proc) served(t testing.TB) release.Info {
 	return decode(t, p.get(t).body)
 }
 
+// decode decodes an answer of the endpoint, failing the test when it does
+// not decode.
 func decode(t testing.TB, body []byte) release.Info {
 	t.Helper()
-	var info release.Info
-	if err := json.Unmarshal(body, &info); err != nil {
+	info, err := decodeInfo(body)
+	if err != nil {
 		t.Fatalf("decode %.200q: %v", body, err)
 	}
 	return info
 }
+
+// infos holds the answers decoded last: the waits ask the pods every few
+// milliseconds for bytes that mostly did not change since. What it returns
+// is shared and must not be changed.
+var infos = testkit.NewMemo(64, func(body []byte) (release.Info, error) {
+	var info release.Info
+	err := json.Unmarshal(body, &info)
+	return info, err
+})
+
+// decodeInfo decodes an answer of the endpoint.
+func decodeInfo(body []byte) (release.Info, error) { return infos.Of(body) }
 
 // summary describes a body in a line for failure messages: each app's tag
 // and fetch time, and its length, which tells bodies apart that describe

@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -12,7 +11,6 @@ import (
 	"time"
 
 	"github.com/storytold/craft-releases/pkg/redis/store"
-	"github.com/storytold/craft-releases/pkg/release"
 	"github.com/storytold/craft-releases/test/fakegithub"
 	"github.com/storytold/craft-releases/test/redistest"
 	"github.com/storytold/craft-releases/test/testkit"
@@ -339,12 +337,6 @@ func TestFailover(t *testing.T) {
 				fig.promoted.Round(time.Millisecond), fig.served.Round(time.Millisecond), fig.answers, fig.bad, fig.invalidations)
 		})
 	}
-}
-
-func decodeInfo(body []byte) (release.Info, error) {
-	var info release.Info
-	err := json.Unmarshal(body, &info)
-	return info, err
 }
 
 // BenchmarkFailover reports the figures of one failover of each topology

@@ -2,7 +2,8 @@
 // safe for concurrent writers (with its JSON lines by message), a free
 // loopback address, waiting for a condition (failing the test, or not),
 // reading a Prometheus scrape, each app's answer as the full release_info
-// answer holds it, and the wire example of docs/wire.md.
+// answer holds it, the wire example of docs/wire.md, and a memo that decodes
+// the same answer once.
 package testkit
 
 import (
