@@ -10,10 +10,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
-	"math/rand/v2"
-	"net"
 	"net/http"
-	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -53,59 +50,6 @@ func (b *Buffer) Lines(msg string) []map[string]any {
 		}
 	}
 	return out
-}
-
-// FreeAddr returns a loopback host:port that nothing listened on a moment
-// ago: FreePort's.
-func FreeAddr(t testing.TB) string {
-	t.Helper()
-	return net.JoinHostPort("127.0.0.1", strconv.Itoa(FreePort(t)))
-}
-
-// FreePort returns a loopback port that nothing listened on a moment ago,
-// for a server the test starts on it. It is drawn below the kernel's
-// ephemeral range (ip_local_port_range), where neither a listener on port 0
-// nor an outgoing connection of another test can take it before the server
-// binds it; without that range, it is a port 0 listener's.
-func FreePort(t testing.TB) int {
-	t.Helper()
-	if low := ephemeralLow(); low > minPort+1000 {
-		for range 100 {
-			port := minPort + rand.IntN(low-minPort)
-			if l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port))); err == nil {
-				l.Close()
-				return port
-			}
-		}
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
-// minPort is the lowest port FreePort draws: above the well-known and the
-// usual registered servers' ports.
-const minPort = 10000
-
-// ephemeralLow is the first port of the kernel's ephemeral range, or 0 when
-// it cannot be read.
-func ephemeralLow() int {
-	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
-	if err != nil {
-		return 0
-	}
-	fields := strings.Fields(string(b))
-	if len(fields) != 2 {
-		return 0
-	}
-	low, err := strconv.Atoi(fields[0])
-	if err != nil {
-		return 0
-	}
-	return low
 }
 
 // Eventually polls cond until it holds, and fails the test when it still does
