@@ -30,6 +30,7 @@ type Sentinel struct {
 	Addr   string // host:port on loopback
 	Master string // the name of the monitored primary (master_set)
 	conf   string
+	log    string // the sentinel's log file
 	cmd    *exec.Cmd
 	tls    *tls.Config // a TLS sentinel's: how its methods reach it
 }
@@ -83,6 +84,7 @@ func startSentinel(t testing.TB, master, primaryAddr string, quorum int, ca *CA)
 	_, myPort, _ := net.SplitHostPort(s.Addr)
 	dir := t.TempDir()
 	s.conf = filepath.Join(dir, "sentinel.conf")
+	s.log = filepath.Join(dir, "sentinel.log")
 	ports := []string{"port " + myPort}
 	if ca != nil {
 		s.tls = ca.client()
@@ -97,6 +99,7 @@ func startSentinel(t testing.TB, master, primaryAddr string, quorum int, ca *CA)
 		"bind 127.0.0.1",
 		"protected-mode no",
 		"dir "+dir,
+		"logfile "+s.log,
 		fmt.Sprintf("sentinel monitor %s %s %s %d", master, host, port, quorum),
 		fmt.Sprintf("sentinel down-after-milliseconds %s %d", master, DownAfter.Milliseconds()),
 		fmt.Sprintf("sentinel failover-timeout %s %d", master, FailoverTimeout.Milliseconds()),
@@ -156,6 +159,16 @@ func (s *Sentinel) Replicas() ([]string, error) {
 		}
 	}
 	return out, nil
+}
+
+// State describes what the sentinel knows of its replicas and the end of
+// its log, for a test that waited on it in vain.
+func (s *Sentinel) State() string {
+	replicas, err := s.list("SENTINEL", "REPLICAS", s.Master)
+	log, _ := os.ReadFile(s.log)
+	lines := strings.Split(strings.TrimSpace(string(log)), "\n")
+	return fmt.Sprintf("sentinel %s: replicas %v (%v); log:\n%s", s.Addr, replicas, err,
+		strings.Join(lines[max(0, len(lines)-20):], "\n"))
 }
 
 // list runs a SENTINEL command whose reply is a list of field/value arrays.
