@@ -305,7 +305,11 @@ func (s *soak) waitHealthyReplica() {
 		}
 		return true
 	}) {
-		s.problem("the sentinels did not all see a healthy replica within %v", waitFor)
+		states := make([]string, len(s.sentinels))
+		for i, st := range s.sentinels {
+			states[i] = st.State()
+		}
+		s.problem("the sentinels did not all see a healthy replica within %v:\n%s", waitFor, strings.Join(states, "\n"))
 	}
 }
 
