@@ -57,8 +57,8 @@ func FreePort(t testing.TB) int {
 const minPort = 10000
 
 // ephemeralLow is the first port of the kernel's ephemeral range, or 0 when
-// it cannot be read.
-func ephemeralLow() int {
+// it cannot be read; it is read once.
+var ephemeralLow = sync.OnceValue(func() int {
 	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
 	if err != nil {
 		return 0
@@ -72,7 +72,7 @@ func ephemeralLow() int {
 		return 0
 	}
 	return low
-}
+})
 
 // reserved holds the ports this process has handed out; byte p of its lock
 // file is write-locked while port p is, which keeps other test processes
@@ -81,9 +81,8 @@ func ephemeralLow() int {
 // holds within this process only.
 var reserved struct {
 	sync.Mutex
-	ports map[int]bool
+	ports map[int]bool // nil until the first reserve opens the file
 	file  *os.File
-	open  bool
 }
 
 // reserve reserves port, reporting false when this process or another holds
@@ -91,8 +90,7 @@ var reserved struct {
 func reserve(port int) bool {
 	reserved.Lock()
 	defer reserved.Unlock()
-	if !reserved.open {
-		reserved.open = true
+	if reserved.ports == nil {
 		reserved.ports = map[int]bool{}
 		name := filepath.Join(os.TempDir(), fmt.Sprintf("craft-releases-test-ports-%d", os.Getuid()))
 		reserved.file, _ = os.OpenFile(name, os.O_RDWR|os.O_CREATE, 0o600)
