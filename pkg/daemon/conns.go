@@ -195,7 +195,8 @@ func (l *limitListener) signal() {
 }
 
 // limitedConn gives its slot back when it is first closed, notes when a
-// byte first arrived on it, and applies its deadlines lazily (deadlines).
+// byte first arrived on it, applies its deadlines lazily (deadlines), and
+// coalesces the writes of an answer's body (WriteBody).
 type limitedConn struct {
 	net.Conn
 	l       *limitListener
@@ -204,6 +205,12 @@ type limitedConn struct {
 	once    sync.Once
 	sent    atomic.Bool // a byte was read from the client
 	dl      deadlines
+
+	// Used by the goroutine serving the connection only, in WriteBody.
+	hold *[holdMax]byte // not nil inside WriteBody
+	held int            // how many bytes of hold are held back
+	vec  net.Buffers    // what writeHeld writes, over vecs
+	vecs [2][]byte
 }
 
 func (c *limitedConn) Read(p []byte) (int, error) {

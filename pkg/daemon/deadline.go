@@ -72,15 +72,6 @@ func (c *limitedConn) SetDeadline(t time.Time) error {
 	return c.SetWriteDeadline(t)
 }
 
-func (c *limitedConn) Write(p []byte) (int, error) {
-	if err := c.begin(true); err != nil {
-		return 0, err
-	}
-	n, err := c.Conn.Write(p)
-	c.dl.write.calls.Add(-1)
-	return n, err
-}
-
 // setDeadline sets the deadline of one side to n. It stores before it reads
 // the count of calls, and begin counts before it reads the deadline, so a
 // call under way is sure to have it applied by one of the two.

@@ -228,4 +228,22 @@ func TestConnAllocs(t *testing.T) {
 	if allocs != 0 {
 		t.Errorf("%v allocations a request, want 0", allocs)
 	}
+	// An answer's body through WriteBody: net/http's buffer held, then
+	// sent with the rest in one writev.
+	head, rest := make([]byte, holdMax), make([]byte, holdMax+1)
+	allocs = testing.AllocsPerRun(100, func() {
+		c.hold = holds.Get().(*[holdMax]byte)
+		if _, err := c.Write(head); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Write(rest); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.release(); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if allocs != 0 {
+		t.Errorf("%v allocations a coalesced answer, want 0", allocs)
+	}
 }

@@ -31,7 +31,8 @@ type Listening struct {
 // has done nothing for longest (an idle keep-alive one, or a new one without
 // its headers after headerGrace) is closed for a new one, which waits only
 // when there is none. Every answer's Date is the second it was made in,
-// formatted once a second (dateClock).
+// formatted once a second (dateClock). A handler that writes an answer's
+// body with WriteBody has it sent with the headers in one write.
 // It closes the listener. It returns nil after a graceful shutdown, and an
 // error when serving failed or requests were still running at the deadline.
 // Callers behind a load balancer close the readiness Gate a moment before
@@ -78,6 +79,7 @@ func serve(ctx context.Context, l Listening, to timeouts, shutdownTimeout time.D
 	srv := &http.Server{
 		Handler:           date.dated(l.Handler),
 		ConnState:         limited.state,
+		ConnContext:       connContext,
 		ReadHeaderTimeout: to.header,
 		ReadTimeout:       to.read,
 		WriteTimeout:      to.write,
