@@ -6,6 +6,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/storytold/craft-releases/pkg/daemon"
 	"github.com/storytold/craft-releases/pkg/snapshot"
 )
 
@@ -57,9 +58,9 @@ func serveDoc(c echo.Context, d *snapshot.Doc, contentType []string) error {
 		return nil
 	}
 
-	body, length := d.Body, d.Values.ContentLength
+	body, length := &d.Body, d.Values.ContentLength
 	if gz {
-		body, length = d.Gzip, d.Values.GzipContentLength
+		body, length = &d.Gzip, d.Values.GzipContentLength
 		h[hdrContentEncoding] = gzipEncoding
 	}
 	h[hdrContentType] = contentType
@@ -67,7 +68,7 @@ func serveDoc(c echo.Context, d *snapshot.Doc, contentType []string) error {
 	res.WriteHeader(http.StatusOK)
 	if req.Method != http.MethodHead {
 		// A failed write means the client has gone: no one is left to tell.
-		_, _ = body.WriteTo(res)
+		_, _ = daemon.WriteBody(req, res, body)
 	}
 	return nil
 }
