@@ -8,10 +8,10 @@ import (
 	"sync"
 )
 
-// holdMax is the most a connection holds back for WriteBody: one buffer of
-// net/http's, which a body larger than what is left of it after the headers
-// fills and sends (the headers and the body's first bytes, 4 KiB), before
-// it writes the rest of the body at once.
+// holdMax is the most a connection holds back for WriteBody: the size of
+// net/http's buffer for a connection. A body too large for what the headers
+// leave of it fills it, net/http sends it (the headers and the body's first
+// bytes), then writes the rest of the body at once.
 const holdMax = 4 << 10
 
 // holds are the buffers of the connections inside WriteBody.
@@ -33,7 +33,7 @@ func connContext(ctx context.Context, c net.Conn) context.Context {
 // first bytes of a large body, then the rest of the body, a system call and
 // a TCP segment each; from WriteBody the connection sends the two in one
 // (writev). For the 13-app answer that saves about a tenth of the pod's
-// CPU, and as much of the client's (BenchmarkThroughput).
+// CPU (BenchmarkThroughput).
 //
 // Within the call, the connection holds back a write of up to 4 KiB until
 // the next one or the end of the call, so body must be written at once:
