@@ -82,8 +82,8 @@ func (c *limitedConn) writeHeld(p []byte) (int, error) {
 	held := c.held
 	c.held = 0
 	// Kept in c, so that writing them allocates nothing.
-	c.vec = net.Buffers(c.vecs[:0])
-	c.vec = append(c.vec, c.hold[:held], p)
+	c.vecs = [2][]byte{c.hold[:held], p}
+	c.vec = c.vecs[:]
 	m, err := c.vec.WriteTo(c.Conn)
 	c.vecs = [2][]byte{}
 	return max(0, int(m)-held), err
@@ -92,19 +92,14 @@ func (c *limitedConn) writeHeld(p []byte) (int, error) {
 // release ends WriteBody: it sends what is held, if anything, closing the
 // connection when that fails, and gives the buffer back.
 func (c *limitedConn) release() error {
+	buf, held := c.hold, c.held
+	c.hold, c.held = nil, 0
 	var err error
-	if c.held > 0 {
-		held := c.hold[:c.held]
-		c.held = 0
-		if err = c.begin(true); err == nil {
-			_, err = c.Conn.Write(held)
-			c.dl.write.calls.Add(-1)
-		}
-		if err != nil {
+	if held > 0 {
+		if _, err = c.Write(buf[:held]); err != nil {
 			c.Close()
 		}
 	}
-	holds.Put(c.hold)
-	c.hold = nil
+	holds.Put(buf)
 	return err
 }

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"fmt"
 	"io"
 	"math/rand/v2"
 	"net"
@@ -16,27 +15,14 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+
+	"github.com/storytold/craft-releases/pkg/snapshot"
 )
 
-// segments is a body written in pieces, as a snapshot's answer is.
-type segments [][]byte
-
-func (s *segments) WriteTo(w io.Writer) (int64, error) {
-	var n int64
-	for _, b := range *s {
-		m, err := w.Write(b)
-		n += int64(m)
-		if err != nil {
-			return n, err
-		}
-	}
-	return n, nil
-}
-
 // newSegments returns segments of random bytes of the given sizes.
-func newSegments(sizes ...int) segments {
+func newSegments(sizes ...int) snapshot.Segments {
 	r := rand.New(rand.NewPCG(1, uint64(len(sizes))))
-	s := make(segments, len(sizes))
+	s := make(snapshot.Segments, len(sizes))
 	for i, n := range sizes {
 		s[i] = make([]byte, n)
 		for j := range s[i] {
@@ -90,11 +76,8 @@ func serveCounting(t *testing.T, h http.Handler) (string, *atomic.Int64) {
 
 // bodyHandler answers with body, written by WriteBody, or by its own
 // WriteTo when the path is /plain.
-func bodyHandler(body segments) http.Handler {
-	length := 0
-	for _, b := range body {
-		length += len(b)
-	}
+func bodyHandler(body snapshot.Segments) http.Handler {
+	length := body.Len()
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Length", strconv.Itoa(length))
 		w.WriteHeader(http.StatusOK)
@@ -106,25 +89,6 @@ func bodyHandler(body segments) http.Handler {
 			panic(err)
 		}
 	})
-}
-
-// ask sends a GET of path on c and returns the answer's body.
-func ask(t *testing.T, c net.Conn, br *bufio.Reader, path string) []byte {
-	t.Helper()
-	if _, err := fmt.Fprintf(c, "GET %s HTTP/1.1\r\nHost: test\r\n\r\n", path); err != nil {
-		t.Fatal(err)
-	}
-	_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
-	res, err := http.ReadResponse(br, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer res.Body.Close()
-	body, err := io.ReadAll(res.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return body
 }
 
 // TestWriteBodyCoalesces checks that WriteBody sends a large answer's
@@ -151,17 +115,12 @@ func TestWriteBodyCoalesces(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			body := newSegments(tt.sizes...)
 			addr, writes := serveCounting(t, bodyHandler(body))
-			c, err := net.Dial("tcp", addr)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer c.Close()
-			br := bufio.NewReader(c)
-			want := bytes.Join(body, nil)
+			c := dialIdle(t, addr)
+			want := body.Bytes()
 			for _, path := range []string{"/plain", "/", "/"} {
 				before := writes.Load()
-				if got := ask(t, c, br, path); !bytes.Equal(got, want) {
-					t.Fatalf("GET %s: %d bytes, not the %d of the body", path, len(got), len(want))
+				if code, got, err := c.fetch(path); err != nil || code != http.StatusOK || !bytes.Equal(got, want) {
+					t.Fatalf("GET %s: %d, %d bytes (%v), not the %d of the body", path, code, len(got), err, len(want))
 				}
 				got, most := writes.Load()-before, tt.most
 				if path == "/plain" {
@@ -196,8 +155,10 @@ func TestWriteBodyHoldsNothingAfter(t *testing.T) {
 	}
 	defer c.Close()
 	defer close(sent)
-	if got := ask(t, c, bufio.NewReader(c), "/"); !bytes.Equal(got, body[0]) {
-		t.Fatalf("%d bytes, not the body's %d", len(got), len(body[0]))
+	_ = c.SetDeadline(time.Now().Add(10 * time.Second)) // a guard against a hang
+	ic := &idleConn{Conn: c, br: bufio.NewReader(c)}
+	if code, got, err := ic.fetch("/"); err != nil || code != http.StatusOK || !bytes.Equal(got, body[0]) {
+		t.Fatalf("%d, %d bytes (%v), not the body's %d", code, len(got), err, len(body[0]))
 	}
 }
 

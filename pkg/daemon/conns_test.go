@@ -58,16 +58,22 @@ type idleConn struct {
 
 func (c *idleConn) get(t *testing.T, path string) (int, error) {
 	t.Helper()
+	code, _, err := c.fetch(path)
+	return code, err
+}
+
+// fetch sends a GET of path and returns the answer's status and body.
+func (c *idleConn) fetch(path string) (int, []byte, error) {
 	if _, err := fmt.Fprintf(c, "GET %s HTTP/1.1\r\nHost: x\r\n\r\n", path); err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	res, err := http.ReadResponse(c.br, nil)
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
-	_, _ = io.Copy(io.Discard, res.Body)
-	res.Body.Close()
-	return res.StatusCode, nil
+	defer res.Body.Close()
+	body, err := io.ReadAll(res.Body)
+	return res.StatusCode, body, err
 }
 
 func dialIdle(t *testing.T, addr string) *idleConn {
