@@ -39,7 +39,7 @@ type pollingEnv struct {
 	GitHubAPIURL        string   `env:"CRAFT_APPS_RELEASE_GITHUB_API_URL" envDefault:"https://api.github.com/" help:"GitHub's REST API, GitHub Enterprise or a test fake"`
 	GitHubToken         string   `env:"CRAFT_APPS_RELEASE_GITHUB_TOKEN" helpDefault:"(unset)" help:"optional GitHub token; unset, empty or blank: unauthenticated requests"`
 	PollInterval        *seconds `env:"CRAFT_APPS_RELEASE_POLL_INTERVAL_SECS" helpDefault:"120 with a token, 1800 without" help:"seconds between two requests for one app; at least 60 with a token, 300 without, on GitHub's own API; else at least 1"`
-	MaxBackoff          seconds  `env:"CRAFT_APPS_RELEASE_MAX_BACKOFF_SECS" envDefault:"14400" help:"seconds, the longest fleet backoff; at least the poll interval"`
+	MaxBackoff          seconds  `env:"CRAFT_APPS_RELEASE_MAX_BACKOFF_SECS" envDefault:"14400" help:"seconds, the longest fleet backoff and the longest paced interval; at least the poll interval"`
 	StartupJitter       seconds  `env:"CRAFT_APPS_RELEASE_STARTUP_JITTER_SECS" envDefault:"30" help:"seconds; the first tick waits a uniform 0…this"`
 	Tick                seconds  `env:"CRAFT_APPS_RELEASE_TICK_SECS" envDefault:"30" help:"seconds between two ticks, ±10 %; at least 1"`
 	RequestSpacing      millis   `env:"CRAFT_APPS_RELEASE_REQUEST_SPACING_MS" envDefault:"1000" help:"milliseconds between two GitHub requests of a round"`

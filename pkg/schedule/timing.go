@@ -11,7 +11,7 @@ import (
 // Timing is the poller's configured timing.
 type Timing struct {
 	Interval      time.Duration // I: the poll interval
-	MaxBackoff    time.Duration // the longest fleet backoff, at least Interval
+	MaxBackoff    time.Duration // the longest fleet backoff and effective interval, at least Interval
 	Tick          time.Duration // between two ticks, jittered ±10 %
 	Spacing       time.Duration // between two GitHub requests of one round
 	StartupJitter time.Duration // the first tick waits a uniform 0…this
