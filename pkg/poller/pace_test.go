@@ -105,3 +105,127 @@ func TestPacingAtProductionNumbers(t *testing.T) {
 	}
 	t.Logf("requests per hour: %v; effective interval at the end: %v", perHour, obs.paced[len(obs.paced)-1])
 }
+
+// headerSource is GitHub answering every request (a 200 the first time,
+// then 304s) with the x-ratelimit-* headers headers gives at now.
+type headerSource struct {
+	clock   *fakeclock.Clock
+	mu      sync.Mutex
+	headers func(now time.Time) (remaining int, reset time.Time)
+	asked   map[string][]time.Time
+}
+
+func (s *headerSource) Latest(_ context.Context, app release.App, etag string) release.Answer {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.clock.Now()
+	s.asked[app.Key] = append(s.asked[app.Key], now)
+	remaining, reset := s.headers(now)
+	if etag == "" {
+		return release.Answer{Outcome: release.Fetched, Release: &release.Release{Tag: "v1", Assets: []release.Asset{}},
+			ETag: `"e"`, Remaining: remaining, Reset: reset}
+	}
+	return release.Answer{Outcome: release.NotModified, Remaining: remaining, Reset: reset}
+}
+
+// longestGap returns the longest time any app went without a request
+// between from and to.
+func (s *headerSource) longestGap(from, to time.Time) time.Duration {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var longest time.Duration
+	for _, at := range s.asked {
+		prev := from
+		for _, a := range at {
+			if a.After(from) && !a.After(to) {
+				longest = max(longest, a.Sub(prev))
+				prev = a
+			}
+		}
+		longest = max(longest, to.Sub(prev))
+	}
+	return longest
+}
+
+// TestPacingBoundedByHeaders: whatever the quota headers say, a paced
+// poller asks every app at least once per max backoff (4 h), so it learns
+// when the headers are normal again and its interval comes back to the
+// configured one. A reset too far ahead to be believed does not pace at all.
+func TestPacingBoundedByHeaders(t *testing.T) {
+	normal := func(now time.Time) (int, time.Time) { return 4900, now.Truncate(time.Hour).Add(time.Hour) }
+	tests := []struct {
+		name    string
+		headers func(now time.Time) (int, time.Time)
+		want    time.Duration // the effective interval while the headers hold
+	}{
+		{"1 left until a reset ten years away",
+			func(time.Time) (int, time.Time) { return 1, t0.AddDate(10, 0, 0) }, timing.Interval},
+		{"5,000 left until a reset 30 days away",
+			func(time.Time) (int, time.Time) { return 5000, t0.AddDate(0, 0, 30) }, timing.Interval},
+		// 13 × 3600 s / (0.8 × 1) asks for 16 h: capped at the max backoff.
+		{"1 left until the next hour, every hour",
+			func(now time.Time) (int, time.Time) { return 1, now.Add(time.Hour) }, timing.MaxBackoff},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			clk := newClock()
+			src := &headerSource{clock: clk, headers: tt.headers, asked: map[string][]time.Time{}}
+			keys := make([]string, 13)
+			for i := range keys {
+				keys[i] = fmt.Sprintf("app%02d", i)
+			}
+			core, logs := observer.New(zap.InfoLevel)
+			obs := &fakeObserver{}
+			p, err := poller.New(poller.Config{Apps: apps(keys...), Timing: timing, QuotaPerHour: 5000, Source: src,
+				Observer: obs, Logger: zap.New(core), Clock: clk, Rand: func() float64 { return 0.5 }})
+			if err != nil {
+				t.Fatal(err)
+			}
+			effective := func() time.Duration {
+				obs.mu.Lock()
+				defer obs.mu.Unlock()
+				if len(obs.paced) == 0 {
+					return timing.Interval
+				}
+				return obs.paced[len(obs.paced)-1]
+			}
+			run := func(d time.Duration) {
+				for end := clk.Now().Add(d); clk.Now().Before(end); clk.Advance(timing.Tick) {
+					p.Tick(context.Background())
+				}
+			}
+
+			run(12 * time.Hour)
+			under := effective()
+			if under != tt.want {
+				t.Errorf("effective interval %v under the headers, want %v", under, tt.want)
+			}
+			// Due once its fetch is I − M old, and asked at the next tick.
+			if got, limit := src.longestGap(t0, clk.Now()), tt.want+timing.Tick; got > limit {
+				t.Errorf("an app went %v without a request, want at most %v", got, limit)
+			}
+
+			src.mu.Lock()
+			src.headers = normal
+			src.mu.Unlock()
+			changed := clk.Now()
+			run(tt.want + 4*time.Hour)
+			if got := effective(); got != timing.Interval {
+				t.Errorf("effective interval %v after normal headers, want %v", got, timing.Interval)
+			}
+			if got, limit := src.longestGap(changed.Add(tt.want+timing.Tick), clk.Now()), timing.Interval+timing.Tick; got > limit {
+				t.Errorf("an app went %v without a request after normal headers, want at most %v", got, limit)
+			}
+			want := 0
+			if tt.want != timing.Interval {
+				want = 1
+			}
+			paced := logs.FilterMessage("schedule paced to github quota").Len()
+			back := logs.FilterMessage("schedule back to its interval").Len()
+			if paced != want || back != want {
+				t.Errorf("logged pacing %d times and its end %d times, want %d each", paced, back, want)
+			}
+			t.Logf("effective interval under the headers: %v, longest gap %v", under, src.longestGap(t0, changed))
+		})
+	}
+}
