@@ -21,6 +21,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/storytold/craft-releases/pkg/clock"
+	"github.com/storytold/craft-releases/pkg/outage"
 	"github.com/storytold/craft-releases/pkg/secret"
 )
 
@@ -115,6 +116,8 @@ type Purger struct {
 	since   map[string]time.Time // pending URL → when its change was first queued
 	first   time.Time            // when the oldest pending URL was queued; zero: none pending
 	last    time.Time            // when a change was last queued
+	full    outage.Tracker       // URLs dropped over MaxPending, until the queue is empty again
+	lost    int                  // URLs dropped since full began
 }
 
 // maxHold is how many Delays a purge may wait for changes that keep coming:
@@ -183,7 +186,9 @@ func New(c Config) (*Purger, error) {
 // Purge queues the public URLs of paths (each starting with "/", a query
 // allowed) for the next purge. It never blocks: Run sends them, after the
 // Delay. A URL already waiting is not queued twice; URLs beyond MaxPending
-// are dropped and counted.
+// are dropped and counted, and logged as an outage.Tracker does: a warning
+// at most every outage.Every while URLs are dropped, one line once the
+// queue is empty again.
 func (p *Purger) Purge(paths []string) {
 	now := p.clock.Now()
 	dropped := 0
@@ -204,10 +209,13 @@ func (p *Purger) Purge(paths []string) {
 		p.first = now
 	}
 	p.last = now
+	if dropped > 0 {
+		p.lost += dropped
+		p.full.Down(p.log, now, now, "cloudflare purge queue full, urls dropped", zap.Int("urls", p.lost))
+	}
 	p.mu.Unlock()
 	if dropped > 0 {
 		p.obs.Purge(Dropped, dropped)
-		p.log.Warn("cloudflare purge queue full, urls dropped", zap.Int("urls", dropped))
 	}
 	select {
 	case p.wake <- struct{}{}:
@@ -296,6 +304,8 @@ func (p *Purger) take() ([]string, []time.Time) {
 	}
 	if len(p.pending) == 0 {
 		p.first = time.Time{}
+		p.full.Up(p.log, p.clock.Now(), "cloudflare purge queue drained", zap.Int("urls", p.lost))
+		p.lost = 0
 	}
 	return batch, since
 }

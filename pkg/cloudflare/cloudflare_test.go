@@ -375,3 +375,45 @@ func TestFailureLogsNoToken(t *testing.T) {
 		})
 	}
 }
+
+// TestQueueFullWarnsSeldom: a change a second for 1,000 seconds (1,000 apps
+// at the default request spacing), each dropped by a full queue, logs a
+// warning when the drops start and every 10 minutes while they go on, with
+// the URLs dropped so far, and one line with them all once the queue is
+// empty again. Every dropped URL is counted.
+func TestQueueFullWarnsSeldom(t *testing.T) {
+	clk, _ := passingClock()
+	r := newRig(t, fakecloudflare.Start(t), cloudflare.Config{Clock: clk})
+	r.p.Purge(paths(cloudflare.MaxPending))
+	const changes, urls = 1000, 13 // the URLs of an app with 10 platforms
+	for i := range changes {
+		change := make([]string, urls)
+		for j := range change {
+			change[j] = fmt.Sprintf("/app%d/%d", i, j)
+		}
+		r.p.Purge(change)
+		clk.Advance(time.Second)
+	}
+	r.run(t)
+	testkit.Eventually(t, "the queue drained", func() bool { return r.logs.FilterMessage("cloudflare purge queue drained").Len() > 0 })
+
+	type line struct {
+		msg  string
+		urls int64
+	}
+	var got []line
+	for _, e := range r.logs.FilterMessageSnippet("cloudflare purge queue").All() {
+		got = append(got, line{e.Message, e.ContextMap()["urls"].(int64)})
+	}
+	want := []line{
+		{"cloudflare purge queue full, urls dropped", urls},       // the first drop
+		{"cloudflare purge queue full, urls dropped", 601 * urls}, // 10 minutes later
+		{"cloudflare purge queue drained", changes * urls},        // all of them
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("lines %v, want %v", got, want)
+	}
+	if _, files := r.obs.get(cloudflare.Dropped); files != changes*urls {
+		t.Errorf("%d URLs counted dropped, want %d", files, changes*urls)
+	}
+}
