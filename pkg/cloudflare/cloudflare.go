@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 	"time"
@@ -20,6 +21,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/storytold/craft-releases/pkg/clock"
+	"github.com/storytold/craft-releases/pkg/outage"
 	"github.com/storytold/craft-releases/pkg/secret"
 )
 
@@ -50,6 +52,9 @@ const (
 	// MaxPending bounds the URLs waiting to be sent; beyond it a change's
 	// URLs are dropped and counted.
 	MaxPending = 10 * MaxFiles
+	// MaxExcerpt bounds what a failure's log line quotes of Cloudflare's
+	// answer, in bytes: room for its first error's code and message.
+	MaxExcerpt = 200
 )
 
 // The outcomes an Observer is told of.
@@ -78,7 +83,7 @@ type Config struct {
 	Token     secret.String // an API token with the zone's Cache Purge permission
 	PublicURL string        // the service's public origin, without a trailing "/": https://api.example.com
 
-	Client   *http.Client  // nil: one with a 10 s timeout
+	Client   *http.Client  // nil: one with a 10 s timeout; its CheckRedirect is replaced: redirects are refused
 	Delay    time.Duration // wait after a change before its purge; 0: DefaultDelay, negative: none
 	Interval time.Duration // at most Burst calls in any Burst × Interval; 0: DefaultInterval
 	Burst    int           // 0: DefaultBurst
@@ -111,6 +116,8 @@ type Purger struct {
 	since   map[string]time.Time // pending URL → when its change was first queued
 	first   time.Time            // when the oldest pending URL was queued; zero: none pending
 	last    time.Time            // when a change was last queued
+	full    outage.Tracker       // URLs dropped over MaxPending, until the queue is empty again
+	lost    int                  // URLs dropped since full began
 }
 
 // maxHold is how many Delays a purge may wait for changes that keep coming:
@@ -147,6 +154,11 @@ func New(c Config) (*Purger, error) {
 	if p.client == nil {
 		p.client = &http.Client{Timeout: 10 * time.Second}
 	}
+	// Go would follow a redirect with the token to another port or scheme
+	// of the same host: none is followed, its 3xx is a failed call.
+	client := *p.client
+	client.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	p.client = &client
 	switch {
 	case p.delay == 0:
 		p.delay = DefaultDelay
@@ -174,7 +186,9 @@ func New(c Config) (*Purger, error) {
 // Purge queues the public URLs of paths (each starting with "/", a query
 // allowed) for the next purge. It never blocks: Run sends them, after the
 // Delay. A URL already waiting is not queued twice; URLs beyond MaxPending
-// are dropped and counted.
+// are dropped and counted, and logged as an outage.Tracker does: a warning
+// at most every outage.Every while URLs are dropped, one line once the
+// queue is empty again.
 func (p *Purger) Purge(paths []string) {
 	now := p.clock.Now()
 	dropped := 0
@@ -195,10 +209,13 @@ func (p *Purger) Purge(paths []string) {
 		p.first = now
 	}
 	p.last = now
+	if dropped > 0 {
+		p.lost += dropped
+		p.full.Down(p.log, now, now, "cloudflare purge queue full, urls dropped", zap.Int("urls", p.lost))
+	}
 	p.mu.Unlock()
 	if dropped > 0 {
 		p.obs.Purge(Dropped, dropped)
-		p.log.Warn("cloudflare purge queue full, urls dropped", zap.Int("urls", dropped))
 	}
 	select {
 	case p.wake <- struct{}{}:
@@ -287,6 +304,8 @@ func (p *Purger) take() ([]string, []time.Time) {
 	}
 	if len(p.pending) == 0 {
 		p.first = time.Time{}
+		p.full.Up(p.log, p.clock.Now(), "cloudflare purge queue drained", zap.Int("urls", p.lost))
+		p.lost = 0
 	}
 	return batch, since
 }
@@ -334,7 +353,10 @@ func (p *Purger) send(ctx context.Context, batch []string, since []time.Time) bo
 	}
 }
 
-// call makes one purge call of files.
+// call makes one purge call of files. Its error says nothing of the answer
+// but its status and an excerpt (secret.Excerpt, MaxExcerpt bytes, the
+// token and anything token-shaped removed), since Cloudflare, or whatever
+// answers in its place, may echo the token in any spelling.
 func (p *Purger) call(ctx context.Context, files []string) error {
 	body, err := json.Marshal(struct {
 		Files []string `json:"files"`
@@ -350,29 +372,27 @@ func (p *Purger) call(ctx context.Context, files []string) error {
 	req.Header.Set("Content-Type", "application/json")
 	res, err := p.client.Do(req)
 	if err != nil {
-		return fmt.Errorf("purge: %s", secret.Scrub(err.Error(), p.token.Reveal()))
+		// The URL is the endpoint, known; the rest may quote the answer
+		// (a malformed status line).
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return fmt.Errorf("purge: %s", secret.Excerpt([]byte(err.Error()), MaxExcerpt, p.token.Reveal()))
 	}
 	defer res.Body.Close()
+	// Cloudflare's answer is small; more is not read.
+	body, readErr := io.ReadAll(io.LimitReader(res.Body, 64<<10))
 	var answer struct {
 		Success bool `json:"success"`
-		Errors  []struct {
-			Code    int    `json:"code"`
-			Message string `json:"message"`
-		} `json:"errors"`
 	}
-	// Cloudflare's answer is small; more is not read.
-	decodeErr := json.NewDecoder(io.LimitReader(res.Body, 64<<10)).Decode(&answer)
-	if res.StatusCode == http.StatusOK && decodeErr == nil && answer.Success {
+	if res.StatusCode == http.StatusOK && readErr == nil && json.Unmarshal(body, &answer) == nil && answer.Success {
 		return nil
 	}
-	msg := fmt.Sprintf("purge: status %d", res.StatusCode)
-	for _, e := range answer.Errors {
-		msg += fmt.Sprintf("; %d %s", e.Code, e.Message)
+	if res.StatusCode >= 300 && res.StatusCode < 400 {
+		return fmt.Errorf("purge: status %d, a redirect, not followed", res.StatusCode)
 	}
-	if decodeErr != nil {
-		msg += "; unreadable answer"
-	}
-	return errors.New(secret.Scrub(msg, p.token.Reveal()))
+	return fmt.Errorf("purge: status %d, answer %s", res.StatusCode, secret.Excerpt(body, MaxExcerpt, p.token.Reveal()))
 }
 
 // sleep waits d, and reports false when ctx was cancelled first.

@@ -59,7 +59,14 @@ type rig struct {
 // unless c says otherwise; it stops with the test.
 func start(t *testing.T, c cloudflare.Config) *rig {
 	t.Helper()
-	api := fakecloudflare.Start(t)
+	r := newRig(t, fakecloudflare.Start(t), c)
+	r.run(t)
+	return r
+}
+
+// newRig returns a Purger against api as start sets it up, not yet running.
+func newRig(t *testing.T, api *fakecloudflare.Server, c cloudflare.Config) *rig {
+	t.Helper()
 	core, logs := observer.New(zapcore.DebugLevel)
 	obs := &counts{files: map[string]int{}, calls: map[string]int{}}
 	c.APIURL, c.Zone, c.Token, c.PublicURL = api.URL(), "zone-1", token, "https://api.example.com"
@@ -74,11 +81,15 @@ func start(t *testing.T, c cloudflare.Config) *rig {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return &rig{p: p, api: api, obs: obs, logs: logs}
+}
+
+// run runs the Purger's Run until the test ends.
+func (r *rig) run(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	go func() { defer close(done); _ = p.Run(ctx) }()
+	go func() { defer close(done); _ = r.p.Run(ctx) }()
 	t.Cleanup(func() { cancel(); <-done })
-	return &rig{p: p, api: api, obs: obs, logs: logs}
 }
 
 // waitCalls waits for the fake to have received n calls, and returns them.
@@ -165,12 +176,11 @@ func passingClock() (*fakeclock.Clock, func() []time.Duration) {
 }
 
 // TestRetries: a failed call is retried with backoff (1 s, then 2 s, on the
-// fake clock); the token is never in a log line, even when Cloudflare's
-// answer quotes it.
+// fake clock).
 func TestRetries(t *testing.T) {
 	clk, waits := passingClock()
 	r := start(t, cloudflare.Config{Clock: clk})
-	r.api.Fail(2, "Invalid token "+token)
+	r.api.Fail(2, "Internal error")
 	r.p.Purge([]string{"/"})
 	r.waitCalls(t, 3, 10*time.Second)
 	testkit.Within(5*time.Second, func() bool { n, _ := r.obs.get(cloudflare.Purged); return n == 1 })
@@ -188,12 +198,6 @@ func TestRetries(t *testing.T) {
 	}
 	if n, _ := r.obs.get(cloudflare.Purged); n != 1 {
 		t.Errorf("purged calls %d, want 1", n)
-	}
-	for _, e := range r.logs.All() {
-		line := e.Message + fmt.Sprint(e.ContextMap())
-		if strings.Contains(line, token) {
-			t.Errorf("log line shows the token: %s", line)
-		}
 	}
 	if warns := r.logs.FilterMessage("cloudflare purge failed").Len(); warns != 2 {
 		t.Errorf("%d warnings, want 2", warns)
@@ -283,5 +287,133 @@ func TestDelayFromTheLastChange(t *testing.T) {
 	}
 	if got := calls[0].Files; !slices.Equal(got, []string{"https://api.example.com/a", "https://api.example.com/b"}) {
 		t.Errorf("files %q, want /a and /b in one call", got)
+	}
+}
+
+// TestRefusesRedirects: a redirect is not followed, not even to the same
+// host, where Go would send the token along: the call fails and nothing
+// reaches the redirect's target.
+func TestRefusesRedirects(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		tls    bool
+		status int
+	}{
+		{"307 to another port", false, 307},
+		{"302 to another port", false, 302},
+		{"308 from https:// to http:// on the same host", true, 308},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			target := fakecloudflare.Start(t)
+			api, c := fakecloudflare.Start(t), cloudflare.Config{Attempts: 1}
+			if tc.tls {
+				api = fakecloudflare.StartTLS(t)
+				c.Client = api.Client()
+			}
+			api.Redirect(tc.status, target.URL()+"zones/zone-1/purge_cache")
+			r := newRig(t, api, c)
+			r.run(t)
+			r.p.Purge([]string{"/"})
+			testkit.Eventually(t, "the call answered", func() bool {
+				purged, _ := r.obs.get(cloudflare.Purged)
+				dropped, _ := r.obs.get(cloudflare.Dropped)
+				return purged+dropped > 0
+			})
+			for _, call := range target.Calls() {
+				t.Errorf("the redirect's target got a call with token %q, want none", call.Token)
+			}
+			if n, _ := r.obs.get(cloudflare.Dropped); n != 1 || len(api.Calls()) != 1 {
+				t.Errorf("%d calls, %d dropped; want 1 call, dropped", len(api.Calls()), n)
+			}
+			want := fmt.Sprintf("purge: status %d, a redirect, not followed", tc.status)
+			if e := r.logs.FilterMessage("cloudflare purge failed, giving up").All(); len(e) != 1 || e[0].ContextMap()["err"] != want {
+				t.Errorf("log %v, want one line with err %q", e, want)
+			}
+		})
+	}
+}
+
+// alnum returns s's ASCII letters and digits, lower-cased.
+func alnum(s string) string {
+	return strings.Map(func(r rune) rune {
+		switch {
+		case 'a' <= r && r <= 'z', '0' <= r && r <= '9':
+			return r
+		case 'A' <= r && r <= 'Z':
+			return r + 'a' - 'A'
+		}
+		return -1
+	}, s)
+}
+
+// TestFailureLogsNoToken: a failed answer is logged as its status and a
+// quoted excerpt, with nothing of the token whatever its spelling in it.
+func TestFailureLogsNoToken(t *testing.T) {
+	for _, tc := range []struct{ name, echo string }{
+		{"upper-cased", strings.ToUpper(token)},
+		{"split by spaces", strings.Join(strings.Split(token, ""), " ")},
+		{"split by zero-width spaces", strings.Join(strings.Split(token, ""), "\u200b")},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := start(t, cloudflare.Config{Attempts: 1})
+			r.api.FailWith(1, 403, []byte(`{"success":false,"errors":[{"code":10000,"message":"Invalid token `+tc.echo+`"}]}`))
+			r.p.Purge([]string{"/"})
+			testkit.Eventually(t, "the batch dropped", func() bool { n, _ := r.obs.get(cloudflare.Dropped); return n == 1 })
+			e := r.logs.FilterMessage("cloudflare purge failed, giving up").All()
+			if len(e) != 1 {
+				t.Fatalf("%d lines, want 1", len(e))
+			}
+			line := e[0].ContextMap()["err"].(string)
+			// Without the zero-width spaces, raw or escaped, and every
+			// separator, the token would show.
+			if plain := strings.NewReplacer("\u200b", "", `\u200b`, "").Replace(line); strings.Contains(alnum(plain), alnum(token)) {
+				t.Errorf("err %s holds the token", line)
+			}
+			if want := `purge: status 403, answer "{\"success\":false,\"errors\":[{\"code\":10000,\"message\":\"Invalid token [redacted]\"}]}"`; line != want {
+				t.Errorf("err %s, want %s", line, want)
+			}
+		})
+	}
+}
+
+// TestQueueFullWarnsSeldom: a change a second for 1,000 seconds (1,000 apps
+// at the default request spacing), each dropped by a full queue, logs a
+// warning when the drops start and every 10 minutes while they go on, with
+// the URLs dropped so far, and one line with them all once the queue is
+// empty again. Every dropped URL is counted.
+func TestQueueFullWarnsSeldom(t *testing.T) {
+	clk, _ := passingClock()
+	r := newRig(t, fakecloudflare.Start(t), cloudflare.Config{Clock: clk})
+	r.p.Purge(paths(cloudflare.MaxPending))
+	const changes, urls = 1000, 13 // the URLs of an app with 10 platforms
+	for i := range changes {
+		change := make([]string, urls)
+		for j := range change {
+			change[j] = fmt.Sprintf("/app%d/%d", i, j)
+		}
+		r.p.Purge(change)
+		clk.Advance(time.Second)
+	}
+	r.run(t)
+	testkit.Eventually(t, "the queue drained", func() bool { return r.logs.FilterMessage("cloudflare purge queue drained").Len() > 0 })
+
+	type line struct {
+		msg  string
+		urls int64
+	}
+	var got []line
+	for _, e := range r.logs.FilterMessageSnippet("cloudflare purge queue").All() {
+		got = append(got, line{e.Message, e.ContextMap()["urls"].(int64)})
+	}
+	want := []line{
+		{"cloudflare purge queue full, urls dropped", urls},       // the first drop
+		{"cloudflare purge queue full, urls dropped", 601 * urls}, // 10 minutes later
+		{"cloudflare purge queue drained", changes * urls},        // all of them
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("lines %v, want %v", got, want)
+	}
+	if _, files := r.obs.get(cloudflare.Dropped); files != changes*urls {
+		t.Errorf("%d URLs counted dropped, want %d", files, changes*urls)
 	}
 }

@@ -55,7 +55,7 @@ var zoneID = regexp.MustCompile(`^[0-9a-f]{32}$`)
 func (r cloudflareEnv) check(c *checker) Cloudflare {
 	cf := Cloudflare{Token: Secret(r.Token), Zone: r.Zone}
 	var err error
-	if cf.APIURL, err = normalizeAPIURL(r.APIURL); err != nil {
+	if cf.APIURL, err = normalizeAPIURL(r.APIURL, "CLOUDFLARE_API_TOKEN"); err != nil {
 		c.fail("CLOUDFLARE_API_URL", "%q %w", secret.MaskURL(r.APIURL), err)
 	}
 	if r.Token == "" && r.Zone == "" && r.PublicURL == "" {

@@ -56,15 +56,18 @@ func TestCloudflare(t *testing.T) {
 	bad := []struct {
 		name, wantVar string
 		vars          map[string]string
+		mentions      string // "": anything
 	}{
-		{"token alone", "CLOUDFLARE_ZONE_ID", map[string]string{"CLOUDFLARE_API_TOKEN": token}},
-		{"no token", "CLOUDFLARE_API_TOKEN", set("CLOUDFLARE_API_TOKEN", "")},
-		{"no public url", "CRAFT_APPS_PUBLIC_URL", set("CRAFT_APPS_PUBLIC_URL", "")},
-		{"zone not hex", "CLOUDFLARE_ZONE_ID", set("CLOUDFLARE_ZONE_ID", "../../accounts")},
-		{"public url with a path", "CRAFT_APPS_PUBLIC_URL", set("CRAFT_APPS_PUBLIC_URL", "https://api.example.com/v1")},
-		{"public url not http", "CRAFT_APPS_PUBLIC_URL", set("CRAFT_APPS_PUBLIC_URL", "ftp://api.example.com")},
-		{"api url not a url", "CLOUDFLARE_API_URL", set("CLOUDFLARE_API_URL", "::")},
-		{"token in cleartext", "CLOUDFLARE_API_TOKEN", set("CLOUDFLARE_API_URL", "http://cloudflare.example/client/v4/")},
+		{"token alone", "CLOUDFLARE_ZONE_ID", map[string]string{"CLOUDFLARE_API_TOKEN": token}, ""},
+		{"no token", "CLOUDFLARE_API_TOKEN", set("CLOUDFLARE_API_TOKEN", ""), ""},
+		{"no public url", "CRAFT_APPS_PUBLIC_URL", set("CRAFT_APPS_PUBLIC_URL", ""), ""},
+		{"zone not hex", "CLOUDFLARE_ZONE_ID", set("CLOUDFLARE_ZONE_ID", "../../accounts"), ""},
+		{"public url with a path", "CRAFT_APPS_PUBLIC_URL", set("CRAFT_APPS_PUBLIC_URL", "https://api.example.com/v1"), ""},
+		{"public url not http", "CRAFT_APPS_PUBLIC_URL", set("CRAFT_APPS_PUBLIC_URL", "ftp://api.example.com"), ""},
+		{"api url not a url", "CLOUDFLARE_API_URL", set("CLOUDFLARE_API_URL", "::"), ""},
+		{"token in cleartext", "CLOUDFLARE_API_TOKEN", set("CLOUDFLARE_API_URL", "http://cloudflare.example/client/v4/"), ""},
+		{"api url with credentials", "CLOUDFLARE_API_URL", set("CLOUDFLARE_API_URL", "https://me:"+token+"@api.cloudflare.com/client/v4/"),
+			"set CLOUDFLARE_API_TOKEN"},
 	}
 	for _, tt := range bad {
 		t.Run(tt.name, func(t *testing.T) {
@@ -73,6 +76,9 @@ func TestCloudflare(t *testing.T) {
 			for binary, err := range map[string]error{"api": aErr, "poller": pErr} {
 				if err == nil || !strings.Contains(err.Error(), tt.wantVar+":") {
 					t.Fatalf("%s: error %v, want one naming %s", binary, err, tt.wantVar)
+				}
+				if !strings.Contains(err.Error(), tt.mentions) {
+					t.Errorf("%s: error %v, want one saying %q", binary, err, tt.mentions)
 				}
 				if strings.Contains(err.Error(), token) {
 					t.Errorf("%s: error quotes the token: %v", binary, err)

@@ -342,7 +342,7 @@ func (r sharedEnv) check(c *checker) Shared {
 }
 
 func (r pollingEnv) check(c *checker) Polling {
-	apiURL, err := normalizeAPIURL(r.GitHubAPIURL)
+	apiURL, err := normalizeAPIURL(r.GitHubAPIURL, "CRAFT_APPS_RELEASE_GITHUB_TOKEN")
 	if err != nil {
 		c.fail("CRAFT_APPS_RELEASE_GITHUB_API_URL", "%q %w", secret.MaskURL(r.GitHubAPIURL), err)
 	}
@@ -380,8 +380,9 @@ func (r pollingEnv) check(c *checker) Polling {
 }
 
 // normalizeAPIURL checks that s is an absolute http(s) URL fit to be a base
-// URL, and returns it ending with "/". The error does not repeat s.
-func normalizeAPIURL(s string) (string, error) {
+// URL, and returns it ending with "/". The error does not repeat s; when s
+// holds credentials it names tokenVar, the variable that carries them.
+func normalizeAPIURL(s, tokenVar string) (string, error) {
 	u, err := url.Parse(s)
 	switch {
 	case err != nil:
@@ -391,7 +392,7 @@ func normalizeAPIURL(s string) (string, error) {
 	case u.Host == "":
 		return "", errors.New("has no host")
 	case u.User != nil:
-		return "", errors.New("must not hold credentials; set CRAFT_APPS_RELEASE_GITHUB_TOKEN")
+		return "", errors.New("must not hold credentials; set " + tokenVar)
 	case u.RawQuery != "" || u.ForceQuery || u.Fragment != "":
 		return "", errors.New("must not have a query or a fragment")
 	}

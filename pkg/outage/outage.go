@@ -34,11 +34,12 @@ func (o *Tracker) Down(log *zap.Logger, start, now time.Time, msg string, fields
 	log.Warn(msg, append([]zap.Field{zap.Duration("away", now.Sub(o.since))}, fields...)...)
 }
 
-// Up ends the outage, if there is one, logging msg with how long it lasted.
-func (o *Tracker) Up(log *zap.Logger, now time.Time, msg string) {
+// Up ends the outage, if there is one, logging msg with how long it lasted
+// and fields.
+func (o *Tracker) Up(log *zap.Logger, now time.Time, msg string, fields ...zap.Field) {
 	if o.since.IsZero() {
 		return
 	}
-	log.Info(msg, zap.Duration("away", now.Sub(o.since)))
+	log.Info(msg, append([]zap.Field{zap.Duration("away", now.Sub(o.since))}, fields...)...)
 	*o = Tracker{}
 }

@@ -64,3 +64,55 @@ func TestScrub(t *testing.T) {
 		t.Errorf("Scrub = %q", got)
 	}
 }
+
+// spaced returns s with sep between its characters.
+func spaced(s, sep string) string { return strings.Join(strings.Split(s, ""), sep) }
+
+func TestRedact(t *testing.T) {
+	const (
+		token = "cf-Tok3n_s3cret"                          // shorter than MinTokenRun: found as the token only
+		key   = "Zx9_aQ-41bR7pLm2Wc8vNe5Kd0Hs3Ty6Uf1Gj4Ji" // 40 characters, the shape of Cloudflare's tokens
+	)
+	for _, tc := range []struct{ name, in, want string }{
+		{"nothing token-shaped", `{"success":false,"errors":[{"code":10000,"message":"Authentication error"}]}`,
+			`{"success":false,"errors":[{"code":10000,"message":"Authentication error"}]}`},
+		{"the token", "bad token " + token + ".", "bad token [redacted]."},
+		{"upper-cased", "bad token " + strings.ToUpper(token) + ".", "bad token [redacted]."},
+		{"split by spaces", "bad token " + spaced(token, " ") + ".", "bad token [redacted]."},
+		{"split by zero-width spaces", "bad token " + spaced(token, "\u200b") + ".", "bad token [redacted]."},
+		{"split across lines, quoted", `"c","F"` + "\n" + `"-tok3n" s3cret!`, `"[redacted]!`},
+		{"twice", token + " and " + token, "[redacted] and [redacted]"},
+		{"a key it was not told of", `{"id":"` + key + `"}`, `{"id":"[redacted]"}`},
+		{"a key split by zero-width joiners", "id " + spaced(key, "\u200d") + " end", "id [redacted] end"},
+		{"a run one short of a key", "id " + key[:secret.MinTokenRun-1] + " end", "id " + key[:secret.MinTokenRun-1] + " end"},
+		{"a zone id", "zones/023e105f4ecef8ad9ca31a8372d0c353/purge_cache", "zones/[redacted]/purge_cache"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := secret.Redact(tc.in, "", token); got != tc.want {
+				t.Errorf("Redact(%q) = %q, want %q", tc.in, got, tc.want)
+			}
+		})
+	}
+}
+
+func TestExcerpt(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		in   string
+		max  int
+		want string
+	}{
+		{"short", "bad gateway", 200, `"bad gateway"`},
+		{"control and non-ASCII characters escaped", "é\x00\n\u202e", 200, `"\u00e9\x00\n\u202e"`},
+		{"cut", strings.Repeat("ab ", 100), 7, `"ab ab a"...`},
+		{"cut on a character boundary", "abcé", 4, `"abc"...`},
+		// Redacted first: a secret across the cut leaves nothing of itself.
+		{"secret across the cut", "xx " + strings.ToUpper(password), 6, `"xx [re"...`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := secret.Excerpt([]byte(tc.in), tc.max, password); got != tc.want {
+				t.Errorf("Excerpt(%q, %d) = %s, want %s", tc.in, tc.max, got, tc.want)
+			}
+		})
+	}
+}
