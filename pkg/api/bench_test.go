@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/labstack/echo/v4"
 	"go.uber.org/zap"
@@ -50,7 +51,7 @@ func defaultApps(tb testing.TB) *snapshot.Rendering {
 		entries[k] = release.Entry{FetchedAt: t0, Release: r}
 	}
 	s := snapshot.New(apps, fakeclock.New(t0))
-	s.SetAll(entries)
+	s.SetAll(entries, time.Now())
 	return s.Current()
 }
 

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"go.uber.org/zap"
 
@@ -81,7 +82,7 @@ func downloads(t testing.TB) *snapshot.Snapshot {
 		"vectorcraft":            {FetchedAt: t0},
 		"vectorcraft:prerelease": {FetchedAt: t0},
 		"webcraft":               {FetchedAt: t0, Release: releaseOf("storytold/webcraft", "v2", "webcraft-web-2.zip")},
-	})
+	}, time.Now())
 	return s
 }
 

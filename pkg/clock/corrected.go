@@ -43,3 +43,15 @@ func (c *Corrected) Correct(residual, margin time.Duration) (offset time.Duratio
 	}
 	return offset
 }
+
+// Base returns the clock beneath c's correction: the base of a Corrected,
+// else c itself (nil: System). It is the clock to measure waits and elapsed
+// time on, since a correction moves Now by the size of a step of the
+// reference clock (docs/redis.md, "Time you cannot trust"), and the clock a
+// process's own answers are dated by.
+func Base(c Clock) Clock {
+	if k, ok := c.(*Corrected); ok {
+		return k.base
+	}
+	return Or(c)
+}

@@ -176,7 +176,8 @@ func (s *fakeSource) take() (asked []string, at []time.Time) {
 }
 
 // fakeFleet is the shared state in memory, with docs/redis.md's guarded writes in
-// their simplest form. It records every call as "Op" or "Op app".
+// their simplest form: a time more than release.MaxSkew ahead of the writer's
+// reads as absent. It records every call as "Op" or "Op app".
 type fakeFleet struct {
 	mu      sync.Mutex
 	entries map[string]release.Entry
@@ -290,7 +291,7 @@ func (f *fakeFleet) Claim(_ context.Context, app string, at time.Time, window ti
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	e := f.entries[app]
-	if !e.ClaimedAt.IsZero() && e.ClaimedAt.Add(window).After(at) {
+	if !e.ClaimedAt.IsZero() && e.ClaimedAt.Add(window).After(at) && release.Believed(e.ClaimedAt, at) {
 		return false, nil
 	}
 	e.ClaimedAt = at
@@ -310,7 +311,7 @@ func (f *fakeFleet) PublishFetch(_ context.Context, app string, n release.Entry)
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	e := f.entries[app]
-	if e.FetchedAt.After(n.FetchedAt) {
+	if e.FetchedAt.After(n.FetchedAt) && release.Believed(e.FetchedAt, n.FetchedAt) {
 		return false, false, nil
 	}
 	changed = !e.Fetched() || !reflect.DeepEqual(e.Release, n.Release)
@@ -331,7 +332,7 @@ func (f *fakeFleet) PutNotModified(_ context.Context, app string, n release.Entr
 		return false, nil
 	case !e.Fetched():
 		e.FetchedAt, e.ETag, e.Release = n.FetchedAt, n.ETag, n.Release
-	case e.ETag != n.ETag || e.FetchedAt.After(n.FetchedAt):
+	case e.ETag != n.ETag || (e.FetchedAt.After(n.FetchedAt) && release.Believed(e.FetchedAt, n.FetchedAt)):
 		return false, nil
 	default:
 		e.FetchedAt = n.FetchedAt
@@ -347,7 +348,7 @@ func (f *fakeFleet) PutFailure(_ context.Context, app string, n release.Entry) (
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	e := f.entries[app]
-	if e.FailedAt.After(n.FailedAt) {
+	if e.FailedAt.After(n.FailedAt) && release.Believed(e.FailedAt, n.FailedAt) {
 		return false, nil
 	}
 	e.FailedAt, e.Failures = n.FailedAt, n.Failures

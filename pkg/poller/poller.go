@@ -120,7 +120,8 @@ type Poller struct {
 	changes func(app string, old, new *release.Release)
 	obs     Observer
 	log     *zap.Logger
-	clock   clock.Clock
+	clock   clock.Clock // the fleet's time, which entries are stamped and judged by
+	timer   clock.Clock // clock.Base(clock): what waits and elapsed times are measured on
 	rand    func() float64
 
 	loaded     chan struct{}
@@ -171,6 +172,7 @@ func New(c Config) (*Poller, error) {
 		obs:       c.Observer,
 		log:       c.Logger,
 		clock:     clock.Or(c.Clock),
+		timer:     clock.Base(c.Clock),
 		rand:      c.Rand,
 		loaded:    make(chan struct{}),
 		wake:      make(chan struct{}, 1),
@@ -235,11 +237,13 @@ func (p *Poller) Run(ctx context.Context) error {
 		return nil
 	}
 	for {
-		start := p.clock.Now()
+		start := p.timer.Now()
 		p.tick(ctx)
 		// Ticks are TICK ±10 % apart from start to start: a round's spacing,
-		// GitHub's answers and Redis timeouts do not stretch the period.
-		if !p.idle(ctx, max(0, p.timing.TickDelay(p.rand())-p.clock.Now().Sub(start))) {
+		// GitHub's answers and Redis timeouts do not stretch the period,
+		// and a correction of the fleet's clock during the tick does not
+		// move it.
+		if !p.idle(ctx, max(0, p.timing.TickDelay(p.rand())-p.timer.Now().Sub(start))) {
 			return nil
 		}
 	}
@@ -248,8 +252,8 @@ func (p *Poller) Run(ctx context.Context) error {
 // idle waits d, running a round of refreshes whenever one is asked for or
 // falls due meanwhile, and reports false when ctx was cancelled first.
 func (p *Poller) idle(ctx context.Context, d time.Duration) bool {
-	end := p.clock.Now().Add(d)
-	var next time.Time // the next refresh attempt; zero: none known
+	end := p.timer.Now().Add(d)
+	var next time.Time // the next refresh attempt, by the fleet's clock; zero: none known
 	if p.pendingRefreshes() {
 		next = p.clock.Now()
 	}
@@ -257,7 +261,7 @@ func (p *Poller) idle(ctx context.Context, d time.Duration) bool {
 		if ctx.Err() != nil {
 			return false
 		}
-		wait, refresh := end.Sub(p.clock.Now()), false
+		wait, refresh := end.Sub(p.timer.Now()), false
 		if !next.IsZero() {
 			if until := next.Sub(p.clock.Now()); until < wait {
 				wait, refresh = max(0, until), true
@@ -285,7 +289,7 @@ func (p *Poller) idle(ctx context.Context, d time.Duration) bool {
 // read worked.
 func (p *Poller) load(ctx context.Context) (map[string]release.Entry, bool) {
 	p.tellTime(ctx)
-	start := p.clock.Now()
+	start := p.timer.Now()
 	shared, b, err := p.fleet.Load(ctx, p.keys)
 	if err != nil {
 		p.redisDown(ctx, OpLoad, err, start)
@@ -302,15 +306,15 @@ func (p *Poller) load(ctx context.Context) (map[string]release.Entry, bool) {
 }
 
 // merge merges e, an answer of GitHub's or an entry read from the Fleet, into
-// app's entry in memory, and passes the result to the Sink when the fetch or
-// the failure changed. It is the poller's one application of the merge law
+// app's entry in memory, judged at the fleet's time, and passes the result to
+// the Sink when the fetch or the failure changed. It is the poller's one application of the merge law
 // (release.Entry.Merge), and it must stay one: memory outlives what Redis
 // loses (repair writes it back), and standalone it is the only state there
 // is. The guarded writes apply the same law to what Redis holds, and the
 // snapshot to what is served.
 func (p *Poller) merge(key string, e release.Entry) {
 	old := p.entries[key]
-	merged := old.Merge(e)
+	merged := old.Merge(e, p.clock.Now())
 	p.entries[key] = merged
 	// Merge replaces each part only along with its time, so comparing the
 	// times is enough to see a change.
@@ -335,7 +339,7 @@ func (p *Poller) redisDown(ctx context.Context, op Op, err error, start time.Tim
 	}
 	p.obs.RedisError(op)
 	p.redisFailed = true
-	p.redis.Down(p.log, start, p.clock.Now(), "redis unavailable", zap.NamedError("err", err))
+	p.redis.Down(p.log, start, p.timer.Now(), "redis unavailable", zap.NamedError("err", err))
 }
 
 // redisUp notes that a Redis call worked; the outage, if any, ends with

@@ -65,7 +65,7 @@ func (p *Poller) refreshRound(ctx context.Context) (next time.Time) {
 	defer p.mu.Unlock()
 
 	p.reportCoalesced()
-	start := p.clock.Now()
+	start := p.timer.Now()
 	r := round{mode: p.mode, sum: schedule.Round{Apps: len(p.apps)}, refresh: true}
 	stopped := false // by a rate limit or a fleet backoff
 	for _, app := range p.apps {

@@ -21,7 +21,7 @@ func (p *Poller) tick(ctx context.Context) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 
-	start := p.clock.Now()
+	start := p.timer.Now()
 	p.redisWorked, p.redisFailed = false, false
 	r := round{mode: p.mode, sum: schedule.Round{Apps: len(p.apps)}}
 	if r.mode == Coordinated {
@@ -89,16 +89,16 @@ func (p *Poller) finish(ctx context.Context, start time.Time, r *round) {
 // the round.
 func (p *Poller) endTick(m Mode, start time.Time) {
 	if p.redisWorked && !p.redisFailed {
-		p.redis.Up(p.log, p.clock.Now(), "redis is back")
+		p.redis.Up(p.log, p.timer.Now(), "redis is back")
 	}
-	p.obs.Round(m, p.clock.Now().Sub(start), p.backoff)
+	p.obs.Round(m, p.timer.Now().Sub(start), p.backoff)
 }
 
 // shareBackoff shares the backoff next that follows a round, replacing read,
 // the one this poller read from the fleet. Clearing is guarded: a backoff
 // that another poller wrote since our read stands.
 func (p *Poller) shareBackoff(ctx context.Context, read, next schedule.Backoff, r *round) {
-	start := p.clock.Now()
+	start := p.timer.Now()
 	var err error
 	if next.Until.IsZero() {
 		var cleared bool
@@ -224,7 +224,7 @@ func (p *Poller) visit(ctx context.Context, app release.App, r *round) (stop boo
 	}
 
 	e := p.entries[app.Key]
-	start := p.clock.Now()
+	start := p.timer.Now()
 	a := p.source.Latest(ctx, app, e.ETag)
 	if ctx.Err() != nil {
 		// An answer cut short by shutdown says nothing about GitHub.
@@ -232,7 +232,7 @@ func (p *Poller) visit(ctx context.Context, app release.App, r *round) (stop boo
 	}
 	now := p.clock.Now()
 	p.log.Debug("github answer", zap.String("app", app.Key), zap.String("status", a.Outcome.String()),
-		zap.Duration("took", now.Sub(start)))
+		zap.Duration("took", p.timer.Now().Sub(start)))
 
 	missing := a.Outcome == release.NotFound
 	if missing {
@@ -300,7 +300,7 @@ func (p *Poller) record(app release.App, e release.Entry, a release.Answer, miss
 // reports whether to ask GitHub about app, and whether the round must stop.
 // A Redis error makes the rest of the round standalone, and app is still asked.
 func (p *Poller) recheck(ctx context.Context, key string, r *round) (ask, stop bool) {
-	start := p.clock.Now()
+	start := p.timer.Now()
 	shared, b, err := p.fleet.LoadApp(ctx, key)
 	if err != nil {
 		p.redisDown(ctx, OpLoadApp, err, start)
@@ -385,7 +385,7 @@ func (p *Poller) share(ctx context.Context, key string, o release.Outcome, e rel
 // error, which makes the rest of the round standalone.
 func (p *Poller) put(ctx context.Context, op Op, put func(context.Context, string, release.Entry) (bool, error),
 	key string, e release.Entry, r *round) (written, ok bool) {
-	start := p.clock.Now()
+	start := p.timer.Now()
 	written, err := put(ctx, key, e)
 	if err != nil {
 		p.redisDown(ctx, op, err, start)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -207,6 +208,115 @@ func TestClockSkew(t *testing.T) {
 			}
 			if got := told.Now(); !got.Equal(node.Now()) {
 				t.Errorf("after the fix the poller's time is %v off its node's, want its own", got.Sub(node.Now()))
+			}
+		})
+	}
+}
+
+// steppingClock is Redis's clock: its node's, off by a step that a test
+// changes as Redis's clock is set right (or a failover makes another node's
+// clock Redis's).
+type steppingClock struct {
+	node clock.Clock
+	mu   sync.Mutex
+	step time.Duration
+}
+
+func (c *steppingClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.node.Now().Add(c.step)
+}
+
+func (c *steppingClock) set(d time.Duration) {
+	c.mu.Lock()
+	c.step = d
+	c.mu.Unlock()
+}
+
+// releasingSource answers every request with a new release, records when
+// each was asked by the node's clock, and checks at each request that the
+// previous release was passed on: shared with the fleet and given to the sink.
+type releasingSource struct {
+	node  clock.Clock
+	fleet *fakeFleet
+	sink  *fakeSink
+	mu    sync.Mutex
+	at    []time.Time
+	lost  []string // "vN shared|sunk as vM": a release not passed on
+}
+
+func (s *releasingSource) Latest(_ context.Context, _ release.App, _ string) release.Answer {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if n := len(s.at); n > 0 {
+		want := fmt.Sprintf("v%d", n)
+		for how, e := range map[string]release.Entry{"shared": s.fleet.entry("a"), "sunk": s.sink.entry("a")} {
+			if e.Release == nil || e.Release.Tag != want {
+				s.lost = append(s.lost, fmt.Sprintf("%s %s as %+v, asked at +%v", want, how, e.Release, s.at[n-1].Sub(t0)))
+			}
+		}
+	}
+	s.at = append(s.at, s.node.Now())
+	return fetched(fmt.Sprintf("v%d", len(s.at)), fmt.Sprintf(`"e%d"`, len(s.at)))
+}
+
+// TestRedisClockSteps runs a poller at the production timing for five hours
+// on the fake clock while Redis's clock is an hour off and is then set right,
+// each way: the poller tells time by Redis, and a correction that moves its
+// time must stretch no wait (they are measured on its node's clock) and make
+// no fetch written meanwhile look fresh or newer than an honest one. So no
+// gap between two requests exceeds the interval and a tick, and the release
+// of the first request after the step is shared and passed on at once.
+func TestRedisClockSteps(t *testing.T) {
+	for _, off := range []time.Duration{time.Hour, -time.Hour} {
+		t.Run(off.String(), func(t *testing.T) {
+			node := fakeclock.New(t0)
+			node.Skip(-1)
+			told := clock.NewCorrected(node)
+			redis := &steppingClock{node: node, step: off}
+			fleet := newFleet()
+			fleet.redis, fleet.of = redis, told
+			sink := &fakeSink{}
+			source := &releasingSource{node: node, fleet: fleet, sink: sink}
+			p, err := poller.New(poller.Config{
+				Apps: apps("a"), Timing: timing, Source: source, Fleet: fleet, Coordinate: true,
+				Sink: sink, Clock: told, Rand: func() float64 { return 0.5 },
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			stepAt := t0.Add(2*time.Hour + 10*time.Minute)
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			node.OnAfter(func(_ time.Duration, now time.Time) {
+				if !now.Before(stepAt) {
+					redis.set(0)
+				}
+				if now.Sub(t0) > 5*time.Hour {
+					cancel()
+				}
+			})
+			if err := p.Run(ctx); err != nil {
+				t.Fatalf("Run() = %v, want nil", err)
+			}
+
+			source.mu.Lock()
+			asked := source.at
+			source.mu.Unlock()
+			if len(asked) < 8 {
+				t.Fatalf("asked GitHub %d times in 5 h, want about 10", len(asked))
+			}
+			var longest time.Duration
+			for i := 1; i < len(asked); i++ {
+				longest = max(longest, asked[i].Sub(asked[i-1]))
+			}
+			t.Logf("longest gap between two requests: %v", longest)
+			if limit := timing.Interval + timing.Tick + timing.Tick/10; longest > limit {
+				t.Errorf("longest gap between two requests %v, want at most %v", longest, limit)
+			}
+			if len(source.lost) > 0 {
+				t.Errorf("%d releases not passed on before the next request, the first: %q", len(source.lost), source.lost[:min(2, len(source.lost))])
 			}
 		})
 	}

@@ -86,21 +86,36 @@ func (e Entry) Failing() bool {
 	return !e.FailedAt.IsZero() && e.FailedAt.After(e.FetchedAt)
 }
 
-// Merge returns e updated with what is newer in o: the fetch part (FetchedAt,
-// ETag, Release) only when o's fetch is strictly newer, the failure part
-// (FailedAt, Failures, NotFoundSince, NotFound) only when o's failure is strictly newer, the claim only
-// when newer. Nothing ever goes back in time or disappears.
-func (e Entry) Merge(o Entry) Entry {
-	if o.FetchedAt.After(e.FetchedAt) {
+// Believed reports whether t, a time some clock wrote, may be believed by a
+// reader whose clock says now: it is no more than MaxSkew ahead. A time
+// further ahead was written by a clock that ran fast, or by a reader's own
+// clock before it was set back (docs/redis.md, "Time you cannot trust").
+func Believed(t, now time.Time) bool { return !t.After(now.Add(MaxSkew)) }
+
+// Merge returns e updated with what is newer in o, judged by a reader whose
+// clock says now: the fetch part (FetchedAt, ETag, Release) only when o's
+// fetch is newer, the failure part (FailedAt, Failures, NotFoundSince,
+// NotFound) only when o's failure is newer, the claim only when newer. A part
+// of o is newer when it is strictly later, or when e's is not Believed at now
+// and o's is: a time from the future is evidence of a wrong clock, not of a
+// newer fetch, so it yields to any honest one. Otherwise nothing ever goes
+// back in time or disappears.
+func (e Entry) Merge(o Entry, now time.Time) Entry {
+	if newer(o.FetchedAt, e.FetchedAt, now) {
 		e.FetchedAt, e.ETag, e.Release = o.FetchedAt, o.ETag, o.Release
 	}
-	if o.FailedAt.After(e.FailedAt) {
+	if newer(o.FailedAt, e.FailedAt, now) {
 		e.FailedAt, e.Failures, e.NotFoundSince, e.NotFound = o.FailedAt, o.Failures, o.NotFoundSince, o.NotFound
 	}
-	if o.ClaimedAt.After(e.ClaimedAt) {
+	if newer(o.ClaimedAt, e.ClaimedAt, now) {
 		e.ClaimedAt = o.ClaimedAt
 	}
 	return e
+}
+
+// newer reports whether a part dated o replaces one dated e under Merge.
+func newer(o, e, now time.Time) bool {
+	return o.After(e) || (!o.IsZero() && !Believed(e, now) && Believed(o, now))
 }
 
 // Outcome classifies one answer from GitHub (docs/github.md, "Classifying the answer").

@@ -18,8 +18,15 @@ func TestEntryMerge(t *testing.T) {
 		FailedAt: at(time.Minute), Failures: 2,
 		ClaimedAt: at(2 * time.Minute),
 	}
+	// The reader's clock, unless a case sets one: every time above is
+	// believed.
+	honest := at(time.Hour)
+	// The reader's clock after Redis's was set back an hour: ours is dated
+	// from the future.
+	setBack := at(-time.Hour)
 	tests := []struct {
 		name string
+		now  time.Time // zero: honest
 		e, o release.Entry
 		want release.Entry
 	}{
@@ -110,10 +117,55 @@ func TestEntryMerge(t *testing.T) {
 			o:    release.Entry{ClaimedAt: at(0)},
 			want: ours,
 		},
+		{
+			name: "after a clock set back, an honest fetch replaces one from the future",
+			now:  setBack,
+			e:    ours,
+			o:    release.Entry{FetchedAt: setBack, ETag: `"e2"`, Release: fresh},
+			want: release.Entry{
+				FetchedAt: setBack, ETag: `"e2"`, Release: fresh,
+				FailedAt: at(time.Minute), Failures: 2, ClaimedAt: at(2 * time.Minute),
+			},
+		},
+		{
+			name: "after a clock set back, honest failure and claim replace ones from the future",
+			now:  setBack,
+			e:    ours,
+			o:    release.Entry{FailedAt: setBack, Failures: 1, ClaimedAt: setBack},
+			want: release.Entry{
+				FetchedAt: at(0), ETag: `"e1"`, Release: old,
+				FailedAt: setBack, Failures: 1, ClaimedAt: setBack,
+			},
+		},
+		{
+			name: "a time within MaxSkew ahead is believed",
+			now:  at(-release.MaxSkew),
+			e:    ours,
+			o:    release.Entry{FetchedAt: at(-time.Hour), ETag: `"e2"`, Release: fresh},
+			want: ours,
+		},
+		{
+			name: "a part from the future stays while nothing replaces it",
+			now:  setBack,
+			e:    ours,
+			o:    release.Entry{},
+			want: ours,
+		},
+		{
+			name: "of two parts from the future the later one wins",
+			now:  setBack,
+			e:    ours,
+			o:    release.Entry{FetchedAt: at(-time.Second), ETag: `"e2"`, Release: fresh},
+			want: ours,
+		},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := tc.e.Merge(tc.o); !reflect.DeepEqual(got, tc.want) {
+			now := tc.now
+			if now.IsZero() {
+				now = honest
+			}
+			if got := tc.e.Merge(tc.o, now); !reflect.DeepEqual(got, tc.want) {
 				t.Errorf("Merge:\n got %+v\nwant %+v", got, tc.want)
 			}
 		})
@@ -126,7 +178,7 @@ func TestEntryMergeOrder(t *testing.T) {
 	t0 := time.Date(2026, 10, 10, 12, 0, 0, 0, time.UTC)
 	a := release.Entry{FetchedAt: t0, ETag: "a", FailedAt: t0.Add(2 * time.Second), Failures: 1, ClaimedAt: t0}
 	b := release.Entry{FetchedAt: t0.Add(time.Second), ETag: "b", FailedAt: t0.Add(time.Second), Failures: 4, ClaimedAt: t0.Add(time.Second)}
-	if ab, ba := a.Merge(b), b.Merge(a); !reflect.DeepEqual(ab, ba) {
+	if ab, ba := a.Merge(b, t0), b.Merge(a, t0); !reflect.DeepEqual(ab, ba) {
 		t.Errorf("a.Merge(b) = %+v, b.Merge(a) = %+v, want equal", ab, ba)
 	}
 }

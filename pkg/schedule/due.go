@@ -14,13 +14,16 @@ import (
 //     min(F × 2^(n−1), I) − M ago → not due;
 //  3. else due; an app never fetched and never failed is due.
 //
-// A time ahead of now (another pod's clock running fast) has age 0.
+// A time ahead of now by up to release.MaxSkew (another process's clock
+// running a little fast) has age 0; one further ahead is not believed
+// (release.Believed) and counts as never, so that a clock set back makes
+// nothing wait for the size of the step.
 func Due(t Timing, e release.Entry, now time.Time) bool {
 	m := t.SkewMargin()
-	if e.Fetched() && age(e.FetchedAt, now) < t.Interval-m {
+	if e.Fetched() && release.Believed(e.FetchedAt, now) && age(e.FetchedAt, now) < t.Interval-m {
 		return false
 	}
-	if e.Failing() && age(e.FailedAt, now) < doubling(t.FirstRetry(), e.Failures, t.Interval)-m {
+	if e.Failing() && release.Believed(e.FailedAt, now) && age(e.FailedAt, now) < doubling(t.FirstRetry(), e.Failures, t.Interval)-m {
 		return false
 	}
 	return true

@@ -33,7 +33,10 @@ func TestDue(t *testing.T) {
 		{"fetched I − M ago", long, release.Entry{FetchedAt: ago(1770 * time.Second)}, true},
 		{"fetched I ago", long, release.Entry{FetchedAt: ago(1800 * time.Second)}, true},
 		{"fetched with no release, fresh", long, release.Entry{FetchedAt: ago(time.Minute)}, false},
-		{"fetched by a clock an hour ahead", long, release.Entry{FetchedAt: now.Add(time.Hour)}, false},
+		{"fetched by a clock M ahead", long, release.Entry{FetchedAt: now.Add(30 * time.Second)}, false},
+		// Not believed: the clock that wrote it was set back since.
+		{"fetched by a clock an hour ahead", long, release.Entry{FetchedAt: now.Add(time.Hour)}, true},
+		{"failed by a clock an hour ahead", long, release.Entry{FailedAt: now.Add(time.Hour), Failures: 1}, true},
 		{"short interval, fresh", short, release.Entry{FetchedAt: ago(3*time.Second - 1)}, false},
 		{"short interval, stale at I − M", short, release.Entry{FetchedAt: ago(3 * time.Second)}, true},
 
@@ -51,7 +54,7 @@ func TestDue(t *testing.T) {
 		{"huge failure count saturates at I, 1769 s ago", long, release.Entry{FailedAt: ago(1769 * time.Second), Failures: math.MaxInt}, false},
 		{"huge failure count saturates at I, 1770 s ago", long, release.Entry{FailedAt: ago(1770 * time.Second), Failures: math.MaxInt}, true},
 		{"huge interval, many failures: doubling never overflows", huge, release.Entry{FailedAt: ago(time.Hour), Failures: 100}, false},
-		{"failure by a clock ahead", long, release.Entry{FailedAt: now.Add(time.Minute), Failures: 1}, false},
+		{"failure by a clock M ahead", long, release.Entry{FailedAt: now.Add(30 * time.Second), Failures: 1}, false},
 		{"stale fetch then a recent failure", long, release.Entry{FetchedAt: ago(time.Hour), Release: rel, FailedAt: ago(10 * time.Second), Failures: 1}, false},
 		{"stale fetch then a failure past its retry", long, release.Entry{FetchedAt: ago(time.Hour), Release: rel, FailedAt: ago(90 * time.Second), Failures: 2}, true},
 		{"stale fetch after a failure is not failing", long, release.Entry{FetchedAt: ago(time.Hour), Release: rel, FailedAt: ago(2 * time.Hour), Failures: 5}, true},

@@ -31,7 +31,7 @@ func gunzip(t testing.TB, b []byte) []byte {
 
 func TestApps(t *testing.T) {
 	t.Parallel()
-	s := snapshot.New([]release.App{photocraft, launcher}, fakeclock.New(t0))
+	s := snapshot.New([]release.App{photocraft, launcher}, fakeclock.New(t0.Add(24*time.Hour)))
 	s.Set("photocraft", release.Entry{FetchedAt: t0, Release: rel("v1")})
 	cur := s.Current()
 	if len(cur.Apps) != 2 {
@@ -72,11 +72,11 @@ func TestApps(t *testing.T) {
 // keeps its part of the rendering, and one whose fetch moved gets a new one.
 func TestAppsRenderOncePerChange(t *testing.T) {
 	t.Parallel()
-	s := snapshot.New([]release.App{photocraft, launcher}, fakeclock.New(t0))
+	s := snapshot.New([]release.App{photocraft, launcher}, fakeclock.New(t0.Add(24*time.Hour)))
 	s.SetAll(map[string]release.Entry{
 		"photocraft":        {FetchedAt: t0, Release: rel("v1")},
 		"artcraft-launcher": {FetchedAt: t0, Release: rel("v1")},
-	})
+	}, time.Now())
 	before := s.Current()
 	s.Set("photocraft", release.Entry{FetchedAt: t0.Add(time.Minute), Release: rel("v2")})
 	after := s.Current()
@@ -137,7 +137,7 @@ func TestDownloads(t *testing.T) {
 			if !tt.trusted {
 				return
 			}
-			s := snapshot.New([]release.App{photocraft}, fakeclock.New(t0))
+			s := snapshot.New([]release.App{photocraft}, fakeclock.New(t0.Add(24*time.Hour)))
 			s.Set("photocraft", release.Entry{FetchedAt: t0, Release: r})
 			a := s.Current().Apps["photocraft"]
 			if len(a.Downloads) != 1 {
@@ -155,12 +155,12 @@ func TestDownloads(t *testing.T) {
 
 func TestPageRendering(t *testing.T) {
 	t.Parallel()
-	s := snapshot.New([]release.App{photocraft, launcher}, fakeclock.New(t0))
+	s := snapshot.New([]release.App{photocraft, launcher}, fakeclock.New(t0.Add(24*time.Hour)))
 	cold := s.Current()
 	s.SetAll(map[string]release.Entry{
 		"photocraft":        {FetchedAt: t0, Release: rel("v1.2.3")},
 		"artcraft-launcher": {FetchedAt: t0},
-	})
+	}, time.Now())
 	warm := s.Current()
 	for _, c := range []struct {
 		name  string
@@ -188,7 +188,7 @@ func TestPageRendering(t *testing.T) {
 	twin.SetAll(map[string]release.Entry{
 		"photocraft":        {FetchedAt: t0, Release: rel("v1.2.3")},
 		"artcraft-launcher": {FetchedAt: t0},
-	})
+	}, time.Now())
 	if twin.Current().Page.ETag != warm.Page.ETag {
 		t.Errorf("page ETags of identical snapshots differ")
 	}
@@ -200,7 +200,7 @@ func TestPageRendering(t *testing.T) {
 func TestWritersShareARendering(t *testing.T) {
 	t.Parallel()
 	apps, entries := fleet(40)
-	s := snapshot.New(apps, fakeclock.New(t0))
+	s := snapshot.New(apps, fakeclock.New(t0.Add(24*time.Hour)))
 	before := s.Renders()
 	release := s.HoldRenders()
 	var wg sync.WaitGroup
@@ -248,7 +248,7 @@ func TestConcurrent(t *testing.T) {
 				app := apps[i%len(apps)].Key
 				s.Set(app, release.Entry{FetchedAt: at(w, i), Release: rel(fmt.Sprintf("v%d", i))})
 				if i%50 == 0 {
-					s.SetAll(map[string]release.Entry{app: {FailedAt: at(w, i), Failures: i}})
+					s.SetAll(map[string]release.Entry{app: {FailedAt: at(w, i), Failures: i}}, time.Now())
 					s.SetMeta(release.Meta{Notices: release.Notices{Alerts: []release.Alert{{Title: strconv.Itoa(i)}}}})
 				}
 			}

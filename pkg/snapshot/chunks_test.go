@@ -119,8 +119,8 @@ func checkRendering(t *testing.T, r *snapshot.Rendering, apps []release.App, ent
 func TestManyApps(t *testing.T) {
 	t.Parallel()
 	apps, entries := fleet(70)
-	s := snapshot.New(apps, fakeclock.New(t0))
-	s.SetAll(entries)
+	s := snapshot.New(apps, fakeclock.New(t0.Add(24*time.Hour)))
+	s.SetAll(entries, time.Now())
 	m := release.Meta{AppRenames: []release.AppRename{}, RepoRenames: []release.RepoRename{},
 		Notices: release.Notices{Announcements: []release.Announcement{}, Alerts: []release.Alert{}}}
 	checkRendering(t, s.Current(), apps, entries, m)
@@ -157,8 +157,8 @@ func TestManyApps(t *testing.T) {
 func TestPollRebuildsOneChunk(t *testing.T) {
 	t.Parallel()
 	apps, entries := fleet(100)
-	s := snapshot.New(apps, fakeclock.New(t0))
-	s.SetAll(entries)
+	s := snapshot.New(apps, fakeclock.New(t0.Add(24*time.Hour)))
+	s.SetAll(entries, time.Now())
 	before := s.Current()
 	polled := apps[40].Key
 	e := entries[polled]
@@ -205,8 +205,8 @@ func TestPollRebuildsOneChunk(t *testing.T) {
 func TestETagOfOneSegment(t *testing.T) {
 	t.Parallel()
 	apps, entries := realisticApps()
-	s := snapshot.New(apps, fakeclock.New(t0))
-	s.SetAll(entries)
+	s := snapshot.New(apps, fakeclock.New(t0.Add(24*time.Hour)))
+	s.SetAll(entries, time.Now())
 	cur := s.Current()
 	if len(cur.Body) != 1 {
 		t.Fatalf("13 apps: %d segments, want 1", len(cur.Body))
@@ -218,7 +218,7 @@ func TestETagOfOneSegment(t *testing.T) {
 
 	many, manyEntries := fleet(50)
 	one, two := snapshot.New(many, nil), snapshot.New(many, nil)
-	one.SetAll(manyEntries)
+	one.SetAll(manyEntries, time.Now())
 	for _, a := range many { // one at a time: other renderings on the way
 		two.Set(a.Key, manyEntries[a.Key])
 	}
@@ -234,8 +234,8 @@ func BenchmarkPoll(b *testing.B) {
 	for _, n := range []int{13, 1000} {
 		b.Run(fmt.Sprintf("apps=%d", n), func(b *testing.B) {
 			apps, entries := fleet(n)
-			s := snapshot.New(apps, fakeclock.New(t0))
-			s.SetAll(entries)
+			s := snapshot.New(apps, fakeclock.New(t0.Add(24*time.Hour)))
+			s.SetAll(entries, time.Now())
 			key := apps[0].Key
 			e := entries[key]
 			b.ReportAllocs()
@@ -308,8 +308,8 @@ func notes(rnd *rand.Rand, words []string) string {
 // section compressed, the chunks that hold them joined, every ETag.
 func BenchmarkRender(b *testing.B) {
 	apps, entries := realisticApps()
-	s := snapshot.New(apps, fakeclock.New(t0))
-	s.SetAll(entries)
+	s := snapshot.New(apps, fakeclock.New(t0.Add(24*time.Hour)))
+	s.SetAll(entries, time.Now())
 	e := entries["photocraft"]
 	b.ReportAllocs()
 	for i := 0; b.Loop(); i++ {

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/storytold/craft-releases/pkg/snapshot"
 	"github.com/storytold/craft-releases/test/fakeclock"
@@ -27,7 +28,7 @@ const golden = "testdata/without-channel.golden"
 func TestAnswersWithoutTheChannel(t *testing.T) {
 	t.Parallel()
 	apps, entries := realisticApps()
-	s := snapshot.New(apps, fakeclock.New(t0))
+	s := snapshot.New(apps, fakeclock.New(t0.Add(24*time.Hour)))
 	var lines []string
 	add := func(state string, r *snapshot.Rendering) {
 		doc := func(name string, d snapshot.Doc) {
@@ -48,7 +49,7 @@ func TestAnswersWithoutTheChannel(t *testing.T) {
 		}
 		s.Set(k, e)
 	}
-	s.SetAll(entries)
+	s.SetAll(entries, time.Now())
 	add("warm", s.Current())
 	got := strings.Join(lines, "\n") + "\n"
 	if *update {

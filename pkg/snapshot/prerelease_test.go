@@ -41,11 +41,11 @@ func TestLatestPrerelease(t *testing.T) {
 		{"a release in the pre-release entry", nil, dated("v2", 1, false), ""},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			plain := snapshot.New([]release.App{photocraft, launcher}, fakeclock.New(t0))
-			s := snapshot.New([]release.App{channel, launcher}, fakeclock.New(t0))
+			plain := snapshot.New([]release.App{photocraft, launcher}, fakeclock.New(t0.Add(24*time.Hour)))
+			s := snapshot.New([]release.App{channel, launcher}, fakeclock.New(t0.Add(24*time.Hour)))
 			for _, sn := range []*snapshot.Snapshot{plain, s} {
 				sn.SetAll(map[string]release.Entry{"photocraft": {FetchedAt: t0, Release: tt.stable},
-					pre: {FetchedAt: t0.Add(time.Second), Release: tt.beta}, "artcraft-launcher": {FetchedAt: t0}})
+					pre: {FetchedAt: t0.Add(time.Second), Release: tt.beta}, "artcraft-launcher": {FetchedAt: t0}}, time.Now())
 			}
 			shown := "null"
 			if tt.want != "" {
@@ -87,7 +87,7 @@ func TestPrereleaseFreshness(t *testing.T) {
 	t.Parallel()
 	channel := photocraft
 	channel.Prereleases = true
-	s := snapshot.New([]release.App{channel}, fakeclock.New(t0))
+	s := snapshot.New([]release.App{channel}, fakeclock.New(t0.Add(24*time.Hour)))
 	s.Set("photocraft", release.Entry{FetchedAt: t0.Add(time.Minute), Release: dated("v1", 0, false)})
 	cur := s.Current()
 	if cur.Complete || cur.CacheControl != snapshot.CacheCold || cur.Apps["photocraft"].Fetched {
@@ -156,8 +156,8 @@ func BenchmarkChannelSize(b *testing.B) {
 			}
 			es[a.PrereleaseEntry().Key] = release.Entry{FetchedAt: t0, Release: pre}
 		}
-		s := snapshot.New(as, fakeclock.New(t0))
-		s.SetAll(es)
+		s := snapshot.New(as, fakeclock.New(t0.Add(24*time.Hour)))
+		s.SetAll(es, time.Now())
 		cur := s.Current()
 		return len(cur.Body.Bytes()), len(cur.Gzip.Bytes())
 	}

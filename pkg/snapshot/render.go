@@ -63,6 +63,14 @@ func (e appEntries) fetchedAt(a release.App) time.Time {
 	return e.pre.FetchedAt
 }
 
+// notAfter returns t, or now when t is later.
+func notAfter(t, now time.Time) time.Time {
+	if t.After(now) {
+		return now
+	}
+	return t
+}
+
 // change is what a rendering is given: the apps whose fetch moved, by
 // index into the apps, the renames and notices when they changed, and the
 // oldest fetch of all entries with whether every entry was fetched.
@@ -115,9 +123,12 @@ func inChunk[T any](s []T, i int) []T {
 	return s[min(i*appsPerChunk, len(s)):min((i+1)*appsPerChunk, len(s))]
 }
 
-// render applies c and returns the new rendering, built on prev (nil for the
-// first, which must change every app).
+// render applies c and returns the new rendering at now, built on prev (nil
+// for the first, which must change every app). No fetch time it shows is
+// later than now: a time from a clock that ran ahead shows as now, so that
+// nothing served is dated after the answer's Date (docs/wire.md, "What the fields mean in practice").
 func (r *renderer) render(c change, prev *Rendering, now time.Time) *Rendering {
+	c.oldest = notAfter(c.oldest, now)
 	dirtyJSON, dirtyHTML := map[int]bool{}, map[int]bool{}
 	if prev == nil {
 		// Every chunk, even one of no app.
@@ -132,7 +143,7 @@ func (r *renderer) render(c change, prev *Rendering, now time.Time) *Rendering {
 		}
 	}
 	for i, e := range c.entries {
-		r.update(i, e)
+		r.update(i, e, now)
 		dirtyJSON[pos[i]/appsPerChunk], dirtyHTML[i/appsPerChunk] = true, true
 	}
 	last := len(r.json) - 1
@@ -178,11 +189,12 @@ func (r *renderer) rendering(c change, prev *Rendering, now time.Time) *Renderin
 	return out
 }
 
-// update re-renders app i's pieces for e: its object and section only when
-// a release shown or whether it was fetched changed, its fetch time always.
-func (r *renderer) update(i int, e appEntries) {
+// update re-renders app i's pieces for e at now: its object and section only
+// when a release shown or whether it was fetched changed, its fetch time
+// always.
+func (r *renderer) update(i int, e appEntries, now time.Time) {
 	p, a := r.parts[i], r.apps[i]
-	fetchedAt := e.fetchedAt(a)
+	fetchedAt := notAfter(e.fetchedAt(a), now)
 	fetched, rel, pre := !fetchedAt.IsZero(), e.stable.Release, (*release.Release)(nil)
 	if a.Prereleases {
 		pre = release.LatestPrerelease(rel, e.pre.Release)

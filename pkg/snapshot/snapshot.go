@@ -143,18 +143,20 @@ func (s *Snapshot) Current() *Rendering { return s.cur.Load() }
 func (s *Snapshot) Renders() uint64 { return s.renders.Load() }
 
 // Set merges e into the entry of key (an app's, or its pre-release entry's:
-// release.Polled) under the merge law (release.Entry.Merge) and re-renders
-// when the served fetch changed: an older or equal fetch, a failure or a
-// claim renders nothing. A key that is not configured is ignored.
+// release.Polled) under the merge law (release.Entry.Merge), judged at the
+// snapshot's clock, and re-renders when the served fetch changed: an older or
+// equal fetch, a failure or a claim renders nothing. A key that is not
+// configured is ignored.
 func (s *Snapshot) Set(key string, e release.Entry) {
-	s.SetAll(map[string]release.Entry{key: e})
+	s.SetAll(map[string]release.Entry{key: e}, s.clock.Now())
 }
 
-// SetAll merges every entry as Set does, with at most one render for all of
-// them, and reports whether any entry moved forward in any part (a failure or
-// a claim too, which render nothing). This is the one place an API pod
-// applies the merge law.
-func (s *Snapshot) SetAll(entries map[string]release.Entry) bool {
+// SetAll merges every entry as Set does, judged at now (the fleet's time,
+// which may differ from the snapshot's clock: docs/redis.md, "Time you cannot
+// trust"), with at most one render for all of them, and reports whether any
+// entry moved forward in any part (a failure or a claim too, which render
+// nothing). This is the one place an API pod applies the merge law.
+func (s *Snapshot) SetAll(entries map[string]release.Entry, now time.Time) bool {
 	s.mu.Lock()
 	moved, fetched := false, false
 	for key, e := range entries {
@@ -162,13 +164,13 @@ func (s *Snapshot) SetAll(entries map[string]release.Entry) bool {
 		if !ok {
 			continue
 		}
-		merged := old.Merge(e)
+		merged := old.Merge(e, now)
 		if merged == old {
 			continue
 		}
 		s.entries[key], moved = merged, true
-		// Merge replaces the fetch part only with a strictly newer FetchedAt,
-		// so the time alone tells whether ETag or Release may have changed.
+		// Merge replaces the fetch part only along with its time, so the
+		// time alone tells whether ETag or Release may have changed.
 		if !merged.FetchedAt.Equal(old.FetchedAt) {
 			if s.pending.entries == nil {
 				s.pending.entries = map[int]appEntries{}

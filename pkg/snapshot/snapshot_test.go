@@ -20,7 +20,7 @@ import (
 var (
 	_ interface{ Set(string, release.Entry) } = (*snapshot.Snapshot)(nil)
 	_ interface {
-		SetAll(map[string]release.Entry) bool
+		SetAll(map[string]release.Entry, time.Time) bool
 	} = (*snapshot.Snapshot)(nil)
 )
 
@@ -52,7 +52,7 @@ func TestWireExample(t *testing.T) {
 	sum := "8a5edab282632443219e051e4ade2d1d5bbc671c781051bf1437897cbdfea0f1"
 	x64 := "x64"
 	const dl = "https://github.com/storytold/photocraft/releases/download/v0.5.0/"
-	s := snapshot.New([]release.App{photocraft, launcher}, fakeclock.New(t0))
+	s := snapshot.New([]release.App{photocraft, launcher}, fakeclock.New(t0.Add(24*time.Hour)))
 	s.Set("photocraft", release.Entry{
 		FetchedAt: t0.Add(123 * time.Millisecond),
 		ETag:      `"abc"`,
@@ -170,7 +170,7 @@ func TestSet(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s := snapshot.New([]release.App{photocraft, launcher}, fakeclock.New(t0))
+			s := snapshot.New([]release.App{photocraft, launcher}, fakeclock.New(t0.Add(time.Hour)))
 			if tt.before != (release.Entry{}) {
 				s.Set("photocraft", tt.before)
 			}
@@ -216,7 +216,7 @@ func TestSet(t *testing.T) {
 // older one through.
 func TestSetKeepsFailureAndClaim(t *testing.T) {
 	t.Parallel()
-	s := snapshot.New([]release.App{photocraft}, fakeclock.New(t0))
+	s := snapshot.New([]release.App{photocraft}, fakeclock.New(t0.Add(24*time.Hour)))
 	s.Set("photocraft", release.Entry{FailedAt: t0.Add(time.Hour), Failures: 2, ClaimedAt: t0.Add(time.Hour)})
 	s.Set("photocraft", release.Entry{FetchedAt: t0, Release: rel("v1")})
 	if got := s.Current().Apps["photocraft"].FetchedAt; !got.Equal(t0) {
@@ -288,11 +288,11 @@ func TestSetAll(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s := snapshot.New([]release.App{photocraft, launcher, filmcraft}, fakeclock.New(t0))
+			s := snapshot.New([]release.App{photocraft, launcher, filmcraft}, fakeclock.New(t0.Add(24*time.Hour)))
 			s.Set("photocraft", release.Entry{FetchedAt: t0, Release: rel("v1")})
 			renders := s.Renders()
 
-			if moved := s.SetAll(tt.entries); moved != tt.wantMoved {
+			if moved := s.SetAll(tt.entries, time.Now()); moved != tt.wantMoved {
 				t.Errorf("SetAll = %v, want %v", moved, tt.wantMoved)
 			}
 			if got := s.Renders() - renders; got != tt.wantRenders {
@@ -357,7 +357,7 @@ func TestLastFetched(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s := snapshot.New(tt.apps, fakeclock.New(t0))
+			s := snapshot.New(tt.apps, fakeclock.New(t0.Add(24*time.Hour)))
 			for app, at := range tt.fetched {
 				s.Set(app, release.Entry{FetchedAt: at})
 			}
@@ -391,7 +391,7 @@ func TestLastFetched(t *testing.T) {
 
 func TestEmptyListsRenderEmpty(t *testing.T) {
 	t.Parallel()
-	s := snapshot.New([]release.App{photocraft}, fakeclock.New(t0))
+	s := snapshot.New([]release.App{photocraft}, fakeclock.New(t0.Add(24*time.Hour)))
 	s.Set("photocraft", release.Entry{FetchedAt: t0, Release: &release.Release{Tag: "v1"}})
 	body := string(s.Current().Body.Bytes())
 	for _, want := range []string{
@@ -444,7 +444,7 @@ func TestSetMeta(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s := snapshot.New([]release.App{photocraft}, fakeclock.New(t0))
+			s := snapshot.New([]release.App{photocraft}, fakeclock.New(t0.Add(24*time.Hour)))
 			if tt.before != nil {
 				s.SetMeta(*tt.before)
 			}
@@ -466,7 +466,7 @@ func TestSetMeta(t *testing.T) {
 // cannot change what a later render serves.
 func TestSetMetaCopies(t *testing.T) {
 	t.Parallel()
-	s := snapshot.New([]release.App{photocraft}, fakeclock.New(t0))
+	s := snapshot.New([]release.App{photocraft}, fakeclock.New(t0.Add(24*time.Hour)))
 	renames := []release.RepoRename{{OldName: "storytold/a", NewName: "storytold/b"}}
 	s.SetMeta(release.Meta{RepoRenames: renames})
 	renames[0].NewName = "storytold/changed"
@@ -507,7 +507,7 @@ func TestNewListsConfiguredApps(t *testing.T) {
 
 func TestRepresentations(t *testing.T) {
 	t.Parallel()
-	s := snapshot.New([]release.App{photocraft, launcher}, fakeclock.New(t0))
+	s := snapshot.New([]release.App{photocraft, launcher}, fakeclock.New(t0.Add(24*time.Hour)))
 	first := s.Current()
 	s.Set("photocraft", release.Entry{FetchedAt: t0, Release: rel("v1")})
 	second := s.Current()
@@ -561,5 +561,36 @@ func TestRepresentations(t *testing.T) {
 	}
 	if got, want := twin.Current(), second; got.ETag != want.ETag || got.GzipETag != want.GzipETag {
 		t.Errorf("ETags of an identical snapshot: got %s/%s, want %s/%s", got.ETag, got.GzipETag, want.ETag, want.GzipETag)
+	}
+}
+
+// TestClockSetBack follows a pod through a fleet clock that ran an hour
+// ahead and was set back: what it served meanwhile is never dated after the
+// rendering, and once set back, an honest fetch replaces the one from the
+// future at once instead of an hour later.
+func TestClockSetBack(t *testing.T) {
+	t.Parallel()
+	clk := fakeclock.New(t0)
+	s := snapshot.New([]release.App{photocraft}, clk)
+	ahead := t0.Add(time.Hour)
+
+	s.SetAll(map[string]release.Entry{"photocraft": {FetchedAt: ahead, ETag: `"e1"`, Release: rel("v1")}}, ahead)
+	info := decode(t, s.Current())
+	p := info.ReleaseInfo.Apps["photocraft"]
+	if p.AppLastFetched == nil || !p.AppLastFetched.Equal(t0) {
+		t.Errorf("app_last_fetched of a fetch an hour ahead: got %v, want the rendering's time %v", p.AppLastFetched, t0)
+	}
+	if info.ReleaseInfo.LastFetched == nil || !info.ReleaseInfo.LastFetched.Equal(t0) {
+		t.Errorf("last_fetched: got %v, want %v", info.ReleaseInfo.LastFetched, t0)
+	}
+
+	clk.Advance(time.Minute)
+	now := clk.Now()
+	if !s.SetAll(map[string]release.Entry{"photocraft": {FetchedAt: now, ETag: `"e2"`, Release: rel("v2")}}, now) {
+		t.Fatalf("SetAll of an honest fetch after the clock was set back: moved nothing")
+	}
+	p = decode(t, s.Current()).ReleaseInfo.Apps["photocraft"]
+	if p.LatestRelease == nil || p.LatestRelease.Tag != "v2" || !p.AppLastFetched.Equal(now) {
+		t.Errorf("after the set back: got %+v at %v, want v2 at %v", p.LatestRelease, p.AppLastFetched, now)
 	}
 }

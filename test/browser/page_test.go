@@ -78,7 +78,7 @@ func apps(t testing.TB) *snapshot.Snapshot {
 			r.Prerelease, r.PublishedAt = true, release.NewTime(t0.Add(-2*time.Hour))
 			return r
 		}()},
-	})
+	}, time.Now())
 	s.Set("vectorcraft", release.Entry{FetchedAt: t0, Release: func() *release.Release {
 		r := rel("storytold/vectorcraft", "v2.1.0-beta.2", "VectorCraft 2.1 beta 2", "Beta: try the new pen tool.", "vectorcraft", "windows-x64.msi", "macos-arm64.dmg", "macos-x64.dmg", "linux-x86_64.deb")
 		r.Prerelease = true

@@ -105,9 +105,9 @@ func TestAPI(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			snap := snapshot.New(apps, fakeclock.New(t0))
+			snap := snapshot.New(apps, fakeclock.New(t0.Add(time.Hour)))
 			for _, e := range tt.entries {
-				snap.SetAll(e)
+				snap.SetAll(e, time.Now())
 			}
 			r := reg(apipod.NewAPI(snap, tt.hydrator))
 			scrape.Want(t, scrape.Samples(t, r), tt.want, "craft_api_")

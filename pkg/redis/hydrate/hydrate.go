@@ -36,11 +36,12 @@ const (
 
 // Sink receives what the Hydrator read. SetAll is called from Run's goroutine
 // only, with a map it may keep, holding each app's entry as read (the zero
-// Entry for an absent or unreadable hash); it merges them under the merge law
-// (release.Entry.Merge), so that nothing moves back in time, and reports
-// whether any entry moved forward (snapshot.Snapshot).
+// Entry for an absent or unreadable hash) and Redis's time at the read; it
+// merges them under the merge law judged at that time (release.Entry.Merge),
+// so that nothing moves back in time, and reports whether any entry moved
+// forward (snapshot.Snapshot).
 type Sink interface {
-	SetAll(map[string]release.Entry) bool
+	SetAll(entries map[string]release.Entry, now time.Time) bool
 }
 
 // MetaSink receives the renames and notices. SetMeta is called from Run's
@@ -389,7 +390,7 @@ func (h *Hydrator) read(ctx context.Context, c rueidis.Client, idx []int) error 
 		read[app.Key] = e
 	}
 	h.succeeded()
-	if len(read) > 0 && h.sink.SetAll(read) {
+	if len(read) > 0 && h.sink.SetAll(read, now) {
 		h.hydrations.Add(1)
 	}
 	if meta != nil {

@@ -729,12 +729,12 @@ func newSink() *fakeSink {
 	return &fakeSink{entries: map[string]release.Entry{}, changed: make(chan struct{}, 1)}
 }
 
-func (s *fakeSink) SetAll(m map[string]release.Entry) bool {
+func (s *fakeSink) SetAll(m map[string]release.Entry, now time.Time) bool {
 	s.mu.Lock()
 	moved := false
 	for app, e := range m {
-		if cur := s.entries[app]; cur.Merge(e) != cur {
-			s.entries[app], moved = cur.Merge(e), true
+		if cur := s.entries[app]; cur.Merge(e, now) != cur {
+			s.entries[app], moved = cur.Merge(e, now), true
 		}
 	}
 	if moved {

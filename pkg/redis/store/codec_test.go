@@ -35,8 +35,8 @@ func TestDecodeApp(t *testing.T) {
 	fetched := release.Entry{FetchedAt: noon, ETag: `"e"`, Release: v1}
 	failed := release.Entry{FailedAt: noon.Add(time.Minute), Failures: 2}
 	claimed := release.Entry{ClaimedAt: noon.Add(-time.Minute)}
-	all := fetched.Merge(failed).Merge(claimed)
-	unfetched := failed.Merge(claimed)
+	all := fetched.Merge(failed, now).Merge(claimed, now)
+	unfetched := failed.Merge(claimed, now)
 
 	poisoned := func(from, to string) string { return strings.Replace(relJSON, from, to, 1) }
 	tests := []struct {
@@ -51,9 +51,9 @@ func TestDecodeApp(t *testing.T) {
 		{"no version", full("v", "<del>"), release.Entry{}, false},
 		{"another version", full("v", "2"), release.Entry{}, false},
 		{"version with a space", full("v", "1 "), release.Entry{}, false},
-		{"fetch of no release", full("release", "null", "etag", ""), unfetched.Merge(release.Entry{FetchedAt: noon}), false},
+		{"fetch of no release", full("release", "null", "etag", ""), unfetched.Merge(release.Entry{FetchedAt: noon}, now), false},
 		{"no etag", full("etag", "<del>"), unfetched, false},
-		{"empty etag", full("etag", ""), unfetched.Merge(release.Entry{FetchedAt: noon, Release: v1}), false},
+		{"empty etag", full("etag", ""), unfetched.Merge(release.Entry{FetchedAt: noon, Release: v1}, now), false},
 		{"no release", full("release", "<del>"), unfetched, false},
 		{"empty release", full("release", ""), unfetched, true},
 		{"cut release", full("release", "{"), unfetched, true},
@@ -70,9 +70,9 @@ func TestDecodeApp(t *testing.T) {
 		{"release over the bound", full("release", `{"tag":"`+strings.Repeat("v", release.MaxEncoded)+`"}`), unfetched, true},
 		{"fetch an hour ahead", full("fetched_ms", ms(now.Add(time.Hour))), unfetched, true},
 		{"fetch just within the margin", full("fetched_ms", ms(now.Add(release.MaxSkew))),
-			unfetched.Merge(release.Entry{FetchedAt: now.Add(release.MaxSkew), ETag: `"e"`, Release: v1}), false},
-		{"failure an hour ahead", full("failed_ms", ms(now.Add(time.Hour))), fetched.Merge(claimed), true},
-		{"claim an hour ahead", full("claimed_ms", ms(now.Add(time.Hour))), fetched.Merge(failed), true},
+			unfetched.Merge(release.Entry{FetchedAt: now.Add(release.MaxSkew), ETag: `"e"`, Release: v1}, now), false},
+		{"failure an hour ahead", full("failed_ms", ms(now.Add(time.Hour))), fetched.Merge(claimed, now), true},
+		{"claim an hour ahead", full("claimed_ms", ms(now.Add(time.Hour))), fetched.Merge(failed, now), true},
 		{"a run of 404s", full("notfound_since_ms", ms(noon), "notfound", "2"),
 			withNotFound(all, noon, 2), false},
 		{"a run of 404s longer than the failures", full("notfound_since_ms", ms(noon), "notfound", "3"), all, false},
@@ -84,17 +84,17 @@ func TestDecodeApp(t *testing.T) {
 		{"fetch time with a plus", full("fetched_ms", "+"+ms(noon)), unfetched, false},
 		{"fetch time with a space", full("fetched_ms", ms(noon)+" "), unfetched, false},
 		{"fetch time in seconds", full("fetched_ms", strconv.FormatInt(noon.Unix(), 10)),
-			unfetched.Merge(release.Entry{FetchedAt: time.UnixMilli(noon.Unix()).UTC(), ETag: `"e"`, Release: v1}), false},
+			unfetched.Merge(release.Entry{FetchedAt: time.UnixMilli(noon.Unix()).UTC(), ETag: `"e"`, Release: v1}, now), false},
 		{"fetch time of 19 digits", full("fetched_ms", "1000000000000000000"), unfetched, false},
 		{"fetch time as a float", full("fetched_ms", "1.7e12"), unfetched, false},
-		{"no failure", full("failed_ms", "<del>", "failures", "<del>"), fetched.Merge(claimed), false},
-		{"failure time garbage", full("failed_ms", "x"), fetched.Merge(claimed), false},
+		{"no failure", full("failed_ms", "<del>", "failures", "<del>"), fetched.Merge(claimed, now), false},
+		{"failure time garbage", full("failed_ms", "x"), fetched.Merge(claimed, now), false},
 		{"failures missing", full("failures", "<del>"), withFailures(all, 1), false},
 		{"failures zero", full("failures", "0"), withFailures(all, 1), false},
 		{"failures negative", full("failures", "-3"), withFailures(all, 1), false},
 		{"failures garbage", full("failures", "many"), withFailures(all, 1), false},
-		{"failures without a failure", full("failed_ms", "<del>", "failures", "7"), fetched.Merge(claimed), false},
-		{"claim garbage", full("claimed_ms", "soon"), fetched.Merge(failed), false},
+		{"failures without a failure", full("failed_ms", "<del>", "failures", "7"), fetched.Merge(claimed, now), false},
+		{"claim garbage", full("claimed_ms", "soon"), fetched.Merge(failed, now), false},
 	}
 	for _, tt := range tests {
 		got, err := DecodeApp(repo, tt.h, now)
