@@ -32,13 +32,23 @@ func listJSON(t testing.TB, rs ...fakegithub.Release) []byte {
 }
 
 // TestParsePrereleases: the newest dated prerelease that is no draft is
-// chosen, wherever it is listed; a list without one gives nil.
+// chosen, wherever it is listed, unless a dated stable release of the list
+// that is no draft was published with it or after it; a list without one
+// gives nil.
 func TestParsePrereleases(t *testing.T) {
 	draft := pre("v3.0.0-beta.1", 5)
 	draft.Draft, draft.PublishedAt = true, nil
 	undated := pre("v2.5.0-beta.1", 0)
 	undated.PublishedAt = nil
 	stable := fakegithub.NewRelease(repo, "v1.0.0")
+	promoted := pre("v2.0.0-rc.1", 2) // promoted in place: published when it was a pre-release
+	promoted.Prerelease = false
+	draftStable := pre("v2.0.0", 3)
+	draftStable.Draft, draftStable.Prerelease = true, false
+	undatedStable := pre("v2.0.0", 3)
+	undatedStable.Prerelease, undatedStable.PublishedAt = false, nil
+	sameTime := pre("v2.0.0", 1)
+	sameTime.Prerelease = false
 	for _, tt := range []struct {
 		name string
 		list []fakegithub.Release
@@ -48,6 +58,11 @@ func TestParsePrereleases(t *testing.T) {
 		{"two prereleases", []fakegithub.Release{pre("v2.0.0-beta.1", 1), pre("v2.0.0-beta.2", 2)}, "v2.0.0-beta.2"},
 		{"equals: the first listed", []fakegithub.Release{pre("v2.0.0-rc.1", 2), pre("v2.0.0-beta.2", 2)}, "v2.0.0-rc.1"},
 		{"none at all", []fakegithub.Release{stable}, ""},
+		{"promoted in place", []fakegithub.Release{promoted, pre("v2.0.0-rc.0", 1), stable}, ""},
+		{"newer than the promoted one", []fakegithub.Release{pre("v2.0.0-rc.2", 3), promoted, pre("v2.0.0-rc.0", 1)}, "v2.0.0-rc.2"},
+		{"a stable published with it", []fakegithub.Release{pre("v2.0.0-rc.0", 1), sameTime}, ""},
+		{"a newer draft stable", []fakegithub.Release{draftStable, pre("v2.0.0-rc.0", 1)}, "v2.0.0-rc.0"},
+		{"a newer undated stable", []fakegithub.Release{undatedStable, pre("v2.0.0-rc.0", 1)}, "v2.0.0-rc.0"},
 		{"an empty list", nil, ""},
 		{"only undated and drafts", []fakegithub.Release{undated, draft}, ""},
 		{"past the tenth", append(make([]fakegithub.Release, 0, 11),
@@ -99,6 +114,7 @@ func FuzzParsePrereleases(f *testing.F) {
 	f.Add([]byte(`[{"draft":true},{"prerelease":true,"published_at":"2026-01-01T00:00:00Z","tag_name":"v1"}]`))
 	f.Add([]byte(`[{"prerelease":true,"published_at":"2026-01-01T00:00:00Z","tag_name":".."}]`))
 	f.Add([]byte(`[] `))
+	f.Add([]byte(`[{"prerelease":false,"published_at":"2026-01-02T00:00:00Z"},{"prerelease":true,"published_at":"2026-01-01T00:00:00Z","tag_name":"v1"}]`))
 	f.Fuzz(func(t *testing.T, body []byte) {
 		r, err := github.ParsePrereleases(repo, body)
 		switch {
@@ -108,6 +124,18 @@ func FuzzParsePrereleases(f *testing.F) {
 			checkRelease(t, repo, r)
 			if !r.Prerelease || r.PublishedAt == nil {
 				t.Errorf("chose %+v: not a dated prerelease", r)
+			}
+			var list []struct {
+				Draft, Prerelease bool
+				PublishedAt       *release.Time `json:"published_at"`
+			}
+			if err := json.Unmarshal(body, &list); err != nil {
+				t.Fatalf("chose %s from a list that does not decode: %v", r.Tag, err)
+			}
+			for _, l := range list[:min(len(list), github.ListSize)] {
+				if !l.Draft && !l.Prerelease && l.PublishedAt != nil && !l.PublishedAt.IsZero() && !r.PublishedAt.After(l.PublishedAt.Time) {
+					t.Errorf("chose %s, published %v, beside a stable release published %v", r.Tag, r.PublishedAt, l.PublishedAt)
+				}
 			}
 		}
 	})

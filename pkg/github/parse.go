@@ -154,11 +154,16 @@ type listed struct {
 // ParseRelease returns it, or nil when there is none: of the first
 // ListSize releases, the one with the latest published_at among those that
 // are not drafts, are marked prerelease and have a published_at (the first
-// listed of equals). It fails on anything but a JSON array of objects, on a
-// draft, prerelease or published_at of the wrong JSON type in any of them,
-// and when the one chosen fails ParseRelease, so that a bad answer never
-// replaces a good pre-release with an older one. Releases past ListSize are
-// not read. It is safe for concurrent use.
+// listed of equals), unless a dated stable release of the list (no draft,
+// no prerelease) was published at the same time or after it. The list is
+// then its own proof that the pre-release is superseded, even while
+// releases/latest still serves an older stable release (a pre-release
+// promoted in place). It fails on anything but a JSON array of objects, on
+// a draft, prerelease or published_at of the wrong JSON type in any of
+// them, and when the one chosen fails ParseRelease, so that a bad answer
+// never replaces a good pre-release with an older one. Releases past
+// ListSize are not read. It is safe for concurrent use; see docs/github.md,
+// "Parsing the release list".
 func ParsePrereleases(repo string, body []byte) (*release.Release, error) {
 	var list []json.RawMessage
 	if err := json.Unmarshal(body, &list); err != nil {
@@ -167,8 +172,8 @@ func ParsePrereleases(repo string, body []byte) (*release.Release, error) {
 	if list == nil {
 		return nil, errors.New("decode release list: null, not an array")
 	}
-	newest := -1
-	var newestAt release.Time
+	newest, stable := -1, false
+	var newestAt, stableAt release.Time
 	for i, raw := range list[:min(len(list), ListSize)] {
 		var l listed
 		if len(raw) == 0 || raw[0] != '{' {
@@ -177,14 +182,20 @@ func ParsePrereleases(repo string, body []byte) (*release.Release, error) {
 		if err := json.Unmarshal(raw, &l); err != nil {
 			return nil, fmt.Errorf("decode release %d of the list: %w", i, err)
 		}
-		if l.Draft || !l.Prerelease || l.PublishedAt == nil || l.PublishedAt.IsZero() {
+		if l.Draft || l.PublishedAt == nil || l.PublishedAt.IsZero() {
+			continue
+		}
+		if !l.Prerelease {
+			if !stable || l.PublishedAt.After(stableAt.Time) {
+				stable, stableAt = true, *l.PublishedAt
+			}
 			continue
 		}
 		if newest < 0 || l.PublishedAt.After(newestAt.Time) {
 			newest, newestAt = i, *l.PublishedAt
 		}
 	}
-	if newest < 0 {
+	if newest < 0 || stable && !newestAt.After(stableAt.Time) {
 		return nil, nil
 	}
 	rel, err := ParseRelease(repo, list[newest])

@@ -404,12 +404,14 @@ func (h *Hydrator) read(ctx context.Context, c rueidis.Client, idx []int) error 
 }
 
 // skewed notes the pod's clock offset to Redis's, warning once when it
-// grows past release.MaxSkew and telling when it is back within.
+// grows past release.MaxSkew and telling when it is back within. The
+// warning is the poller's, with the same fields (docs/operations.md, "A
+// clock off Redis's"): a pod always tells time by Redis beyond MaxSkew.
 func (h *Hydrator) skewed(offset time.Duration) {
 	was := time.Duration(h.offset.Swap(int64(offset))).Abs() > release.MaxSkew
 	switch is := offset.Abs() > release.MaxSkew; {
 	case is && !was:
-		h.log.Warn("clock differs from redis's, telling time by redis", zap.Duration("offset", offset))
+		h.log.Warn("clock differs from redis's", zap.Duration("offset", offset), zap.Bool("telling_time_by_redis", true))
 	case was && !is:
 		h.log.Info("clock agrees with redis's again", zap.Duration("offset", offset))
 	}

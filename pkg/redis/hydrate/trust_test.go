@@ -55,7 +55,7 @@ func TestRefusedHashes(t *testing.T) {
 
 // TestPodClockBehind: a pod whose clock runs an hour behind tells time by
 // Redis, so that it believes the pollers' honest times instead of refusing
-// them as future; it says so once, and exports the offset.
+// them as future; it says so once, as a poller does, and exports the offset.
 func TestPodClockBehind(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t)
@@ -70,8 +70,12 @@ func TestPodClockBehind(t *testing.T) {
 	if off := hs.h.Counts().ClockOffset; (off + time.Hour).Abs() > 5*time.Second {
 		t.Errorf("clock offset %v, want about -1h", off)
 	}
-	if n := hs.logs.FilterMessage("clock differs from redis's, telling time by redis").Len(); n != 1 {
-		t.Errorf("warned %d times, want once", n)
+	warned := hs.logs.FilterMessage("clock differs from redis's").All()
+	if len(warned) != 1 {
+		t.Fatalf("warned %d times, want once", len(warned))
+	}
+	if got := warned[0].ContextMap()["telling_time_by_redis"]; got != true {
+		t.Errorf("telling_time_by_redis = %v, want true: the runbook's query reads it", got)
 	}
 	if n := hs.h.Counts().Refused; n != 0 {
 		t.Errorf("refused %d reads, want none", n)
