@@ -28,6 +28,7 @@ type Server struct {
 	cmd  *exec.Cmd
 	ca   *CA         // StartTLS's: the server listens on TLS only, with a certificate ca signed
 	tls  *tls.Config // StartTLS's: how Do, Query and Info reach it
+	env  []string    // StartShifted's: added to the environment redis-server inherits
 }
 
 // Start runs redis-server on a free loopback port with the extra config
@@ -109,6 +110,9 @@ func (s *Server) launch() error {
 		"--dir", s.t.TempDir(), "--protected-mode", "no",
 	), s.args...)
 	cmd := exec.Command("redis-server", args...)
+	if s.env != nil {
+		cmd.Env = append(os.Environ(), s.env...)
+	}
 	// A file, not a buffer: no goroutine copies it, so tests that count
 	// goroutines see none of the server's.
 	out, err := os.CreateTemp(s.t.TempDir(), "redis-server-*.log")
