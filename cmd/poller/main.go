@@ -148,7 +148,8 @@ func poll(ctx context.Context, cfg config.Poller, host string, log *zap.Logger) 
 	return nil
 }
 
-// newStore returns the fleet's Store on client and makes it pc's Fleet. The
+// newStore returns the fleet's Store on client and makes it pc's Fleet, each
+// read of the fleet's state bounded by client's call timeout. The
 // poller and its Store tell one time: Redis's, once a node's clock is off by
 // more than release.MaxSkew.
 func newStore(client *redis.Conn, host string, cfg config.Poller, log *zap.Logger, observer *metrics.Poller, pc *poller.Config) *store.Store {
@@ -156,7 +157,7 @@ func newStore(client *redis.Conn, host string, cfg config.Poller, log *zap.Logge
 	pc.Clock = fleetClock
 	st := store.New(client, host, cfg.Polled(), store.WithLogger(log), store.WithModeObserver(observer.WritePath),
 		store.WithClock(fleetClock), store.WithRefusals(store.NewRefusals(log, observer.Refused)))
-	pc.Fleet = st
+	pc.Fleet, pc.ReadTimeout = st, client.Timeout()
 	return st
 }
 

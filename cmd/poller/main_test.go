@@ -8,10 +8,12 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/storytold/craft-releases/pkg/config"
 	"github.com/storytold/craft-releases/pkg/redis/store"
 	"github.com/storytold/craft-releases/test/fakegithub"
+	"github.com/storytold/craft-releases/test/fakeredis"
 	"github.com/storytold/craft-releases/test/redistest"
 	"github.com/storytold/craft-releases/test/testkit"
 )
@@ -109,6 +111,27 @@ func TestPollerStartsWithRedisDownAndCarriesOnStandalone(t *testing.T) {
 	})
 	if n := strings.Count(logs.String(), "redis unavailable"); n != 1 {
 		t.Errorf("got %d redis warnings, want exactly 1 within 10 minutes", n)
+	}
+}
+
+// TestPollerWithASilentRedis: against a Redis that shakes hands and then
+// never answers, the start-up load and the first tick's each give up at the
+// call timeout, the clock's measure included, so that GitHub is asked two
+// timeouts after the start (not four).
+func TestPollerWithASilentRedis(t *testing.T) {
+	t.Parallel()
+	const timeout = time.Second
+	gh := fakegithub.New(t)
+	gh.Publish("storytold/photocraft", fakegithub.NewRelease("storytold/photocraft", "v1.0.0"))
+	vars := env(gh, fakeredis.StartSilent(t).URL()+"?write_timeout="+timeout.String())
+	vars["CRAFT_APPS_RELEASE_TICK_SECS"] = "30"
+	began := time.Now()
+	startPoller(t, vars)
+	testkit.Eventually(t, "GitHub is asked", func() bool { return gh.Count("storytold/photocraft") >= 1 })
+	took := time.Since(began)
+	t.Logf("GitHub asked %v after the start, with a call timeout of %v", took, timeout)
+	if took >= 3*timeout {
+		t.Errorf("GitHub asked %v after the start, want about two call timeouts (%v)", took, 2*timeout)
 	}
 }
 

@@ -115,7 +115,7 @@ func NewPoller(apps []release.App) *Poller {
 		interval: gauge("craft_poller_effective_interval_seconds",
 			"The interval the poller schedules apps at: the configured one, or longer while GitHub's quota paces it."),
 		entriesRefused: counterVec("craft_poller_redis_entries_refused_total",
-			"Reads of an app's Redis hash refused: a release that fails the trust check, an oversized field, a time in the future.", "app"),
+			"Reads of an app's Redis hash refused: a release that fails the trust check, an oversized field, a time in the future; or of its webhook refresh request, for an oversized field.", "app"),
 		deferred: counterVec("craft_poller_webhook_refreshes_deferred_total",
 			"Webhook refresh requests that did not cost a GitHub request at once: coalesced into a newer one, or held back by the app's or the fleet's refresh budget.", "reason"),
 		failures: gaugeVec("craft_poller_app_failures",
@@ -314,8 +314,8 @@ func (p *Poller) ClockOffset(d time.Duration) { p.clockOffset.Set(d.Seconds()) }
 // Paced sets the effective interval.
 func (p *Poller) Paced(d time.Duration) { p.interval.Set(d.Seconds()) }
 
-// Refused counts a refused read of app's hash; it is the store's count of
-// store.Refusals.
+// Refused counts a refused read of app's hash or refresh request; it is the
+// store's count of store.Refusals.
 func (p *Poller) Refused(app string) {
 	if _, ok := p.apps[app]; ok {
 		p.entriesRefused.WithLabelValues(app).Inc()

@@ -82,6 +82,11 @@ type Config struct {
 	// uncoordinated: nothing is read from the Fleet, but every result is still
 	// shared with the guarded writes.
 	Coordinate bool
+	// ReadTimeout, when positive, bounds each read of the fleet's state as
+	// a whole: the clock's measure and the load share one deadline, so that
+	// a Redis gone silent costs a tick one timeout, not one a call. It is
+	// the Fleet's call timeout (docs/redis.md, "Clients and timeouts").
+	ReadTimeout time.Duration
 
 	// QuotaPerHour is GitHub's hourly quota for the token, or 0 when unknown
 	// (another API than GitHub's own): with what GitHub's answers say is
@@ -115,6 +120,7 @@ type Poller struct {
 	timing  schedule.Timing
 	source  Source
 	fleet   Fleet
+	reads   time.Duration // Config.ReadTimeout
 	mode    Mode
 	sink    Sink
 	changes func(app string, old, new *release.Release)
@@ -166,6 +172,7 @@ func New(c Config) (*Poller, error) {
 		timing:    c.Timing,
 		source:    c.Source,
 		fleet:     c.Fleet,
+		reads:     c.ReadTimeout,
 		mode:      Standalone,
 		sink:      c.Sink,
 		changes:   c.Changes,
@@ -286,11 +293,17 @@ func (p *Poller) idle(ctx context.Context, d time.Duration) bool {
 
 // load merges every app's shared entry into memory and takes the fleet's
 // backoff as ours. It returns the shared entries as read, and whether the
-// read worked.
+// read worked. The clock's measure and the load end by one deadline,
+// Config.ReadTimeout from now.
 func (p *Poller) load(ctx context.Context) (map[string]release.Entry, bool) {
-	p.tellTime(ctx)
+	reads, cancel := ctx, context.CancelFunc(func() {})
+	if p.reads > 0 {
+		reads, cancel = context.WithTimeout(ctx, p.reads)
+	}
+	defer cancel()
 	start := p.timer.Now()
-	shared, b, err := p.fleet.Load(ctx, p.keys)
+	p.tellTime(reads)
+	shared, b, err := p.fleet.Load(reads, p.keys)
 	if err != nil {
 		p.redisDown(ctx, OpLoad, err, start)
 		return nil, false

@@ -217,7 +217,7 @@ func (s *sim) add(name string, mc memberConfig) *member {
 		}
 		m.client = client
 		m.store = store.New(client, name, s.apps)
-		cfg.Fleet = m.store
+		cfg.Fleet, cfg.ReadTimeout = m.store, client.Timeout()
 	}
 	m.p, err = poller.New(cfg)
 	if err != nil {

@@ -16,13 +16,12 @@ const (
 	// PollerACL: the claims, fetches, 304s, failures and meta through the
 	// guarded-write script (EVALSHA, EVAL, and the commands it calls) or
 	// WATCH/MULTI/EXEC where scripts are refused; the backoff in a
-	// MULTI/EXEC; the bounded reads (HSTRLEN, then HMGET) and status reads
-	// with their TTLs; TIME, the fleet's clock; the cluster's topology;
-	// the webhook's refresh requests (HGETALL, and SUBSCRIBE to
-	// RefreshChannel).
+	// MULTI/EXEC; the bounded reads (HSTRLEN, then HMGET), of the webhook's
+	// refresh requests too, and status reads with their TTLs; TIME, the
+	// fleet's clock; the cluster's topology; SUBSCRIBE to RefreshChannel.
 	PollerACL = "on resetkeys ~craftApps:releases:* resetchannels &craftApps:releases:refresh -@all " +
 		"+hello +ping +role +cluster|slots +cluster|shards " +
-		"+hgetall +hmget +hget +hstrlen +type +pttl " +
+		"+hmget +hget +hstrlen +type +pttl " +
 		"+hset +del +pexpire +evalsha +eval +watch +unwatch +multi +exec +subscribe +time"
 
 	// APIACL: read-only keys (%R~), and only the reads of the hydrator:

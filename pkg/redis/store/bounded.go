@@ -20,10 +20,11 @@ var (
 		fieldNotFoundSinceMS, fieldNotFound, fieldClaimedMS, fieldBy}
 	backoffFields = []string{fieldV, fieldUntilMS, fieldTrouble, fieldBy}
 	metaFields    = []string{fieldV, fieldReadMS, fieldAppRenames, fieldRepoRenames, fieldAnnouncements, fieldAlerts, fieldBy}
+	refreshFields = []string{fieldV, fieldAtMS, fieldTag, fieldBy}
 )
 
 // maxSmallField bounds every field but the release and the meta lists: a
-// time, a count, an ETag (at most 256 bytes from GitHub), a hostname.
+// time, a count, an ETag (at most 256 bytes from GitHub), a tag, a hostname.
 const maxSmallField = 1024
 
 // fieldLimit is the longest value of field that a reader reads.

@@ -295,20 +295,6 @@ func hset(b rueidis.Builder, key string, pairs []string) rueidis.Completed {
 	return fv.Build()
 }
 
-// readHash reads an HGETALL reply. A key that holds another type reads as
-// absent and is to be replaced by the next write, as is a hash of another
-// format version.
-func readHash(r rueidis.RedisResult) (h map[string]string, replace bool, err error) {
-	h, err = r.AsStrMap()
-	if err != nil {
-		if re, ok := rueidis.IsRedisErr(err); ok && strings.HasPrefix(re.Error(), "WRONGTYPE") {
-			return nil, true, nil
-		}
-		return nil, false, err
-	}
-	return h, len(h) > 0 && h[fieldV] != formatVersion, nil
-}
-
 // scriptRefused reports whether err is Redis refusing the guard script itself
 // (the user lacks @scripting, EVAL or EVALSHA is renamed away or disabled),
 // as opposed to an ordinary failure: unreachable, timeout, BUSY, OOM,

@@ -122,7 +122,10 @@ func (s *Store) forget(ctx context.Context, c rueidis.Client, keys []string) {
 }
 
 // Refreshes reads the pending refresh request of each of apps in one
-// pipeline. Apps without one (or with an unreadable one) are left out.
+// pipeline, bounded as every hash (ReadBounded). Apps without one (or with an
+// unreadable one) are left out; a request with a field over its bound is
+// left unread and told to the Store's Refusals (docs/operations.md, "A
+// refresh request refused").
 func (s *Store) Refreshes(ctx context.Context, apps []string) (map[string]release.Refresh, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.conn.Timeout())
 	defer cancel()
@@ -130,17 +133,22 @@ func (s *Store) Refreshes(ctx context.Context, apps []string) (map[string]releas
 	if err != nil {
 		return nil, fmt.Errorf("read refreshes: %w", err)
 	}
-	cmds := make(rueidis.Commands, len(apps))
+	reads := make([]Read, len(apps))
 	for i, app := range apps {
-		cmds[i] = c.B().Hgetall().Key(RefreshKey(app)).Build()
+		reads[i] = Read{Key: RefreshKey(app), Fields: refreshFields}
+	}
+	hashes, err := ReadBounded(ctx, c, reads, 0)
+	if err != nil {
+		return nil, fmt.Errorf("read refreshes: %w", err)
 	}
 	out := make(map[string]release.Refresh)
-	for i, res := range c.DoMulti(ctx, cmds...) {
-		h, _, err := readHash(res)
-		if err != nil {
-			return nil, fmt.Errorf("read refreshes: %w", err)
+	for i, b := range hashes {
+		over := b.Err()
+		s.refusals.NoteRefresh(apps[i], b.Hash, over)
+		if over != nil {
+			continue
 		}
-		if r, ok := DecodeRefresh(h); ok {
+		if r, ok := DecodeRefresh(b.Hash); ok {
 			out[apps[i]] = r
 		}
 	}

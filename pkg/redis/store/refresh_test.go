@@ -3,9 +3,14 @@ package store
 import (
 	"context"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/storytold/craft-releases/pkg/release"
 	"github.com/storytold/craft-releases/test/fakeclock"
@@ -130,6 +135,74 @@ func TestDecodeRefresh(t *testing.T) {
 		if _, ok := DecodeRefresh(tt.h); ok != tt.ok {
 			t.Errorf("%s: ok %v, want %v", tt.name, ok, tt.ok)
 		}
+	}
+}
+
+// TestOversizedRefreshIsNotRead: a refresh request with a field over its
+// bound (the API pods' user may write these keys) is ignored from its length
+// alone, reading a few bytes, not the value; each read of it is counted and
+// the first logged. A field no request has is never read, and a key of
+// another type reads as no request.
+func TestOversizedRefreshIsNotRead(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	a := newAdmin(t, srv)
+	core, logs := observer.New(zapcore.WarnLevel)
+	counted := map[string]int{}
+	s := newStore(t, pollerURL(t, srv), WithRefusals(NewRefusals(zap.New(core), func(app string) { counted[app]++ })))
+	ctx := context.Background()
+	big := strings.Repeat("v", 16<<20)
+	tests := []struct {
+		name  string
+		field string // the field of 16 MiB; "" for a key of another type
+		want  bool   // the request is read
+	}{
+		{"v", "v", false},
+		{"at_ms", "at_ms", false},
+		{"tag", "tag", false},
+		{"by", "by", false},
+		{"a field no request has", "junk", true},
+		{"a key of another type", "", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			// A writer of its own: a refusal is logged once per writer.
+			a.seed(srv, RefreshKey("photocraft"), tt.field == "", []string{"v", "1", "at_ms", ms(t0), "tag", "v1", "by", "intruder-" + tt.name})
+			if tt.field != "" {
+				a.hset(RefreshKey("photocraft"), tt.field, big)
+			}
+			a.hset(RefreshKey("filmcraft"), "v", "1", "at_ms", ms(t0), "tag", "v2")
+			logs.TakeAll()
+			clear(counted)
+			for range 3 {
+				sent := netOutput(t, srv)
+				got, err := s.Refreshes(ctx, []string{"photocraft", "filmcraft"})
+				if err != nil {
+					t.Fatal(err)
+				}
+				n := netOutput(t, srv) - sent
+				t.Logf("Redis sent %d bytes for one read of both requests", n)
+				if n > 64<<10 {
+					t.Fatalf("Redis sent %d bytes to read two requests, want a few KiB: the value was read", n)
+				}
+				if _, ok := got["photocraft"]; ok != tt.want {
+					t.Errorf("photocraft's request read %v, want %v", ok, tt.want)
+				}
+				if got["filmcraft"].Tag != "v2" {
+					t.Errorf("filmcraft's request: got %+v, want its tag v2", got["filmcraft"])
+				}
+			}
+			over := !tt.want && tt.field != ""
+			if want := map[bool]int{true: 3}[over]; counted["photocraft"] != want || len(counted) > 1 {
+				t.Errorf("counted %v, want %d for photocraft", counted, want)
+			}
+			if got, want := logs.FilterMessage("redis refresh request refused, ignoring it").FilterField(zap.String("app", "photocraft")).Len(), map[bool]int{true: 1}[over]; got != want {
+				t.Errorf("logged the refusal %d times, want %d", got, want)
+			}
+		})
+	}
+	if denied := srv.Denied(); len(denied) > 0 {
+		t.Errorf("ACL LOG: %q", denied)
 	}
 }
 

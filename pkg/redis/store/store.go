@@ -68,8 +68,8 @@ func WithLogger(log *zap.Logger) Option {
 	}
 }
 
-// WithRefusals gives New where to tell of app hashes it refused to read
-// (nil: nowhere).
+// WithRefusals gives New where to tell of app hashes and refresh requests
+// it refused to read (nil: nowhere).
 func WithRefusals(r *Refusals) Option {
 	return func(s *Store) { s.refusals = r }
 }
