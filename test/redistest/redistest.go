@@ -28,7 +28,7 @@ type Server struct {
 	cmd  *exec.Cmd
 	ca   *CA         // StartTLS's: the server listens on TLS only, with a certificate ca signed
 	tls  *tls.Config // StartTLS's: how Do, Query and Info reach it
-	env  []string    // StartShifted's: added to the environment redis-server inherits
+	env  []string    // a Shift's: added to the environment redis-server inherits
 }
 
 // Start runs redis-server on a free loopback port with the extra config
@@ -36,10 +36,15 @@ type Server struct {
 // answers PING. It fails the test when redis-server is missing or does not start.
 func Start(t testing.TB, args ...string) *Server {
 	t.Helper()
+	return start(t, &Server{t: t, args: args})
+}
+
+// start starts s, set up by its caller, and stops it when the test ends.
+func start(t testing.TB, s *Server) *Server {
+	t.Helper()
 	if _, err := exec.LookPath("redis-server"); err != nil {
 		t.Fatalf("redis-server not found (the test task installs it: apt-get install redis-server): %v", err)
 	}
-	s := &Server{t: t, args: args}
 	s.startFresh()
 	t.Cleanup(s.Stop)
 	return s

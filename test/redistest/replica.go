@@ -13,7 +13,7 @@ import (
 // link to the primary is up. It is stopped by t.Cleanup. A primary started
 // with "--repl-diskless-sync-delay", "0" syncs a replica at once instead of
 // after 5 s. The replica of a StartTLS primary is a StartTLS server with the
-// same CA.
+// same CA; that of a Shift's server has its clock moved by the same Shift.
 func StartReplica(t testing.TB, primary *Server, args ...string) *Server {
 	t.Helper()
 	host, port, _ := net.SplitHostPort(primary.Addr)
@@ -22,7 +22,7 @@ func StartReplica(t testing.TB, primary *Server, args ...string) *Server {
 	if primary.ca != nil {
 		s = StartTLS(t, primary.ca, args...)
 	} else {
-		s = Start(t, args...)
+		s = start(t, &Server{t: t, args: args, env: primary.env})
 	}
 	testkit.Eventually(t, "replica "+s.Addr+" is in sync with "+primary.Addr, s.Synced)
 	return s

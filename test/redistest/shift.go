@@ -13,19 +13,20 @@ import (
 //go:embed clockshift/shift.c
 var shiftSource []byte
 
-// Shift is the offset of a StartShifted server's wall clock from the
-// machine's. Its methods may be called while the server runs.
+// Shift is an offset of redis-servers' wall clocks (what TIME answers) from
+// the machine's, for the servers it starts and their replicas: NTP stepping
+// the Redis host, or a failover to a node whose clock differs, is Set. The
+// servers run with an LD_PRELOAD shim (clockshift/shift.c, built here with
+// gcc) that moves CLOCK_REALTIME, gettimeofday and time, never the
+// monotonic clock. Its methods may be called while the servers run.
 type Shift struct {
 	t    testing.TB
 	file *os.File
+	env  []string
 }
 
-// StartShifted is Start with redis-server's wall clock (what TIME answers)
-// off the machine's by shift, until Shift.Set moves it: NTP stepping the
-// Redis host, or a failover to a node whose clock differs. The server runs
-// with an LD_PRELOAD shim (clockshift/shift.c, built here with gcc) that
-// moves CLOCK_REALTIME, gettimeofday and time, never the monotonic clock.
-func StartShifted(t testing.TB, shift time.Duration, args ...string) (*Server, *Shift) {
+// NewShift builds the shim and returns a Shift of d.
+func NewShift(t testing.TB, d time.Duration) *Shift {
 	t.Helper()
 	dir := t.TempDir()
 	src, lib := filepath.Join(dir, "shift.c"), filepath.Join(dir, "shift.so")
@@ -40,18 +41,18 @@ func StartShifted(t testing.TB, shift time.Duration, args ...string) (*Server, *
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { f.Close() })
-	sh := &Shift{t: t, file: f}
-	sh.Set(shift)
-	if _, err := exec.LookPath("redis-server"); err != nil {
-		t.Fatalf("redis-server not found (the test task installs it: apt-get install redis-server): %v", err)
-	}
-	s := &Server{t: t, args: args, env: []string{"LD_PRELOAD=" + lib, "CLOCK_SHIFT_FILE=" + f.Name()}}
-	s.startFresh()
-	t.Cleanup(s.Stop)
-	return s, sh
+	s := &Shift{t: t, file: f, env: []string{"LD_PRELOAD=" + lib, "CLOCK_SHIFT_FILE=" + f.Name()}}
+	s.Set(d)
+	return s
 }
 
-// Set moves the server's clock to the machine's plus d, at once.
+// Start runs redis-server as Start does, its clock moved by s.
+func (s *Shift) Start(t testing.TB, args ...string) *Server {
+	t.Helper()
+	return start(t, &Server{t: t, args: args, env: s.env})
+}
+
+// Set moves the clocks of s's servers to the machine's plus d, at once.
 func (s *Shift) Set(d time.Duration) {
 	s.t.Helper()
 	var b [8]byte

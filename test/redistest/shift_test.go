@@ -8,11 +8,13 @@ import (
 	"github.com/storytold/craft-releases/test/redistest"
 )
 
-// TestStartShifted checks that a shifted server's TIME moves with its Shift,
-// both ways, while it runs.
-func TestStartShifted(t *testing.T) {
-	s, shift := redistest.StartShifted(t, time.Hour)
-	redisNow := func() time.Time {
+// TestShift checks that a shifted server's TIME, and its replica's, move
+// with the Shift, both ways, while they run.
+func TestShift(t *testing.T) {
+	shift := redistest.NewShift(t, time.Hour)
+	primary := shift.Start(t)
+	replica := redistest.StartReplica(t, primary)
+	redisNow := func(s *redistest.Server) time.Time {
 		reply, err := s.Query("TIME")
 		if err != nil {
 			t.Fatal(err)
@@ -23,8 +25,10 @@ func TestStartShifted(t *testing.T) {
 	}
 	for _, want := range []time.Duration{time.Hour, -time.Hour, 0} {
 		shift.Set(want)
-		if got := redisNow().Sub(time.Now()); (got - want).Abs() > 2*time.Second {
-			t.Errorf("shift %v: redis's clock is %v off the machine's", want, got)
+		for _, s := range []*redistest.Server{primary, replica} {
+			if got := redisNow(s).Sub(time.Now()); (got - want).Abs() > 2*time.Second {
+				t.Errorf("shift %v: %s's clock is %v off the machine's", want, s.Addr, got)
+			}
 		}
 	}
 }

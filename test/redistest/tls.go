@@ -90,11 +90,8 @@ func (ca *CA) Issue(name string) (certFile, keyFile string) {
 // Query and Info speak TLS to it.
 func StartTLS(t testing.TB, ca *CA, args ...string) *Server {
 	t.Helper()
-	s := &Server{t: t, ca: ca, tls: ca.client(),
-		args: append(append(ca.serverArgs("redis-server"), "--tls-replication", "yes"), args...)}
-	s.startFresh()
-	t.Cleanup(s.Stop)
-	return s
+	return start(t, &Server{t: t, ca: ca, tls: ca.client(),
+		args: append(append(ca.serverArgs("redis-server"), "--tls-replication", "yes"), args...)})
 }
 
 // serverArgs are the TLS arguments of a redis-server (or a sentinel, as

@@ -4,7 +4,7 @@
  * the signed nanoseconds in the first 8 bytes of the file CLOCK_SHIFT_FILE
  * names, mapped shared. Monotonic clocks are left alone, so a program that
  * times itself by them (as redis-server does) keeps working: only what it
- * reports as the time of day moves. redistest.StartShifted builds and uses it.
+ * reports as the time of day moves. redistest.Shift builds and uses it.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
