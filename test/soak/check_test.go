@@ -404,6 +404,9 @@ func (s *soak) excuse(q1, q2 ghRequest) string {
 	if f, ok := s.faultIn(q1.At.Add(-interval), q2.At, redisFault); ok {
 		return "pollers cut off from the fleet's state: " + f.Kind + " at " + s.rel(f.Start)
 	}
+	if f, ok := s.faultIn(q1.At.Add(-interval), q2.At, func(k string) bool { return k == faultClockStep }); ok {
+		return "the fleet's clock stepped an hour (" + s.rel(f.Start) + "): what was fetched before a step is an hour old, or from the future, and due"
+	}
 	killed := q1.Canceled
 	for _, p := range s.procs {
 		if p.name == q1.Poller && !p.endedAt().IsZero() && p.endedAt().Before(q1.Done.Add(slack)) {

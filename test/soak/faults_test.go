@@ -31,11 +31,14 @@ const (
 	faultOversized   = "redis-oversized"
 	faultFlood       = "webhook-unsigned-flood"
 	faultReplay      = "webhook-replay-storm"
+	faultClockStep   = "redis-clock-step"
+	faultQuotaFar    = "github-quota-far"
+	faultBigRefresh  = "redis-oversized-refresh"
 )
 
 var faultKinds = []string{faultPollerKill, faultPrimaryKill, faultFlush, faultSilent,
 	faultGitHub500, faultSlow, faultRateLimit, faultGarbage, faultNotFound, faultAhead, faultPoison, faultOversized,
-	faultFlood, faultReplay}
+	faultFlood, faultReplay, faultClockStep, faultQuotaFar, faultBigRefresh}
 
 // redisFault reports whether a kind of fault cuts pollers off from the
 // fleet's state in Redis (so they may ask GitHub on their own).
@@ -176,6 +179,30 @@ func (s *soak) inject(kind string, upTo time.Duration) (string, int) {
 	case faultFlood:
 		return s.floodUnsigned(hold()), 0
 
+	case faultClockStep:
+		// Both steps happen: to the hour off, and back when it is put right.
+		off := time.Hour
+		if s.faultRand.IntN(2) == 0 {
+			off = -off
+		}
+		d := hold()
+		s.redisClock.Set(off)
+		time.Sleep(d)
+		s.redisClock.Set(0)
+		return fmt.Sprintf("redis's clock %v off for %v, then put right", off, d.Round(time.Millisecond)), 0
+
+	case faultQuotaFar:
+		// A quota nearly spent with a reset ten years away: believed, it
+		// would pace the fleet to an interval of decades.
+		d := hold()
+		s.gh.SetQuota(fakegithub.Quota{Limit: 5000, Remaining: 1, Reset: time.Now().AddDate(10, 0, 0)})
+		time.Sleep(d)
+		s.gh.SetQuota(fakegithub.Quota{Limit: 5000, Remaining: 4999, Reset: time.Now().Add(time.Hour)})
+		return fmt.Sprintf("1 request left, reset in ten years, for %v", d.Round(time.Millisecond)), 0
+
+	case faultBigRefresh:
+		return s.bigRefresh(hold()), 0
+
 	case faultReplay:
 		return s.replayStorm(hold()), 0
 	}
@@ -236,6 +263,49 @@ func (s *soak) tamper(kind string) string {
 		s.problem("%s of %s replaced after %v, want within the next tick (%v)", what, a.Key, took.Round(time.Millisecond), repairBound)
 	}
 	return fmt.Sprintf("%s for %s %s, replaced by a poller after %v", what, a.Key, tag, took.Round(time.Millisecond))
+}
+
+// bigRefresh writes a refresh request with a 16 MiB tag, as an API pod's
+// Redis user may, and announces it, for d; then deletes it. Every poller
+// reads refresh requests bounded (docs/redis.md, "What a reader refuses"), so
+// what the primary sends its clients meanwhile stays far below one copy of
+// the field (its replica gets one, by replication, which is not counted).
+func (s *soak) bigRefresh(d time.Duration) string {
+	addr, err := s.sentinels[0].MasterAddr()
+	if err != nil {
+		s.problem("ask a sentinel for the primary: %v", err)
+		return "no primary known"
+	}
+	a := apps[s.faultRand.IntN(len(apps))]
+	key := store.RefreshKey(a.Key)
+	sent := func() int64 {
+		info, err := redistest.Info(addr, "stats")
+		if err != nil {
+			s.problem("INFO stats on %s: %v", addr, err)
+			return 0
+		}
+		all, _ := strconv.ParseInt(info["total_net_output_bytes"], 10, 64)
+		repl, _ := strconv.ParseInt(info["total_net_repl_output_bytes"], 10, 64)
+		return all - repl
+	}
+	before := sent()
+	if _, err := redistest.Query(addr, "HSET", key, "v", "1", "at_ms", strconv.FormatInt(time.Now().UnixMilli(), 10),
+		"tag", strings.Repeat("x", 16<<20), "by", "intruder"); err != nil {
+		s.problem("HSET %s on %s: %v", key, addr, err)
+		return "HSET failed"
+	}
+	if _, err := redistest.Query(addr, "PUBLISH", store.RefreshChannel, a.Key); err != nil {
+		s.problem("PUBLISH on %s: %v", addr, err)
+	}
+	time.Sleep(d)
+	out := sent() - before
+	if _, err := redistest.Query(addr, "DEL", key); err != nil {
+		s.problem("DEL %s on %s: %v", key, addr, err)
+	}
+	if out > 4<<20 {
+		s.problem("a 16 MiB refresh request of %s: the primary sent its clients %d bytes meanwhile, want far less than the field", a.Key, out)
+	}
+	return fmt.Sprintf("a 16 MiB refresh request of %s for %v: the primary sent its clients %d bytes meanwhile", a.Key, d.Round(time.Millisecond), out)
 }
 
 // githubFault makes every GitHub answer f for d.

@@ -138,6 +138,7 @@ type soak struct {
 
 	primary, replica *redistest.Server
 	sentinels        []*redistest.Sentinel
+	redisClock       *redistest.Shift // the redis-servers' clocks, for faultClockStep
 	gh               *fakegithub.Server
 	ghGates          []*githubGate // per poller slot
 	redisGates       []*redisGate  // per poller slot
@@ -260,7 +261,8 @@ func TestSoak(t *testing.T) {
 func (s *soak) startRedis() {
 	// Either may be the primary later; a primary starts a replica's full sync
 	// at once instead of waiting 5 s for more replicas.
-	s.primary = redistest.Start(s.t, "--repl-diskless-sync-delay", "0")
+	s.redisClock = redistest.NewShift(s.t, 0)
+	s.primary = s.redisClock.Start(s.t, "--repl-diskless-sync-delay", "0")
 	s.replica = redistest.StartReplica(s.t, s.primary, "--repl-diskless-sync-delay", "0")
 	s.sentinels = redistest.StartSentinels(s.t, masterName, s.primary, 3, 2)
 }
