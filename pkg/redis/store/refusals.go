@@ -4,6 +4,8 @@ import (
 	"sync"
 
 	"go.uber.org/zap"
+
+	"github.com/storytold/craft-releases/pkg/logsafe"
 )
 
 // Refusals tells of app hashes that a reader refused (DecodeApp's error):
@@ -48,5 +50,5 @@ func (r *Refusals) Note(app string, h map[string]string, err error) {
 	}
 	r.logged[app] = by
 	r.log.Warn("redis entry refused, keeping what was known", zap.String("app", app),
-		zap.String("by", by), zap.NamedError("err", err))
+		logsafe.String("by", by), logsafe.NamedError("err", err))
 }
