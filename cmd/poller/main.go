@@ -21,6 +21,7 @@ import (
 	"github.com/storytold/craft-releases/pkg/config"
 	"github.com/storytold/craft-releases/pkg/daemon"
 	"github.com/storytold/craft-releases/pkg/github"
+	"github.com/storytold/craft-releases/pkg/logsafe"
 	"github.com/storytold/craft-releases/pkg/metrics"
 	"github.com/storytold/craft-releases/pkg/mysql"
 	"github.com/storytold/craft-releases/pkg/poller"
@@ -210,7 +211,7 @@ func polling(cfg config.Poller, p *poller.Poller, fleet *store.Store, gate *daem
 		work = append(work, func(ctx context.Context) error {
 			// Redis trouble is the poller's to report; this only retries.
 			return fleet.WatchRefreshes(ctx, keys, p.Refresh, func(err error) {
-				log.Debug("refresh requests unreadable", zap.NamedError("err", err))
+				log.Debug("refresh requests unreadable", logsafe.NamedError("err", err))
 			})
 		})
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/storytold/craft-releases/cmd/poller/internal/admin"
 	"github.com/storytold/craft-releases/pkg/clock"
 	"github.com/storytold/craft-releases/pkg/config"
+	"github.com/storytold/craft-releases/pkg/logsafe"
 	"github.com/storytold/craft-releases/pkg/mysql"
 )
 
@@ -44,7 +45,7 @@ func metaRefresher(cfg config.Poller, pub mysql.Publisher, log *zap.Logger) (fun
 func checkBudget(ctx context.Context, db *mysql.DB, m config.MySQL, log *zap.Logger) {
 	b, err := db.Budget(ctx, m.Replicas)
 	if err != nil {
-		log.Warn("could not check max_prepared_stmt_count", zap.NamedError("err", err))
+		log.Warn("could not check max_prepared_stmt_count", logsafe.NamedError("err", err))
 		return
 	}
 	fields := []zap.Field{

@@ -6,6 +6,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/storytold/craft-releases/pkg/logsafe"
 	"github.com/storytold/craft-releases/pkg/redis/store"
 )
 
@@ -32,7 +33,7 @@ func accepted(ctx context.Context, st *store.Store, log *zap.Logger) bool {
 		case err == nil, !said && !store.Refused(err):
 			return true
 		case !said:
-			log.Error("redis refuses this poller, staying unready", zap.String("err", err.Error()))
+			log.Error("redis refuses this poller, staying unready", logsafe.NamedError("err", err))
 			said = true
 		}
 		t := time.NewTimer(acceptRecheck)

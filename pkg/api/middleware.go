@@ -9,6 +9,7 @@ import (
 	"github.com/labstack/echo/v4"
 	"go.uber.org/zap"
 
+	"github.com/storytold/craft-releases/pkg/logsafe"
 	"github.com/storytold/craft-releases/pkg/routes"
 )
 
@@ -45,8 +46,8 @@ func (s *Server) observe(path string) echo.MiddlewareFunc {
 					}
 					log.Error("panic",
 						zap.String("method", c.Request().Method),
-						zap.String("path", c.Request().URL.Path),
-						zap.String("err", fmt.Sprint(v)),
+						logsafe.String("path", c.Request().URL.Path),
+						logsafe.String("err", fmt.Sprint(v)),
 						zap.Stack("stack"))
 					err = echo.ErrInternalServerError
 				}
@@ -64,7 +65,7 @@ func (s *Server) observe(path string) echo.MiddlewareFunc {
 				if debug {
 					log.Debug("request",
 						zap.String("method", c.Request().Method),
-						zap.String("path", c.Request().URL.Path),
+						logsafe.String("path", c.Request().URL.Path),
 						zap.Int("status", c.Response().Status),
 						zap.Duration("took", took))
 				}
@@ -125,8 +126,8 @@ func (s *Server) handleError(err error, c echo.Context) {
 	if he := (*echo.HTTPError)(nil); !errors.As(err, &he) {
 		s.log.Error("request failed",
 			zap.String("method", c.Request().Method),
-			zap.String("path", c.Request().URL.Path),
-			zap.NamedError("err", err))
+			logsafe.String("path", c.Request().URL.Path),
+			logsafe.NamedError("err", err))
 	}
 	// docs/wire.md: Vary on every answer of the endpoint and of an app's part of
 	// it, a 405 included.

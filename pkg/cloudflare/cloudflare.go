@@ -21,6 +21,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/storytold/craft-releases/pkg/clock"
+	"github.com/storytold/craft-releases/pkg/logsafe"
 	"github.com/storytold/craft-releases/pkg/outage"
 	"github.com/storytold/craft-releases/pkg/secret"
 )
@@ -341,11 +342,11 @@ func (p *Purger) send(ctx context.Context, batch []string, since []time.Time) bo
 		if attempt >= p.attempts {
 			p.obs.Purge(Dropped, len(batch))
 			p.log.Error("cloudflare purge failed, giving up", zap.Int("urls", len(batch)),
-				zap.Int("attempts", attempt), zap.NamedError("err", err))
+				zap.Int("attempts", attempt), logsafe.NamedError("err", err))
 			return true
 		}
 		p.log.Warn("cloudflare purge failed", zap.Int("urls", len(batch)), zap.Int("attempt", attempt),
-			zap.Duration("retry_in", wait), zap.NamedError("err", err))
+			zap.Duration("retry_in", wait), logsafe.NamedError("err", err))
 		if !p.sleep(ctx, wait) {
 			return false
 		}

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+
+	"github.com/storytold/craft-releases/pkg/logsafe"
 )
 
 // The paths of the health endpoints, which every server of both binaries
@@ -155,8 +157,8 @@ func (h *health) finish(w *statusWriter, r *http.Request, path string, known boo
 		if v == http.ErrAbortHandler {
 			panic(v)
 		}
-		h.log.Error("panic", zap.String("method", r.Method), zap.String("path", r.URL.Path),
-			zap.String("err", fmt.Sprint(v)), zap.Stack("stack"))
+		h.log.Error("panic", zap.String("method", r.Method), logsafe.String("path", r.URL.Path),
+			logsafe.String("err", fmt.Sprint(v)), zap.Stack("stack"))
 		if w.status == 0 {
 			failed(w, r, http.StatusInternalServerError, "Internal Server Error")
 		}
@@ -170,7 +172,7 @@ func (h *health) finish(w *statusWriter, r *http.Request, path string, known boo
 		record(w.code(), took)
 	}
 	if h.log.Core().Enabled(zap.DebugLevel) {
-		h.log.Debug("request", zap.String("method", r.Method), zap.String("path", r.URL.Path),
+		h.log.Debug("request", zap.String("method", r.Method), logsafe.String("path", r.URL.Path),
 			zap.Int("status", w.code()), zap.Duration("took", took))
 	}
 }

@@ -19,6 +19,8 @@ import (
 
 	mysqldriver "github.com/go-sql-driver/mysql"
 	"go.uber.org/zap"
+
+	"github.com/storytold/craft-releases/pkg/logsafe"
 )
 
 // Defaults of Options.
@@ -122,4 +124,6 @@ var ErrNotFound = errors.New("not found")
 // driverLog passes the driver's messages to zap at debug level.
 type driverLog struct{ log *zap.Logger }
 
-func (l driverLog) Print(v ...any) { l.log.Debug("mysql driver", zap.String("msg", fmt.Sprint(v...))) }
+func (l driverLog) Print(v ...any) {
+	l.log.Debug("mysql driver", logsafe.String("msg", fmt.Sprint(v...)))
+}

@@ -10,6 +10,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/storytold/craft-releases/pkg/clock"
+	"github.com/storytold/craft-releases/pkg/logsafe"
 	"github.com/storytold/craft-releases/pkg/outage"
 	"github.com/storytold/craft-releases/pkg/release"
 )
@@ -94,7 +95,7 @@ func (f *Refresher) Refresh(ctx context.Context) error {
 	took := f.clock.Now().Sub(at)
 	if err != nil {
 		if ctx.Err() == nil {
-			f.mysql.Down(f.log, at, f.clock.Now(), "mysql read failed, serving the last published meta", zap.NamedError("err", err))
+			f.mysql.Down(f.log, at, f.clock.Now(), "mysql read failed, serving the last published meta", logsafe.NamedError("err", err))
 		}
 		return err
 	}
@@ -106,7 +107,7 @@ func (f *Refresher) Refresh(ctx context.Context) error {
 	written, err := f.pub.PutMeta(ctx, m, at)
 	if err != nil {
 		if ctx.Err() == nil {
-			f.redis.Down(f.log, at, f.clock.Now(), "redis write failed, meta not published", zap.NamedError("err", err))
+			f.redis.Down(f.log, at, f.clock.Now(), "redis write failed, meta not published", logsafe.NamedError("err", err))
 		}
 		return err
 	}

@@ -18,6 +18,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/storytold/craft-releases/pkg/clock"
+	"github.com/storytold/craft-releases/pkg/logsafe"
 	"github.com/storytold/craft-releases/pkg/outage"
 	"github.com/storytold/craft-releases/pkg/release"
 	"github.com/storytold/craft-releases/pkg/schedule"
@@ -352,7 +353,7 @@ func (p *Poller) redisDown(ctx context.Context, op Op, err error, start time.Tim
 	}
 	p.obs.RedisError(op)
 	p.redisFailed = true
-	p.redis.Down(p.log, start, p.timer.Now(), "redis unavailable", zap.NamedError("err", err))
+	p.redis.Down(p.log, start, p.timer.Now(), "redis unavailable", logsafe.NamedError("err", err))
 }
 
 // redisUp notes that a Redis call worked; the outage, if any, ends with

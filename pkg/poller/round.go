@@ -9,6 +9,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/storytold/craft-releases/pkg/logsafe"
 	"github.com/storytold/craft-releases/pkg/release"
 	"github.com/storytold/craft-releases/pkg/schedule"
 )
@@ -176,7 +177,7 @@ func (p *Poller) logFailures(r *round) {
 	if !all {
 		for _, f := range r.failures {
 			p.log.Warn("github request failed", zap.String("app", f.app.Key), zap.String("repo", f.app.Repo),
-				zap.Int("failures", f.n), zap.NamedError("err", f.err))
+				zap.Int("failures", f.n), logsafe.NamedError("err", f.err))
 		}
 		r.failures = nil
 		return
@@ -192,7 +193,7 @@ func (p *Poller) logFailures(r *round) {
 		msg = "every github request failed, no app has a release yet"
 	}
 	p.log.Warn(msg, zap.Int("failed", len(r.failures)), zap.Int("no_release_yet", none),
-		zap.NamedError("err", r.failures[0].err), zap.Duration("retry_in", max(0, p.backoff.Until.Sub(p.clock.Now()))))
+		logsafe.NamedError("err", r.failures[0].err), zap.Duration("retry_in", max(0, p.backoff.Until.Sub(p.clock.Now()))))
 	r.failures = nil
 }
 
@@ -278,7 +279,7 @@ func (p *Poller) record(app release.App, e release.Entry, a release.Answer, miss
 		r.sum.RateLimited, r.sum.RetryAt = true, a.RetryAt
 		p.logFailures(r)
 		p.log.Warn("github rate limit", zap.String("app", app.Key), zap.String("repo", app.Repo),
-			zap.Time("retry_at", a.RetryAt), zap.NamedError("err", a.Err))
+			zap.Time("retry_at", a.RetryAt), logsafe.NamedError("err", a.Err))
 		return e, true
 	default:
 		r.sum.Failed++

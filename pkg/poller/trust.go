@@ -7,6 +7,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/storytold/craft-releases/pkg/logsafe"
 	"github.com/storytold/craft-releases/pkg/release"
 )
 
@@ -30,7 +31,7 @@ func (p *Poller) notFound(app release.App, e release.Entry, a release.Answer, no
 	since, n := notFoundRun(e, true, now)
 	if n >= notFoundDrops && now.Sub(since) >= p.timing.Interval {
 		p.log.Warn("release dropped after 404s", zap.String("app", app.Key), zap.String("repo", app.Repo),
-			zap.String("tag", e.Release.Tag), zap.Int("requests", n), zap.Time("since", since))
+			logsafe.String("tag", e.Release.Tag), zap.Int("requests", n), zap.Time("since", since))
 		return gone
 	}
 	a.Outcome = release.Failed

@@ -20,6 +20,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/storytold/craft-releases/pkg/clock"
+	"github.com/storytold/craft-releases/pkg/logsafe"
 	"github.com/storytold/craft-releases/pkg/release"
 )
 
@@ -191,7 +192,7 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request, event string, re
 	ids := []string{"sha256-" + hex.EncodeToString(sum[:]), id}
 	first, err := h.c.Recorder.Deliver(ctx, ids, Refreshes(h.c.Apps, p, received))
 	if err != nil {
-		h.c.Log.Warn("webhook delivery not recorded", zap.String("delivery", id), zap.Strings("apps", apps), zap.NamedError("err", err))
+		h.c.Log.Warn("webhook delivery not recorded", logsafe.String("delivery", id), zap.Strings("apps", apps), logsafe.NamedError("err", err))
 		return Unavailable, http.StatusServiceUnavailable, answer{Error: "unavailable, redeliver later"}
 	}
 	if !first {
@@ -201,8 +202,8 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request, event string, re
 	if tag == "" {
 		tag = p.PrereleaseHint()
 	}
-	h.c.Log.Info("webhook refresh", zap.String("delivery", id), zap.String("action", p.Action),
-		zap.Strings("apps", apps), zap.String("tag", tag))
+	h.c.Log.Info("webhook refresh", logsafe.String("delivery", id), logsafe.String("action", p.Action),
+		zap.Strings("apps", apps), logsafe.String("tag", tag))
 	return Accepted, http.StatusAccepted, answer{Status: Accepted, Apps: apps}
 }
 

@@ -246,14 +246,14 @@ func (s *soak) tamper(kind string) string {
 	ms := strconv.FormatInt(at.UnixMilli(), 10)
 	key := store.AppKey(a.Key)
 	if _, err := redistest.Query(addr, "HSET", key, "v", "1", "fetched_ms", ms, "etag", `"tampered"`,
-		"release", value, "claimed_ms", ms, "by", "intruder"); err != nil {
+		"release", value, "claimed_ms", ms, "by", intruder); err != nil {
 		s.problem("HSET %s on %s: %v", key, addr, err)
 		return "HSET failed"
 	}
 	began := time.Now()
 	if !testkit.Within(interval+repairBound, func() bool {
 		by, err := redistest.Query(addr, "HGET", key, "by")
-		return err == nil && by != "intruder"
+		return err == nil && by != intruder
 	}) {
 		s.problem("%s of %s: no poller replaced it within %v", what, a.Key, interval+repairBound)
 		return fmt.Sprintf("%s for %s %s: not replaced", what, a.Key, tag)

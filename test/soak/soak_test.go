@@ -248,6 +248,7 @@ func TestSoak(t *testing.T) {
 
 	rep := s.check()
 	s.stopAll(&rep)
+	s.checkLogs(&rep)
 	if err := s.writeReport(&rep); err != nil {
 		t.Errorf("write the report: %v", err)
 	}

@@ -20,6 +20,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/storytold/craft-releases/pkg/clock"
+	"github.com/storytold/craft-releases/pkg/logsafe"
 	"github.com/storytold/craft-releases/pkg/outage"
 	"github.com/storytold/craft-releases/pkg/redis"
 	"github.com/storytold/craft-releases/pkg/redis/store"
@@ -510,7 +511,7 @@ func (h *Hydrator) fallBack(err error) {
 // errField is err for the log, without the password in case anything
 // quoted it.
 func (h *Hydrator) errField(err error) zap.Field {
-	return zap.String("err", h.redisOpt.Scrub(err.Error()))
+	return logsafe.String("err", h.redisOpt.Scrub(err.Error()))
 }
 
 // backoff doubles from minRetry up to maxRetry; its zero value starts over.

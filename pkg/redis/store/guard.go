@@ -11,7 +11,8 @@ import (
 	"time"
 
 	"github.com/redis/rueidis"
-	"go.uber.org/zap"
+
+	"github.com/storytold/craft-releases/pkg/logsafe"
 )
 
 // guardLua is the second half of a guarded change made by script: it
@@ -146,7 +147,7 @@ func (s *Store) apply(ctx context.Context, ch change) (verdict, error) {
 			return v, err
 		}
 		if s.watch.CompareAndSwap(false, true) {
-			s.log.Warn("redis refused the guarded-write script, using watch/multi/exec from now on", zap.NamedError("err", err))
+			s.log.Warn("redis refused the guarded-write script, using watch/multi/exec from now on", logsafe.NamedError("err", err))
 			if s.onMode != nil {
 				s.onMode(ModeWatch)
 			}

@@ -4,6 +4,8 @@ import (
 	"sync"
 
 	"go.uber.org/zap"
+
+	"github.com/storytold/craft-releases/pkg/logsafe"
 )
 
 // Refusals tells of hashes that a reader refused: an app hash (DecodeApp's
@@ -59,5 +61,5 @@ func (r *Refusals) note(key, msg, app string, h map[string]string, err error) {
 		return
 	}
 	r.logged[key] = by
-	r.log.Warn(msg, zap.String("app", app), zap.String("by", by), zap.NamedError("err", err))
+	r.log.Warn(msg, zap.String("app", app), logsafe.String("by", by), logsafe.NamedError("err", err))
 }

@@ -11,6 +11,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/storytold/craft-releases/pkg/logsafe"
 	"github.com/storytold/craft-releases/pkg/redis/store"
 )
 
@@ -72,8 +73,8 @@ func backoff(ctx context.Context, c *call) error {
 	}
 	log := c.cfg.Logger(c.stderr).With(zap.String("binary", "poller"))
 	log.Warn("fleet backoff cleared",
-		zap.String("user", who), zap.String("host", host),
-		zap.Time("until", b.Backoff.Until), zap.Int("trouble", b.Backoff.Trouble), zap.String("set_by", b.By))
+		logsafe.String("user", who), zap.String("host", host),
+		zap.Time("until", b.Backoff.Until), zap.Int("trouble", b.Backoff.Trouble), logsafe.String("set_by", b.By))
 	_ = log.Sync()
 	fmt.Fprintf(c.stdout, "fleet backoff cleared by %s@%s (it was %s); every poller asks GitHub again at its next tick\n",
 		who, host, backoffLine(b, t)[len("fleet backoff: "):])

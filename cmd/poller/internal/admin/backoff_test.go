@@ -77,6 +77,15 @@ func TestBackoffCommand(t *testing.T) {
 		t.Errorf("clear --by bob: got %q, logs %q, %v", out, logs, err)
 	}
 
+	// set_by comes from Redis: logged escaped, never raw.
+	intruder := store.New(client, "EVIL\u202eDENWO\u009b2J", config.DefaultApps())
+	if err := intruder.PutBackoff(ctx, schedule.Backoff{Until: until, Trouble: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if _, logs, err = backoff("clear"); err != nil || !strings.Contains(logs, `"set_by":"\"EVIL\\u202eDENWO\\u009b2J\""`) {
+		t.Errorf("clear a backoff set by a hostile name: logs %q, %v; want set_by escaped", logs, err)
+	}
+
 	if _, _, err := backoff("clear", "now"); err == nil || !strings.Contains(err.Error(), `got "clear now", want no argument, clear, or clear --by NAME`) {
 		t.Errorf("two arguments: got %v, want an error", err)
 	}

@@ -4,9 +4,11 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 	"text/tabwriter"
 	"time"
 
+	"github.com/storytold/craft-releases/pkg/logsafe"
 	"github.com/storytold/craft-releases/pkg/release"
 )
 
@@ -72,17 +74,15 @@ func ttl(d time.Duration) string {
 	return d.Round(time.Minute).String()
 }
 
-// shown is how a table shows a value that came from outside: verbatim when
-// it is printable ASCII without spaces, else quoted with every other byte
-// escaped (strconv.QuoteToASCII), so that control sequences, bidirectional
-// overrides, tabs and newlines show as escapes and do nothing.
+// shown is how a table shows a value that came from outside: as
+// logsafe.Quote prints it, and quoted as well when it holds a space, so that
+// control sequences, bidirectional overrides, tabs, newlines and spaces show
+// as escapes and neither act nor break the columns.
 func shown(s string) string {
-	for i := 0; i < len(s); i++ {
-		if s[i] <= ' ' || s[i] >= 0x7f {
-			return strconv.QuoteToASCII(s)
-		}
+	if strings.Contains(s, " ") {
+		return strconv.QuoteToASCII(s)
 	}
-	return s
+	return logsafe.Quote(s)
 }
 
 func orDash(s string) string {
