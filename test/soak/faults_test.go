@@ -55,6 +55,8 @@ type fault struct {
 	End    time.Time `json:"end"`
 	Detail string    `json:"detail"`
 	Slot   int       `json:"poller_slot,omitempty"` // the poller killed or cut off
+	// Step is how far faultClockStep set Redis's clock off, then back.
+	Step time.Duration `json:"step_ns,omitempty"`
 }
 
 // flushRepair is how long after a FLUSHALL every app's entry was back.
@@ -93,7 +95,15 @@ func (s *soak) injectFaults(d time.Duration) {
 			s.waitHealthyReplica() // the last failover's replica, before a new one
 		}
 		f := fault{Kind: kind, Start: time.Now()}
-		f.Detail, f.Slot = s.inject(kind, min(time.Until(end), longest))
+		if kind == faultClockStep {
+			// Both ways: ahead, then back to the true time; or back, then
+			// ahead to it.
+			f.Step = time.Hour
+			if s.faultRand.IntN(2) == 0 {
+				f.Step = -f.Step
+			}
+		}
+		f.Detail, f.Slot = s.inject(kind, f.Step, min(time.Until(end), longest))
 		f.End = time.Now()
 		s.mu.Lock()
 		s.faults = append(s.faults, f)
@@ -103,8 +113,9 @@ func (s *soak) injectFaults(d time.Duration) {
 }
 
 // inject runs one fault of kind, lasting about up to at most, and returns
-// what it did and the poller slot it hit (0: none in particular).
-func (s *soak) inject(kind string, upTo time.Duration) (string, int) {
+// what it did and the poller slot it hit (0: none in particular). step is
+// faultClockStep's offset.
+func (s *soak) inject(kind string, step, upTo time.Duration) (string, int) {
 	hold := func() time.Duration { // 1.5 s … upTo
 		return 1500*time.Millisecond + time.Duration(s.faultRand.Int64N(int64(max(upTo-1500*time.Millisecond, time.Millisecond))))
 	}
@@ -180,16 +191,11 @@ func (s *soak) inject(kind string, upTo time.Duration) (string, int) {
 		return s.floodUnsigned(hold()), 0
 
 	case faultClockStep:
-		// Both steps happen: to the hour off, and back when it is put right.
-		off := time.Hour
-		if s.faultRand.IntN(2) == 0 {
-			off = -off
-		}
 		d := hold()
-		s.redisClock.Set(off)
+		s.redisClock.Set(step)
 		time.Sleep(d)
 		s.redisClock.Set(0)
-		return fmt.Sprintf("redis's clock %v off for %v, then put right", off, d.Round(time.Millisecond)), 0
+		return fmt.Sprintf("redis's clock %v off for %v, then put right", step, d.Round(time.Millisecond)), 0
 
 	case faultQuotaFar:
 		// A quota nearly spent with a reset ten years away: believed, it
