@@ -9,45 +9,56 @@ import (
 	"github.com/storytold/craft-releases/pkg/schedule"
 )
 
-// learnQuota keeps the quota an answer announced and paces the schedule
-// again (schedule.Pace).
-func (p *Poller) learnQuota(a release.Answer, now time.Time) {
+// pace is the effective interval: the configured one, stretched while
+// GitHub's quota asks for it (docs/scheduling.md, "Pacing to the quota").
+// Only New and rounds use it, under the Poller's mu.
+type pace struct {
+	timing   schedule.Timing // the configured one
+	apps     int
+	quota    schedule.Quota
+	interval time.Duration // the effective interval
+	log      *zap.Logger
+	obs      Observer
+}
+
+// learn keeps the quota answer a announced and paces the schedule again.
+func (c *pace) learn(a release.Answer, now time.Time) {
 	if a.Remaining < 0 && a.Reset.IsZero() {
 		return
 	}
 	if a.Remaining >= 0 {
-		p.quota.Remaining = a.Remaining
+		c.quota.Remaining = a.Remaining
 	}
 	if !a.Reset.IsZero() {
-		p.quota.Reset = a.Reset
+		c.quota.Reset = a.Reset
 	}
-	p.repace(now)
+	c.update(now)
 }
 
-// repace works out the effective interval at now, logs when pacing starts
-// and ends, and reports a change.
-func (p *Poller) repace(now time.Time) {
-	next := schedule.Pace(p.timing, len(p.apps), p.quota, now)
-	if next == p.interval {
+// update works out the effective interval at now (schedule.Pace), logs
+// when pacing starts and ends, and reports a change.
+func (c *pace) update(now time.Time) {
+	next := schedule.Pace(c.timing, c.apps, c.quota, now)
+	if next == c.interval {
 		return
 	}
-	was := p.interval
-	p.interval = next
-	p.obs.Paced(next)
-	switch configured := p.timing.Interval; {
+	was := c.interval
+	c.interval = next
+	c.obs.Paced(next)
+	switch configured := c.timing.Interval; {
 	case was == configured:
-		p.log.Warn("schedule paced to github quota", zap.Duration("interval", next), zap.Duration("configured", configured),
-			zap.Int("apps", len(p.apps)), zap.Int("quota_remaining", p.quota.Remaining), zap.Time("quota_reset", p.quota.Reset))
+		c.log.Warn("schedule paced to github quota", zap.Duration("interval", next), zap.Duration("configured", configured),
+			zap.Int("apps", c.apps), zap.Int("quota_remaining", c.quota.Remaining), zap.Time("quota_reset", c.quota.Reset))
 	case next == configured:
-		p.log.Info("schedule back to its interval", zap.Duration("interval", next))
+		c.log.Info("schedule back to its interval", zap.Duration("interval", next))
 	}
 }
 
 // paced is the timing that says whether an app is due: the configured one
 // at the effective interval. Refresh requests (webhooks) and the fleet
 // backoff keep the configured timing: a release announced is first in line.
-func (p *Poller) paced() schedule.Timing {
-	t := p.timing
-	t.Interval = p.interval
+func (c *pace) paced() schedule.Timing {
+	t := c.timing
+	t.Interval = c.interval
 	return t
 }

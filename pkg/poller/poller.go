@@ -18,8 +18,6 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/storytold/craft-releases/pkg/clock"
-	"github.com/storytold/craft-releases/pkg/logsafe"
-	"github.com/storytold/craft-releases/pkg/outage"
 	"github.com/storytold/craft-releases/pkg/release"
 	"github.com/storytold/craft-releases/pkg/schedule"
 )
@@ -133,27 +131,16 @@ type Poller struct {
 
 	loaded     chan struct{}
 	loadedOnce sync.Once
-	wake       chan struct{} // one pending signal: a refresh was asked for
+	refreshes  *refreshes // its own lock: Refresh never waits on a round
 
-	// rmu guards refreshes, apart from mu, so that Refresh never waits on a tick.
-	rmu       sync.Mutex
-	refreshes map[string]release.Refresh // app key → its newest pending request
-	coalesced int                        // requests replaced before their fetch, not yet reported
-
-	// mu serialises ticks and guards what follows.
+	// mu serialises rounds and guards what follows.
 	mu      sync.Mutex
 	entries map[string]release.Entry
 	backoff schedule.Backoff
-	redis   outage.Tracker
-	// redisWorked and redisFailed say whether a Redis call of this tick
-	// worked, or failed: Redis is back only after a whole tick without an
-	// error, so that writes refused while reads work (READONLY after a
-	// failover) are one outage, not a warning and a recovery every tick.
-	redisWorked, redisFailed bool
-	skewed                   bool // the clock was off Redis's by more than release.MaxSkew at the last measure
-	quota                    schedule.Quota
-	interval                 time.Duration // the effective interval: timing.Interval, or longer when paced
-	budgets                  budgets
+	redis   redisHealth
+	skewed  bool // the clock was off Redis's by more than release.MaxSkew at the last measure
+	pace    pace
+	budgets *budgets
 }
 
 // New returns a Poller for c. It fails when c has no Source, a non-positive
@@ -183,12 +170,8 @@ func New(c Config) (*Poller, error) {
 		timer:     clock.Base(c.Clock),
 		rand:      c.Rand,
 		loaded:    make(chan struct{}),
-		wake:      make(chan struct{}, 1),
-		refreshes: make(map[string]release.Refresh),
+		refreshes: newRefreshes(),
 		entries:   make(map[string]release.Entry, len(c.Apps)),
-		quota:     schedule.Quota{PerHour: c.QuotaPerHour, Remaining: -1},
-		interval:  c.Timing.Interval,
-		budgets:   newBudgets(),
 	}
 	for i, app := range c.Apps {
 		if _, dup := p.entries[app.Key]; dup {
@@ -215,8 +198,12 @@ func New(c Config) (*Poller, error) {
 	if p.mode != Coordinated {
 		p.markLoaded()
 	}
-	p.repace(p.clock.Now())
-	p.obs.Paced(p.interval)
+	p.redis = redisHealth{log: p.log, obs: p.obs, timer: p.timer}
+	p.budgets = newBudgets(p.timing, p.log, p.obs)
+	p.pace = pace{timing: p.timing, apps: len(p.apps), quota: schedule.Quota{PerHour: c.QuotaPerHour, Remaining: -1},
+		interval: p.timing.Interval, log: p.log, obs: p.obs}
+	p.pace.update(p.clock.Now())
+	p.obs.Paced(p.pace.interval)
 	return p, nil
 }
 
@@ -262,7 +249,7 @@ func (p *Poller) Run(ctx context.Context) error {
 func (p *Poller) idle(ctx context.Context, d time.Duration) bool {
 	end := p.timer.Now().Add(d)
 	var next time.Time // the next refresh attempt, by the fleet's clock; zero: none known
-	if p.pendingRefreshes() {
+	if p.refreshes.any() {
 		next = p.clock.Now()
 	}
 	for {
@@ -278,7 +265,7 @@ func (p *Poller) idle(ctx context.Context, d time.Duration) bool {
 		select {
 		case <-ctx.Done():
 			return false
-		case <-p.wake:
+		case <-p.refreshes.wake:
 			refresh = true
 		case <-p.clock.After(wait):
 		}
@@ -306,10 +293,10 @@ func (p *Poller) load(ctx context.Context) (map[string]release.Entry, bool) {
 	p.tellTime(reads)
 	shared, b, err := p.fleet.Load(reads, p.keys)
 	if err != nil {
-		p.redisDown(ctx, OpLoad, err, start)
+		p.redis.down(ctx, OpLoad, err, start)
 		return nil, false
 	}
-	p.redisUp()
+	p.redis.up()
 	for _, key := range p.keys {
 		if e, ok := shared[key]; ok {
 			p.mergeShared(key, e)
@@ -345,31 +332,15 @@ func (p *Poller) merge(key string, e release.Entry) {
 	}
 }
 
-// redisDown notes a Redis failure of op, a call that started at start (see
-// outage.Tracker). Errors caused by our own cancellation are not an outage.
-func (p *Poller) redisDown(ctx context.Context, op Op, err error, start time.Time) {
-	if ctx.Err() != nil {
-		return
+// mergeShared merges e, app's entry as read from the Fleet, first counting
+// against the refresh budgets a claim in it that a peer made, when a
+// refresh request for app is pending: most likely the peer's fetch for an
+// earlier request, and one the budgets must see whatever request it was
+// for. A claim from long ago, spent at its time, leaves the budgets as they
+// were.
+func (p *Poller) mergeShared(key string, e release.Entry) {
+	if _, ok := p.refreshes.get(key); ok {
+		p.budgets.spend(key, e.ClaimedAt)
 	}
-	p.obs.RedisError(op)
-	p.redisFailed = true
-	p.redis.Down(p.log, start, p.timer.Now(), "redis unavailable", logsafe.NamedError("err", err))
-}
-
-// redisUp notes that a Redis call worked; the outage, if any, ends with
-// the tick (endTick).
-func (p *Poller) redisUp() { p.redisWorked = true }
-
-// sleep waits d, and reports false when ctx was cancelled first.
-func (p *Poller) sleep(ctx context.Context, d time.Duration) bool {
-	if ctx.Err() != nil {
-		return false
-	}
-	select {
-	case <-ctx.Done():
-		return false
-	case <-p.clock.After(d):
-		// Both may be ready at once; shutdown wins.
-		return ctx.Err() == nil
-	}
+	p.merge(key, e)
 }

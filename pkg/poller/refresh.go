@@ -1,12 +1,10 @@
 package poller
 
 import (
-	"context"
 	"slices"
-	"time"
+	"sync"
 
 	"github.com/storytold/craft-releases/pkg/release"
-	"github.com/storytold/craft-releases/pkg/schedule"
 )
 
 // Refresh asks the poller to fetch app soon whatever its freshness, as r
@@ -18,100 +16,70 @@ func (p *Poller) Refresh(app string, r release.Refresh) {
 	if !slices.Contains(p.keys, app) || r.At.IsZero() {
 		return
 	}
-	p.rmu.Lock()
-	if old, ok := p.refreshes[app]; !ok || r.At.After(old.At) {
+	p.refreshes.add(app, r)
+}
+
+// refreshes are the pending refresh requests: the newest one per app, and
+// how many were replaced before their fetch. Its lock is its own, so that
+// Refresh never waits on a round. Its methods are safe for concurrent use.
+type refreshes struct {
+	wake chan struct{} // one pending signal: a request arrived
+
+	mu        sync.Mutex
+	pending   map[string]release.Refresh // app key → its newest request
+	coalesced int                        // requests replaced before their fetch, not yet taken
+}
+
+func newRefreshes() *refreshes {
+	return &refreshes{wake: make(chan struct{}, 1), pending: make(map[string]release.Refresh)}
+}
+
+// add keeps r as app's request unless the pending one is as new, and
+// signals wake.
+func (q *refreshes) add(app string, r release.Refresh) {
+	q.mu.Lock()
+	if old, ok := q.pending[app]; !ok || r.At.After(old.At) {
 		if ok {
-			p.coalesced++
+			q.coalesced++
 		}
-		p.refreshes[app] = r
+		q.pending[app] = r
 	}
-	p.rmu.Unlock()
+	q.mu.Unlock()
 	select {
-	case p.wake <- struct{}{}:
+	case q.wake <- struct{}{}:
 	default:
 	}
 }
 
-func (p *Poller) pendingRefreshes() bool {
-	p.rmu.Lock()
-	defer p.rmu.Unlock()
-	return len(p.refreshes) > 0
+// any reports whether a request is pending.
+func (q *refreshes) any() bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return len(q.pending) > 0
 }
 
-func (p *Poller) pendingRefresh(app string) (release.Refresh, bool) {
-	p.rmu.Lock()
-	defer p.rmu.Unlock()
-	r, ok := p.refreshes[app]
+// get returns app's pending request, if any.
+func (q *refreshes) get(app string) (release.Refresh, bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	r, ok := q.pending[app]
 	return r, ok
 }
 
-// dropRefresh forgets app's request r, unless a newer one replaced it.
-func (p *Poller) dropRefresh(app string, r release.Refresh) {
-	p.rmu.Lock()
-	defer p.rmu.Unlock()
-	if p.refreshes[app] == r {
-		delete(p.refreshes, app)
+// drop forgets app's request r, unless a newer one replaced it.
+func (q *refreshes) drop(app string, r release.Refresh) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.pending[app] == r {
+		delete(q.pending, app)
 	}
 }
 
-// refreshRound asks GitHub about every app whose refresh request is due
-// now (schedule.RefreshAt), in configured order, as a tick asks about due
-// apps: re-checked, claimed (a claim made since the attempt's point keeps
-// other pollers off), spaced, shared, and under the fleet backoff. It
-// forgets the requests that need nothing more, and returns when the next
-// pending one falls due (zero: none). Run calls it while it waits.
-func (p *Poller) refreshRound(ctx context.Context) (next time.Time) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-
-	p.reportCoalesced()
-	start := p.timer.Now()
-	r := round{mode: p.mode, sum: schedule.Round{Apps: len(p.apps)}, refresh: true}
-	stopped := false // by a rate limit or a fleet backoff
-	for _, app := range p.apps {
-		req, ok := p.pendingRefresh(app.Key)
-		if !ok || stopped || p.backoff.Active(p.clock.Now()) || !p.refreshDue(app.Key, req, p.clock.Now()) {
-			continue
-		}
-		r.fetchedAt = time.Time{}
-		stopped = p.visit(ctx, app, &r)
-		if ctx.Err() != nil {
-			return time.Time{}
-		}
-		if schedule.Refreshed(req, p.entries[app.Key]) && p.entries[app.Key].FetchedAt.Equal(r.fetchedAt) {
-			p.obs.Refreshed(app.Key, r.fetchedAt.Sub(req.At))
-		}
-	}
-	if r.asked > 0 {
-		p.finish(ctx, start, &r)
-	}
-	for _, app := range p.apps {
-		req, ok := p.pendingRefresh(app.Key)
-		if !ok {
-			continue
-		}
-		at, _, held, ok := p.refreshAt(app.Key, req, p.clock.Now())
-		if !ok {
-			p.dropRefresh(app.Key, req)
-			p.unhold(app.Key)
-			continue
-		}
-		if held != "" {
-			p.hold(app.Key, req, held, at)
-		}
-		if p.backoff.Active(at) {
-			at = p.backoff.Until
-		}
-		if next.IsZero() || at.Before(next) {
-			next = at
-		}
-	}
-	return next
-}
-
-// refreshDue reports whether app's request r asks for a fetch at now, and
-// the budgets have room for it.
-func (p *Poller) refreshDue(app string, r release.Refresh, now time.Time) bool {
-	at, _, _, ok := p.refreshAt(app, r, now)
-	return ok && !at.After(now)
+// takeCoalesced returns how many requests were replaced since its last call.
+func (q *refreshes) takeCoalesced() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	n := q.coalesced
+	q.coalesced = 0
+	return n
 }

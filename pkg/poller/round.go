@@ -2,9 +2,6 @@ package poller
 
 import (
 	"context"
-	"errors"
-	"math"
-	"reflect"
 	"time"
 
 	"go.uber.org/zap"
@@ -23,7 +20,7 @@ func (p *Poller) tick(ctx context.Context) {
 	defer p.mu.Unlock()
 
 	start := p.timer.Now()
-	p.redisWorked, p.redisFailed = false, false
+	p.redis.startTick()
 	r := round{mode: p.mode, sum: schedule.Round{Apps: len(p.apps)}}
 	if r.mode == Coordinated {
 		if shared, ok := p.load(ctx); ok {
@@ -32,7 +29,7 @@ func (p *Poller) tick(ctx context.Context) {
 			r.mode = Standalone
 		}
 	}
-	p.repace(p.clock.Now())
+	p.pace.update(p.clock.Now())
 	if p.backoff.Active(p.clock.Now()) {
 		p.log.Debug("backoff active", zap.Time("until", p.backoff.Until))
 		if ctx.Err() == nil {
@@ -53,6 +50,71 @@ func (p *Poller) tick(ctx context.Context) {
 		return
 	}
 	p.finish(ctx, start, &r)
+}
+
+// refreshRound asks GitHub about every app whose refresh request is due now
+// (schedule.RefreshAt, within the budgets), in configured order, as a tick
+// asks about due apps: claimed (only a claim made since the attempt's point
+// keeps other pollers off), spaced, shared, and under the fleet backoff. It
+// returns when the next pending request falls due (zero: none). Run calls
+// it while it waits.
+func (p *Poller) refreshRound(ctx context.Context) (next time.Time) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+
+	if n := p.refreshes.takeCoalesced(); n > 0 {
+		p.log.Debug("webhook refreshes coalesced", zap.Int("requests", n))
+		p.obs.RefreshesDeferred(Coalesced, n)
+	}
+	start := p.timer.Now()
+	r := round{mode: p.mode, sum: schedule.Round{Apps: len(p.apps)}, refresh: true}
+	stopped := false // by a rate limit or a fleet backoff
+	for _, app := range p.apps {
+		req, ok := p.refreshes.get(app.Key)
+		if !ok || stopped || p.backoff.Active(p.clock.Now()) || !p.due(app.Key, &r, p.clock.Now()) {
+			continue
+		}
+		r.fetchedAt = time.Time{}
+		stopped = p.visit(ctx, app, &r)
+		if ctx.Err() != nil {
+			return time.Time{}
+		}
+		if schedule.Refreshed(req, p.entries[app.Key]) && p.entries[app.Key].FetchedAt.Equal(r.fetchedAt) {
+			p.obs.Refreshed(app.Key, r.fetchedAt.Sub(req.At))
+		}
+	}
+	if r.asked > 0 {
+		p.finish(ctx, start, &r)
+	}
+	return p.nextRefresh()
+}
+
+// nextRefresh forgets the refresh requests that need nothing more, notes
+// those the budgets hold back, and returns when the next pending one falls
+// due, the fleet backoff permitting (zero: none).
+func (p *Poller) nextRefresh() (next time.Time) {
+	for _, app := range p.apps {
+		req, ok := p.refreshes.get(app.Key)
+		if !ok {
+			continue
+		}
+		at, _, held, ok := p.budgets.refreshAt(app.Key, req, p.entries[app.Key], p.clock.Now())
+		if !ok {
+			p.refreshes.drop(app.Key, req)
+			p.budgets.unhold(app.Key)
+			continue
+		}
+		if held != "" {
+			p.budgets.hold(app.Key, req, held, at)
+		}
+		if p.backoff.Active(at) {
+			at = p.backoff.Until
+		}
+		if next.IsZero() || at.Before(next) {
+			next = at
+		}
+	}
+	return next
 }
 
 // finish ends a round that started at start: it works out the backoff,
@@ -89,9 +151,7 @@ func (p *Poller) finish(ctx context.Context, start time.Time, r *round) {
 // once a whole tick used Redis without an error, and the Observer hears of
 // the round.
 func (p *Poller) endTick(m Mode, start time.Time) {
-	if p.redisWorked && !p.redisFailed {
-		p.redis.Up(p.log, p.timer.Now(), "redis is back")
-	}
+	p.redis.endTick()
 	p.obs.Round(m, p.timer.Now().Sub(start), p.backoff)
 }
 
@@ -110,17 +170,17 @@ func (p *Poller) shareBackoff(ctx context.Context, read, next schedule.Backoff, 
 		err = p.fleet.PutBackoff(ctx, next)
 	}
 	if err != nil {
-		p.redisDown(ctx, OpPutBackoff, err, start)
+		p.redis.down(ctx, OpPutBackoff, err, start)
 		r.mode = Standalone
 		return
 	}
-	p.redisUp()
+	p.redis.up()
 }
 
 // repair writes back from memory, guarded as usual and without asking
 // GitHub, every app whose shared entry, as just read, has no fetch or an
 // older one than memory holds: Redis was flushed, a key expired, or a write
-// was lost in a failover (docs/redis.md, "Republishing after a loss"). Each entry
+// was lost in a failover (docs/operations.md, "Redis flushed"). Each entry
 // keeps its own fetch time, so nothing looks fresher than it is. A Redis
 // error stops the repair and makes the round standalone.
 func (p *Poller) repair(ctx context.Context, shared map[string]release.Entry, r *round) {
@@ -195,207 +255,4 @@ func (p *Poller) logFailures(r *round) {
 	p.log.Warn(msg, zap.Int("failed", len(r.failures)), zap.Int("no_release_yet", none),
 		logsafe.NamedError("err", r.failures[0].err), zap.Duration("retry_in", max(0, p.backoff.Until.Sub(p.clock.Now()))))
 	r.failures = nil
-}
-
-// visit asks GitHub about app if it is due, and records what happened.
-// It reports whether the round must stop.
-func (p *Poller) visit(ctx context.Context, app release.App, r *round) (stop bool) {
-	if !p.wanted(app.Key, r, p.clock.Now()) {
-		return false
-	}
-	// The spacing comes before the re-check, so that a backoff another poller
-	// wrote meanwhile is seen and the claim is stamped when the request starts.
-	if r.asked > 0 && !r.spaced {
-		if !p.sleep(ctx, p.timing.Spacing) {
-			return true
-		}
-		r.spaced = true
-	}
-	if r.mode == Coordinated {
-		ask, stop := p.recheck(ctx, app.Key, r)
-		if !ask {
-			return stop
-		}
-	}
-	r.asked++
-	r.spaced = false
-	if r.refresh {
-		p.spend(app.Key, p.clock.Now())
-		p.unhold(app.Key)
-	}
-
-	e := p.entries[app.Key]
-	start := p.timer.Now()
-	a := p.source.Latest(ctx, app, e.ETag)
-	if ctx.Err() != nil {
-		// An answer cut short by shutdown says nothing about GitHub.
-		return true
-	}
-	now := p.clock.Now()
-	p.log.Debug("github answer", zap.String("app", app.Key), zap.String("status", a.Outcome.String()),
-		zap.Duration("took", p.timer.Now().Sub(start)))
-
-	missing := a.Outcome == release.NotFound
-	if missing {
-		a = p.notFound(app, e, a, now)
-	}
-	if a.Outcome == release.NotModified && e.ETag == "" {
-		// We sent no If-None-Match, so this 304 confirms nothing we hold.
-		// The quota it announced stays true.
-		a.Outcome, a.Err = release.Failed, errors.New("not modified without an etag")
-	}
-	p.obs.Answer(app.Key, a)
-	p.learnQuota(a, now)
-	next, stop := p.record(app, e, a, missing, now, r)
-	if stop {
-		return true
-	}
-	changed := p.share(ctx, app.Key, a.Outcome, next, r)
-	if p.fleet == nil && a.Outcome == release.Fetched {
-		changed = !e.Fetched() || !reflect.DeepEqual(e.Release, a.Release)
-	}
-	// Kept even when the shared write lost: memory is merged, not replaced.
-	p.merge(app.Key, next)
-	if changed && p.changes != nil {
-		p.changes(app.Key, e.Release, a.Release)
-	}
-	return false
-}
-
-// record counts answer a about app in the round and returns the entry that
-// follows e, or stop for a rate limit, which ends the round.
-func (p *Poller) record(app release.App, e release.Entry, a release.Answer, missing bool, now time.Time, r *round) (next release.Entry, stop bool) {
-	next = e
-	switch a.Outcome {
-	case release.Fetched:
-		r.sum.Fetched++
-		next.FetchedAt, next.ETag, next.Release = now, a.ETag, a.Release
-		r.fetchedAt = now
-	case release.NotModified:
-		r.sum.Unchanged++
-		next.FetchedAt = now
-		r.fetchedAt = now
-	case release.RateLimited:
-		r.sum.RateLimited, r.sum.RetryAt = true, a.RetryAt
-		p.logFailures(r)
-		p.log.Warn("github rate limit", zap.String("app", app.Key), zap.String("repo", app.Repo),
-			zap.Time("retry_at", a.RetryAt), logsafe.NamedError("err", a.Err))
-		return e, true
-	default:
-		r.sum.Failed++
-		n := 1
-		if e.Failing() {
-			n = max(e.Failures, 1)
-			if n < math.MaxInt {
-				n++
-			}
-		}
-		next.FailedAt, next.Failures = now, n
-		next.NotFoundSince, next.NotFound = notFoundRun(e, missing, now)
-		r.failures = append(r.failures, failure{app: app, n: n, err: a.Err})
-	}
-	return next, false
-}
-
-// recheck re-reads app and the backoff from the fleet and claims app. It
-// reports whether to ask GitHub about app, and whether the round must stop.
-// A Redis error makes the rest of the round standalone, and app is still asked.
-func (p *Poller) recheck(ctx context.Context, key string, r *round) (ask, stop bool) {
-	start := p.timer.Now()
-	shared, b, err := p.fleet.LoadApp(ctx, key)
-	if err != nil {
-		p.redisDown(ctx, OpLoadApp, err, start)
-		r.mode = Standalone
-		return true, false
-	}
-	p.redisUp()
-	p.mergeShared(key, shared)
-	p.backoff = b
-	now := p.clock.Now()
-	if b.Active(now) {
-		r.held = true
-		return false, true
-	}
-	if !p.wanted(key, r, now) {
-		return false, false
-	}
-	window := p.timing.ClaimWindow()
-	if r.refresh {
-		// Only a claim made since the attempt's point keeps us off: one made
-		// before it asked GitHub too early to answer the request.
-		req, _ := p.pendingRefresh(key)
-		_, point, _, _ := p.refreshAt(key, req, now)
-		window = min(window, now.Sub(point)+time.Millisecond)
-	}
-	won, err := p.fleet.Claim(ctx, key, now, window)
-	if err != nil {
-		p.redisDown(ctx, OpClaim, err, now)
-		r.mode = Standalone
-		return true, false
-	}
-	p.redisUp()
-	p.obs.Claim(won)
-	if !won {
-		p.log.Debug("claim refused", zap.String("app", key))
-		if r.refresh {
-			// Another poller asks for this attempt; wait for its claim to lapse
-			// (or its fetch to arrive) before asking ourselves. Its claim,
-			// which the read before ours missed, counts against the budgets.
-			p.spend(key, now)
-			p.merge(key, release.Entry{ClaimedAt: now})
-		}
-	}
-	return won, false
-}
-
-// wanted reports whether to ask GitHub about app in round r at now: when it
-// is due or, in a round of refreshes, when its request asks for it.
-func (p *Poller) wanted(key string, r *round, now time.Time) bool {
-	if !r.refresh {
-		return schedule.Due(p.paced(), p.entries[key], now)
-	}
-	req, ok := p.pendingRefresh(key)
-	return ok && p.refreshDue(key, req, now)
-}
-
-// share writes an answer's outcome to the fleet, unless the round is
-// standalone, and reports whether its fetch changed the shared release
-// (Fleet.PublishFetch).
-func (p *Poller) share(ctx context.Context, key string, o release.Outcome, e release.Entry, r *round) (changed bool) {
-	if r.mode == Standalone {
-		return false
-	}
-	put, op := p.fleet.PutFailure, OpPutFailure
-	switch o {
-	case release.Fetched:
-		put, op = func(ctx context.Context, key string, e release.Entry) (written bool, err error) {
-			written, changed, err = p.fleet.PublishFetch(ctx, key, e)
-			return written, err
-		}, OpPutFetch
-	case release.NotModified:
-		put, op = p.fleet.PutNotModified, OpPutNotModified
-	}
-	if written, ok := p.put(ctx, op, put, key, e, r); ok && !written {
-		p.log.Debug("shared write refused", zap.String("app", key), zap.String("status", o.String()))
-	}
-	return changed
-}
-
-// put shares app's entry e with the guarded write put, op for the Observer.
-// It reports whether the write went through, and ok false for a Redis
-// error, which makes the rest of the round standalone.
-func (p *Poller) put(ctx context.Context, op Op, put func(context.Context, string, release.Entry) (bool, error),
-	key string, e release.Entry, r *round) (written, ok bool) {
-	start := p.timer.Now()
-	written, err := put(ctx, key, e)
-	if err != nil {
-		p.redisDown(ctx, op, err, start)
-		r.mode = Standalone
-		return false, false
-	}
-	p.redisUp()
-	if !written {
-		p.obs.WriteRefused(op)
-	}
-	return written, true
 }

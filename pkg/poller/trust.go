@@ -2,6 +2,7 @@ package poller
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -16,26 +17,33 @@ import (
 // is evidence, not proof").
 const notFoundDrops = 3
 
-// notFound turns a 404 about app, whose entry is e, into what it means at
-// now. For an app without a release (never fetched, or fetched none) it is
-// the absence of one: Fetched, nil. For an app with a release it is a
-// failure (a repository made private by mistake, a hiccup), so that the
-// release stays and the per-app retry applies, until the 404s have lasted a
-// whole interval and notFoundDrops requests in a row: then the release is
-// dropped, with a warning that names its tag.
-func (p *Poller) notFound(app release.App, e release.Entry, a release.Answer, now time.Time) release.Answer {
-	gone := release.Answer{Outcome: release.Fetched, Remaining: a.Remaining, Reset: a.Reset}
-	if e.Release == nil {
-		return gone
-	}
-	since, n := notFoundRun(e, true, now)
-	if n >= notFoundDrops && now.Sub(since) >= p.timing.Interval {
+// judge returns what got, GitHub's answer about app, whose entry is was,
+// means at now (docs/scheduling.md, "A 404 is evidence, not proof"): a 304
+// to a request without an ETag is a failure; a 404 is the absence of a
+// release for an app without one and, for an app with one, a failure that
+// keeps it until the 404s have lasted a whole interval and notFoundDrops
+// requests in a row, when the release is dropped with a warning that names
+// its tag. The quota announced stays as got said.
+func (p *Poller) judge(app release.App, was release.Entry, got release.Answer, now time.Time) answer {
+	a := answer{Answer: got, at: now, missing: got.Outcome == release.NotFound}
+	gone := release.Answer{Outcome: release.Fetched, Remaining: got.Remaining, Reset: got.Reset}
+	switch {
+	case got.Outcome == release.NotModified && was.ETag == "":
+		a.Outcome, a.Err = release.Failed, errors.New("not modified without an etag")
+	case !a.missing:
+	case was.Release == nil:
+		a.Answer = gone
+	default:
+		since, n := notFoundRun(was, true, now)
+		if n < notFoundDrops || now.Sub(since) < p.timing.Interval {
+			a.Outcome = release.Failed
+			a.Err = fmt.Errorf("%w (%d in a row; the release stays)", got.Err, n)
+			break
+		}
 		p.log.Warn("release dropped after 404s", zap.String("app", app.Key), zap.String("repo", app.Repo),
-			logsafe.String("tag", e.Release.Tag), zap.Int("requests", n), zap.Time("since", since))
-		return gone
+			logsafe.String("tag", was.Release.Tag), zap.Int("requests", n), zap.Time("since", since))
+		a.Answer = gone
 	}
-	a.Outcome = release.Failed
-	a.Err = fmt.Errorf("%w (%d in a row; the release stays)", a.Err, n)
 	return a
 }
 
@@ -59,8 +67,9 @@ type corrector interface {
 
 // tellTime measures the poller's clock against the Fleet's, corrects it when
 // it can (a clock.Corrected) and they differ by more than release.MaxSkew,
-// reports the offset, and warns once while it stays beyond. A Redis error
-// leaves the clock as it was: the load that follows reports the outage.
+// reports the offset, and warns once while it stays beyond
+// (docs/scheduling.md, "A clock you cannot trust"). A Redis error leaves
+// the clock as it was: the load that follows reports the outage.
 func (p *Poller) tellTime(ctx context.Context) {
 	residual, err := p.fleet.ClockOffset(ctx)
 	if err != nil {
