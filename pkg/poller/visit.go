@@ -114,9 +114,10 @@ func (p *Poller) claim(ctx context.Context, key string, r *round) (ask, stop boo
 		_, point, _ := schedule.RefreshAt(p.timing, req, p.entries[key], now)
 		window = min(window, now.Sub(point)+time.Millisecond)
 	}
+	start = p.timer.Now()
 	won, err := p.fleet.Claim(ctx, key, now, window)
 	if err != nil {
-		p.redis.down(ctx, OpClaim, err, now)
+		p.redis.down(ctx, OpClaim, err, start)
 		r.mode = Standalone
 		return true, false
 	}
