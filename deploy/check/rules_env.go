@@ -62,12 +62,14 @@ func checkEnvLoads(s *Resolved) []string {
 }
 
 // checkAppsConfig: the api and the poller take CRAFT_APPS_RELEASE_APPS, and
-// CRAFT_APPS_RELEASE_PRERELEASE_APPS when either sets it, from one and the
-// same ConfigMap, so they can never disagree about the apps or their
-// channels: a pod that shows a channel no poller fetches answers no-store.
+// CRAFT_APPS_RELEASE_PRERELEASE_APPS and CRAFT_APPS_RELEASE_TAG_PREFIXES when
+// either sets them, from one and the same ConfigMap, so they can never
+// disagree about the apps, their channels or their versions: a pod that shows
+// a channel no poller fetches answers no-store, and a pod refuses every
+// release a poller wrote under another tag prefix.
 func checkAppsConfig(s *Resolved) []string {
 	var problems []string
-	for _, name := range []string{"CRAFT_APPS_RELEASE_APPS", "CRAFT_APPS_RELEASE_PRERELEASE_APPS"} {
+	for _, name := range []string{"CRAFT_APPS_RELEASE_APPS", "CRAFT_APPS_RELEASE_PRERELEASE_APPS", "CRAFT_APPS_RELEASE_TAG_PREFIXES"} {
 		problems = append(problems, sharedVar(s, name, name == "CRAFT_APPS_RELEASE_APPS")...)
 	}
 	return problems

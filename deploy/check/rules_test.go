@@ -136,6 +136,9 @@ func TestChecksCatchBrokenManifests(t *testing.T) {
 			setEnv(poller(t, s), "CRAFT_APPS_RELEASE_PRERELEASE_APPS", "photocraft")
 			setEnv(api(t, s), "CRAFT_APPS_RELEASE_PRERELEASE_APPS", "photocraft")
 		}, "takes CRAFT_APPS_RELEASE_PRERELEASE_APPS from value, not from the shared ConfigMap"},
+		{"tag prefixes on the API pods alone", "apps-config", func(t testing.TB, s *Set) {
+			setEnv(api(t, s), "CRAFT_APPS_RELEASE_TAG_PREFIXES", "artcraft-launcher=artcraft-v")
+		}, "does not set CRAFT_APPS_RELEASE_TAG_PREFIXES, which another binary sets"},
 		{"a liveness probe on the wrong path", "probes", func(t testing.TB, s *Set) {
 			api(t, s).LivenessProbe.HTTPGet.Path = "/health"
 		}, "liveness probe asks /health, want /healthz"},

@@ -130,3 +130,42 @@ func WithPrereleases(apps []release.App, s string) ([]release.App, error) {
 	}
 	return out, nil
 }
+
+// WithTagPrefixes returns apps with the tag prefixes (App.TagPrefix) that s
+// gives: "key=prefix" entries separated by commas, each part trimmed, the
+// key compared in lowercase; a blank s gives none, and an app without a
+// prefix keeps the version rule of an app without one
+// (release.VersionOf). A malformed entry, a key that is not one of apps or
+// is listed twice, and an empty prefix or one that is not
+// release.GoodTagPrefix are errors that name the key or quote the entry.
+func WithTagPrefixes(apps []release.App, s string) ([]release.App, error) {
+	if strings.TrimSpace(s) == "" {
+		return apps, nil
+	}
+	out := slices.Clone(apps)
+	for entry := range strings.SplitSeq(s, ",") {
+		entry = strings.TrimSpace(entry)
+		if entry == "" {
+			continue
+		}
+		key, prefix, ok := strings.Cut(entry, "=")
+		if !ok {
+			return nil, fmt.Errorf("entry %q: want key=prefix", entry)
+		}
+		key, prefix = strings.TrimSpace(key), strings.TrimSpace(prefix)
+		i := slices.IndexFunc(out, func(a release.App) bool { return release.SafeName(key) && a.Key == strings.ToLower(key) })
+		switch {
+		case i < 0:
+			return nil, fmt.Errorf("key %q is not one of CRAFT_APPS_RELEASE_APPS's", key)
+		case out[i].TagPrefix != "":
+			return nil, fmt.Errorf("key %q is listed twice", key)
+		case prefix == "":
+			return nil, fmt.Errorf("key %q: empty prefix", key)
+		case !release.GoodTagPrefix(prefix):
+			return nil, fmt.Errorf("key %q: prefix %q is not 1 to %d bytes of printable ASCII without space, ',' or '=' that can begin a git tag",
+				key, prefix, release.MaxTagPrefix)
+		}
+		out[i].TagPrefix = prefix
+	}
+	return out, nil
+}

@@ -226,3 +226,70 @@ func TestWithPrereleases(t *testing.T) {
 		}
 	}
 }
+
+// TestWithTagPrefixes: each listed app, its key in any letter case, gets its
+// prefix and the others none; a blank list gives none; a malformed entry, a
+// key not configured or listed twice, and an empty or hostile prefix are
+// errors naming the key; the apps passed in are not modified.
+func TestWithTagPrefixes(t *testing.T) {
+	apps := config.DefaultApps()
+	for _, tt := range []struct {
+		name, list string
+		want       map[string]string // app key → prefix
+	}{
+		{"blank", " ", map[string]string{}},
+		{"one", "artcraft-launcher=artcraft-v", map[string]string{"artcraft-launcher": "artcraft-v"}},
+		{"two, trimmed, any case", " PhotoCraft = photocraft- ,artcraft-launcher=artcraft-v,",
+			map[string]string{"photocraft": "photocraft-", "artcraft-launcher": "artcraft-v"}},
+		{"a slash and a plus", "photocraft=release/+", map[string]string{"photocraft": "release/+"}},
+		{"at the bound", "photocraft=" + strings.Repeat("p", release.MaxTagPrefix), map[string]string{"photocraft": strings.Repeat("p", release.MaxTagPrefix)}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := config.WithTagPrefixes(apps, tt.list)
+			if err != nil {
+				t.Fatalf("WithTagPrefixes(%q): %v", tt.list, err)
+			}
+			prefixes := map[string]string{}
+			for _, a := range got {
+				if a.TagPrefix != "" {
+					prefixes[a.Key] = a.TagPrefix
+				}
+			}
+			if !reflect.DeepEqual(prefixes, tt.want) {
+				t.Errorf("WithTagPrefixes(%q) gives %q, want %q", tt.list, prefixes, tt.want)
+			}
+		})
+	}
+	for _, bad := range []struct{ name, list, want string }{
+		{"no =", "photocraft", `entry "photocraft": want key=prefix`},
+		{"unknown key", "photocraft=p-,nosuch=n-", `key "nosuch" is not one of`},
+		{"a key twice", "photocraft=p-,PHOTOCRAFT=q-", `key "PHOTOCRAFT" is listed twice`},
+		{"empty prefix", "photocraft=", `key "photocraft": empty prefix`},
+		{"blank prefix", "photocraft= ", `key "photocraft": empty prefix`},
+		{"empty key", "=p-", `key "" is not one of`},
+		{"a key with a non-ASCII letter", "\u212aelvin=k-", "is not one of"},
+		{"a second =", "photocraft=a=b", `prefix "a=b" is not`},
+		{"a space inside", "photocraft=a b", `prefix "a b" is not`},
+		{"a tab inside", "photocraft=a\tb", "is not 1 to 32 bytes"},
+		{"a control character", "photocraft=a\x1bb", "is not 1 to 32 bytes"},
+		{"a delete", "photocraft=a\x7fb", "is not 1 to 32 bytes"},
+		{"non-ASCII", "photocraft=фото-", "is not 1 to 32 bytes"},
+		{"a bidi override", "photocraft=a\u202eb", "is not 1 to 32 bytes"},
+		{"over the bound", "photocraft=" + strings.Repeat("p", release.MaxTagPrefix+1), "is not 1 to 32 bytes"},
+		{"two dots", "photocraft=a..", "can begin a git tag"},
+		{"a character git refuses", "photocraft=a~", "can begin a git tag"},
+		{"a leading dot", "photocraft=.v", "can begin a git tag"},
+		{"an empty component", "photocraft=a//", "can begin a git tag"},
+	} {
+		t.Run(bad.name, func(t *testing.T) {
+			if _, err := config.WithTagPrefixes(apps, bad.list); err == nil || !strings.Contains(err.Error(), bad.want) {
+				t.Errorf("WithTagPrefixes(%q) = %v, want an error containing %q", bad.list, err, bad.want)
+			}
+		})
+	}
+	for _, a := range apps {
+		if a.TagPrefix != "" {
+			t.Fatalf("WithTagPrefixes modified its argument: %+v", a)
+		}
+	}
+}

@@ -30,7 +30,7 @@ const (
 // Shared holds the settings both binaries read.
 type Shared struct {
 	Redis     Redis         // REDIS_URL and the REDIS_TLS_* files; the zero value: no Redis
-	Apps      []release.App // CRAFT_APPS_RELEASE_APPS, in configured order, with CRAFT_APPS_RELEASE_PRERELEASE_APPS's marked
+	Apps      []release.App // CRAFT_APPS_RELEASE_APPS, in configured order, with CRAFT_APPS_RELEASE_PRERELEASE_APPS's marked and CRAFT_APPS_RELEASE_TAG_PREFIXES's prefixes
 	LogLevel  zapcore.Level // debug, info, warn or error
 	LogFormat string        // FormatJSON or FormatConsole
 }
@@ -240,6 +240,15 @@ func (s Shared) fields() []zap.Field {
 	if pre != nil {
 		fields = append(fields, zap.Strings("prerelease_apps", pre))
 	}
+	var prefixes []string
+	for _, app := range s.Apps {
+		if app.TagPrefix != "" {
+			prefixes = append(prefixes, app.Key+"="+app.TagPrefix)
+		}
+	}
+	if prefixes != nil {
+		fields = append(fields, zap.Strings("tag_prefixes", prefixes))
+	}
 	for i, name := range []string{"redis_tls_ca_file", "redis_tls_cert_file", "redis_tls_key_file"} {
 		if s.Redis.TLS.files[i] != "" {
 			fields = append(fields, zap.String(name, s.Redis.TLS.files[i]))
@@ -321,8 +330,17 @@ func (r sharedEnv) check(c *checker) Shared {
 	apps, err := ParseApps(r.Apps)
 	if err != nil {
 		c.fail("CRAFT_APPS_RELEASE_APPS", "%w", err)
-	} else if apps, err = WithPrereleases(apps, r.Prereleases); err != nil {
-		c.fail("CRAFT_APPS_RELEASE_PRERELEASE_APPS", "%w", err)
+	} else {
+		// Each list is checked against the apps even when the other is
+		// wrong, so that one start-up names both.
+		marked, err := WithPrereleases(apps, r.Prereleases)
+		if err != nil {
+			c.fail("CRAFT_APPS_RELEASE_PRERELEASE_APPS", "%w", err)
+			marked = apps
+		}
+		if apps, err = WithTagPrefixes(marked, r.TagPrefixes); err != nil {
+			c.fail("CRAFT_APPS_RELEASE_TAG_PREFIXES", "%w", err)
+		}
 	}
 	s.Apps = apps
 	switch level := strings.ToLower(r.LogLevel); level {

@@ -196,6 +196,14 @@ func TestLoadGood(t *testing.T) {
 			}},
 		{"prerelease apps blank", map[string]string{"CRAFT_APPS_RELEASE_PRERELEASE_APPS": " "},
 			func(*config.Shared, *config.Polling) {}},
+		{"tag prefixes", map[string]string{"CRAFT_APPS_RELEASE_APPS": "alpha=Alpha=org/alpha,beta=Beta=org/beta",
+			"CRAFT_APPS_RELEASE_PRERELEASE_APPS": "beta", "CRAFT_APPS_RELEASE_TAG_PREFIXES": " Beta = beta-v "},
+			func(s *config.Shared, _ *config.Polling) {
+				s.Apps = []release.App{{Key: "alpha", Name: "Alpha", Repo: "org/alpha"},
+					{Key: "beta", Name: "Beta", Repo: "org/beta", Prereleases: true, TagPrefix: "beta-v"}}
+			}},
+		{"tag prefixes blank", map[string]string{"CRAFT_APPS_RELEASE_TAG_PREFIXES": " "},
+			func(*config.Shared, *config.Polling) {}},
 		{"api url without slash", map[string]string{"CRAFT_APPS_RELEASE_GITHUB_API_URL": "http://127.0.0.1:8080"},
 			func(_ *config.Shared, p *config.Polling) { p.GitHubAPIURL = "http://127.0.0.1:8080/" }},
 		{"enterprise api url", map[string]string{"CRAFT_APPS_RELEASE_GITHUB_API_URL": "https://ghe.example.com/api/v3"},
@@ -418,6 +426,11 @@ func TestLoadBad(t *testing.T) {
 			[]string{`CRAFT_APPS_RELEASE_PRERELEASE_APPS: key "nosuchapp" is not one of CRAFT_APPS_RELEASE_APPS's`}},
 		{"prerelease app of a list that does not parse", map[string]string{"CRAFT_APPS_RELEASE_APPS": "x", "CRAFT_APPS_RELEASE_PRERELEASE_APPS": "x"},
 			[]string{"CRAFT_APPS_RELEASE_APPS: "}},
+		{"tag prefix of an app not configured", map[string]string{"CRAFT_APPS_RELEASE_TAG_PREFIXES": "photocraft=p-,nosuchapp=n-"},
+			[]string{`CRAFT_APPS_RELEASE_TAG_PREFIXES: key "nosuchapp" is not one of CRAFT_APPS_RELEASE_APPS's`}},
+		{"tag prefix and prerelease apps both wrong", map[string]string{
+			"CRAFT_APPS_RELEASE_PRERELEASE_APPS": "nosuchapp", "CRAFT_APPS_RELEASE_TAG_PREFIXES": "photocraft="},
+			[]string{`CRAFT_APPS_RELEASE_PRERELEASE_APPS: key "nosuchapp"`, `CRAFT_APPS_RELEASE_TAG_PREFIXES: key "photocraft": empty prefix`}},
 		{"api url scheme", map[string]string{"CRAFT_APPS_RELEASE_GITHUB_API_URL": "ftp://api.github.com/"},
 			[]string{`CRAFT_APPS_RELEASE_GITHUB_API_URL: "ftp://api.github.com/" is not an http or https URL`}},
 		{"api url relative", map[string]string{"CRAFT_APPS_RELEASE_GITHUB_API_URL": "api.github.com"},

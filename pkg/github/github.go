@@ -165,9 +165,11 @@ func (c *Client) gh() *gogithub.Client {
 // sending etag as If-None-Match when it is an entity tag of at most MaxETag
 // bytes, and classifies the answer as docs/github.md says:
 //
-//   - 200 with a good release: Fetched, with the filtered release and the
-//     answer's ETag ("" when it is not such an entity tag); a bad body (not JSON, a known field of the wrong type, a
-//     draft, a bad tag, over MaxBody bytes): Failed.
+//   - 200 with a good release: Fetched, with the filtered release
+//     (ParseRelease, its version by app.TagPrefix) and the answer's ETag
+//     ("" when it is not such an entity tag); a bad body (not JSON, a known
+//     field of the wrong type, a draft, a bad tag, over MaxBody bytes):
+//     Failed.
 //   - 304: NotModified. A 304 to a request without If-None-Match is Failed.
 //   - headers over MaxHeaderBytes, or none within the header timeout: Failed.
 //   - 404: NotFound ("HTTP 404"): no release, or a repository gone; the
@@ -191,7 +193,7 @@ func (c *Client) gh() *gogithub.Client {
 // and a 200's release is the list's newest pre-release (ParsePrereleases),
 // nil for none.
 func (c *Client) Latest(ctx context.Context, app release.App, etag string) release.Answer {
-	a := c.latest(ctx, app.Repo, app.Channel, etag)
+	a := c.latest(ctx, app, etag)
 	if a.Err != nil {
 		a.Err = c.redact(a.Err)
 	}
@@ -203,7 +205,7 @@ func (c *Client) Latest(ctx context.Context, app release.App, etag string) relea
 type request struct {
 	what  string // in errors: "latest release" or "releases"
 	path  string // after repos/org/project/
-	parse func(repo string, body []byte) (*release.Release, error)
+	parse func(app release.App, body []byte) (*release.Release, error)
 }
 
 var (
@@ -211,10 +213,10 @@ var (
 	listRequest   = request{"releases", "releases?per_page=" + strconv.Itoa(ListSize), ParsePrereleases}
 )
 
-func (c *Client) latest(ctx context.Context, repo string, ch release.Channel, etag string) release.Answer {
-	gh := c.gh()
+func (c *Client) latest(ctx context.Context, app release.App, etag string) release.Answer {
+	gh, repo := c.gh(), app.Repo
 	rq := latestRequest
-	if ch == release.Prerelease {
+	if app.Channel == release.Prerelease {
 		rq = listRequest
 	}
 	req, err := c.newRequest(gh, rq, repo, etag)
@@ -238,7 +240,7 @@ func (c *Client) latest(ctx context.Context, repo string, ch release.Channel, et
 	}
 	switch code := resp.StatusCode; code {
 	case http.StatusOK:
-		rel, err := c.readRelease(rq, repo, resp.Response)
+		rel, err := c.readRelease(rq, app, resp.Response)
 		if err != nil {
 			return fail(fmt.Errorf("%s %s: %w", rq.what, repo, err))
 		}
@@ -294,9 +296,9 @@ func (c *Client) newRequest(gh *gogithub.Client, rq request, repo, etag string) 
 	return req, nil
 }
 
-// readRelease reads and parses a 200's body to rq; nil for a list without a
-// pre-release.
-func (c *Client) readRelease(rq request, repo string, resp *http.Response) (*release.Release, error) {
+// readRelease reads and parses a 200's body to rq about app; nil for a list
+// without a pre-release.
+func (c *Client) readRelease(rq request, app release.App, resp *http.Response) (*release.Release, error) {
 	if resp.ContentLength > MaxBody {
 		return nil, fmt.Errorf("body of %d bytes is over %d", resp.ContentLength, MaxBody)
 	}
@@ -309,7 +311,7 @@ func (c *Client) readRelease(rq request, repo string, resp *http.Response) (*rel
 	if len(body) > MaxBody {
 		return nil, fmt.Errorf("body is over %d bytes", MaxBody)
 	}
-	rel, err := rq.parse(repo, body)
+	rel, err := rq.parse(app, body)
 	if err != nil || rel == nil {
 		return nil, err
 	}

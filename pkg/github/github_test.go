@@ -271,6 +271,20 @@ func TestLatestHeaders(t *testing.T) {
 	}
 }
 
+// TestLatestTagPrefix: the release Latest returns has its version by the
+// app's tag prefix.
+func TestLatestTagPrefix(t *testing.T) {
+	gh := fakegithub.New(t)
+	c := newClient(t, gh, github.Options{})
+	gh.Publish(repo, fakegithub.NewRelease(repo, "artcraft-v0.41.0"))
+	artcraft := app
+	artcraft.TagPrefix = "artcraft-v"
+	a := c.Latest(context.Background(), artcraft, "")
+	if a.Outcome != release.Fetched || a.Release == nil || a.Release.Version != "0.41.0" {
+		t.Fatalf("Latest = %v %+v (err %v), want fetched version 0.41.0", a.Outcome, a.Release, a.Err)
+	}
+}
+
 func TestLatestRevalidation(t *testing.T) {
 	gh := fakegithub.New(t)
 	c := newClient(t, gh, github.Options{})

@@ -133,7 +133,7 @@ func TestParseReleaseTags(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.tag, func(t *testing.T) {
-			_, err := github.ParseRelease(repo, releaseJSON(t, map[string]any{"tag_name": tt.tag}))
+			_, err := github.ParseRelease(app, releaseJSON(t, map[string]any{"tag_name": tt.tag}))
 			if got := err == nil; got != tt.ok {
 				t.Errorf("ParseRelease(tag %q) error = %v, want ok %v", tt.tag, err, tt.ok)
 			}

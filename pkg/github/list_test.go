@@ -68,7 +68,7 @@ func TestParsePrereleases(t *testing.T) {
 		{"past the tenth", append(make([]fakegithub.Release, 0, 11),
 			stable, stable, stable, stable, stable, stable, stable, stable, stable, stable, pre("v9.0.0-beta.1", 9)), ""},
 	} {
-		got, err := github.ParsePrereleases(repo, listJSON(t, tt.list...))
+		got, err := github.ParsePrereleases(app, listJSON(t, tt.list...))
 		if err != nil {
 			t.Errorf("%s: %v", tt.name, err)
 			continue
@@ -103,7 +103,7 @@ func TestParsePrereleasesRejects(t *testing.T) {
 		"published_at not a time":      `[{"tag_name":"v1","prerelease":true,"published_at":"yesterday"}]`,
 		"the chosen one has a bad tag": string(listJSON(t, bad)),
 	} {
-		if r, err := github.ParsePrereleases(repo, []byte(body)); err == nil || r != nil {
+		if r, err := github.ParsePrereleases(app, []byte(body)); err == nil || r != nil {
 			t.Errorf("%s: ParsePrereleases = %+v, %v; want an error", name, r, err)
 		}
 	}
@@ -116,7 +116,7 @@ func FuzzParsePrereleases(f *testing.F) {
 	f.Add([]byte(`[] `))
 	f.Add([]byte(`[{"prerelease":false,"published_at":"2026-01-02T00:00:00Z"},{"prerelease":true,"published_at":"2026-01-01T00:00:00Z","tag_name":"v1"}]`))
 	f.Fuzz(func(t *testing.T, body []byte) {
-		r, err := github.ParsePrereleases(repo, body)
+		r, err := github.ParsePrereleases(app, body)
 		switch {
 		case err != nil && r != nil:
 			t.Errorf("ParsePrereleases returned a release with the error %v", err)

@@ -39,14 +39,14 @@ type ghAsset struct {
 	Digest             string `json:"digest"`
 }
 
-// ParseRelease turns the body of GitHub's latest-release answer for repo
-// ("org/project") into the release launchers see. It fails on anything but a
+// ParseRelease turns the body of GitHub's latest-release answer for app's
+// repository (app.Repo, "org/project") into the release launchers see. It fails on anything but a
 // JSON object, on a known field of the wrong JSON type (null reads as
 // absent), on a draft, and on a tag_name that is missing, over MaxTag bytes
 // or not release.ValidTag (a git ref name, printable throughout). Unknown
 // fields are ignored. Otherwise:
 //
-//   - version is release.VersionOf the tag;
+//   - version is release.VersionOf the tag with app.TagPrefix;
 //   - name is release.Text of the name within MaxName bytes, or the tag
 //     when that is empty; notes are release.Text of the body within
 //     MaxNotes bytes, line breaks and tabs kept. Control and bidirectional
@@ -65,10 +65,10 @@ type ghAsset struct {
 //   - sha256 is the digest "sha256:<64 hex digits>" lowercased, else nil;
 //     platform is release.ParseAsset of the name.
 //
-// The repository part of a URL must match repo exactly: another letter case
-// is not trusted. What it returns passes release.Verify, which it checks
+// The repository part of a URL must match app.Repo exactly: another letter
+// case is not trusted. What it returns passes release.Verify, which it checks
 // last. ParseRelease is safe for concurrent use.
-func ParseRelease(repo string, body []byte) (*release.Release, error) {
+func ParseRelease(app release.App, body []byte) (*release.Release, error) {
 	var gr ghRelease
 	if err := json.Unmarshal(body, &gr); err != nil {
 		return nil, fmt.Errorf("decode release: %w", err)
@@ -83,10 +83,10 @@ func ParseRelease(repo string, body []byte) (*release.Release, error) {
 	case !release.ValidTag(tag):
 		return nil, fmt.Errorf("tag_name %q is not a valid git ref name", tag)
 	}
-	tag := gr.TagName
+	tag, repo := gr.TagName, app.Repo
 	r := &release.Release{
 		Tag:           tag,
-		Version:       release.VersionOf(tag),
+		Version:       release.VersionOf(tag, app.TagPrefix),
 		Name:          release.Text(gr.Name, MaxName, false),
 		PublishedAt:   gr.PublishedAt,
 		HTMLURL:       gr.HTMLURL,
@@ -119,7 +119,7 @@ func ParseRelease(repo string, body []byte) (*release.Release, error) {
 			Platform:    release.ParseAsset(a.Name),
 		})
 	}
-	if err := release.Verify(repo, r); err != nil {
+	if err := release.Verify(app, r); err != nil {
 		return nil, fmt.Errorf("parsed release: %w", err)
 	}
 	return r, nil
@@ -149,7 +149,7 @@ type listed struct {
 	PublishedAt *release.Time `json:"published_at"`
 }
 
-// ParsePrereleases turns the body of GitHub's release list for repo (GET
+// ParsePrereleases turns the body of GitHub's release list for app (GET
 // …/releases?per_page=ListSize) into its newest pre-release, as
 // ParseRelease returns it, or nil when there is none: of the first
 // ListSize releases, the one with the latest published_at among those that
@@ -164,7 +164,7 @@ type listed struct {
 // never replaces a good pre-release with an older one. Releases past
 // ListSize are not read. It is safe for concurrent use; see docs/github.md,
 // "Parsing the release list".
-func ParsePrereleases(repo string, body []byte) (*release.Release, error) {
+func ParsePrereleases(app release.App, body []byte) (*release.Release, error) {
 	var list []json.RawMessage
 	if err := json.Unmarshal(body, &list); err != nil {
 		return nil, fmt.Errorf("decode release list: %w", err)
@@ -198,7 +198,7 @@ func ParsePrereleases(repo string, body []byte) (*release.Release, error) {
 	if newest < 0 || stable && !newestAt.After(stableAt.Time) {
 		return nil, nil
 	}
-	rel, err := ParseRelease(repo, list[newest])
+	rel, err := ParseRelease(app, list[newest])
 	if err != nil {
 		return nil, fmt.Errorf("release %d of the list: %w", newest, err)
 	}

@@ -63,7 +63,7 @@ func asset(fields map[string]any) map[string]any {
 
 func mustParse(t testing.TB, body []byte) *release.Release {
 	t.Helper()
-	r, err := github.ParseRelease(repo, body)
+	r, err := github.ParseRelease(app, body)
 	if err != nil {
 		t.Fatalf("ParseRelease(%.300s): %v", body, err)
 	}
@@ -105,7 +105,7 @@ func TestParseReleaseRejects(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r, err := github.ParseRelease(repo, []byte(tt.body))
+			r, err := github.ParseRelease(app, []byte(tt.body))
 			if err == nil {
 				got, _ := release.Marshal(r)
 				t.Errorf("ParseRelease(%s) = %s, want an error", tt.body, got)
@@ -243,6 +243,34 @@ func TestParseReleaseFields(t *testing.T) {
 	}
 }
 
+// TestParseReleaseTagPrefix: the version is the tag's by the app's prefix
+// (release.VersionOf), on the latest release and on the release list.
+func TestParseReleaseTagPrefix(t *testing.T) {
+	artcraft := release.App{Key: "artcraft-launcher", Repo: repo, TagPrefix: "artcraft-v"}
+	for _, tt := range []struct{ tag, want string }{
+		{"artcraft-v0.41.0", "0.41.0"},
+		{"v0.41.0", "0.41.0"},
+		{"photocraft-v1", "photocraft-v1"},
+	} {
+		r, err := github.ParseRelease(artcraft, releaseJSON(t, map[string]any{"tag_name": tt.tag}))
+		if err != nil {
+			t.Fatalf("ParseRelease(tag %q): %v", tt.tag, err)
+		}
+		if r.Version != tt.want {
+			t.Errorf("ParseRelease(tag %q, prefix %q).Version = %q, want %q", tt.tag, artcraft.TagPrefix, r.Version, tt.want)
+		}
+	}
+	pre := fakegithub.NewRelease(repo, "artcraft-v0.42.0-rc.1")
+	pre.Prerelease = true
+	r, err := github.ParsePrereleases(artcraft.PrereleaseEntry(), listJSON(t, pre))
+	if err != nil || r == nil {
+		t.Fatalf("ParsePrereleases = %v, %v; want the pre-release", r, err)
+	}
+	if got, want := r.Version, "0.42.0-rc.1"; got != want {
+		t.Errorf("ParsePrereleases(prefix %q).Version = %q, want %q", artcraft.TagPrefix, got, want)
+	}
+}
+
 func tag(r *release.Release) any        { return r.Tag }
 func version(r *release.Release) any    { return r.Version }
 func name(r *release.Release) any       { return r.Name }
@@ -318,7 +346,7 @@ func TestParseReleaseAssetFilters(t *testing.T) {
 	t.Run("kelvin sign for k dropped", func(t *testing.T) {
 		// Unicode case folding takes U+212A KELVIN SIGN for "k"; GitHub does not.
 		a := asset(map[string]any{"browser_download_url": "https://github.com/storytold/\u212araft/releases/download/v1/a.msi"})
-		r, err := github.ParseRelease("storytold/kraft", releaseJSON(t, map[string]any{"assets": []any{a}}))
+		r, err := github.ParseRelease(release.App{Key: "kraft", Repo: "storytold/kraft"}, releaseJSON(t, map[string]any{"assets": []any{a}}))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -476,12 +504,12 @@ func checkRelease(t testing.TB, repo string, r *release.Release) {
 			t.Errorf("asset %q: platform %+v, want %+v", a.Name, got, want)
 		}
 	}
-	if err := release.Verify(repo, r); err != nil {
+	if err := release.Verify(app, r); err != nil {
 		t.Errorf("release fails the trust check: %v", err)
 	}
 	if b, err := release.Marshal(r); err != nil {
 		t.Errorf("release does not encode: %v", err)
-	} else if _, err := release.Decode(repo, b); err != nil {
+	} else if _, err := release.Decode(app, b); err != nil {
 		t.Errorf("release as stored does not decode: %v", err)
 	}
 }
@@ -516,7 +544,7 @@ func FuzzParseRelease(f *testing.F) {
 	f.Add([]byte(`{"tag_name":"v1","draft":true}`))
 	f.Add([]byte(`not json`))
 	f.Fuzz(func(t *testing.T, body []byte) {
-		r, err := github.ParseRelease(repo, body)
+		r, err := github.ParseRelease(app, body)
 		if err != nil {
 			if r != nil {
 				t.Errorf("ParseRelease returned a release with the error %v", err)
@@ -559,7 +587,7 @@ func BenchmarkParseRelease(b *testing.B) {
 	b.SetBytes(int64(len(body)))
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := github.ParseRelease(repo, body); err != nil {
+		if _, err := github.ParseRelease(app, body); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -8,7 +8,8 @@ import (
 )
 
 // assetVectors are the test vectors of docs/assets.md, plus cases for each rule
-// that the vectors leave implicit. want is "os/arch/package_type", with "null"
+// that the vectors leave implicit, Tauri's bundle names and names shaped to
+// pass for them. want is "os/arch/package_type", with "null"
 // for a nil arch, or "" for a nil platform.
 var assetVectors = []struct {
 	name string
@@ -68,6 +69,71 @@ var assetVectors = []struct {
 	{"portable before zip", "photocraft-cli-0.5.0-macos-universal-portable.zip", "macos/universal/portable_zip"},
 	{"no cross-check of os and package", "photocraft-0.5.0-linux-x64.msi", "linux/x64/msi"},
 	{"dmg on windows", "photocraft-0.5.0-windows-x64.dmg", "windows/x64/dmg"},
+
+	// Tauri's bundles (docs/assets.md, "Tauri's bundles").
+	{"tauri nsis", "ArtCraft_0.41.0_x64-setup.exe", ""},
+	{"tauri msi", "ArtCraft_0.41.0_x64_en-US.msi", "windows/x64/msi"},
+	{"tauri msi x86", "ArtCraft_0.41.0_x86_en-US.msi", "windows/x86/msi"},
+	{"tauri msi arm64", "ArtCraft_0.41.0_arm64_en-US.msi", "windows/arm64/msi"},
+	{"tauri msi with a script", "ArtCraft_0.41.0_x64_sr-Latn-CS.msi", "windows/x64/msi"},
+	{"tauri dmg universal", "ArtCraft_0.41.0_universal.dmg", "macos/universal/dmg"},
+	{"tauri dmg aarch64", "ArtCraft_0.41.0_aarch64.dmg", "macos/arm64/dmg"},
+	{"tauri dmg x64", "ArtCraft_0.41.0_x64.dmg", "macos/x64/dmg"},
+	{"tauri app bundle", "ArtCraft_universal.app.tar.gz", ""},
+	{"tauri appimage amd64", "ArtCraft_0.41.0_amd64.AppImage", "linux/x64/app_image"},
+	{"tauri appimage aarch64", "ArtCraft_0.41.0_aarch64.AppImage", "linux/arm64/app_image"},
+	{"tauri appimage i386", "ArtCraft_0.41.0_i386.AppImage", "linux/x86/app_image"},
+	{"tauri deb amd64", "ArtCraft_0.41.0_amd64.deb", "linux/x64/deb"},
+	{"tauri deb arm64", "ArtCraft_0.41.0_arm64.deb", "linux/arm64/deb"},
+	{"tauri deb i386", "ArtCraft_0.41.0_i386.deb", "linux/x86/deb"},
+	{"tauri rpm x86_64", "ArtCraft-0.41.0-1.x86_64.rpm", "linux/x64/rpm"},
+	{"tauri rpm aarch64", "ArtCraft-0.41.0-1.aarch64.rpm", "linux/arm64/rpm"},
+	{"tauri rpm i686", "ArtCraft-0.41.0-1.i686.rpm", "linux/x86/rpm"},
+	{"tauri rpm of an older bundler", "ArtCraft_0.41.0-1.x86_64.rpm", "linux/x64/rpm"},
+	{"tauri rpm release with a dot", "ArtCraft-0.41.0-1.el9.x86_64.rpm", "linux/x64/rpm"},
+	{"tauri prerelease msi", "ArtCraft_0.42.0-rc.1+b5_x64_en-US.msi", "windows/x64/msi"},
+	{"tauri prerelease rpm", "ArtCraft-0.42.0-rc.1-1.x86_64.rpm", "linux/x64/rpm"},
+	{"tauri product with _ and .", "Art.Craft_Launcher_0.41.0_amd64.deb", "linux/x64/deb"},
+	{"tauri appimage archive", "ArtCraft_0.41.0_amd64.AppImage.tar.gz", ""},
+	{"tauri appimage signature", "ArtCraft_0.41.0_amd64.AppImage.sig", ""},
+	{"tauri appimage archive signature", "ArtCraft_0.41.0_amd64.AppImage.tar.gz.sig", ""},
+	{"tauri msi signature", "ArtCraft_0.41.0_x64_en-US.msi.sig", ""},
+	{"tauri msi archive", "ArtCraft_0.41.0_x64_en-US.msi.zip", ""},
+	{"tauri nsis archive", "ArtCraft_0.41.0_x64-setup.nsis.zip", ""},
+	{"tauri updater manifest", "latest.json", ""},
+	{"tauri armhf has no wire value", "ArtCraft_0.41.0_armhf.deb", ""},
+	{"tauri riscv64 has no wire value", "ArtCraft_0.41.0_riscv64.deb", ""},
+	{"tauri armhfp has no wire value", "ArtCraft-0.41.0-1.armhfp.rpm", ""},
+
+	// Names shaped to pass for Tauri's.
+	{"msi then exe", "evil_1.0_x64_en-US.msi.exe", ""},
+	{"msi without a language", "ArtCraft_0.41.0_x64.msi", ""},
+	{"msi language in lowercase", "ArtCraft_0.41.0_x64_en-us.msi", ""},
+	{"msi language not a culture", "ArtCraft_0.41.0_x64_evil.msi", ""},
+	{"msi language with a bad script", "ArtCraft_0.41.0_x64_sr-latn-CS.msi", ""},
+	{"msi arch after the language", "ArtCraft_0.41.0_en-US_x64.msi", ""},
+	{"no version", "ArtCraft_x64.dmg", ""},
+	{"a version without a digit first", "ArtCraft_latest_x64.dmg", ""},
+	{"a version with a space", "ArtCraft_0.41 .0_x64.dmg", ""},
+	{"a version of dots", "ArtCraft_.._x64.dmg", ""},
+	{"no product", "_0.41.0_x64.dmg", ""},
+	{"arch is case-sensitive for tauri", "ArtCraft_0.41.0_AMD64.deb", ""},
+	{"appimage suffix is case-sensitive for tauri", "ArtCraft_0.41.0_amd64.appimage", ""},
+	{"dmg suffix is case-sensitive for tauri", "ArtCraft_0.41.0_universal.DMG", ""},
+	{"a control character", "Art\x1bCraft_0.41.0_x64.dmg", ""},
+	{"a NUL", "ArtCraft\x00_0.41.0_x64.dmg", ""},
+	{"a line break", "ArtCraft\n_0.41.0_amd64.deb", ""},
+	{"a bidi override", "ArtCraft\u202e_0.41.0_x64.dmg", ""},
+	{"invalid UTF-8", "Art\xffCraft_0.41.0_amd64.deb", ""},
+	{"a path", "../ArtCraft_0.41.0_x64.dmg", ""},
+	{"a leading dot", "..ArtCraft_0.41.0_x64.dmg", ""},
+	{"a backslash", "..\\ArtCraft_0.41.0_amd64.AppImage", ""},
+	{"at the name bound", strings.Repeat("A", 185) + "_0.41.0_x64.dmg", "macos/x64/dmg"},
+	{"over the name bound", strings.Repeat("A", 186) + "_0.41.0_x64.dmg", ""},
+	{"rpm without a release", "ArtCraft-0.41.0.x86_64.rpm", ""},
+	{"rpm without a product", "-0.41.0-1.x86_64.rpm", ""},
+	{"rpm release with a space", "ArtCraft-0.41.0-1 .x86_64.rpm", ""},
+	{"rpm signature", "ArtCraft-0.41.0-1.x86_64.rpm.sig", ""},
 }
 
 func platformString(p *release.Platform) string {

@@ -21,9 +21,10 @@ const (
 const prereleaseSuffix = ":prerelease"
 
 // PrereleaseEntry returns the internal entry that follows a's pre-releases:
-// its key is a's with ":prerelease" appended, its channel Prerelease.
+// its key is a's with ":prerelease" appended, its channel Prerelease, its
+// repository and tag prefix a's.
 func (a App) PrereleaseEntry() App {
-	return App{Key: a.Key + prereleaseSuffix, Name: a.Name, Repo: a.Repo, Channel: Prerelease}
+	return App{Key: a.Key + prereleaseSuffix, Name: a.Name, Repo: a.Repo, Channel: Prerelease, TagPrefix: a.TagPrefix}
 }
 
 // Polled returns the entries the pollers keep for apps, in order: each app,

@@ -9,15 +9,16 @@ import (
 )
 
 // TestPolled: each app is followed by its pre-release entry when it has the
-// channel, and the entry key maps back to the app.
+// channel, with the app's repository and tag prefix, and the entry key maps
+// back to the app.
 func TestPolled(t *testing.T) {
 	apps := []release.App{
 		{Key: "a", Name: "A", Repo: "o/a"},
-		{Key: "b", Name: "B", Repo: "o/b", Prereleases: true},
+		{Key: "b", Name: "B", Repo: "o/b", Prereleases: true, TagPrefix: "b-v"},
 		{Key: "c", Name: "C", Repo: "o/c"},
 	}
 	got := release.Polled(apps)
-	want := []release.App{apps[0], apps[1], {Key: "b:prerelease", Name: "B", Repo: "o/b", Channel: release.Prerelease}, apps[2]}
+	want := []release.App{apps[0], apps[1], {Key: "b:prerelease", Name: "B", Repo: "o/b", Channel: release.Prerelease, TagPrefix: "b-v"}, apps[2]}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("Polled = %+v, want %+v", got, want)
 	}

@@ -27,6 +27,10 @@ type App struct {
 	Prereleases bool
 	// Channel is which of the repository's releases the entry follows.
 	Channel Channel
+	// TagPrefix starts the app's tags ("artcraft-v"; "" for none,
+	// CRAFT_APPS_RELEASE_TAG_PREFIXES): a release's version is its tag
+	// without it (VersionOf).
+	TagPrefix string
 }
 
 // Release is the latest release of an app, as launchers read it.

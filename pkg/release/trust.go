@@ -29,12 +29,27 @@ const (
 // Ellipsis ends a string that was cut to its bound.
 const Ellipsis = "…"
 
-// VersionOf is the version a tag names: the tag without one leading "v" or "V".
-func VersionOf(tag string) string {
-	if tag != "" && (tag[0] == 'v' || tag[0] == 'V') {
-		return tag[1:]
+// VersionOf is the version a tag names for an app whose tags start with
+// prefix (App.TagPrefix, "" for none): the tag without prefix and then
+// without one leading "v" or "V". A tag that does not start with prefix, or
+// that would leave an empty version, is read as if there were no prefix: the
+// tag without one leading "v" or "V". The prefix is matched exactly, letter
+// case included (docs/wire.md, "version").
+func VersionOf(tag, prefix string) string {
+	if rest, ok := strings.CutPrefix(tag, prefix); ok && prefix != "" {
+		if v := trimV(rest); v != "" {
+			return v
+		}
 	}
-	return tag
+	return trimV(tag)
+}
+
+// trimV returns s without one leading "v" or "V".
+func trimV(s string) string {
+	if s != "" && (s[0] == 'v' || s[0] == 'V') {
+		return s[1:]
+	}
+	return s
 }
 
 // Text returns s as a release keeps a name (notes false) or its notes (notes
@@ -101,31 +116,34 @@ func GoodSHA256(h string) bool {
 	return len(h) == 64 && strings.Trim(h, "0123456789abcdef") == ""
 }
 
-// Verify reports why r is not a release of repo ("org/project") as the
-// service serves it, or nil when it is; a nil r (no release) is one. It is
-// the one check every release passes as it comes in, from GitHub once parsed
-// and from Redis once decoded, so that nothing downstream checks again:
+// Verify reports why r is not a release of app (its repository, app.Repo,
+// "org/project", and its tag prefix, app.TagPrefix) as the service serves it,
+// or nil when it is; a nil r (no release) is one. It is the one check every
+// release passes as it comes in, from GitHub once parsed and from Redis once
+// decoded, so that nothing downstream checks again:
 //
-//   - the tag is 1 to MaxTag bytes and ValidTag; the version is VersionOf it;
+//   - the tag is 1 to MaxTag bytes and ValidTag; the version is VersionOf
+//     it with app.TagPrefix;
 //   - the name is non-empty and, like the notes, what Text leaves (MaxName,
 //     MaxNotes);
-//   - html_url is exactly a page of this release in repo (ReleasePageRepo);
+//   - html_url is exactly a page of this release in app.Repo (ReleasePageRepo);
 //   - published_at, when present, is not the zero time;
 //   - at most MaxAssets assets, each with a GoodAssetName, a size of 0 to
-//     MaxSizeBytes, a download URL that is exactly its own in repo for the
+//     MaxSizeBytes, a download URL that is exactly its own in app.Repo for the
 //     tag (DownloadRepo), a sha256 that is nil or GoodSHA256, and the platform
 //     ParseAsset derives from its name.
 //
-// Every repository must match repo exactly, letter case included. Verify is
-// safe for concurrent use.
-func Verify(repo string, r *Release) error {
+// Every repository must match app.Repo exactly, letter case included. Verify
+// is safe for concurrent use.
+func Verify(app App, r *Release) error {
 	if r == nil {
 		return nil
 	}
+	repo := app.Repo
 	switch {
 	case r.Tag == "" || len(r.Tag) > MaxTag || !ValidTag(r.Tag):
 		return fmt.Errorf("tag %q: not a tag of at most %d bytes", r.Tag, MaxTag)
-	case r.Version != VersionOf(r.Tag):
+	case r.Version != VersionOf(r.Tag, app.TagPrefix):
 		return fmt.Errorf("version %q: not that of tag %q", r.Version, r.Tag)
 	case r.Name == "" || !goodText(r.Name, MaxName, false):
 		return errors.New("name: empty, too long, or with a control or bidirectional character")
@@ -172,13 +190,13 @@ func samePlatform(a, b *Platform) bool {
 		(a.Arch == nil) == (b.Arch == nil) && (a.Arch == nil || *a.Arch == *b.Arch)
 }
 
-// Decode reads a release of repo as stored, strictly: data must be exactly
-// what Marshal writes for a release that Verify accepts, or JSON null for no
-// release (nil, nil). Anything else is refused with why: over MaxEncoded bytes
+// Decode reads a release of app as stored, strictly: data must be exactly
+// what Marshal writes for a release that Verify accepts for app, or JSON null
+// for no release (nil, nil). Anything else is refused with why: over MaxEncoded bytes
 // (unread), not JSON, a key unknown, repeated or in another letter case, or
 // any other spelling than Marshal's, or a release Verify refuses. It is safe
 // on untrusted input and for concurrent use.
-func Decode(repo string, data []byte) (*Release, error) {
+func Decode(app App, data []byte) (*Release, error) {
 	if len(data) > MaxEncoded {
 		return nil, fmt.Errorf("release of %d bytes: over %d", len(data), MaxEncoded)
 	}
@@ -186,7 +204,7 @@ func Decode(repo string, data []byte) (*Release, error) {
 	if err := json.Unmarshal(data, &r); err != nil {
 		return nil, fmt.Errorf("release: %w", err)
 	}
-	if err := Verify(repo, r); err != nil {
+	if err := Verify(app, r); err != nil {
 		return nil, fmt.Errorf("release: %w", err)
 	}
 	// A key in another case, an unknown or repeated one, or any other

@@ -42,6 +42,9 @@ func TestText(t *testing.T) {
 
 const repo = "storytold/photocraft"
 
+// photocraft is the app whose releases good spoils.
+var photocraft = release.App{Key: "photocraft", Name: "PhotoCraft", Repo: repo}
+
 // good is a release as the GitHub parser makes it, which every test case
 // spoils in one way.
 func good() *release.Release {
@@ -60,11 +63,117 @@ func good() *release.Release {
 	}
 }
 
+func TestVersionOf(t *testing.T) {
+	tests := []struct {
+		name, tag, prefix, want string
+	}{
+		{"v", "v1.2.3", "", "1.2.3"},
+		{"V", "V1.2.3", "", "1.2.3"},
+		{"no v", "1.2.3", "", "1.2.3"},
+		{"one v only", "vv1", "", "v1"},
+		{"another prefix kept without one", "artcraft-v0.41.0", "", "artcraft-v0.41.0"},
+		{"a prefix and v", "artcraft-v0.41.0", "artcraft-v", "0.41.0"},
+		{"a prefix then v", "artcraft-v0.41.0", "artcraft-", "0.41.0"},
+		{"a prefix then V", "artcraft-V0.41.0", "artcraft-", "0.41.0"},
+		{"a prefix without v", "artcraft-0.41.0", "artcraft-", "0.41.0"},
+		{"a prefix then one v only", "artcraft-vv1", "artcraft-", "v1"},
+		{"prerelease and build metadata", "artcraft-v1.0.0-rc.1+b.5", "artcraft-v", "1.0.0-rc.1+b.5"},
+		{"a tag without the prefix keeps the rule", "v0.41.0", "artcraft-v", "0.41.0"},
+		{"the prefix is case-sensitive", "ArtCraft-v0.41.0", "artcraft-v", "ArtCraft-v0.41.0"},
+		{"the prefix only at the start", "x-artcraft-v1", "artcraft-v", "x-artcraft-v1"},
+		{"the tag is the prefix", "artcraft-v", "artcraft-v", "artcraft-v"},
+		{"the prefix and a v only", "artcraft-v", "artcraft-", "artcraft-v"},
+		{"a prefix v", "vv1.0", "v", "1.0"},
+		{"a prefix v on a tag with one v", "v1.0", "v", "1.0"},
+		{"empty tag", "", "artcraft-v", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := release.VersionOf(tt.tag, tt.prefix); got != tt.want {
+				t.Errorf("VersionOf(%q, %q) = %q, want %q", tt.tag, tt.prefix, got, tt.want)
+			}
+		})
+	}
+}
+
+// TestVerifyTagPrefix: the version of a release must be its tag's by its
+// app's prefix, so that a release written under another rule (another
+// prefix, or none) is refused.
+func TestVerifyTagPrefix(t *testing.T) {
+	const tag = "artcraft-v0.41.0"
+	artcraft := release.App{Key: "artcraft", Repo: repo, TagPrefix: "artcraft-v"}
+	r := good()
+	r.Tag, r.HTMLURL, r.Assets = tag, release.TagURL(repo, tag), []release.Asset{}
+	tests := []struct {
+		name    string
+		app     release.App
+		version string
+		ok      bool
+	}{
+		{"the prefix's version", artcraft, "0.41.0", true},
+		{"the version without the prefix", artcraft, "artcraft-v0.41.0", false},
+		{"no prefix, today's version", photocraft, "artcraft-v0.41.0", true},
+		{"no prefix, the prefix's version", photocraft, "0.41.0", false},
+		{"another prefix", release.App{Repo: repo, TagPrefix: "artcraft-"}, "0.41.0", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r.Version = tt.version
+			if err := release.Verify(tt.app, r); (err == nil) != tt.ok {
+				t.Errorf("Verify(prefix %q, version %q) = %v, want ok %v", tt.app.TagPrefix, tt.version, err, tt.ok)
+			}
+		})
+	}
+}
+
+func TestGoodTagPrefix(t *testing.T) {
+	tests := []struct {
+		prefix string
+		want   bool
+	}{
+		{"artcraft-v", true},
+		{"v", true},
+		{"release/", true},
+		{"app@", true},
+		{"a.b_c+d-", true},
+		{strings.Repeat("p", release.MaxTagPrefix), true},
+		{"", false},
+		{strings.Repeat("p", release.MaxTagPrefix+1), false},
+		{"a b", false},
+		{"a\tb", false},
+		{"a\nb", false},
+		{"a\x00", false},
+		{"a\x7f", false},
+		{"a,b", false},
+		{"a=b", false},
+		{"фото", false},
+		{"a\u202e", false},
+		{"a..", false},
+		{"a~", false},
+		{"a^", false},
+		{"a:", false},
+		{"a?", false},
+		{"a*", false},
+		{"a[", false},
+		{"a\\", false},
+		{".a", false},
+		{"/a", false},
+		{"a//", false},
+		{"a@{", false},
+		{"a.lock/", false},
+	}
+	for _, tt := range tests {
+		if got := release.GoodTagPrefix(tt.prefix); got != tt.want {
+			t.Errorf("GoodTagPrefix(%q) = %v, want %v", tt.prefix, got, tt.want)
+		}
+	}
+}
+
 func TestVerify(t *testing.T) {
-	if err := release.Verify(repo, good()); err != nil {
+	if err := release.Verify(photocraft, good()); err != nil {
 		t.Fatalf("Verify(good) = %v, want nil", err)
 	}
-	if err := release.Verify(repo, nil); err != nil {
+	if err := release.Verify(photocraft, nil); err != nil {
 		t.Fatalf("Verify(nil) = %v, want nil: no release is a release state", err)
 	}
 	str := func(s string) *string { return &s }
@@ -122,7 +231,7 @@ func TestVerify(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			r := good()
 			tt.spoil(r)
-			if err := release.Verify(repo, r); err == nil {
+			if err := release.Verify(photocraft, r); err == nil {
 				t.Errorf("Verify accepted %+v", r)
 			}
 		})
@@ -134,10 +243,10 @@ func TestDecode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r, err := release.Decode(repo, b); err != nil || r == nil || r.Name != good().Name {
+	if r, err := release.Decode(photocraft, b); err != nil || r == nil || r.Name != good().Name {
 		t.Fatalf("Decode(Marshal(good)) = %v, %v; want good", r, err)
 	}
-	if r, err := release.Decode(repo, []byte("null")); err != nil || r != nil {
+	if r, err := release.Decode(photocraft, []byte("null")); err != nil || r != nil {
 		t.Fatalf("Decode(null) = %v, %v; want no release", r, err)
 	}
 	s := string(b)
@@ -156,7 +265,7 @@ func TestDecode(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if r, err := release.Decode(repo, []byte(tt.data)); err == nil {
+			if r, err := release.Decode(photocraft, []byte(tt.data)); err == nil {
 				t.Errorf("Decode(%.80q) = %+v, want an error", tt.data, r)
 			}
 		})
@@ -171,11 +280,11 @@ func FuzzDecode(f *testing.F) {
 	f.Add([]byte("null"))
 	f.Add([]byte(`{"TAG":"v1"}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		r, err := release.Decode(repo, data)
+		r, err := release.Decode(photocraft, data)
 		if err != nil {
 			return
 		}
-		if err := release.Verify(repo, r); err != nil {
+		if err := release.Verify(photocraft, r); err != nil {
 			t.Fatalf("Decode accepted a release Verify refuses: %v", err)
 		}
 		canon, err := release.Marshal(r)

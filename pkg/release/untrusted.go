@@ -35,6 +35,26 @@ func ValidTag(tag string) bool {
 	return true
 }
 
+// MaxTagPrefix bounds an app's tag prefix (App.TagPrefix), in bytes: it
+// leaves half of MaxTag to the version.
+const MaxTagPrefix = 32
+
+// GoodTagPrefix reports whether p may be an app's tag prefix: 1 to
+// MaxTagPrefix bytes of printable ASCII without space, "," or "=" (the
+// separators of CRAFT_APPS_RELEASE_TAG_PREFIXES), that can begin a ValidTag:
+// p followed by a digit is one.
+func GoodTagPrefix(p string) bool {
+	if p == "" || len(p) > MaxTagPrefix {
+		return false
+	}
+	for i := range len(p) {
+		if c := p[i]; c <= ' ' || c > '~' || c == ',' || c == '=' {
+			return false
+		}
+	}
+	return ValidTag(p + "0")
+}
+
 // Bidi reports whether r is a Unicode bidirectional formatting character:
 // an embedding, override or isolate (U+202A–U+202E, U+2066–U+2069) or a
 // directional mark (U+200E, U+200F, U+061C). Shown in a file name or a

@@ -131,7 +131,7 @@ func TestDownloads(t *testing.T) {
 				{Name: "SHA256SUMS.txt", DownloadURL: base + "SHA256SUMS.txt"},
 				{Name: "a-1-linux-x64.deb", DownloadURL: tt.url, Platform: release.ParseAsset("a-1-linux-x64.deb")},
 			}
-			if got := release.Verify(photocraft.Repo, r) == nil; got != tt.trusted {
+			if got := release.Verify(photocraft, r) == nil; got != tt.trusted {
 				t.Fatalf("%q let in: got %v, want %v", tt.url, got, tt.trusted)
 			}
 			if !tt.trusted {

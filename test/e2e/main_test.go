@@ -558,7 +558,7 @@ func newStore(t testing.TB, url string, tlsCfg *tls.Config) *store.Store {
 // the poller would have parsed it.
 func fakeRelease(t testing.TB, repo, tag string) *release.Release {
 	t.Helper()
-	r, err := github.ParseRelease(repo, fakegithub.NewRelease(repo, tag).JSON())
+	r, err := github.ParseRelease(release.App{Repo: repo}, fakegithub.NewRelease(repo, tag).JSON())
 	if err != nil {
 		t.Fatalf("parse the fake's %s %s: %v", repo, tag, err)
 	}

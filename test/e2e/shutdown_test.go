@@ -175,7 +175,7 @@ func bigRelease(t testing.TB, repo, tag string) *release.Release {
 			BrowserDownloadURL: "https://github.com/" + repo + "/releases/download/" + tag + "/" + name,
 		}
 	}
-	rel, err := github.ParseRelease(repo, r.JSON())
+	rel, err := github.ParseRelease(release.App{Repo: repo}, r.JSON())
 	if err != nil {
 		t.Fatalf("parse a big release: %v", err)
 	}

@@ -229,7 +229,7 @@ func (s *soak) tamper(kind string) string {
 	}
 	a := apps[s.faultRand.IntN(len(apps))]
 	tag := tagOf(1000 + s.faultRand.IntN(1000))
-	rel, err := github.ParseRelease(a.Repo, fakegithub.NewRelease(a.Repo, tag).JSON())
+	rel, err := github.ParseRelease(a, fakegithub.NewRelease(a.Repo, tag).JSON())
 	if err != nil {
 		s.problem("parse the fake's %s %s: %v", a.Repo, tag, err)
 		return "no release"

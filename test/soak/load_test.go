@@ -167,7 +167,7 @@ func decodeAnswer(body []byte) (*decodedAnswer, error) {
 		return nil, err
 	}
 	for key, ai := range answer.info.ReleaseInfo.Apps {
-		if err := release.Verify(ai.Repo, ai.LatestRelease); err != nil {
+		if err := release.Verify(release.App{Key: key, Repo: ai.Repo}, ai.LatestRelease); err != nil {
 			answer.untrusted[key] = err
 		}
 	}

@@ -380,7 +380,7 @@ func (h *Hydrator) read(ctx context.Context, c rueidis.Client, idx []int) error 
 			continue
 		}
 		app := h.apps[a]
-		e, err := store.DecodeApp(app.Repo, b.Hash, now)
+		e, err := store.DecodeApp(app, b.Hash, now)
 		if over := b.Err(); over != nil {
 			err = over
 		}

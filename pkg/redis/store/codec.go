@@ -46,18 +46,18 @@ const (
 // of at most 18 digits and no more than release.MaxSkew ahead of now;
 // failures defaults to 1. The fetch part counts only when fetched_ms, etag
 // and the release are all there and the release is one that release.Decode
-// accepts for app.Repo. Anything else reads as absent, and err says why when
+// accepts for app (its repository and tag prefix). Anything else reads as absent, and err says why when
 // something was refused rather than merely absent: a release that is not one
 // of app's (or is over release.MaxEncoded bytes), or a time in the future.
 // The guarded write decides on what it reads, on both of its paths
 // (guard.go).
-func DecodeApp(repo string, h map[string]string, now time.Time) (release.Entry, error) {
-	return decodeApp(repo, h, now, nil)
+func DecodeApp(app release.App, h map[string]string, now time.Time) (release.Entry, error) {
+	return decodeApp(app, h, now, nil)
 }
 
 // decodeApp is DecodeApp with the release decoded by memo (nil: decoded
 // every time).
-func decodeApp(repo string, h map[string]string, now time.Time, memo *releaseMemo) (e release.Entry, err error) {
+func decodeApp(app release.App, h map[string]string, now time.Time, memo *releaseMemo) (e release.Entry, err error) {
 	if h[fieldV] != formatVersion {
 		return e, nil
 	}
@@ -78,7 +78,7 @@ func decodeApp(repo string, h map[string]string, now time.Time, memo *releaseMem
 		etag, hasETag := h[fieldETag]
 		raw, hasRelease := h[fieldRelease]
 		if hasETag && hasRelease {
-			if rel, relErr := memo.decode(repo, raw); relErr != nil {
+			if rel, relErr := memo.decode(app, raw); relErr != nil {
 				refuse(fieldRelease, relErr)
 			} else {
 				e.FetchedAt, e.ETag, e.Release = fetched, etag, rel
@@ -105,33 +105,34 @@ func decodeApp(repo string, h map[string]string, now time.Time, memo *releaseMem
 // every app's hash at every tick, and the release in it changes only with a
 // release, so that each is decoded once, not once a tick. Each app has its
 // own (an app and its pre-release entry share a repository, not a release).
-// Decode depends on nothing but its repository and bytes, and a release is
-// never changed once decoded, so a remembered one is what decoding the same
-// bytes again would give. It is safe for concurrent use.
+// Decode depends on nothing but its app and bytes, and a release is never
+// changed once decoded, so a remembered one is what decoding the same bytes
+// again would give. It is safe for concurrent use.
 type releaseMemo struct {
-	mu        sync.Mutex
-	repo, raw string
-	rel       *release.Release // nil: none remembered
+	mu  sync.Mutex
+	app release.App
+	raw string
+	rel *release.Release // nil: none remembered
 }
 
-// decode is release.Decode(repo, raw), remembered when accepted. A nil memo
+// decode is release.Decode(app, raw), remembered when accepted. A nil memo
 // remembers nothing.
-func (m *releaseMemo) decode(repo, raw string) (*release.Release, error) {
+func (m *releaseMemo) decode(app release.App, raw string) (*release.Release, error) {
 	if m == nil {
-		return release.Decode(repo, []byte(raw))
+		return release.Decode(app, []byte(raw))
 	}
 	m.mu.Lock()
-	rel, hit := m.rel, m.rel != nil && m.repo == repo && m.raw == raw
+	rel, hit := m.rel, m.rel != nil && m.app == app && m.raw == raw
 	m.mu.Unlock()
 	if hit {
 		return rel, nil
 	}
-	rel, err := release.Decode(repo, []byte(raw))
+	rel, err := release.Decode(app, []byte(raw))
 	if err != nil {
 		return nil, err
 	}
 	m.mu.Lock()
-	m.repo, m.raw, m.rel = repo, raw, rel
+	m.app, m.raw, m.rel = app, raw, rel
 	m.mu.Unlock()
 	return rel, nil
 }

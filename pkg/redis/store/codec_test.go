@@ -12,7 +12,6 @@ import (
 
 func TestDecodeApp(t *testing.T) {
 	t.Parallel()
-	const repo = "storytold/photocraft"
 	noon, now := at("12:00"), at("13:00")
 	relJSON := `{"tag":"v1.0.0","version":"1.0.0","name":"PhotoCraft v1.0.0","published_at":"2026-10-08T14:52:50Z",` +
 		`"html_url":"https://github.com/storytold/photocraft/releases/tag/v1.0.0","prerelease":false,"notes_markdown":"",` +
@@ -97,7 +96,7 @@ func TestDecodeApp(t *testing.T) {
 		{"claim garbage", full("claimed_ms", "soon"), fetched.Merge(failed, now), false},
 	}
 	for _, tt := range tests {
-		got, err := DecodeApp(repo, tt.h, now)
+		got, err := DecodeApp(photocraft, tt.h, now)
 		if !sameEntry(t, got, tt.want) {
 			t.Errorf("%s: got %s, want %s", tt.name, fmtEntry(got), fmtEntry(tt.want))
 		}
@@ -107,8 +106,8 @@ func TestDecodeApp(t *testing.T) {
 		// A Store's reads remember the last release accepted: the hash
 		// reads the same after the release of full().
 		var memo releaseMemo
-		_, _ = decodeApp(repo, full(), now, &memo)
-		got, err = decodeApp(repo, tt.h, now, &memo)
+		_, _ = decodeApp(photocraft, full(), now, &memo)
+		got, err = decodeApp(photocraft, tt.h, now, &memo)
 		if !sameEntry(t, got, tt.want) || (err != nil) != tt.refused {
 			t.Errorf("%s, after a release was read: got %s, err = %v; want %s, refused %v", tt.name, fmtEntry(got), err, fmtEntry(tt.want), tt.refused)
 		}
@@ -121,21 +120,63 @@ func TestReleaseMemo(t *testing.T) {
 	t.Parallel()
 	v1, v2 := encoded(t, rel("v1.0.0")), encoded(t, rel("v2.0.0"))
 	var memo releaseMemo
-	first, err := memo.decode(photocraft.Repo, v1)
+	first, err := memo.decode(photocraft, v1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if again, err := memo.decode(photocraft.Repo, strings.Clone(v1)); err != nil || again != first {
+	if again, err := memo.decode(photocraft, strings.Clone(v1)); err != nil || again != first {
 		t.Errorf("the same bytes again: %p, %v; want the release decoded first, %p", again, err, first)
 	}
-	if got, err := memo.decode(photocraft.Repo, v2); err != nil || got.Tag != "v2.0.0" {
+	if got, err := memo.decode(photocraft, v2); err != nil || got.Tag != "v2.0.0" {
 		t.Errorf("other bytes: %v, %v; want v2.0.0", got, err)
 	}
-	if got, err := memo.decode("evil/photocraft", v2); err == nil {
+	if got, err := memo.decode(release.App{Key: "photocraft", Repo: "evil/photocraft"}, v2); err == nil {
 		t.Errorf("photocraft's release as another repository's: %v, want refused", got.Tag)
 	}
-	if got, err := memo.decode(photocraft.Repo, v1); err != nil || got == first || got.Tag != "v1.0.0" {
+	if got, err := memo.decode(photocraft, v1); err != nil || got == first || got.Tag != "v1.0.0" {
 		t.Errorf("the first bytes after others: %p, %v; want v1.0.0 decoded again", got, err)
+	}
+	// A release whose version is its tag's without a prefix is not the
+	// release of an app with one, remembered or not.
+	old := encoded(t, rel("photocraft-v3.0.0"))
+	if _, err := memo.decode(photocraft, old); err != nil {
+		t.Fatalf("photocraft-v3.0.0 without a prefix: %v", err)
+	}
+	prefixed := photocraft
+	prefixed.TagPrefix = "photocraft-v"
+	if got, err := memo.decode(prefixed, old); err == nil {
+		t.Errorf("version %q as the release of an app with prefix %q: accepted, want refused", got.Version, prefixed.TagPrefix)
+	}
+}
+
+// TestDecodeAppTagPrefix: an app hash holds a release of its app only when
+// the version is the tag's by the app's prefix, so that a release written
+// under another prefix, or none, reads as no fetch and is refused.
+func TestDecodeAppTagPrefix(t *testing.T) {
+	t.Parallel()
+	now := at("13:00")
+	prefixed := photocraft
+	prefixed.TagPrefix = "photocraft-v"
+	byPrefix := rel("photocraft-v3.0.0")
+	byPrefix.Version = "3.0.0"
+	for _, tt := range []struct {
+		name string
+		app  release.App
+		rel  *release.Release
+		ok   bool
+	}{
+		{"no prefix, today's version", photocraft, rel("photocraft-v3.0.0"), true},
+		{"no prefix, the prefix's version", photocraft, byPrefix, false},
+		{"a prefix, its version", prefixed, byPrefix, true},
+		{"a prefix, today's version", prefixed, rel("photocraft-v3.0.0"), false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			h := map[string]string{"v": "1", "fetched_ms": ms(at("12:00")), "etag": `"e"`, "release": encoded(t, tt.rel)}
+			e, err := DecodeApp(tt.app, h, now)
+			if got := e.Fetched() && err == nil; got != tt.ok {
+				t.Errorf("DecodeApp(prefix %q, version %q) = %s, err %v; want fetched %v", tt.app.TagPrefix, tt.rel.Version, fmtEntry(e), err, tt.ok)
+			}
+		})
 	}
 }
 
@@ -192,7 +233,7 @@ func FuzzDecodeApp(f *testing.F) {
 		if hasETag {
 			h["etag"] = etag
 		}
-		e, _ := DecodeApp(photocraft.Repo, h, now)
+		e, _ := DecodeApp(photocraft, h, now)
 
 		if v != "1" && (e.Fetched() || !e.FailedAt.IsZero() || !e.ClaimedAt.IsZero()) {
 			t.Fatalf("a hash of version %q read as %s", v, fmtEntry(e))
@@ -203,7 +244,7 @@ func FuzzDecodeApp(f *testing.F) {
 		if e.Fetched() && (!hasETag || e.ETag != etag || ms(e.FetchedAt) != trimZeros(fetchedMS)) {
 			t.Fatalf("fetch %s from fetched_ms %q etag %q (present %v)", fmtEntry(e), fetchedMS, etag, hasETag)
 		}
-		if err := release.Verify(photocraft.Repo, e.Release); err != nil {
+		if err := release.Verify(photocraft, e.Release); err != nil {
 			t.Fatalf("release %+v fails the trust check: %v", e.Release, err)
 		}
 		for _, when := range []time.Time{e.FetchedAt, e.FailedAt, e.ClaimedAt} {
@@ -241,7 +282,7 @@ func FuzzDecodeApp(f *testing.F) {
 				back[w.pairs[i]] = w.pairs[i+1]
 			}
 		}
-		if again, err := DecodeApp(photocraft.Repo, back, now); err != nil || !sameEntry(t, again, e) {
+		if again, err := DecodeApp(photocraft, back, now); err != nil || !sameEntry(t, again, e) {
 			t.Fatalf("written back and read again: got %s, want %s", fmtEntry(again), fmtEntry(e))
 		}
 	})

@@ -13,6 +13,7 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/storytold/craft-releases/pkg/logsafe"
+	"github.com/storytold/craft-releases/pkg/release"
 )
 
 // guardLua is the second half of a guarded change made by script: it
@@ -32,7 +33,7 @@ var errContended = errors.New("key kept changing during the transaction")
 // A write is one guarded write: set pairs unless the time field says the hash
 // already holds something as new (or, with needETag, another ETag).
 type write struct {
-	repo     string       // of the app whose hash it is, for DecodeApp
+	app      release.App  // whose hash it is, for DecodeApp
 	now      time.Time    // the writer's time, for DecodeApp
 	releases *releaseMemo // the app's (nil: none)
 	field    string       // the guarding time field
@@ -73,7 +74,7 @@ const (
 // unreadable, never blocks, and gets overwritten. Both paths of the guarded
 // write make this one decision, in Go.
 func decide(h map[string]string, w write) verdict {
-	e, _ := decodeApp(w.repo, h, w.now, w.releases)
+	e, _ := decodeApp(w.app, h, w.now, w.releases)
 	var current time.Time
 	switch w.field {
 	case fieldReadMS:

@@ -182,7 +182,7 @@ func fetch(when time.Time, etag string, r *release.Release) release.Entry {
 // release by its JSON.
 // decoded is photocraft's hash h as DecodeApp reads it, with no time too far ahead.
 func decoded(h map[string]string) release.Entry {
-	e, _ := DecodeApp(photocraft.Repo, h, time.Now().AddDate(100, 0, 0))
+	e, _ := DecodeApp(photocraft, h, time.Now().AddDate(100, 0, 0))
 	return e
 }
 

@@ -98,7 +98,7 @@ func WithClock(c clock.Clock) Option {
 type Store struct {
 	conn   Conn
 	by     string
-	repos  map[string]string // app key → repository, for DecodeApp
+	apps   map[string]release.App // app key → the app, for DecodeApp
 	script *rueidis.Lua
 	watch  atomic.Bool // Redis refused the script: use WATCH/MULTI/EXEC
 	log    *zap.Logger
@@ -115,9 +115,9 @@ type Store struct {
 // The Store does not own conn: close it after the last call.
 func New(conn Conn, by string, apps []release.App, opts ...Option) *Store {
 	s := &Store{conn: conn, by: by, log: zap.NewNop(), script: rueidis.NewLuaScript(guardLua), clock: clock.System,
-		repos: make(map[string]string, len(apps)), releases: make(map[string]*releaseMemo, len(apps))}
+		apps: make(map[string]release.App, len(apps)), releases: make(map[string]*releaseMemo, len(apps))}
 	for _, a := range apps {
-		s.repos[a.Key], s.releases[a.Key] = a.Repo, new(releaseMemo)
+		s.apps[a.Key], s.releases[a.Key] = a, new(releaseMemo)
 	}
 	for _, o := range opts {
 		o(s)
@@ -199,7 +199,7 @@ func (s *Store) decode(app string, b Bounded) release.Entry {
 
 // decodeApp is DecodeApp of app's hash h at the Store's time.
 func (s *Store) decodeApp(app string, h map[string]string) (release.Entry, error) {
-	return decodeApp(s.repos[app], h, s.clock.Now(), s.releases[app])
+	return decodeApp(s.apps[app], h, s.clock.Now(), s.releases[app])
 }
 
 // hashes reads the apps' hashes and then the backoff hash, bounded
@@ -349,7 +349,7 @@ func (s *Store) PutMeta(ctx context.Context, m release.Meta, at time.Time) (bool
 
 // of returns w as a write of app's hash, decided on as read at the Store's time.
 func (s *Store) of(app string, w write) write {
-	w.repo, w.now, w.releases = s.repos[app], s.clock.Now(), s.releases[app]
+	w.app, w.now, w.releases = s.apps[app], s.clock.Now(), s.releases[app]
 	return w
 }
 
