@@ -11,12 +11,13 @@ import (
 	"github.com/storytold/craft-releases/test/redistest"
 )
 
-// callTimeout bounds each Redis call of the pollers in the outage tests.
-// rueidis retries a read of a Redis that is down until the call's deadline,
-// so every tick of an outage costs this much wall time; it is still far
-// above what a call to a working Redis takes on a loaded CI machine, where
-// one late answer would count as an outage of its own.
-const callTimeout = 500 * time.Millisecond
+// callTimeout bounds each Redis call of the pollers in the outage tests, and
+// a tick's reads together (poller.Config.ReadTimeout). rueidis retries a
+// read of a Redis that is down until the call's deadline, so every tick of
+// an outage costs this much wall time; it is still far above what a tick's
+// reads from a working Redis take on a loaded CI machine, where one late
+// answer would count as an outage of its own.
+const callTimeout = time.Second
 
 // withTimeout returns url with every call limited to callTimeout.
 func withTimeout(url string) string { return url + "?write_timeout=" + callTimeout.String() }
