@@ -37,7 +37,7 @@ var (
 	gzipEncoding = []string{"gzip"}
 )
 
-// serveDoc answers with d (docs/wire.md, "Headers and status"): the gzip copy to
+// serveDoc answers with d (docs/wire.md, "Headers and status codes"): the gzip copy to
 // clients that accept it, 304 when If-None-Match matches the representation
 // served, and Vary: Accept-Encoding on every answer. It does no encoding and
 // no locking, and assigns precomputed header values.

@@ -34,7 +34,7 @@ const Ellipsis = "…"
 // without one leading "v" or "V". A tag that does not start with prefix, or
 // that would leave an empty version, is read as if there were no prefix: the
 // tag without one leading "v" or "V". The prefix is matched exactly, letter
-// case included (docs/wire.md, "version").
+// case included (docs/wire.md, "What the fields mean in practice").
 func VersionOf(tag, prefix string) string {
 	if rest, ok := strings.CutPrefix(tag, prefix); ok && prefix != "" {
 		if v := trimV(rest); v != "" {

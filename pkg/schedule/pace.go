@@ -21,7 +21,7 @@ const MaxResetAhead = time.Hour + 5*time.Minute
 // Pace is the interval at which apps apps ask GitHub no more than q allows,
 // and never less than t.Interval nor more than t.MaxBackoff: the fleet's
 // effective interval, the configured schedule stretched evenly over every
-// app when it is too large for the quota (docs/scheduling.md, "Pacing").
+// app when it is too large for the quota (docs/scheduling.md, "Pacing to the quota").
 // Two limits stretch it, each planning on QuotaShare of what it counts:
 //
 //   - the hourly quota, when known: SafeInterval(apps, q.PerHour);

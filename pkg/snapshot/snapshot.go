@@ -22,7 +22,7 @@ import (
 	"github.com/storytold/craft-releases/pkg/release"
 )
 
-// Cache-Control values (docs/wire.md, "Headers and status").
+// Cache-Control values (docs/wire.md, "Headers and status codes").
 const (
 	// CacheCold is the Cache-Control of an answer that shows an app never
 	// fetched: no cache may keep a pod's "nothing yet".

@@ -162,7 +162,7 @@ func flushRepair(tb testing.TB, timing schedule.Timing, offset time.Duration) (t
 
 // TestRedisFlushed empties Redis under a coordinated fleet of two at the
 // production timing (I = 30 min): at the next tick the pollers write every
-// entry back from memory (docs/redis.md, "Republishing after a loss"), each with
+// entry back from memory (docs/operations.md, "Redis flushed"), each with
 // its own fetch time, without a single GitHub request.
 func TestRedisFlushed(t *testing.T) {
 	t.Parallel()

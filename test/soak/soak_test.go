@@ -61,7 +61,7 @@ const (
 	earlyGap = interval - skewMargin - slack
 
 	// repairBound: a flushed entry is written back from memory at the next
-	// tick of any poller (docs/redis.md, "Republishing after a loss"): one tick,
+	// tick of any poller (docs/operations.md, "Redis flushed"): one tick,
 	// plus a round in progress, plus slack.
 	repairBound = longestTick + longestTick + slack
 

@@ -345,7 +345,7 @@ func (s *Store) PutMeta(ctx context.Context, m release.Meta, at time.Time) (bool
 	return v == written, nil
 }
 
-// The writes by kind (docs/redis.md, "Writes by kind").
+// The writes by kind (docs/redis.md, "The guarded write").
 
 // of returns w as a write of app's hash, decided on as read at the Store's time.
 func (s *Store) of(app string, w write) write {
