@@ -161,37 +161,16 @@ func (c *Client) gh() *gogithub.Client {
 	return gh
 }
 
-// Latest asks GitHub for the latest release of app.Repo ("org/project"),
-// sending etag as If-None-Match when it is an entity tag of at most MaxETag
-// bytes, and classifies the answer as docs/github.md says:
-//
-//   - 200 with a good release: Fetched, with the filtered release
-//     (ParseRelease, its version by app.TagPrefix) and the answer's ETag
-//     ("" when it is not such an entity tag); a bad body (not JSON, a known
-//     field of the wrong type, a draft, a bad tag, over MaxBody bytes):
-//     Failed.
-//   - 304: NotModified. A 304 to a request without If-None-Match is Failed.
-//   - headers over MaxHeaderBytes, or none within the header timeout: Failed.
-//   - 404: NotFound ("HTTP 404"): no release, or a repository gone; the
-//     poller decides which.
-//   - 403 or 429 with a rate-limit signal (status 429, x-ratelimit-remaining
-//     0, a Retry-After of whole seconds, or go-github's secondary rate limit):
-//     RateLimited. RetryAt is now plus Retry-After (clamped to MaxRetryAfter),
-//     else x-ratelimit-reset, else zero (unknown). A Retry-After that is an
-//     HTTP date counts as absent.
-//   - any other status: Failed, "HTTP <status>"; redirects are not followed.
-//   - transport errors and timeouts: Failed. When ctx is cancelled or its
-//     deadline passes, the answer is Failed and Err wraps ctx's error.
-//
-// Remaining and Reset come from the answer's x-ratelimit-* headers (Remaining
-// -1 when unknown). The request and its body are bounded by the request
-// timeout, its budget. No error, ETag or release returned contains the token: an answer
-// whose ETag or release would contain it is Failed.
-//
-// For an entry of the pre-release channel (app.Channel release.Prerelease)
-// it asks for the first ListSize releases instead, under the same rules,
-// and a 200's release is the list's newest pre-release (ParsePrereleases),
-// nil for none.
+// Latest asks GitHub for the latest release of app.Repo, revalidating etag
+// (sent as If-None-Match when it is an entity tag of at most MaxETag bytes),
+// or, for an entry of the pre-release channel, for the release list and its
+// newest pre-release (ParsePrereleases). It classifies the answer as
+// docs/github.md, "Classifying the answer" says: a Fetched release is
+// filtered by ParseRelease, a failure never carries a release, and no error,
+// ETag or release returned contains the token. Remaining and Reset report
+// the quota the answer announced (Remaining -1 when unknown). The request is
+// bounded by the request timeout; when ctx ends first the answer is Failed
+// and its Err wraps ctx's error. Latest is safe for concurrent use.
 func (c *Client) Latest(ctx context.Context, app release.App, etag string) release.Answer {
 	a := c.latest(ctx, app, etag)
 	if a.Err != nil {

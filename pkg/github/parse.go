@@ -40,34 +40,12 @@ type ghAsset struct {
 }
 
 // ParseRelease turns the body of GitHub's latest-release answer for app's
-// repository (app.Repo, "org/project") into the release launchers see. It fails on anything but a
-// JSON object, on a known field of the wrong JSON type (null reads as
-// absent), on a draft, and on a tag_name that is missing, over MaxTag bytes
-// or not release.ValidTag (a git ref name, printable throughout). Unknown
-// fields are ignored. Otherwise:
-//
-//   - version is release.VersionOf the tag with app.TagPrefix;
-//   - name is release.Text of the name within MaxName bytes, or the tag
-//     when that is empty; notes are release.Text of the body within
-//     MaxNotes bytes, line breaks and tabs kept. Control and bidirectional
-//     formatting characters are dropped, and a cut string keeps whole
-//     UTF-8 characters and has "…" appended (3 bytes past the limit);
-//   - html_url is kept only when it is exactly this release's page in repo
-//     that every URL parser reads the same (release.ReleasePageRepo), else
-//     it becomes release.TagURL(repo, tag);
-//   - assets keep GitHub's order. An asset is dropped when its name is
-//     not release.GoodAssetName (empty, over MaxAssetName bytes, starting
-//     with ".", or holding a control or bidirectional formatting character
-//     or one of / \ : < > " | ? *); when its size is negative
-//     or over release.MaxSizeBytes; or when its browser_download_url is not
-//     exactly this asset's download URL (release.DownloadRepo). At most MaxAssets
-//     remain, always as a non-nil slice;
-//   - sha256 is the digest "sha256:<64 hex digits>" lowercased, else nil;
-//     platform is release.ParseAsset of the name.
-//
-// The repository part of a URL must match app.Repo exactly: another letter
-// case is not trusted. What it returns passes release.Verify, which it checks
-// last. ParseRelease is safe for concurrent use.
+// repository into the release launchers see, under the rules of
+// docs/github.md, "Parsing a 200": it fails on a body that is not a release
+// (not a JSON object, a known field of the wrong type, a draft, a bad tag),
+// and otherwise bounds every field and drops every asset it cannot trust.
+// What it returns passes release.Verify for app, which it checks last.
+// ParseRelease is safe for concurrent use.
 func ParseRelease(app release.App, body []byte) (*release.Release, error) {
 	var gr ghRelease
 	if err := json.Unmarshal(body, &gr); err != nil {

@@ -17,25 +17,13 @@ type Round struct {
 }
 
 // Next returns the fleet backoff after round r, which ended at now, given the
-// backoff prev in force before it (docs/scheduling.md, "The fleet backoff after a round"):
-//
-//   - rate limited: one more bad round; the backoff lasts
-//     jittered(min(I × 2^(trouble−1), MaxBackoff)), and never ends before
-//     GitHub's retry point + R: the jitter must not make the next request
-//     one that is certain to be refused. A retry point more than MaxBackoff
-//     away counts as MaxBackoff away, so a broken header cannot stop
-//     polling for a century;
-//   - at least one fetch or 304: trouble 0 and no backoff;
-//   - every request failed, and the round asked at least two apps or every
-//     configured app (Apps): one more bad round; the backoff lasts
-//     jittered(min(F × 2^(trouble−1), I)). One app that keeps failing among
-//     others is that app's own retry, never a pause of the healthy apps;
-//   - otherwise (nothing was due, every due app was skipped, or one app of
-//     several failed): the round says nothing of GitHub as a whole, so prev
-//     is returned unchanged.
-//
-// Jitter is ±10 % with the uniform draw u in [0, 1). Doubling saturates: a
-// huge trouble count gives the cap, never an overflow.
+// backoff prev in force before it (docs/scheduling.md, "The fleet backoff
+// after a round"): a rate limit doubles it up to MaxBackoff and never ends it
+// before GitHub's retry point + R (a retry point more than MaxBackoff away
+// counts as MaxBackoff away); a round with an answer clears it; a round in
+// which every request of at least two apps, or of every app, failed doubles
+// it from F up to I; any other round leaves prev. Its length is jittered
+// ±10 % by the uniform draw u in [0, 1), and nothing overflows.
 func Next(t Timing, prev Backoff, r Round, now time.Time, u float64) Backoff {
 	var base time.Duration
 	trouble := prev.Trouble
