@@ -88,11 +88,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	// Listen before anything can wait on Redis or GitHub, so /healthz answers
 	// from the first second. The endpoint's port is public; /metrics is on
 	// a port of its own that the Service does not expose.
-	ln, err := net.Listen("tcp", cfg.HTTPAddr)
+	var lc net.ListenConfig
+	ln, err := lc.Listen(ctx, "tcp", cfg.HTTPAddr)
 	if err != nil {
 		return fmt.Errorf("listen %s: %w", cfg.HTTPAddr, err)
 	}
-	mln, err := net.Listen("tcp", cfg.MetricsAddr)
+	mln, err := lc.Listen(ctx, "tcp", cfg.MetricsAddr)
 	if err != nil {
 		ln.Close()
 		return fmt.Errorf("listen %s: %w", cfg.MetricsAddr, err)

@@ -116,7 +116,8 @@ func poll(ctx context.Context, cfg config.Poller, host string, log *zap.Logger) 
 
 	// Listen before the start-up load from Redis, so /healthz answers from
 	// the first second.
-	ln, err := net.Listen("tcp", cfg.HTTPAddr)
+	var lc net.ListenConfig
+	ln, err := lc.Listen(ctx, "tcp", cfg.HTTPAddr)
 	if err != nil {
 		return fmt.Errorf("listen %s: %w", cfg.HTTPAddr, err)
 	}

@@ -16,7 +16,7 @@ const SignatureHeader = "X-Hub-Signature-256"
 // secrets (see macs.match).
 func Verify(secrets []string, body []byte, signature string) bool {
 	m := newMACs(secrets)
-	m.Write(body)
+	m.write(body)
 	return m.match(signature)
 }
 
@@ -32,12 +32,11 @@ func newMACs(secrets []string) macs {
 	return m
 }
 
-// Write adds p to every HMAC; it never fails.
-func (m macs) Write(p []byte) (int, error) {
+// write adds p to every HMAC.
+func (m macs) write(p []byte) {
 	for _, h := range m {
 		h.Write(p)
 	}
-	return len(p), nil
 }
 
 // reset starts every HMAC again, for the next body.

@@ -279,7 +279,7 @@ func (rd *reader) read(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 			buf = slices.Grow(buf, min(max(len(buf), 4<<10), MaxBody+1-len(buf)))
 		}
 		n, err := body.Read(buf[len(buf):cap(buf)])
-		rd.macs.Write(buf[len(buf) : len(buf)+n])
+		rd.macs.write(buf[len(buf) : len(buf)+n])
 		buf = buf[:len(buf)+n]
 		if err == io.EOF {
 			rd.buf = buf

@@ -29,9 +29,9 @@ import (
 	"time"
 )
 
-// AnyRepo, given where a method takes a repository, stands for every
-// repository: faults queued or stuck for AnyRepo apply to every release
-// request, and Count(AnyRepo) counts every request.
+// AnyRepo stands for every repository where a method takes one: faults
+// queued or stuck for AnyRepo apply to every release request, and
+// Count(AnyRepo) counts every request.
 const AnyRepo = ""
 
 // List returns the name of repo's release list, which Queue, Stick, Count,

@@ -250,7 +250,7 @@ func (s *Server) start() error {
 		}
 		if time.Now().After(deadline) {
 			s.Stop()
-			return fmt.Errorf("mariadbtest: mariadbd on %s did not answer within %v: %v\n%s", s.Addr, startTimeout, err, s.errorLog())
+			return fmt.Errorf("mariadbtest: mariadbd on %s did not answer within %v: %w\n%s", s.Addr, startTimeout, err, s.errorLog())
 		}
 		time.Sleep(20 * time.Millisecond)
 	}

@@ -144,7 +144,10 @@ func (s *Server) launch() error {
 		}
 		if time.Now().After(deadline) {
 			s.Stop()
-			return fmt.Errorf("redis-server on %s did not answer INFO as itself: %v", s.Addr, err)
+			if err == nil {
+				err = fmt.Errorf("process_id %q, not %d", info["process_id"], cmd.Process.Pid)
+			}
+			return fmt.Errorf("redis-server on %s did not answer INFO as itself: %w", s.Addr, err)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
