@@ -176,6 +176,9 @@ type Answer struct {
 	Outcome Outcome
 	Release *Release  // Fetched: the filtered release, or nil for a 404
 	ETag    string    // Fetched: the new ETag ("" for a 404 or none)
+	// Assets are, for a Fetched release, what fetching each kept asset's
+	// bytes needs, by asset name (nil for none).
+	Assets map[string]AssetRef
 	RetryAt time.Time // RateLimited: no request before this; zero when unknown
 	Err     error     // Failed or RateLimited: why, never containing a token
 
