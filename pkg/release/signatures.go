@@ -5,6 +5,10 @@ import (
 	"slices"
 )
 
+// MaxSignatures bounds how many signatures an Entry keeps for a release:
+// a poller fetches no more, and a stored set with more is refused.
+const MaxSignatures = 32
+
 // AssetRef is what fetching one asset's bytes through GitHub's API needs:
 // its id and what GitHub said of it. It is not on the wire.
 type AssetRef struct {
