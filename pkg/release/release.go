@@ -174,11 +174,11 @@ func (o Outcome) String() string {
 // Answer is one classified answer from GitHub about one app.
 type Answer struct {
 	Outcome Outcome
-	Release *Release  // Fetched: the filtered release, or nil for a 404
-	ETag    string    // Fetched: the new ETag ("" for a 404 or none)
+	Release *Release // Fetched: the filtered release, or nil for a 404
+	ETag    string   // Fetched: the new ETag ("" for a 404 or none)
 	// Assets are, for a Fetched release, what fetching each kept asset's
 	// bytes needs, by asset name (nil for none).
-	Assets map[string]AssetRef
+	Assets  map[string]AssetRef
 	RetryAt time.Time // RateLimited: no request before this; zero when unknown
 	Err     error     // Failed or RateLimited: why, never containing a token
 
