@@ -134,6 +134,24 @@ func (p *Poller) companions(ctx context.Context, app release.App, r *round) (sto
 	return false
 }
 
+// needsRefs reports whether e, app's entry, holds a release with
+// companions missing whose asset ids this poller does not know (it did not
+// have the 200: it started since, or another poller fetched the release):
+// the next request about the app is then unconditional, so that its 200
+// names them.
+func (p *Poller) needsRefs(key string, e release.Entry) bool {
+	if p.companionsOf == nil || e.Release == nil || p.refs[key].tag == e.Release.Tag {
+		return false
+	}
+	names := p.companionsOf(e.Release)
+	for _, name := range names[:min(len(names), release.MaxSignatures)] {
+		if _, ok := e.Signatures.Get(name); !ok {
+			return true
+		}
+	}
+	return false
+}
+
 // check reads body as a .sig file: a minisign signature, by app's public
 // key when it has one. It returns the signature's text.
 func (p *Poller) check(key string, body []byte) (string, error) {

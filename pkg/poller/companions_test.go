@@ -244,3 +244,39 @@ func TestCompanionsNeedASource(t *testing.T) {
 		t.Error("New: got no error, want one")
 	}
 }
+
+// TestCompanionsAfterRestart checks that a poller that holds a release
+// without the ids of its missing companions (it started after the 200)
+// asks for the release unconditionally when it is due, and then fetches
+// them; once they are kept, it revalidates as usual.
+func TestCompanionsAfterRestart(t *testing.T) {
+	c := newClock()
+	src := &companionSource{fakeSource: &fakeSource{clock: c, script: map[string]release.Answer{}}, answers: map[int64][]companionAnswer{}}
+	fleet := newFleet()
+	v1 := tauriRelease("v1")
+	fleet.set("artcraft", release.Entry{FetchedAt: t0.Add(-time.Hour), ETag: v1.ETag, Release: v1.Release})
+	p, err := poller.New(poller.Config{
+		Apps: apps("artcraft"), Timing: timing, Source: src, Fleet: fleet, Coordinate: true,
+		Clock: c, Rand: func() float64 { return 0.5 }, Companions: tauri.Companions,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := testkit.NewMinisignKey(t)
+	src.fakeSource.script["artcraft"] = v1
+	src.answer(1, bytesOf(key.Sign("a", nil)))
+	src.answer(2, bytesOf(key.Sign("b", nil)))
+	p.Tick(context.Background())
+	if asked, _ := src.fakeSource.take(); !reflect.DeepEqual(asked, []string{"artcraft"}) {
+		t.Errorf("releases asked: got %v, want [artcraft] without an etag", asked)
+	}
+	if got := src.take(); !reflect.DeepEqual(got, []string{"1", "2"}) {
+		t.Errorf("companions asked: got %v, want [1 2]", got)
+	}
+	src.fakeSource.script["artcraft"] = notModified()
+	setClock(t, c, c.Now().Add(timing.Interval))
+	p.Tick(context.Background())
+	if asked, _ := src.fakeSource.take(); !reflect.DeepEqual(asked, []string{`artcraft("v1")`}) {
+		t.Errorf("releases asked once kept: got %v, want [artcraft(\"v1\")]", asked)
+	}
+}

@@ -34,7 +34,12 @@ func (p *Poller) visit(ctx context.Context, app release.App, r *round) (stop boo
 	}
 	p.count(app.Key, r)
 	was := p.entries[app.Key]
-	a, ok := p.ask(ctx, app, was)
+	asked := was
+	if p.needsRefs(app.Key, was) {
+		// A 304 would not name the companions' asset ids.
+		asked.ETag = ""
+	}
+	a, ok := p.ask(ctx, app, asked)
 	if !ok {
 		return true
 	}
