@@ -41,8 +41,9 @@ const (
 // companionRefs are the asset refs of the release an app's last 200 was
 // about: what fetching its companions needs.
 type companionRefs struct {
-	tag  string
-	refs map[string]release.AssetRef
+	tag     string
+	refs    map[string]release.AssetRef
+	refused map[string]bool // names whose bytes were refused: not asked again before the next 200
 }
 
 // keep returns the signatures of was that still belong to rel, the release
@@ -78,7 +79,8 @@ func sameAsset(a, b release.Asset) bool {
 // (docs/github.md, "Companion assets"): spaced and counted like every
 // request of round r, each checked (a minisign signature, by the app's key
 // when it has one) before it is kept, shared and merged. A companion that
-// fails is asked again at a later tick; the release is served meanwhile. It
+// fails is asked again at a later tick, one refused only after the next 200;
+// the release is served meanwhile. It
 // reports whether the round must stop: a rate limit or a cancelled ctx.
 func (p *Poller) companions(ctx context.Context, app release.App, r *round) (stop bool) {
 	e := p.entries[app.Key]
@@ -94,7 +96,7 @@ func (p *Poller) companions(ctx context.Context, app release.App, r *round) (sto
 	defer func() { p.storeCompanions(ctx, app.Key, e, got, r) }()
 	for _, name := range names[:min(len(names), release.MaxSignatures)] {
 		ref, ok := refs.refs[name]
-		if _, have := e.Signatures.Get(name); have || !ok {
+		if _, have := e.Signatures.Get(name); have || !ok || refs.refused[name] {
 			continue
 		}
 		if p.backoff.Active(p.clock.Now()) || !p.space(ctx, r) {
@@ -114,6 +116,7 @@ func (p *Poller) companions(ctx context.Context, app release.App, r *round) (sto
 			text, err := p.check(app.Key, body)
 			if err != nil {
 				outcome = CompanionRefused
+				refs = p.hold(app.Key, refs, name)
 				p.log.Warn("companion refused", zap.String("app", app.Key), logsafe.String("asset", name),
 					logsafe.String("tag", e.Release.Tag), logsafe.NamedError("err", err))
 				break
@@ -125,6 +128,11 @@ func (p *Poller) companions(ctx context.Context, app release.App, r *round) (sto
 			p.log.Warn("github rate limit", zap.String("app", app.Key), zap.String("repo", app.Repo),
 				zap.Time("retry_at", a.RetryAt), logsafe.NamedError("err", a.Err))
 			return true
+		case release.NotFound:
+			// The asset is gone: the release changed, and its 200 will tell.
+			refs = p.hold(app.Key, refs, name)
+			p.log.Warn("companion request failed", zap.String("app", app.Key), logsafe.String("asset", name),
+				logsafe.NamedError("err", a.Err))
 		default:
 			p.log.Warn("companion request failed", zap.String("app", app.Key), logsafe.String("asset", name),
 				logsafe.NamedError("err", a.Err))
@@ -150,6 +158,17 @@ func (p *Poller) needsRefs(key string, e release.Entry) bool {
 		}
 	}
 	return false
+}
+
+// hold keeps name, a companion of app's release as refs names them, from
+// being asked for again before the next 200 about app.
+func (p *Poller) hold(key string, refs companionRefs, name string) companionRefs {
+	if refs.refused == nil {
+		refs.refused = map[string]bool{}
+	}
+	refs.refused[name] = true
+	p.refs[key] = refs
+	return refs
 }
 
 // check reads body as a .sig file: a minisign signature, by app's public

@@ -194,7 +194,8 @@ func TestCompanions(t *testing.T) {
 	check("304", nil, map[string]string{nameA: sigA, nameB: sigB})
 
 	// A new release whose B is signed by another key: A kept, B refused,
-	// and asked again at the next tick (refused again).
+	// and not asked again before the next 200, which asks again (refused
+	// again: not a signature).
 	src.fakeSource.script["artcraft"] = tauriRelease("v2")
 	sigA2 := key.Sign("ArtCraft_v2_amd64.AppImage", []byte("appimage 2"))
 	src.answer(1, bytesOf(sigA2))
@@ -205,7 +206,11 @@ func TestCompanions(t *testing.T) {
 	check("v2", []string{"1", "2"}, map[string]string{nameA2: sigA2}, poller.CompanionStored, poller.CompanionRefused)
 	setClock(t, c, c.Now().Add(timing.Tick))
 	p.Tick(ctx)
-	check("v2, next tick", []string{"2"}, map[string]string{nameA2: sigA2}, poller.CompanionRefused)
+	check("v2, next tick", nil, map[string]string{nameA2: sigA2})
+	src.fakeSource.script["artcraft"] = tauriRelease("v2")
+	setClock(t, c, c.Now().Add(timing.Interval))
+	p.Tick(ctx)
+	check("v2, next 200", []string{"2"}, map[string]string{nameA2: sigA2}, poller.CompanionRefused)
 	if n := logs.FilterMessage("companion refused").Len(); n != 2 {
 		t.Errorf("refusals logged: got %d, want 2", n)
 	}
