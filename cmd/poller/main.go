@@ -29,6 +29,7 @@ import (
 	"github.com/storytold/craft-releases/pkg/redis/store"
 	"github.com/storytold/craft-releases/pkg/release"
 	"github.com/storytold/craft-releases/pkg/routes"
+	"github.com/storytold/craft-releases/pkg/updates/tauri"
 )
 
 // version is stamped at build time with -ldflags "-X main.version=…".
@@ -94,6 +95,8 @@ func poll(ctx context.Context, cfg config.Poller, host string, log *zap.Logger) 
 		Coordinate:   cfg.CoordinationEnabled,
 		Observer:     observer,
 		Logger:       log,
+		Companions:   tauri.Companions,
+		PublicKeys:   cfg.PublicKeys,
 	}
 	var refreshMeta func(context.Context) error // nil without MySQL
 	var fleet *store.Store                      // nil without Redis

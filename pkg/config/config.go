@@ -15,6 +15,7 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
+	"github.com/storytold/craft-releases/pkg/minisign"
 	"github.com/storytold/craft-releases/pkg/redis"
 	"github.com/storytold/craft-releases/pkg/release"
 	"github.com/storytold/craft-releases/pkg/schedule"
@@ -33,6 +34,10 @@ type Shared struct {
 	Apps      []release.App // CRAFT_APPS_RELEASE_APPS, in configured order, with CRAFT_APPS_RELEASE_PRERELEASE_APPS's marked and CRAFT_APPS_RELEASE_TAG_PREFIXES's prefixes
 	LogLevel  zapcore.Level // debug, info, warn or error
 	LogFormat string        // FormatJSON or FormatConsole
+
+	// PublicKeys are CRAFT_APPS_RELEASE_TAURI_PUBKEYS's, by app key (nil:
+	// none): the pollers refuse a signature by another key.
+	PublicKeys map[string]minisign.PublicKey
 }
 
 // Redis is REDIS_URL with the REDIS_TLS_* files: as set, for printing, and
@@ -340,6 +345,9 @@ func (r sharedEnv) check(c *checker) Shared {
 		}
 		if apps, err = WithTagPrefixes(marked, r.TagPrefixes); err != nil {
 			c.fail("CRAFT_APPS_RELEASE_TAG_PREFIXES", "%w", err)
+		}
+		if s.PublicKeys, err = ParsePublicKeys(marked, r.TauriPubkeys); err != nil {
+			c.fail("CRAFT_APPS_RELEASE_TAURI_PUBKEYS", "%w", err)
 		}
 	}
 	s.Apps = apps

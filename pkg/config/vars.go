@@ -28,6 +28,7 @@ type sharedEnv struct {
 	Apps         string `env:"CRAFT_APPS_RELEASE_APPS" helpDefault:"the 13 Craft Apps" help:"the apps to serve: key=Name=org/repo,key=Name=org/repo,…"`
 	Prereleases  string `env:"CRAFT_APPS_RELEASE_PRERELEASE_APPS" helpDefault:"(none)" help:"the keys of the apps with a pre-release channel (latest_prerelease), comma-separated, or * for every app"`
 	TagPrefixes  string `env:"CRAFT_APPS_RELEASE_TAG_PREFIXES" helpDefault:"(none)" help:"key=prefix,…: the prefix that starts an app's tags, removed with one v from its version (artcraft-launcher=artcraft-v: tag artcraft-v0.41.0, version 0.41.0)"`
+	TauriPubkeys string `env:"CRAFT_APPS_RELEASE_TAURI_PUBKEYS" helpDefault:"(none)" help:"key=pubkey,…: an app's Tauri updater public key (tauri.conf.json's pubkey); a fetched signature by another key is refused"`
 	LogLevel     string `env:"LOG_LEVEL" envDefault:"info" help:"debug, info, warn or error"`
 	LogFormat    string `env:"LOG_FORMAT" envDefault:"json" help:"json for production, console for people"`
 }

@@ -81,6 +81,10 @@ type Options struct {
 	RequestTimeout time.Duration // the budget of a whole request, body included
 
 	Clock clock.Clock // the clock that Retry-After counts from; nil: clock.System
+
+	// AssetHosts are the hosts besides the API's own that an asset request
+	// (Companion) may be redirected to, over https; nil: DefaultAssetHosts.
+	AssetHosts []string
 }
 
 // withDefaults returns o with its zero fields set to the defaults.
@@ -101,6 +105,9 @@ func (o Options) withDefaults() Options {
 		o.RequestTimeout = DefaultRequestTimeout
 	}
 	o.Clock = clock.Or(o.Clock)
+	if o.AssetHosts == nil {
+		o.AssetHosts = DefaultAssetHosts
+	}
 	o.Token = strings.TrimSpace(o.Token)
 	return o
 }
@@ -114,6 +121,8 @@ type Client struct {
 	token   string // trimmed; "" for none
 	timeout time.Duration
 	clock   clock.Clock
+
+	assetHosts []string // lowercase
 }
 
 // New returns a Client for the API at o.BaseURL, which pkg/config checked
@@ -146,7 +155,12 @@ func New(o Options) (*Client, error) {
 		// release whose URLs would all fail the repository filter.
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
-	return &Client{hc: hc, base: base, agent: o.UserAgent, token: o.Token, timeout: o.RequestTimeout, clock: o.Clock}, nil
+	hosts := make([]string, len(o.AssetHosts))
+	for i, h := range o.AssetHosts {
+		hosts[i] = strings.ToLower(h)
+	}
+	return &Client{hc: hc, base: base, agent: o.UserAgent, token: o.Token, timeout: o.RequestTimeout, clock: o.Clock,
+		assetHosts: hosts}, nil
 }
 
 // gh returns a go-github client for one request. A fresh one each time,
@@ -184,12 +198,12 @@ func (c *Client) Latest(ctx context.Context, app release.App, etag string) relea
 type request struct {
 	what  string // in errors: "latest release" or "releases"
 	path  string // after repos/org/project/
-	parse func(app release.App, body []byte) (*release.Release, error)
+	parse func(app release.App, body []byte) (*release.Release, map[string]release.AssetRef, error)
 }
 
 var (
-	latestRequest = request{"latest release", "releases/latest", ParseRelease}
-	listRequest   = request{"releases", "releases?per_page=" + strconv.Itoa(ListSize), ParsePrereleases}
+	latestRequest = request{"latest release", "releases/latest", parseRelease}
+	listRequest   = request{"releases", "releases?per_page=" + strconv.Itoa(ListSize), parsePrereleases}
 )
 
 func (c *Client) latest(ctx context.Context, app release.App, etag string) release.Answer {
@@ -219,7 +233,7 @@ func (c *Client) latest(ctx context.Context, app release.App, etag string) relea
 	}
 	switch code := resp.StatusCode; code {
 	case http.StatusOK:
-		rel, err := c.readRelease(rq, app, resp.Response)
+		rel, refs, err := c.readRelease(rq, app, resp.Response)
 		if err != nil {
 			return fail(fmt.Errorf("%s %s: %w", rq.what, repo, err))
 		}
@@ -230,7 +244,7 @@ func (c *Client) latest(ctx context.Context, app release.App, etag string) relea
 		if !validETag(etag) {
 			etag = ""
 		}
-		a.Outcome, a.Release, a.ETag = release.Fetched, rel, etag
+		a.Outcome, a.Release, a.ETag, a.Assets = release.Fetched, rel, etag, refs
 	case http.StatusNotModified:
 		if !validETag(etag) {
 			return fail(fmt.Errorf("%s %s: HTTP 304 to a request without If-None-Match", rq.what, repo))
@@ -275,35 +289,35 @@ func (c *Client) newRequest(gh *gogithub.Client, rq request, repo, etag string) 
 	return req, nil
 }
 
-// readRelease reads and parses a 200's body to rq about app; nil for a list
-// without a pre-release.
-func (c *Client) readRelease(rq request, app release.App, resp *http.Response) (*release.Release, error) {
+// readRelease reads and parses a 200's body to rq about app, with the refs
+// of its assets; nil for a list without a pre-release.
+func (c *Client) readRelease(rq request, app release.App, resp *http.Response) (*release.Release, map[string]release.AssetRef, error) {
 	if resp.ContentLength > MaxBody {
-		return nil, fmt.Errorf("body of %d bytes is over %d", resp.ContentLength, MaxBody)
+		return nil, nil, fmt.Errorf("body of %d bytes is over %d", resp.ContentLength, MaxBody)
 	}
 	// The transport caps the body at MaxBody+1 bytes: one more than allowed
 	// tells a body at the limit from a longer one without reading on.
 	body, err := io.ReadAll(resp.Body)
 	if err != nil {
-		return nil, fmt.Errorf("read body: %w", err)
+		return nil, nil, fmt.Errorf("read body: %w", err)
 	}
 	if len(body) > MaxBody {
-		return nil, fmt.Errorf("body is over %d bytes", MaxBody)
+		return nil, nil, fmt.Errorf("body is over %d bytes", MaxBody)
 	}
-	rel, err := rq.parse(app, body)
+	rel, refs, err := rq.parse(app, body)
 	if err != nil || rel == nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if c.token != "" {
 		b, err := release.Marshal(rel)
 		if err != nil {
-			return nil, fmt.Errorf("encode release: %w", err)
+			return nil, nil, fmt.Errorf("encode release: %w", err)
 		}
 		if bytes.Contains(b, []byte(c.token)) {
-			return nil, errors.New("the release contains the token")
+			return nil, nil, errors.New("the release contains the token")
 		}
 	}
-	return rel, nil
+	return rel, refs, nil
 }
 
 // validETag reports whether etag is an entity tag (RFC 9110 §8.8.3: an

@@ -33,6 +33,7 @@ type ghRelease struct {
 }
 
 type ghAsset struct {
+	ID                 int64  `json:"id"`
 	Name               string `json:"name"`
 	Size               int64  `json:"size"`
 	BrowserDownloadURL string `json:"browser_download_url"`
@@ -47,19 +48,26 @@ type ghAsset struct {
 // What it returns passes release.Verify for app, which it checks last.
 // ParseRelease is safe for concurrent use.
 func ParseRelease(app release.App, body []byte) (*release.Release, error) {
+	rel, _, err := parseRelease(app, body)
+	return rel, err
+}
+
+// parseRelease is ParseRelease that also returns what fetching each kept
+// asset needs, by name, for the assets GitHub gave an id.
+func parseRelease(app release.App, body []byte) (*release.Release, map[string]release.AssetRef, error) {
 	var gr ghRelease
 	if err := json.Unmarshal(body, &gr); err != nil {
-		return nil, fmt.Errorf("decode release: %w", err)
+		return nil, nil, fmt.Errorf("decode release: %w", err)
 	}
 	switch tag := gr.TagName; {
 	case gr.Draft:
-		return nil, errors.New("release is a draft")
+		return nil, nil, errors.New("release is a draft")
 	case tag == "":
-		return nil, errors.New("release has no tag_name")
+		return nil, nil, errors.New("release has no tag_name")
 	case len(tag) > MaxTag:
-		return nil, fmt.Errorf("tag_name of %d bytes is over %d", len(tag), MaxTag)
+		return nil, nil, fmt.Errorf("tag_name of %d bytes is over %d", len(tag), MaxTag)
 	case !release.ValidTag(tag):
-		return nil, fmt.Errorf("tag_name %q is not a valid git ref name", tag)
+		return nil, nil, fmt.Errorf("tag_name %q is not a valid git ref name", tag)
 	}
 	tag, repo := gr.TagName, app.Repo
 	r := &release.Release{
@@ -72,6 +80,7 @@ func ParseRelease(app release.App, body []byte) (*release.Release, error) {
 		NotesMarkdown: release.Text(gr.Body, MaxNotes, true),
 		Assets:        make([]release.Asset, 0, min(len(gr.Assets), MaxAssets)),
 	}
+	refs := make(map[string]release.AssetRef)
 	if r.Name == "" {
 		r.Name = tag
 	}
@@ -89,18 +98,26 @@ func ParseRelease(app release.App, body []byte) (*release.Release, error) {
 			!trustedDownload(a.BrowserDownloadURL, repo, tag, a.Name) {
 			continue
 		}
+		sum := sha256Of(a.Digest)
 		r.Assets = append(r.Assets, release.Asset{
 			Name:        a.Name,
 			SizeBytes:   a.Size,
 			DownloadURL: a.BrowserDownloadURL,
-			SHA256:      sha256Of(a.Digest),
+			SHA256:      sum,
 			Platform:    release.ParseAsset(a.Name),
 		})
+		if _, dup := refs[a.Name]; a.ID > 0 && !dup {
+			ref := release.AssetRef{ID: a.ID, Size: a.Size}
+			if sum != nil {
+				ref.SHA256 = *sum
+			}
+			refs[a.Name] = ref
+		}
 	}
 	if err := release.Verify(app, r); err != nil {
-		return nil, fmt.Errorf("parsed release: %w", err)
+		return nil, nil, fmt.Errorf("parsed release: %w", err)
 	}
-	return r, nil
+	return r, refs, nil
 }
 
 // trustedDownload reports whether u is exactly the download URL of asset
@@ -143,22 +160,29 @@ type listed struct {
 // ListSize are not read. It is safe for concurrent use; see docs/github.md,
 // "Parsing the release list".
 func ParsePrereleases(app release.App, body []byte) (*release.Release, error) {
+	rel, _, err := parsePrereleases(app, body)
+	return rel, err
+}
+
+// parsePrereleases is ParsePrereleases that also returns the chosen
+// release's asset refs, as parseRelease.
+func parsePrereleases(app release.App, body []byte) (*release.Release, map[string]release.AssetRef, error) {
 	var list []json.RawMessage
 	if err := json.Unmarshal(body, &list); err != nil {
-		return nil, fmt.Errorf("decode release list: %w", err)
+		return nil, nil, fmt.Errorf("decode release list: %w", err)
 	}
 	if list == nil {
-		return nil, errors.New("decode release list: null, not an array")
+		return nil, nil, errors.New("decode release list: null, not an array")
 	}
 	newest, stable := -1, false
 	var newestAt, stableAt release.Time
 	for i, raw := range list[:min(len(list), ListSize)] {
 		var l listed
 		if len(raw) == 0 || raw[0] != '{' {
-			return nil, fmt.Errorf("decode release %d of the list: not an object", i)
+			return nil, nil, fmt.Errorf("decode release %d of the list: not an object", i)
 		}
 		if err := json.Unmarshal(raw, &l); err != nil {
-			return nil, fmt.Errorf("decode release %d of the list: %w", i, err)
+			return nil, nil, fmt.Errorf("decode release %d of the list: %w", i, err)
 		}
 		if l.Draft || l.PublishedAt == nil || l.PublishedAt.IsZero() {
 			continue
@@ -174,11 +198,11 @@ func ParsePrereleases(app release.App, body []byte) (*release.Release, error) {
 		}
 	}
 	if newest < 0 || stable && !newestAt.After(stableAt.Time) {
-		return nil, nil
+		return nil, nil, nil
 	}
-	rel, err := ParseRelease(app, list[newest])
+	rel, refs, err := parseRelease(app, list[newest])
 	if err != nil {
-		return nil, fmt.Errorf("release %d of the list: %w", newest, err)
+		return nil, nil, fmt.Errorf("release %d of the list: %w", newest, err)
 	}
-	return rel, nil
+	return rel, refs, nil
 }

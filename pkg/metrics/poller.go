@@ -68,6 +68,7 @@ type Poller struct {
 	deferred       *prometheus.CounterVec
 	failures       *prometheus.GaugeVec
 	hasRelease     *prometheus.GaugeVec
+	companions     *prometheus.CounterVec
 }
 
 // appSeries are one app's series, resolved once.
@@ -122,6 +123,8 @@ func NewPoller(apps []release.App) *Poller {
 			"Failed GitHub requests in a row for each app, as this poller knows of them (0 since its last fetch or 304).", "app", "repo"),
 		hasRelease: gaugeVec("craft_poller_app_has_release",
 			"1 while the app's last fetch that this poller knows of has a release, 0 when it had none (absent while never fetched).", "app", "repo"),
+		companions: counterVec("craft_poller_companions_total",
+			"GitHub requests for a release's companion assets (its updater bundles' signatures) and how they ended.", "app", "outcome"),
 	}
 	p.initSeries(apps)
 	return p
@@ -183,7 +186,7 @@ func histogram(name string, buckets []float64, help string) prometheus.Histogram
 func (p *Poller) collectors() []prometheus.Collector {
 	return []prometheus.Collector{p.requests, p.quotaRemaining, p.quotaReset, p.claims, p.refused,
 		p.redisErrors, p.mode, p.writePath, p.backoffUntil, p.roundDuration, p.fetched, p.scheduleRate, p.quotaPerHour, p.refreshed,
-		p.clockOffset, p.interval, p.entriesRefused, p.deferred, p.failures, p.hasRelease}
+		p.clockOffset, p.interval, p.entriesRefused, p.deferred, p.failures, p.hasRelease, p.companions}
 }
 
 // Describe sends the descriptors of every series.
@@ -229,6 +232,16 @@ func (p *Poller) Answer(app string, a release.Answer) {
 	if !a.Reset.IsZero() {
 		p.quotaReset.WithLabelValues().Set(seconds(a.Reset))
 	}
+}
+
+// Companion counts a companion request about app by how it ended
+// (poller.CompanionStored and the others) and keeps the quota its answer
+// announced, as Answer does. It is the poller's CompanionObserver.
+func (p *Poller) Companion(app, outcome string, a release.Answer) {
+	if _, ok := p.apps[app]; ok {
+		p.companions.WithLabelValues(app, outcome).Inc()
+	}
+	p.Answer("", a)
 }
 
 // Entry sets app's failures in a row (0 unless its last request failed)

@@ -18,6 +18,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/storytold/craft-releases/pkg/clock"
+	"github.com/storytold/craft-releases/pkg/minisign"
 	"github.com/storytold/craft-releases/pkg/release"
 	"github.com/storytold/craft-releases/pkg/schedule"
 )
@@ -110,6 +111,15 @@ type Config struct {
 	// by more than release.MaxSkew (measured before every load).
 	Clock clock.Clock
 	Rand  func() float64 // uniform draws in [0, 1); nil: math/rand/v2
+
+	// Companions, when not nil, lists the companion assets of a release to
+	// fetch and keep with it (tauri.Companions: its bundles' .sig files);
+	// the Source must then be a CompanionSource too. nil: none.
+	Companions func(*release.Release) []string
+	// PublicKeys are the apps' minisign public keys, by app key: a
+	// signature by another key is refused (CRAFT_APPS_RELEASE_TAURI_PUBKEYS).
+	// An app without one keeps any well-formed signature.
+	PublicKeys map[string]minisign.PublicKey
 }
 
 // Poller is the tick loop of one poller process. Create it with New.
@@ -129,6 +139,10 @@ type Poller struct {
 	timer   clock.Clock // clock.Base(clock): what waits and elapsed times are measured on
 	rand    func() float64
 
+	companionsOf func(*release.Release) []string
+	csrc         CompanionSource
+	pubkeys      map[string]minisign.PublicKey
+
 	loaded     chan struct{}
 	loadedOnce sync.Once
 	refreshes  *refreshes // its own lock: Refresh never waits on a round
@@ -136,6 +150,7 @@ type Poller struct {
 	// mu serialises rounds and guards what follows.
 	mu      sync.Mutex
 	entries map[string]release.Entry
+	refs    map[string]companionRefs // by app: the asset ids of its last 200's release
 	backoff schedule.Backoff
 	redis   redisHealth
 	skewed  bool // the clock was off Redis's by more than release.MaxSkew at the last measure
@@ -172,6 +187,17 @@ func New(c Config) (*Poller, error) {
 		loaded:    make(chan struct{}),
 		refreshes: newRefreshes(),
 		entries:   make(map[string]release.Entry, len(c.Apps)),
+		refs:      make(map[string]companionRefs),
+
+		companionsOf: c.Companions,
+		pubkeys:      c.PublicKeys,
+	}
+	if c.Companions != nil {
+		csrc, ok := c.Source.(CompanionSource)
+		if !ok {
+			return nil, errNoCompanionSource
+		}
+		p.csrc = csrc
 	}
 	for i, app := range c.Apps {
 		if _, dup := p.entries[app.Key]; dup {
@@ -317,13 +343,14 @@ func (p *Poller) merge(key string, e release.Entry) {
 	old := p.entries[key]
 	merged := old.Merge(e, p.clock.Now())
 	p.entries[key] = merged
-	// Merge replaces each part only along with its time, so comparing the
-	// times is enough to see a change.
+	// Merge replaces each part only along with its time, or adds to the
+	// signatures of the same fetch, so comparing the times and the
+	// signatures is enough to see a change.
 	fetched := !merged.FetchedAt.Equal(old.FetchedAt)
 	if fetched {
 		p.obs.Fetched(key, merged.FetchedAt)
 	}
-	if !fetched && merged.FailedAt.Equal(old.FailedAt) {
+	if !fetched && merged.FailedAt.Equal(old.FailedAt) && merged.Signatures == old.Signatures {
 		return
 	}
 	p.obs.Entry(key, merged)

@@ -14,12 +14,13 @@ import (
 )
 
 // visit asks GitHub about app if it is due in round r, and records and
-// shares the answer (docs/scheduling.md, "One tick", step 3). It reports
+// shares the answer (docs/scheduling.md, "One tick", step 3); then, due or
+// not, fetches the companions its release lacks (companions). It reports
 // whether the round must stop: on a rate limit, a fleet backoff read
 // meanwhile, or a cancelled ctx.
 func (p *Poller) visit(ctx context.Context, app release.App, r *round) (stop bool) {
 	if !p.due(app.Key, r, p.clock.Now()) {
-		return false
+		return p.companions(ctx, app, r)
 	}
 	// The spacing comes before the claim, so that a backoff another poller
 	// wrote meanwhile is seen and the claim is stamped when the request starts.
@@ -33,7 +34,12 @@ func (p *Poller) visit(ctx context.Context, app release.App, r *round) (stop boo
 	}
 	p.count(app.Key, r)
 	was := p.entries[app.Key]
-	a, ok := p.ask(ctx, app, was)
+	asked := was
+	if p.needsRefs(app.Key, was) {
+		// A 304 would not name the companions' asset ids.
+		asked.ETag = ""
+	}
+	a, ok := p.ask(ctx, app, asked)
 	if !ok {
 		return true
 	}
@@ -43,7 +49,7 @@ func (p *Poller) visit(ctx context.Context, app release.App, r *round) (stop boo
 	}
 	changed := p.share(ctx, app.Key, a.Outcome, next, r)
 	p.remember(app.Key, a.Outcome, was, next, changed)
-	return false
+	return p.companions(ctx, app, r)
 }
 
 // due reports whether to ask GitHub about app in round r at now: when it
@@ -181,6 +187,11 @@ func (p *Poller) record(app release.App, was release.Entry, a answer, r *round) 
 	case release.Fetched:
 		r.sum.Fetched++
 		next.FetchedAt, next.ETag, next.Release = a.at, a.ETag, a.Release
+		next.Signatures = keep(was.Release, was.Signatures, a.Release)
+		p.refs[app.Key] = companionRefs{refs: a.Assets}
+		if a.Release != nil {
+			p.refs[app.Key] = companionRefs{tag: a.Release.Tag, refs: a.Assets}
+		}
 		r.fetchedAt = a.at
 	case release.NotModified:
 		r.sum.Unchanged++

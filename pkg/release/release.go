@@ -69,6 +69,9 @@ type Entry struct {
 	FetchedAt time.Time // last fetch or 304 confirmation; zero: never fetched
 	ETag      string    // GitHub's ETag verbatim, "" for none
 	Release   *Release  // nil: never fetched, or the repository has no release
+	// Signatures are the release's signature assets fetched so far (nil:
+	// none), part of the fetch: they belong to Release.
+	Signatures *Signatures
 
 	FailedAt time.Time // last failed request; zero: never failed
 	Failures int       // failures in a row as of FailedAt
@@ -97,16 +100,22 @@ func (e Entry) Failing() bool {
 func Believed(t, now time.Time) bool { return !t.After(now.Add(MaxSkew)) }
 
 // Merge returns e updated with what is newer in o, judged by a reader whose
-// clock says now: the fetch part (FetchedAt, ETag, Release) only when o's
-// fetch is newer, the failure part (FailedAt, Failures, NotFoundSince,
+// clock says now: the fetch part (FetchedAt, ETag, Release, Signatures) only
+// when o's fetch is newer, with the signatures of both when the two are the
+// same fetch (SameFetch), the failure part (FailedAt, Failures, NotFoundSince,
 // NotFound) only when o's failure is newer, the claim only when newer. A part
 // of o is newer when it is strictly later, or when e's is not Believed at now
 // and o's is: a time from the future is evidence of a wrong clock, not of a
 // newer fetch, so it yields to any honest one. Otherwise nothing ever goes
 // back in time or disappears.
 func (e Entry) Merge(o Entry, now time.Time) Entry {
+	sigs := o.Signatures
+	if SameFetch(e, o) {
+		sigs = e.Signatures.Union(o.Signatures)
+		e.Signatures = sigs
+	}
 	if newer(o.FetchedAt, e.FetchedAt, now) {
-		e.FetchedAt, e.ETag, e.Release = o.FetchedAt, o.ETag, o.Release
+		e.FetchedAt, e.ETag, e.Release, e.Signatures = o.FetchedAt, o.ETag, o.Release, sigs
 	}
 	if newer(o.FailedAt, e.FailedAt, now) {
 		e.FailedAt, e.Failures, e.NotFoundSince, e.NotFound = o.FailedAt, o.Failures, o.NotFoundSince, o.NotFound
@@ -115,6 +124,18 @@ func (e Entry) Merge(o Entry, now time.Time) Entry {
 		e.ClaimedAt = o.ClaimedAt
 	}
 	return e
+}
+
+// SameFetch reports whether e and o hold the same fetch: fetched at the
+// same millisecond (as Redis keeps times), with the same ETag and a release
+// of the same tag (or none in both). Its signatures may have been fetched
+// by different pollers at different times; Merge keeps them all.
+func SameFetch(e, o Entry) bool {
+	if !e.Fetched() || !o.Fetched() || e.FetchedAt.UnixMilli() != o.FetchedAt.UnixMilli() || e.ETag != o.ETag ||
+		(e.Release == nil) != (o.Release == nil) {
+		return false
+	}
+	return e.Release == nil || e.Release.Tag == o.Release.Tag
 }
 
 // newer reports whether a part dated o replaces one dated e under Merge.
@@ -153,8 +174,11 @@ func (o Outcome) String() string {
 // Answer is one classified answer from GitHub about one app.
 type Answer struct {
 	Outcome Outcome
-	Release *Release  // Fetched: the filtered release, or nil for a 404
-	ETag    string    // Fetched: the new ETag ("" for a 404 or none)
+	Release *Release // Fetched: the filtered release, or nil for a 404
+	ETag    string   // Fetched: the new ETag ("" for a 404 or none)
+	// Assets are, for a Fetched release, what fetching each kept asset's
+	// bytes needs, by asset name (nil for none).
+	Assets  map[string]AssetRef
 	RetryAt time.Time // RateLimited: no request before this; zero when unknown
 	Err     error     // Failed or RateLimited: why, never containing a token
 

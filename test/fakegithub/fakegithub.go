@@ -1,7 +1,8 @@
-// Package fakegithub is a fake of the two GitHub REST endpoints the service
-// calls, GET /repos/{org}/{project}/releases/latest and, for a pre-release
-// channel, GET /repos/{org}/{project}/releases (the list), served over HTTP
-// on loopback for tests.
+// Package fakegithub is a fake of the GitHub REST endpoints the service
+// calls, GET /repos/{org}/{project}/releases/latest, for a pre-release
+// channel GET /repos/{org}/{project}/releases (the list), and for an asset's
+// bytes GET /repos/{org}/{project}/releases/assets/{id}, served over HTTP on
+// loopback for tests.
 //
 // A test publishes releases per repository, programs faults (rate limits,
 // server errors, slow, malformed, oversized or hung-up answers), and reads
@@ -40,6 +41,17 @@ const AnyRepo = ""
 // list only, one for AnyRepo to both.
 func List(repo string) string { return repo + "/releases" }
 
+// AssetOf returns the name of asset id of repo, which Queue, Stick, Count
+// and Request.Repo take as they take a repository: a fault queued for it
+// applies to that asset's requests only.
+func AssetOf(repo string, id int64) string {
+	return repo + "/releases/assets/" + strconv.FormatInt(id, 10)
+}
+
+// objectsPath is where the fake redirects asset requests to in
+// RedirectAssets mode, as GitHub does to its objects host.
+const objectsPath = "/_objects/"
+
 // Default and largest per_page of the list, as GitHub's.
 const (
 	defaultPerPage = 30
@@ -62,6 +74,8 @@ type Server struct {
 	sticky   map[string]Fault
 	quota    Quota
 	requests []Request
+	assets   map[string][]byte // by AssetOf: the bytes of published assets with Content
+	redirect bool              // RedirectAssets
 }
 
 type published struct {
@@ -122,6 +136,7 @@ func newServer() *Server {
 		lists:    make(map[string][]Release),
 		queued:   make(map[string][]Fault),
 		sticky:   make(map[string]Fault),
+		assets:   make(map[string][]byte),
 		quota: Quota{
 			Limit:     5000,
 			Remaining: 4999,
@@ -147,6 +162,26 @@ func (s *Server) Publish(repo string, r Release) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.releases[repo] = published{body: body, etag: etagOf(body)}
+	s.addAssetsLocked(repo, r)
+}
+
+// addAssetsLocked makes the contents of r's assets served; s.mu must be held.
+func (s *Server) addAssetsLocked(repo string, r Release) {
+	for _, a := range r.Assets {
+		if a.Content != nil {
+			s.assets[AssetOf(repo, a.ID)] = append([]byte(nil), a.Content...)
+		}
+	}
+}
+
+// RedirectAssets makes the asset endpoint answer 302 to the fake's own
+// stand-in for GitHub's objects host (a path of the same server), which
+// serves the bytes, as GitHub does for most assets; off, it answers the
+// bytes at once.
+func (s *Server) RedirectAssets(on bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.redirect = on
 }
 
 // SetList makes rs, newest first, repo's release list, drafts and
@@ -157,6 +192,9 @@ func (s *Server) SetList(repo string, rs ...Release) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.lists[repo] = append([]Release{}, rs...)
+	for _, r := range rs {
+		s.addAssetsLocked(repo, r)
+	}
 }
 
 // Unpublish removes repo's release: the fake answers 404 for it again.
@@ -324,8 +362,13 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 }
 
 // answer is the normal answer for repo: its release, a 304, or a 404; or
-// for List(repo), its list (never a 404).
+// for List(repo), its list (never a 404); or for AssetOf(repo, id), the
+// asset's bytes or a redirect to them.
 func (s *Server) answer(w http.ResponseWriter, r *http.Request, repo string, extra http.Header) {
+	if strings.Contains(repo, "/releases/assets/") {
+		s.answerAsset(w, r, repo, extra)
+		return
+	}
 	s.mu.Lock()
 	pub, ok := s.releases[repo]
 	if base, list := strings.CutSuffix(repo, "/releases"); list {
@@ -348,6 +391,30 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request, repo string, ext
 	w.Header().Set("Content-Length", strconv.Itoa(len(pub.body)))
 	w.WriteHeader(http.StatusOK)
 	_, _ = w.Write(pub.body)
+}
+
+// answerAsset is the normal answer for asset key (AssetOf): its bytes, a
+// redirect to them, or a 404.
+func (s *Server) answerAsset(w http.ResponseWriter, r *http.Request, key string, extra http.Header) {
+	s.mu.Lock()
+	body, ok := s.assets[key]
+	redirect := s.redirect && !strings.HasPrefix(r.URL.Path, objectsPath)
+	s.mu.Unlock()
+	s.writeHeaders(w, extra)
+	if !ok {
+		writeMessage(w, http.StatusNotFound, "Not Found", docsAsset)
+		return
+	}
+	if redirect {
+		w.Header().Set("Location", s.srv.URL+objectsPath+key)
+		w.WriteHeader(http.StatusFound)
+		return
+	}
+	w.Header().Set("Content-Type", "application/octet-stream")
+	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+	override(w.Header(), extra)
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(body)
 }
 
 // writeHeaders sets the headers GitHub sends on every answer, then extra.
@@ -407,10 +474,14 @@ func (s *Server) record(r *http.Request, repo string) {
 }
 
 // route reports the repository of a GET /repos/{org}/{project}/releases/latest,
-// or List of it for a GET /repos/{org}/{project}/releases.
+// List of it for a GET /repos/{org}/{project}/releases, or AssetOf it for a
+// GET /repos/{org}/{project}/releases/assets/{id} (or its objects stand-in).
 func route(r *http.Request) (repo string, ok bool) {
 	if r.Method != http.MethodGet {
 		return "", false
+	}
+	if key, ok := strings.CutPrefix(r.URL.Path, objectsPath); ok {
+		return key, strings.Contains(key, "/releases/assets/")
 	}
 	parts := strings.Split(strings.TrimPrefix(r.URL.Path, "/"), "/")
 	if len(parts) < 4 || parts[0] != "repos" || parts[1] == "" || parts[2] == "" || parts[3] != "releases" {
@@ -421,6 +492,9 @@ func route(r *http.Request) (repo string, ok bool) {
 		return List(parts[1] + "/" + parts[2]), true
 	case len(parts) == 5 && parts[4] == "latest":
 		return parts[1] + "/" + parts[2], true
+	case len(parts) == 6 && parts[4] == "assets":
+		id, err := strconv.ParseInt(parts[5], 10, 64)
+		return AssetOf(parts[1]+"/"+parts[2], id), err == nil && id > 0
 	}
 	return "", false
 }
@@ -465,6 +539,7 @@ func override(h, extra http.Header) {
 const (
 	docsLatest   = "https://docs.github.com/rest/releases/releases#get-the-latest-release"
 	docsNotFound = "https://docs.github.com/rest"
+	docsAsset    = "https://docs.github.com/rest/releases/assets#get-a-release-asset"
 )
 
 // writeMessage writes GitHub's JSON error shape.

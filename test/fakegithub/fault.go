@@ -118,6 +118,12 @@ func Oversized(n int) Fault {
 	return Fault{Status: http.StatusOK, Body: []byte(b.String())}
 }
 
+// Redirect answers 302 to location, as GitHub redirects an asset request
+// to where it serves the bytes from.
+func Redirect(location string) Fault {
+	return Fault{Status: http.StatusFound, Header: http.Header{"Location": {location}}, Body: []byte{}}
+}
+
 // CloseConn drops the connection without answering.
 func CloseConn() Fault { return Fault{Hangup: HangupClose} }
 

@@ -43,6 +43,11 @@ type Asset struct {
 	Digest             string `json:"digest,omitempty"` // "sha256:<64 hex>"
 	DownloadCount      int64  `json:"download_count"`
 	BrowserDownloadURL string `json:"browser_download_url"`
+
+	// Content, when not nil, is what the asset endpoint serves for the
+	// asset (GET /repos/{org}/{project}/releases/assets/{id}); an asset
+	// without it answers 404 there.
+	Content []byte `json:"-"`
 }
 
 // User is a release's author.

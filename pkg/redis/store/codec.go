@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/storytold/craft-releases/pkg/minisign"
 	"github.com/storytold/craft-releases/pkg/release"
 	"github.com/storytold/craft-releases/pkg/schedule"
 )
@@ -19,13 +20,14 @@ const formatVersion = "1"
 
 // Hash field names (docs/redis.md, "Keys").
 const (
-	fieldV         = "v"
-	fieldFetchedMS = "fetched_ms"
-	fieldETag      = "etag"
-	fieldRelease   = "release"
-	fieldFailedMS  = "failed_ms"
-	fieldFailures  = "failures"
-	fieldClaimedMS = "claimed_ms"
+	fieldV          = "v"
+	fieldFetchedMS  = "fetched_ms"
+	fieldETag       = "etag"
+	fieldRelease    = "release"
+	fieldSignatures = "signatures"
+	fieldFailedMS   = "failed_ms"
+	fieldFailures   = "failures"
+	fieldClaimedMS  = "claimed_ms"
 
 	fieldNotFoundSinceMS = "notfound_since_ms"
 	fieldNotFound        = "notfound"
@@ -46,9 +48,11 @@ const (
 // of at most 18 digits and no more than release.MaxSkew ahead of now;
 // failures defaults to 1. The fetch part counts only when fetched_ms, etag
 // and the release are all there and the release is one that release.Decode
-// accepts for app (its repository and tag prefix). Anything else reads as absent, and err says why when
+// accepts for app (its repository and tag prefix); its signatures count
+// only when decodeSignatures accepts them for that release. Anything else reads as absent, and err says why when
 // something was refused rather than merely absent: a release that is not one
-// of app's (or is over release.MaxEncoded bytes), or a time in the future.
+// of app's (or is over release.MaxEncoded bytes), signatures that are not
+// the release's, or a time in the future.
 // The guarded write decides on what it reads, on both of its paths
 // (guard.go).
 func DecodeApp(app release.App, h map[string]string, now time.Time) (release.Entry, error) {
@@ -82,6 +86,12 @@ func decodeApp(app release.App, h map[string]string, now time.Time, memo *releas
 				refuse(fieldRelease, relErr)
 			} else {
 				e.FetchedAt, e.ETag, e.Release = fetched, etag, rel
+				if sigs, ok := h[fieldSignatures]; ok {
+					var sigErr error
+					if e.Signatures, sigErr = decodeSignatures(rel, sigs); sigErr != nil {
+						refuse(fieldSignatures, sigErr)
+					}
+				}
 			}
 		}
 	}
@@ -98,6 +108,71 @@ func decodeApp(app release.App, h map[string]string, now time.Time, memo *releas
 	}
 	e.ClaimedAt = at(fieldClaimedMS)
 	return e, err
+}
+
+// maxSignaturesField bounds the signatures field: MaxSignatures of the
+// largest signature a poller keeps, with their names.
+const maxSignaturesField = release.MaxSignatures * (minisign.MaxSignatureText + 2*release.MaxAssetName + 16)
+
+// decodeSignatures reads the signatures field of a hash whose release is
+// rel: a JSON object of at most release.MaxSignatures names, each the name
+// of a ".sig" asset of rel, each value a signature minisign.ParseSignature
+// reads and that is its own Text (as a poller stores it). Anything else is
+// refused whole; "{}" is none.
+func decodeSignatures(rel *release.Release, raw string) (*release.Signatures, error) {
+	var m map[string]string
+	if err := json.Unmarshal([]byte(raw), &m); err != nil || m == nil {
+		return nil, fmt.Errorf("not a JSON object of strings")
+	}
+	if len(m) > release.MaxSignatures {
+		return nil, fmt.Errorf("%d signatures, over %d", len(m), release.MaxSignatures)
+	}
+	for name, text := range m {
+		if !strings.HasSuffix(name, ".sig") || rel == nil || !hasAsset(rel, name) {
+			return nil, fmt.Errorf("%q is not a signature asset of the release", name)
+		}
+		s, err := minisign.ParseSignature([]byte(text))
+		if err != nil {
+			return nil, fmt.Errorf("%q: %w", name, err)
+		}
+		if s.Text != text {
+			return nil, fmt.Errorf("%q: not stored as its text", name)
+		}
+	}
+	return release.NewSignatures(m), nil
+}
+
+func hasAsset(rel *release.Release, name string) bool {
+	for _, a := range rel.Assets {
+		if a.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// encodeSignatures is the signatures field for s: a JSON object, "{}" for
+// none. Signatures that would take the field over its bound are left out,
+// the first names in order kept.
+func encodeSignatures(s *release.Signatures) (string, error) {
+	m := make(map[string]string, s.Len())
+	size := 2
+	for _, name := range s.Names() {
+		if len(m) == release.MaxSignatures {
+			break
+		}
+		text, _ := s.Get(name)
+		b, err := release.Marshal(map[string]string{name: text})
+		if err != nil {
+			return "", err
+		}
+		if size+len(b) > maxSignaturesField {
+			break
+		}
+		m[name], size = text, size+len(b)
+	}
+	b, err := release.Marshal(m)
+	return string(b), err
 }
 
 // releaseMemo remembers the last release an app's hash held that

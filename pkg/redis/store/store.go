@@ -233,8 +233,10 @@ func (s *Store) Claim(ctx context.Context, app string, at time.Time, window time
 	return v == written, nil
 }
 
-// PutFetch shares a fetch of app (e's FetchedAt, ETag and Release) unless the
-// hash holds a readable fetch newer than e's. It reports whether it was written.
+// PutFetch shares a fetch of app (e's FetchedAt, ETag, Release and
+// Signatures) unless the hash holds a readable fetch newer than e's. When the
+// hash holds the same fetch (release.SameFetch), the signatures written are
+// those of both. It reports whether it was written.
 func (s *Store) PutFetch(ctx context.Context, app string, e release.Entry) (bool, error) {
 	written, _, err := s.PublishFetch(ctx, app, e)
 	return written, err
@@ -261,12 +263,29 @@ func (s *Store) putFetch(ctx context.Context, app string, e release.Entry) (v ve
 	}
 	rel, _ := encodeRelease(e.Release) // fetchChange encoded it already
 	decide := ch.decide
+	// fetchWrite's last pair, set by each decision: the slice is shared with
+	// apply's copy of ch.
+	sigField, sigs := &ch.pairs[len(ch.pairs)-2], &ch.pairs[len(ch.pairs)-1]
 	// decide runs once per attempt on the hash as read; the last run is
 	// the one that was applied.
 	ch.decide = func(h map[string]string) verdict {
 		cur, _ := s.decodeApp(app, h)
 		old, _ := encodeRelease(cur.Release)
 		changed = !cur.Fetched() || old != rel
+		// The same fetch holds the signatures another poller fetched for
+		// it: they are kept (release.Entry.Merge's union).
+		union := e.Signatures
+		if release.SameFetch(cur, e) {
+			union = cur.Signatures.Union(e.Signatures)
+		}
+		*sigField, *sigs = fieldSignatures, "{}"
+		if enc, err := encodeSignatures(union); err == nil {
+			*sigs = enc
+		}
+		if _, stale := h[fieldSignatures]; union.Len() == 0 && !stale {
+			// Nothing to write or to clear: the pair repeats "by" instead.
+			*sigField, *sigs = fieldBy, s.by
+		}
 		return decide(h)
 	}
 	v, err = s.apply(ctx, ch)
@@ -365,10 +384,14 @@ func (s *Store) fetchWrite(e release.Entry) (write, error) {
 	if err != nil {
 		return write{}, err
 	}
+	sigs, err := encodeSignatures(e.Signatures)
+	if err != nil {
+		return write{}, err
+	}
 	return write{
 		field: fieldFetchedMS, at: e.FetchedAt.UnixMilli(),
 		pairs: []string{fieldV, formatVersion, fieldFetchedMS, ms(e.FetchedAt),
-			fieldETag, e.ETag, fieldRelease, rel, fieldBy, s.by},
+			fieldETag, e.ETag, fieldRelease, rel, fieldBy, s.by, fieldSignatures, sigs},
 	}, nil
 }
 

@@ -1,0 +1,217 @@
+package poller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"go.uber.org/zap"
+
+	"github.com/storytold/craft-releases/pkg/logsafe"
+	"github.com/storytold/craft-releases/pkg/minisign"
+	"github.com/storytold/craft-releases/pkg/release"
+)
+
+// CompanionSource fetches a release's companion assets: the Source's second
+// method, needed when Config.Companions is set.
+type CompanionSource interface {
+	// Companion fetches the bytes of asset ref of app's repository, at most
+	// limit of them, classified as Latest's answers are (Fetched with the
+	// bytes, or why not), with the quota the answer announced.
+	Companion(ctx context.Context, app release.App, ref release.AssetRef, limit int64) ([]byte, release.Answer)
+}
+
+// CompanionObserver, when the Config's Observer implements it, is told of
+// each companion request, for metrics.
+type CompanionObserver interface {
+	// Companion reports a companion request about app and how it ended
+	// (CompanionStored, CompanionRefused, CompanionFailed or
+	// CompanionRateLimited), with GitHub's answer and its quota.
+	Companion(app, outcome string, a release.Answer)
+}
+
+// How a companion request ended, as told to a CompanionObserver.
+const (
+	CompanionStored      = "stored"       // checked and kept
+	CompanionRefused     = "refused"      // fetched, but not a signature, or one by another key
+	CompanionFailed      = "failed"       // no bytes: an error, a 404, a bound or a digest
+	CompanionRateLimited = "rate_limited" // GitHub's rate limit: the round stops
+)
+
+// companionRefs are the asset refs of the release an app's last 200 was
+// about: what fetching its companions needs.
+type companionRefs struct {
+	tag     string
+	refs    map[string]release.AssetRef
+	refused map[string]bool // names whose bytes were refused: not asked again before the next 200
+}
+
+// keep returns the signatures of was that still belong to rel, the release
+// a new answer brought: those of a release with was's tag whose .sig asset
+// is unchanged. Any other release has none yet.
+func keep(was *release.Release, sigs *release.Signatures, rel *release.Release) *release.Signatures {
+	if was == nil || rel == nil || was.Tag != rel.Tag || sigs == nil {
+		return nil
+	}
+	return sigs.Keep(func(name string) bool {
+		a, okA := assetOf(was, name)
+		b, okB := assetOf(rel, name)
+		return okA && okB && sameAsset(a, b)
+	})
+}
+
+func assetOf(rel *release.Release, name string) (release.Asset, bool) {
+	for _, a := range rel.Assets {
+		if a.Name == name {
+			return a, true
+		}
+	}
+	return release.Asset{}, false
+}
+
+func sameAsset(a, b release.Asset) bool {
+	return a.Name == b.Name && a.SizeBytes == b.SizeBytes && a.DownloadURL == b.DownloadURL &&
+		(a.SHA256 == nil) == (b.SHA256 == nil) && (a.SHA256 == nil || *a.SHA256 == *b.SHA256)
+}
+
+// companions fetches the companions of app's release that its entry lacks,
+// when the last 200 this poller had about the app named their asset ids
+// (docs/github.md, "Companion assets"): spaced and counted like every
+// request of round r, each checked (a minisign signature, by the app's key
+// when it has one) before it is kept, shared and merged. A companion that
+// fails is asked again at a later tick, one refused only after the next 200;
+// the release is served meanwhile. It
+// reports whether the round must stop: a rate limit or a cancelled ctx.
+func (p *Poller) companions(ctx context.Context, app release.App, r *round) (stop bool) {
+	e := p.entries[app.Key]
+	if p.companionsOf == nil || e.Release == nil || r.held {
+		return false
+	}
+	refs := p.refs[app.Key]
+	if refs.tag != e.Release.Tag {
+		return false
+	}
+	names := p.companionsOf(e.Release)
+	got := map[string]string{}
+	defer func() { p.storeCompanions(ctx, app.Key, e, got, r) }()
+	for _, name := range names[:min(len(names), release.MaxSignatures)] {
+		ref, ok := refs.refs[name]
+		if _, have := e.Signatures.Get(name); have || !ok || refs.refused[name] {
+			continue
+		}
+		if p.backoff.Active(p.clock.Now()) || !p.space(ctx, r) {
+			return true
+		}
+		r.asked++
+		r.spaced = false
+		body, a := p.csrc.Companion(ctx, app, ref, minisign.MaxSignatureText)
+		if ctx.Err() != nil {
+			return true
+		}
+		now := p.clock.Now()
+		p.pace.learn(a, now)
+		outcome := CompanionFailed
+		switch a.Outcome {
+		case release.Fetched:
+			text, err := p.check(app.Key, body)
+			if err != nil {
+				outcome = CompanionRefused
+				refs = p.hold(app.Key, refs, name)
+				p.log.Warn("companion refused", zap.String("app", app.Key), logsafe.String("asset", name),
+					logsafe.String("tag", e.Release.Tag), logsafe.NamedError("err", err))
+				break
+			}
+			outcome, got[name] = CompanionStored, text
+		case release.RateLimited:
+			p.tellCompanion(app.Key, CompanionRateLimited, a)
+			r.sum.RateLimited, r.sum.RetryAt = true, a.RetryAt
+			p.log.Warn("github rate limit", zap.String("app", app.Key), zap.String("repo", app.Repo),
+				zap.Time("retry_at", a.RetryAt), logsafe.NamedError("err", a.Err))
+			return true
+		case release.NotFound:
+			// The asset is gone: the release changed, and its 200 will tell.
+			refs = p.hold(app.Key, refs, name)
+			p.log.Warn("companion request failed", zap.String("app", app.Key), logsafe.String("asset", name),
+				logsafe.NamedError("err", a.Err))
+		default:
+			p.log.Warn("companion request failed", zap.String("app", app.Key), logsafe.String("asset", name),
+				logsafe.NamedError("err", a.Err))
+		}
+		p.tellCompanion(app.Key, outcome, a)
+	}
+	return false
+}
+
+// needsRefs reports whether e, app's entry, holds a release with
+// companions missing whose asset ids this poller does not know (it did not
+// have the 200: it started since, or another poller fetched the release):
+// the next request about the app is then unconditional, so that its 200
+// names them.
+func (p *Poller) needsRefs(key string, e release.Entry) bool {
+	if p.companionsOf == nil || e.Release == nil || p.refs[key].tag == e.Release.Tag {
+		return false
+	}
+	names := p.companionsOf(e.Release)
+	for _, name := range names[:min(len(names), release.MaxSignatures)] {
+		if _, ok := e.Signatures.Get(name); !ok {
+			return true
+		}
+	}
+	return false
+}
+
+// hold keeps name, a companion of app's release as refs names them, from
+// being asked for again before the next 200 about app.
+func (p *Poller) hold(key string, refs companionRefs, name string) companionRefs {
+	if refs.refused == nil {
+		refs.refused = map[string]bool{}
+	}
+	refs.refused[name] = true
+	p.refs[key] = refs
+	return refs
+}
+
+// check reads body as a .sig file: a minisign signature, by app's public
+// key when it has one. It returns the signature's text.
+func (p *Poller) check(key string, body []byte) (string, error) {
+	s, err := minisign.ParseSignature(body)
+	if err != nil {
+		return "", err
+	}
+	if k, ok := p.publicKey(key); ok {
+		if err := k.Check(s); err != nil {
+			return "", fmt.Errorf("signature by key %s: %w", s.KeyID, err)
+		}
+	}
+	return s.Text, nil
+}
+
+// publicKey returns the public key of the app that entry key belongs to.
+func (p *Poller) publicKey(key string) (minisign.PublicKey, bool) {
+	app, _ := release.AppOf(key)
+	k, ok := p.pubkeys[app]
+	return k, ok
+}
+
+// storeCompanions adds the signatures got to e, app's entry when its
+// companions were asked for, shares the entry (a fetch write of the same
+// fetch, which keeps the signatures already shared) and merges it.
+func (p *Poller) storeCompanions(ctx context.Context, key string, e release.Entry, got map[string]string, r *round) {
+	if len(got) == 0 {
+		return
+	}
+	e.Signatures = e.Signatures.Union(release.NewSignatures(got))
+	if r.mode != Standalone && p.fleet != nil && ctx.Err() == nil {
+		p.put(ctx, OpPutFetch, p.fleet.PutFetch, key, e, r)
+	}
+	p.merge(key, e)
+}
+
+func (p *Poller) tellCompanion(key, outcome string, a release.Answer) {
+	if o, ok := p.obs.(CompanionObserver); ok {
+		o.Companion(key, outcome, a)
+	}
+}
+
+// errNoCompanionSource is New's error for Companions without a source of them.
+var errNoCompanionSource = errors.New("new poller: companions without a source of them (CompanionSource)")
