@@ -33,6 +33,7 @@ func TestMetricsDocMatchesTheBinaries(t *testing.T) {
 	p.Fetched("photocraft", time.Now())
 	p.Entry("photocraft", release.Entry{FetchedAt: time.Now(), Release: &release.Release{Tag: "v1"}})
 	p.Schedule(26.4, 60)
+	p.Companion("photocraft", "stored", release.Answer{Outcome: release.Fetched, Remaining: 9, Reset: time.Now()})
 	snap := snapshot.New(apps, nil)
 	snap.Set("photocraft", release.Entry{FetchedAt: time.Now(), ETag: `"e"`})
 	requests := metrics.NewRequests()
