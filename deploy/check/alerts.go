@@ -88,10 +88,10 @@ func alerts(s *Set) map[string][2]string {
 	return out
 }
 
-// CheckAlertTests checks a promtool rule test file against the alerts of s:
+// AlertTests checks a promtool rule test file against the alerts of s:
 // each alert has a case where it fires and one where it is silent, and no
 // case names an alert that s does not have.
-func CheckAlertTests(s *Set, testFile []byte) []string {
+func AlertTests(s *Set, testFile []byte) []string {
 	var f alertTests
 	if err := yaml.Unmarshal(testFile, &f); err != nil {
 		return []string{fmt.Sprintf("alert tests: %v", err)}
@@ -124,10 +124,10 @@ func CheckAlertTests(s *Set, testFile []byte) []string {
 
 var alertRow = regexp.MustCompile("^\\|\\s*`(CraftReleases[A-Za-z0-9]+)`\\s*\\|\\s*([a-z]+)\\s*\\|\\s*`?([0-9a-z]+)`?\\s*\\|\\s*\\[[^]]*\\]\\(operations\\.md#([a-z0-9_-]+)\\)")
 
-// CheckAlertsDoc checks the alert table of docs/metrics.md (given as its
+// AlertsDoc checks the alert table of docs/metrics.md (given as its
 // Markdown) against the alerts of s: the same alerts, each with its severity,
 // its duration, and a link to a runbook section its runbook_url names.
-func CheckAlertsDoc(s *Set, md string) []string {
+func AlertsDoc(s *Set, md string) []string {
 	documented := map[string][2]string{}
 	anchors := map[string]string{}
 	var problems []string

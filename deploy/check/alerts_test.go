@@ -39,7 +39,7 @@ func TestAlertUnitTests(t *testing.T) {
 	}
 	s := render(t, "testdata/monitoring")
 	tests := readFile(t, alertTestsFile)
-	if problems := CheckAlertTests(s, []byte(tests)); len(problems) > 0 {
+	if problems := AlertTests(s, []byte(tests)); len(problems) > 0 {
 		t.Errorf("alert tests:\n%s", strings.Join(problems, "\n"))
 	}
 	rules, err := RuleFile(s)
@@ -64,7 +64,7 @@ func TestAlertUnitTests(t *testing.T) {
 func TestAlertsDoc(t *testing.T) {
 	t.Parallel()
 	s := render(t, "testdata/monitoring")
-	if problems := CheckAlertsDoc(s, readFile(t, "../../docs/metrics.md")); len(problems) > 0 {
+	if problems := AlertsDoc(s, readFile(t, "../../docs/metrics.md")); len(problems) > 0 {
 		t.Errorf("docs/metrics.md:\n%s", strings.Join(problems, "\n"))
 	}
 }
@@ -109,7 +109,7 @@ func TestAlertTestChecksCatchDrift(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			s := monitored.DeepCopy()
 			tt.brk(s)
-			problems := append(CheckAlertTests(s, []byte(tt.tests)), CheckAlertsDoc(s, tt.doc)...)
+			problems := append(AlertTests(s, []byte(tt.tests)), AlertsDoc(s, tt.doc)...)
 			if !slices.ContainsFunc(problems, func(p string) bool { return strings.Contains(p, tt.want) }) {
 				t.Errorf("got problems %q, want one containing %q", problems, tt.want)
 			}

@@ -87,13 +87,13 @@ type GoBuild struct {
 	Args []string // what follows "go build", split as the shell would
 }
 
-// CheckDockerfile checks the image deploy/Dockerfile describes: a build
+// Dockerfile checks the image deploy/Dockerfile describes: a build
 // stage that runs one `go build` of ./cmd/api and ./cmd/poller with
 // CGO_ENABLED=0, -trimpath and -ldflags "-s -w -X main.version=${VERSION}";
 // a last stage on scratch or a distroless static image that copies both
 // binaries to /usr/local/bin and runs as a numeric non-root user. It returns
 // that go build for a test to run, and every problem it found.
-func CheckDockerfile(stages []Stage) (GoBuild, []string) {
+func Dockerfile(stages []Stage) (GoBuild, []string) {
 	var problems []string
 	var build GoBuild
 	found := false

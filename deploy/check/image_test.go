@@ -58,7 +58,7 @@ func TestDockerfile(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			_, problems := CheckDockerfile(stages)
+			_, problems := Dockerfile(stages)
 			switch {
 			case tt.want == "" && len(problems) > 0:
 				t.Errorf("got problems:\n%s", strings.Join(problems, "\n"))
@@ -148,7 +148,7 @@ func TestCopyContextFollowsDockerignore(t *testing.T) {
 // No Docker engine is needed.
 func TestImageBinaries(t *testing.T) {
 	t.Parallel()
-	build, problems := CheckDockerfile(dockerfile(t))
+	build, problems := Dockerfile(dockerfile(t))
 	if len(problems) > 0 {
 		t.Fatalf("deploy/Dockerfile:\n%s", strings.Join(problems, "\n"))
 	}

@@ -175,11 +175,11 @@ func runbookAnchors(url string) []string {
 	return strings.Fields(templateAction.ReplaceAllString(anchor, " "))
 }
 
-// CheckRules checks the PrometheusRules of s: every expression passes
+// PrometheusRules checks the PrometheusRules of s: every expression passes
 // CheckExpr, every alert has a duration, a severity of warning or critical,
 // a summary and a runbook_url whose #section is a heading of the runbook
 // (given as its Markdown), and every alert of requiredAlerts is there.
-func CheckRules(s *Set, metrics map[string]Metric, runbook string) []string {
+func PrometheusRules(s *Set, metrics map[string]Metric, runbook string) []string {
 	anchors := headingAnchors(runbook)
 	v := Vocabulary{Metrics: metrics}
 	for _, pr := range s.PrometheusRules {
@@ -260,10 +260,10 @@ func headingAnchors(md string) map[string]bool {
 	return anchors
 }
 
-// CheckPodMonitors checks the PodMonitors of s: each selects the pods of
+// PodMonitors checks the PodMonitors of s: each selects the pods of
 // both binaries, on a port every one of them declares, at /metrics, and
 // copies the podLabels (which checkScrape wants on every pod).
-func CheckPodMonitors(s *Set) []string {
+func PodMonitors(s *Set) []string {
 	var problems []string
 	for _, pm := range s.PodMonitors {
 		for _, l := range podLabels {
@@ -345,12 +345,12 @@ func promQLOf(expr string) string {
 	})
 }
 
-// CheckDashboard parses a Grafana dashboard's JSON and returns a problem for
+// DashboardJSON parses a Grafana dashboard's JSON and returns a problem for
 // a panel without a query, for every query CheckExpr refuses, for a series
 // selected without the dashboardScope variables or a scope variable that
 // lets several values through, and for every text of mustShow (a metric
 // name, a function) that no query contains.
-func CheckDashboard(data []byte, metrics map[string]Metric, mustShow []string) []string {
+func DashboardJSON(data []byte, metrics map[string]Metric, mustShow []string) []string {
 	var d Dashboard
 	if err := json.Unmarshal(data, &d); err != nil {
 		return []string{fmt.Sprintf("dashboard: %v", err)}

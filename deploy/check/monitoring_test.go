@@ -131,16 +131,16 @@ func TestAlerts(t *testing.T) {
 	metrics := metricsDoc(t)
 	runbook := readFile(t, "../../docs/operations.md")
 	s := render(t, "testdata/monitoring")
-	if problems := CheckRules(s, metrics, runbook); len(problems) > 0 {
+	if problems := PrometheusRules(s, metrics, runbook); len(problems) > 0 {
 		t.Errorf("alerts:\n%s", strings.Join(problems, "\n"))
 	}
-	if problems := CheckPodMonitors(s); len(problems) > 0 {
+	if problems := PodMonitors(s); len(problems) > 0 {
 		t.Errorf("PodMonitors:\n%s", strings.Join(problems, "\n"))
 	}
 }
 
 // TestAlertChecksCatchBrokenRules breaks the rendered rules in memory, one
-// way per case, and wants CheckRules or CheckPodMonitors to say so.
+// way per case, and wants PrometheusRules or PodMonitors to say so.
 func TestAlertChecksCatchBrokenRules(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
@@ -187,7 +187,7 @@ func TestAlertChecksCatchBrokenRules(t *testing.T) {
 			t.Parallel()
 			s := monitored.DeepCopy()
 			tt.brk(s)
-			problems := append(CheckRules(s, metrics, runbook), CheckPodMonitors(s)...)
+			problems := append(PrometheusRules(s, metrics, runbook), PodMonitors(s)...)
 			if !slices.ContainsFunc(problems, func(p string) bool { return strings.Contains(p, tt.want) }) {
 				t.Errorf("got problems %q, want one containing %q", problems, tt.want)
 			}
@@ -215,7 +215,7 @@ func TestDashboard(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			problems := CheckDashboard([]byte(tt.json), metrics, dashboardMustShow())
+			problems := DashboardJSON([]byte(tt.json), metrics, dashboardMustShow())
 			switch {
 			case tt.want == "" && len(problems) > 0:
 				t.Errorf("got problems:\n%s", strings.Join(problems, "\n"))
