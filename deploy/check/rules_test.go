@@ -36,14 +36,11 @@ func deployment(t testing.TB, s *Set, name string) *appsv1.Deployment {
 // named returns the object of kind called name among objects, or fails the test.
 func named[T interface{ GetName() string }](t testing.TB, objects []T, kind, name string) T {
 	t.Helper()
-	for _, o := range objects {
-		if o.GetName() == name {
-			return o
-		}
+	i := slices.IndexFunc(objects, func(o T) bool { return o.GetName() == name })
+	if i < 0 {
+		t.Fatalf("no %s %s", kind, name)
 	}
-	t.Fatalf("no %s %s", kind, name)
-	var none T
-	return none
+	return objects[i]
 }
 
 // configMap returns the generated ConfigMap whose name is prefix plus a
