@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"errors"
 	"net"
 	"net/http"
 	"sync"
@@ -19,9 +20,7 @@ const DefaultMaxConnections = 1024
 // headers before it can be closed for another: a client's bytes can wait a
 // moment in the kernel before the server reads them, and a proxy sends the
 // headers within a millisecond. A connection that has sent nothing, or one
-// byte, for longer holds no request worth a real client's place. At the cap,
-// a flood of such connections renewed as they close makes a launcher wait
-// about (flood − cap) / cap × headerGrace (BenchmarkLauncherDuringOneByteFlood).
+// byte, for longer holds no request worth a real client's place.
 const headerGrace = 250 * time.Millisecond
 
 // limitListener caps the connections accepted from a listener and still
@@ -36,12 +35,13 @@ const headerGrace = 250 * time.Millisecond
 // and at most max+1 connections are ever open.
 //
 // Each connection keeps its own state in an atomic word, so that the two
-// state changes of every request take no lock; only a connection over the
-// cap looks through them all. The server must report every connection's
-// state to state (http.Server's ConnState). It is safe for concurrent use.
+// state changes of every request take no lock; only a connection over the cap
+// looks through them all. The server must report every connection's state
+// to state (http.Server's ConnState). It is safe for concurrent use.
 type limitListener struct {
 	net.Listener
-	max int
+	max         int
+	headerGrace time.Duration
 
 	wake    chan struct{} // a slot freed or a connection turned idle; buffered 1
 	done    chan struct{} // closed by Close
@@ -61,13 +61,14 @@ const (
 	connFresh        // new, before its first request's headers
 )
 
-func newLimitListener(ln net.Listener, max int) *limitListener {
+func newLimitListener(ln net.Listener, max int, headerGrace time.Duration) *limitListener {
 	return &limitListener{
-		Listener: ln,
-		max:      max,
-		wake:     make(chan struct{}, 1),
-		done:     make(chan struct{}),
-		conns:    make(map[*limitedConn]struct{}),
+		Listener:    ln,
+		max:         max,
+		headerGrace: headerGrace,
+		wake:        make(chan struct{}, 1),
+		done:        make(chan struct{}),
+		conns:       make(map[*limitedConn]struct{}),
 	}
 }
 
@@ -103,6 +104,7 @@ func (l *limitListener) Accept() (net.Conn, error) {
 // new connection comes of age.
 func (l *limitListener) reserve(c *limitedConn) (wait time.Duration, ok bool) {
 	l.mu.Lock()
+	now := time.Now()
 	if len(l.conns) < l.max {
 		l.conns[c] = struct{}{}
 		l.mu.Unlock()
@@ -110,16 +112,15 @@ func (l *limitListener) reserve(c *limitedConn) (wait time.Duration, ok bool) {
 	}
 	var oldest *limitedConn
 	var word uint64
-	now := time.Now()
-	wait = headerGrace
+	wait = l.headerGrace
 	for o := range l.conns {
 		w := o.state.Load()
 		switch w & 3 {
 		case connBusy:
 			continue
 		case connFresh:
-			if age := now.Sub(o.arrived); age < headerGrace {
-				wait = min(wait, headerGrace-age)
+			if age := now.Sub(o.arrived); age < l.headerGrace {
+				wait = min(wait, l.headerGrace-age)
 				continue
 			}
 		}
@@ -128,11 +129,12 @@ func (l *limitListener) reserve(c *limitedConn) (wait time.Duration, ok bool) {
 		}
 	}
 	l.mu.Unlock()
+	switch {
 	// Marked busy, it is closed once: unless it turned busy or idle again
 	// meanwhile, and then the caller looks again.
-	if oldest != nil && oldest.state.CompareAndSwap(word, connBusy) {
+	case oldest != nil && oldest.state.CompareAndSwap(word, connBusy):
 		oldest.Close()
-	} else if oldest != nil {
+	case oldest != nil:
 		wait = 0
 	}
 	return wait, false
@@ -194,9 +196,10 @@ func (l *limitListener) signal() {
 	}
 }
 
-// limitedConn gives its slot back when it is first closed, notes when a
-// byte first arrived on it, applies its deadlines lazily (deadlines), and
-// coalesces the writes of an answer's body (WriteBody).
+// limitedConn gives its slot back when it is first closed and notes when a
+// byte first arrived on it. It hides nothing of the connection it wraps that
+// net/http uses: deadlines are the connection's own, and CloseWrite is
+// passed on.
 type limitedConn struct {
 	net.Conn
 	l       *limitListener
@@ -204,25 +207,25 @@ type limitedConn struct {
 	state   atomic.Uint64 // seq<<2 | connBusy, connIdle or connFresh
 	once    sync.Once
 	sent    atomic.Bool // a byte was read from the client
-	dl      deadlines
-
-	// Used by the goroutine serving the connection only, in WriteBody.
-	hold *[holdMax]byte // not nil inside WriteBody
-	held int            // how many bytes of hold are held back
-	vec  net.Buffers    // what writeHeld writes, over vecs
-	vecs [2][]byte
 }
 
 func (c *limitedConn) Read(p []byte) (int, error) {
-	if err := c.begin(false); err != nil {
-		return 0, err
-	}
 	n, err := c.Conn.Read(p)
-	c.dl.read.calls.Add(-1)
 	if n > 0 && !c.sent.Load() {
 		c.sent.Store(true)
 	}
 	return n, err
+}
+
+// CloseWrite shuts down the writing side of the connection, when it can
+// (a TCP connection can): net/http does so before closing a connection it
+// answered with an error, such as a 431 or a 400, so that the client reads
+// the answer, then the end of the stream, rather than a reset.
+func (c *limitedConn) CloseWrite() error {
+	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return errors.ErrUnsupported
 }
 
 func (c *limitedConn) Close() error {
