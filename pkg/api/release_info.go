@@ -34,6 +34,7 @@ var (
 	jsonType     = []string{"application/json"}
 	varyEncoding = []string{hdrAcceptEncoding}
 	gzipEncoding = []string{"gzip"}
+	connClose    = []string{"close"}
 )
 
 // serveDoc answers with d (docs/wire.md, "Headers and status"): the gzip copy to

@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -256,6 +257,124 @@ func TestShutdownClosesUnusedConnections(t *testing.T) {
 	}
 }
 
+// TestAgeStartsWithTheSlot: a connection that waited for room longer than
+// headerGrace is not closed for the next one as soon as it gets its slot:
+// its time to send its headers starts then.
+func TestAgeStartsWithTheSlot(t *testing.T) {
+	addr := serveOnLoopback(t, testHandler(), 1)
+	dial := func() net.Conn {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		_ = c.SetDeadline(time.Now().Add(30 * time.Second)) // a guard against a hang
+		return c
+	}
+	busy := dial()
+	if _, err := io.WriteString(busy, "POST /slow HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\nx"); err != nil {
+		t.Fatal(err)
+	}
+	waiting := dial()           // accepted, waits for room
+	time.Sleep(2 * headerGrace) // not a timed assertion: it waits longer than the grace
+	next := dial()              // in the backlog, accepted once waiting has its slot
+	busy.Close()                // the slot frees: waiting gets it, next looks for room at once
+	time.Sleep(headerGrace / 5) // within the grace, counted from the slot
+	if _, err := io.WriteString(waiting, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	res, err := http.ReadResponse(bufio.NewReader(waiting), nil)
+	if err != nil || res.StatusCode != http.StatusOK {
+		t.Fatalf("the connection that waited for room: %v, %v; want it served", res, err)
+	}
+	res.Body.Close()
+	_ = next
+}
+
+// TestStuckWriteAtTheCap: at the cap, a connection whose answer the client
+// does not read (it may have pipelined many requests) is closed for a new
+// one once the client took nothing for writeGrace, not at the write
+// timeout; a client that reads a large answer slowly keeps its connection.
+func TestStuckWriteAtTheCap(t *testing.T) {
+	// Far more than the connection's buffers hold, so that the client's
+	// reads pace the writes, for far longer than writeGrace.
+	const size = 24 << 20
+	answer := bytes.Repeat([]byte("x"), size)
+	written := make(chan error, 1)
+	h := testHandler()
+	handler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/large" {
+			h.ServeHTTP(w, r)
+			return
+		}
+		_, err := w.Write(answer)
+		written <- err
+	})
+	for _, tt := range []struct {
+		name      string
+		readEvery time.Duration // 0: never
+		wantKept  bool
+	}{
+		{"unread", 0, false},
+		{"read slowly", 5 * time.Millisecond, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			addr := serveOnLoopback(t, handler, 1)
+			c, err := net.Dial("tcp", addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			_ = c.SetDeadline(time.Now().Add(10 * time.Second)) // a guard against a hang
+			if _, err := io.WriteString(c, "GET /large HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil {
+				t.Fatal(err)
+			}
+			read := make(chan int64, 1) // how much of the answer's body was read
+			if tt.readEvery > 0 {
+				go func() {
+					res, err := http.ReadResponse(bufio.NewReader(c), nil)
+					if err != nil {
+						read <- 0
+						return
+					}
+					var n int64
+					buf := make([]byte, 64<<10)
+					for {
+						m, err := io.ReadFull(res.Body, buf)
+						n += int64(m)
+						if err != nil {
+							read <- n
+							return
+						}
+						time.Sleep(tt.readEvery)
+					}
+				}()
+			}
+			// A new client at the cap, with a deadline far shorter than the
+			// write timeout.
+			client := dialIdle(t, addr)
+			_ = client.SetDeadline(time.Now().Add(5 * time.Second))
+			code, err := client.get(t, HealthzPath)
+			if err != nil || code != http.StatusOK {
+				t.Fatalf("a new client: %d, %v; want it served", code, err)
+			}
+			werr := <-written
+			if tt.wantKept {
+				if werr != nil {
+					t.Errorf("the answer read slowly: %v, want it written whole", werr)
+				}
+				if n := <-read; n != size {
+					t.Errorf("the answer read slowly: %d bytes read, want %d", n, size)
+				}
+				return
+			}
+			if werr == nil || errors.Is(werr, os.ErrDeadlineExceeded) {
+				t.Errorf("the unread answer: write %v, want it cut off by the cap, not by the write timeout", werr)
+			}
+		})
+	}
+}
+
 // TestErrorsCloseCleanly: the answers net/http writes itself to a request
 // it cannot read (its headers too large, or malformed) reach the client
 // whole, followed by the end of the stream, not a reset.
@@ -283,5 +402,25 @@ func TestErrorsCloseCleanly(t *testing.T) {
 				t.Errorf("got %.40q, %v; want %q..., then EOF", got, err, tt.want)
 			}
 		})
+	}
+}
+
+// TestUnreadBodyIsNotDrained: a request with a body its route does not take
+// is answered, and its connection closed, at once: not once the body
+// arrived or the read timeout passed.
+func TestUnreadBodyIsNotDrained(t *testing.T) {
+	addr := serveOnLoopback(t, testHandler(), 0)
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(ReadTimeout / 2)) // the answer and EOF before the read timeout
+	if _, err := io.WriteString(c, "POST /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: 200000\r\n\r\nx"); err != nil {
+		t.Fatal(err)
+	}
+	got, err := io.ReadAll(c)
+	if err != nil || !strings.HasPrefix(string(got), "HTTP/1.1 405 ") {
+		t.Errorf("got %.40q, %v; want a 405, then EOF", got, err)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"strings"
 	"time"
 
 	"go.uber.org/zap"
@@ -45,8 +46,10 @@ type Listening struct {
 // shutdownTimeout for the requests in flight before closing what is left.
 // It is a plain http.Server with the timeouts above, behind a connection
 // cap: it holds at most l.MaxConnections open, and at the cap closes the
-// connection that has done nothing for longest (idle, or without its headers
-// after headerGrace) for a new one, which waits only when there is none.
+// connection that has done nothing for longest (idle, without its headers
+// after headerGrace, or with a write waiting writeGrace) for a new one,
+// which waits only when there is none. An answer that says Connection: close
+// is not followed by reading the rest of its request's body.
 // It closes the listener. It returns nil after a graceful shutdown, and an
 // error when serving failed or requests were still running at the deadline.
 // Callers behind a load balancer close the readiness Gate a moment before
@@ -58,15 +61,15 @@ func Serve(ctx context.Context, l Listening, shutdownTimeout time.Duration, log 
 
 // timeouts bound each step of a connection's life: http.Server's
 // ReadHeaderTimeout, ReadTimeout, WriteTimeout and IdleTimeout, and the
-// connection cap's grace.
+// connection cap's graces.
 type timeouts struct {
 	header, read, write, idle time.Duration
-	headerGrace               time.Duration
+	headerGrace, writeGrace   time.Duration
 }
 
 var serverTimeouts = timeouts{
 	header: ReadHeaderTimeout, read: ReadTimeout, write: WriteTimeout, idle: IdleTimeout,
-	headerGrace: headerGrace,
+	headerGrace: headerGrace, writeGrace: writeGrace,
 }
 
 // serve is Serve with the timeouts to; tests shorten them.
@@ -76,9 +79,9 @@ func serve(ctx context.Context, l Listening, to timeouts, shutdownTimeout time.D
 		limit = DefaultMaxConnections
 	}
 	ln := l.Listener
-	limited := newLimitListener(ln, limit, to.headerGrace)
+	limited := newLimitListener(ln, limit, to.headerGrace, to.writeGrace)
 	srv := &http.Server{
-		Handler:           l.Handler,
+		Handler:           undrained(l.Handler),
 		ConnState:         limited.state,
 		ReadHeaderTimeout: to.header,
 		ReadTimeout:       to.read,
@@ -110,4 +113,29 @@ func serve(ctx context.Context, l Listening, to timeouts, shutdownTimeout time.D
 		return fmt.Errorf("shut down %s: %w", ln.Addr(), err)
 	}
 	return nil
+}
+
+// undrained returns next, but for a request with a body whose answer says
+// Connection: close: the rest of that body is not read. net/http otherwise
+// reads up to 256 KiB of it after the handler, within ReadTimeout, although
+// it will not read another request from the connection: so a handler that
+// takes no body answers and closes at once.
+func undrained(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		next.ServeHTTP(w, r)
+		if r.ContentLength != 0 && closes(w.Header()) {
+			// A deadline in the past ends the read net/http would start.
+			_ = http.NewResponseController(w).SetReadDeadline(time.Unix(1, 0))
+		}
+	})
+}
+
+// closes reports whether h has Connection: close.
+func closes(h http.Header) bool {
+	for _, v := range h["Connection"] {
+		if strings.EqualFold(strings.TrimSpace(v), "close") {
+			return true
+		}
+	}
+	return false
 }

@@ -145,7 +145,7 @@ func TestTimeouts(t *testing.T) {
 	// As in production, an answer has longer than its request: the answer to a
 	// body cut off by the read timeout is written after it.
 	to := timeouts{header: 100 * time.Millisecond, read: 300 * time.Millisecond, write: 600 * time.Millisecond, idle: 300 * time.Millisecond,
-		headerGrace: headerGrace}
+		headerGrace: headerGrace, writeGrace: writeGrace}
 	stuck := make(chan error, 1)
 	h := testHandler()
 	handler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
