@@ -14,6 +14,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/storytold/craft-releases/pkg/daemon"
+	"github.com/storytold/craft-releases/pkg/routes"
 	"github.com/storytold/craft-releases/pkg/snapshot"
 )
 
@@ -47,6 +48,7 @@ type Server struct {
 	unmatched func(code int, took time.Duration)
 
 	nosniff []string // the X-Content-Type-Options value, built once
+	webhook bool     // the webhook's route is registered
 }
 
 // New returns the API's server: GET and HEAD /v1/craft_apps/release_info,
@@ -55,6 +57,7 @@ type Server struct {
 // webhook if opts has them. daemon.Serve serves it.
 func New(r Renderer, ready *daemon.Gate, log *zap.Logger, opts Options) *Server {
 	s := newServer(log, opts)
+	s.webhook = opts.Webhook != nil
 	s.register(r, ready, opts.Metrics, opts.Webhook)
 	return s
 }
@@ -76,8 +79,20 @@ func newServer(log *zap.Logger, opts Options) *Server {
 
 // ServeHTTP answers one request. Every answer carries
 // X-Content-Type-Options: nosniff, so that no browser reads one as anything
-// but its Content-Type.
+// but its Content-Type. Only the webhook takes a body: a request with one on
+// another route is answered without reading it, with Connection: close, so
+// that daemon.Serve closes the connection at once rather than wait for the
+// body.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	w.Header()[hdrContentTypeOptions] = s.nosniff
+	h := w.Header()
+	h[hdrContentTypeOptions] = s.nosniff
+	if r.ContentLength != 0 && !s.takesBody(r) {
+		h[hdrConnection] = connClose
+	}
 	s.echo.ServeHTTP(w, r)
+}
+
+// takesBody reports whether r's route reads a request body: the webhook's.
+func (s *Server) takesBody(r *http.Request) bool {
+	return s.webhook && r.Method == http.MethodPost && r.URL.Path == routes.WebhookPath
 }

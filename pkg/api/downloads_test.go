@@ -137,21 +137,21 @@ func TestReleaseInfoApp(t *testing.T) {
 		wantBody   []byte
 		wantHeader map[string]string
 	}{
-		{"fetched", "GET", "photocraft", nil, 200, photo.Body.Bytes(), map[string]string{
+		{"fetched", "GET", "photocraft", nil, 200, photo.Body(), map[string]string{
 			"Cache-Control": "public, max-age=60, stale-while-revalidate=30, stale-if-error=86400", "Etag": photo.ETag, "Vary": "Accept-Encoding",
 			"Content-Type": "application/json", "Content-Encoding": ""}},
-		{"never fetched", "GET", "filmcraft", nil, 200, film.Body.Bytes(), map[string]string{
+		{"never fetched", "GET", "filmcraft", nil, 200, film.Body(), map[string]string{
 			"Cache-Control": "no-store", "Etag": film.ETag, "Vary": "Accept-Encoding"}},
-		{"gzip", "GET", "photocraft", http.Header{"Accept-Encoding": {"gzip, br"}}, 200, photo.Gzip.Bytes(), map[string]string{
+		{"gzip", "GET", "photocraft", http.Header{"Accept-Encoding": {"gzip, br"}}, 200, photo.Gzip(), map[string]string{
 			"Cache-Control": "public, max-age=60, stale-while-revalidate=30, stale-if-error=86400", "Etag": photo.GzipETag, "Content-Encoding": "gzip", "Vary": "Accept-Encoding"}},
 		{"HEAD", "HEAD", "photocraft", nil, 200, nil, map[string]string{
-			"Etag": photo.ETag, "Content-Length": strconv.Itoa(len(photo.Body.Bytes()))}},
+			"Etag": photo.ETag, "Content-Length": strconv.Itoa(len(photo.Body()))}},
 		{"304", "GET", "photocraft", http.Header{"If-None-Match": {photo.ETag}}, 304, nil, map[string]string{
 			"Cache-Control": "public, max-age=60, stale-while-revalidate=30, stale-if-error=86400", "Etag": photo.ETag, "Vary": "Accept-Encoding", "Content-Type": ""}},
 		{"304 gzip", "GET", "photocraft", http.Header{"Accept-Encoding": {"gzip"}, "If-None-Match": {`W/` + photo.GzipETag}}, 304, nil, map[string]string{
 			"Etag": photo.GzipETag}},
-		{"the full answer's ETag is another app's", "GET", "photocraft", http.Header{"If-None-Match": {cur.ETag}}, 200, photo.Body.Bytes(), nil},
-		{"another app's ETag", "GET", "photocraft", http.Header{"If-None-Match": {film.ETag}}, 200, photo.Body.Bytes(), nil},
+		{"the full answer's ETag is another app's", "GET", "photocraft", http.Header{"If-None-Match": {cur.ETag}}, 200, photo.Body(), nil},
+		{"another app's ETag", "GET", "photocraft", http.Header{"If-None-Match": {film.ETag}}, 200, photo.Body(), nil},
 		{"unknown", "GET", "nope", nil, 404, []byte(`{"success":false,"error":"unknown app \"nope\""}`), map[string]string{
 			"Cache-Control": "no-store", "Content-Type": "application/json", "Vary": "Accept-Encoding", "Etag": ""}},
 		{"unknown, cut", "GET", strings.Repeat("a", 100), nil, 404,
@@ -288,8 +288,8 @@ func TestPage(t *testing.T) {
 		body   []byte
 		etag   string
 	}{
-		{"plain", "GET", nil, 200, pg.Body.Bytes(), pg.ETag},
-		{"gzip", "GET", http.Header{"Accept-Encoding": {"gzip"}}, 200, pg.Gzip.Bytes(), pg.GzipETag},
+		{"plain", "GET", nil, 200, pg.Body(), pg.ETag},
+		{"gzip", "GET", http.Header{"Accept-Encoding": {"gzip"}}, 200, pg.Gzip(), pg.GzipETag},
 		{"HEAD", "HEAD", nil, 200, nil, pg.ETag},
 		{"304", "GET", http.Header{"If-None-Match": {pg.ETag}}, 304, nil, pg.ETag},
 	}

@@ -6,7 +6,6 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/storytold/craft-releases/pkg/daemon"
 	"github.com/storytold/craft-releases/pkg/snapshot"
 )
 
@@ -35,6 +34,7 @@ var (
 	jsonType     = []string{"application/json"}
 	varyEncoding = []string{hdrAcceptEncoding}
 	gzipEncoding = []string{"gzip"}
+	connClose    = []string{"close"}
 )
 
 // serveDoc answers with d (docs/wire.md, "Headers and status codes"): the gzip copy to
@@ -58,17 +58,22 @@ func serveDoc(c echo.Context, d *snapshot.Doc, contentType []string) error {
 		return nil
 	}
 
-	body, length := &d.Body, d.Values.ContentLength
+	length := d.Values.ContentLength
 	if gz {
-		body, length = &d.Gzip, d.Values.GzipContentLength
+		length = d.Values.GzipContentLength
 		h[hdrContentEncoding] = gzipEncoding
 	}
 	h[hdrContentType] = contentType
 	h[hdrContentLength] = length
 	res.WriteHeader(http.StatusOK)
 	if req.Method != http.MethodHead {
-		// A failed write means the client has gone: no one is left to tell.
-		_, _ = daemon.WriteBody(req, res, body)
+		body := d.Body()
+		if gz {
+			body = d.Gzip()
+		}
+		// One write of the whole body. A failed write means the client has
+		// gone: no one is left to tell.
+		_, _ = res.Write(body)
 	}
 	return nil
 }

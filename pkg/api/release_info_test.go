@@ -115,9 +115,9 @@ func TestReleaseInfo(t *testing.T) {
 
 			New(fixed{cur}, new(daemon.Gate), zap.NewNop(), Options{}).ServeHTTP(rec, req)
 
-			wantBody, wantETag, wantEncoding := cur.Body.Bytes(), cur.ETag, ""
+			wantBody, wantETag, wantEncoding := cur.Body(), cur.ETag, ""
 			if tt.wantGzip {
-				wantBody, wantETag, wantEncoding = cur.Gzip.Bytes(), cur.GzipETag, "gzip"
+				wantBody, wantETag, wantEncoding = cur.Gzip(), cur.GzipETag, "gzip"
 			}
 			wantCache := "public, max-age=60, stale-while-revalidate=30, stale-if-error=86400"
 			if tt.cold {
@@ -177,10 +177,10 @@ func TestReleaseInfoWire(t *testing.T) {
 		wantLength  int64 // Content-Length as the client reads it
 		wantBody    []byte
 	}{
-		{name: "GET plain", method: "GET", wantStatus: 200, wantLength: int64(len(cur.Body.Bytes())), wantBody: cur.Body.Bytes()},
-		{name: "GET gzip", method: "GET", accept: "gzip", wantStatus: 200, wantLength: int64(len(cur.Gzip.Bytes())), wantBody: cur.Gzip.Bytes()},
-		{name: "HEAD plain", method: "HEAD", wantStatus: 200, wantLength: int64(len(cur.Body.Bytes())), wantBody: []byte{}},
-		{name: "HEAD gzip", method: "HEAD", accept: "gzip", wantStatus: 200, wantLength: int64(len(cur.Gzip.Bytes())), wantBody: []byte{}},
+		{name: "GET plain", method: "GET", wantStatus: 200, wantLength: int64(len(cur.Body())), wantBody: cur.Body()},
+		{name: "GET gzip", method: "GET", accept: "gzip", wantStatus: 200, wantLength: int64(len(cur.Gzip())), wantBody: cur.Gzip()},
+		{name: "HEAD plain", method: "HEAD", wantStatus: 200, wantLength: int64(len(cur.Body())), wantBody: []byte{}},
+		{name: "HEAD gzip", method: "HEAD", accept: "gzip", wantStatus: 200, wantLength: int64(len(cur.Gzip())), wantBody: []byte{}},
 		{name: "304", method: "GET", ifNoneMatch: cur.ETag, wantStatus: 304, wantLength: 0, wantBody: []byte{}},
 	}
 	for _, tt := range tests {

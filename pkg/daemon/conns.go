@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"errors"
 	"net"
 	"net/http"
 	"sync"
@@ -16,32 +17,50 @@ import (
 const DefaultMaxConnections = 1024
 
 // headerGrace is how long a new connection may take to send its request's
-// headers before it can be closed for another: a client's bytes can wait a
-// moment in the kernel before the server reads them, and a proxy sends the
-// headers within a millisecond. A connection that has sent nothing, or one
-// byte, for longer holds no request worth a real client's place. At the cap,
-// a flood of such connections renewed as they close makes a launcher wait
-// about (flood − cap) / cap × headerGrace (BenchmarkLauncherDuringOneByteFlood).
+// headers, from when it got its slot, before it can be closed for another: a
+// client's bytes can wait a moment in the kernel before the server reads
+// them, and a proxy sends the headers within a millisecond. A connection that
+// has sent nothing, or one byte, for longer holds no request worth a real
+// client's place.
 const headerGrace = 250 * time.Millisecond
+
+// writeGrace is how long a client may take none of what was sent to it,
+// while a write waits, before its connection can be closed for another: a
+// client that sends requests and never reads their answers holds no place
+// worth a real client's, while one that reads, however slowly, acknowledges
+// bytes every round trip.
+const writeGrace = 250 * time.Millisecond
+
+// unsentMax is the most of a connection's bytes the kernel holds before
+// sending them: beyond, a write waits. TCP sizes a connection's send buffer
+// by its congestion window, megabytes on loopback, so without it each
+// client that reads nothing makes the pod copy megabytes into buffers it
+// keeps until the connection closes.
+const unsentMax = 128 << 10
 
 // limitListener caps the connections accepted from a listener and still
 // open. A connection over the cap is accepted, then the one that has done
 // nothing for longest is closed to make room: an idle keep-alive connection,
-// or a new one whose request headers are not complete after headerGrace
-// (silent, or a byte at a time); when there is none the new connection waits
-// (and the ones after it wait in the kernel's backlog) until one closes,
-// turns idle or comes of age. So a flood of idle, silent or half-sent
-// connections cannot lock real clients out, a client whose request is being
-// served (its body still arriving, or its answer) is never cut off for one,
-// and at most max+1 connections are ever open.
+// a new one whose request headers are not complete after headerGrace
+// (silent, or a byte at a time), or, when there is none of those, one whose
+// client has taken nothing for writeGrace while a write waits (a client that
+// pipelines requests and reads nothing). When there is none the new
+// connection waits (and the ones after it wait in the kernel's backlog) until
+// one closes, turns idle or comes of age; its own age starts when it gets its
+// slot. So a flood of idle, silent, half-sent or unread connections cannot
+// lock real clients out, a client whose request is being served (its body
+// still arriving, or its answer being read) is never cut off for one, and at
+// most max+1 connections are ever open.
 //
-// Each connection keeps its own state in an atomic word, so that the two
-// state changes of every request take no lock; only a connection over the
-// cap looks through them all. The server must report every connection's
-// state to state (http.Server's ConnState). It is safe for concurrent use.
+// Each connection keeps its own state in atomic words, so that a request's
+// state changes and writes take no lock; only a connection over the cap
+// looks through them all. The server must report every connection's state
+// to state (http.Server's ConnState). It is safe for concurrent use.
 type limitListener struct {
 	net.Listener
-	max int
+	max                     int
+	headerGrace, writeGrace time.Duration
+	epoch                   time.Time // what connections time their writes from
 
 	wake    chan struct{} // a slot freed or a connection turned idle; buffered 1
 	done    chan struct{} // closed by Close
@@ -61,13 +80,16 @@ const (
 	connFresh        // new, before its first request's headers
 )
 
-func newLimitListener(ln net.Listener, max int) *limitListener {
+func newLimitListener(ln net.Listener, max int, headerGrace, writeGrace time.Duration) *limitListener {
 	return &limitListener{
-		Listener: ln,
-		max:      max,
-		wake:     make(chan struct{}, 1),
-		done:     make(chan struct{}),
-		conns:    make(map[*limitedConn]struct{}),
+		Listener:    ln,
+		max:         max,
+		headerGrace: headerGrace,
+		writeGrace:  writeGrace,
+		epoch:       time.Now(),
+		wake:        make(chan struct{}, 1),
+		done:        make(chan struct{}),
+		conns:       make(map[*limitedConn]struct{}),
 	}
 }
 
@@ -77,8 +99,8 @@ func (l *limitListener) Accept() (net.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	lc := &limitedConn{Conn: c, l: l, arrived: time.Now()}
-	lc.state.Store(l.seq.Add(1)<<2 | connFresh)
+	limitUnsent(c, unsentMax)
+	lc := &limitedConn{Conn: c, l: l}
 	l.waiting.Add(1)
 	defer l.waiting.Add(-1)
 	for {
@@ -88,7 +110,7 @@ func (l *limitListener) Accept() (net.Conn, error) {
 		}
 		select {
 		case <-l.wake:
-		case <-time.After(wait): // a new one comes of age
+		case <-time.After(wait): // a connection comes of age
 		case <-l.done:
 			c.Close()
 			return nil, net.ErrClosed
@@ -96,30 +118,46 @@ func (l *limitListener) Accept() (net.Conn, error) {
 	}
 }
 
-// reserve takes a slot for c. At the cap it closes the connection that has
-// done nothing for longest (idle, or new and without its headers for
-// headerGrace), whose Close frees a slot and wakes the caller, and reports
-// false with how long to wait at most before trying again: until the oldest
-// new connection comes of age.
+// reserve takes a slot for c, which is new from then on. At the cap it
+// closes the connection that has done nothing for longest (idle, or new and
+// without its headers for headerGrace; else the one whose client has taken
+// nothing for longest, at least writeGrace, while a write waits), whose
+// Close frees a slot and wakes the caller, and reports false with how long
+// to wait at most before trying again: until the next connection comes of
+// age.
 func (l *limitListener) reserve(c *limitedConn) (wait time.Duration, ok bool) {
 	l.mu.Lock()
+	now := time.Now()
 	if len(l.conns) < l.max {
+		c.admitted = now
+		c.state.Store(l.seq.Add(1)<<2 | connFresh)
 		l.conns[c] = struct{}{}
 		l.mu.Unlock()
 		return 0, true
 	}
-	var oldest *limitedConn
+	var oldest, stuck *limitedConn
 	var word uint64
-	now := time.Now()
-	wait = headerGrace
+	var since int64 // since when stuck's client took nothing
+	writes := int64(now.Sub(l.epoch))
+	wait = max(l.headerGrace, l.writeGrace)
 	for o := range l.conns {
 		w := o.state.Load()
 		switch w & 3 {
 		case connBusy:
+			if o.writing.Load() == 0 {
+				// Nothing to take: the next look starts anew.
+				o.ackedAt, o.stalled = 0, false
+				continue
+			}
+			if untaken, next := o.untaken(writes, l.writeGrace); !untaken {
+				wait = min(wait, next)
+			} else if stuck == nil || o.ackedAt < since {
+				stuck, since = o, o.ackedAt
+			}
 			continue
 		case connFresh:
-			if age := now.Sub(o.arrived); age < headerGrace {
-				wait = min(wait, headerGrace-age)
+			if age := now.Sub(o.admitted); age < l.headerGrace {
+				wait = min(wait, l.headerGrace-age)
 				continue
 			}
 		}
@@ -127,13 +165,19 @@ func (l *limitListener) reserve(c *limitedConn) (wait time.Duration, ok bool) {
 			oldest, word = o, w
 		}
 	}
+	if oldest == nil && stuck != nil && !stuck.recheck(writes) {
+		stuck, wait = nil, 0
+	}
 	l.mu.Unlock()
+	switch {
 	// Marked busy, it is closed once: unless it turned busy or idle again
 	// meanwhile, and then the caller looks again.
-	if oldest != nil && oldest.state.CompareAndSwap(word, connBusy) {
+	case oldest != nil && oldest.state.CompareAndSwap(word, connBusy):
 		oldest.Close()
-	} else if oldest != nil {
+	case oldest != nil:
 		wait = 0
+	case stuck != nil:
+		stuck.Close()
 	}
 	return wait, false
 }
@@ -195,34 +239,93 @@ func (l *limitListener) signal() {
 }
 
 // limitedConn gives its slot back when it is first closed, notes when a
-// byte first arrived on it, applies its deadlines lazily (deadlines), and
-// coalesces the writes of an answer's body (WriteBody).
+// byte first arrived on it and whether a write is under way. It hides
+// nothing of the connection it wraps that net/http uses: deadlines are the
+// connection's own, and CloseWrite is passed on.
 type limitedConn struct {
 	net.Conn
-	l       *limitListener
-	arrived time.Time     // when it was accepted
-	state   atomic.Uint64 // seq<<2 | connBusy, connIdle or connFresh
-	once    sync.Once
-	sent    atomic.Bool // a byte was read from the client
-	dl      deadlines
+	l        *limitListener
+	admitted time.Time     // when it got its slot; guarded by l.mu
+	state    atomic.Uint64 // seq<<2 | connBusy, connIdle or connFresh
+	writing  atomic.Int64  // when the write under way began, as time since l.epoch plus 1; 0: none
+	once     sync.Once
+	sent     atomic.Bool // a byte was read from the client
 
-	// Used by the goroutine serving the connection only, in WriteBody.
-	hold *[holdMax]byte // not nil inside WriteBody
-	held int            // how many bytes of hold are held back
-	vec  net.Buffers    // what writeHeld writes, over vecs
-	vecs [2][]byte
+	// What the client had acknowledged when reserve last looked; guarded
+	// by l.mu.
+	ackedAt int64 // as time since l.epoch; 0: never looked
+	acked   uint64
+	stalled bool // nothing acknowledged for writeGrace
 }
 
 func (c *limitedConn) Read(p []byte) (int, error) {
-	if err := c.begin(false); err != nil {
-		return 0, err
-	}
 	n, err := c.Conn.Read(p)
-	c.dl.read.calls.Add(-1)
 	if n > 0 && !c.sent.Load() {
 		c.sent.Store(true)
 	}
 	return n, err
+}
+
+// Write writes p, noting that it is under way.
+func (c *limitedConn) Write(p []byte) (int, error) {
+	c.writing.Store(int64(time.Since(c.l.epoch)) + 1)
+	n, err := c.Conn.Write(p)
+	c.writing.Store(0)
+	return n, err
+}
+
+// untaken reports whether the client has acknowledged none of what was sent
+// to it since reserve first saw it with a write under way, grace ago or more
+// (now is time since l.epoch); else it reports false with when to look
+// again. The kernel is asked once a grace, and once more by recheck before
+// the connection is closed. Where it does not tell what was acknowledged,
+// the write under way is untaken once it waited grace. l.mu is held.
+func (c *limitedConn) untaken(now int64, grace time.Duration) (bool, time.Duration) {
+	if c.ackedAt != 0 {
+		if since := time.Duration(now - c.ackedAt); since < grace {
+			return false, grace - since
+		}
+		if c.stalled {
+			return true, 0
+		}
+	}
+	acked := c.ackedBytes()
+	if c.ackedAt == 0 || acked != c.acked {
+		c.ackedAt, c.acked = now, acked
+		return false, grace
+	}
+	c.stalled = true
+	return true, 0
+}
+
+// recheck reports whether the client still has acknowledged nothing more
+// than when untaken said so. l.mu is held.
+func (c *limitedConn) recheck(now int64) bool {
+	if acked := c.ackedBytes(); acked != c.acked {
+		c.ackedAt, c.acked, c.stalled = now, acked, false
+		return false
+	}
+	return true
+}
+
+// ackedBytes returns what the client acknowledged, or, where the kernel
+// does not tell, when the write under way began.
+func (c *limitedConn) ackedBytes() uint64 {
+	if acked, ok := ackedBytes(c.Conn); ok {
+		return acked
+	}
+	return uint64(c.writing.Load())
+}
+
+// CloseWrite shuts down the writing side of the connection, when it can
+// (a TCP connection can): net/http does so before closing a connection it
+// answered with an error, such as a 431 or a 400, so that the client reads
+// the answer, then the end of the stream, rather than a reset.
+func (c *limitedConn) CloseWrite() error {
+	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return errors.ErrUnsupported
 }
 
 func (c *limitedConn) Close() error {

@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -9,8 +10,7 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"slices"
-	"sync"
+	"strings"
 	"testing"
 	"time"
 
@@ -257,67 +257,170 @@ func TestShutdownClosesUnusedConnections(t *testing.T) {
 	}
 }
 
-// BenchmarkLauncherDuringOneByteFlood reports how long a launcher waits for
-// the full answer while 3,000 connections, each having sent one byte, are
-// renewed as the server closes them, at the default cap (issue 21, item 4):
-// worst-ms and median-ms over b.N launchers.
-func BenchmarkLauncherDuringOneByteFlood(b *testing.B) {
-	const flooders = 3000
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	served := make(chan error, 1)
-	go func() {
-		served <- Serve(ctx, Listening{Handler: testHandler(), Listener: ln}, 20*time.Second, zap.NewNop())
-	}()
-	addr := ln.Addr().String()
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	for range flooders {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			buf := make([]byte, 1)
-			for {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				c, err := net.DialTimeout("tcp", addr, 5*time.Second)
-				if err != nil {
-					continue
-				}
-				_ = c.SetDeadline(time.Now().Add(30 * time.Second))
-				if _, err := c.Write([]byte("G")); err == nil {
-					_, _ = c.Read(buf) // until the server closes it
-				}
-				c.Close()
-			}
-		}()
-	}
-	time.Sleep(3 * time.Second) // the flood fills the cap
-	client := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
-	var took []time.Duration
-	b.ResetTimer()
-	for range b.N {
-		start := time.Now()
-		res, err := client.Get("http://" + addr + HealthzPath)
+// TestAgeStartsWithTheSlot: a connection that waited for room longer than
+// headerGrace is not closed for the next one as soon as it gets its slot:
+// its time to send its headers starts then.
+func TestAgeStartsWithTheSlot(t *testing.T) {
+	addr := serveOnLoopback(t, testHandler(), 1)
+	dial := func() net.Conn {
+		c, err := net.Dial("tcp", addr)
 		if err != nil {
-			b.Fatal(err)
+			t.Fatal(err)
 		}
-		_, _ = io.Copy(io.Discard, res.Body)
-		res.Body.Close()
-		took = append(took, time.Since(start))
+		t.Cleanup(func() { c.Close() })
+		_ = c.SetDeadline(time.Now().Add(30 * time.Second)) // a guard against a hang
+		return c
 	}
-	b.StopTimer()
-	close(stop)
-	cancel()
-	wg.Wait()
-	<-served
-	slices.Sort(took)
-	b.ReportMetric(float64(took[len(took)-1].Microseconds())/1000, "worst-ms")
-	b.ReportMetric(float64(took[len(took)/2].Microseconds())/1000, "median-ms")
+	busy := dial()
+	if _, err := io.WriteString(busy, "POST /slow HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\nx"); err != nil {
+		t.Fatal(err)
+	}
+	waiting := dial()           // accepted, waits for room
+	time.Sleep(2 * headerGrace) // not a timed assertion: it waits longer than the grace
+	next := dial()              // in the backlog, accepted once waiting has its slot
+	busy.Close()                // the slot frees: waiting gets it, next looks for room at once
+	time.Sleep(headerGrace / 5) // within the grace, counted from the slot
+	if _, err := io.WriteString(waiting, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	res, err := http.ReadResponse(bufio.NewReader(waiting), nil)
+	if err != nil || res.StatusCode != http.StatusOK {
+		t.Fatalf("the connection that waited for room: %v, %v; want it served", res, err)
+	}
+	res.Body.Close()
+	_ = next
+}
+
+// TestStuckWriteAtTheCap: at the cap, a connection whose answer the client
+// does not read (it may have pipelined many requests) is closed for a new
+// one once the client took nothing for writeGrace, not at the write
+// timeout; a client that reads a large answer slowly keeps its connection.
+func TestStuckWriteAtTheCap(t *testing.T) {
+	// Far more than the connection's buffers hold, so that the client's
+	// reads pace the writes, for far longer than writeGrace.
+	const size = 24 << 20
+	answer := bytes.Repeat([]byte("x"), size)
+	written := make(chan error, 1)
+	h := testHandler()
+	handler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/large" {
+			h.ServeHTTP(w, r)
+			return
+		}
+		_, err := w.Write(answer)
+		written <- err
+	})
+	for _, tt := range []struct {
+		name      string
+		readEvery time.Duration // 0: never
+		wantKept  bool
+	}{
+		{"unread", 0, false},
+		{"read slowly", 5 * time.Millisecond, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			addr := serveOnLoopback(t, handler, 1)
+			c, err := net.Dial("tcp", addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			_ = c.SetDeadline(time.Now().Add(10 * time.Second)) // a guard against a hang
+			if _, err := io.WriteString(c, "GET /large HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil {
+				t.Fatal(err)
+			}
+			read := make(chan int64, 1) // how much of the answer's body was read
+			if tt.readEvery > 0 {
+				go func() {
+					res, err := http.ReadResponse(bufio.NewReader(c), nil)
+					if err != nil {
+						read <- 0
+						return
+					}
+					var n int64
+					buf := make([]byte, 64<<10)
+					for {
+						m, err := io.ReadFull(res.Body, buf)
+						n += int64(m)
+						if err != nil {
+							read <- n
+							return
+						}
+						time.Sleep(tt.readEvery)
+					}
+				}()
+			}
+			// A new client at the cap, with a deadline far shorter than the
+			// write timeout.
+			client := dialIdle(t, addr)
+			_ = client.SetDeadline(time.Now().Add(5 * time.Second))
+			code, err := client.get(t, HealthzPath)
+			if err != nil || code != http.StatusOK {
+				t.Fatalf("a new client: %d, %v; want it served", code, err)
+			}
+			werr := <-written
+			if tt.wantKept {
+				if werr != nil {
+					t.Errorf("the answer read slowly: %v, want it written whole", werr)
+				}
+				if n := <-read; n != size {
+					t.Errorf("the answer read slowly: %d bytes read, want %d", n, size)
+				}
+				return
+			}
+			if werr == nil || errors.Is(werr, os.ErrDeadlineExceeded) {
+				t.Errorf("the unread answer: write %v, want it cut off by the cap, not by the write timeout", werr)
+			}
+		})
+	}
+}
+
+// TestErrorsCloseCleanly: the answers net/http writes itself to a request
+// it cannot read (its headers too large, or malformed) reach the client
+// whole, followed by the end of the stream, not a reset.
+func TestErrorsCloseCleanly(t *testing.T) {
+	addr := serveOnLoopback(t, testHandler(), 0)
+	for _, tt := range []struct {
+		name, request, want string
+	}{
+		{"headers too large", "GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: " + strings.Repeat("a", 80<<10) + "\r\n\r\n", "HTTP/1.1 431 "},
+		{"malformed header", "GET /healthz HTTP/1.1\r\nHost: x\r\nno colon\r\n\r\n", "HTTP/1.1 400 "},
+		{"malformed length", "POST /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: x\r\n\r\n", "HTTP/1.1 400 "},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := net.Dial("tcp", addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			_ = c.SetDeadline(time.Now().Add(10 * time.Second)) // a guard against a hang
+			if _, err := io.WriteString(c, tt.request); err != nil {
+				t.Fatal(err)
+			}
+			got, err := io.ReadAll(c)
+			if err != nil || !strings.HasPrefix(string(got), tt.want) {
+				t.Errorf("got %.40q, %v; want %q..., then EOF", got, err, tt.want)
+			}
+		})
+	}
+}
+
+// TestUnreadBodyIsNotDrained: a request with a body its route does not take
+// is answered, and its connection closed, at once: not once the body
+// arrived or the read timeout passed.
+func TestUnreadBodyIsNotDrained(t *testing.T) {
+	addr := serveOnLoopback(t, testHandler(), 0)
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(ReadTimeout / 2)) // the answer and EOF before the read timeout
+	if _, err := io.WriteString(c, "POST /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: 200000\r\n\r\nx"); err != nil {
+		t.Fatal(err)
+	}
+	got, err := io.ReadAll(c)
+	if err != nil || !strings.HasPrefix(string(got), "HTTP/1.1 405 ") {
+		t.Errorf("got %.40q, %v; want a 405, then EOF", got, err)
+	}
 }

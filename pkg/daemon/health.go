@@ -86,16 +86,19 @@ var (
 	allowGet   = []string{"GET, HEAD, OPTIONS"} // OPTIONS' answer
 	allowed405 = []string{"OPTIONS, GET, HEAD"} // a 405's, in the order the API's router gives
 	jsonType   = []string{"application/json"}
+	connClose  = []string{"close"}
 )
 
 // NewHealth returns the handler of the ports that are not public (the
 // poller's, the API's metrics port): GET and HEAD of /healthz, /readyz
 // reporting ready and, when metrics is not nil, /metrics; OPTIONS of each
 // (204 with Allow). A path it does not serve answers 404, another method 405,
-// a GET or HEAD with a body 400 (the connection then closes), a panic 500:
+// a GET or HEAD with a body 400, a panic 500:
 // each no-store with a JSON message, as the API's own router answers. Every
 // answer carries X-Content-Type-Options: nosniff. When obs is not nil it is
 // told about every request; at debug level each gets an access-log line.
+// No route takes a body: a request with one is answered, unread, with
+// Connection: close.
 func NewHealth(ready *Gate, metrics http.Handler, log *zap.Logger, obs Observer) http.Handler {
 	h := &health{log: log, routes: map[string]http.Handler{HealthzPath: Healthz(), ReadyzPath: Readyz(ready)}}
 	if metrics != nil {
@@ -130,11 +133,15 @@ func (h *health) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	route, known := h.routes[path]
 	defer h.finish(sw, r, path, known, start)
+	if r.ContentLength != 0 {
+		// No route here takes a body: the answer closes the connection
+		// rather than wait for a body no one reads (Serve).
+		sw.Header()["Connection"] = connClose
+	}
 	switch {
 	case (r.Method == http.MethodGet || r.Method == http.MethodHead) && (r.ContentLength != 0 || len(r.TransferEncoding) > 0):
 		// RFC 9110 §9.3.1, RFC 9112 §6.1: such a body has no meaning, and
 		// where it ends is how requests get smuggled past a proxy.
-		sw.Header().Set("Connection", "close")
 		failed(sw, r, http.StatusBadRequest, "a GET or HEAD request must not have a body")
 	case !known:
 		failed(sw, r, http.StatusNotFound, "Not Found")

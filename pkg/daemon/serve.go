@@ -6,14 +6,31 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"strings"
 	"time"
 
 	"go.uber.org/zap"
 )
 
-// IdleTimeout is how long a keep-alive connection may stay idle: just over
-// Cloudflare's proxy idle timeout to origins (900 s).
-const IdleTimeout = 930 * time.Second
+// The public port's timeouts, as http.Server applies them
+// (docs/operations.md, "Which port is public").
+const (
+	// ReadHeaderTimeout bounds a request's headers, from the connection's
+	// first byte or the end of the request before. Headers come at once
+	// from a proxy, and at the cap a connection without them is closed for
+	// another after headerGrace anyway.
+	ReadHeaderTimeout = 2 * time.Second
+	// ReadTimeout bounds a whole request, body included.
+	ReadTimeout = 10 * time.Second
+	// WriteTimeout bounds an answer, from the end of its request's headers.
+	WriteTimeout = 30 * time.Second
+	// IdleTimeout is how long a keep-alive connection may stay idle: just
+	// over Cloudflare's proxy idle timeout to origins (900 s), so that the
+	// proxy, not the origin, closes an idle keep-alive connection and never
+	// sends a request on one the origin just closed. The connection cap
+	// bounds what idle connections can cost meanwhile.
+	IdleTimeout = 930 * time.Second
+)
 
 // Listening is a handler and the listener it is served on.
 type Listening struct {
@@ -27,12 +44,12 @@ type Listening struct {
 // Serve answers HTTP requests on l until ctx is done, then shuts down
 // gracefully: it stops accepting, closes idle connections, and waits at most
 // shutdownTimeout for the requests in flight before closing what is left.
-// It holds at most l.MaxConnections open: at the cap, the connection that
-// has done nothing for longest (an idle keep-alive one, or a new one without
-// its headers after headerGrace) is closed for a new one, which waits only
-// when there is none. Every answer's Date is the second it was made in,
-// formatted once a second (dateClock). A handler that writes an answer's
-// body with WriteBody has it sent with the headers in one write.
+// It is a plain http.Server with the timeouts above, behind a connection
+// cap: it holds at most l.MaxConnections open, and at the cap closes the
+// connection that has done nothing for longest (idle, without its headers
+// after headerGrace, or with a write waiting writeGrace) for a new one,
+// which waits only when there is none. An answer that says Connection: close
+// is not followed by reading the rest of its request's body.
 // It closes the listener. It returns nil after a graceful shutdown, and an
 // error when serving failed or requests were still running at the deadline.
 // Callers behind a load balancer close the readiness Gate a moment before
@@ -43,23 +60,16 @@ func Serve(ctx context.Context, l Listening, shutdownTimeout time.Duration, log 
 }
 
 // timeouts bound each step of a connection's life: http.Server's
-// ReadHeaderTimeout, ReadTimeout, WriteTimeout and IdleTimeout.
+// ReadHeaderTimeout, ReadTimeout, WriteTimeout and IdleTimeout, and the
+// connection cap's graces.
 type timeouts struct {
 	header, read, write, idle time.Duration
+	headerGrace, writeGrace   time.Duration
 }
 
 var serverTimeouts = timeouts{
-	// Headers come at once from a proxy, and at the cap a connection
-	// without them is closed for another after headerGrace anyway.
-	header: 2 * time.Second,
-	read:   10 * time.Second,
-	// Applied a second late at most (writeGrid).
-	write: 30 * time.Second,
-	// Longer than Cloudflare's 900 s proxy idle timeout, so that the
-	// proxy, not the origin, closes an idle keep-alive connection and
-	// never sends a request on one the origin just closed. The
-	// connection cap bounds what idle connections can cost meanwhile.
-	idle: IdleTimeout,
+	header: ReadHeaderTimeout, read: ReadTimeout, write: WriteTimeout, idle: IdleTimeout,
+	headerGrace: headerGrace, writeGrace: writeGrace,
 }
 
 // serve is Serve with the timeouts to; tests shorten them.
@@ -69,17 +79,10 @@ func serve(ctx context.Context, l Listening, to timeouts, shutdownTimeout time.D
 		limit = DefaultMaxConnections
 	}
 	ln := l.Listener
-	limited := newLimitListener(ln, limit)
-	date := newDateClock()
-	// The clock runs until serve returns: the requests a shutdown waits
-	// for are answered after ctx is done.
-	clockCtx, stopClock := context.WithCancel(context.WithoutCancel(ctx))
-	defer stopClock()
-	go date.run(clockCtx)
+	limited := newLimitListener(ln, limit, to.headerGrace, to.writeGrace)
 	srv := &http.Server{
-		Handler:           date.dated(l.Handler),
+		Handler:           undrained(l.Handler),
 		ConnState:         limited.state,
-		ConnContext:       connContext,
 		ReadHeaderTimeout: to.header,
 		ReadTimeout:       to.read,
 		WriteTimeout:      to.write,
@@ -110,4 +113,29 @@ func serve(ctx context.Context, l Listening, to timeouts, shutdownTimeout time.D
 		return fmt.Errorf("shut down %s: %w", ln.Addr(), err)
 	}
 	return nil
+}
+
+// undrained returns next, but for a request with a body whose answer says
+// Connection: close: the rest of that body is not read. net/http otherwise
+// reads up to 256 KiB of it after the handler, within ReadTimeout, although
+// it will not read another request from the connection: so a handler that
+// takes no body answers and closes at once.
+func undrained(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		next.ServeHTTP(w, r)
+		if r.ContentLength != 0 && closes(w.Header()) {
+			// A deadline in the past ends the read net/http would start.
+			_ = http.NewResponseController(w).SetReadDeadline(time.Unix(1, 0))
+		}
+	})
+}
+
+// closes reports whether h has Connection: close.
+func closes(h http.Header) bool {
+	for _, v := range h["Connection"] {
+		if strings.EqualFold(strings.TrimSpace(v), "close") {
+			return true
+		}
+	}
+	return false
 }

@@ -137,12 +137,15 @@ func TestServeShutdownDeadline(t *testing.T) {
 	}
 }
 
-// TestTimeouts: through the connection cap's lazy deadlines, each of the
-// server's timeouts still ends what it bounds (a request's headers, its
-// body, an answer the client does not read, an idle keep-alive connection),
-// and none cuts off a client that keeps within them.
+// TestTimeouts: behind the connection cap, each of the server's timeouts
+// still ends what it bounds (a request's headers, its body, an answer the
+// client does not read, an idle keep-alive connection), and none cuts off a
+// client that keeps within them.
 func TestTimeouts(t *testing.T) {
-	to := timeouts{header: 100 * time.Millisecond, read: 300 * time.Millisecond, write: 300 * time.Millisecond, idle: 300 * time.Millisecond}
+	// As in production, an answer has longer than its request: the answer to a
+	// body cut off by the read timeout is written after it.
+	to := timeouts{header: 100 * time.Millisecond, read: 300 * time.Millisecond, write: 600 * time.Millisecond, idle: 300 * time.Millisecond,
+		headerGrace: headerGrace, writeGrace: writeGrace}
 	stuck := make(chan error, 1)
 	h := testHandler()
 	handler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

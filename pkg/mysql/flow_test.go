@@ -59,7 +59,7 @@ func startPod(t testing.TB, redisURL string) *apiPod {
 // waitBody waits until the pod serves a body containing want.
 func (p *apiPod) waitBody(t testing.TB, want string) {
 	t.Helper()
-	body := func() string { return string(p.snap.Current().Body.Bytes()) }
+	body := func() string { return string(p.snap.Current().Body()) }
 	if !testkit.Within(20*time.Second, func() bool { return strings.Contains(body(), want) }) {
 		t.Fatalf("the pod never served %s; it serves %s", want, body())
 	}

@@ -65,7 +65,7 @@ func (p *part) newApp(fetchedAt time.Time) *App {
 		old = *p.app
 	}
 	return &App{
-		Doc:        newSegmentsDoc(Segments{body}, Segments{gz}, tag([][32]byte{sha256.Sum256(body)}), tag([][32]byte{sha256.Sum256(gz)}), cc),
+		Doc:        newDoc(join(body), join(gz), tag([][32]byte{sha256.Sum256(body)}), tag([][32]byte{sha256.Sum256(gz)}), cc),
 		Fetched:    p.fetched,
 		FetchedAt:  fetchedAt,
 		Track:      track(p.rel, old.Track),

@@ -49,13 +49,13 @@ func TestApps(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.key, func(t *testing.T) {
 			a := cur.Apps[tt.key]
-			if string(a.Body.Bytes()) != tt.bodyWant {
-				t.Errorf("Body:\n got %s\nwant %s", a.Body.Bytes(), tt.bodyWant)
+			if string(a.Body()) != tt.bodyWant {
+				t.Errorf("Body:\n got %s\nwant %s", a.Body(), tt.bodyWant)
 			}
 			if a.Fetched != tt.fetched || a.CacheControl != tt.cache || a.Values.CacheControl[0] != tt.cache {
 				t.Errorf("Fetched, CacheControl: got %v, %q, want %v, %q", a.Fetched, a.CacheControl, tt.fetched, tt.cache)
 			}
-			if got := gunzip(t, a.Gzip.Bytes()); !bytes.Equal(got, a.Body.Bytes()) {
+			if got := gunzip(t, a.Gzip()); !bytes.Equal(got, a.Body()) {
 				t.Errorf("gunzipped: got %s, want Body", got)
 			}
 			if a.ETag == a.GzipETag || a.ETag == cur.ETag || a.Values.ETag[0] != a.ETag {
@@ -146,7 +146,7 @@ func TestDownloads(t *testing.T) {
 			if tt.trusted && (a.Downloads[0].DownloadURL != tt.url || len(a.Locations) != 1 || a.Locations[0][0] != tt.url) {
 				t.Errorf("Downloads %v, Locations %q: want the asset and its URL", a.Downloads, a.Locations)
 			}
-			if !bytes.Contains(s.Current().Body.Bytes(), []byte(`"a-1-linux-x64.deb"`)) {
+			if !bytes.Contains(s.Current().Body(), []byte(`"a-1-linux-x64.deb"`)) {
 				t.Errorf("the JSON answers must still list every asset")
 			}
 		})
@@ -170,11 +170,11 @@ func TestPageRendering(t *testing.T) {
 		if c.r.Page.CacheControl != c.cache {
 			t.Errorf("%s page: Cache-Control %q, want %q", c.name, c.r.Page.CacheControl, c.cache)
 		}
-		if got := gunzip(t, c.r.Page.Gzip.Bytes()); !bytes.Equal(got, c.r.Page.Body.Bytes()) {
+		if got := gunzip(t, c.r.Page.Gzip()); !bytes.Equal(got, c.r.Page.Body()) {
 			t.Errorf("%s page: the gzip copy is not the page", c.name)
 		}
 	}
-	page := string(warm.Page.Body.Bytes())
+	page := string(warm.Page.Body())
 	for _, want := range []string{"<!doctype html>", "PhotoCraft", "1.2.3", "ArtCraft Launcher", "No release published yet"} {
 		if !strings.Contains(page, want) {
 			t.Errorf("page: no %q", want)
@@ -260,7 +260,7 @@ func TestConcurrent(t *testing.T) {
 			seen := map[string]time.Time{}
 			for range writes {
 				r := s.Current()
-				if got, want := r.Values.ContentLength[0], strconv.Itoa(len(r.Body.Bytes())); got != want {
+				if got, want := r.Values.ContentLength[0], strconv.Itoa(len(r.Body())); got != want {
 					errs <- fmt.Errorf("Content-Length: got %s, want %s: a torn rendering", got, want)
 					return
 				}

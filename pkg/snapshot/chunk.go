@@ -4,49 +4,10 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"hash/crc32"
-	"io"
 	"strconv"
 )
 
-// Segments are an answer's bytes, served one after another. An answer of a
-// few apps is one segment; a large one is cut where its chunks of apps end,
-// so that a change rebuilds one chunk and not the whole answer. Nothing in
-// it may be modified, since every reader shares it.
-type Segments [][]byte
-
-// Len returns the number of bytes in s.
-func (s Segments) Len() int {
-	n := 0
-	for _, b := range s {
-		n += len(b)
-	}
-	return n
-}
-
-// WriteTo writes every segment to w in order, stopping at the first error.
-// It does not allocate.
-func (s Segments) WriteTo(w io.Writer) (int64, error) {
-	var n int64
-	for _, b := range s {
-		m, err := w.Write(b)
-		n += int64(m)
-		if err != nil {
-			return n, err
-		}
-	}
-	return n, nil
-}
-
-// Bytes returns the segments joined, in a new slice.
-func (s Segments) Bytes() []byte {
-	b := make([]byte, 0, s.Len())
-	for _, seg := range s {
-		b = append(b, seg...)
-	}
-	return b
-}
-
-// appsPerChunk is how many apps one chunk holds: 13 apps are one segment,
+// appsPerChunk is how many apps one chunk holds: 13 apps are one chunk,
 // and a fetch at 1,000 apps copies and hashes some 100 KB, not 6 MB.
 const appsPerChunk = 16
 
@@ -113,39 +74,42 @@ func (c *chunk) sealed() *chunk {
 
 // assemble returns the answer made of chunks, in order, served with
 // Cache-Control cacheControl. Its cost is a few operations per chunk and a
-// copy of the last chunk's gzip bytes, to which the gzip trailer is added:
-// with several chunks the last holds only what follows the apps.
+// copy of the last chunk's gzip bytes, to which the gzip trailer is added
+// (with several chunks the last holds only what follows the apps); the
+// chunks are joined into one slice when the answer is first served.
 func assemble(chunks []*chunk, cacheControl string) Doc {
-	body, gz := make(Segments, len(chunks)), make(Segments, len(chunks))
+	body, gz := make([][]byte, len(chunks)), make([][]byte, len(chunks))
 	sums, gzSums := make([][32]byte, len(chunks)), make([][32]byte, len(chunks))
 	var crc uint32
+	size := 0
 	for i, c := range chunks {
 		body[i], gz[i] = c.plain, c.gz
 		sums[i], gzSums[i] = c.sum, c.gzSum
 		crc = crcCombine(crc, c.crc, c.shift)
+		size += len(c.plain)
 	}
 	last := len(chunks) - 1
-	tail := make([]byte, 0, len(gz[last])+10)
-	gz[last] = appendGzipTrailer(append(tail, gz[last]...), crc, body.Len())
+	tail := make([]byte, 0, len(gz[last])+gzipTrailerLen)
+	gz[last] = appendGzipTrailer(append(tail, gz[last]...), crc, size)
 	gzSums[last] = sha256.Sum256(gz[last])
-	return newSegmentsDoc(body, gz, tag(sums), tag(gzSums), cacheControl)
+	return newDoc(join(body...), join(gz...), tag(sums), tag(gzSums), cacheControl)
 }
 
-// newSegmentsDoc returns the Doc of body and its gzip copy gz, with their
-// ETags and header values.
-func newSegmentsDoc(body, gz Segments, etag, gzipETag, cacheControl string) Doc {
-	d := Doc{Body: body, Gzip: gz, ETag: etag, GzipETag: gzipETag, CacheControl: cacheControl}
+// newDoc returns the Doc of body and its gzip copy gz, with their ETags and
+// header values.
+func newDoc(body, gz *joined, etag, gzipETag, cacheControl string) Doc {
+	d := Doc{body: body, gzip: gz, ETag: etag, GzipETag: gzipETag, CacheControl: cacheControl}
 	d.Values = HeaderValues{
 		CacheControl:      []string{cacheControl},
 		ETag:              []string{etag},
-		ContentLength:     []string{strconv.Itoa(body.Len())},
+		ContentLength:     []string{strconv.Itoa(body.len())},
 		GzipETag:          []string{gzipETag},
-		GzipContentLength: []string{strconv.Itoa(gz.Len())},
+		GzipContentLength: []string{strconv.Itoa(gz.len())},
 	}
 	return d
 }
 
-// tag is the strong, quoted entity tag of the segments whose SHA-256 sums
+// tag is the strong, quoted entity tag of the chunks whose SHA-256 sums
 // are sums: 128 bits of the one sum, or of the SHA-256 of all of them. Both
 // change with any byte, and the same bytes cut the same way (the cut depends
 // only on the configured apps) give the same tag on every pod.

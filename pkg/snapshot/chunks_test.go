@@ -92,22 +92,22 @@ func wantPage(apps []release.App, entries map[string]release.Entry) []byte {
 // the page renderer make of the same data, and each gzip copy against it.
 func checkRendering(t *testing.T, r *snapshot.Rendering, apps []release.App, entries map[string]release.Entry, m release.Meta) {
 	t.Helper()
-	if got, want := r.Body.Bytes(), wantBody(t, apps, entries, m); !bytes.Equal(got, want) {
+	if got, want := r.Body(), wantBody(t, apps, entries, m); !bytes.Equal(got, want) {
 		t.Fatalf("body: got %d bytes, want %d: the encoding/json answer\n got %.300s\nwant %.300s", len(got), len(want), got, want)
 	}
-	if got, want := r.Page.Body.Bytes(), wantPage(apps, entries); !bytes.Equal(got, want) {
+	if got, want := r.Page.Body(), wantPage(apps, entries); !bytes.Equal(got, want) {
 		t.Fatalf("page: got %d bytes, want the %d of the whole page", len(got), len(want))
 	}
 	for name, d := range map[string]*snapshot.Doc{"full answer": &r.Doc, "page": &r.Page} {
-		if got := gunzip(t, d.Gzip.Bytes()); !bytes.Equal(got, d.Body.Bytes()) {
-			t.Errorf("%s: gunzipped %d bytes, want Body's %d", name, len(got), d.Body.Len())
+		if got := gunzip(t, d.Gzip()); !bytes.Equal(got, d.Body()) {
+			t.Errorf("%s: gunzipped %d bytes, want Body's %d", name, len(got), len(d.Body()))
 		}
 	}
 	for _, a := range apps {
 		got := r.Apps[a.Key]
 		want, _ := release.Marshal(appInfo(a, entries[a.Key]))
 		want = append(append([]byte(`{"success":true,"app":`), want...), '}')
-		if !bytes.Equal(got.Body.Bytes(), want) || !bytes.Equal(gunzip(t, got.Gzip.Bytes()), want) {
+		if !bytes.Equal(got.Body(), want) || !bytes.Equal(gunzip(t, got.Gzip()), want) {
 			t.Fatalf("app %s: body or gunzipped copy is not %s", a.Key, want)
 		}
 	}
@@ -124,8 +124,8 @@ func TestManyApps(t *testing.T) {
 	m := release.Meta{AppRenames: []release.AppRename{}, RepoRenames: []release.RepoRename{},
 		Notices: release.Notices{Announcements: []release.Announcement{}, Alerts: []release.Alert{}}}
 	checkRendering(t, s.Current(), apps, entries, m)
-	if n := len(s.Current().Body); n < 2 {
-		t.Errorf("body of 70 apps: %d segments, want several", n)
+	if n := len(s.Chunks().JSON); n < 2 {
+		t.Errorf("body of 70 apps: %d chunks, want several", n)
 	}
 
 	polled := entries[apps[5].Key]
@@ -150,6 +150,21 @@ func TestManyApps(t *testing.T) {
 	}
 }
 
+// TestAnswerJoinedOnce checks that an answer of several chunks is served as
+// one slice, joined once: every call returns the same bytes.
+func TestAnswerJoinedOnce(t *testing.T) {
+	t.Parallel()
+	apps, entries := fleet(100)
+	s := snapshot.New(apps, fakeclock.New(t0.Add(24*time.Hour)))
+	s.SetAll(entries, time.Now())
+	cur := s.Current()
+	for name, get := range map[string]func() []byte{"body": cur.Body, "gzip": cur.Gzip, "page": cur.Page.Body, "page gzip": cur.Page.Gzip} {
+		if a, b := get(), get(); len(a) == 0 || &a[0] != &b[0] || len(a) != len(b) {
+			t.Errorf("%s: two calls returned different slices, want the one joined once", name)
+		}
+	}
+}
+
 // TestPollRebuildsOneChunk checks that a 304 poll of one app (only its
 // app_last_fetched moves) leaves every other app's answer and every chunk
 // of the answers but the app's own and the full answer's last (which holds
@@ -159,25 +174,25 @@ func TestPollRebuildsOneChunk(t *testing.T) {
 	apps, entries := fleet(100)
 	s := snapshot.New(apps, fakeclock.New(t0.Add(24*time.Hour)))
 	s.SetAll(entries, time.Now())
-	before := s.Current()
+	before, chunksBefore := s.Current(), s.Chunks()
 	polled := apps[40].Key
 	e := entries[polled]
 	e.FetchedAt = e.FetchedAt.Add(time.Hour)
 	s.Set(polled, e)
-	after := s.Current()
+	after, chunksAfter := s.Current(), s.Chunks()
 
 	for _, d := range []struct {
 		name          string
-		before, after snapshot.Segments
+		before, after [][]byte
 		most          int
 	}{
-		{"full answer", before.Body, after.Body, 2},
-		{"full answer gzip", before.Gzip, after.Gzip, 2},
-		{"page", before.Page.Body, after.Page.Body, 1},
-		{"page gzip", before.Page.Gzip, after.Page.Gzip, 2}, // the app's chunk and the trailer's
+		{"full answer", chunksBefore.JSON, chunksAfter.JSON, 2},
+		{"full answer gzip", chunksBefore.JSONGzip, chunksAfter.JSONGzip, 2},
+		{"page", chunksBefore.HTML, chunksAfter.HTML, 1},
+		{"page gzip", chunksBefore.HTMLGzip, chunksAfter.HTMLGzip, 1},
 	} {
 		if len(d.before) != len(d.after) || len(d.after) < 5 {
-			t.Fatalf("%s: %d then %d segments, want the same number, several", d.name, len(d.before), len(d.after))
+			t.Fatalf("%s: %d then %d chunks, want the same number, several", d.name, len(d.before), len(d.after))
 		}
 		rebuilt := 0
 		for i := range d.after {
@@ -186,7 +201,7 @@ func TestPollRebuildsOneChunk(t *testing.T) {
 			}
 		}
 		if rebuilt == 0 || rebuilt > d.most {
-			t.Errorf("%s: %d of %d segments rebuilt, want 1 to %d", d.name, rebuilt, len(d.after), d.most)
+			t.Errorf("%s: %d of %d chunks rebuilt, want 1 to %d", d.name, rebuilt, len(d.after), d.most)
 		}
 	}
 	for key, a := range after.Apps {
@@ -199,19 +214,19 @@ func TestPollRebuildsOneChunk(t *testing.T) {
 	}
 }
 
-// TestETagOfOneSegment checks that an answer of one segment keeps the tag
-// of its bytes (128 bits of their SHA-256, as before answers were cut), and
+// TestETagOfOneChunk checks that an answer of one chunk keeps the tag of
+// its bytes (128 bits of their SHA-256, as before answers were cut), and
 // that another pod cutting the same data the same way serves the same tags.
-func TestETagOfOneSegment(t *testing.T) {
+func TestETagOfOneChunk(t *testing.T) {
 	t.Parallel()
 	apps, entries := realisticApps()
 	s := snapshot.New(apps, fakeclock.New(t0.Add(24*time.Hour)))
 	s.SetAll(entries, time.Now())
 	cur := s.Current()
-	if len(cur.Body) != 1 {
-		t.Fatalf("13 apps: %d segments, want 1", len(cur.Body))
+	if n := len(s.Chunks().JSON); n != 1 {
+		t.Fatalf("13 apps: %d chunks, want 1", n)
 	}
-	sum := sha256.Sum256(cur.Body[0])
+	sum := sha256.Sum256(cur.Body())
 	if want := `"` + hex.EncodeToString(sum[:16]) + `"`; cur.ETag != want {
 		t.Errorf("ETag: got %s, want %s", cur.ETag, want)
 	}
@@ -243,8 +258,8 @@ func BenchmarkPoll(b *testing.B) {
 				e.FetchedAt = e.FetchedAt.Add(time.Millisecond)
 				s.Set(key, e)
 			}
-			b.ReportMetric(float64(s.Current().Body.Len()), "body-bytes")
-			b.ReportMetric(float64(s.Current().Gzip.Len()), "gzip-bytes")
+			b.ReportMetric(float64(len(s.Current().Body())), "body-bytes")
+			b.ReportMetric(float64(len(s.Current().Gzip())), "gzip-bytes")
 		})
 	}
 }
@@ -320,6 +335,6 @@ func BenchmarkRender(b *testing.B) {
 		e.Release = &r
 		s.Set("photocraft", e)
 	}
-	b.ReportMetric(float64(s.Current().Body.Len()), "body-bytes")
-	b.ReportMetric(float64(s.Current().Gzip.Len()), "gzip-bytes")
+	b.ReportMetric(float64(len(s.Current().Body())), "body-bytes")
+	b.ReportMetric(float64(len(s.Current().Gzip())), "gzip-bytes")
 }

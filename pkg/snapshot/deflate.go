@@ -73,6 +73,9 @@ func (d *deflater) piece(plain []byte) piece {
 // unknown.
 var gzipHeader = [10]byte{0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 0xff}
 
+// gzipTrailerLen is how many bytes appendGzipTrailer appends.
+const gzipTrailerLen = 10
+
 // appendGzipTrailer ends a gzip member whose deflate stream so far is
 // byte-aligned and not final: an empty final block with fixed codes (03 00),
 // then the CRC-32 and the length mod 2^32 of the uncompressed data (RFC 1952).

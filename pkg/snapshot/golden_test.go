@@ -33,7 +33,7 @@ func TestAnswersWithoutTheChannel(t *testing.T) {
 	add := func(state string, r *snapshot.Rendering) {
 		doc := func(name string, d snapshot.Doc) {
 			lines = append(lines, fmt.Sprintf("%s %s body %x gzip %x etags %s %s %s", state, name,
-				sha256.Sum256(d.Body.Bytes()), sha256.Sum256(d.Gzip.Bytes()), d.ETag, d.GzipETag, d.CacheControl))
+				sha256.Sum256(d.Body()), sha256.Sum256(d.Gzip()), d.ETag, d.GzipETag, d.CacheControl))
 		}
 		doc("full", r.Doc)
 		doc("page", r.Page)

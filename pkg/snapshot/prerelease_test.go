@@ -51,21 +51,21 @@ func TestLatestPrerelease(t *testing.T) {
 			if tt.want != "" {
 				shown = string(mustMarshal(t, tt.beta))
 			}
-			want := strings.Replace(string(plain.Current().Apps["photocraft"].Body.Bytes()),
+			want := strings.Replace(string(plain.Current().Apps["photocraft"].Body()),
 				`,"app_last_fetched"`, `,"latest_prerelease":`+shown+`,"app_last_fetched"`, 1)
 			got := s.Current().Apps["photocraft"]
-			if string(got.Body.Bytes()) != want {
-				t.Fatalf("app answer:\n got %s\nwant %s", got.Body.Bytes(), want)
+			if string(got.Body()) != want {
+				t.Fatalf("app answer:\n got %s\nwant %s", got.Body(), want)
 			}
-			if got := gunzip(t, got.Gzip.Bytes()); !bytes.Equal(got, []byte(want)) {
+			if got := gunzip(t, got.Gzip()); !bytes.Equal(got, []byte(want)) {
 				t.Errorf("gzip copy: %s", got)
 			}
-			full := string(s.Current().Body.Bytes())
+			full := string(s.Current().Body())
 			if !strings.Contains(full, want[len(`{"success":true,"app":`):len(want)-1]) {
 				t.Errorf("the full answer lacks the app's object: %s", full)
 			}
-			if a, b := plain.Current().Apps["artcraft-launcher"], s.Current().Apps["artcraft-launcher"]; !bytes.Equal(a.Body.Bytes(), b.Body.Bytes()) {
-				t.Errorf("an app without the channel changed: %s", b.Body.Bytes())
+			if a, b := plain.Current().Apps["artcraft-launcher"], s.Current().Apps["artcraft-launcher"]; !bytes.Equal(a.Body(), b.Body()) {
+				t.Errorf("an app without the channel changed: %s", b.Body())
 			}
 			if strings.Count(full, "latest_prerelease") != 1 {
 				t.Errorf("latest_prerelease %d times in %s, want once", strings.Count(full, "latest_prerelease"), full)
@@ -73,7 +73,7 @@ func TestLatestPrerelease(t *testing.T) {
 			if (got.Prerelease.Release != nil) != (tt.want != "") || tt.want != "" && got.Prerelease.Release.Tag != tt.want {
 				t.Errorf("the app's Prerelease track: %+v, want %q", got.Prerelease.Release, tt.want)
 			}
-			if !strings.Contains(string(s.Current().Page.Body.Bytes()), `data-channel="prerelease"`) != (tt.want == "") {
+			if !strings.Contains(string(s.Current().Page.Body()), `data-channel="prerelease"`) != (tt.want == "") {
 				t.Errorf("the page shows a pre-release: want %v", tt.want != "")
 			}
 		})
@@ -94,8 +94,8 @@ func TestPrereleaseFreshness(t *testing.T) {
 		t.Fatalf("the list not fetched yet: Complete %v, %s, app fetched %v; want not fetched, no-store",
 			cur.Complete, cur.CacheControl, cur.Apps["photocraft"].Fetched)
 	}
-	if !strings.Contains(string(cur.Body.Bytes()), `"latest_prerelease":null,"app_last_fetched":null`) {
-		t.Errorf("body: %s", cur.Body.Bytes())
+	if !strings.Contains(string(cur.Body()), `"latest_prerelease":null,"app_last_fetched":null`) {
+		t.Errorf("body: %s", cur.Body())
 	}
 	s.Set("photocraft:prerelease", release.Entry{FetchedAt: t0})
 	cur = s.Current()
@@ -159,7 +159,7 @@ func BenchmarkChannelSize(b *testing.B) {
 		s := snapshot.New(as, fakeclock.New(t0.Add(24*time.Hour)))
 		s.SetAll(es, time.Now())
 		cur := s.Current()
-		return len(cur.Body.Bytes()), len(cur.Gzip.Bytes())
+		return len(cur.Body()), len(cur.Gzip())
 	}
 	var base, null, full [2]int
 	for b.Loop() {

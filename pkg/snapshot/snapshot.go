@@ -38,14 +38,67 @@ const (
 
 // Doc is one answer in both representations with everything a handler sends
 // with them. Nothing in it may be modified, since every reader shares it.
+// Its methods are safe for concurrent use.
 type Doc struct {
-	Body     Segments // compact JSON without a trailing newline, or the HTML page
-	Gzip     Segments // Body compressed with gzip
-	ETag     string   // strong, quoted validator of Body
-	GzipETag string   // strong, quoted validator of Gzip, distinct from ETag
+	body, gzip *joined // the compact JSON without a trailing newline, or the HTML page; and its gzip copy
+	ETag       string  // strong, quoted validator of Body
+	GzipETag   string  // strong, quoted validator of Gzip, distinct from ETag
 
 	CacheControl string // CacheCold until what it shows was fetched, then CacheWarm
 	Values       HeaderValues
+}
+
+// Body returns the answer's bytes: the compact JSON without a trailing
+// newline, or the HTML page. They are one slice, joined from the rendering's
+// parts the first time they are asked for, so that an answer is written at
+// once and a rendering that is not served costs no copy.
+func (d *Doc) Body() []byte { return d.body.bytes() }
+
+// Gzip returns Body compressed with gzip, joined as Body is.
+func (d *Doc) Gzip() []byte { return d.gzip.bytes() }
+
+// joined is bytes kept as the parts they are made of until first asked
+// for, then joined once.
+type joined struct {
+	once  sync.Once
+	parts [][]byte // nil once joined
+	b     []byte
+}
+
+func join(parts ...[]byte) *joined {
+	if len(parts) == 1 {
+		return &joined{b: parts[0]}
+	}
+	return &joined{parts: parts}
+}
+
+func (j *joined) bytes() []byte {
+	j.once.Do(j.join)
+	return j.b
+}
+
+// len returns how many bytes j has; only before j is shared.
+func (j *joined) len() int {
+	n := len(j.b)
+	for _, p := range j.parts {
+		n += len(p)
+	}
+	return n
+}
+
+func (j *joined) join() {
+	if j.parts == nil {
+		return
+	}
+	n := 0
+	for _, p := range j.parts {
+		n += len(p)
+	}
+	b := make([]byte, 0, n)
+	for _, p := range j.parts {
+		b = append(b, p...)
+	}
+	j.b, j.parts = b, nil
 }
 
 // Rendering is one immutable rendering of the snapshot: the full answer of
@@ -251,7 +304,7 @@ func NewDoc(body []byte, cacheControl string) Doc {
 	// NewWriterLevel fails only on an invalid level.
 	gz, _ := gzip.NewWriterLevel(nil, gzip.DefaultCompression)
 	zipped := compress(gz, body)
-	return newSegmentsDoc(Segments{body}, Segments{zipped},
+	return newDoc(join(body), join(zipped),
 		tag([][32]byte{sha256.Sum256(body)}), tag([][32]byte{sha256.Sum256(zipped)}), cacheControl)
 }
 

@@ -41,8 +41,8 @@ func rel(tag string) *release.Release {
 func decode(t testing.TB, r *snapshot.Rendering) release.Info {
 	t.Helper()
 	var info release.Info
-	if err := json.Unmarshal(r.Body.Bytes(), &info); err != nil {
-		t.Fatalf("body %s: %v", r.Body.Bytes(), err)
+	if err := json.Unmarshal(r.Body(), &info); err != nil {
+		t.Fatalf("body %s: %v", r.Body(), err)
 	}
 	return info
 }
@@ -76,7 +76,7 @@ func TestWireExample(t *testing.T) {
 	})
 
 	want := testkit.WireExample(t)
-	if got := s.Current().Body.Bytes(); !bytes.Equal(got, want) {
+	if got := s.Current().Body(); !bytes.Equal(got, want) {
 		t.Errorf("body:\n got %s\nwant %s", got, want)
 	}
 }
@@ -367,7 +367,7 @@ func TestLastFetched(t *testing.T) {
 					LastFetched json.RawMessage `json:"last_fetched"`
 				} `json:"release_info"`
 			}
-			if err := json.Unmarshal(r.Body.Bytes(), &body); err != nil {
+			if err := json.Unmarshal(r.Body(), &body); err != nil {
 				t.Fatal(err)
 			}
 			if got := string(body.ReleaseInfo.LastFetched); got != tt.wantLast {
@@ -393,7 +393,7 @@ func TestEmptyListsRenderEmpty(t *testing.T) {
 	t.Parallel()
 	s := snapshot.New([]release.App{photocraft}, fakeclock.New(t0.Add(24*time.Hour)))
 	s.Set("photocraft", release.Entry{FetchedAt: t0, Release: &release.Release{Tag: "v1"}})
-	body := string(s.Current().Body.Bytes())
+	body := string(s.Current().Body())
 	for _, want := range []string{
 		`"assets":[]`,
 		`"app_renames":[]`,
@@ -455,7 +455,7 @@ func TestSetMeta(t *testing.T) {
 			if got := s.Renders() - renders; got != tt.wantRenders {
 				t.Errorf("renders: got %d, want %d", got, tt.wantRenders)
 			}
-			if body := s.Current().Body.Bytes(); !bytes.HasSuffix(body, []byte(tt.wantSuffix)) {
+			if body := s.Current().Body(); !bytes.HasSuffix(body, []byte(tt.wantSuffix)) {
 				t.Errorf("body: got %s, want it to end with %s", body, tt.wantSuffix)
 			}
 		})
@@ -471,7 +471,7 @@ func TestSetMetaCopies(t *testing.T) {
 	s.SetMeta(release.Meta{RepoRenames: renames})
 	renames[0].NewName = "storytold/changed"
 	s.Set("photocraft", release.Entry{FetchedAt: t0})
-	if body := s.Current().Body.Bytes(); !bytes.Contains(body, []byte(`"new_name":"storytold/b"`)) {
+	if body := s.Current().Body(); !bytes.Contains(body, []byte(`"new_name":"storytold/b"`)) {
 		t.Errorf("body: got %s, want the repo rename as it was set", body)
 	}
 }
@@ -518,7 +518,7 @@ func TestRepresentations(t *testing.T) {
 
 	for name, r := range map[string]*snapshot.Rendering{"first": first, "second": second} {
 		t.Run(name, func(t *testing.T) {
-			zr, err := gzip.NewReader(bytes.NewReader(r.Gzip.Bytes()))
+			zr, err := gzip.NewReader(bytes.NewReader(r.Gzip()))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -526,8 +526,8 @@ func TestRepresentations(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !bytes.Equal(plain, r.Body.Bytes()) {
-				t.Errorf("gunzipped: got %s, want Body %s", plain, r.Body.Bytes())
+			if !bytes.Equal(plain, r.Body()) {
+				t.Errorf("gunzipped: got %s, want Body %s", plain, r.Body())
 			}
 			for _, tag := range []string{r.ETag, r.GzipETag} {
 				if len(tag) < 18 || tag[0] != '"' || tag[len(tag)-1] != '"' || strings.Contains(tag[1:len(tag)-1], `"`) {
@@ -544,8 +544,8 @@ func TestRepresentations(t *testing.T) {
 			}{
 				{"ETag", r.Values.ETag, r.ETag},
 				{"GzipETag", r.Values.GzipETag, r.GzipETag},
-				{"ContentLength", r.Values.ContentLength, strconv.Itoa(len(r.Body.Bytes()))},
-				{"GzipContentLength", r.Values.GzipContentLength, strconv.Itoa(len(r.Gzip.Bytes()))},
+				{"ContentLength", r.Values.ContentLength, strconv.Itoa(len(r.Body()))},
+				{"GzipContentLength", r.Values.GzipContentLength, strconv.Itoa(len(r.Gzip()))},
 				{"CacheControl", r.Values.CacheControl, r.CacheControl},
 			}
 			for _, c := range checks {

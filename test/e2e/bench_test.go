@@ -24,8 +24,10 @@ import (
 	"time"
 
 	"github.com/storytold/craft-releases/pkg/config"
+	"github.com/storytold/craft-releases/pkg/daemon"
 	"github.com/storytold/craft-releases/pkg/redis/store"
 	"github.com/storytold/craft-releases/pkg/release"
+	"github.com/storytold/craft-releases/test/fakegithub"
 	"github.com/storytold/craft-releases/test/redistest"
 	"github.com/storytold/craft-releases/test/testkit"
 )
@@ -178,27 +180,41 @@ func percentile(sorted []time.Duration, p int) time.Duration {
 }
 
 // BenchmarkThroughput measures requests per second of one pod's endpoint,
-// plain and gzip, under a load generator with loadConns keep-alive
-// connections, against a reference: a minimal net/http server, in a
-// process of its own, writing the same bytes with the same headers. The two
-// are measured in short runs side by side, in turns, and each rate is the
-// median over the pairs, which damps what other work on the machine does.
-// The CPU time each server spent per request (user and system, from
-// /proc/<pid>/stat) is the steadier figure on a busy machine; its ratio
-// (reference over pod) is the share of the reference's capacity the pod
-// has. B/op and allocs/op are the load generator's.
+// plain and gzip, at 13 apps (a split pod) and at 1,000 (a standalone one),
+// under a load generator with loadConns keep-alive connections, against a
+// reference: a net/http server with the public port's four timeouts, in a
+// process of its own, writing the same bytes with the same headers in one
+// Write. It is a guard against regressions, not a race: the pod should keep
+// at least 0.85 of the reference's rate. The two are measured in short runs
+// side by side, in turns, and each rate is the median over the pairs, which
+// damps what other work on the machine does. The CPU time each server spent
+// per request (user and system, from /proc/<pid>/stat) is the steadier
+// figure on a busy machine; its ratio (reference over pod) is the share of
+// the reference's capacity the pod has. B/op and allocs/op are the load
+// generator's.
 func BenchmarkThroughput(b *testing.B) {
 	if testkit.RaceEnabled {
 		b.Skip("the race detector would slow the reference server, not the pod")
 	}
-	st := newSplitStack(b, 1)
-	pod := st.pods[0]
+	b.Run("apps=13", func(b *testing.B) {
+		throughput(b, newSplitStack(b, 1).pods[0], 3000, 1000)
+	})
+	b.Run("apps=1000", func(b *testing.B) {
+		gh := fakegithub.New(b)
+		env := standaloneEnv(gh, scaleApps(gh, 1000))
+		// No poll while the rates are measured.
+		env["CRAFT_APPS_RELEASE_POLL_INTERVAL_SECS"] = "3600"
+		pod := start(b, "api", binary(b, "api"), env)
+		testkit.Eventually(b, "every app served", pod.warm)
+		throughput(b, pod, 150, 50)
+	})
+}
+
+// throughput measures pod against a reference serving its answers, in
+// pairs of runs of perRun requests after a warm-up of warmRun each.
+func throughput(b *testing.B, pod *proc, perRun, warmRun int) {
 	ref := startReference(b, pod)
-	const (
-		pairs   = 8
-		perRun  = 3000
-		warmRun = 1000
-	)
+	const pairs = 8
 	modes := []struct {
 		name string
 		gzip bool
@@ -251,9 +267,9 @@ func BenchmarkThroughput(b *testing.B) {
 		b.ReportMetric(podUS, m.name+"-cpu-µs/req")
 		b.ReportMetric(refUS, m.name+"-ref-cpu-µs/req")
 		b.ReportMetric(refUS/podUS, m.name+"-cpu-ratio")
-		b.Logf("%s: pod %.0f req/s, minimal net/http %.0f req/s, ratio %.2f (median of %d pairs of %d requests on %d connections; from %.2f to %.2f)",
+		b.Logf("%s: pod %.0f req/s, net/http %.0f req/s, ratio %.2f (median of %d pairs of %d requests on %d connections; from %.2f to %.2f)",
 			m.name, p, r, ratio, len(f.ratios), perRun, loadConns, slices.Min(f.ratios), slices.Max(f.ratios))
-		b.Logf("%s: CPU per request: pod %.1f µs, minimal net/http %.1f µs, ratio %.2f (%d requests each)",
+		b.Logf("%s: CPU per request: pod %.1f µs, net/http %.1f µs, ratio %.2f (%d requests each)",
 			m.name, podUS, refUS, refUS/podUS, f.requests)
 	}
 }
@@ -491,7 +507,13 @@ func serveBaseline(dir string) error {
 		return err
 	}
 	fmt.Fprintf(os.Stderr, "{\"msg\":\"listening\",\"addr\":%q}\n", ln.Addr().String())
-	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	srv := &http.Server{
+		ReadHeaderTimeout: daemon.ReadHeaderTimeout,
+		ReadTimeout:       daemon.ReadTimeout,
+		WriteTimeout:      daemon.WriteTimeout,
+		IdleTimeout:       daemon.IdleTimeout,
+	}
+	srv.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ref := &plain
 		if strings.Contains(r.Header.Get("Accept-Encoding"), "gzip") {
 			ref = &zipped
@@ -502,7 +524,7 @@ func serveBaseline(dir string) error {
 		}
 		w.WriteHeader(http.StatusOK)
 		_, _ = w.Write(ref.Body)
-	})}
+	})
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
 	defer stop()
 	go func() {
