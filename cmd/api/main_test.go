@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -16,6 +17,8 @@ import (
 	"github.com/storytold/craft-releases/test/fakegithub"
 	"github.com/storytold/craft-releases/test/testkit"
 )
+
+func TestMain(m *testing.M) { os.Exit(testkit.IntegrationMain(m.Run)) }
 
 const infoPath = "/v1/craft_apps/release_info"
 

@@ -20,7 +20,9 @@ import (
 )
 
 // The MySQL tests share one MariaDB server, each with a database of its own.
-func TestMain(m *testing.M) { os.Exit(mariadbtest.Main(m)) }
+func TestMain(m *testing.M) {
+	os.Exit(testkit.IntegrationMain(func() int { return mariadbtest.Main(m) }))
+}
 
 // mustCommand runs `poller args…` through run with vars and returns what it
 // printed, failing the test on an error.

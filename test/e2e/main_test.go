@@ -55,15 +55,16 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	}
-	dir, err := os.MkdirTemp("", "craft-e2e-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "e2e:", err)
-		os.Exit(1)
-	}
-	binaries.dir = dir
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
+	os.Exit(testkit.IntegrationMain(func() int {
+		dir, err := os.MkdirTemp("", "craft-e2e-")
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "e2e:", err)
+			return 1
+		}
+		binaries.dir = dir
+		defer os.RemoveAll(dir)
+		return m.Run()
+	}))
 }
 
 // binary returns the path of cmd/<name>, building cmd/api and cmd/poller the
