@@ -618,20 +618,6 @@ func redisCalls(t testing.TB, addr string) map[string]int64 {
 	return calls
 }
 
-// tracked returns how many (key, client) pairs Redis tracks for
-// client-side caching (INFO stats, tracking_total_items). Redis drops a
-// key's pairs when it invalidates the key, and a pod's re-read adds its pair
-// back.
-func tracked(t testing.TB, addr string) int64 {
-	t.Helper()
-	v := redisInfo(t, addr, "stats")["tracking_total_items"]
-	n, err := strconv.ParseInt(v, 10, 64)
-	if err != nil {
-		t.Fatalf("info stats: tracking_total_items %q", v)
-	}
-	return n
-}
-
 // delta returns after − before for every command that changed, leaving out
 // the INFO calls that measured it.
 func delta(before, after map[string]int64) map[string]int64 {
