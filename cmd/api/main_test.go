@@ -15,10 +15,13 @@ import (
 	"github.com/storytold/craft-releases/pkg/config"
 	"github.com/storytold/craft-releases/pkg/release"
 	"github.com/storytold/craft-releases/test/fakegithub"
+	"github.com/storytold/craft-releases/test/redistest"
 	"github.com/storytold/craft-releases/test/testkit"
 )
 
-func TestMain(m *testing.M) { os.Exit(testkit.IntegrationMain(m.Run)) }
+func TestMain(m *testing.M) {
+	os.Exit(testkit.IntegrationMain(func() int { return redistest.Main(m.Run) }))
+}
 
 const infoPath = "/v1/craft_apps/release_info"
 

@@ -21,7 +21,7 @@ import (
 
 // The MySQL tests share one MariaDB server, each with a database of its own.
 func TestMain(m *testing.M) {
-	os.Exit(testkit.IntegrationMain(func() int { return mariadbtest.Main(m) }))
+	os.Exit(testkit.IntegrationMain(func() int { return redistest.Main(func() int { return mariadbtest.Main(m) }) }))
 }
 
 // mustCommand runs `poller args…` through run with vars and returns what it
