@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 )
@@ -13,21 +14,21 @@ import (
 var pool struct {
 	sync.Mutex
 	on      bool
-	idle    []*Server
+	idle    map[string][]*Server // by their config arguments
 	all     []*Server
 	release []func() // the ports of the pooled servers
 }
 
 // Main is the body of the TestMain of a package whose tests start
 // redis-servers: it runs run (m.Run, or another launcher's Main around it)
-// with a pool of servers that Start without arguments hands out, and stops
-// them after. A server goes back to the pool when its test ends, emptied
+// with a pool of servers that Start hands out, by their config arguments,
+// and stops them after. A server goes back to the pool when its test ends, emptied
 // (keys, scripts, clients, users, statistics, the ACL LOG), unless the test
 // stopped it or left its configuration or role changed: then it is stopped.
 // So a package starts about as many servers as it runs tests at once.
 func Main(run func() int) int {
 	pool.Lock()
-	pool.on = true
+	pool.on, pool.idle = true, map[string][]*Server{}
 	pool.Unlock()
 	code := run()
 	pool.Lock()
@@ -43,9 +44,9 @@ func Main(run func() int) int {
 	return code
 }
 
-// fromPool returns an idle pooled server for t, or a new one, or nil when
-// Main does not run.
-func fromPool(t testing.TB) *Server {
+// fromPool returns an idle pooled server started with args for t, or a new
+// one, or nil when Main does not run.
+func fromPool(t testing.TB, args []string) *Server {
 	t.Helper()
 	pool.Lock()
 	if !pool.on {
@@ -53,8 +54,9 @@ func fromPool(t testing.TB) *Server {
 		return nil
 	}
 	var s *Server
-	if n := len(pool.idle); n > 0 {
-		s, pool.idle = pool.idle[n-1], pool.idle[:n-1]
+	key := strings.Join(args, "\x00")
+	if idle := pool.idle[key]; len(idle) > 0 {
+		s, pool.idle[key] = idle[len(idle)-1], idle[:len(idle)-1]
 	}
 	pool.Unlock()
 	if s == nil {
@@ -62,7 +64,7 @@ func fromPool(t testing.TB) *Server {
 		if err != nil {
 			t.Fatal(err)
 		}
-		s = &Server{t: t, dir: dir}
+		s = &Server{t: t, dir: dir, args: args}
 		pool.Lock()
 		pool.all = append(pool.all, s)
 		pool.Unlock()
@@ -85,7 +87,8 @@ func (s *Server) giveBack() {
 	if s.cmd != nil && s.empty() == nil {
 		if state, err := s.state(); err == nil && state == s.pristine {
 			pool.Lock()
-			pool.idle = append(pool.idle, s)
+			key := strings.Join(s.args, "\x00")
+			pool.idle[key] = append(pool.idle[key], s)
 			pool.Unlock()
 			return
 		}

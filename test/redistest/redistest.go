@@ -37,14 +37,12 @@ type Server struct {
 // Start runs redis-server on a free loopback port with the extra config
 // arguments given (such as "--enable-debug-command", "yes") and waits until it
 // answers PING. It fails the test when redis-server is missing or does not
-// start. In a package whose TestMain runs Main, a Start without arguments
-// hands out an empty server of the package's pool instead (see Main).
+// start. In a package whose TestMain runs Main, it hands out an empty server
+// of the package's pool instead (see Main).
 func Start(t testing.TB, args ...string) *Server {
 	t.Helper()
-	if len(args) == 0 {
-		if s := fromPool(t); s != nil {
-			return s
-		}
+	if s := fromPool(t, args); s != nil {
+		return s
 	}
 	return start(t, &Server{t: t, args: args})
 }
