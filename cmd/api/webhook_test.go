@@ -63,8 +63,8 @@ func TestStandaloneWebhook(t *testing.T) {
 	gh.Publish(repo, fakegithub.NewRelease(repo, "v1.1.0"))
 	post(t, p, "d1", body, http.StatusAccepted, `"accepted"`)
 	testkit.Eventually(t, "v1.1.0 is served", func() bool {
-		_, b := get(t, p.base+infoPath)
-		rel := decode(t, b).ReleaseInfo.Apps["photocraft"].LatestRelease
+		_, b := testkit.Get(t, p.base+infoPath)
+		rel := testkit.Decode(t, b).ReleaseInfo.Apps["photocraft"].LatestRelease
 		return rel != nil && rel.Tag == "v1.1.0"
 	})
 	post(t, p, "d1", body, http.StatusAccepted, `"duplicate"`)

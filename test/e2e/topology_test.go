@@ -183,7 +183,7 @@ func watchAnswers(pods []*proc) *answerWatch {
 					w.note(fmt.Sprintf("%s: %v %d", p.name, err, a.status))
 					continue
 				}
-				info, err := decodeInfo(a.body)
+				info, err := testkit.DecodeInfo(a.body)
 				if err != nil {
 					w.note(fmt.Sprintf("%s: %v", p.name, err))
 					continue

@@ -54,7 +54,7 @@ func post(t testing.TB, p *proc, event, id string, body []byte, secret string) a
 	if secret != "" {
 		req.Header.Set(webhook.SignatureHeader, webhook.Sign(secret, body))
 	}
-	res, err := httpClient.Do(req)
+	res, err := testkit.Client.Do(req)
 	if err != nil {
 		t.Fatalf("post to %s: %v", p.name, err)
 	}

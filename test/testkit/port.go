@@ -47,9 +47,9 @@ func HoldPort() (int, func(), error) {
 			}
 			if l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port))); err == nil {
 				l.Close()
-				return port, func() { release(port) }, nil
+				return port, func() { unreserve(port) }, nil
 			}
-			release(port)
+			unreserve(port)
 		}
 	}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -102,8 +102,8 @@ func reserve(port int) bool {
 	return true
 }
 
-// release gives a reserved port back.
-func release(port int) {
+// unreserve gives a reserved port back.
+func unreserve(port int) {
 	reserved.Lock()
 	defer reserved.Unlock()
 	delete(reserved.ports, port)

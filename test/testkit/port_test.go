@@ -15,5 +15,5 @@ func TestFreePortReserves(t *testing.T) {
 	if !reserve(port) {
 		t.Fatalf("port %d still reserved after its test ended", port)
 	}
-	release(port)
+	unreserve(port)
 }
