@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"io"
-	"net"
 	"os"
 	"strings"
 	"sync/atomic"
@@ -190,11 +189,7 @@ type downMySQL struct {
 
 func hangUp(t testing.TB) *downMySQL {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { l.Close() })
+	l := testkit.Listen(t)
 	d := &downMySQL{addr: l.Addr().String()}
 	go func() {
 		for {

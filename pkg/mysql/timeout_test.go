@@ -3,12 +3,12 @@ package mysql_test
 import (
 	"context"
 	"errors"
-	"net"
 	"testing"
 	"time"
 
 	"github.com/storytold/craft-releases/pkg/mysql"
 	"github.com/storytold/craft-releases/test/mariadbtest"
+	"github.com/storytold/craft-releases/test/testkit"
 )
 
 // hangGuard only stops a test whose query hangs; it is no measure of speed.
@@ -35,11 +35,7 @@ func live(t testing.TB, db *mysql.DB) error {
 // TestSilentServer: a server that accepts connections and never answers costs
 // a query its timeout, and an error.
 func TestSilentServer(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { l.Close() })
+	l := testkit.Listen(t)
 	go func() {
 		for {
 			c, err := l.Accept()

@@ -108,3 +108,15 @@ func unreserve(port int) {
 	defer reserved.Unlock()
 	delete(reserved.ports, port)
 }
+
+// Listen returns a listener on a loopback port of the kernel's choosing,
+// closed when the test ends.
+func Listen(t testing.TB) net.Listener {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ln.Close() })
+	return ln
+}
