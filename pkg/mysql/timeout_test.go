@@ -35,6 +35,7 @@ func live(t testing.TB, db *mysql.DB) error {
 // TestSilentServer: a server that accepts connections and never answers costs
 // a query its timeout, and an error.
 func TestSilentServer(t *testing.T) {
+	testkit.Integration(t)
 	l := testkit.Listen(t)
 	go func() {
 		for {
@@ -58,6 +59,7 @@ func TestSilentServer(t *testing.T) {
 // TestSlowQuery: a table locked by another session makes the read wait; the
 // query timeout ends it, and the pool works again once the lock is gone.
 func TestSlowQuery(t *testing.T) {
+	testkit.Integration(t)
 	d := mariadbtest.Shared(t).NewDatabase(t)
 	db, err := mysql.Open(d.DSN(), mysql.Options{QueryTimeout: time.Second})
 	if err != nil {
