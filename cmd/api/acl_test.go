@@ -40,14 +40,14 @@ func TestAPIAsItsLeastPrivilegeUser(t *testing.T) {
 	}
 
 	p := start(t, map[string]string{"REDIS_URL": apiURL, "CRAFT_APPS_RELEASE_APPS": testApps})
-	testkit.Eventually(t, "the first load", func() bool { r, _ := get(t, p.base+"/readyz"); return r.StatusCode == http.StatusOK })
-	_, body := get(t, p.base+infoPath)
+	testkit.Eventually(t, "the first load", func() bool { r, _ := testkit.Get(t, p.base+"/readyz"); return r.StatusCode == http.StatusOK })
+	_, body := testkit.Get(t, p.base+infoPath)
 	if !strings.Contains(string(body), `"v1.0.0"`) || !strings.Contains(string(body), "Hello from the meta hash") {
 		t.Errorf("the pod serves, as its least-privilege user:\n%s", body)
 	}
 	put("vectorcraft", "v2.0.0")
 	testkit.Eventually(t, "vectorcraft after its invalidation", func() bool {
-		_, body := get(t, p.base+infoPath)
+		_, body := testkit.Get(t, p.base+infoPath)
 		return strings.Contains(string(body), `"v2.0.0"`)
 	})
 	if got := testkit.Scrape(t, p.private+"/metrics")["craft_api_invalidations_total"]; got < 1 {

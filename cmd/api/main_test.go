@@ -4,18 +4,22 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
-	"encoding/json"
 	"io"
 	"net/http"
+	"os"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/storytold/craft-releases/pkg/config"
-	"github.com/storytold/craft-releases/pkg/release"
 	"github.com/storytold/craft-releases/test/fakegithub"
+	"github.com/storytold/craft-releases/test/redistest"
 	"github.com/storytold/craft-releases/test/testkit"
 )
+
+func TestMain(m *testing.M) {
+	os.Exit(testkit.IntegrationMain(func() int { return redistest.Main(m.Run) }))
+}
 
 const infoPath = "/v1/craft_apps/release_info"
 
@@ -65,37 +69,6 @@ func start(t testing.TB, env map[string]string) *process {
 	return p
 }
 
-func get(t testing.TB, url string, header ...string) (*http.Response, []byte) {
-	t.Helper()
-	req, err := http.NewRequest(http.MethodGet, url, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := 0; i+1 < len(header); i += 2 {
-		req.Header.Set(header[i], header[i+1])
-	}
-	// A transport of our own, so Go does not add or strip Accept-Encoding.
-	res, err := (&http.Transport{DisableCompression: true}).RoundTrip(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer res.Body.Close()
-	body, err := io.ReadAll(res.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return res, body
-}
-
-func decode(t testing.TB, body []byte) release.Info {
-	t.Helper()
-	var info release.Info
-	if err := json.Unmarshal(body, &info); err != nil {
-		t.Fatalf("decode %s: %v", body, err)
-	}
-	return info
-}
-
 var testApps = "photocraft=PhotoCraft=storytold/photocraft, VectorCraft = VectorCraft = storytold/vectorcraft"
 
 func standaloneEnv(gh *fakegithub.Server) map[string]string {
@@ -112,8 +85,8 @@ func standaloneEnv(gh *fakegithub.Server) map[string]string {
 
 func allFetched(t testing.TB, p *process) func() bool {
 	return func() bool {
-		_, body := get(t, p.base+infoPath)
-		return decode(t, body).ReleaseInfo.LastFetched != nil
+		_, body := testkit.Get(t, p.base+infoPath)
+		return testkit.Decode(t, body).ReleaseInfo.LastFetched != nil
 	}
 }
 
@@ -125,11 +98,11 @@ func TestStandaloneServesWhatGitHubHas(t *testing.T) {
 	p := start(t, standaloneEnv(gh))
 
 	testkit.Eventually(t, "every app was fetched", allFetched(t, p))
-	res, body := get(t, p.base+infoPath)
+	res, body := testkit.Get(t, p.base+infoPath)
 	if got, want := res.Header.Get("Cache-Control"), "public, max-age=60, stale-while-revalidate=30, stale-if-error=86400"; got != want {
 		t.Errorf("Cache-Control got %q, want %q", got, want)
 	}
-	info := decode(t, body)
+	info := testkit.Decode(t, body)
 	photo := info.ReleaseInfo.Apps["photocraft"]
 	if photo.LatestRelease == nil || photo.LatestRelease.Tag != "v0.5.0" || photo.LatestRelease.Version != "0.5.0" {
 		t.Fatalf("photocraft release got %+v, want v0.5.0", photo.LatestRelease)
@@ -143,7 +116,7 @@ func TestStandaloneServesWhatGitHubHas(t *testing.T) {
 	}
 
 	// The gzip copy is the same document, and each representation revalidates.
-	gres, gbody := get(t, p.base+infoPath, "Accept-Encoding", "gzip")
+	gres, gbody := testkit.Get(t, p.base+infoPath, "Accept-Encoding", "gzip")
 	if gres.Header.Get("Content-Encoding") != "gzip" || gres.Header.Get("Vary") != "Accept-Encoding" {
 		t.Fatalf("gzip headers got %v", gres.Header)
 	}
@@ -152,14 +125,14 @@ func TestStandaloneServesWhatGitHubHas(t *testing.T) {
 		t.Fatal(err)
 	}
 	plain, _ := io.ReadAll(zr)
-	if decode(t, plain).ReleaseInfo.Apps["photocraft"].LatestRelease.Tag != "v0.5.0" {
+	if testkit.Decode(t, plain).ReleaseInfo.Apps["photocraft"].LatestRelease.Tag != "v0.5.0" {
 		t.Errorf("gzip body differs: %s", plain)
 	}
 	for _, c := range []struct{ name, etag, enc string }{
 		{"plain", res.Header.Get("ETag"), ""},
 		{"gzip", gres.Header.Get("ETag"), "gzip"},
 	} {
-		r, b := get(t, p.base+infoPath, "If-None-Match", c.etag, "Accept-Encoding", c.enc)
+		r, b := testkit.Get(t, p.base+infoPath, "If-None-Match", c.etag, "Accept-Encoding", c.enc)
 		if r.StatusCode != http.StatusNotModified || len(b) != 0 {
 			t.Errorf("%s revalidation got %d with %d bytes, want 304 and none", c.name, r.StatusCode, len(b))
 		}
@@ -177,79 +150,6 @@ func TestStandaloneServesWhatGitHubHas(t *testing.T) {
 	if err := p.stop(); err != nil {
 		t.Errorf("run after cancel got %v, want nil", err)
 	}
-}
-
-// TestStandaloneNeverServesHostileOrBrokenAnswers: after each kind of broken
-// answer, given twice, the standalone API still serves the release it had
-// and then serves the next one; a release with hostile assets is served
-// without them. Each case has a
-// process of its own, so that their backoffs run side by side.
-func TestStandaloneNeverServesHostileOrBrokenAnswers(t *testing.T) {
-	t.Parallel()
-	const repo = "storytold/photocraft"
-	standalone := func(t *testing.T) (*fakegithub.Server, *process) {
-		t.Helper()
-		gh := fakegithub.New(t)
-		gh.Publish(repo, fakegithub.NewRelease(repo, "v1.0.0"))
-		gh.Publish("storytold/vectorcraft", fakegithub.NewRelease("storytold/vectorcraft", "v2.0.0"))
-		p := start(t, standaloneEnv(gh))
-		testkit.Eventually(t, "every app was fetched", allFetched(t, p))
-		return gh, p
-	}
-
-	draft := fakegithub.NewRelease(repo, "v9.0.0")
-	draft.Draft = true
-	faults := []struct {
-		name  string
-		fault fakegithub.Fault
-	}{
-		{"malformed json", fakegithub.Malformed()},
-		{"draft", fakegithub.Raw(string(draft.JSON()))},
-		{"5 MiB body", fakegithub.Oversized(5 << 20)},
-		{"server error", fakegithub.ServerError()},
-		{"wrong type", fakegithub.Raw(`{"tag_name": 5}`)},
-	}
-	for _, f := range faults {
-		t.Run(f.name, func(t *testing.T) {
-			t.Parallel()
-			gh, p := standalone(t)
-			before := gh.Count(repo)
-			gh.Stick(repo, f.fault)
-			testkit.Eventually(t, "the fault was answered twice", func() bool { return gh.Count(repo) >= before+2 })
-			gh.Unstick(repo)
-			_, body := get(t, p.base+infoPath)
-			if got := decode(t, body).ReleaseInfo.Apps["photocraft"].LatestRelease; got == nil || got.Tag != "v1.0.0" {
-				t.Errorf("after %s the release got %+v, want v1.0.0 kept", f.name, got)
-			}
-			gh.Publish(repo, fakegithub.NewRelease(repo, "v1.0.1"))
-			testkit.Eventually(t, "the next release is served after the fault", func() bool {
-				_, body := get(t, p.base+infoPath)
-				rel := decode(t, body).ReleaseInfo.Apps["photocraft"].LatestRelease
-				return rel != nil && rel.Tag == "v1.0.1"
-			})
-		})
-	}
-
-	// A release with a hostile asset keeps the release and drops the asset.
-	t.Run("hostile assets", func(t *testing.T) {
-		t.Parallel()
-		gh, p := standalone(t)
-		hostile := fakegithub.NewRelease(repo, "v1.1.0")
-		hostile.Assets = append(hostile.Assets,
-			fakegithub.Asset{Name: "../evil.msi", Size: 1, BrowserDownloadURL: "https://github.com/" + repo + "/releases/download/v1.1.0/evil.msi"},
-			fakegithub.Asset{Name: "foreign-1.1.0-windows-x64.msi", Size: 1, BrowserDownloadURL: "https://evil.example/photocraft.msi"},
-		)
-		gh.Publish(repo, hostile)
-		testkit.Eventually(t, "v1.1.0 is served", func() bool {
-			_, body := get(t, p.base+infoPath)
-			rel := decode(t, body).ReleaseInfo.Apps["photocraft"].LatestRelease
-			return rel != nil && rel.Tag == "v1.1.0"
-		})
-		_, body := get(t, p.base+infoPath)
-		if bytes.Contains(body, []byte("evil")) {
-			t.Errorf("a hostile asset reached the wire: %s", body)
-		}
-	})
 }
 
 func TestTokenIsSentButNeverLogged(t *testing.T) {
@@ -290,15 +190,15 @@ func TestColdPodIsNotCached(t *testing.T) {
 	env := standaloneEnv(gh)
 	env["CRAFT_APPS_RELEASE_POLLING_ENABLED"] = "false"
 	p := start(t, env)
-	res, body := get(t, p.base+infoPath)
+	res, body := testkit.Get(t, p.base+infoPath)
 	if got := res.Header.Get("Cache-Control"); got != "no-store" {
 		t.Errorf("Cache-Control got %q, want no-store", got)
 	}
-	info := decode(t, body)
+	info := testkit.Decode(t, body)
 	if len(info.ReleaseInfo.Apps) != 2 || info.ReleaseInfo.LastFetched != nil {
 		t.Errorf("cold body got %s, want both apps listed and last_fetched null", body)
 	}
-	if r, _ := get(t, p.base+"/readyz"); r.StatusCode != http.StatusOK {
+	if r, _ := testkit.Get(t, p.base+"/readyz"); r.StatusCode != http.StatusOK {
 		t.Errorf("standalone readyz got %d, want 200 at once", r.StatusCode)
 	}
 	if n := gh.Count(fakegithub.AnyRepo); n != 0 {
@@ -352,7 +252,7 @@ func TestShutdownTurnsUnreadyWhileStillAnswering(t *testing.T) {
 	env := standaloneEnv(gh)
 	env["SHUTDOWN_TIMEOUT_SECS"] = "8"
 	p := start(t, env)
-	if r, _ := get(t, p.base+"/readyz"); r.StatusCode != http.StatusOK {
+	if r, _ := testkit.Get(t, p.base+"/readyz"); r.StatusCode != http.StatusOK {
 		t.Fatalf("readyz before shutdown got %d, want 200", r.StatusCode)
 	}
 	p.cancel()
@@ -366,7 +266,7 @@ func TestShutdownTurnsUnreadyWhileStillAnswering(t *testing.T) {
 		res.Body.Close()
 		return res.StatusCode == http.StatusServiceUnavailable
 	})
-	if r, _ := get(t, p.base+infoPath); r.StatusCode != http.StatusOK {
+	if r, _ := testkit.Get(t, p.base+infoPath); r.StatusCode != http.StatusOK {
 		t.Errorf("the endpoint while draining got %d, want 200", r.StatusCode)
 	}
 	if err := p.stop(); err != nil {
@@ -394,7 +294,7 @@ func TestMetricsPortApart(t *testing.T) {
 		{p.private + infoPath, http.StatusNotFound},
 	}
 	for _, tt := range tests {
-		res, _ := get(t, tt.url)
+		res, _ := testkit.Get(t, tt.url)
 		if res.StatusCode != tt.want || res.Header.Get("X-Content-Type-Options") != "nosniff" {
 			t.Errorf("GET %s: %d, X-Content-Type-Options %q; want %d, nosniff", tt.url, res.StatusCode, res.Header.Get("X-Content-Type-Options"), tt.want)
 		}

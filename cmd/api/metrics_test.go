@@ -45,10 +45,10 @@ func TestMetrics(t *testing.T) {
 
 	// Requests the test makes, and their counts by route and code.
 	const ri = infoPath
-	_, body := get(t, p.base+ri)
-	info := decode(t, body)
-	res, _ := get(t, p.base+ri, "Accept-Encoding", "gzip")
-	get(t, p.base+ri, "If-None-Match", res.Header.Get("ETag"), "Accept-Encoding", "gzip")
+	_, body := testkit.Get(t, p.base+ri)
+	info := testkit.Decode(t, body)
+	res, _ := testkit.Get(t, p.base+ri, "Accept-Encoding", "gzip")
+	testkit.Get(t, p.base+ri, "If-None-Match", res.Header.Get("ETag"), "Accept-Encoding", "gzip")
 	req, err := http.NewRequest(http.MethodHead, p.base+ri, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -63,14 +63,14 @@ func TestMetrics(t *testing.T) {
 	} else {
 		res.Body.Close()
 	}
-	get(t, p.base+ri+"/photocraft")
-	get(t, p.base+"/")
-	if res, _ := get(t, p.base+ri+"/x"); res.StatusCode != http.StatusNotFound {
+	testkit.Get(t, p.base+ri+"/photocraft")
+	testkit.Get(t, p.base+"/")
+	if res, _ := testkit.Get(t, p.base+ri+"/x"); res.StatusCode != http.StatusNotFound {
 		t.Fatalf("GET %s/x: %d, want 404", ri, res.StatusCode)
 	}
 	randomPaths := []string{"/wp-login.php", "/v1/craft_apps/x", "/.env", "/nope/" + strconv.FormatInt(time.Now().UnixNano(), 36)}
 	for _, path := range randomPaths {
-		if res, _ := get(t, p.base+path); res.StatusCode != http.StatusNotFound {
+		if res, _ := testkit.Get(t, p.base+path); res.StatusCode != http.StatusNotFound {
 			t.Fatalf("GET %s: %d, want 404", path, res.StatusCode)
 		}
 	}
@@ -170,7 +170,7 @@ func TestMetricsSplit(t *testing.T) {
 
 	p := start(t, map[string]string{"REDIS_URL": rs.URL(), "CRAFT_APPS_RELEASE_APPS": testApps})
 	metricsURL := p.private + "/metrics"
-	testkit.Eventually(t, "the first load from Redis", func() bool { r, _ := get(t, p.base+"/readyz"); return r.StatusCode == http.StatusOK })
+	testkit.Eventually(t, "the first load from Redis", func() bool { r, _ := testkit.Get(t, p.base+"/readyz"); return r.StatusCode == http.StatusOK })
 	got := testkit.Scrape(t, metricsURL)
 	for _, tt := range []struct {
 		series string

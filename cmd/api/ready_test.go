@@ -27,7 +27,7 @@ func TestReadinessRefusedVersusOutage(t *testing.T) {
 		testkit.Eventually(t, "the error line", func() bool {
 			return strings.Contains(p.logs.String(), `"level":"error"`) && strings.Contains(p.logs.String(), "redis refuses this pod, staying unready")
 		})
-		if res, _ := get(t, p.base+"/readyz"); res.StatusCode != http.StatusServiceUnavailable {
+		if res, _ := testkit.Get(t, p.base+"/readyz"); res.StatusCode != http.StatusServiceUnavailable {
 			t.Fatalf("readyz past the hydrate timeout got %d, want 503", res.StatusCode)
 		}
 		if logs := p.logs.String(); !strings.Contains(logs, "WRONGPASS") || strings.Contains(logs, "new-secret") {
@@ -36,7 +36,7 @@ func TestReadinessRefusedVersusOutage(t *testing.T) {
 		// The user takes the new password as well: the pod loads and serves.
 		rs.MustDo("ACL", "SETUSER", "api", ">new-secret")
 		testkit.Eventually(t, "ready after the first load", func() bool {
-			res, _ := get(t, p.base+"/readyz")
+			res, _ := testkit.Get(t, p.base+"/readyz")
 			return res.StatusCode == http.StatusOK
 		})
 	})
@@ -49,7 +49,7 @@ func TestReadinessRefusedVersusOutage(t *testing.T) {
 			"CRAFT_APPS_HYDRATE_TIMEOUT_SECS": "1",
 		})
 		testkit.Eventually(t, "ready after the hydrate timeout", func() bool {
-			res, _ := get(t, p.base+"/readyz")
+			res, _ := testkit.Get(t, p.base+"/readyz")
 			return res.StatusCode == http.StatusOK
 		})
 		if logs := p.logs.String(); !strings.Contains(logs, "ready without a load from redis") || strings.Contains(logs, "staying unready") {

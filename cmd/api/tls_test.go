@@ -35,8 +35,8 @@ func TestHydratesOverTLSWithAPrivateCA(t *testing.T) {
 	put("photocraft", "v1.0.0")
 	served := func(p *process, app, tag string) func() bool {
 		return func() bool {
-			_, body := get(t, p.base+infoPath)
-			info := decode(t, body).ReleaseInfo.Apps[app]
+			_, body := testkit.Get(t, p.base+infoPath)
+			info := testkit.Decode(t, body).ReleaseInfo.Apps[app]
 			return info.LatestRelease != nil && info.LatestRelease.Tag == tag
 		}
 	}
@@ -47,7 +47,7 @@ func TestHydratesOverTLSWithAPrivateCA(t *testing.T) {
 			"REDIS_TLS_CA_FILE":       ca.File,
 			"CRAFT_APPS_RELEASE_APPS": testApps,
 		})
-		testkit.Eventually(t, "the first load over TLS", func() bool { r, _ := get(t, p.base+"/readyz"); return r.StatusCode == http.StatusOK })
+		testkit.Eventually(t, "the first load over TLS", func() bool { r, _ := testkit.Get(t, p.base+"/readyz"); return r.StatusCode == http.StatusOK })
 		testkit.Eventually(t, "photocraft served", served(p, "photocraft", "v1.0.0"))
 		put("vectorcraft", "v2.0.0")
 		testkit.Eventually(t, "vectorcraft served after its invalidation", served(p, "vectorcraft", "v2.0.0"))

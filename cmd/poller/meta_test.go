@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"io"
-	"net"
 	"os"
 	"strings"
 	"sync/atomic"
@@ -20,7 +19,9 @@ import (
 )
 
 // The MySQL tests share one MariaDB server, each with a database of its own.
-func TestMain(m *testing.M) { os.Exit(mariadbtest.Main(m)) }
+func TestMain(m *testing.M) {
+	os.Exit(testkit.IntegrationMain(func() int { return redistest.Main(func() int { return mariadbtest.Main(m) }) }))
+}
 
 // mustCommand runs `poller args…` through run with vars and returns what it
 // printed, failing the test on an error.
@@ -188,11 +189,7 @@ type downMySQL struct {
 
 func hangUp(t testing.TB) *downMySQL {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { l.Close() })
+	l := testkit.Listen(t)
 	d := &downMySQL{addr: l.Addr().String()}
 	go func() {
 		for {

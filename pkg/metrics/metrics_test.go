@@ -7,6 +7,7 @@ import (
 
 	"github.com/storytold/craft-releases/pkg/metrics"
 	"github.com/storytold/craft-releases/test/scrape"
+	"github.com/storytold/craft-releases/test/testkit"
 )
 
 func TestNewRegistry(t *testing.T) {
@@ -22,7 +23,7 @@ func TestNewRegistry(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			reg := metrics.NewRegistry(tt.binary, tt.version, tt.interval)
 			got := scrape.Samples(t, reg)
-			scrape.Want(t, got, map[string]float64{
+			testkit.WantSamples(t, got, map[string]float64{
 				`craft_build_info{binary="` + tt.binary + `",goversion="` + runtime.Version() + `",version="` + tt.version + `"}`: 1,
 				`craft_poll_interval_seconds`: tt.wantInterval,
 			}, "craft_")

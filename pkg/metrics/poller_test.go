@@ -14,6 +14,7 @@ import (
 	"github.com/storytold/craft-releases/pkg/release"
 	"github.com/storytold/craft-releases/pkg/schedule"
 	"github.com/storytold/craft-releases/test/scrape"
+	"github.com/storytold/craft-releases/test/testkit"
 )
 
 var t0 = time.Date(2026, 10, 10, 12, 0, 0, 0, time.UTC)
@@ -252,7 +253,7 @@ func TestPoller(t *testing.T) {
 			want := zeroPoller()
 			maps.Copy(want, tt.changed)
 			got := scrape.Samples(t, reg)
-			scrape.Want(t, got, want, "craft_poller_github_", "craft_poller_claims", "craft_poller_writes", "craft_poller_redis",
+			testkit.WantSamples(t, got, want, "craft_poller_github_", "craft_poller_claims", "craft_poller_writes", "craft_poller_redis",
 				"craft_poller_mode", "craft_poller_store_", "craft_poller_backoff", "craft_poller_round_duration_seconds_count",
 				"craft_poller_round_duration_seconds_sum", "craft_poller_app_", "craft_poller_schedule_", "craft_poller_clock_", "craft_poller_effective_")
 			scrape.Lint(t, reg)

@@ -68,7 +68,7 @@ func TestRequests(t *testing.T) {
 					t.Errorf("%s: got %v (present %v), want %v", s, v, ok, w)
 				}
 			}
-			for s := range scrape.Family(got, "craft_api_requests_total") {
+			for s := range testkit.Family(got, "craft_api_requests_total") {
 				if _, ok := tt.want[s]; !ok {
 					t.Errorf("unexpected series %s", s)
 				}
@@ -95,13 +95,13 @@ func TestRequestsConcurrent(t *testing.T) {
 	wg.Wait()
 	got := scrape.Samples(t, pedantic(r))
 	var sum float64
-	for _, v := range scrape.Family(got, "craft_api_requests_total") {
+	for _, v := range testkit.Family(got, "craft_api_requests_total") {
 		sum += v
 	}
 	if sum != goroutines*each {
 		t.Errorf("requests counted: got %v, want %d", sum, goroutines*each)
 	}
-	if n := len(scrape.Family(got, "craft_api_requests_total")); n != 3 {
+	if n := len(testkit.Family(got, "craft_api_requests_total")); n != 3 {
 		t.Errorf("series: got %d, want one per code (3)", n)
 	}
 }

@@ -3,12 +3,12 @@ package mysql_test
 import (
 	"context"
 	"errors"
-	"net"
 	"testing"
 	"time"
 
 	"github.com/storytold/craft-releases/pkg/mysql"
 	"github.com/storytold/craft-releases/test/mariadbtest"
+	"github.com/storytold/craft-releases/test/testkit"
 )
 
 // hangGuard only stops a test whose query hangs; it is no measure of speed.
@@ -35,11 +35,8 @@ func live(t testing.TB, db *mysql.DB) error {
 // TestSilentServer: a server that accepts connections and never answers costs
 // a query its timeout, and an error.
 func TestSilentServer(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { l.Close() })
+	testkit.Integration(t)
+	l := testkit.Listen(t)
 	go func() {
 		for {
 			c, err := l.Accept()
@@ -62,6 +59,7 @@ func TestSilentServer(t *testing.T) {
 // TestSlowQuery: a table locked by another session makes the read wait; the
 // query timeout ends it, and the pool works again once the lock is gone.
 func TestSlowQuery(t *testing.T) {
+	testkit.Integration(t)
 	d := mariadbtest.Shared(t).NewDatabase(t)
 	db, err := mysql.Open(d.DSN(), mysql.Options{QueryTimeout: time.Second})
 	if err != nil {

@@ -138,6 +138,8 @@ func TestHandler(t *testing.T) {
 		{"signed, not JSON", delivery("release", "d11", "payload=%7B%7D", signed("payload=%7B%7D")), nil, 400, `application/json`, nil, "release invalid"},
 		{"redis down", delivery("release", "d12", publishedBody, signed(publishedBody)), errors.New("dial tcp: refused"),
 			503, `"unavailable, redeliver later"`, nil, "release unavailable"},
+		{"ping, redis down", delivery("ping", "p2", `{}`, signed(`{}`)), errors.New("dial tcp: refused"),
+			200, `"pong"`, nil, "ping accepted"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -169,11 +171,20 @@ func TestHandler(t *testing.T) {
 }
 
 func TestHandlerRedelivery(t *testing.T) {
-	fleet := &fakeFleet{}
+	fleet := &fakeFleet{err: errors.New("dial tcp: refused")}
 	h, err := webhook.New(webhook.Config{Secrets: []string{secret}, Apps: testApps, Recorder: fleet})
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Refused while Redis is down: GitHub's redelivery of it is new.
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, delivery("release", "same-id", publishedBody, webhook.Sign(secret, []byte(publishedBody))))
+	if rec.Code != http.StatusServiceUnavailable {
+		t.Fatalf("with Redis down got %d %s, want 503", rec.Code, rec.Body)
+	}
+	fleet.mu.Lock()
+	fleet.err = nil
+	fleet.mu.Unlock()
 	for i, want := range []string{`"accepted"`, `"duplicate"`, `"duplicate"`} {
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, delivery("release", "same-id", publishedBody, webhook.Sign(secret, []byte(publishedBody))))
@@ -182,7 +193,7 @@ func TestHandlerRedelivery(t *testing.T) {
 		}
 	}
 	// The same signed body under another delivery id: a replay.
-	rec := httptest.NewRecorder()
+	rec = httptest.NewRecorder()
 	h.ServeHTTP(rec, delivery("release", "another-id", publishedBody, webhook.Sign(secret, []byte(publishedBody))))
 	if rec.Code != http.StatusAccepted || !strings.Contains(rec.Body.String(), `"duplicate"`) {
 		t.Errorf("a replay under another id got %d %s, want 202 duplicate", rec.Code, rec.Body)

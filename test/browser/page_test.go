@@ -22,7 +22,10 @@ import (
 	"github.com/storytold/craft-releases/pkg/release"
 	"github.com/storytold/craft-releases/pkg/snapshot"
 	"github.com/storytold/craft-releases/test/fakeclock"
+	"github.com/storytold/craft-releases/test/testkit"
 )
+
+func TestMain(m *testing.M) { os.Exit(testkit.IntegrationMain(m.Run)) }
 
 // screenshots is where the test writes its screenshots, relative to this
 // package's directory (git-ignored).

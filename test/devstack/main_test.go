@@ -5,6 +5,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -15,6 +16,8 @@ import (
 
 	"github.com/storytold/craft-releases/test/testkit"
 )
+
+func TestMain(m *testing.M) { os.Exit(testkit.IntegrationMain(m.Run)) }
 
 // TestCtrlC runs `task dev` as the README says, and sends SIGINT to its
 // whole process group, as a terminal's Ctrl-C does: the devstack must stop

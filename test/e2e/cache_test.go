@@ -218,7 +218,7 @@ func TestBehindACache(t *testing.T) {
 		if enc == "gzip" {
 			body = gunzip(t, body)
 		}
-		if got := tags(decode(t, body))["photocraft"]; got != "v1.1.0" {
+		if got := tags(testkit.Decode(t, body))["photocraft"]; got != "v1.1.0" {
 			t.Errorf("after the purge the cache serves photocraft %s (Accept-Encoding %q), want v1.1.0", got, enc)
 		}
 	}

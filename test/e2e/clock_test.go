@@ -7,6 +7,7 @@ import (
 
 	"github.com/storytold/craft-releases/test/fakegithub"
 	"github.com/storytold/craft-releases/test/redistest"
+	"github.com/storytold/craft-releases/test/testkit"
 )
 
 // TestRedisClockStepsBack runs a poller and two pods against a redis-server
@@ -32,7 +33,7 @@ func TestRedisClockStepsBack(t *testing.T) {
 			t.Fatalf("%s: Date %q: %v", p.name, a.header.Get("Date"), err)
 		}
 		// Date has whole seconds.
-		for app, at := range fetched(decode(t, a.body)) {
+		for app, at := range fetched(testkit.Decode(t, a.body)) {
 			if at.Truncate(time.Second).After(date) {
 				t.Errorf("%s: %s's app_last_fetched %v is after the answer's Date %v", p.name, app, at, date)
 			}

@@ -55,15 +55,16 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	}
-	dir, err := os.MkdirTemp("", "craft-e2e-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "e2e:", err)
-		os.Exit(1)
-	}
-	binaries.dir = dir
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
+	os.Exit(testkit.IntegrationMain(func() int {
+		dir, err := os.MkdirTemp("", "craft-e2e-")
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "e2e:", err)
+			return 1
+		}
+		binaries.dir = dir
+		defer os.RemoveAll(dir)
+		return m.Run()
+	}))
 }
 
 // binary returns the path of cmd/<name>, building cmd/api and cmd/poller the
@@ -323,13 +324,6 @@ func (l *logs) String() string {
 	return strings.Join(l.lines, "\n")
 }
 
-// httpClient neither adds nor strips Accept-Encoding, so each test picks
-// the representation it asks for.
-var httpClient = &http.Client{
-	Transport: &http.Transport{DisableCompression: true, MaxIdleConnsPerHost: 8},
-	Timeout:   10 * time.Second,
-}
-
 // answer is one HTTP answer, read whole.
 type answer struct {
 	status int
@@ -337,27 +331,13 @@ type answer struct {
 	body   []byte
 }
 
-// ask sends GET url with the header pairs given (name, value, …).
-func ask(url string, header ...string) (answer, error) { return askWith(httpClient, url, header...) }
+// ask sends GET url with the header pairs given (name, value, …), as
+// testkit.Ask does.
+func ask(url string, header ...string) (answer, error) { return askWith(nil, url, header...) }
 
-// askWith sends GET url with client and the header pairs given; a pair
-// with an empty value is not sent, as by a client that has no such header.
+// askWith is ask with client (testkit.Client when nil).
 func askWith(client *http.Client, url string, header ...string) (answer, error) {
-	req, err := http.NewRequest(http.MethodGet, url, nil)
-	if err != nil {
-		return answer{}, err
-	}
-	for i := 0; i+1 < len(header); i += 2 {
-		if header[i+1] != "" {
-			req.Header.Set(header[i], header[i+1])
-		}
-	}
-	res, err := client.Do(req)
-	if err != nil {
-		return answer{}, err
-	}
-	defer res.Body.Close()
-	body, err := io.ReadAll(res.Body)
+	res, body, err := testkit.Ask(client, url, header...)
 	if err != nil {
 		return answer{}, err
 	}
@@ -380,31 +360,8 @@ func (p *proc) get(t testing.TB, header ...string) answer {
 // served is what a pod serves, decoded.
 func (p *proc) served(t testing.TB) release.Info {
 	t.Helper()
-	return decode(t, p.get(t).body)
+	return testkit.Decode(t, p.get(t).body)
 }
-
-// decode decodes an answer of the endpoint, failing the test when it does
-// not decode.
-func decode(t testing.TB, body []byte) release.Info {
-	t.Helper()
-	info, err := decodeInfo(body)
-	if err != nil {
-		t.Fatalf("decode %.200q: %v", body, err)
-	}
-	return info
-}
-
-// infos holds the answers decoded last: the waits ask the pods every few
-// milliseconds for bytes that mostly did not change since. What it returns
-// is shared and must not be changed.
-var infos = testkit.NewMemo(64, func(body []byte) (release.Info, error) {
-	var info release.Info
-	err := json.Unmarshal(body, &info)
-	return info, err
-})
-
-// decodeInfo decodes an answer of the endpoint.
-func decodeInfo(body []byte) (release.Info, error) { return infos.Of(body) }
 
 // summary describes a body in a line for failure messages: each app's tag
 // and fetch time, and its length, which tells bodies apart that describe
@@ -615,20 +572,6 @@ func redisCalls(t testing.TB, addr string) map[string]int64 {
 		calls[name] = c
 	}
 	return calls
-}
-
-// tracked returns how many (key, client) pairs Redis tracks for
-// client-side caching (INFO stats, tracking_total_items). Redis drops a
-// key's pairs when it invalidates the key, and a pod's re-read adds its pair
-// back.
-func tracked(t testing.TB, addr string) int64 {
-	t.Helper()
-	v := redisInfo(t, addr, "stats")["tracking_total_items"]
-	n, err := strconv.ParseInt(v, 10, 64)
-	if err != nil {
-		t.Fatalf("info stats: tracking_total_items %q", v)
-	}
-	return n
 }
 
 // delta returns after − before for every command that changed, leaving out

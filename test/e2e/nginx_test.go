@@ -3,7 +3,6 @@ package e2e
 import (
 	byteorder "encoding/binary" // beside func binary
 	"fmt"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -135,17 +134,10 @@ func startNginx(t testing.TB, pods []*proc) *cache {
 	return c
 }
 
-// noRedirects keeps a redirect as the answer.
-var noRedirects = &http.Client{
-	Transport:     httpClient.Transport,
-	Timeout:       httpClient.Timeout,
-	CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
-}
-
 // ask sends GET path to the cache with the header pairs given, and keeps a
 // redirect as the answer.
 func (c *cache) ask(path string, header ...string) (answer, error) {
-	return askWith(noRedirects, c.base+path, header...)
+	return ask(c.base+path, header...)
 }
 
 // get asks the cache and fails the test on a transport error.

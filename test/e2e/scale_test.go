@@ -10,6 +10,7 @@ import (
 
 	"github.com/storytold/craft-releases/test/fakegithub"
 	"github.com/storytold/craft-releases/test/redistest"
+	"github.com/storytold/craft-releases/test/testkit"
 )
 
 // scaleApps publishes a release of n apps on gh and returns them as
@@ -44,7 +45,7 @@ func (p *proc) warm() bool {
 	if err != nil {
 		return false
 	}
-	res, err := httpClient.Do(req)
+	res, err := testkit.Client.Do(req)
 	if err != nil {
 		return false
 	}

@@ -183,7 +183,7 @@ func watchAnswers(pods []*proc) *answerWatch {
 					w.note(fmt.Sprintf("%s: %v %d", p.name, err, a.status))
 					continue
 				}
-				info, err := decodeInfo(a.body)
+				info, err := testkit.DecodeInfo(a.body)
 				if err != nil {
 					w.note(fmt.Sprintf("%s: %v", p.name, err))
 					continue
@@ -343,7 +343,7 @@ func TestFailover(t *testing.T) {
 // (runFailover): kill → promoted and kill → served by every pod, in seconds,
 // and the answers that were not 200 or went back in time meanwhile.
 //
-//	go test -run '^$' -bench Failover ./test/e2e
+//	CRAFT_TEST_INTEGRATION=1 go test -run '^$' -bench Failover ./test/e2e
 func BenchmarkFailover(b *testing.B) {
 	for _, tc := range topologies() {
 		b.Run(tc.name, func(b *testing.B) {

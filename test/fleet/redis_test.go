@@ -2,7 +2,6 @@ package fleet_test
 
 import (
 	"context"
-	"strings"
 	"testing"
 	"time"
 
@@ -214,50 +213,4 @@ func BenchmarkFlushRepair(b *testing.B) {
 	b.ReportMetric(worst.Seconds(), "worst-sim-s/repair")
 	b.Logf("I=30m, 2 pollers, 13 apps, %d flushes: Redis holds every app again %v after FLUSHALL on average, %v at worst (goal: one tick, 30 s ±10 %%)",
 		b.N, mean.Round(time.Millisecond), worst.Round(time.Millisecond))
-}
-
-// TestRedisReadOnly turns Redis into a replica of a primary that is gone, as
-// after a failover that left the pollers on the old primary: reads work and
-// every write answers READONLY, for 10 minutes at the production timing
-// while apps come due. Each poller warns once, never says Redis is back
-// while its writes fail, and says it once at the first tick after the
-// writes work again, when the entries are written back.
-func TestRedisReadOnly(t *testing.T) {
-	t.Parallel()
-	srv := redistest.Start(t)
-	timing := productionTiming(30 * time.Minute)
-	s := newSim(t, timing, defaultApps())
-	members := []*member{
-		s.add("poller-1", memberConfig{redisURL: srv.URL(), coordinate: true, seed: 1}),
-		s.add("poller-2", memberConfig{redisURL: srv.URL(), coordinate: true, seed: 2}),
-	}
-	s.runFor(timing.Interval - 5*time.Minute)
-
-	srv.MustDo("REPLICAOF", "127.0.0.1", "1")
-	if _, err := srv.Do("SET", "probe", "1"); err == nil || !strings.Contains(err.Error(), "READONLY") {
-		t.Fatalf("SET on the replica: %v, want READONLY", err)
-	}
-	const outage = 10 * time.Minute
-	readOnly := s.clock.Now()
-	s.runFor(outage)
-	if n := len(s.reqs.between(readOnly, s.clock.Now())); n < len(s.apps) {
-		t.Fatalf("%d GitHub requests during the outage, want every app asked", n)
-	}
-	for _, m := range members {
-		if got := m.count("redis unavailable"); got != 1 {
-			t.Errorf("%s: %d \"redis unavailable\" warnings in %v of READONLY writes, want 1", m.name, got, outage)
-		}
-		if got := m.count("redis is back"); got != 0 {
-			t.Errorf("%s: %d \"redis is back\" while writes fail, want 0", m.name, got)
-		}
-	}
-
-	srv.MustDo("REPLICAOF", "NO", "ONE")
-	s.runFor(timing.TickDelay(1))
-	for _, m := range members {
-		if got := m.count("redis is back"); got != 1 {
-			t.Errorf("%s: %d \"redis is back\" once writes work, want 1", m.name, got)
-		}
-	}
-	s.checkShared(srv.URL(), readOnly)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -379,4 +380,28 @@ func adminStore(t testing.TB, url string) *store.Store {
 	}
 	t.Cleanup(c.Close)
 	return store.New(c, "admin", defaultApps())
+}
+
+// goroutinesIn returns the stacks of the goroutines that run code of any of
+// the packages (import paths).
+func goroutinesIn(pkgs ...string) []string {
+	buf := make([]byte, 1<<20)
+	for {
+		n := runtime.Stack(buf, true)
+		if n < len(buf) {
+			buf = buf[:n]
+			break
+		}
+		buf = make([]byte, 2*len(buf))
+	}
+	var out []string
+	for _, g := range strings.Split(string(buf), "\n\n") {
+		for _, p := range pkgs {
+			if strings.Contains(g, p) {
+				out = append(out, g)
+				break
+			}
+		}
+	}
+	return out
 }

@@ -29,6 +29,8 @@ import (
 	"time"
 
 	"github.com/go-sql-driver/mysql"
+
+	"github.com/storytold/craft-releases/test/testkit"
 )
 
 // startTimeout bounds how long a server may take to accept connections.
@@ -84,9 +86,22 @@ type Server struct {
 	next int           // databases made by NewDatabase
 }
 
+// errMissing is installTemplate's error when MariaDB is not installed.
+var errMissing = errors.New("mariadb is not installed")
+
+// fail fails tb with err, or skips it when MariaDB is missing and the
+// integration switch is off: the unit set needs only Go and redis-server.
+func fail(tb testing.TB, err error) {
+	tb.Helper()
+	if errors.Is(err, errMissing) && !testkit.IntegrationOn() {
+		tb.Skip(err)
+	}
+	tb.Fatal(err)
+}
+
 // Shared returns the package's shared server, starting it the first time.
-// It fails the test when MariaDB is missing, does not start, or the package
-// did not call Main from TestMain.
+// It fails the test when MariaDB does not start or the package did not call
+// Main from TestMain, and when MariaDB is missing (see fail).
 func Shared(tb testing.TB) *Server {
 	tb.Helper()
 	process.mu.Lock()
@@ -98,7 +113,7 @@ func Shared(tb testing.TB) *Server {
 	// reported by whichever test uses it at the time.
 	s, err := newServer()
 	if err != nil {
-		tb.Fatal(err)
+		fail(tb, err)
 	}
 	process.shared = s
 	return s
@@ -112,7 +127,7 @@ func Start(tb testing.TB) *Server {
 	s, err := newServer()
 	process.mu.Unlock()
 	if err != nil {
-		tb.Fatal(err)
+		fail(tb, err)
 	}
 	tb.Cleanup(func() {
 		s.Stop()
@@ -168,7 +183,7 @@ func installTemplate() error {
 	}
 	for _, bin := range []string{"mariadb-install-db", "mariadbd"} {
 		if _, err := exec.LookPath(bin); err != nil {
-			process.err = fmt.Errorf("mariadbtest: %s not found (the test task installs it: apt-get install mariadb-server): %w", bin, err)
+			process.err = fmt.Errorf("mariadbtest: %s not found (the test task installs it: apt-get install mariadb-server): %w: %w", bin, errMissing, err)
 			return process.err
 		}
 	}

@@ -101,6 +101,7 @@ func TestGlobalStatus(t *testing.T) {
 // again in namespaces of its own (unshare: a host name of its own, and an
 // empty /etc/hosts mounted over the real one for it alone).
 func TestHostNameThatDoesNotResolve(t *testing.T) {
+	testkit.Integration(t)
 	const inner = "MARIADBTEST_UNRESOLVABLE_HOST"
 	if os.Getenv(inner) != "" {
 		srv := mariadbtest.Start(t)

@@ -48,7 +48,7 @@ func startCluster(t testing.TB, ca *CA, primaries, replicas int, args ...string)
 		// The bus port has a free port of its own: the default, 10000 above
 		// the node's, may be taken or past 65535.
 		nodeArgs := append([]string{"--cluster-enabled", "yes", "--cluster-node-timeout", strconv.Itoa(ClusterNodeTimeout),
-			"--cluster-port", strconv.Itoa(freePort(t)), "--repl-diskless-sync-delay", "0"}, args...)
+			"--cluster-port", strconv.Itoa(testkit.FreePort(t)), "--repl-diskless-sync-delay", "0"}, args...)
 		var s *Server
 		if ca != nil {
 			s = StartTLS(t, ca, nodeArgs...)

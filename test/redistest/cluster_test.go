@@ -9,6 +9,7 @@ import (
 )
 
 func TestClusterFailover(t *testing.T) {
+	testkit.Integration(t)
 	for _, tc := range []struct {
 		name   string
 		start  func(t *testing.T) *redistest.Cluster

@@ -29,13 +29,21 @@ type Server struct {
 	ca   *CA         // StartTLS's: the server listens on TLS only, with a certificate ca signed
 	tls  *tls.Config // StartTLS's: how Do, Query and Info reach it
 	env  []string    // a Shift's: added to the environment redis-server inherits
+
+	dir      string // a pooled server's directory; "" for a server of one test (t.TempDir)
+	pristine string // a pooled server's CONFIG GET * and ACL LIST as launched
 }
 
 // Start runs redis-server on a free loopback port with the extra config
 // arguments given (such as "--enable-debug-command", "yes") and waits until it
-// answers PING. It fails the test when redis-server is missing or does not start.
+// answers PING. It fails the test when redis-server is missing or does not
+// start. In a package whose TestMain runs Main, it hands out an empty server
+// of the package's pool instead (see Main).
 func Start(t testing.TB, args ...string) *Server {
 	t.Helper()
+	if s := fromPool(t, args); s != nil {
+		return s
+	}
 	return start(t, &Server{t: t, args: args})
 }
 
@@ -85,7 +93,7 @@ var errExited = errors.New("redis-server exited")
 func (s *Server) startFresh() {
 	s.t.Helper()
 	for attempt := 1; ; attempt++ {
-		s.Addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(freePort(s.t)))
+		s.Addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(s.freePort()))
 		err := s.launch()
 		if err == nil {
 			return
@@ -111,8 +119,12 @@ func (s *Server) launch() error {
 	if s.tls != nil {
 		ports = []string{"--port", "0", "--tls-port", port}
 	}
+	dir := s.dir
+	if dir == "" {
+		dir = s.t.TempDir()
+	}
 	args := append(append(ports, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-		"--dir", s.t.TempDir(), "--protected-mode", "no",
+		"--dir", dir, "--protected-mode", "no",
 	), s.args...)
 	cmd := exec.Command("redis-server", args...)
 	if s.env != nil {
@@ -120,7 +132,7 @@ func (s *Server) launch() error {
 	}
 	// A file, not a buffer: no goroutine copies it, so tests that count
 	// goroutines see none of the server's.
-	out, err := os.CreateTemp(s.t.TempDir(), "redis-server-*.log")
+	out, err := os.CreateTemp(dir, "redis-server-*.log")
 	if err != nil {
 		return err
 	}
@@ -206,7 +218,22 @@ func (s *Server) MustDo(args ...string) string {
 	return reply
 }
 
-func freePort(t testing.TB) int { return testkit.FreePort(t) }
+// freePort returns a free port for the server: held until its test ends,
+// or for a pooled server until the pool stops.
+func (s *Server) freePort() int {
+	s.t.Helper()
+	if s.dir == "" {
+		return testkit.FreePort(s.t)
+	}
+	port, release, err := testkit.HoldPort()
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	pool.Lock()
+	pool.release = append(pool.release, release)
+	pool.Unlock()
+	return port
+}
 
 // Denied returns one line for each entry of the server's ACL LOG (each
 // command or key a user was denied), such as "user=craft-api reason=command

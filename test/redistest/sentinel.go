@@ -80,7 +80,7 @@ func startSentinel(t testing.TB, master, primaryAddr string, quorum int, ca *CA)
 		t.Fatalf("redis-server not found (the test task installs it: apt-get install redis-server): %v", err)
 	}
 	host, port, _ := net.SplitHostPort(primaryAddr)
-	s := &Sentinel{t: t, Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(freePort(t))), Master: master}
+	s := &Sentinel{t: t, Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(testkit.FreePort(t))), Master: master}
 	_, myPort, _ := net.SplitHostPort(s.Addr)
 	dir := t.TempDir()
 	s.conf = filepath.Join(dir, "sentinel.conf")

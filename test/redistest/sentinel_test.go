@@ -8,6 +8,7 @@ import (
 )
 
 func TestSentinelFailover(t *testing.T) {
+	testkit.Integration(t)
 	for _, tc := range []struct {
 		name   string
 		start  func(t *testing.T, args ...string) *Server

@@ -12,7 +12,7 @@ import (
 // with the Shift, both ways, while they run.
 func TestShift(t *testing.T) {
 	shift := redistest.NewShift(t, time.Hour)
-	primary := shift.Start(t)
+	primary := shift.Start(t, "--repl-diskless-sync-delay", "0")
 	replica := redistest.StartReplica(t, primary)
 	redisNow := func(s *redistest.Server) time.Time {
 		reply, err := s.Query("TIME")

@@ -1,7 +1,7 @@
 // Package testkit holds the small helpers that tests share: a log buffer
 // safe for concurrent writers (with its JSON lines by message), a free
 // loopback address, waiting for a condition (failing the test, or not),
-// reading a Prometheus scrape, each app's answer as the full release_info
+// reading and checking Prometheus samples, each app's answer as the full release_info
 // answer holds it, the wire example of docs/wire.md, and a memo that decodes
 // the same answer once.
 package testkit
@@ -76,7 +76,7 @@ func Within(d time.Duration, cond func() bool) bool {
 }
 
 // Scrape GETs the Prometheus text at url and returns every sample by its
-// series as the text format prints it: name{label="value",...}.
+// series (see Samples).
 func Scrape(t testing.TB, url string) map[string]float64 {
 	t.Helper()
 	res, err := http.Get(url)
@@ -91,23 +91,62 @@ func Scrape(t testing.TB, url string) map[string]float64 {
 	if res.StatusCode != http.StatusOK || !strings.HasPrefix(res.Header.Get("Content-Type"), "text/plain") {
 		t.Fatalf("GET %s: %d %s, want 200 text/plain", url, res.StatusCode, res.Header.Get("Content-Type"))
 	}
+	return Samples(t, string(body))
+}
+
+// Samples returns every sample of a Prometheus text exposition by its series
+// as the format prints it: name{label="value",...}. It fails the test on a
+// line it cannot read.
+func Samples(t testing.TB, text string) map[string]float64 {
+	t.Helper()
 	samples := make(map[string]float64)
-	for line := range strings.Lines(string(body)) {
+	for line := range strings.Lines(text) {
 		line = strings.TrimSuffix(line, "\n")
 		if line == "" || strings.HasPrefix(line, "#") {
 			continue
 		}
 		i := strings.LastIndexByte(line, ' ')
 		if i < 0 {
-			t.Fatalf("GET %s: unreadable sample %q", url, line)
+			t.Fatalf("unreadable sample %q", line)
 		}
 		v, err := strconv.ParseFloat(line[i+1:], 64)
 		if err != nil {
-			t.Fatalf("GET %s: unreadable sample %q", url, line)
+			t.Fatalf("unreadable sample %q", line)
 		}
 		samples[line[:i]] = v
 	}
 	return samples
+}
+
+// Family returns the samples of got whose series starts with prefix.
+func Family(got map[string]float64, prefix string) map[string]float64 {
+	out := make(map[string]float64)
+	for s, v := range got {
+		if strings.HasPrefix(s, prefix) {
+			out[s] = v
+		}
+	}
+	return out
+}
+
+// WantSamples checks that got holds every series of want with its value,
+// and no other series starting with any of prefixes.
+func WantSamples(t testing.TB, got, want map[string]float64, prefixes ...string) {
+	t.Helper()
+	for _, p := range prefixes {
+		for s, v := range Family(got, p) {
+			if _, ok := want[s]; !ok {
+				t.Errorf("unexpected series %s = %v", s, v)
+			}
+		}
+	}
+	for s, w := range want {
+		if v, ok := got[s]; !ok {
+			t.Errorf("%s: absent, want %v", s, w)
+		} else if v != w {
+			t.Errorf("%s: got %v, want %v", s, v, w)
+		}
+	}
 }
 
 // AppAnswers returns, for each app of a full release_info body, the answer

@@ -14,6 +14,7 @@ import (
 	"github.com/storytold/craft-releases/pkg/snapshot"
 	"github.com/storytold/craft-releases/test/fakeclock"
 	"github.com/storytold/craft-releases/test/scrape"
+	"github.com/storytold/craft-releases/test/testkit"
 )
 
 func reg(cs ...prometheus.Collector) *prometheus.Registry {
@@ -110,7 +111,7 @@ func TestAPI(t *testing.T) {
 				snap.SetAll(e, time.Now())
 			}
 			r := reg(apipod.NewAPI(snap, tt.hydrator))
-			scrape.Want(t, scrape.Samples(t, r), tt.want, "craft_api_")
+			testkit.WantSamples(t, scrape.Samples(t, r), tt.want, "craft_api_")
 			scrape.Lint(t, r)
 		})
 	}

@@ -491,6 +491,7 @@ func TestFallbackWithoutClientTracking(t *testing.T) {
 }
 
 func TestSilentRedis(t *testing.T) {
+	testkit.Integration(t)
 	t.Parallel()
 	tests := []struct {
 		name string

@@ -128,6 +128,7 @@ func TestReadyWhenRedisRefusesThePod(t *testing.T) {
 // goes away (a restart during a bad rollout): the pod stays unready until a
 // load, rather than opening empty as an outage would.
 func TestReadyRefusedThenAnOutage(t *testing.T) {
+	testkit.Integration(t)
 	t.Parallel()
 	srv := redistest.Start(t)
 	srv.MustDo("ACL", "SETUSER", "api", "on", ">old", "~*", "&*", "+@all")

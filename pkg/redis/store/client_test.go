@@ -24,6 +24,7 @@ import (
 // silence is not taken for a refusal of scripts, and closing the client
 // leaves nothing behind.
 func TestSilentRedis(t *testing.T) {
+	testkit.Integration(t)
 	srv := fakeredis.StartSilent(t)
 	before := runtime.NumGoroutine()
 

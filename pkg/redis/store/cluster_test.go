@@ -10,6 +10,7 @@ import (
 	"github.com/storytold/craft-releases/pkg/release"
 	"github.com/storytold/craft-releases/pkg/schedule"
 	"github.com/storytold/craft-releases/test/redistest"
+	"github.com/storytold/craft-releases/test/testkit"
 )
 
 // TestOnACluster: every operation of a Store works on a Redis Cluster, by
@@ -17,6 +18,7 @@ import (
 // key, and the pipelines that read several keys (Load, Status) span slots,
 // which rueidis splits.
 func TestOnACluster(t *testing.T) {
+	testkit.Integration(t)
 	t.Parallel()
 	c := redistest.StartCluster(t, 3, 0)
 	for _, n := range c.Nodes {

@@ -11,10 +11,13 @@ import (
 
 	"github.com/storytold/craft-releases/test/fakeclock"
 	"github.com/storytold/craft-releases/test/mariadbtest"
+	"github.com/storytold/craft-releases/test/redistest"
 )
 
 // The MySQL tests share one MariaDB server, each with a database of its own.
-func TestMain(m *testing.M) { os.Exit(mariadbtest.Main(m)) }
+func TestMain(m *testing.M) {
+	os.Exit(redistest.Main(func() int { return mariadbtest.Main(m) }))
+}
 
 // clockAt is the clock of the subcommands in these tests.
 var clockAt = time.Date(2026, 10, 10, 12, 0, 0, 0, time.UTC)
