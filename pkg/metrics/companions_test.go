@@ -9,6 +9,7 @@ import (
 	"github.com/storytold/craft-releases/pkg/poller"
 	"github.com/storytold/craft-releases/pkg/release"
 	"github.com/storytold/craft-releases/test/scrape"
+	"github.com/storytold/craft-releases/test/testkit"
 )
 
 // TestPollerCompanions checks that companion requests are counted by app
@@ -24,7 +25,7 @@ func TestPollerCompanions(t *testing.T) {
 	reg := prometheus.NewPedanticRegistry()
 	reg.MustRegister(p)
 	got := scrape.Samples(t, reg)
-	scrape.Want(t, got, map[string]float64{
+	testkit.WantSamples(t, got, map[string]float64{
 		`craft_poller_companions_total{app="a",outcome="stored"}`:  1,
 		`craft_poller_companions_total{app="a",outcome="refused"}`: 2,
 		`craft_poller_github_quota_remaining`:                      40,
