@@ -34,7 +34,7 @@ func TestAPIAsItsLeastPrivilegeUser(t *testing.T) {
 	ctx := context.Background()
 	put := func(app, tag string) { t.Helper(); putRelease(t, shared, app, tag) }
 	put("photocraft", "v1.0.0")
-	notice := release.Meta{Notices: release.Notices{Alerts: []release.Alert{{Title: "Hello from the meta hash"}}}}
+	notice := release.Bulletin{Notices: release.Notices{Alerts: []release.Alert{{Title: "Hello from the meta hash"}}}}
 	if ok, err := shared.PutMeta(ctx, notice, time.Now()); err != nil || !ok {
 		t.Fatalf("put meta: written %v, err %v", ok, err)
 	}

@@ -106,7 +106,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	// Probes and load balancers see the 503 for a moment before the
 	// servers drain: all of it within SHUTDOWN_TIMEOUT_SECS.
 	err = daemon.Run(ctx, daemon.Plan{
-		Servers: []daemon.Listening{
+		Servers: []daemon.Endpoint{
 			{Handler: server, Listener: ln, MaxConnections: cfg.MaxConnections},
 			{Handler: private, Listener: mln},
 		},
@@ -155,13 +155,13 @@ func feeder(cfg config.API, snap *snapshot.Snapshot, gate *daemon.Gate, log *zap
 	if err != nil {
 		return nil, nil, err
 	}
-	observer := metrics.NewPoller(cfg.Polled())
+	observer := metrics.NewPoller(cfg.Entries())
 	reg.MustRegister(observer)
-	sched := cfg.Schedule(len(cfg.Polled()))
+	sched := cfg.Schedule(len(cfg.Entries()))
 	sched.Warn(log)
 	observer.Schedule(sched.RequestsPerHour, sched.QuotaPerHour)
 	pc := poller.Config{
-		Apps:         cfg.Polled(),
+		Apps:         cfg.Entries(),
 		Timing:       cfg.Timing(),
 		QuotaPerHour: sched.QuotaPerHour,
 		Source:       src,
@@ -213,7 +213,7 @@ func feeder(cfg config.API, snap *snapshot.Snapshot, gate *daemon.Gate, log *zap
 // Redis for the pollers.
 func hydrated(cfg config.API, snap *snapshot.Snapshot, gate *daemon.Gate, log *zap.Logger, reg prometheus.Registerer) (func(context.Context) error, webhook.Recorder, error) {
 	hooked := len(cfg.WebhookSecrets) > 0
-	h, err := hydrate.New(cfg.Redis.Options, cfg.Polled(), snap, log, hydrate.WithMeta(snap))
+	h, err := hydrate.New(cfg.Redis.Options, cfg.Entries(), snap, log, hydrate.WithMeta(snap))
 	if err != nil {
 		return nil, nil, err
 	}
@@ -225,7 +225,7 @@ func hydrated(cfg config.API, snap *snapshot.Snapshot, gate *daemon.Gate, log *z
 			return nil, nil, fmt.Errorf("hostname: %w", err)
 		}
 		c := redis.Open(cfg.Redis.Options)
-		fleet, closeFleet = store.New(c, host, cfg.Polled()), c.Close
+		fleet, closeFleet = store.New(c, host, cfg.Entries()), c.Close
 	}
 	reg.MustRegister(apipod.NewAPI(snap, h))
 	log.Info("mode", zap.String("mode", "split"), zap.Bool("webhook", hooked))

@@ -80,15 +80,15 @@ func poll(ctx context.Context, cfg config.Poller, host string, log *zap.Logger) 
 	// A registry of our own, not the global one, so that tests can run
 	// several binaries in one process.
 	reg := metrics.NewRegistry("poller", version, cfg.PollInterval)
-	observer := metrics.NewPoller(cfg.Polled())
+	observer := metrics.NewPoller(cfg.Entries())
 	reg.MustRegister(observer)
-	sched := cfg.Schedule(len(cfg.Polled()))
+	sched := cfg.Schedule(len(cfg.Entries()))
 	if cfg.Polling.Enabled {
 		sched.Warn(log)
 		observer.Schedule(sched.RequestsPerHour, sched.QuotaPerHour)
 	}
 	pc := poller.Config{
-		Apps:         cfg.Polled(),
+		Apps:         cfg.Entries(),
 		Timing:       cfg.Timing(),
 		QuotaPerHour: sched.QuotaPerHour,
 		Source:       src,
@@ -139,7 +139,7 @@ func poll(ctx context.Context, cfg config.Poller, host string, log *zap.Logger) 
 		work = append(work, purge)
 	}
 	err = daemon.Run(ctx, daemon.Plan{
-		Servers:         []daemon.Listening{{Handler: health, Listener: ln}},
+		Servers:         []daemon.Endpoint{{Handler: health, Listener: ln}},
 		Work:            work,
 		StopWorkFirst:   true, // a signal abandons the GitHub request under way
 		Gate:            gate,
@@ -160,7 +160,7 @@ func poll(ctx context.Context, cfg config.Poller, host string, log *zap.Logger) 
 func newStore(client *redis.Conn, host string, cfg config.Poller, log *zap.Logger, observer *metrics.Poller, pc *poller.Config) *store.Store {
 	fleetClock := clock.NewCorrected(nil)
 	pc.Clock = fleetClock
-	st := store.New(client, host, cfg.Polled(), store.WithLogger(log), store.WithModeObserver(observer.WritePath),
+	st := store.New(client, host, cfg.Entries(), store.WithLogger(log), store.WithModeObserver(observer.WritePath),
 		store.WithClock(fleetClock), store.WithRefusals(store.NewRefusals(log, observer.Refused)))
 	pc.Fleet, pc.ReadTimeout = st, client.Timeout()
 	return st
@@ -211,7 +211,7 @@ func polling(cfg config.Poller, p *poller.Poller, fleet *store.Store, gate *daem
 	work = append(work, p.Run)
 	if fleet != nil {
 		// The webhook's refresh requests, recorded in Redis by the API pods.
-		keys := release.Keys(cfg.Polled())
+		keys := release.Keys(cfg.Entries())
 		work = append(work, func(ctx context.Context) error {
 			// Redis trouble is the poller's to report; this only retries.
 			return fleet.WatchRefreshes(ctx, keys, p.Refresh, func(err error) {

@@ -15,7 +15,7 @@ const acceptRecheck = time.Second
 
 // accepted reports, once the start-up load was tried, whether the poller may
 // be ready: at once unless Redis refuses it for its configuration (a wrong
-// password, missing permissions; store.Refused). Such a poller would run
+// password, missing permissions; store.AccessDenied). Such a poller would run
 // standalone for good, asking GitHub alone and publishing nothing, so it
 // stays unready, says why in one error line, and is ready once Redis accepts
 // it, so that a rollout with a wrong password stalls with the old pollers
@@ -30,7 +30,7 @@ func accepted(ctx context.Context, st *store.Store, log *zap.Logger) bool {
 	for {
 		_, _, err := st.Status(ctx, nil)
 		switch {
-		case err == nil, !said && !store.Refused(err):
+		case err == nil, !said && !store.AccessDenied(err):
 			return true
 		case !said:
 			log.Error("redis refuses this poller, staying unready", logsafe.NamedError("err", err))

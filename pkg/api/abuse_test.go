@@ -32,7 +32,7 @@ func TestUnsignedBodiesHeldInBoundedMemory(t *testing.T) {
 	served := make(chan error, 1)
 	go func() {
 		api := New(fixed{rendering(t, true)}, new(daemon.Gate), zap.NewNop(), Options{Webhook: webhookHandler(t, true)})
-		served <- daemon.Serve(ctx, daemon.Listening{Handler: api, Listener: ln}, 20*time.Second, zap.NewNop())
+		served <- daemon.Serve(ctx, daemon.Endpoint{Handler: api, Listener: ln}, 20*time.Second, zap.NewNop())
 	}()
 	defer func() {
 		cancel() // the 300 connections take a moment to close on a busy machine

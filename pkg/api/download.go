@@ -23,11 +23,11 @@ import (
 // an os that cannot be told. Only the snapshot's trusted download URLs are
 // ever a Location.
 func downloadRedirect(r Renderer) echo.HandlerFunc {
-	// The same lifetimes as the answers the links are on (snapshot.CacheWarm):
+	// The same lifetimes as the answers the links are on (snapshot.CacheControlFetched):
 	// a redirect to the new release's asset replaces it within a minute, or
 	// at once with a purge. An inferred one stays private: shared caches
 	// such as Cloudflare ignore Vary: User-Agent.
-	public := []string{snapshot.CacheWarm}
+	public := []string{snapshot.CacheControlFetched}
 	private := []string{"private, max-age=60"}
 	varyAgent := []string{"User-Agent"}
 

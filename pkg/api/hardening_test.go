@@ -95,7 +95,7 @@ func serveOnLoopback(t *testing.T, s *Server) string {
 	ctx, cancel := context.WithCancel(context.Background())
 	served := make(chan error, 1)
 	go func() {
-		served <- daemon.Serve(ctx, daemon.Listening{Handler: s, Listener: ln}, time.Second, zap.NewNop())
+		served <- daemon.Serve(ctx, daemon.Endpoint{Handler: s, Listener: ln}, time.Second, zap.NewNop())
 	}()
 	t.Cleanup(func() {
 		cancel()

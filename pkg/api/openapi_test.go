@@ -56,7 +56,7 @@ func fullRendering(warm bool) *snapshot.Rendering {
 		s.Set("filmcraft", release.Entry{FetchedAt: t0})
 	}
 	link := "https://example.com/status"
-	s.SetMeta(release.Meta{
+	s.SetMeta(release.Bulletin{
 		AppRenames:  []release.AppRename{{OldName: "PixelCraft", OldNameLower: "pixelcraft", NewName: "PhotoCraft", NewNameLower: "photocraft", Description: "New name", RenamedAt: release.NewTime(t0)}},
 		RepoRenames: []release.RepoRename{{OldName: "storytold/pixelcraft", NewName: "storytold/photocraft"}},
 		Notices: release.Notices{

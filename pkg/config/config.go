@@ -48,10 +48,10 @@ type Redis struct {
 	Options redis.Options // both, parsed: what the clients take
 }
 
-// Polled returns the entries the pollers keep for the apps: each app and,
-// after it, its pre-release entry when it has the channel (release.Polled).
+// Entries returns the entries the pollers keep for the apps: each app and,
+// after it, its pre-release entry when it has the channel (release.Entries).
 // Each is one GitHub request per interval.
-func (s Shared) Polled() []release.App { return release.Polled(s.Apps) }
+func (s Shared) Entries() []release.App { return release.Entries(s.Apps) }
 
 // Configured reports whether REDIS_URL is set.
 func (r Redis) Configured() bool { return r.URL != "" }

@@ -33,7 +33,7 @@ type Schedule struct {
 	SafeInterval time.Duration
 }
 
-// Schedule works out what polling entries (Shared.Polled: one request per
+// Schedule works out what polling entries (Shared.Entries: one request per
 // app, and one more per pre-release channel) at p's interval asks of
 // GitHub, and what GitHub allows.
 func (p Polling) Schedule(entries int) Schedule {
@@ -80,7 +80,7 @@ func ScheduleUsage(w io.Writer, getenv func(string) string) {
 	if err != nil {
 		apps = DefaultApps()
 	}
-	entries := len(release.Polled(apps))
+	entries := len(release.Entries(apps))
 	github := "https://api.github.com/"
 	without := Polling{GitHubAPIURL: github}.Schedule(entries)
 	with := Polling{GitHubAPIURL: github, GitHubToken: "set"}.Schedule(entries)

@@ -39,7 +39,7 @@ func serveOnLoopback(t *testing.T, h http.Handler, max int) string {
 	ctx, cancel := context.WithCancel(context.Background())
 	served := make(chan error, 1)
 	go func() {
-		served <- Serve(ctx, Listening{Handler: h, Listener: ln, MaxConnections: max}, time.Second, zap.NewNop())
+		served <- Serve(ctx, Endpoint{Handler: h, Listener: ln, MaxConnections: max}, time.Second, zap.NewNop())
 	}()
 	t.Cleanup(func() {
 		cancel()
@@ -236,7 +236,7 @@ func TestShutdownClosesUnusedConnections(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	served := make(chan error, 1)
 	go func() {
-		served <- Serve(ctx, Listening{Handler: testHandler(), Listener: ln}, time.Second, zap.NewNop())
+		served <- Serve(ctx, Endpoint{Handler: testHandler(), Listener: ln}, time.Second, zap.NewNop())
 	}()
 	unused, err := net.Dial("tcp", ln.Addr().String())
 	if err != nil {

@@ -37,7 +37,7 @@ func Main(name string, cmd Command) {
 
 // Plan is what Run runs.
 type Plan struct {
-	Servers []Listening
+	Servers []Endpoint
 	// Work runs in goroutines of its own from the start; its context ends
 	// once the servers stopped, or with ctx when StopWorkFirst is set.
 	Work []func(context.Context) error

@@ -48,7 +48,7 @@ func TestServerFailureStopsEverything(t *testing.T) {
 			done := make(chan error, 1)
 			go func() {
 				done <- daemon.Run(context.Background(), daemon.Plan{
-					Servers: []daemon.Listening{{Handler: health(&daemon.Gate{}), Listener: lns[0]}, {Handler: health(&daemon.Gate{}), Listener: lns[1]}},
+					Servers: []daemon.Endpoint{{Handler: health(&daemon.Gate{}), Listener: lns[0]}, {Handler: health(&daemon.Gate{}), Listener: lns[1]}},
 					Work: []func(context.Context) error{func(ctx context.Context) error {
 						<-ctx.Done()
 						workStopped.Store(true)
@@ -91,7 +91,7 @@ func TestShutdownOrder(t *testing.T) {
 			done := make(chan error, 1)
 			go func() {
 				done <- daemon.Run(ctx, daemon.Plan{
-					Servers: []daemon.Listening{{Handler: health(gate), Listener: ln}},
+					Servers: []daemon.Endpoint{{Handler: health(gate), Listener: ln}},
 					Work: []func(context.Context) error{func(ctx context.Context) error {
 						<-ctx.Done()
 						workSaw <- status(url)

@@ -109,7 +109,7 @@ func launchDuring(b *testing.B, hold flooder) {
 	ctx, cancel := context.WithCancel(context.Background())
 	served := make(chan error, 1)
 	go func() {
-		served <- Serve(ctx, Listening{Handler: floodHandler(), Listener: ln}, time.Second, zap.NewNop())
+		served <- Serve(ctx, Endpoint{Handler: floodHandler(), Listener: ln}, time.Second, zap.NewNop())
 	}()
 	addr := ln.Addr().String()
 	stop := make(chan struct{})

@@ -32,8 +32,8 @@ const (
 	IdleTimeout = 930 * time.Second
 )
 
-// Listening is a handler and the listener it is served on.
-type Listening struct {
+// Endpoint is a handler and the listener it is served on.
+type Endpoint struct {
 	Handler  http.Handler
 	Listener net.Listener
 	// MaxConnections caps the connections held open (DefaultMaxConnections
@@ -55,7 +55,7 @@ type Listening struct {
 // Callers behind a load balancer close the readiness Gate a moment before
 // ctx ends, so that the balancer sees the 503 and stops sending traffic (Run
 // does).
-func Serve(ctx context.Context, l Listening, shutdownTimeout time.Duration, log *zap.Logger) error {
+func Serve(ctx context.Context, l Endpoint, shutdownTimeout time.Duration, log *zap.Logger) error {
 	return serve(ctx, l, serverTimeouts, shutdownTimeout, log)
 }
 
@@ -73,7 +73,7 @@ var serverTimeouts = timeouts{
 }
 
 // serve is Serve with the timeouts to; tests shorten them.
-func serve(ctx context.Context, l Listening, to timeouts, shutdownTimeout time.Duration, log *zap.Logger) error {
+func serve(ctx context.Context, l Endpoint, to timeouts, shutdownTimeout time.Duration, log *zap.Logger) error {
 	limit := l.MaxConnections
 	if limit <= 0 {
 		limit = DefaultMaxConnections

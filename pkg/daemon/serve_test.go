@@ -89,7 +89,7 @@ func TestServeGraceful(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	served := make(chan error, 1)
-	go func() { served <- Serve(ctx, Listening{Handler: h, Listener: ln}, time.Minute, zap.NewNop()) }()
+	go func() { served <- Serve(ctx, Endpoint{Handler: h, Listener: ln}, time.Minute, zap.NewNop()) }()
 
 	inFlight := get("http://" + addr + "/slow")
 	<-h.entered
@@ -121,7 +121,7 @@ func TestServeShutdownDeadline(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	served := make(chan error, 1)
-	go func() { served <- Serve(ctx, Listening{Handler: h, Listener: ln}, 10*time.Millisecond, zap.NewNop()) }()
+	go func() { served <- Serve(ctx, Endpoint{Handler: h, Listener: ln}, 10*time.Millisecond, zap.NewNop()) }()
 
 	inFlight := get("http://" + ln.Addr().String() + "/slow")
 	<-h.entered
@@ -164,7 +164,7 @@ func TestTimeouts(t *testing.T) {
 	ln := listen(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	served := make(chan error, 1)
-	go func() { served <- serve(ctx, Listening{Handler: handler, Listener: ln}, to, time.Second, zap.NewNop()) }()
+	go func() { served <- serve(ctx, Endpoint{Handler: handler, Listener: ln}, to, time.Second, zap.NewNop()) }()
 	t.Cleanup(func() {
 		cancel()
 		<-served

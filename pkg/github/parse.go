@@ -73,18 +73,18 @@ func parseRelease(app release.App, body []byte) (*release.Release, map[string]re
 	r := &release.Release{
 		Tag:           tag,
 		Version:       release.VersionOf(tag, app.TagPrefix),
-		Name:          release.Text(gr.Name, MaxName, false),
+		Name:          release.CleanName(gr.Name, MaxName),
 		PublishedAt:   gr.PublishedAt,
 		HTMLURL:       gr.HTMLURL,
 		Prerelease:    gr.Prerelease,
-		NotesMarkdown: release.Text(gr.Body, MaxNotes, true),
+		NotesMarkdown: release.CleanNotes(gr.Body, MaxNotes),
 		Assets:        make([]release.Asset, 0, min(len(gr.Assets), MaxAssets)),
 	}
 	refs := make(map[string]release.AssetRef)
 	if r.Name == "" {
 		r.Name = tag
 	}
-	if page, ok := release.ReleasePageRepo(r.HTMLURL, tag); !ok || page != repo {
+	if page, ok := release.PageRepo(r.HTMLURL, tag); !ok || page != repo {
 		r.HTMLURL = release.TagURL(repo, tag)
 	}
 	if r.PublishedAt != nil && r.PublishedAt.IsZero() {

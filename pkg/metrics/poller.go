@@ -204,11 +204,11 @@ func (p *Poller) Collect(ch chan<- prometheus.Metric) {
 }
 
 // writePaths are the values of craft_poller_store_write_path's path label.
-var writePaths = []store.Mode{store.ModeScript, store.ModeWatch}
+var writePaths = []store.WriteMode{store.ModeScript, store.ModeWatch}
 
 // WritePath sets craft_poller_store_write_path to m; it is the store's
 // mode observer (store.WithModeObserver). Every path keeps its series.
-func (p *Poller) WritePath(m store.Mode) {
+func (p *Poller) WritePath(m store.WriteMode) {
 	for _, path := range writePaths {
 		v := 0.0
 		if path == m {

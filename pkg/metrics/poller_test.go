@@ -272,7 +272,7 @@ func TestPollerBounded(t *testing.T) {
 		p.RedisError(poller.Op(app))
 		p.WriteRefused(poller.Op(app))
 		p.Round(poller.Mode(app), 0, schedule.Backoff{})
-		p.WritePath(store.Mode(i))
+		p.WritePath(store.WriteMode(i))
 		p.Refused(app)
 		p.RefreshesDeferred(app, 1)
 		p.Entry(app, release.Entry{FetchedAt: t0, FailedAt: t0.Add(time.Duration(i)), Failures: i})

@@ -47,7 +47,7 @@ const (
 // A row that breaks the limits of Validate (written by hand, say) is left
 // out and its ID, such as "alert/12", is listed in skipped, so that one bad
 // row never hides the others. The lists of m are never nil.
-func (d *DB) Live(ctx context.Context, now time.Time) (m release.Meta, skipped []string, err error) {
+func (d *DB) Live(ctx context.Context, now time.Time) (m release.Bulletin, skipped []string, err error) {
 	ctx, cancel := context.WithTimeout(ctx, d.opts.QueryTimeout)
 	defer cancel()
 	now = now.UTC()
@@ -57,10 +57,10 @@ func (d *DB) Live(ctx context.Context, now time.Time) (m release.Meta, skipped [
 	}
 	rows, err := d.db.QueryContext(ctx, liveQuery, args...)
 	if err != nil {
-		return release.Meta{}, nil, fmt.Errorf("read live meta: %w", err)
+		return release.Bulletin{}, nil, fmt.Errorf("read live meta: %w", err)
 	}
 	defer rows.Close()
-	m = release.Meta{
+	m = release.Bulletin{
 		AppRenames:  []release.AppRename{},
 		RepoRenames: []release.RepoRename{},
 		Notices:     release.Notices{Announcements: []release.Announcement{}, Alerts: []release.Alert{}},
@@ -74,7 +74,7 @@ func (d *DB) Live(ctx context.Context, now time.Time) (m release.Meta, skipped [
 			at, start, until sql.NullTime
 		)
 		if err := rows.Scan(&kind, &id, &a, &b, &c, &link, &at, &start, &until); err != nil {
-			return release.Meta{}, nil, fmt.Errorf("read live meta: %w", err)
+			return release.Bulletin{}, nil, fmt.Errorf("read live meta: %w", err)
 		}
 		switch kind {
 		case rowAppRename, rowRepoRename:
@@ -110,7 +110,7 @@ func (d *DB) Live(ctx context.Context, now time.Time) (m release.Meta, skipped [
 		}
 	}
 	if err := rows.Err(); err != nil {
-		return release.Meta{}, nil, fmt.Errorf("read live meta: %w", err)
+		return release.Bulletin{}, nil, fmt.Errorf("read live meta: %w", err)
 	}
 	return m, skipped, nil
 }

@@ -15,7 +15,7 @@ import (
 
 // titles lists the titles of a meta's notices and the new names of its
 // renames, in order, as "kind:text".
-func titles(m release.Meta) []string {
+func titles(m release.Bulletin) []string {
 	var out []string
 	for _, r := range m.AppRenames {
 		out = append(out, "app:"+r.NewName)
@@ -107,7 +107,7 @@ func TestLiveShape(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := release.Marshal(release.Info{Success: true, ReleaseInfo: release.ReleaseInfo{Apps: map[string]release.AppInfo{}},
+	got, err := release.Marshal(release.Info{Success: true, ReleaseInfo: release.Catalog{Apps: map[string]release.AppInfo{}},
 		AppRenames: m.AppRenames, RepoRenames: m.RepoRenames, ImportantNotices: m.Notices})
 	if err != nil {
 		t.Fatal(err)

@@ -17,13 +17,13 @@ import (
 
 // Reader reads the renames and notices live at now; *DB is one.
 type Reader interface {
-	Live(ctx context.Context, now time.Time) (m release.Meta, skipped []string, err error)
+	Live(ctx context.Context, now time.Time) (m release.Bulletin, skipped []string, err error)
 }
 
 // Publisher shares what a poller read at a time, refusing (false, nil) to
 // overwrite a newer read; *store.Store is one.
 type Publisher interface {
-	PutMeta(ctx context.Context, m release.Meta, at time.Time) (bool, error)
+	PutMeta(ctx context.Context, m release.Bulletin, at time.Time) (bool, error)
 }
 
 // Refresher reads the live renames and notices from MySQL and publishes them
@@ -39,7 +39,7 @@ type Refresher struct {
 	clock    clock.Clock
 
 	mu        sync.Mutex // serialises refreshes; guards what follows
-	published *release.Meta
+	published *release.Bulletin
 	mysql     outage.Tracker
 	redis     outage.Tracker
 

@@ -20,20 +20,20 @@ import (
 // fakeReader answers Live with what the test set.
 type fakeReader struct {
 	mu      sync.Mutex
-	m       release.Meta
+	m       release.Bulletin
 	skipped []string
 	err     error
 	reads   []time.Time
 }
 
-func (r *fakeReader) Live(_ context.Context, now time.Time) (release.Meta, []string, error) {
+func (r *fakeReader) Live(_ context.Context, now time.Time) (release.Bulletin, []string, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.reads = append(r.reads, now)
 	return r.m, r.skipped, r.err
 }
 
-func (r *fakeReader) set(m release.Meta, skipped []string, err error) {
+func (r *fakeReader) set(m release.Bulletin, skipped []string, err error) {
 	r.mu.Lock()
 	r.m, r.skipped, r.err = m, skipped, err
 	r.mu.Unlock()
@@ -51,10 +51,10 @@ type fakePublisher struct {
 	refused bool
 	err     error
 	puts    []time.Time
-	metas   []release.Meta
+	metas   []release.Bulletin
 }
 
-func (p *fakePublisher) PutMeta(_ context.Context, m release.Meta, at time.Time) (bool, error) {
+func (p *fakePublisher) PutMeta(_ context.Context, m release.Bulletin, at time.Time) (bool, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.err != nil {
@@ -87,8 +87,8 @@ func newRefresher(t testing.TB) (*mysql.Refresher, *fakeReader, *fakePublisher, 
 	return f, r, p, c, logs
 }
 
-func oneAlert(title string) release.Meta {
-	return release.Meta{Notices: release.Notices{Alerts: []release.Alert{{Title: title}}}}
+func oneAlert(title string) release.Bulletin {
+	return release.Bulletin{Notices: release.Notices{Alerts: []release.Alert{{Title: title}}}}
 }
 
 func TestRefreshPublishes(t *testing.T) {
@@ -97,7 +97,7 @@ func TestRefreshPublishes(t *testing.T) {
 	steps := []struct {
 		name      string
 		at        time.Time
-		m         release.Meta
+		m         release.Bulletin
 		refused   bool
 		wantLevel zapcore.Level // of the "meta refreshed" line
 	}{
@@ -242,7 +242,7 @@ type slowReader struct {
 	took  time.Duration
 }
 
-func (r *slowReader) Live(ctx context.Context, now time.Time) (release.Meta, []string, error) {
+func (r *slowReader) Live(ctx context.Context, now time.Time) (release.Bulletin, []string, error) {
 	r.clock.Advance(r.took)
 	return r.fakeReader.Live(ctx, now)
 }

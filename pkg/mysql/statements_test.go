@@ -18,7 +18,7 @@ import (
 // discard is a Publisher that accepts everything.
 type discard struct{}
 
-func (discard) PutMeta(context.Context, release.Meta, time.Time) (bool, error) { return true, nil }
+func (discard) PutMeta(context.Context, release.Bulletin, time.Time) (bool, error) { return true, nil }
 
 // TestNoServerSidePreparedStatements is the pool's promise to the incident:
 // across many refreshes from several goroutines, and every query the

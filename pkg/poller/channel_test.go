@@ -39,7 +39,7 @@ func requestsPerInterval(t *testing.T, apps []release.App, hours int) (perApp fl
 	t.Helper()
 	src = &steadySource{n: map[string]int{}, ch: map[release.Channel]int{}}
 	clock := newClock()
-	p, err := poller.New(poller.Config{Apps: release.Polled(apps), Timing: timing, Source: src, Logger: zap.NewNop(), Clock: clock})
+	p, err := poller.New(poller.Config{Apps: release.Entries(apps), Timing: timing, Source: src, Logger: zap.NewNop(), Clock: clock})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -29,9 +29,9 @@ type Source interface {
 	Latest(ctx context.Context, app release.App, etag string) release.Answer
 }
 
-// Fleet is the state the pollers share (docs/redis.md). Every method may fail with
+// Shared is the state the pollers share (docs/redis.md). Every method may fail with
 // a Redis error; a refused guarded write is not an error but false.
-type Fleet interface {
+type Shared interface {
 	// Load reads every listed app's shared entry and the fleet backoff in one pipeline.
 	Load(ctx context.Context, apps []string) (map[string]release.Entry, schedule.Backoff, error)
 	// LoadApp re-reads one app's entry and the backoff.
@@ -76,7 +76,7 @@ type Config struct {
 	Source Source
 
 	// Fleet is the shared state; nil runs standalone, with no Redis at all.
-	Fleet Fleet
+	Fleet Shared
 	// Coordinate makes the poller read the fleet's state, claim apps and
 	// share the backoff. With a Fleet and Coordinate false the pollers run
 	// uncoordinated: nothing is read from the Fleet, but every result is still
@@ -128,7 +128,7 @@ type Poller struct {
 	keys    []string
 	timing  schedule.Timing
 	source  Source
-	fleet   Fleet
+	fleet   Shared
 	reads   time.Duration // Config.ReadTimeout
 	mode    Mode
 	sink    Sink

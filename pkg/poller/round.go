@@ -124,7 +124,7 @@ func (p *Poller) finish(ctx context.Context, start time.Time, r *round) {
 	// A backoff that another poller set during our round stands: our
 	// own round's results must not clear or shorten it.
 	if !r.held {
-		next := schedule.Next(p.timing, p.backoff, r.sum, now, p.rand())
+		next := schedule.NextBackoff(p.timing, p.backoff, r.sum, now, p.rand())
 		if next.Trouble != p.backoff.Trouble || !next.Until.Equal(p.backoff.Until) {
 			read := p.backoff
 			p.backoff = next

@@ -28,16 +28,6 @@ func NewClient(done context.Context, o Options, invalidated func([]rueidis.Redis
 	return rueidis.NewClient(opt)
 }
 
-// DialURL is Parse then NewClient without caching, for tools and tests that
-// need a plain client of a URL.
-func DialURL(rawURL string) (rueidis.Client, error) {
-	o, err := Parse(rawURL)
-	if err != nil {
-		return nil, err
-	}
-	return NewClient(context.Background(), o, nil)
-}
-
 // cachedRetryDelay lets rueidis retry a read a few times at once, which hides a
 // dropped connection; anything longer, and a refused CLIENT TRACKING, comes
 // back to the caller (the hydrator logs it and backs off).

@@ -27,9 +27,9 @@ func (a App) PrereleaseEntry() App {
 	return App{Key: a.Key + prereleaseSuffix, Name: a.Name, Repo: a.Repo, Channel: Prerelease, TagPrefix: a.TagPrefix}
 }
 
-// Polled returns the entries the pollers keep for apps, in order: each app,
+// Entries returns the entries the pollers keep for apps, in order: each app,
 // followed by its PrereleaseEntry when it has a pre-release channel.
-func Polled(apps []App) []App {
+func Entries(apps []App) []App {
 	out := make([]App, 0, len(apps))
 	for _, a := range apps {
 		out = append(out, a)

@@ -17,13 +17,13 @@ func TestPolled(t *testing.T) {
 		{Key: "b", Name: "B", Repo: "o/b", Prereleases: true, TagPrefix: "b-v"},
 		{Key: "c", Name: "C", Repo: "o/c"},
 	}
-	got := release.Polled(apps)
+	got := release.Entries(apps)
 	want := []release.App{apps[0], apps[1], {Key: "b:prerelease", Name: "B", Repo: "o/b", Channel: release.Prerelease, TagPrefix: "b-v"}, apps[2]}
 	if !reflect.DeepEqual(got, want) {
-		t.Fatalf("Polled = %+v, want %+v", got, want)
+		t.Fatalf("Entries = %+v, want %+v", got, want)
 	}
-	if got := release.Polled(apps[:1]); !reflect.DeepEqual(got, apps[:1]) {
-		t.Errorf("Polled without a channel = %+v, want the apps", got)
+	if got := release.Entries(apps[:1]); !reflect.DeepEqual(got, apps[:1]) {
+		t.Errorf("Entries without a channel = %+v, want the apps", got)
 	}
 	for key, want := range map[string]struct {
 		app string

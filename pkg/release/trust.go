@@ -52,12 +52,18 @@ func trimV(s string) string {
 	return s
 }
 
-// Text returns s as a release keeps a name (notes false) or its notes (notes
-// true): without control characters (notes keep tab, line feed and carriage
-// return) and bidirectional formatting characters (Bidi), invalid UTF-8 as
-// U+FFFD, and cut to limit bytes of whole characters with Ellipsis appended
-// when longer. It is safe on untrusted input.
-func Text(s string, limit int, notes bool) string {
+// CleanName returns s as a release keeps its name: without control
+// characters and bidirectional formatting characters (Bidi), invalid UTF-8
+// as U+FFFD, and cut to limit bytes of whole characters with Ellipsis
+// appended when longer. It is safe on untrusted input.
+func CleanName(s string, limit int) string { return clean(s, limit, false) }
+
+// CleanNotes returns s as a release keeps its notes: as CleanName does, but
+// keeping tab, line feed and carriage return.
+func CleanNotes(s string, limit int) string { return clean(s, limit, true) }
+
+// clean is CleanName, or CleanNotes when notes is true.
+func clean(s string, limit int, notes bool) string {
 	s = strings.ToValidUTF8(s, "\uFFFD")
 	if strings.ContainsFunc(s, func(r rune) bool { return !allowed(r, notes) }) {
 		s = strings.Map(func(r rune) rune {
@@ -126,7 +132,7 @@ func GoodSHA256(h string) bool {
 //     it with app.TagPrefix;
 //   - the name is non-empty and, like the notes, what Text leaves (MaxName,
 //     MaxNotes);
-//   - html_url is exactly a page of this release in app.Repo (ReleasePageRepo);
+//   - html_url is exactly a page of this release in app.Repo (PageRepo);
 //   - published_at, when present, is not the zero time;
 //   - at most MaxAssets assets, each with a GoodAssetName, a size of 0 to
 //     MaxSizeBytes, a download URL that is exactly its own in app.Repo for the
@@ -154,7 +160,7 @@ func Verify(app App, r *Release) error {
 	case len(r.Assets) > MaxAssets:
 		return fmt.Errorf("%d assets: over %d", len(r.Assets), MaxAssets)
 	}
-	if got, ok := ReleasePageRepo(r.HTMLURL, r.Tag); !ok || got != repo {
+	if got, ok := PageRepo(r.HTMLURL, r.Tag); !ok || got != repo {
 		return fmt.Errorf("html_url %q: not the page of release %s of %s", r.HTMLURL, r.Tag, repo)
 	}
 	for i, a := range r.Assets {

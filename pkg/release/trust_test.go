@@ -7,7 +7,7 @@ import (
 	"github.com/storytold/craft-releases/pkg/release"
 )
 
-func TestText(t *testing.T) {
+func TestClean(t *testing.T) {
 	tests := []struct {
 		name  string
 		s     string
@@ -33,8 +33,12 @@ func TestText(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := release.Text(tt.s, tt.limit, tt.notes); got != tt.want {
-				t.Errorf("Text(%q, %d, %v) = %q, want %q", tt.s, tt.limit, tt.notes, got, tt.want)
+			clean, name := release.CleanName, "CleanName"
+			if tt.notes {
+				clean, name = release.CleanNotes, "CleanNotes"
+			}
+			if got := clean(tt.s, tt.limit); got != tt.want {
+				t.Errorf("%s(%q, %d) = %q, want %q", name, tt.s, tt.limit, got, tt.want)
 			}
 		})
 	}

@@ -66,8 +66,8 @@ func TestDownloadRepo(t *testing.T) {
 		{"https://github.com/o/p/releases/tag/v1?x", "v1", ""},
 	}
 	for _, tt := range pages {
-		if got, _ := release.ReleasePageRepo(tt.url, tt.tag); got != tt.want {
-			t.Errorf("ReleasePageRepo(%q, %q) = %q, want %q", tt.url, tt.tag, got, tt.want)
+		if got, _ := release.PageRepo(tt.url, tt.tag); got != tt.want {
+			t.Errorf("PageRepo(%q, %q) = %q, want %q", tt.url, tt.tag, got, tt.want)
 		}
 	}
 }

@@ -28,11 +28,11 @@ func DownloadRepo(u, tag, name string) (repo string, ok bool) {
 	return segs[0] + "/" + segs[1], true
 }
 
-// ReleasePageRepo returns the repository ("org/project") whose page of
+// PageRepo returns the repository ("org/project") whose page of
 // release tag u is, exactly: githubPath's rules, and a path that is, segment
 // by segment once unescaped, /{org}/{project}/releases/tag/{tag} (a "/" in the
 // tag separating segments). ok is false for any other URL.
-func ReleasePageRepo(u, tag string) (repo string, ok bool) {
+func PageRepo(u, tag string) (repo string, ok bool) {
 	segs, ok := githubPath(u)
 	want := slices.Concat([]string{"releases", "tag"}, strings.Split(tag, "/"))
 	if !ok || len(segs) != 2+len(want) || !slices.Equal(segs[2:], want) {

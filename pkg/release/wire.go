@@ -9,14 +9,14 @@ import (
 // Field order is the wire's key order; every key is always present.
 type Info struct {
 	Success          bool         `json:"success"`
-	ReleaseInfo      ReleaseInfo  `json:"release_info"`
+	ReleaseInfo      Catalog      `json:"release_info"`
 	AppRenames       []AppRename  `json:"app_renames"`
 	RepoRenames      []RepoRename `json:"repo_renames"`
 	ImportantNotices Notices      `json:"important_notices"`
 }
 
-// ReleaseInfo holds every configured app and the oldest fetch time among them.
-type ReleaseInfo struct {
+// Catalog holds every configured app and the oldest fetch time among them.
+type Catalog struct {
 	Apps        map[string]AppInfo `json:"apps"` // encoding/json sorts keys bytewise
 	LastFetched *Time              `json:"last_fetched"`
 }

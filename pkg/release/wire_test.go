@@ -37,7 +37,7 @@ func exampleInfo() release.Info {
 	apps["artcraft-launcher"] = release.AppInfo{Name: "ArtCraft Launcher", Repo: "storytold/craft-launcher"}
 	return release.Info{
 		Success:     true,
-		ReleaseInfo: release.ReleaseInfo{Apps: apps},
+		ReleaseInfo: release.Catalog{Apps: apps},
 		AppRenames:  []release.AppRename{},
 		RepoRenames: []release.RepoRename{},
 		ImportantNotices: release.Notices{

@@ -24,7 +24,7 @@ const (
 
 // PurgePaths returns the paths of the cacheable answers that change when
 // the release of the entry key (an app's, or its pre-release entry's:
-// release.Polled) goes from old to new (either may be nil): the full answer,
+// release.Entries) goes from old to new (either may be nil): the full answer,
 // the app's own answer, the release page, and, for an app's own release,
 // the explicit download link (download.Link, those of the page's buttons)
 // of every platform either release has assets for, since a link of a

@@ -16,7 +16,7 @@ type Round struct {
 	RetryAt     time.Time // when RateLimited: GitHub's retry point; zero when unknown
 }
 
-// Next returns the fleet backoff after round r, which ended at now, given the
+// NextBackoff returns the fleet backoff after round r, which ended at now, given the
 // backoff prev in force before it (docs/scheduling.md, "The fleet backoff
 // after a round"): a rate limit doubles it up to MaxBackoff and never ends it
 // before GitHub's retry point + R (a retry point more than MaxBackoff away
@@ -24,7 +24,7 @@ type Round struct {
 // which every request of at least two apps, or of every app, failed doubles
 // it from F up to I; any other round leaves prev. Its length is jittered
 // ±10 % by the uniform draw u in [0, 1), and nothing overflows.
-func Next(t Timing, prev Backoff, r Round, now time.Time, u float64) Backoff {
+func NextBackoff(t Timing, prev Backoff, r Round, now time.Time, u float64) Backoff {
 	var base time.Duration
 	trouble := prev.Trouble
 	if trouble < math.MaxInt {

@@ -61,7 +61,7 @@ func TestNext(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			for _, u := range draws {
-				got := schedule.Next(worked, tt.prev, tt.r, now, u)
+				got := schedule.NextBackoff(worked, tt.prev, tt.r, now, u)
 				want := schedule.Backoff{Until: now.Add(max(schedule.Jittered(tt.base, 0.1, u), tt.floor)), Trouble: tt.trouble}
 				switch {
 				case tt.wantPrev:
@@ -113,7 +113,7 @@ func TestNextWorkedExamples(t *testing.T) {
 				now, r := start, tt.first
 				var b schedule.Backoff
 				for i := range 70 {
-					b = schedule.Next(worked, b, r, now, u)
+					b = schedule.NextBackoff(worked, b, r, now, u)
 					about := tt.about[min(i, len(tt.about)-1)]
 					lo, hi := now.Add(about*9/10), now.Add(about*11/10)
 					if b.Until.Before(lo) || b.Until.After(hi) {
@@ -125,7 +125,7 @@ func TestNextWorkedExamples(t *testing.T) {
 					now = b.Until
 					r = tt.then
 				}
-				if got := schedule.Next(worked, b, schedule.Round{Fetched: 1}, now, u); got != (schedule.Backoff{}) {
+				if got := schedule.NextBackoff(worked, b, schedule.Round{Fetched: 1}, now, u); got != (schedule.Backoff{}) {
 					t.Errorf("a good round after %s: Next = %+v, want no backoff", tt.name, got)
 				}
 			})

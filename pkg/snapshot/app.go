@@ -11,7 +11,7 @@ import (
 // App is one app's part of a rendering.
 type App struct {
 	// Doc is {"success":true,"app":AppInfo}, where AppInfo is byte for byte
-	// the app's object in the full answer; CacheCold until the app was fetched.
+	// the app's object in the full answer; CacheControlUnfetched until the app was fetched.
 	Doc
 
 	Fetched   bool
@@ -56,9 +56,9 @@ func (p *part) newApp(fetchedAt time.Time) *App {
 	gz = appendStored(append(gz, p.obj.flat...), body[len(appHead)+len(p.obj.plain):])
 	gz = appendGzipTrailer(gz, crc32.ChecksumIEEE(body), len(body))
 
-	cc := CacheCold
+	cc := CacheControlUnfetched
 	if p.fetched {
-		cc = CacheWarm
+		cc = CacheControlFetched
 	}
 	var old App
 	if p.app != nil {

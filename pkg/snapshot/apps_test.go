@@ -86,7 +86,7 @@ func TestAppsRenderOncePerChange(t *testing.T) {
 	if after.Apps["photocraft"] == before.Apps["photocraft"] || after.Apps["photocraft"].ETag == before.Apps["photocraft"].ETag {
 		t.Errorf("photocraft changed, but its part did not")
 	}
-	s.SetMeta(release.Meta{RepoRenames: []release.RepoRename{{OldName: "a/b", NewName: "a/c"}}})
+	s.SetMeta(release.Bulletin{RepoRenames: []release.RepoRename{{OldName: "a/b", NewName: "a/c"}}})
 	if meta := s.Current(); meta.Apps["photocraft"] != after.Apps["photocraft"] || meta.ETag == after.ETag {
 		t.Errorf("renames: the full answer must change and the apps' parts must not")
 	}
@@ -249,7 +249,7 @@ func TestConcurrent(t *testing.T) {
 				s.Set(app, release.Entry{FetchedAt: at(w, i), Release: rel(fmt.Sprintf("v%d", i))})
 				if i%50 == 0 {
 					s.SetAll(map[string]release.Entry{app: {FailedAt: at(w, i), Failures: i}}, time.Now())
-					s.SetMeta(release.Meta{Notices: release.Notices{Alerts: []release.Alert{{Title: strconv.Itoa(i)}}}})
+					s.SetMeta(release.Bulletin{Notices: release.Notices{Alerts: []release.Alert{{Title: strconv.Itoa(i)}}}})
 				}
 			}
 		})

@@ -38,9 +38,9 @@ func fleet(n int) ([]release.App, map[string]release.Entry) {
 
 // wantBody is the full answer as encoding/json writes it, made apart from
 // the snapshot's pieces.
-func wantBody(t testing.TB, apps []release.App, entries map[string]release.Entry, m release.Meta) []byte {
+func wantBody(t testing.TB, apps []release.App, entries map[string]release.Entry, m release.Bulletin) []byte {
 	t.Helper()
-	info := release.Info{Success: true, ReleaseInfo: release.ReleaseInfo{Apps: map[string]release.AppInfo{}},
+	info := release.Info{Success: true, ReleaseInfo: release.Catalog{Apps: map[string]release.AppInfo{}},
 		AppRenames: m.AppRenames, RepoRenames: m.RepoRenames, ImportantNotices: m.Notices}
 	var oldest time.Time
 	complete := true
@@ -90,7 +90,7 @@ func wantPage(apps []release.App, entries map[string]release.Entry) []byte {
 
 // checkRendering checks every answer of r against what encoding/json and
 // the page renderer make of the same data, and each gzip copy against it.
-func checkRendering(t *testing.T, r *snapshot.Rendering, apps []release.App, entries map[string]release.Entry, m release.Meta) {
+func checkRendering(t *testing.T, r *snapshot.Rendering, apps []release.App, entries map[string]release.Entry, m release.Bulletin) {
 	t.Helper()
 	if got, want := r.Body(), wantBody(t, apps, entries, m); !bytes.Equal(got, want) {
 		t.Fatalf("body: got %d bytes, want %d: the encoding/json answer\n got %.300s\nwant %.300s", len(got), len(want), got, want)
@@ -121,7 +121,7 @@ func TestManyApps(t *testing.T) {
 	apps, entries := fleet(70)
 	s := snapshot.New(apps, fakeclock.New(t0.Add(24*time.Hour)))
 	s.SetAll(entries, time.Now())
-	m := release.Meta{AppRenames: []release.AppRename{}, RepoRenames: []release.RepoRename{},
+	m := release.Bulletin{AppRenames: []release.AppRename{}, RepoRenames: []release.RepoRename{},
 		Notices: release.Notices{Announcements: []release.Announcement{}, Alerts: []release.Alert{}}}
 	checkRendering(t, s.Current(), apps, entries, m)
 	if n := len(s.Chunks().JSON); n < 2 {

@@ -90,7 +90,7 @@ func TestPrereleaseFreshness(t *testing.T) {
 	s := snapshot.New([]release.App{channel}, fakeclock.New(t0.Add(24*time.Hour)))
 	s.Set("photocraft", release.Entry{FetchedAt: t0.Add(time.Minute), Release: dated("v1", 0, false)})
 	cur := s.Current()
-	if cur.Complete || cur.CacheControl != snapshot.CacheCold || cur.Apps["photocraft"].Fetched {
+	if cur.Complete || cur.CacheControl != snapshot.CacheControlUnfetched || cur.Apps["photocraft"].Fetched {
 		t.Fatalf("the list not fetched yet: Complete %v, %s, app fetched %v; want not fetched, no-store",
 			cur.Complete, cur.CacheControl, cur.Apps["photocraft"].Fetched)
 	}
@@ -100,7 +100,7 @@ func TestPrereleaseFreshness(t *testing.T) {
 	s.Set("photocraft:prerelease", release.Entry{FetchedAt: t0})
 	cur = s.Current()
 	a := cur.Apps["photocraft"]
-	if !cur.Complete || !cur.LastFetched.Equal(t0) || !a.Fetched || !a.FetchedAt.Equal(t0) || a.CacheControl != snapshot.CacheWarm {
+	if !cur.Complete || !cur.LastFetched.Equal(t0) || !a.Fetched || !a.FetchedAt.Equal(t0) || a.CacheControl != snapshot.CacheControlFetched {
 		t.Fatalf("both fetched: Complete %v, LastFetched %v, app %v at %v (%s); want the older fetch, %v",
 			cur.Complete, cur.LastFetched, a.Fetched, a.FetchedAt, a.CacheControl, t0)
 	}

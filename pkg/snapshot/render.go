@@ -76,7 +76,7 @@ func notAfter(t, now time.Time) time.Time {
 // oldest fetch of all entries with whether every entry was fetched.
 type change struct {
 	entries  map[int]appEntries
-	meta     *release.Meta
+	meta     *release.Bulletin
 	oldest   time.Time // zero unless complete
 	complete bool
 }
@@ -167,9 +167,9 @@ func (r *renderer) render(c change, prev *Rendering, now time.Time) *Rendering {
 
 // rendering returns the Rendering of the current chunks and parts.
 func (r *renderer) rendering(c change, prev *Rendering, now time.Time) *Rendering {
-	cc := CacheCold
+	cc := CacheControlUnfetched
 	if c.complete {
-		cc = CacheWarm
+		cc = CacheControlFetched
 	}
 	out := &Rendering{
 		Doc:         assemble(r.json, cc),
@@ -277,8 +277,8 @@ func footJSON(oldest time.Time) []byte {
 
 // metaJSON returns the end of the full answer: the renames and notices of m,
 // whose lists are not nil.
-func metaJSON(m release.Meta) []byte {
-	b := mustMarshal(release.Info{Success: true, ReleaseInfo: release.ReleaseInfo{Apps: map[string]release.AppInfo{}},
+func metaJSON(m release.Bulletin) []byte {
+	b := mustMarshal(release.Info{Success: true, ReleaseInfo: release.Catalog{Apps: map[string]release.AppInfo{}},
 		AppRenames: m.AppRenames, RepoRenames: m.RepoRenames, ImportantNotices: m.Notices})
 	rest, ok := bytes.CutPrefix(b, []byte(metaHead))
 	if !ok {

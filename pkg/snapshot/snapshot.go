@@ -24,16 +24,16 @@ import (
 
 // Cache-Control values (docs/wire.md, "Headers and status codes").
 const (
-	// CacheCold is the Cache-Control of an answer that shows an app never
+	// CacheControlUnfetched is the Cache-Control of an answer that shows an app never
 	// fetched: no cache may keep a pod's "nothing yet".
-	CacheCold = "no-store"
-	// CacheWarm is the Cache-Control of an answer whose every app was
+	CacheControlUnfetched = "no-store"
+	// CacheControlFetched is the Cache-Control of an answer whose every app was
 	// fetched. A minute fresh; then a cache may answer with its copy for 30 s
 	// more while it revalidates in the background (so that no launcher
 	// waits on the origin at each expiry), and for a day when the origin
 	// errs or cannot be reached (so that launchers keep an answer while every
 	// pod is down). No s-maxage: it would turn both off at Cloudflare.
-	CacheWarm = "public, max-age=60, stale-while-revalidate=30, stale-if-error=86400"
+	CacheControlFetched = "public, max-age=60, stale-while-revalidate=30, stale-if-error=86400"
 )
 
 // Doc is one answer in both representations with everything a handler sends
@@ -44,7 +44,7 @@ type Doc struct {
 	ETag       string  // strong, quoted validator of Body
 	GzipETag   string  // strong, quoted validator of Gzip, distinct from ETag
 
-	CacheControl string // CacheCold until what it shows was fetched, then CacheWarm
+	CacheControl string // CacheControlUnfetched until what it shows was fetched, then CacheControlFetched
 	Values       HeaderValues
 }
 
@@ -105,7 +105,7 @@ func (j *joined) join() {
 // GET /v1/craft_apps/release_info (its Doc), each app's own answer, and the
 // release page. Nothing in it may be modified, since every reader shares it.
 type Rendering struct {
-	Doc // the full answer; CacheControl is CacheWarm once every app was fetched
+	Doc // the full answer; CacheControl is CacheControlFetched once every app was fetched
 
 	Complete    bool      // every app was fetched: last_fetched is not null
 	LastFetched time.Time // the oldest app_last_fetched; zero while not Complete
@@ -141,11 +141,11 @@ type HeaderValues struct {
 type Snapshot struct {
 	clock clock.Clock
 	apps  []release.App  // in configured order
-	index map[string]int // entry key (release.Polled) → index into apps
+	index map[string]int // entry key (release.Entries) → index into apps
 
 	mu      sync.Mutex // guards entries, meta, the pending change and changes
 	entries map[string]release.Entry
-	meta    release.Meta
+	meta    release.Bulletin
 	pending change // not rendered yet
 	changes uint64 // changes made, rendered or not
 
@@ -158,7 +158,7 @@ type Snapshot struct {
 }
 
 // New returns a snapshot that lists exactly apps, none of them fetched yet,
-// already rendered. It keeps an entry for each of release.Polled(apps): an
+// already rendered. It keeps an entry for each of release.Entries(apps): an
 // app with a pre-release channel has two, and shows as fetched once both
 // were. c is the clock of Rendering.RenderedAt (nil: clock.System). A key
 // repeated in apps is listed once, as its first App.
@@ -167,13 +167,13 @@ func New(apps []release.App, c clock.Clock) *Snapshot {
 		clock:   clock.Or(c),
 		index:   make(map[string]int, len(apps)),
 		entries: make(map[string]release.Entry, len(apps)),
-		meta:    normalize(release.Meta{}),
+		meta:    normalize(release.Bulletin{}),
 	}
 	for _, a := range apps {
 		if _, dup := s.index[a.Key]; dup {
 			continue
 		}
-		for _, e := range release.Polled([]release.App{a}) {
+		for _, e := range release.Entries([]release.App{a}) {
 			s.index[e.Key] = len(s.apps)
 			s.entries[e.Key] = release.Entry{}
 		}
@@ -196,7 +196,7 @@ func (s *Snapshot) Current() *Rendering { return s.cur.Load() }
 func (s *Snapshot) Renders() uint64 { return s.renders.Load() }
 
 // Set merges e into the entry of key (an app's, or its pre-release entry's:
-// release.Polled) under the merge law (release.Entry.Merge), judged at the
+// release.Entries) under the merge law (release.Entry.Merge), judged at the
 // snapshot's clock, and re-renders when the served fetch changed: an older or
 // equal fetch, a failure or a claim renders nothing. A key that is not
 // configured is ignored.
@@ -239,7 +239,7 @@ func (s *Snapshot) SetAll(entries map[string]release.Entry, now time.Time) bool 
 
 // SetMeta replaces the renames and notices and re-renders when they differ
 // from the ones served. The lists are copied.
-func (s *Snapshot) SetMeta(m release.Meta) {
+func (s *Snapshot) SetMeta(m release.Bulletin) {
 	m = normalize(m)
 	s.mu.Lock()
 	changed := !reflect.DeepEqual(m, s.meta)
@@ -341,8 +341,8 @@ func wireRelease(rel *release.Release) *release.Release {
 
 // normalize returns a copy of m's lists, with every nil list made empty so
 // that it encodes as [].
-func normalize(m release.Meta) release.Meta {
-	return release.Meta{
+func normalize(m release.Bulletin) release.Bulletin {
+	return release.Bulletin{
 		AppRenames:  nonNil(slices.Clone(m.AppRenames)),
 		RepoRenames: nonNil(slices.Clone(m.RepoRenames)),
 		Notices: release.Notices{

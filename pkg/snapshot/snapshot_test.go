@@ -409,7 +409,7 @@ func TestEmptyListsRenderEmpty(t *testing.T) {
 func TestSetMeta(t *testing.T) {
 	t.Parallel()
 	link := "https://example.invalid/notice"
-	full := release.Meta{
+	full := release.Bulletin{
 		AppRenames: []release.AppRename{{OldName: "PicCraft", OldNameLower: "piccraft", NewName: "PhotoCraft",
 			NewNameLower: "photocraft", Description: "renamed", RenamedAt: release.NewTime(t0)}},
 		RepoRenames: []release.RepoRename{{OldName: "storytold/pic", NewName: "storytold/photocraft"}},
@@ -427,20 +427,20 @@ func TestSetMeta(t *testing.T) {
 
 	tests := []struct {
 		name        string
-		before      *release.Meta
-		meta        release.Meta
+		before      *release.Bulletin
+		meta        release.Bulletin
 		wantRenders uint64
 		wantSuffix  string
 	}{
-		{name: "zero meta renders nothing", meta: release.Meta{}, wantRenders: 0, wantSuffix: emptyJSON},
+		{name: "zero meta renders nothing", meta: release.Bulletin{}, wantRenders: 0, wantSuffix: emptyJSON},
 		{
 			name:        "empty lists render nothing",
-			meta:        release.Meta{AppRenames: []release.AppRename{}, Notices: release.Notices{Alerts: []release.Alert{}}},
+			meta:        release.Bulletin{AppRenames: []release.AppRename{}, Notices: release.Notices{Alerts: []release.Alert{}}},
 			wantRenders: 0, wantSuffix: emptyJSON,
 		},
 		{name: "lists render", meta: full, wantRenders: 1, wantSuffix: fullJSON},
 		{name: "same lists render nothing", before: &full, meta: full, wantRenders: 0, wantSuffix: fullJSON},
-		{name: "cleared lists render", before: &full, meta: release.Meta{}, wantRenders: 1, wantSuffix: emptyJSON},
+		{name: "cleared lists render", before: &full, meta: release.Bulletin{}, wantRenders: 1, wantSuffix: emptyJSON},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -468,7 +468,7 @@ func TestSetMetaCopies(t *testing.T) {
 	t.Parallel()
 	s := snapshot.New([]release.App{photocraft}, fakeclock.New(t0.Add(24*time.Hour)))
 	renames := []release.RepoRename{{OldName: "storytold/a", NewName: "storytold/b"}}
-	s.SetMeta(release.Meta{RepoRenames: renames})
+	s.SetMeta(release.Bulletin{RepoRenames: renames})
 	renames[0].NewName = "storytold/changed"
 	s.Set("photocraft", release.Entry{FetchedAt: t0})
 	if body := s.Current().Body(); !bytes.Contains(body, []byte(`"new_name":"storytold/b"`)) {

@@ -74,7 +74,7 @@ func (p Payload) PrereleaseHint() string {
 	return p.Tag
 }
 
-// Refreshes returns the refresh requests, by entry key (release.Polled),
+// Refreshes returns the refresh requests, by entry key (release.Entries),
 // that a delivery of p received at at makes for apps, the configured apps
 // (docs/operations.md, "GitHub webhook"): every app of p's repository
 // (Matching) is refreshed, with Hint as the tag to wait for. An app with a

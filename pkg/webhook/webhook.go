@@ -85,7 +85,7 @@ const (
 type Recorder interface {
 	// Deliver records a delivery under each of ids and, unless one of them
 	// was recorded before, each of refreshes: a request by entry key
-	// (release.Polled), all made at the delivery's arrival. It reports
+	// (release.Entries), all made at the delivery's arrival. It reports
 	// whether the delivery was new. An error means nothing may be assumed
 	// recorded, and the ids are not remembered.
 	Deliver(ctx context.Context, ids []string, refreshes map[string]release.Refresh) (bool, error)

@@ -181,7 +181,7 @@ func TestPrereleaseChannel(t *testing.T) {
 	}
 	c := redis.Open(o)
 	t.Cleanup(c.Close)
-	st := store.New(c, "e2e", release.Polled([]release.App{{Key: "photocraft", Name: "PhotoCraft", Repo: photocraft, Prereleases: true}}))
+	st := store.New(c, "e2e", release.Entries([]release.App{{Key: "photocraft", Name: "PhotoCraft", Repo: photocraft, Prereleases: true}}))
 	testkit.Eventually(t, "photocraft's pre-release entry written back", func() bool {
 		e, _, err := st.LoadApp(context.Background(), "photocraft:prerelease")
 		return err == nil && e.Release != nil && e.Release.Tag == "v1.1.0-beta.2"

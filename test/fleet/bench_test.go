@@ -159,11 +159,7 @@ func newIdle(tb testing.TB) *idle {
 		tb.Fatalf("redis.OpenURL: %v", err)
 	}
 	tb.Cleanup(client.Close)
-	admin, err := redis.DialURL(srv.URL())
-	if err != nil {
-		tb.Fatalf("admin client: %v", err)
-	}
-	tb.Cleanup(admin.Close)
+	admin := srv.Client(tb)
 	timing := productionTiming(120 * time.Second)
 	// The clock passes every wait at once, and ticks and the spacing are
 	// (almost) nothing, so that apps stay fresh however many ticks run.

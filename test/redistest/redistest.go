@@ -17,6 +17,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/rueidis"
+
 	"github.com/storytold/craft-releases/test/testkit"
 )
 
@@ -260,4 +262,16 @@ func (s *Server) Denied() []string {
 	}
 	s.MustDo("ACL", "LOG", "RESET")
 	return lines
+}
+
+// Client returns a plain rueidis client of s (no client-side caching), as
+// a tool or a test needs one, closed when the test ends.
+func (s *Server) Client(t testing.TB) rueidis.Client {
+	t.Helper()
+	c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{s.Addr}, TLSConfig: s.tls, DisableCache: true})
+	if err != nil {
+		t.Fatalf("client of %s: %v", s.Addr, err)
+	}
+	t.Cleanup(c.Close)
+	return c
 }

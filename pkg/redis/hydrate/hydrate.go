@@ -50,7 +50,7 @@ type Sink interface {
 // read; an absent, unreadable or older hash is never given, so what the sink
 // holds never goes back in time.
 type MetaSink interface {
-	SetMeta(release.Meta)
+	SetMeta(release.Bulletin)
 }
 
 // Option changes a default of New.
@@ -342,9 +342,9 @@ func (h *Hydrator) serve(ctx context.Context, c rueidis.Client) error {
 func (h *Hydrator) read(ctx context.Context, c rueidis.Client, idx []int) error {
 	ctx, cancel := context.WithTimeout(ctx, h.redisOpt.Timeout())
 	defer cancel()
-	reads := make([]store.Read, len(idx))
+	reads := make([]store.HashFields, len(idx))
 	for i, a := range idx {
-		reads[i] = store.Read{Key: h.keys[a], Fields: store.AppFields()}
+		reads[i] = store.HashFields{Key: h.keys[a], Fields: store.AppFields()}
 		if a == len(h.apps) {
 			reads[i].Fields = store.MetaFields()
 		}
@@ -364,7 +364,7 @@ func (h *Hydrator) read(ctx context.Context, c rueidis.Client, idx []int) error 
 		h.skewed(h.fleet.Correct(residual, release.MaxSkew))
 	}
 	read := make(map[string]release.Entry, len(idx))
-	var meta *release.Meta
+	var meta *release.Bulletin
 	now := h.fleet.Now()
 	for i, a := range idx {
 		b := hashes[i]
@@ -494,7 +494,7 @@ func (h *Hydrator) failed(err error) {
 	// A refusal stands until an exchange works: an outage that follows it
 	// (Redis restarting during a rollout with a wrong password) says
 	// nothing of the pod's configuration.
-	if store.Refused(err) {
+	if store.AccessDenied(err) {
 		h.refusal.Store(&err)
 	}
 	now := h.clock.Now()

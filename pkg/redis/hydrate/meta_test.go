@@ -24,7 +24,7 @@ type metaSink struct {
 
 func newMetaSink() *metaSink { return &metaSink{changed: make(chan struct{}, 1)} }
 
-func (s *metaSink) SetMeta(m release.Meta) {
+func (s *metaSink) SetMeta(m release.Bulletin) {
 	s.mu.Lock()
 	s.got = append(s.got, title(m))
 	s.mu.Unlock()
@@ -57,15 +57,15 @@ func (s *metaSink) waitCalls(t testing.TB, n int) []string {
 }
 
 // title is the title of m's first announcement, "" for none.
-func title(m release.Meta) string {
+func title(m release.Bulletin) string {
 	if len(m.Notices.Announcements) == 0 {
 		return ""
 	}
 	return m.Notices.Announcements[0].Title
 }
 
-func announcing(title string) release.Meta {
-	return release.Meta{Notices: release.Notices{Announcements: []release.Announcement{{Title: title}}}}
+func announcing(title string) release.Bulletin {
+	return release.Bulletin{Notices: release.Notices{Announcements: []release.Announcement{{Title: title}}}}
 }
 
 // publisher writes the meta hash as a poller does.
@@ -79,7 +79,7 @@ func publisher(t testing.TB, srv *redistest.Server) *store.Store {
 	return store.New(c, "poller-a", nil)
 }
 
-func putMeta(t testing.TB, s *store.Store, m release.Meta, at time.Time) {
+func putMeta(t testing.TB, s *store.Store, m release.Bulletin, at time.Time) {
 	t.Helper()
 	if ok, err := s.PutMeta(context.Background(), m, at); err != nil || !ok {
 		t.Fatalf("PutMeta(%q, %v) = %v, %v; want written", title(m), at, ok, err)
@@ -159,7 +159,7 @@ func TestMetaNeverGoesBack(t *testing.T) {
 		}, []string{"v1", "v2"}},
 		{"the hash deleted", func() { srv.MustDo("DEL", store.MetaKey) }, []string{"v1", "v2"}},
 		{"a newer read again", func() { putMeta(t, pub, announcing("v3"), base.Add(2*time.Minute)) }, []string{"v1", "v2", "v3"}},
-		{"an empty newer read", func() { putMeta(t, pub, release.Meta{}, base.Add(3*time.Minute)) }, []string{"v1", "v2", "v3", ""}},
+		{"an empty newer read", func() { putMeta(t, pub, release.Bulletin{}, base.Add(3*time.Minute)) }, []string{"v1", "v2", "v3", ""}},
 	}
 	for _, st := range steps {
 		before := hs.h.Counts().Reads

@@ -66,8 +66,8 @@ func (b Bounded) Err() error {
 	return fmt.Errorf("%s: over the bound, left unread", strings.Join(b.Over, ", "))
 }
 
-// A Read is what ReadBounded reads of one key.
-type Read struct {
+// A HashFields is what ReadBounded reads of one key.
+type HashFields struct {
 	Key    string
 	Fields []string // AppFields, MetaFields…
 }
@@ -79,7 +79,7 @@ type Read struct {
 // rueidis's client-side cache (and are tracked for invalidation). A field
 // that grew past its bound between the two is dropped once read, and never
 // decoded. It returns the first error other than a key of another type.
-func ReadBounded(ctx context.Context, c rueidis.Client, reads []Read, cacheTTL time.Duration) ([]Bounded, error) {
+func ReadBounded(ctx context.Context, c rueidis.Client, reads []HashFields, cacheTTL time.Duration) ([]Bounded, error) {
 	send := func(cmds []rueidis.Completed) []rueidis.RedisResult { return c.DoMulti(ctx, cmds...) }
 	if cacheTTL > 0 {
 		send = func(cmds []rueidis.Completed) []rueidis.RedisResult {
@@ -94,7 +94,7 @@ func ReadBounded(ctx context.Context, c rueidis.Client, reads []Read, cacheTTL t
 }
 
 // readBounded is ReadBounded with b to build and send to send the commands.
-func readBounded(b rueidis.Builder, send func([]rueidis.Completed) []rueidis.RedisResult, reads []Read) ([]Bounded, error) {
+func readBounded(b rueidis.Builder, send func([]rueidis.Completed) []rueidis.RedisResult, reads []HashFields) ([]Bounded, error) {
 	out := make([]Bounded, len(reads))
 	var lens []rueidis.Completed
 	var owner []int      // owner[i]: the read of lens[i]

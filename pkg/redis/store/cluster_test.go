@@ -27,7 +27,7 @@ func TestOnACluster(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		url  string
-		mode store.Mode
+		mode store.WriteMode
 	}{
 		{"script", c.URL(), store.ModeScript},
 		{"watch", "redis://noscript:pw@" + c.URL()[len("redis://"):], store.ModeWatch},
@@ -58,7 +58,7 @@ func TestOnACluster(t *testing.T) {
 			if _, err := s.PutFailure(ctx, apps[1], release.Entry{FailedAt: now.Add(time.Second)}); err != nil {
 				t.Errorf("put failure: %v", err)
 			}
-			if ok, err := s.PutMeta(ctx, release.Meta{}, now); err != nil || !ok {
+			if ok, err := s.PutMeta(ctx, release.Bulletin{}, now); err != nil || !ok {
 				t.Errorf("put meta: %v, %v", ok, err)
 			}
 			b := schedule.Backoff{Until: now.Add(time.Hour), Trouble: 1}

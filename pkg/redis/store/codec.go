@@ -236,10 +236,10 @@ func DecodeBackoff(h map[string]string) schedule.Backoff {
 // its wire type; otherwise it reads as the zero Meta and a zero time. The
 // lists of a readable hash are never nil. The guarded write reads the hash the
 // same way (guard.go).
-func DecodeMeta(h map[string]string) (release.Meta, time.Time) {
-	var m release.Meta
+func DecodeMeta(h map[string]string) (release.Bulletin, time.Time) {
+	var m release.Bulletin
 	if h[fieldV] != formatVersion {
-		return release.Meta{}, time.Time{}
+		return release.Bulletin{}, time.Time{}
 	}
 	at, ok := millis(h[fieldReadMS])
 	if !ok ||
@@ -247,7 +247,7 @@ func DecodeMeta(h map[string]string) (release.Meta, time.Time) {
 		!decodeList(h[fieldRepoRenames], &m.RepoRenames) ||
 		!decodeList(h[fieldAnnouncements], &m.Notices.Announcements) ||
 		!decodeList(h[fieldAlerts], &m.Notices.Alerts) {
-		return release.Meta{}, time.Time{}
+		return release.Bulletin{}, time.Time{}
 	}
 	return m, at
 }
@@ -269,7 +269,7 @@ func decodeList[T any](s string, list *[]T) bool {
 
 // encodeMeta returns the meta hash's four list fields and their values, each
 // list as compact JSON, a nil list as [].
-func encodeMeta(m release.Meta) ([]string, error) {
+func encodeMeta(m release.Bulletin) ([]string, error) {
 	pairs := make([]string, 0, 8)
 	for _, f := range []struct {
 		name string

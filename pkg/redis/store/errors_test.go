@@ -89,7 +89,7 @@ func TestScriptRefusal(t *testing.T) {
 		user     []string                    // ACL rules of the user "poller"; nil: the default user
 		breakIt  func(srv *redistest.Server) // after a first write went through
 		wantErr  bool
-		wantMode Mode
+		wantMode WriteMode
 	}{
 		{name: "no @scripting", user: []string{"~*", "&*", "+@all", "-@scripting"}, wantMode: ModeWatch},
 		{name: "scripts renamed away", args: []string{"--rename-command", "EVALSHA", "", "--rename-command", "EVAL", ""},

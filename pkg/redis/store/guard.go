@@ -162,7 +162,7 @@ func (s *Store) apply(ctx context.Context, ch change) (verdict, error) {
 // fields still hold what was read; else it reads and decides again.
 func (s *Store) viaScript(ctx context.Context, c rueidis.Client, ch change) (verdict, error) {
 	for range watchAttempts {
-		read, err := ReadBounded(ctx, c, []Read{{Key: ch.key, Fields: ch.reads}}, 0)
+		read, err := ReadBounded(ctx, c, []HashFields{{Key: ch.key, Fields: ch.reads}}, 0)
 		if err != nil {
 			return 0, err
 		}
@@ -242,7 +242,7 @@ func (s *Store) watchLoop(ctx context.Context, d rueidis.DedicatedClient, ch cha
 			return 0, err
 		}
 		read, err := readBounded(d.B(), func(cmds []rueidis.Completed) []rueidis.RedisResult { return d.DoMulti(ctx, cmds...) },
-			[]Read{{Key: ch.key, Fields: ch.reads}})
+			[]HashFields{{Key: ch.key, Fields: ch.reads}})
 		if err != nil {
 			return 0, err
 		}

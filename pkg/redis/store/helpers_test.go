@@ -28,7 +28,7 @@ func at(hhmm string) time.Time {
 // A path is one way of making guarded writes, chosen by the Redis user.
 type path struct {
 	name string
-	mode Mode
+	mode WriteMode
 	url  func(t testing.TB, srv *redistest.Server) string
 }
 
@@ -82,12 +82,7 @@ type admin struct {
 
 func newAdmin(t testing.TB, srv *redistest.Server) *admin {
 	t.Helper()
-	c, err := redis.DialURL(srv.URL())
-	if err != nil {
-		t.Fatalf("admin client: %v", err)
-	}
-	t.Cleanup(c.Close)
-	return &admin{t: t, c: c}
+	return &admin{t: t, c: srv.Client(t)}
 }
 
 func (a *admin) do(args ...string) rueidis.RedisResult {

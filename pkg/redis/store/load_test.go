@@ -9,7 +9,6 @@ import (
 
 	"github.com/redis/rueidis"
 
-	"github.com/storytold/craft-releases/pkg/redis"
 	"github.com/storytold/craft-releases/pkg/release"
 	"github.com/storytold/craft-releases/pkg/schedule"
 	"github.com/storytold/craft-releases/test/redistest"
@@ -124,12 +123,7 @@ func TestLoadIsTwoPipelines(t *testing.T) {
 // test may hand to New.
 func plainClient(t testing.TB, srv *redistest.Server) rueidis.Client {
 	t.Helper()
-	c, err := redis.DialURL(srv.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
-	return c
+	return srv.Client(t)
 }
 
 func TestPutBackoff(t *testing.T) {

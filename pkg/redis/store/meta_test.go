@@ -11,10 +11,10 @@ import (
 )
 
 // testMeta is one of each list entry, as a poller would publish them.
-func testMeta() release.Meta {
+func testMeta() release.Bulletin {
 	renamed := release.NewTime(time.Date(2026, 9, 1, 0, 0, 0, 0, time.UTC))
 	link := "https://status.example.com/incidents/1"
-	return release.Meta{
+	return release.Bulletin{
 		AppRenames: []release.AppRename{{OldName: "PdfCraft", OldNameLower: "pdfcraft", NewName: "DocuCraft",
 			NewNameLower: "docucraft", Description: "PdfCraft is now DocuCraft", RenamedAt: renamed}},
 		RepoRenames: []release.RepoRename{{OldName: "storytold/pdfcraft", NewName: "storytold/docucraft", RenamedAt: renamed}},
@@ -27,7 +27,7 @@ func testMeta() release.Meta {
 
 // sameMeta compares two metas by the lists PutMeta would write, so that a
 // nil list and an empty one are the same.
-func sameMeta(t testing.TB, got, want release.Meta) bool {
+func sameMeta(t testing.TB, got, want release.Bulletin) bool {
 	t.Helper()
 	g, err := encodeMeta(got)
 	if err != nil {
@@ -63,31 +63,31 @@ func TestDecodeMeta(t *testing.T) {
 		}
 		return h
 	}
-	empty := release.Meta{AppRenames: []release.AppRename{}, RepoRenames: []release.RepoRename{},
+	empty := release.Bulletin{AppRenames: []release.AppRename{}, RepoRenames: []release.RepoRename{},
 		Notices: release.Notices{Announcements: []release.Announcement{}, Alerts: []release.Alert{}}}
 	tests := []struct {
 		name   string
 		h      map[string]string
-		want   release.Meta
+		want   release.Bulletin
 		wantAt time.Time // zero: reads as absent
 	}{
 		{"as PutMeta writes it", written, testMeta(), noon},
 		{"empty lists", with(), empty, noon},
 		{"whitespace before a list", with("alerts", " \n[]"), empty, noon},
 		{"null entries read as zero entries", with("alerts", "[null]"),
-			release.Meta{AppRenames: empty.AppRenames, RepoRenames: empty.RepoRenames,
+			release.Bulletin{AppRenames: empty.AppRenames, RepoRenames: empty.RepoRenames,
 				Notices: release.Notices{Announcements: empty.Notices.Announcements, Alerts: []release.Alert{{}}}}, noon},
-		{"no key", nil, release.Meta{}, time.Time{}},
-		{"another format", with("v", "2"), release.Meta{}, time.Time{}},
-		{"no read_ms", with("read_ms", "<del>"), release.Meta{}, time.Time{}},
-		{"read_ms not a number", with("read_ms", "soon"), release.Meta{}, time.Time{}},
-		{"read_ms zero", with("read_ms", "0"), release.Meta{}, time.Time{}},
-		{"a list missing", with("repo_renames", "<del>"), release.Meta{}, time.Time{}},
-		{"a list that is null", with("app_renames", "null"), release.Meta{}, time.Time{}},
-		{"a list that is an object", with("announcements", "{}"), release.Meta{}, time.Time{}},
-		{"a list cut short", with("alerts", `[{"title":"x"`), release.Meta{}, time.Time{}},
-		{"an entry of the wrong type", with("alerts", `[{"title":1}]`), release.Meta{}, time.Time{}},
-		{"an entry with a bad time", with("announcements", `[{"title":"x","created_at":"yesterday"}]`), release.Meta{}, time.Time{}},
+		{"no key", nil, release.Bulletin{}, time.Time{}},
+		{"another format", with("v", "2"), release.Bulletin{}, time.Time{}},
+		{"no read_ms", with("read_ms", "<del>"), release.Bulletin{}, time.Time{}},
+		{"read_ms not a number", with("read_ms", "soon"), release.Bulletin{}, time.Time{}},
+		{"read_ms zero", with("read_ms", "0"), release.Bulletin{}, time.Time{}},
+		{"a list missing", with("repo_renames", "<del>"), release.Bulletin{}, time.Time{}},
+		{"a list that is null", with("app_renames", "null"), release.Bulletin{}, time.Time{}},
+		{"a list that is an object", with("announcements", "{}"), release.Bulletin{}, time.Time{}},
+		{"a list cut short", with("alerts", `[{"title":"x"`), release.Bulletin{}, time.Time{}},
+		{"an entry of the wrong type", with("alerts", `[{"title":1}]`), release.Bulletin{}, time.Time{}},
+		{"an entry with a bad time", with("announcements", `[{"title":"x","created_at":"yesterday"}]`), release.Bulletin{}, time.Time{}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -116,17 +116,17 @@ func TestMetaSequence(t *testing.T) {
 			ctx := context.Background()
 			steps := []struct {
 				name   string
-				meta   release.Meta
+				meta   release.Bulletin
 				at     time.Time
 				want   bool
-				after  release.Meta
+				after  release.Bulletin
 				afterT time.Time
 			}{
 				{"read at 12:02 written", testMeta(), at("12:02"), true, testMeta(), at("12:02")},
 				{"read at 12:01 refused", older, at("12:01"), false, testMeta(), at("12:02")},
 				{"read at 12:02 again written", older, at("12:02"), true, older, at("12:02")},
 				{"read at 12:03 written", testMeta(), at("12:03"), true, testMeta(), at("12:03")},
-				{"empty read at 12:04 clears the lists", release.Meta{}, at("12:04"), true, release.Meta{}, at("12:04")},
+				{"empty read at 12:04 clears the lists", release.Bulletin{}, at("12:04"), true, release.Bulletin{}, at("12:04")},
 			}
 			for _, st := range steps {
 				got, err := s.PutMeta(ctx, st.meta, st.at)
@@ -188,7 +188,7 @@ func FuzzDecodeMeta(f *testing.F) {
 		m, readAt := DecodeMeta(map[string]string{"v": v, "read_ms": readMS, "app_renames": apps,
 			"repo_renames": repos, "announcements": announcements, "alerts": alerts})
 		if readAt.IsZero() {
-			if !reflect.DeepEqual(m, release.Meta{}) {
+			if !reflect.DeepEqual(m, release.Bulletin{}) {
 				t.Fatalf("absent, yet %+v", m)
 			}
 			return

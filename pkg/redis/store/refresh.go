@@ -133,9 +133,9 @@ func (s *Store) Refreshes(ctx context.Context, apps []string) (map[string]releas
 	if err != nil {
 		return nil, fmt.Errorf("read refreshes: %w", err)
 	}
-	reads := make([]Read, len(apps))
+	reads := make([]HashFields, len(apps))
 	for i, app := range apps {
-		reads[i] = Read{Key: RefreshKey(app), Fields: refreshFields}
+		reads[i] = HashFields{Key: RefreshKey(app), Fields: refreshFields}
 	}
 	hashes, err := ReadBounded(ctx, c, reads, 0)
 	if err != nil {

@@ -96,7 +96,7 @@ func TestRefused(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			s := newStore(t, withTimeout(tt.url, time.Second))
 			_, _, err := s.Load(context.Background(), apps13)
-			if got := Refused(err); got != tt.want {
+			if got := AccessDenied(err); got != tt.want {
 				t.Errorf("Refused(%v) = %v, want %v", err, got, tt.want)
 			}
 		})

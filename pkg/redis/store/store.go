@@ -28,17 +28,17 @@ const (
 	backoffTTL = 24 * time.Hour
 )
 
-// Mode says how a Store makes its guarded writes.
-type Mode int
+// WriteMode says how a Store makes its guarded writes.
+type WriteMode int
 
 // The modes of a Store.
 const (
-	ModeScript Mode = iota // the Lua script (EVALSHA, EVAL when Redis lacks it)
-	ModeWatch              // WATCH/MULTI/EXEC, after Redis refused the script
+	ModeScript WriteMode = iota // the Lua script (EVALSHA, EVAL when Redis lacks it)
+	ModeWatch                   // WATCH/MULTI/EXEC, after Redis refused the script
 )
 
 // String returns "script" or "watch", for logs and metric labels.
-func (m Mode) String() string {
+func (m WriteMode) String() string {
 	if m == ModeWatch {
 		return "watch"
 	}
@@ -78,7 +78,7 @@ func WithRefusals(r *Refusals) Option {
 // again when it turns to ModeWatch, for the poller's
 // craft_poller_store_write_path gauge. It is called from the goroutine of
 // the write that turned it, and must not block.
-func WithModeObserver(f func(Mode)) Option {
+func WithModeObserver(f func(WriteMode)) Option {
 	return func(s *Store) { s.onMode = f }
 }
 
@@ -102,7 +102,7 @@ type Store struct {
 	script *rueidis.Lua
 	watch  atomic.Bool // Redis refused the script: use WATCH/MULTI/EXEC
 	log    *zap.Logger
-	onMode func(Mode)
+	onMode func(WriteMode)
 	clock  clock.Clock
 
 	refusals *Refusals
@@ -128,12 +128,12 @@ func New(conn Conn, by string, apps []release.App, opts ...Option) *Store {
 	return s
 }
 
-// Refused reports whether err is Redis refusing the client for its
+// AccessDenied reports whether err is Redis refusing the client for its
 // configuration rather than Redis being unavailable: the credentials
 // (WRONGPASS, NOAUTH, another authentication error) or the user's permissions
 // (NOPERM). A refused connection, a timeout or a server that went away is an
 // outage, not a refusal.
-func Refused(err error) bool {
+func AccessDenied(err error) bool {
 	var re *rueidis.RedisError
 	if !errors.As(err, &re) {
 		return false
@@ -155,7 +155,7 @@ func Refused(err error) bool {
 // ModeWatch for good the first time Redis refuses the script itself (NOPERM
 // for EVALSHA or EVAL, an unknown or disabled command); no other error
 // changes it.
-func (s *Store) Mode() Mode {
+func (s *Store) Mode() WriteMode {
 	if s.watch.Load() {
 		return ModeWatch
 	}
@@ -211,11 +211,11 @@ func (s *Store) hashes(ctx context.Context, apps []string) ([]Bounded, error) {
 	if err != nil {
 		return nil, err
 	}
-	reads := make([]Read, 0, len(apps)+1)
+	reads := make([]HashFields, 0, len(apps)+1)
 	for _, app := range apps {
-		reads = append(reads, Read{Key: AppKey(app), Fields: appFields})
+		reads = append(reads, HashFields{Key: AppKey(app), Fields: appFields})
 	}
-	return ReadBounded(ctx, c, append(reads, Read{Key: BackoffKey, Fields: backoffFields}), 0)
+	return ReadBounded(ctx, c, append(reads, HashFields{Key: BackoffKey, Fields: backoffFields}), 0)
 }
 
 // Claim records that this poller starts a request for app at, unless another
@@ -349,7 +349,7 @@ func (s *Store) PutFailure(ctx context.Context, app string, e release.Entry) (bo
 // on read_ms, gap 0: an equal time is written). It reports whether it was
 // written. The hash's TTL (7 days) is renewed by every write that goes
 // through, so it outlives a MySQL outage of up to a week.
-func (s *Store) PutMeta(ctx context.Context, m release.Meta, at time.Time) (bool, error) {
+func (s *Store) PutMeta(ctx context.Context, m release.Bulletin, at time.Time) (bool, error) {
 	if at.IsZero() {
 		return false, fmt.Errorf("put meta: %w", errNoTime)
 	}
@@ -402,7 +402,7 @@ func (s *Store) notModifiedWrite(e release.Entry) write {
 	}
 }
 
-func (s *Store) metaWrite(m release.Meta, at time.Time) (write, error) {
+func (s *Store) metaWrite(m release.Bulletin, at time.Time) (write, error) {
 	lists, err := encodeMeta(m)
 	if err != nil {
 		return write{}, err
@@ -531,11 +531,11 @@ func (s *Store) Status(ctx context.Context, apps []string) ([]AppStatus, Backoff
 	if err != nil {
 		return nil, BackoffStatus{}, fmt.Errorf("status: %w", err)
 	}
-	reads := make([]Read, 0, len(apps)+1)
+	reads := make([]HashFields, 0, len(apps)+1)
 	for _, app := range apps {
-		reads = append(reads, Read{Key: AppKey(app), Fields: appFields})
+		reads = append(reads, HashFields{Key: AppKey(app), Fields: appFields})
 	}
-	reads = append(reads, Read{Key: BackoffKey, Fields: backoffFields})
+	reads = append(reads, HashFields{Key: BackoffKey, Fields: backoffFields})
 	hashes, err := ReadBounded(ctx, c, reads, 0)
 	if err != nil {
 		return nil, BackoffStatus{}, fmt.Errorf("status: %w", err)

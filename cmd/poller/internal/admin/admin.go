@@ -142,7 +142,7 @@ func (c *call) openStore(name, absent string) (func(), error) {
 		return nil, fmt.Errorf("%s: REDIS_URL is empty: %s", name, absent)
 	}
 	conn := redis.Open(cfg.Redis.Options)
-	c.cfg, c.store = cfg, store.New(conn, "", cfg.Polled(), store.WithClock(c.clock))
+	c.cfg, c.store = cfg, store.New(conn, "", cfg.Entries(), store.WithClock(c.clock))
 	return conn.Close, nil
 }
 

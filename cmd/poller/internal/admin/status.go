@@ -18,7 +18,7 @@ import (
 // a writer's name, all read from Redis) is shown by shown, so that no value
 // can move the cursor, retitle the terminal or break the columns.
 func status(ctx context.Context, c *call) error {
-	apps, backoff, err := c.store.Status(ctx, release.Keys(c.cfg.Polled()))
+	apps, backoff, err := c.store.Status(ctx, release.Keys(c.cfg.Entries()))
 	if err != nil {
 		return err
 	}
