@@ -41,7 +41,7 @@ func (s *Server) observe(path string) echo.MiddlewareFunc {
 			defer func() {
 				if v := recover(); v != nil {
 					// net/http's own signal to abort a response must reach it.
-					if v == http.ErrAbortHandler {
+					if err, ok := v.(error); ok && errors.Is(err, http.ErrAbortHandler) {
 						panic(v)
 					}
 					log.Error("panic",

@@ -252,7 +252,7 @@ func TestShutdownClosesUnusedConnections(t *testing.T) {
 		t.Errorf("Serve = %v after shutdown with an unused connection open, want nil", err)
 	}
 	_ = unused.SetReadDeadline(time.Now().Add(10 * time.Second)) // a guard against a hang
-	if _, err := unused.Read(make([]byte, 1)); err != io.EOF {
+	if _, err := unused.Read(make([]byte, 1)); !errors.Is(err, io.EOF) {
 		t.Errorf("the unused connection: read %v, want EOF (closed)", err)
 	}
 }

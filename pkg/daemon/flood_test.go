@@ -175,7 +175,9 @@ func launchDuring(b *testing.B, hold flooder) {
 	mu.Unlock()
 	cancel()
 	wg.Wait()
-	<-served
+	if err := <-served; err != nil {
+		b.Errorf("serve: %v", err)
+	}
 	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 	b.ReportMetric(0, "ns/op")
 	b.ReportMetric(float64(failed), "failures")

@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -161,7 +162,7 @@ func (h *health) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func (h *health) finish(w *statusWriter, r *http.Request, path string, known bool, start time.Time) {
 	if v := recover(); v != nil {
 		// net/http's own signal to abort a response must reach it.
-		if v == http.ErrAbortHandler {
+		if err, ok := v.(error); ok && errors.Is(err, http.ErrAbortHandler) {
 			panic(v)
 		}
 		h.log.Error("panic", zap.String("method", r.Method), logsafe.String("path", r.URL.Path),

@@ -167,7 +167,9 @@ func TestTimeouts(t *testing.T) {
 	go func() { served <- serve(ctx, Endpoint{Handler: handler, Listener: ln}, to, time.Second, zap.NewNop()) }()
 	t.Cleanup(func() {
 		cancel()
-		<-served
+		if err := <-served; err != nil {
+			t.Errorf("serve: %v", err)
+		}
 	})
 	addr := ln.Addr().String()
 	dial := func() net.Conn {

@@ -21,8 +21,8 @@ type CompanionSource interface {
 	Companion(ctx context.Context, app release.App, ref release.AssetRef, limit int64) ([]byte, release.Answer)
 }
 
-// CompanionObserver, when the Config's Observer implements it, is told of
-// each companion request, for metrics.
+// CompanionObserver is told of each companion request, for metrics, when the
+// Config's Observer implements it.
 type CompanionObserver interface {
 	// Companion reports a companion request about app and how it ended
 	// (CompanionStored, CompanionRefused, CompanionFailed or

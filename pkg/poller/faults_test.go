@@ -27,6 +27,7 @@ func TestReadOnlyRedisIsOneOutage(t *testing.T) {
 		fleet.set(app, release.Entry{FetchedAt: at(-(timing.Interval - timing.SkewMargin()) + time.Duration(i)*timing.Tick),
 			ETag: "x1", Release: rel("v1")})
 	}
+	//nolint:revive // Redis's own words, as rueidis returns them.
 	readOnly := errors.New("READONLY You can't write against a read only replica.")
 	for _, op := range []string{"Claim", "PutFetch", "PutNotModified", "PutFailure", "PutBackoff", "ClearBackoff"} {
 		fleet.setErr(op, readOnly)

@@ -602,6 +602,7 @@ func TestTickCoordinated(t *testing.T) {
 				{
 					at: 30 * s, before: func(h *harness) {
 						h.fleet.entries = map[string]release.Entry{}
+						//nolint:revive // Redis's own words, as rueidis returns them.
 						h.fleet.setErr("PutFetch", errors.New("READONLY You can't write against a read only replica."))
 					},
 					calls: []string{"Load", "PutFetch a"}, warns: []string{"redis unavailable"}, round: idle(sa),

@@ -186,7 +186,9 @@ func newIdle(tb testing.TB) *idle {
 	tb.Cleanup(func() {
 		cancel()
 		close(rounds.next)
-		<-ran
+		if err := <-ran; err != nil {
+			tb.Errorf("Run: %v", err)
+		}
 	})
 	<-rounds.done
 	if got, want := gh.Count(fakegithub.AnyRepo), len(apps); got != want {

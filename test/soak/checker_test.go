@@ -1,6 +1,7 @@
 package soak
 
 import (
+	"errors"
 	"net"
 	"strings"
 	"testing"
@@ -56,7 +57,7 @@ func TestRedisGateStalls(t *testing.T) {
 	_ = conn.SetReadDeadline(time.Now().Add(300 * time.Millisecond))
 	if n, err := conn.Read(make([]byte, 16)); err == nil {
 		t.Fatalf("a stalled gate answered %d bytes", n)
-	} else if ne, ok := err.(net.Error); !ok || !ne.Timeout() {
+	} else if ne := net.Error(nil); !errors.As(err, &ne) || !ne.Timeout() {
 		t.Fatalf("read through a stalled gate: %v, want a timeout", err)
 	}
 

@@ -3,6 +3,7 @@ package soak
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -294,7 +295,7 @@ func (p *tcpProxy) copyAnswers(dst io.Writer, src io.Reader) {
 				return
 			}
 		}
-		if err != nil && err != bufio.ErrBufferFull {
+		if err != nil && !errors.Is(err, bufio.ErrBufferFull) {
 			return
 		}
 	}

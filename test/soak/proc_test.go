@@ -105,7 +105,7 @@ func launch(name, role string, slot int, path, logPath string, env map[string]st
 		}
 		return p, nil
 	case <-p.exited:
-		return nil, fmt.Errorf("%s exited at start-up: %v (log: %s)", name, p.err, logPath)
+		return nil, fmt.Errorf("%s exited at start-up: %w (log: %s)", name, p.err, logPath)
 	case <-time.After(waitFor):
 		p.kill()
 		return nil, fmt.Errorf("%s did not log a listening address in %v (log: %s)", name, waitFor, logPath)
