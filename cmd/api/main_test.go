@@ -276,7 +276,7 @@ func TestShutdownTurnsUnreadyWhileStillAnswering(t *testing.T) {
 
 // TestMetricsPortApart: /metrics answers only on METRICS_ADDR, which serves
 // the probes too but not the endpoint; the public port serves the endpoint
-// and the probes, and nosniff everywhere (issue 10, findings 3 and 7).
+// and the probes, and nosniff everywhere.
 func TestMetricsPortApart(t *testing.T) {
 	t.Parallel()
 	p := start(t, map[string]string{"CRAFT_APPS_RELEASE_POLLING_ENABLED": "false"})

@@ -13,7 +13,7 @@ import (
 
 // TestStandalonePurges: the one process purges each change of a release it
 // serves, once, naming the public URLs of what changed, and nothing for the
-// polls (every second here) that change only app_last_fetched (issue 22).
+// polls (every second here) that change only app_last_fetched.
 func TestStandalonePurges(t *testing.T) {
 	t.Parallel()
 	const (

@@ -156,7 +156,7 @@ func requiredAlerts() []string {
 		"CraftReleasesGitHubFailing",    // the share of failed GitHub requests
 		"CraftReleasesGitHubQuotaLow",   // the quota running out before its reset
 		"CraftReleasesAPISlow",          // latency
-		// Issue 23.
+		// The per-app view and a rate limit of any length.
 		"CraftReleasesAppFailing",        // one app failing or without its release, whatever the others
 		"CraftReleasesGitHubRateLimited", // a rate limit of any length
 	}

@@ -31,7 +31,7 @@ func metricsDoc(t testing.TB) map[string]Metric {
 	return m
 }
 
-// dashboardMustShow is what issue 5 asks the dashboard to show: freshness,
+// dashboardMustShow is what the dashboard must show: freshness,
 // the GitHub quota, the fleet's mode, request rates and latencies.
 func dashboardMustShow() []string {
 	return []string{

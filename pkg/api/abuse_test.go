@@ -23,8 +23,7 @@ import (
 // TestUnsignedBodiesHeldInBoundedMemory: 300 senders each holding a webhook
 // body of MaxBody less one byte, with a junk signature, raise the heap by a
 // few readers' worth, not 300 bodies' (150 MiB with today's limit, 300 MiB
-// with the old 1 MiB one), and a launcher is answered meanwhile (issue 21,
-// item 1).
+// with the old 1 MiB one), and a launcher is answered meanwhile.
 func TestUnsignedBodiesHeldInBoundedMemory(t *testing.T) {
 	const senders = 300
 	ln := listen(t)

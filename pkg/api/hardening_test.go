@@ -20,7 +20,7 @@ import (
 )
 
 // TestNosniffOnEveryAnswer: every answer of both servers, errors included,
-// carries X-Content-Type-Options: nosniff (issue 10, finding 7).
+// carries X-Content-Type-Options: nosniff.
 func TestNosniffOnEveryAnswer(t *testing.T) {
 	t.Parallel()
 	metrics := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "m 1\n") })
@@ -212,7 +212,7 @@ func TestOnlyTheWebhookTakesABody(t *testing.T) {
 
 // TestErrorsNoStore: every error answer is no-store, the router's own 404
 // and 405 and a panic's 500 included, so that no cache keeps the 404 of a
-// route a rollout is adding (issue 22, item 2).
+// route a rollout is adding.
 func TestErrorsNoStore(t *testing.T) {
 	t.Parallel()
 	s := New(fixed{rendering(t, true)}, new(daemon.Gate), zap.NewNop(), Options{})

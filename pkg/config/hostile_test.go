@@ -11,7 +11,7 @@ import (
 // TestRedisURLQuotesNothing: a REDIS_URL whose password holds an @, / ? or #
 // that was not percent-encoded is refused with a fixed message quoting no
 // piece of it, before anything could dial (and look up) a piece of the
-// password as a host (issue 10, finding 6).
+// password as a host.
 func TestRedisURLQuotesNothing(t *testing.T) {
 	tests := []struct {
 		url    string

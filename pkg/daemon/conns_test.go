@@ -176,8 +176,7 @@ func TestConnectionCap(t *testing.T) {
 // TestSilentConnectionsAtTheCap: connections that send no request, or only
 // its first byte (a flood of connects renewed before the header timeout),
 // take no client's place: at the cap the oldest of them without its headers
-// for headerGrace is closed for a new client, and the others stay open
-// (issue 21, item 4, for the byte).
+// for headerGrace is closed for a new client, and the others stay open.
 func TestSilentConnectionsAtTheCap(t *testing.T) {
 	for name, first := range map[string]string{"silent": "", "one byte": "G"} {
 		t.Run(name, func(t *testing.T) {

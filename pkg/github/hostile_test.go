@@ -13,8 +13,7 @@ import (
 )
 
 // TestParseReleaseHostileDownloadURLs: a download URL is kept only when it is
-// exactly this asset's, with nothing a URL parser would resolve elsewhere
-// (issue 10, finding 1).
+// exactly this asset's, with nothing a URL parser would resolve elsewhere.
 func TestParseReleaseHostileDownloadURLs(t *testing.T) {
 	const name = "photocraft-1.2.3-windows-x64.msi"
 	dl := "https://github.com/" + repo + "/releases/download/v1.2.3/"

@@ -13,7 +13,7 @@ import (
 // TestChanges: Config.Changes hears of each change of the release served
 // once, from the poller whose fetch made it; never of a fetch that moves
 // only app_last_fetched, a 304, a failure or an entry read from the fleet
-// (issue 22: one purge per change, none for a poll that changes nothing).
+// (one purge per change, none for a poll that changes nothing).
 func TestChanges(t *testing.T) {
 	failed := release.Answer{Outcome: release.Failed, Err: errors.New("boom"), Remaining: -1}
 	notModified := release.Answer{Outcome: release.NotModified, Remaining: -1}

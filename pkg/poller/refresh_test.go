@@ -239,7 +239,7 @@ func TestRunWakesForARefresh(t *testing.T) {
 // a tag GitHub does not serve yet (so every one asks for the 2/5/15 s
 // retries), cost at most 12 GitHub requests over the burst and its retries,
 // with one poller or two sharing the fleet, and the first delivery is still
-// fetched at once (issue 21, item 3). Without the budgets: 35.
+// fetched at once. Without the budgets: 35.
 func TestRefreshBudget(t *testing.T) {
 	for _, pollers := range []int{1, 2} {
 		t.Run(fmt.Sprintf("%d pollers", pollers), func(t *testing.T) {

@@ -247,7 +247,7 @@ func TestLocal(t *testing.T) {
 
 // TestLocalReplaysRecordNothing: a signed body replayed under a new id each
 // time (its hash first, as the Handler passes them) adds nothing to the
-// memory (issue 21, item 2).
+// memory.
 func TestLocalReplaysRecordNothing(t *testing.T) {
 	l := webhook.NewLocal(func(string, release.Refresh) {}, nil)
 	for i := range 20_000 {
@@ -301,7 +301,7 @@ func TestLocalCapAndSweep(t *testing.T) {
 
 // TestReadersBounded: with every reader held by a body that has not ended,
 // the next delivery is answered 503 with Retry-After, unread; once one ends,
-// deliveries are read again (issue 21, item 1).
+// deliveries are read again.
 func TestReadersBounded(t *testing.T) {
 	h, err := webhook.New(webhook.Config{Secrets: []string{secret}, Apps: testApps, Recorder: &fakeFleet{}})
 	if err != nil {
@@ -369,7 +369,7 @@ func TestReadersBounded(t *testing.T) {
 
 // TestMaxBodyHoldsTheLargestRelease: a release event with the longest notes
 // GitHub accepts (125,000 characters, each of three bytes) and 60 assets is
-// read and accepted; a body over MaxBody is refused 413 (issue 21, item 1).
+// read and accepted; a body over MaxBody is refused 413.
 func TestMaxBodyHoldsTheLargestRelease(t *testing.T) {
 	var assets []string
 	for i := range 60 {

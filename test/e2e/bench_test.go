@@ -32,7 +32,7 @@ import (
 	"github.com/storytold/craft-releases/test/testkit"
 )
 
-// The figures of issue 4. Each benchmark starts its own redis-server and
+// The scale figures (docs/operations.md, "Sizing"). Each benchmark starts its own redis-server and
 // pods serving the 13 default apps, each with the release the fake GitHub
 // makes (11 assets, notes), written as a poller writes it. They report their
 // figures with ReportMetric; the load benchmarks suppress ns/op, which would

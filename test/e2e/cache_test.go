@@ -46,7 +46,7 @@ func headers(a answer) string {
 
 // TestBehindACache puts nginx proxy_cache, following only the origin's
 // headers, in front of two pods fed by two pollers that purge through a
-// fake Cloudflare whose purge refreshes the cache (issue 22, item 7). It
+// fake Cloudflare whose purge refreshes the cache. It
 // checks that a cold no-store answer is never stored; that an inferred
 // download redirect never reaches another platform while an explicit one is
 // cached; that gzip and identity clients never get each other's bytes;

@@ -55,8 +55,8 @@ func (p *proc) warm() bool {
 
 // BenchmarkScale starts the real cmd/api standalone against the fake GitHub
 // with 13 and with 1,000 apps and reports the first round (from the start of
-// the process to an answer with every app fetched, issue 26: within 10 s at
-// 1,000), then the peak resident memory (VmHWM, issue 26: under 100 MiB at
+// the process to an answer with every app fetched: within 10 s at
+// 1,000), then the peak resident memory (VmHWM: under 100 MiB at
 // 1,000) after 200 full answers, half of them gzip, over loadConns
 // connections.
 func BenchmarkScale(b *testing.B) {

@@ -28,8 +28,8 @@ const (
 	// during a replay storm.
 	floodSenders = 100
 	replayers    = 8
-	// webhookLagGoal is what the webhook path must do outside fault windows
-	// (issue 21, item 6): half the releases on every pod within a second.
+	// webhookLagGoal is what the webhook path must do outside fault
+	// windows: half the releases on every pod within a second.
 	webhookLagGoal = time.Second
 	// faultShadow is how long after a fault a release still counts as
 	// published under it: the webhook it sent may have been refused, and the

@@ -14,7 +14,7 @@ import (
 // TestRefusedHashes: a pod serves nothing of a hash that no poller wrote: a
 // release of another repository, a fetch an hour in the future, a 16 MiB
 // release, which it does not even read. The app keeps what it had; each
-// refusal is counted and logged once (issue 20, findings 1 to 3).
+// refusal is counted and logged once.
 func TestRefusedHashes(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t)

@@ -53,7 +53,7 @@ func TestDeliver(t *testing.T) {
 		t.Fatalf("redelivery: new %v, %v; want a duplicate", first, err)
 	}
 	// The same body under another id (a replay) is a duplicate too, and
-	// leaves no key: 20,000 of them, as issue 21 found, add nothing.
+	// leaves no key: 20,000 of them add nothing.
 	keys := a.dbsize()
 	for i := range 20_000 {
 		first, err = s.Deliver(ctx, []string{"sha256-aa", "guid-replay-" + strconv.Itoa(i)}, each(release.Refresh{At: t0.Add(time.Minute)}, "photocraft"))

@@ -645,7 +645,7 @@ func pairsOf(h map[string]string) []string {
 // TestPublishFetchChanged: a fetch reports a change of what is served only
 // when it replaces another release (or no fetch at all); one that only moves
 // the fetch time, or that a newer fetch refuses, reports none, whichever
-// poller writes it (issue 22: one purge per change for the whole fleet).
+// poller writes it (one purge per change for the whole fleet).
 func TestPublishFetchChanged(t *testing.T) {
 	t.Parallel()
 	const app = "photocraft"

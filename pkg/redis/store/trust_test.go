@@ -17,7 +17,7 @@ import (
 )
 
 // poisoned are hashes no poller writes, each of which a reader refuses
-// whole, keeping what it had (issue 20, finding 1).
+// whole, keeping what it had.
 func poisoned(t testing.TB) map[string]string {
 	t.Helper()
 	good := rel("v1.0.0")
@@ -89,7 +89,7 @@ func TestPoisonedHashes(t *testing.T) {
 
 // TestOversizedFieldsAreNotRead: a 16 MiB release (or any field over its
 // bound) is refused from its length alone: Load reads a few bytes, not the
-// value, and a write goes over it on both paths (issue 20, finding 2).
+// value, and a write goes over it on both paths.
 func TestOversizedFieldsAreNotRead(t *testing.T) {
 	t.Parallel()
 	big := `{"tag":"` + strings.Repeat("v", 16<<20) + `"}`
@@ -143,7 +143,7 @@ func netOutput(t testing.TB, srv *redistest.Server) int64 {
 // ahead and that does not correct it writes times that the others do not
 // believe: its fetch reads as none, and neither its fetch nor its claim
 // blocks an honest write. On a clock.Corrected it measures the hour, tells
-// time by Redis and writes honest times (issue 20, finding 3).
+// time by Redis and writes honest times.
 func TestFutureTimes(t *testing.T) {
 	t.Parallel()
 	for _, p := range paths {

@@ -18,7 +18,7 @@ import (
 // TestStatusQuotesWhatCameFromOutside: an ETag and a writer's name holding
 // terminal escapes, a bidirectional override, tabs and newlines show as
 // escapes, so they reach the terminal as text; a stored release whose tag
-// holds them is unreadable and shows no tag at all (issue 10, finding 2).
+// holds them is unreadable and shows no tag at all.
 func TestStatusQuotesWhatCameFromOutside(t *testing.T) {
 	rs := redistest.Start(t)
 	now := time.Date(2026, 10, 10, 12, 0, 0, 0, time.UTC)
