@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+
+	"github.com/storytold/craft-releases/test/testkit"
 )
 
 // testHandler answers the health endpoints, and a POST of /slow with 401
@@ -295,6 +297,7 @@ func TestAgeStartsWithTheSlot(t *testing.T) {
 // one once the client took nothing for writeGrace, not at the write
 // timeout; a client that reads a large answer slowly keeps its connection.
 func TestStuckWriteAtTheCap(t *testing.T) {
+	testkit.Integration(t) // it waits seconds on the wall clock
 	// Far more than the connection's buffers hold, so that the client's
 	// reads pace the writes, for far longer than writeGrace.
 	const size = 24 << 20

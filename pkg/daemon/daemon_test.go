@@ -80,6 +80,7 @@ func TestServerFailureStopsEverything(t *testing.T) {
 // last request; with StopWorkFirst the work stops at once instead, while the
 // server still drains.
 func TestShutdownOrder(t *testing.T) {
+	testkit.Integration(t) // it waits seconds on the wall clock
 	for _, first := range []bool{false, true} {
 		t.Run(map[bool]string{false: "work last", true: "work first"}[first], func(t *testing.T) {
 			ln := listen(t)

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+
+	"github.com/storytold/craft-releases/test/testkit"
 )
 
 // blocking is a handler that answers "done" once release is closed,
@@ -142,6 +144,7 @@ func TestServeShutdownDeadline(t *testing.T) {
 // client does not read, an idle keep-alive connection), and none cuts off a
 // client that keeps within them.
 func TestTimeouts(t *testing.T) {
+	testkit.Integration(t) // it waits seconds on the wall clock
 	// As in production, an answer has longer than its request: the answer to a
 	// body cut off by the read timeout is written after it.
 	to := timeouts{header: 100 * time.Millisecond, read: 300 * time.Millisecond, write: 600 * time.Millisecond, idle: 300 * time.Millisecond,
