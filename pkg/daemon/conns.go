@@ -10,10 +10,10 @@ import (
 )
 
 // DefaultMaxConnections is the cap on the connections a server holds open
-// when Endpoint.MaxConnections is 0 or less. An idle keep-alive connection costs a pod about
-// 17 KB (5,000 took one from 28 MB to 112 MB), so 1,024 of them stay near
-// 17 MB, well inside a 128 Mi limit; Cloudflare, an ingress controller or a
-// tunnel reaches a pod through far fewer.
+// when Endpoint.MaxConnections is 0 or less: idle keep-alive connections
+// that fit well inside a pod's memory limit (docs/operations.md, "Sizing"),
+// while Cloudflare, an ingress controller or a tunnel reaches a pod through
+// far fewer.
 const DefaultMaxConnections = 1024
 
 // headerGrace is how long a new connection may take to send its request's
