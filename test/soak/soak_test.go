@@ -153,6 +153,7 @@ type soak struct {
 	pods       []*proc
 	published  []publication
 	deliveries []webhookDelivery
+	replayed   []webhookDelivery // each replay storm's body, delivered new once
 	latest     map[string]int // app key → its latest release number
 	answers    []podAnswer
 	requests   []ghRequest

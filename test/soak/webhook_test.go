@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -93,9 +94,10 @@ type webhookDelivery struct {
 }
 
 // deliveredBefore reports whether a delivery for repo was made in the 20 s
-// before at: a refresh and its retries (2, 5, 15 s) ask GitHub that early.
+// before at, a replay storm's included (its first is new): a refresh and its
+// retries (2, 5, 15 s) ask GitHub that early.
 func (s *soak) deliveredBefore(repo string, at time.Time) (webhookDelivery, bool) {
-	for _, d := range s.deliveries {
+	for _, d := range append(slices.Clone(s.deliveries), s.replayed...) {
 		if strings.EqualFold(d.Repo, repo) && !d.At.After(at) && at.Sub(d.At) <= 15*time.Second+slack {
 			return d, true
 		}
@@ -164,7 +166,8 @@ func (s *soak) replayStorm(d time.Duration) string {
 	s.mu.Unlock()
 	storm := fmt.Sprintf("replay-%d-", deliveryIDs.Add(1))
 	body := releaseEvent("edited", a.Repo, tagOf(n), -int(deliveryIDs.Add(1))) // a body no other delivery sends
-	end := time.Now().Add(d)
+	start := time.Now()
+	end := start.Add(d)
 	var sent, duplicates atomic.Int64
 	var wg sync.WaitGroup
 	for i := range replayers {
@@ -179,6 +182,9 @@ func (s *soak) replayStorm(d time.Duration) string {
 		})
 	}
 	wg.Wait()
+	s.mu.Lock()
+	s.replayed = append(s.replayed, webhookDelivery{App: a.Key, Repo: a.Repo, Tag: tagOf(n), At: start, Status: http.StatusAccepted})
+	s.mu.Unlock()
 	kept, err := deliveryKeys(addr, storm+"*")
 	if err != nil {
 		s.problem("count the delivery keys on %s: %v", addr, err)
