@@ -18,6 +18,7 @@ import (
 	"github.com/storytold/craft-releases/pkg/daemon"
 	"github.com/storytold/craft-releases/pkg/routes"
 	"github.com/storytold/craft-releases/pkg/webhook"
+	"github.com/storytold/craft-releases/test/testkit"
 )
 
 // TestUnsignedBodiesHeldInBoundedMemory: 300 senders each holding a webhook
@@ -26,7 +27,7 @@ import (
 // with the old 1 MiB one), and a launcher is answered meanwhile.
 func TestUnsignedBodiesHeldInBoundedMemory(t *testing.T) {
 	const senders = 300
-	ln := listen(t)
+	ln := testkit.Listen(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	served := make(chan error, 1)
 	go func() {

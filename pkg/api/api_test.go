@@ -2,7 +2,6 @@ package api
 
 import (
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"reflect"
@@ -145,17 +144,6 @@ func TestAccessLog(t *testing.T) {
 			}
 		})
 	}
-}
-
-// listen returns a loopback listener, closed when the test ends.
-func listen(t testing.TB) net.Listener {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = ln.Close() })
-	return ln
 }
 
 // TestHealthAnswersAsTheRouter: the ports that are not public (pkg/daemon's

@@ -17,6 +17,7 @@ import (
 
 	"github.com/storytold/craft-releases/pkg/daemon"
 	"github.com/storytold/craft-releases/pkg/routes"
+	"github.com/storytold/craft-releases/test/testkit"
 )
 
 // TestNosniffOnEveryAnswer: every answer of both servers, errors included,
@@ -91,7 +92,7 @@ func TestOptionsRoute(t *testing.T) {
 // address.
 func serveOnLoopback(t *testing.T, s *Server) string {
 	t.Helper()
-	ln := listen(t)
+	ln := testkit.Listen(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	served := make(chan error, 1)
 	go func() {

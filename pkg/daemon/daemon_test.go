@@ -24,14 +24,6 @@ func (brokenListener) Accept() (net.Conn, error) {
 	return nil, errors.New("accept: too many open files")
 }
 
-func listen(t *testing.T) net.Listener {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return ln
-}
 
 func health(gate *daemon.Gate) http.Handler { return daemon.NewHealth(gate, nil, zap.NewNop(), nil) }
 
@@ -42,7 +34,7 @@ func health(gate *daemon.Gate) http.Handler { return daemon.NewHealth(gate, nil,
 func TestServerFailureStopsEverything(t *testing.T) {
 	for _, broken := range []int{0, 1} {
 		t.Run([]string{"first", "second"}[broken], func(t *testing.T) {
-			lns := []net.Listener{listen(t), listen(t)}
+			lns := []net.Listener{testkit.Listen(t), testkit.Listen(t)}
 			lns[broken] = brokenListener{lns[broken]}
 			var workStopped atomic.Bool
 			done := make(chan error, 1)
@@ -83,7 +75,7 @@ func TestShutdownOrder(t *testing.T) {
 	testkit.Integration(t) // it waits seconds on the wall clock
 	for _, first := range []bool{false, true} {
 		t.Run(map[bool]string{false: "work last", true: "work first"}[first], func(t *testing.T) {
-			ln := listen(t)
+			ln := testkit.Listen(t)
 			url := "http://" + ln.Addr().String() + "/readyz"
 			gate := &daemon.Gate{}
 			gate.Open()
