@@ -24,7 +24,6 @@ func (brokenListener) Accept() (net.Conn, error) {
 	return nil, errors.New("accept: too many open files")
 }
 
-
 func health(gate *daemon.Gate) http.Handler { return daemon.NewHealth(gate, nil, zap.NewNop(), nil) }
 
 // TestServerFailureStopsEverything checks that when any one server fails to

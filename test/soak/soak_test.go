@@ -154,7 +154,7 @@ type soak struct {
 	published  []publication
 	deliveries []webhookDelivery
 	replayed   []webhookDelivery // each replay storm's body, delivered new once
-	latest     map[string]int // app key → its latest release number
+	latest     map[string]int    // app key → its latest release number
 	answers    []podAnswer
 	requests   []ghRequest
 	faults     []fault
