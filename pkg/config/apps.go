@@ -139,33 +139,58 @@ func WithPrereleases(apps []release.App, s string) ([]release.App, error) {
 // is listed twice, and an empty prefix or one that is not
 // release.GoodTagPrefix are errors that name the key or quote the entry.
 func WithTagPrefixes(apps []release.App, s string) ([]release.App, error) {
-	if strings.TrimSpace(s) == "" {
-		return apps, nil
+	entries, err := appEntries(apps, s, "key=prefix")
+	if err != nil || len(entries) == 0 {
+		return apps, err
 	}
 	out := slices.Clone(apps)
+	for _, e := range entries {
+		switch {
+		case e.value == "":
+			return nil, fmt.Errorf("key %q: empty prefix", e.given)
+		case !release.GoodTagPrefix(e.value):
+			return nil, fmt.Errorf("key %q: prefix %q is not 1 to %d bytes of printable ASCII without space, ',' or '=' that can begin a git tag",
+				e.given, e.value, release.MaxTagPrefix)
+		}
+		out[e.app].TagPrefix = e.value
+	}
+	return out, nil
+}
+
+// appEntry is one key=value entry of a per-app list: the app's index, the
+// key as given, and the value.
+type appEntry struct {
+	app          int
+	given, value string
+}
+
+// appEntries reads s, "key=value" entries of apps separated by commas, each
+// part trimmed and the key compared in lowercase; a blank s gives none. An
+// entry without '=' (want names the form, such as "key=prefix"), a key that
+// is not one of apps and a key listed twice are errors naming the entry or
+// the key.
+func appEntries(apps []release.App, s, want string) ([]appEntry, error) {
+	var out []appEntry
+	seen := map[int]bool{}
 	for entry := range strings.SplitSeq(s, ",") {
 		entry = strings.TrimSpace(entry)
 		if entry == "" {
 			continue
 		}
-		key, prefix, ok := strings.Cut(entry, "=")
+		key, value, ok := strings.Cut(entry, "=")
 		if !ok {
-			return nil, fmt.Errorf("entry %q: want key=prefix", entry)
+			return nil, fmt.Errorf("entry %q: want %s", entry, want)
 		}
-		key, prefix = strings.TrimSpace(key), strings.TrimSpace(prefix)
-		i := slices.IndexFunc(out, func(a release.App) bool { return release.SafeName(key) && a.Key == strings.ToLower(key) })
+		key, value = strings.TrimSpace(key), strings.TrimSpace(value)
+		i := slices.IndexFunc(apps, func(a release.App) bool { return release.SafeName(key) && a.Key == strings.ToLower(key) })
 		switch {
 		case i < 0:
 			return nil, fmt.Errorf("key %q is not one of CRAFT_APPS_RELEASE_APPS's", key)
-		case out[i].TagPrefix != "":
+		case seen[i]:
 			return nil, fmt.Errorf("key %q is listed twice", key)
-		case prefix == "":
-			return nil, fmt.Errorf("key %q: empty prefix", key)
-		case !release.GoodTagPrefix(prefix):
-			return nil, fmt.Errorf("key %q: prefix %q is not 1 to %d bytes of printable ASCII without space, ',' or '=' that can begin a git tag",
-				key, prefix, release.MaxTagPrefix)
 		}
-		out[i].TagPrefix = prefix
+		seen[i] = true
+		out = append(out, appEntry{app: i, given: key, value: value})
 	}
 	return out, nil
 }

@@ -2,8 +2,6 @@ package config
 
 import (
 	"fmt"
-	"slices"
-	"strings"
 
 	"github.com/storytold/craft-releases/pkg/minisign"
 	"github.com/storytold/craft-releases/pkg/release"
@@ -17,31 +15,17 @@ import (
 // or quote the entry's key. The map is by app key; an app without a key
 // keeps any well-formed signature (docs/github.md, "Companion assets").
 func ParsePublicKeys(apps []release.App, s string) (map[string]minisign.PublicKey, error) {
-	if strings.TrimSpace(s) == "" {
-		return nil, nil
+	entries, err := appEntries(apps, s, "key=pubkey")
+	if err != nil || len(entries) == 0 {
+		return nil, err
 	}
-	keys := map[string]minisign.PublicKey{}
-	for entry := range strings.SplitSeq(s, ",") {
-		entry = strings.TrimSpace(entry)
-		if entry == "" {
-			continue
-		}
-		key, b64, ok := strings.Cut(entry, "=")
-		if !ok {
-			return nil, fmt.Errorf("an entry without '=': want key=pubkey")
-		}
-		key, b64 = strings.ToLower(strings.TrimSpace(key)), strings.TrimSpace(b64)
-		switch {
-		case !release.SafeName(key) || !slices.ContainsFunc(apps, func(a release.App) bool { return a.Key == key }):
-			return nil, fmt.Errorf("key %q is not one of CRAFT_APPS_RELEASE_APPS's", key)
-		case keys[key] != (minisign.PublicKey{}):
-			return nil, fmt.Errorf("key %q is listed twice", key)
-		}
-		k, err := minisign.ParsePublicKey(b64)
+	keys := make(map[string]minisign.PublicKey, len(entries))
+	for _, e := range entries {
+		k, err := minisign.ParsePublicKey(e.value)
 		if err != nil {
-			return nil, fmt.Errorf("key %q: %w", key, err)
+			return nil, fmt.Errorf("key %q: %w", e.given, err)
 		}
-		keys[key] = k
+		keys[apps[e.app].Key] = k
 	}
 	return keys, nil
 }

@@ -39,7 +39,7 @@ func TestTauriPublicKeys(t *testing.T) {
 		for _, tc := range []struct{ name, value, want string }{
 			{"unknown app", "nosuchapp=" + k1.PublicKey(), `key "nosuchapp" is not one of`},
 			{"twice", "photocraft=" + k1.PublicKey() + ",photocraft=" + k2.PublicKey(), `key "photocraft" is listed twice`},
-			{"no =", "photocraft", "an entry without '='"},
+			{"no =", "photocraft", `entry "photocraft": want key=pubkey`},
 			{"bad key", "photocraft=aGVsbG8=", `key "photocraft": minisign public key`},
 			{"a signature, not a key", "photocraft=" + k1.Sign("x", []byte("x")), `key "photocraft": minisign public key`},
 		} {
