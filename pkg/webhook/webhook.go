@@ -216,7 +216,10 @@ func (h *Handler) open(w http.ResponseWriter, r *http.Request, event string) (p 
 	}
 	rd, ok := h.reader(r.Context())
 	if !ok {
+		// The body stays unread: net/http reads none of it after an answer
+		// that closes the connection (daemon.Serve).
 		w.Header().Set("Retry-After", strconv.Itoa(RetryAfter))
+		w.Header().Set("Connection", "close")
 		return p, sum, Busy, http.StatusServiceUnavailable, answer{Error: "busy, redeliver later"}
 	}
 	defer func() { h.readers <- rd }()

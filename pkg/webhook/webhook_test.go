@@ -352,6 +352,9 @@ func TestReadersBounded(t *testing.T) {
 	if got := busy.Header.Get("Retry-After"); got != strconv.Itoa(webhook.RetryAfter) {
 		t.Errorf("Retry-After %q, want %d", got, webhook.RetryAfter)
 	}
+	if !busy.Close {
+		t.Error("the 503 keeps its connection, want Connection: close: the server must not read the body it refused")
+	}
 	held[0].Close()
 	if code := <-answered; code != http.StatusUnauthorized {
 		t.Errorf("the held body, ended: %d, want 401", code)
