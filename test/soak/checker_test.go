@@ -73,9 +73,9 @@ func TestRedisGateStalls(t *testing.T) {
 
 // checked runs the checks on made-up records of one pod, one app and one
 // poller, starting at t0.
-func checked(t0 time.Time, answers []podAnswer, requests []ghRequest, faults []fault, flushes []flushRepair, deliveries []webhookDelivery) report {
+func checked(t0 time.Time, answers []podAnswer, requests []ghRequest, faults []fault, flushes []flushRepair, deliveries []webhookDelivery, backoffs []backoff) report {
 	pod := &proc{name: "api-1#1", exited: make(chan struct{})}
-	poller := &proc{name: "poller-1#1", exited: make(chan struct{})}
+	poller := &proc{name: "poller-1#1", exited: make(chan struct{}), backoffs: backoffs}
 	s := &soak{
 		began: t0, faultsEnd: t0.Add(time.Minute), settled: t0.Add(time.Minute), loadEnded: t0.Add(2 * time.Minute),
 		pods: []*proc{pod}, procs: []*proc{pod, poller},
@@ -102,6 +102,10 @@ func TestChecks(t *testing.T) {
 	f1, f2 := t0.Add(-time.Second), t0.Add(11*time.Second)
 	good := []podAnswer{answerAt(t0, 1, 1, f1), answerAt(t0, 12, 2, f2), answerAt(t0, 20, 2, f2)}
 	paced := []ghRequest{requestAt(t0, 0, 200), requestAt(t0, 8, 304), requestAt(t0, 16, 200)}
+	// Redis's clock an hour back from 12 s to 13 s; GitHub fails until the
+	// app is fetched again at 33 s, which pods have hydrated by 44 s.
+	step := fault{Kind: faultClockStep, Start: t0.Add(12 * time.Second), End: t0.Add(13 * time.Second), Step: -time.Hour}
+	stepped := []ghRequest{requestAt(t0, 0, 200), requestAt(t0, 8, 304), requestAt(t0, 12.2, 200), requestAt(t0, 20, 500), requestAt(t0, 33, 304)}
 	delivered := []webhookDelivery{{App: apps[0].Key, Repo: apps[0].Repo, Tag: tagOf(2), At: t0.Add(10 * time.Second), Status: 202}}
 	tests := []struct {
 		name       string
@@ -110,6 +114,7 @@ func TestChecks(t *testing.T) {
 		faults     []fault
 		flushes    []flushRepair
 		deliveries []webhookDelivery
+		backoffs   []backoff
 		want       string // in a failure; "" for none
 	}{
 		{name: "all well", answers: good, requests: paced},
@@ -140,12 +145,19 @@ func TestChecks(t *testing.T) {
 			want: "want under 1s with the webhook"},
 		{name: "a release delivered by webhook during a fault, served 2 s later", answers: good, requests: paced, deliveries: delivered,
 			faults: []fault{{Kind: faultGitHub500, Start: t0.Add(9 * time.Second), End: t0.Add(11 * time.Second)}}},
+		{name: "a release delivered by webhook during a fleet backoff, served 2 s later", answers: good, requests: paced, deliveries: delivered,
+			backoffs: []backoff{{From: t0.Add(5 * time.Second), Until: t0.Add(11 * time.Second)}}},
+		{name: "a fetch time set back by a Redis clock step, until the app is fetched again", requests: stepped,
+			faults: []fault{step}, answers: append(good[:2:2], answerAt(t0, 12.5, 2, f2.Add(-time.Hour)), answerAt(t0, 43, 2, f2.Add(-time.Hour)))},
+		{name: "a fetch time set back by a Redis clock step, after the app was fetched again", requests: stepped,
+			faults: []fault{step}, answers: append(good[:2:2], answerAt(t0, 12.5, 2, f2.Add(-time.Hour)), answerAt(t0, 45, 2, f2.Add(-time.Hour))),
+			want: "regressions"},
 		{name: "an app asked again after a webhook delivery", answers: good, requests: append(paced[:3:3], requestAt(t0, 16.5, 304)),
 			deliveries: []webhookDelivery{{App: apps[0].Key, Repo: apps[0].Repo, Tag: tagOf(3), At: t0.Add(16400 * time.Millisecond), Status: 202}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r := checked(t0, tt.answers, tt.requests, tt.faults, tt.flushes, tt.deliveries)
+			r := checked(t0, tt.answers, tt.requests, tt.faults, tt.flushes, tt.deliveries, tt.backoffs)
 			got := strings.Join(r.Failures, "\n")
 			switch {
 			case tt.want == "" && got != "":

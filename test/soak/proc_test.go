@@ -27,13 +27,22 @@ type proc struct {
 	metrics string // the same for its metrics_addr (an API's METRICS_ADDR); "" for the base
 	started time.Time
 
-	exited chan struct{} // closed once it exited and its output was read
-	mu     sync.Mutex
-	ended  time.Time
-	err    error
-	killed bool
-	logged map[string]int // log lines by message
+	exited   chan struct{} // closed once it exited and its output was read
+	mu       sync.Mutex
+	ended    time.Time
+	err      error
+	killed   bool
+	logged   map[string]int // log lines by message
+	backoffs []backoff      // each fleet backoff it logged setting
 }
+
+// backoff is a fleet backoff a poller's round set, from when its log line was
+// read until it ends.
+type backoff struct{ From, Until time.Time }
+
+// pollRound is the message of a poller's line for each round, which says the
+// fleet backoff it set, in seconds (docs/operations.md, "Logs").
+const pollRound = "poll round"
 
 // launch starts path with exactly env (plus HTTP_ADDR and, for an API,
 // METRICS_ADDR on free loopback ports), its output appended to logPath, and
@@ -73,13 +82,18 @@ func launch(name, role string, slot int, path, logPath string, env map[string]st
 			fmt.Fprintln(logFile, line)
 			var rec struct {
 				Msg, Addr   string
-				MetricsAddr string `json:"metrics_addr"`
+				MetricsAddr string  `json:"metrics_addr"`
+				Backoff     float64 `json:"backoff"`
 			}
 			if json.Unmarshal([]byte(line), &rec) != nil {
 				continue
 			}
 			p.mu.Lock()
 			p.logged[rec.Msg]++
+			if rec.Msg == pollRound && rec.Backoff > 0 {
+				now := time.Now()
+				p.backoffs = append(p.backoffs, backoff{now, now.Add(time.Duration(rec.Backoff * float64(time.Second)))})
+			}
 			p.mu.Unlock()
 			if rec.Msg == "listening" && rec.Addr != "" {
 				select {

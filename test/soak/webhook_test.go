@@ -261,11 +261,24 @@ func (s *soak) checkWebhookLag(r *report) {
 	}
 }
 
-// underFault reports whether at falls in a fault's window or its shadow.
+// underFault reports whether at falls in a fault's window or in a fleet
+// backoff that a poller logged, or in the shadow of either: a backoff holds
+// webhook refreshes too (docs/operations.md, "GitHub webhook"), and a fault's may
+// outlast it.
 func (s *soak) underFault(at time.Time) bool {
 	for _, f := range s.faults {
 		if !at.Before(f.Start.Add(-time.Second)) && at.Before(f.End.Add(faultShadow)) {
 			return true
+		}
+	}
+	for _, p := range s.procs {
+		p.mu.Lock()
+		backoffs := p.backoffs
+		p.mu.Unlock()
+		for _, b := range backoffs {
+			if !at.Before(b.From.Add(-time.Second)) && at.Before(b.Until.Add(faultShadow)) {
+				return true
+			}
 		}
 	}
 	return false
