@@ -20,6 +20,13 @@ const (
 	PagePath           = "/"                             // the release page, HTML
 	OpenAPIPath        = "/openapi.json"                 // the OpenAPI document
 	WebhookPath        = "/v1/craft_apps/github_webhook" // GitHub's signed deliveries (POST)
+
+	// The Tauri updater feed (docs/updates.md): an app's update for one
+	// target, arch and bundle type; the same without the bundle type, read
+	// as unknown; and the static latest.json.
+	TauriPath         = "/v1/craft_apps/updates/:app/tauri/:target/:arch/:bundle_type"
+	TauriAnyPath      = "/v1/craft_apps/updates/:app/tauri/:target/:arch"
+	TauriManifestPath = "/v1/craft_apps/updates/:app/tauri/latest.json"
 )
 
 // PurgePaths returns the paths of the cacheable answers that change when
