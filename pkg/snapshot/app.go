@@ -21,6 +21,10 @@ type App struct {
 	// Prerelease is its latest_prerelease; no Release without the channel,
 	// or when there is none.
 	Prerelease Track
+
+	// Tauri is the Tauri updater feed of its latest release, and
+	// PrereleaseTauri that of Prerelease (nil when it has no Release).
+	Tauri, PrereleaseTauri *Feed
 }
 
 // Track is a release an app offers, with its downloads.
@@ -65,11 +69,13 @@ func (p *part) newApp(fetchedAt time.Time) *App {
 		old = *p.app
 	}
 	return &App{
-		Doc:        newDoc(join(body), join(gz), tag([][32]byte{sha256.Sum256(body)}), tag([][32]byte{sha256.Sum256(gz)}), cc),
-		Fetched:    p.fetched,
-		FetchedAt:  fetchedAt,
-		Track:      track(p.rel, old.Track),
-		Prerelease: track(p.pre, old.Prerelease),
+		Doc:             newDoc(join(body), join(gz), tag([][32]byte{sha256.Sum256(body)}), tag([][32]byte{sha256.Sum256(gz)}), cc),
+		Fetched:         p.fetched,
+		FetchedAt:       fetchedAt,
+		Track:           track(p.rel, old.Track),
+		Prerelease:      track(p.pre, old.Prerelease),
+		Tauri:           p.tauri,
+		PrereleaseTauri: p.tauriPre,
 	}
 }
 

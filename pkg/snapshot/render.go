@@ -47,6 +47,7 @@ type part struct {
 	section, checked piece // its part of the page: all but the checked line, and that line
 	fetched          bool
 	rel, pre         *release.Release // the release and the pre-release obj and section show
+	tauri, tauriPre  *Feed            // the Tauri feeds of rel and of pre (nil without pre)
 	app              *App
 }
 
@@ -211,6 +212,11 @@ func (r *renderer) update(i int, e appEntries, now time.Time) {
 				Release: rel, Downloads: downloads, Prerelease: pre, PrereleaseDownloads: preDownloads}))
 		}
 		p.fetched, p.rel, p.pre = fetched, rel, pre
+	}
+	oldPre := p.tauriPre
+	p.tauri, p.tauriPre = renderFeed(a.Key, p.tauri, rel, e.stable.Signatures), nil
+	if pre != nil {
+		p.tauriPre = renderFeed(a.Key, oldPre, pre, e.pre.Signatures)
 	}
 	p.tail = piece{plain: tailJSON(fetchedAt)}
 	p.checked = storedPiece(r.page.Checked(fetchedAt))

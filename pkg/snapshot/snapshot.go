@@ -223,8 +223,9 @@ func (s *Snapshot) SetAll(entries map[string]release.Entry, now time.Time) bool 
 		}
 		s.entries[key], moved = merged, true
 		// Merge replaces the fetch part only along with its time, so the
-		// time alone tells whether ETag or Release may have changed.
-		if !merged.FetchedAt.Equal(old.FetchedAt) {
+		// time tells whether ETag or Release may have changed; signatures
+		// also arrive for the same fetch.
+		if !merged.FetchedAt.Equal(old.FetchedAt) || merged.Signatures != old.Signatures {
 			if s.pending.entries == nil {
 				s.pending.entries = map[int]appEntries{}
 			}

@@ -54,6 +54,21 @@ func hasAsset(rel *release.Release, name string) bool {
 // {{bundle_type}} (BundleType reads the last).
 type Request struct{ Target, Arch, BundleType string }
 
+// AllRequests returns every request that may have an update: each target
+// with each arch and each of its bundle types, and BundleUnknown. Any other
+// request is answered by Offer's error whatever the release.
+func AllRequests() []Request {
+	var reqs []Request
+	for _, target := range targets {
+		for _, arch := range arches {
+			for _, bundleType := range append(slices.Clone(bundlesOf[target]), BundleUnknown) {
+				reqs = append(reqs, Request{target, arch, bundleType})
+			}
+		}
+	}
+	return reqs
+}
+
 // Update is the dynamic endpoint's 200: the fields the updater reads, in
 // this order.
 type Update struct {
@@ -151,6 +166,31 @@ func offer(rel *release.Release, v Version, sigs Signatures, target, arch, bundl
 		Signature: sigs[SignatureName(chosen.Name)],
 		version:   v,
 	}, true
+}
+
+// Awaiting reports whether rel has a bundle for req (a known target and
+// arch) whose signature rel publishes but sigs lacks: not fetched yet, or
+// refused. Offer then has nothing for req until the signature is there;
+// the endpoint may serve what the previous release offered meanwhile
+// (docs/updates.md, "The answers").
+func Awaiting(rel *release.Release, sigs Signatures, req Request) bool {
+	if rel == nil {
+		return false
+	}
+	bundleType := BundleType(req.BundleType)
+	if bundleType == BundleUnknown {
+		bundleType = bundlesOf[req.Target][0]
+	}
+	for _, a := range rel.Assets {
+		b, ok := parseBundle(a.Name)
+		if !ok || !b.serves(req.Target, req.Arch, bundleType) || !hasAsset(rel, SignatureName(a.Name)) {
+			continue
+		}
+		if _, ok := sigs[SignatureName(a.Name)]; !ok {
+			return true
+		}
+	}
+	return false
 }
 
 // signed reports whether the bundle named name has its signature in sigs,

@@ -349,3 +349,31 @@ func TestCompanions(t *testing.T) {
 		t.Errorf("Companions(nil) = %q, want none", got)
 	}
 }
+
+// TestAwaiting: a request waits for a signature exactly when the release
+// has a bundle for it whose signature asset is published but not in hand.
+func TestAwaiting(t *testing.T) {
+	rel, sigs := newRelease("0.41.0", artCraft.assets), signatures(artCraft.signed)
+	for _, tc := range []struct {
+		req  string
+		want bool
+	}{
+		{"windows/i686/unknown", true},   // the x86 NSIS: its signature failed
+		{"linux/aarch64/rpm", true},      // refused
+		{"windows/x86_64/nsis", false},   // signed
+		{"linux/riscv64/deb", false},     // its signature is no asset
+		{"linux/armv7/unknown", false},   // no AppImage for armv7
+		{"darwin/x86_64/unknown", false}, // universal, signed
+	} {
+		t.Run(tc.req, func(t *testing.T) {
+			parts := strings.Split(tc.req, "/")
+			req := tauri.Request{Target: parts[0], Arch: parts[1], BundleType: parts[2]}
+			if got := tauri.Awaiting(rel, sigs, req); got != tc.want {
+				t.Errorf("Awaiting(%s) = %v, want %v", tc.req, got, tc.want)
+			}
+		})
+	}
+	if tauri.Awaiting(nil, sigs, tauri.Request{Target: "windows", Arch: "x86_64"}) {
+		t.Error("Awaiting(nil release) = true")
+	}
+}

@@ -1,0 +1,128 @@
+package snapshot
+
+import (
+	"github.com/storytold/craft-releases/pkg/release"
+	"github.com/storytold/craft-releases/pkg/updates/tauri"
+)
+
+// Feed is one release's Tauri updater feed: the answer to every request an
+// updater may send, and the static latest.json (docs/updates.md, "The
+// answers"). It is rendered when the release or its signatures change, and
+// an answer whose bytes did not change keeps its Doc. Nothing in it may be
+// modified, since every reader shares it.
+type Feed struct {
+	app    string
+	rel    *release.Release
+	sigs   *release.Signatures
+	offers map[tauri.Request]*Offer // by tauri.AllRequests
+
+	// Manifest is latest.json, or the 404 saying why there is none.
+	Manifest *Offer
+}
+
+// Offer is one answer of a Feed: an update (Doc, served 200, or 204 to an
+// updater that is not older) or, with Err, a 404 saying what is missing.
+type Offer struct {
+	Doc        // the update's JSON, served with CacheControlFetched; zero for a 404
+	Err string // the 404's error; "" for an update
+
+	version tauri.Version // the release's
+	static  bool          // the Manifest: never a 204
+}
+
+// Newer reports whether o's update is newer than current, the version the
+// updater runs (tauri.Update.Newer): the answer is then the 200, else the
+// 204. The static latest.json is always newer.
+func (o *Offer) Newer(current string) bool {
+	if o.static {
+		return true
+	}
+	c, ok := tauri.ParseVersion(current)
+	return !ok || c.Compare(o.version) < 0
+}
+
+// Offer returns f's answer to req. A request that tauri.AllRequests does
+// not list (a target or arch the updater never sends) gets its 404, made
+// now.
+func (f *Feed) Offer(req tauri.Request) *Offer {
+	req.BundleType = tauri.BundleType(req.BundleType)
+	if o, ok := f.offers[req]; ok {
+		return o
+	}
+	_, err := tauri.Offer(f.app, f.rel, f.sigs.Map(), req)
+	return &Offer{Err: err.Error()}
+}
+
+// renderFeed returns the feed of app's release rel with its signatures
+// sigs, built on old (the feed it replaces, nil for none): old itself when
+// neither changed, and old's answers where they are the same. A request
+// that rel has a bundle for whose signature is not there yet
+// (tauri.Awaiting) keeps what old offered, when that was an older release's
+// update, so that an updater is not told "nothing" while the signatures of
+// a new release are being fetched.
+func renderFeed(app string, old *Feed, rel *release.Release, sigs *release.Signatures) *Feed {
+	if old != nil && old.rel == rel && old.sigs == sigs {
+		return old
+	}
+	if old == nil {
+		old = &Feed{}
+	}
+	m := sigs.Map()
+	relVersion, semver := tauri.Version{}, false
+	if rel != nil {
+		relVersion, semver = tauri.ParseVersion(rel.Version)
+	}
+	// carried reports whether prev, the old answer, may stand for a request
+	// the new release has no signed bundle for yet.
+	carried := func(prev *Offer, awaiting bool) bool {
+		return awaiting && prev != nil && prev.Err == "" && semver && prev.version.Compare(relVersion) < 0
+	}
+	f := &Feed{app: app, rel: rel, sigs: sigs, offers: make(map[tauri.Request]*Offer)}
+	made := map[string]*Offer{} // by the answer's bytes, or by the 404's error
+	for _, req := range tauri.AllRequests() {
+		prev := old.offers[req]
+		u, err := tauri.Offer(app, rel, m, req)
+		switch {
+		case err == nil:
+			f.offers[req] = offerOf(made, prev, mustMarshal(u), relVersion, false)
+		case carried(prev, tauri.Awaiting(rel, m, req)):
+			f.offers[req] = prev
+		default:
+			f.offers[req] = errorOffer(made, err.Error())
+		}
+	}
+	switch manifest, err := tauri.Static(app, rel, m); {
+	case err == nil:
+		f.Manifest = offerOf(made, old.Manifest, mustMarshal(manifest), relVersion, true)
+	case carried(old.Manifest, len(tauri.Companions(rel)) > 0):
+		f.Manifest = old.Manifest
+	default:
+		f.Manifest = errorOffer(made, err.Error())
+	}
+	return f
+}
+
+// offerOf returns the update whose JSON is body: one already made in this
+// rendering, prev when it has the same bytes, or a new one.
+func offerOf(made map[string]*Offer, prev *Offer, body []byte, v tauri.Version, static bool) *Offer {
+	if o, ok := made[string(body)]; ok {
+		return o
+	}
+	o := prev
+	if o == nil || o.Err != "" || string(o.Body()) != string(body) {
+		o = &Offer{Doc: NewDoc(body, CacheControlFetched), version: v, static: static}
+	}
+	made[string(body)] = o
+	return o
+}
+
+// errorOffer returns the 404 of msg, one per message in a rendering.
+func errorOffer(made map[string]*Offer, msg string) *Offer {
+	key := "\x00" + msg // no JSON body starts with NUL
+	if o, ok := made[key]; ok {
+		return o
+	}
+	o := &Offer{Err: msg}
+	made[key] = o
+	return o
+}
