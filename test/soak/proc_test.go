@@ -41,7 +41,7 @@ type proc struct {
 type backoff struct{ From, Until time.Time }
 
 // pollRound is the message of a poller's line for each round, which says the
-// fleet backoff it set, in seconds (docs/operations.md, "Logs").
+// fleet backoff it set, in seconds (docs/operations.md, "When something goes wrong").
 const pollRound = "poll round"
 
 // launch starts path with exactly env (plus HTTP_ADDR and, for an API,
