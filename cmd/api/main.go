@@ -69,9 +69,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if err != nil {
 		return err
 	}
-	requests := metrics.NewRequests()
-	reg.MustRegister(requests)
-	public := api.Options{Observer: requests}
+	requests, feeds := metrics.NewRequests(), metrics.NewFeeds()
+	reg.MustRegister(requests, feeds)
+	public := api.Options{Observer: requests, Feeds: feeds}
 	if fleet != nil {
 		deliveries := apipod.NewWebhook()
 		reg.MustRegister(deliveries)

@@ -33,6 +33,8 @@ type Options struct {
 	// Webhook, when not nil, serves POST /v1/craft_apps/github_webhook
 	// (the API's server only).
 	Webhook http.Handler
+	// Feeds, when not nil, is told about every answer of an updater feed.
+	Feeds FeedObserver
 }
 
 // Server is an http.Handler for the service's routes, safe for concurrent use.
@@ -52,13 +54,13 @@ type Server struct {
 }
 
 // New returns the API's server: GET and HEAD /v1/craft_apps/release_info,
-// /v1/craft_apps/release_info/{app}, /v1/craft_apps/download/{app} and / from
-// r, /openapi.json, /healthz, /readyz reporting ready, and /metrics and the
+// /v1/craft_apps/release_info/{app}, /v1/craft_apps/download/{app}, the
+// updater feeds under /v1/craft_apps/updates/{app}/ and / from r, /openapi.json, /healthz, /readyz reporting ready, and /metrics and the
 // webhook if opts has them. daemon.Serve serves it.
 func New(r Renderer, ready *daemon.Gate, log *zap.Logger, opts Options) *Server {
 	s := newServer(log, opts)
 	s.webhook = opts.Webhook != nil
-	s.register(r, ready, opts.Metrics, opts.Webhook)
+	s.register(r, ready, opts)
 	return s
 }
 

@@ -29,7 +29,8 @@ import (
 )
 
 // fullRendering returns a rendering with every kind of value the wire has:
-// a release with a recognised and an unrecognised asset, an app with no
+// a release with a recognised and an unrecognised asset and a signed Tauri
+// bundle, an app with no
 // release, renames and notices; warm when every app was fetched.
 func fullRendering(warm bool) *snapshot.Rendering {
 	s := snapshot.New([]release.App{
@@ -50,8 +51,10 @@ func fullRendering(warm bool) *snapshot.Rendering {
 			{Name: "photocraft-web-1.0.0.zip", SizeBytes: 9, DownloadURL: dl + "photocraft-web-1.0.0.zip",
 				Platform: &release.Platform{OS: release.OSWeb, PackageType: release.PackageWebZip}},
 			{Name: "SHA256SUMS.txt", SizeBytes: 2048, DownloadURL: dl + "SHA256SUMS.txt"},
+			{Name: "PhotoCraft_1.0.0_x64-setup.exe", SizeBytes: 5, DownloadURL: dl + "PhotoCraft_1.0.0_x64-setup.exe"},
+			{Name: "PhotoCraft_1.0.0_x64-setup.exe.sig", SizeBytes: 3, DownloadURL: dl + "PhotoCraft_1.0.0_x64-setup.exe.sig"},
 		},
-	}})
+	}, Signatures: release.NewSignatures(map[string]string{"PhotoCraft_1.0.0_x64-setup.exe.sig": "dW50cnVzdGVkIGNvbW1lbnQ="})})
 	if warm {
 		s.Set("filmcraft", release.Entry{FetchedAt: t0})
 	}

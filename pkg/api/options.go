@@ -10,12 +10,14 @@ import (
 
 // options answers OPTIONS of a route with 204 and the methods it allows,
 // and the Vary that the route's other answers carry: Accept-Encoding where
-// they may be gzipped (docs/wire.md), User-Agent for a download link.
+// they may be gzipped (docs/wire.md, docs/updates.md), User-Agent for a
+// download link.
 func options(path string) echo.HandlerFunc {
 	allow := []string{"GET, HEAD, OPTIONS"}
 	var vary []string
 	switch path {
-	case routes.ReleaseInfoPath, routes.ReleaseInfoAppPath, routes.PagePath, routes.OpenAPIPath:
+	case routes.ReleaseInfoPath, routes.ReleaseInfoAppPath, routes.PagePath, routes.OpenAPIPath,
+		routes.TauriPath, routes.TauriAnyPath, routes.TauriManifestPath:
 		vary = varyEncoding
 	case routes.DownloadPath:
 		vary = []string{"User-Agent"}

@@ -42,6 +42,11 @@ var (
 // served, and Vary: Accept-Encoding on every answer. It does no encoding and
 // no locking, and assigns precomputed header values.
 func serveDoc(c echo.Context, d *snapshot.Doc, contentType []string) error {
+	return serveDocAs(c, d, contentType, d.Values.CacheControl)
+}
+
+// serveDocAs is serveDoc with Cache-Control cacheControl rather than d's.
+func serveDocAs(c echo.Context, d *snapshot.Doc, contentType, cacheControl []string) error {
 	req, res := c.Request(), c.Response()
 	gz := acceptsGzip(req.Header[hdrAcceptEncoding])
 	etag, etagValue := d.ETag, d.Values.ETag
@@ -50,7 +55,7 @@ func serveDoc(c echo.Context, d *snapshot.Doc, contentType []string) error {
 	}
 
 	h := res.Header()
-	h[hdrCacheControl] = d.Values.CacheControl
+	h[hdrCacheControl] = cacheControl
 	h[hdrETag] = etagValue
 	h[hdrVary] = varyEncoding
 	if noneMatch(req.Header[hdrIfNoneMatch], etag) {

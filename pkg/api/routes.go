@@ -9,16 +9,20 @@ import (
 	"github.com/storytold/craft-releases/pkg/routes"
 )
 
-// register lists every route of the public server. A nil metrics leaves out
-// /metrics, a nil webhook the webhook. Every route but the webhook (POST, and the router's own
+// register lists every route of the public server. Without opts.Metrics
+// there is no /metrics, without opts.Webhook no webhook. Every route but the webhook (POST, and the router's own
 // OPTIONS) answers GET, HEAD and OPTIONS (204 with Allow, through the same
 // middleware, so it is counted).
 // Paths that are not listed answer 404, listed paths asked with another
 // method 405.
-func (s *Server) register(r Renderer, ready *daemon.Gate, metrics, webhook http.Handler) {
+func (s *Server) register(r Renderer, ready *daemon.Gate, opts Options) {
+	metrics, webhook := opts.Metrics, opts.Webhook
 	s.get(routes.ReleaseInfoPath, releaseInfo(r))
 	s.get(routes.ReleaseInfoAppPath, releaseInfoApp(r))
 	s.get(routes.DownloadPath, downloadRedirect(r))
+	s.get(routes.TauriPath, tauriUpdate(r, opts.Feeds))
+	s.get(routes.TauriAnyPath, tauriUpdate(r, opts.Feeds))
+	s.get(routes.TauriManifestPath, tauriManifest(r, opts.Feeds))
 	s.get(routes.PagePath, releasePage(r))
 	s.get(routes.OpenAPIPath, openAPI())
 	s.get(daemon.HealthzPath, echo.WrapHandler(daemon.Healthz()))

@@ -2,6 +2,7 @@ package metrics
 
 import (
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -79,4 +80,55 @@ func (rt *route) observe(code int, took time.Duration) {
 	}
 	(*c).Inc()
 	rt.duration.Observe(took.Seconds())
+}
+
+// Feeds holds craft_api_updates_total: the answers of the updater feeds by
+// app, feed and status code, never by version. It is a pkg/api
+// FeedObserver and a prometheus.Collector; register it once. It is safe for
+// concurrent use.
+type Feeds struct {
+	total *prometheus.CounterVec
+
+	mu    sync.RWMutex
+	byKey map[feedKey]prometheus.Counter
+}
+
+type feedKey struct {
+	app, feed string
+	code      int
+}
+
+// NewFeeds returns the feed series, with none yet: a series appears with
+// its first answer.
+func NewFeeds() *Feeds {
+	return &Feeds{
+		total: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "craft_api_updates_total",
+			Help: "Answers of the updater feeds, by app, feed and status code.",
+		}, []string{"app", "feed", "code"}),
+		byKey: map[feedKey]prometheus.Counter{},
+	}
+}
+
+// Describe sends the series' descriptor.
+func (f *Feeds) Describe(ch chan<- *prometheus.Desc) { f.total.Describe(ch) }
+
+// Collect sends the series' values.
+func (f *Feeds) Collect(ch chan<- prometheus.Metric) { f.total.Collect(ch) }
+
+// Feed counts one answer of feed about app (a configured key, or pkg/api's
+// UnknownApp, so that requests add no series) with status code. Once a
+// series exists, counting allocates nothing.
+func (f *Feeds) Feed(app, feed string, code int) {
+	k := feedKey{app, feed, code}
+	f.mu.RLock()
+	c, ok := f.byKey[k]
+	f.mu.RUnlock()
+	if !ok {
+		c = f.total.WithLabelValues(app, feed, strconv.Itoa(code))
+		f.mu.Lock()
+		f.byKey[k] = c
+		f.mu.Unlock()
+	}
+	c.Inc()
 }

@@ -124,3 +124,38 @@ func pedantic(cs ...prometheus.Collector) *prometheus.Registry {
 	r.MustRegister(cs...)
 	return r
 }
+
+// TestFeeds counts feed answers by app, feed and code, concurrently, and
+// allocates nothing once a series exists.
+func TestFeeds(t *testing.T) {
+	f := metrics.NewFeeds()
+	reg := pedantic(f)
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			f.Feed("photocraft", "tauri", 200)
+			f.Feed("photocraft", "tauri", 204)
+			f.Feed("(unknown)", "tauri_static", 404)
+		})
+	}
+	wg.Wait()
+	got := scrape.Samples(t, reg)
+	for s, w := range map[string]float64{
+		`craft_api_updates_total{app="photocraft",code="200",feed="tauri"}`:       8,
+		`craft_api_updates_total{app="photocraft",code="204",feed="tauri"}`:       8,
+		`craft_api_updates_total{app="(unknown)",code="404",feed="tauri_static"}`: 8,
+	} {
+		if v, ok := got[s]; !ok || v != w {
+			t.Errorf("%s: got %v (present %v), want %v", s, v, ok, w)
+		}
+	}
+	if n := len(testkit.Family(got, "craft_api_updates_total")); n != 3 {
+		t.Errorf("%d series, want 3", n)
+	}
+	scrape.Lint(t, reg)
+	if !testkit.RaceEnabled {
+		if allocs := testing.AllocsPerRun(100, func() { f.Feed("photocraft", "tauri", 200) }); allocs != 0 {
+			t.Errorf("allocations per answer: got %v, want 0", allocs)
+		}
+	}
+}

@@ -202,6 +202,26 @@ var requests = map[string][]Request{
 		{Target: "/v1/craft_apps/release_info/filmcraft"},
 		{Target: "/v1/craft_apps/release_info/nosuchapp"},
 	},
+	"/v1/craft_apps/updates/{app}/tauri/{target}/{arch}/{bundle_type}": {
+		{Target: "/v1/craft_apps/updates/photocraft/tauri/windows/x86_64/nsis"},
+		{Target: "/v1/craft_apps/updates/photocraft/tauri/windows/x86_64/nsis?current_version=1.0.0"},
+		{Target: "/v1/craft_apps/updates/photocraft/tauri/windows/x86_64/%7B%7Bbundle_type%7D%7D?channel=prerelease&current_version=0.9.0"},
+		{Target: "/v1/craft_apps/updates/photocraft/tauri/windows/x86_64/nsis?channel=beta"},
+		{Target: "/v1/craft_apps/updates/photocraft/tauri/linux/x86_64/deb"},
+		{Target: "/v1/craft_apps/updates/filmcraft/tauri/windows/x86_64/nsis"},
+		{Target: "/v1/craft_apps/updates/nosuchapp/tauri/windows/x86_64/nsis"},
+	},
+	"/v1/craft_apps/updates/{app}/tauri/{target}/{arch}": {
+		{Target: "/v1/craft_apps/updates/photocraft/tauri/windows/x86_64"},
+		{Target: "/v1/craft_apps/updates/photocraft/tauri/windows/x86_64?current_version=v1.0.0"},
+		{Target: "/v1/craft_apps/updates/photocraft/tauri/windows/x86_64?channel=beta"},
+		{Target: "/v1/craft_apps/updates/photocraft/tauri/beos/x86_64"},
+	},
+	"/v1/craft_apps/updates/{app}/tauri/latest.json": {
+		{Target: "/v1/craft_apps/updates/photocraft/tauri/latest.json"},
+		{Target: "/v1/craft_apps/updates/photocraft/tauri/latest.json?channel=beta"},
+		{Target: "/v1/craft_apps/updates/filmcraft/tauri/latest.json"},
+	},
 	"/v1/craft_apps/download/{app}": {
 		{Target: "/v1/craft_apps/download/photocraft?os=windows&arch=x64&package=msi"},
 		{Target: "/v1/craft_apps/download/photocraft", UserAgent: macUserAgent},
@@ -216,8 +236,9 @@ var requests = map[string][]Request{
 
 // Requests returns the requests to send for op ("METHOD path"): the path
 // itself, or for a path with parameters a list that gives every status of
-// its operations where photocraft has a release with a windows/x64 msi asset
-// and no freebsd one, filmcraft has no release (or was never fetched), and
+// its operations where photocraft has a release 1.0.0 with a windows/x64 msi
+// asset and no freebsd one, and a signed Tauri NSIS installer for Windows
+// x86_64 only, filmcraft has no release (or was never fetched), and
 // nosuchapp is not configured; for a GET or HEAD, the first of those once
 // more with a body, which every GET and HEAD refuses. For the webhook's
 // POST, signed (with WebhookSecret) and unsigned deliveries of every kind.

@@ -1,0 +1,120 @@
+package api
+
+import (
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/storytold/craft-releases/pkg/download"
+	"github.com/storytold/craft-releases/pkg/snapshot"
+	"github.com/storytold/craft-releases/pkg/updates/tauri"
+)
+
+// The feeds a FeedObserver is told of.
+const (
+	FeedTauri       = "tauri"        // the dynamic endpoint
+	FeedTauriStatic = "tauri_static" // latest.json
+	// UnknownApp is the app a FeedObserver is told of for a key that is not
+	// configured, so that no request adds a series.
+	UnknownApp = "(unknown)"
+)
+
+// FeedObserver is told of every answer of an updater feed.
+type FeedObserver interface {
+	// Feed reports an answer of feed (FeedTauri, FeedTauriStatic) about app
+	// (a configured key, or UnknownApp) and its status code.
+	Feed(app, feed string, code int)
+}
+
+// privateCache is the Cache-Control of an answer with a channel, which
+// follows two releases: no shared cache keeps it (docs/updates.md, "The
+// answers").
+var privateCache = []string{"private, max-age=60"}
+
+// tauriUpdate answers an updater of app with the update its target, arch
+// and bundle type get (bundle type unknown on the route without one): 200
+// with the update, 204 when the query's current_version is not older, 404
+// saying what is missing; with channel=prerelease, about the app's
+// pre-release when it has one, and private (docs/updates.md).
+func tauriUpdate(r Renderer, obs FeedObserver) echo.HandlerFunc {
+	return feedHandler(r, obs, FeedTauri, func(c echo.Context, f *snapshot.Feed) *snapshot.Offer {
+		return f.Offer(tauri.Request{Target: c.Param("target"), Arch: c.Param("arch"), BundleType: c.Param("bundle_type")})
+	})
+}
+
+// tauriManifest answers with the static latest.json of app's release, or
+// the 404 when it has no signed bundle; channel as tauriUpdate.
+func tauriManifest(r Renderer, obs FeedObserver) echo.HandlerFunc {
+	return feedHandler(r, obs, FeedTauriStatic, func(_ echo.Context, f *snapshot.Feed) *snapshot.Offer { return f.Manifest })
+}
+
+// feedHandler serves the offer that pick chooses of the app's feed, and
+// tells obs, if any, how it answered.
+func feedHandler(r Renderer, obs FeedObserver, feed string, pick func(echo.Context, *snapshot.Feed) *snapshot.Offer) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		key := c.Param("app")
+		app := r.Current().Apps[key]
+		c.Response().Header()[hdrVary] = varyEncoding
+		if obs != nil {
+			counted := key
+			if app == nil {
+				counted = UnknownApp
+			}
+			defer func() { obs.Feed(counted, feed, c.Response().Status) }()
+		}
+		if app == nil {
+			return writeError(c, http.StatusNotFound, unknownApp(key))
+		}
+		raw := c.Request().URL.RawQuery
+		channel := queryValue(raw, "channel")
+		if err := download.Check(download.Want{Channel: channel}); err != nil {
+			return writeError(c, http.StatusBadRequest, errorBody{Error: err.Error()})
+		}
+		if !app.Fetched {
+			return writeError(c, http.StatusNotFound, errorBody{Error: key + " has no release yet: it was not fetched from GitHub yet"})
+		}
+		f, cacheControl := app.Tauri, []string(nil)
+		if channel != "" {
+			cacheControl = privateCache
+			if (download.Want{Channel: channel}).Prerelease() && app.PrereleaseTauri != nil {
+				f = app.PrereleaseTauri
+			}
+		}
+		o := pick(c, f)
+		if o.Err != "" {
+			return writeError(c, http.StatusNotFound, errorBody{Error: o.Err})
+		}
+		if cacheControl == nil {
+			cacheControl = o.Values.CacheControl
+		}
+		if !o.Newer(queryValue(raw, "current_version")) {
+			c.Response().Header()[hdrCacheControl] = cacheControl
+			c.Response().WriteHeader(http.StatusNoContent)
+			return nil
+		}
+		return serveDocAs(c, &o.Doc, jsonType, cacheControl)
+	}
+}
+
+// queryValue returns the first non-empty value of name in a raw query,
+// unescaped ("1.0.0%2Bb5" is "1.0.0+b5"; a raw "+" is a space), without
+// allocating for a plain one; "" when there is none.
+func queryValue(rawQuery, name string) string {
+	for rawQuery != "" {
+		var pair string
+		pair, rawQuery, _ = strings.Cut(rawQuery, "&")
+		n, value, _ := strings.Cut(pair, "=")
+		if n != name || value == "" {
+			continue
+		}
+		if strings.ContainsAny(value, "%+") {
+			if v, err := url.QueryUnescape(value); err == nil {
+				value = v
+			}
+		}
+		return value
+	}
+	return ""
+}
