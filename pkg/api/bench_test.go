@@ -16,6 +16,7 @@ import (
 	"github.com/storytold/craft-releases/pkg/release"
 	"github.com/storytold/craft-releases/pkg/routes"
 	"github.com/storytold/craft-releases/pkg/snapshot"
+	"github.com/storytold/craft-releases/pkg/updates/tauri"
 	"github.com/storytold/craft-releases/test/fakeclock"
 	"github.com/storytold/craft-releases/test/testkit"
 )
@@ -28,7 +29,8 @@ func (d *discard) Write(b []byte) (int, error) { return len(b), nil }
 func (d *discard) WriteHeader(int)             {}
 
 // defaultApps returns a rendering of 13 apps, each with 10 assets (of 10
-// platforms) and 2 KiB of notes.
+// platforms), the six updater bundles of a Tauri app with their signatures,
+// and 2 KiB of notes.
 func defaultApps(tb testing.TB) *snapshot.Rendering {
 	tb.Helper()
 	keys := []string{"photocraft", "vectorcraft", "filmcraft", "lightcraft", "pdfcraft", "effectcraft",
@@ -48,12 +50,26 @@ func defaultApps(tb testing.TB) *snapshot.Rendering {
 			r.Assets = append(r.Assets, release.Asset{Name: name, SizeBytes: 1 << 20,
 				DownloadURL: "https://github.com/" + repo + "/releases/download/" + tag + "/" + name, Platform: release.ParseAsset(name)})
 		}
-		entries[k] = release.Entry{FetchedAt: t0, Release: r}
+		sigs := map[string]string{}
+		for _, bundle := range []string{"_" + tag[1:] + "_x64-setup.exe", "_" + tag[1:] + "_x64_en-US.msi", "_universal.app.tar.gz",
+			"_" + tag[1:] + "_amd64.AppImage", "_" + tag[1:] + "_amd64.deb", "-" + tag[1:] + "-1.x86_64.rpm"} {
+			for _, name := range []string{k + bundle, k + bundle + ".sig"} {
+				r.Assets = append(r.Assets, release.Asset{Name: name, SizeBytes: 1 << 20,
+					DownloadURL: "https://github.com/" + repo + "/releases/download/" + tag + "/" + name, Platform: release.ParseAsset(name)})
+			}
+			// A .sig's text as Tauri's CLI writes it: some 400 bytes.
+			sigs[k+bundle+".sig"] = strings.Repeat("dW50cnVzdGVkIGNvbW1lbnQ6", 17)
+		}
+		entries[k] = release.Entry{FetchedAt: t0, Release: r, Signatures: release.NewSignatures(sigs)}
 	}
 	s := snapshot.New(apps, fakeclock.New(t0))
 	s.SetAll(entries, time.Now())
 	return s.Current()
 }
+
+// tauriBench is the Tauri feed's path of an updater of photocraft on Linux
+// x86_64 installed from its deb, whose release is 0.0.0.
+const tauriBench = "/v1/craft_apps/updates/photocraft/tauri/linux/x86_64/deb"
 
 // BenchmarkReleaseInfo serves a 13-app rendering through the whole echo
 // router, with the request metrics of production: the full answer, one
@@ -62,7 +78,7 @@ func defaultApps(tb testing.TB) *snapshot.Rendering {
 // the same router, without middleware: what echo itself costs.
 func BenchmarkReleaseInfo(b *testing.B) {
 	cur := defaultApps(b)
-	s := New(fixed{cur}, new(daemon.Gate), zap.NewNop(), Options{Observer: metrics.NewRequests()})
+	s := New(fixed{cur}, new(daemon.Gate), zap.NewNop(), Options{Observer: metrics.NewRequests(), Feeds: metrics.NewFeeds()})
 	s.echo.GET("/bench/noop", func(c echo.Context) error { return c.NoContent(http.StatusNoContent) })
 
 	cases := []struct {
@@ -82,6 +98,10 @@ func BenchmarkReleaseInfo(b *testing.B) {
 		{"download_explicit", "GET", "/v1/craft_apps/download/photocraft?os=linux&arch=x64&package=deb", nil},
 		{"download_inferred", "GET", "/v1/craft_apps/download/photocraft", http.Header{"User-Agent": {benchAgent}}},
 		{"page_gzip", "GET", "/", http.Header{"Accept-Encoding": {"gzip, deflate, br"}}},
+		{"tauri_update", "GET", tauriBench + "?current_version=0.0.1", nil},
+		{"tauri_update_gzip", "GET", tauriBench + "?current_version=0.0.1", http.Header{"Accept-Encoding": {"gzip, deflate, br"}}},
+		{"tauri_no_update", "GET", tauriBench + "?current_version=0.0.0", nil},
+		{"tauri_manifest", "GET", "/v1/craft_apps/updates/photocraft/tauri/latest.json", nil},
 	}
 	for _, bc := range cases {
 		b.Run(bc.name, func(b *testing.B) {
@@ -110,7 +130,7 @@ func TestReleaseInfoAllocs(t *testing.T) {
 		t.Skip("the race detector changes allocation counts: task test-allocs runs this without it")
 	}
 	cur := defaultApps(t)
-	s := New(fixed{cur}, new(daemon.Gate), zap.NewNop(), Options{Observer: metrics.NewRequests()})
+	s := New(fixed{cur}, new(daemon.Gate), zap.NewNop(), Options{Observer: metrics.NewRequests(), Feeds: metrics.NewFeeds()})
 	s.echo.GET("/bench/noop", func(c echo.Context) error { return c.NoContent(http.StatusNoContent) })
 	allocs := func(method, path string, header http.Header) float64 {
 		req := httptest.NewRequest(method, path, nil)
@@ -140,6 +160,11 @@ func TestReleaseInfoAllocs(t *testing.T) {
 		{"download explicit", "GET", "/v1/craft_apps/download/photocraft?os=linux&arch=x64&package=deb", nil, 302},
 		{"download inferred", "GET", "/v1/craft_apps/download/photocraft", http.Header{"User-Agent": {benchAgent}}, 302},
 		{"page", "GET", "/", http.Header{"Accept-Encoding": {"gzip"}}, 200},
+		{"tauri update", "GET", tauriBench + "?current_version=0.0.0-rc.1", nil, 200},
+		{"tauri update gzip", "GET", tauriBench, http.Header{"Accept-Encoding": {"gzip"}}, 200},
+		{"tauri no update", "GET", tauriBench + "?current_version=0.0.0", nil, 204},
+		{"tauri not modified", "GET", tauriBench, http.Header{"If-None-Match": {cur.Apps["photocraft"].Tauri.Offer(tauri.Request{Target: "linux", Arch: "x86_64", BundleType: "deb"}).ETag}}, 304},
+		{"tauri manifest", "GET", "/v1/craft_apps/updates/photocraft/tauri/latest.json", nil, 200},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -33,18 +33,19 @@ func ParseVersion(s string) (v Version, ok bool) {
 	// "+", and the core no "-".
 	s, build, hasBuild := strings.Cut(s, "+")
 	s, pre, hasPre := strings.Cut(s, "-")
-	core := strings.Split(s, ".")
-	if len(core) != 3 || hasPre && !identifiers(pre, true) || hasBuild && !identifiers(build, false) {
+	if hasPre && !identifiers(pre, true) || hasBuild && !identifiers(build, false) {
 		return Version{}, false
 	}
-	for i, n := range []*uint64{&v.major, &v.minor, &v.patch} {
-		if !numeric(core[i]) {
+	for i, n := range [...]*uint64{&v.major, &v.minor, &v.patch} {
+		part, rest, more := strings.Cut(s, ".")
+		if more != (i < 2) || !numeric(part) {
 			return Version{}, false
 		}
 		var err error
-		if *n, err = strconv.ParseUint(core[i], 10, 64); err != nil {
+		if *n, err = strconv.ParseUint(part, 10, 64); err != nil {
 			return Version{}, false
 		}
+		s = rest
 	}
 	v.pre, v.build = pre, build
 	return v, true
@@ -114,13 +115,15 @@ func (v Version) Compare(w Version) int {
 // compareIDs compares two non-empty or two empty lists of dot-separated
 // identifiers as Compare says.
 func compareIDs(a, b string) int {
-	as, bs := strings.Split(a, "."), strings.Split(b, ".")
-	for i := range min(len(as), len(bs)) {
-		if c := compareID(as[i], bs[i]); c != 0 {
+	for a != "" && b != "" {
+		var x, y string
+		x, a, _ = strings.Cut(a, ".")
+		y, b, _ = strings.Cut(b, ".")
+		if c := compareID(x, y); c != 0 {
 			return c
 		}
 	}
-	return cmp.Compare(len(as), len(bs))
+	return cmp.Compare(len(a), len(b)) // the list with identifiers left is longer
 }
 
 // compareID compares two identifiers: numbers by value (length without
