@@ -73,6 +73,9 @@ func join(parts ...[]byte) *joined {
 }
 
 func (j *joined) bytes() []byte {
+	if j == nil { // a zero Doc, such as a 404 Offer's
+		return nil
+	}
 	j.once.Do(j.join)
 	return j.b
 }

@@ -2,6 +2,9 @@ package snapshot_test
 
 import (
 	"encoding/json"
+	"runtime"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -162,4 +165,58 @@ func TestFeedManifestAndPrerelease(t *testing.T) {
 	if got := app.Tauri.Offer(tauri.Request{Target: "beos", Arch: "x86_64"}).Err; got != "unknown target: want darwin, linux or windows" {
 		t.Errorf("unknown target: %q", got)
 	}
+}
+
+// BenchmarkFeedMemory reports what an app's Tauri feed costs a pod: the
+// heap a snapshot of the 13 realistic apps holds with the six signed
+// updater bundles of a Tauri app in each release, over the same releases
+// whose signatures were not fetched (no update offered), per app.
+func BenchmarkFeedMemory(b *testing.B) {
+	apps, entries := realisticApps()
+	signedEntries := map[string]release.Entry{}
+	for k, e := range entries {
+		r := *e.Release
+		r.Assets = slices.Clone(r.Assets)
+		sigs := map[string]string{}
+		for _, bundle := range []string{"_" + r.Version + "_x64-setup.exe", "_" + r.Version + "_x64_en-US.msi", "_universal.app.tar.gz",
+			"_" + r.Version + "_amd64.AppImage", "_" + r.Version + "_amd64.deb", "-" + r.Version + "-1.x86_64.rpm"} {
+			for _, name := range []string{k + bundle, k + bundle + ".sig"} {
+				r.Assets = append(r.Assets, release.Asset{Name: name, SizeBytes: 50_000_000,
+					DownloadURL: release.DownloadURL("storytold/"+k, r.Tag, name)})
+			}
+			// A .sig as Tauri's CLI writes it: some 400 bytes of base64.
+			sigs[k+bundle+".sig"] = strings.Repeat("dW50cnVzdGVkIGNvbW1lbnQ6", 17) + k + bundle
+		}
+		e.Release, e.Signatures = &r, release.NewSignatures(sigs)
+		signedEntries[k] = e
+	}
+	held := func(signed bool) uint64 {
+		es := map[string]release.Entry{}
+		for k, e := range signedEntries {
+			if !signed {
+				e.Signatures = nil
+			}
+			es[k] = e
+		}
+		runtime.GC()
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		s := snapshot.New(apps, fakeclock.New(t0.Add(24*time.Hour)))
+		s.SetAll(es, t0)
+		for _, a := range s.Current().Apps { // every answer as served: joined
+			for _, req := range tauri.AllRequests() {
+				a.Tauri.Offer(req).Body()
+			}
+		}
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		runtime.KeepAlive(s)
+		return after.HeapAlloc - before.HeapAlloc
+	}
+	var with, without uint64
+	for b.Loop() {
+		with, without = held(true), held(false)
+	}
+	b.ReportMetric(float64(with-without)/float64(len(apps)), "B/app")
+	b.ReportMetric(float64(with)/float64(len(apps)), "total-B/app")
 }
