@@ -195,16 +195,23 @@ func (p *Poller) publicKey(key string) (minisign.PublicKey, bool) {
 
 // storeCompanions adds the signatures got to e, app's entry when its
 // companions were asked for, shares the entry (a fetch write of the same
-// fetch, which keeps the signatures already shared) and merges it.
+// fetch, which keeps the signatures already shared) and merges it. It then
+// tells Config.Changes when that changed what is served, as remember does:
+// as the shared write said or, without a Fleet, always, since got holds
+// only signatures e lacked.
 func (p *Poller) storeCompanions(ctx context.Context, key string, e release.Entry, got map[string]string, r *round) {
 	if len(got) == 0 {
 		return
 	}
 	e.Signatures = e.Signatures.Union(release.NewSignatures(got))
+	changed := p.fleet == nil
 	if r.mode != Standalone && p.fleet != nil && ctx.Err() == nil {
-		p.put(ctx, OpPutFetch, p.fleet.PutFetch, key, e, r)
+		p.put(ctx, OpPutFetch, p.publishFetch(&changed), key, e, r)
 	}
 	p.merge(key, e)
+	if changed && p.changes != nil {
+		p.changes(key, e.Release, e.Release)
+	}
 }
 
 func (p *Poller) tellCompanion(key, outcome string, a release.Answer) {

@@ -3,7 +3,9 @@ package poller_test
 import (
 	"context"
 	"errors"
+	"maps"
 	"reflect"
+	"slices"
 	"strconv"
 	"sync"
 	"testing"
@@ -67,11 +69,17 @@ func bytesOf(text string) companionAnswer {
 var companionFailure = companionAnswer{a: release.Answer{Outcome: release.Failed, Err: errors.New("HTTP 502"), Remaining: -1}}
 
 // sigFleet is a fakeFleet that also keeps the signatures of the fetches
-// written to it, as the store does.
+// written to it, as the store does: a write of the same fetch adds its
+// signatures to those shared, and PublishFetch reports a write that changed
+// them as a change.
 type sigFleet struct {
 	*fakeFleet
-	mu   sync.Mutex
-	sigs map[string]*release.Signatures
+	mu      sync.Mutex
+	fetches map[string]release.Entry // by app: the last fetch written, with the signatures shared
+}
+
+func newSigFleet() *sigFleet {
+	return &sigFleet{fakeFleet: newFleet(), fetches: map[string]release.Entry{}}
 }
 
 func (f *sigFleet) PutFetch(ctx context.Context, app string, n release.Entry) (bool, error) {
@@ -81,18 +89,33 @@ func (f *sigFleet) PutFetch(ctx context.Context, app string, n release.Entry) (b
 
 func (f *sigFleet) PublishFetch(ctx context.Context, app string, n release.Entry) (written, changed bool, err error) {
 	written, changed, err = f.fakeFleet.PublishFetch(ctx, app, n)
-	if written {
-		f.mu.Lock()
-		f.sigs[app] = n.Signatures
-		f.mu.Unlock()
+	if !written {
+		return written, changed, err
 	}
-	return written, changed, err
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	cur := f.fetches[app]
+	if release.SameFetch(cur, n) {
+		n.Signatures = cur.Signatures.Union(n.Signatures)
+	}
+	f.fetches[app] = n
+	return true, changed || !maps.Equal(cur.Signatures.Map(), n.Signatures.Map()), nil
+}
+
+// shareSignature adds the signature text of name to those of the fetch
+// shared for app, as another poller's write of the same fetch does.
+func (f *sigFleet) shareSignature(app, name, text string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	e := f.fetches[app]
+	e.Signatures = e.Signatures.Union(release.NewSignatures(map[string]string{name: text}))
+	f.fetches[app] = e
 }
 
 func (f *sigFleet) signatures(app string) map[string]string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.sigs[app].Map()
+	return f.fetches[app].Signatures.Map()
 }
 
 // companionObserver records the companion requests by outcome.
@@ -132,7 +155,7 @@ func TestCompanions(t *testing.T) {
 	}
 	c := newClock()
 	src := &companionSource{fakeSource: &fakeSource{clock: c, script: map[string]release.Answer{}}, answers: map[int64][]companionAnswer{}}
-	fleet := &sigFleet{fakeFleet: newFleet(), sigs: map[string]*release.Signatures{}}
+	fleet := newSigFleet()
 	sink := &fakeSink{}
 	obs := &companionObserver{}
 	core, logs := observer.New(zapcore.DebugLevel)
@@ -213,6 +236,81 @@ func TestCompanions(t *testing.T) {
 	check("v2, next 200", []string{"2"}, map[string]string{nameA2: sigA2}, poller.CompanionRefused)
 	if n := logs.FilterMessage("companion refused").Len(); n != 2 {
 		t.Errorf("refusals logged: got %d, want 2", n)
+	}
+}
+
+// TestCompanionsChanges checks, on the fake clock, that Config.Changes
+// hears of the signatures a poller keeps for the release served, after the
+// release itself, since the feed then offers their bundles: with a fleet
+// only when this poller's write added them, not when another poller's
+// write of the same signature came first; standalone whenever it keeps one.
+func TestCompanionsChanges(t *testing.T) {
+	key := testkit.NewMinisignKey(t)
+	sigA := key.Sign("ArtCraft_v1_amd64.AppImage", []byte("appimage"))
+	sigB := key.Sign("ArtCraft_v1_x64-setup.exe", []byte("nsis"))
+	steps := []struct {
+		name       string
+		answers    map[int64]companionAnswer // companion answers, by asset id
+		beforeB    bool                      // another poller shares B first, as this one fetches it
+		fleet      []string                  // the changes heard with a fleet
+		standalone []string                  // and standalone
+	}{
+		{"the 200: A kept, B fails", map[int64]companionAnswer{1: bytesOf(sigA), 2: companionFailure}, false,
+			[]string{"artcraft none→v1", "artcraft v1→v1"}, []string{"artcraft none→v1", "artcraft v1→v1"}},
+		{"B fails again", map[int64]companionAnswer{2: companionFailure}, false, nil, nil},
+		{"B kept", map[int64]companionAnswer{2: bytesOf(sigB)}, true, nil, []string{"artcraft v1→v1"}},
+	}
+	for _, withFleet := range []bool{true, false} {
+		t.Run(map[bool]string{true: "fleet", false: "standalone"}[withFleet], func(t *testing.T) {
+			c := newClock()
+			src := &companionSource{fakeSource: &fakeSource{clock: c, script: map[string]release.Answer{}}, answers: map[int64][]companionAnswer{}}
+			var changes []string
+			cfg := poller.Config{
+				Apps: apps("artcraft"), Timing: timing, Source: src, Clock: c, Rand: func() float64 { return 0.5 },
+				Companions: tauri.Companions,
+				Changes: func(app string, old, new *release.Release) {
+					changes = append(changes, app+" "+tagOf(old)+"→"+tagOf(new))
+				},
+			}
+			fleet := newSigFleet()
+			if withFleet {
+				cfg.Fleet, cfg.Coordinate = fleet, true
+			}
+			p, err := poller.New(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			src.fakeSource.script["artcraft"] = tauriRelease("v1")
+			for i, step := range steps {
+				for id, a := range step.answers {
+					src.answer(id, a)
+				}
+				fleet.during = nil
+				if step.beforeB {
+					fleet.during = func(_ *fakeFleet, op, _ string) {
+						if op == "PutFetch" {
+							fleet.shareSignature("artcraft", "ArtCraft_v1_x64-setup.exe.sig", sigB)
+						}
+					}
+				}
+				setClock(t, c, t0.Add(time.Duration(i)*timing.Tick))
+				p.Tick(context.Background())
+				want := step.standalone
+				if withFleet {
+					want = step.fleet
+				}
+				if !slices.Equal(changes, want) {
+					t.Errorf("%s: changes %q, want %q", step.name, changes, want)
+				}
+				changes = nil
+			}
+			if withFleet {
+				want := map[string]string{"ArtCraft_v1_amd64.AppImage.sig": sigA, "ArtCraft_v1_x64-setup.exe.sig": sigB}
+				if got := fleet.signatures("artcraft"); !reflect.DeepEqual(got, want) {
+					t.Errorf("shared signatures: got %v, want %v", got, want)
+				}
+			}
+		})
 	}
 }
 

@@ -538,6 +538,15 @@ type harness struct {
 	changes   []string // Config.Changes calls, as "app old→new"
 }
 
+// tagOf is r's tag, or "none" for no release, as the tests record
+// Config.Changes calls.
+func tagOf(r *release.Release) string {
+	if r == nil {
+		return "none"
+	}
+	return r.Tag
+}
+
 // newHarness returns a poller over the apps keys with a fake clock at t0 and
 // draws of 0.5 (no jitter). fleet may be nil for a standalone poller.
 func newHarness(t testing.TB, keys []string, fleet *fakeFleet, coordinate bool) *harness {
@@ -558,13 +567,7 @@ func newHarness(t testing.TB, keys []string, fleet *fakeFleet, coordinate bool) 
 		Coordinate: coordinate,
 		Sink:       h.sink,
 		Changes: func(app string, old, new *release.Release) {
-			tag := func(r *release.Release) string {
-				if r == nil {
-					return "none"
-				}
-				return r.Tag
-			}
-			h.changes = append(h.changes, app+" "+tag(old)+"→"+tag(new))
+			h.changes = append(h.changes, app+" "+tagOf(old)+"→"+tagOf(new))
 		},
 		Observer: h.obs,
 		Logger:   zap.New(core),

@@ -42,7 +42,8 @@ type Shared interface {
 	PutFetch(ctx context.Context, app string, e release.Entry) (bool, error)
 	// PublishFetch is PutFetch that also reports whether the write changed
 	// the release served (the shared entry had another release, or no
-	// fetch): of all the writers of one release, one is told so.
+	// fetch) or its signatures: of all the writers of one release, or of
+	// one signature, one is told so.
 	PublishFetch(ctx context.Context, app string, e release.Entry) (written, changed bool, err error)
 	// PutNotModified shares a 304 (guarded on fetched_ms and e.ETag); when refused because
 	// the shared entry has no readable fetch, it republishes e whole as a fetch.
@@ -99,10 +100,13 @@ type Config struct {
 	// own fetch changed the release that is served: with a Fleet, when its
 	// write was the one that replaced the shared release (Fleet.PublishFetch),
 	// so that the whole fleet calls it once per change; standalone, when the
-	// release differs from memory's. A fetch that moves only the fetch time,
-	// a 304, a failure, an entry read from the Fleet or written back from
-	// memory changes nothing. It is called from the poller's loop, after the
-	// Sink, and must not block.
+	// release differs from memory's. It is also called, with the release
+	// served as both, when the signatures this poller fetched for it change
+	// what is served: with a Fleet, when its write added them
+	// (Fleet.PublishFetch); standalone, whenever it keeps one. A fetch that
+	// moves only the fetch time, a 304, a failure, an entry read from the
+	// Fleet or written back from memory changes nothing. It is called from
+	// the poller's loop, after the Sink, and must not block.
 	Changes  func(app string, old, new *release.Release)
 	Observer Observer    // nil: none
 	Logger   *zap.Logger // nil: no logging

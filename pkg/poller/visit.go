@@ -229,10 +229,7 @@ func (p *Poller) share(ctx context.Context, key string, o release.Outcome, e rel
 	put, op := p.fleet.PutFailure, OpPutFailure
 	switch o {
 	case release.Fetched:
-		put, op = func(ctx context.Context, key string, e release.Entry) (written bool, err error) {
-			written, changed, err = p.fleet.PublishFetch(ctx, key, e)
-			return written, err
-		}, OpPutFetch
+		put, op = p.publishFetch(&changed), OpPutFetch
 	case release.NotModified:
 		put, op = p.fleet.PutNotModified, OpPutNotModified
 	}
@@ -240,6 +237,15 @@ func (p *Poller) share(ctx context.Context, key string, o release.Outcome, e rel
 		p.log.Debug("shared write refused", zap.String("app", key), zap.String("status", o.String()))
 	}
 	return changed
+}
+
+// publishFetch is the Fleet's PublishFetch as a write for put: it sets
+// changed to whether the write changed what is served.
+func (p *Poller) publishFetch(changed *bool) func(context.Context, string, release.Entry) (bool, error) {
+	return func(ctx context.Context, key string, e release.Entry) (written bool, err error) {
+		written, *changed, err = p.fleet.PublishFetch(ctx, key, e)
+		return written, err
+	}
 }
 
 // put shares app's entry e with the guarded write put, op for the Observer.

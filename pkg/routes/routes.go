@@ -6,9 +6,11 @@ package routes
 import (
 	"net/url"
 	"slices"
+	"strings"
 
 	"github.com/storytold/craft-releases/pkg/download"
 	"github.com/storytold/craft-releases/pkg/release"
+	"github.com/storytold/craft-releases/pkg/updates/tauri"
 )
 
 // The public paths (docs/wire.md, "Other endpoints"); the health endpoints are
@@ -31,13 +33,15 @@ const (
 
 // PurgePaths returns the paths of the cacheable answers that change when
 // the release of the entry key (an app's, or its pre-release entry's:
-// release.Entries) goes from old to new (either may be nil): the full answer,
-// the app's own answer, the release page, and, for an app's own release,
-// the explicit download link (download.Link, those of the page's buttons)
-// of every platform either release has assets for, since a link of a
-// platform the new release lacks now answers 404. Inferred download links,
-// and those of a channel, are private, so no shared cache holds them. Each
-// path is listed once.
+// release.Entries) goes from old to new (either may be nil; the same
+// release when only its signatures changed): the full answer, the app's own
+// answer, the release page, and, for an app's own release, the explicit
+// download link (download.Link, those of the page's buttons) of every
+// platform either release has assets for, since a link of a platform the
+// new release lacks now answers 404, then the answers of its Tauri updater
+// feed (tauriPaths). Inferred download links, and the download links and
+// feed answers of a channel, are private, so no shared cache holds them.
+// Each path is listed once.
 func PurgePaths(key string, old, new *release.Release) []string {
 	app, ch := release.AppOf(key)
 	paths := []string{ReleaseInfoPath, ReleaseInfoPath + "/" + url.PathEscape(app), PagePath}
@@ -49,9 +53,68 @@ func PurgePaths(key string, old, new *release.Release) []string {
 			continue
 		}
 		for _, p := range download.Platforms(r.Assets) {
-			if l := download.Link(app, p); !slices.Contains(paths, l) {
-				paths = append(paths, l)
+			paths = appendNew(paths, download.Link(app, p))
+		}
+	}
+	return appendNew(paths, tauriPaths(app, old, new)...)
+}
+
+// placeholder is the bundle type an updater before plugin 2.10 sends: the
+// template's "{{bundle_type}}" as its URL library percent-encodes it.
+const placeholder = "%7B%7Bbundle_type%7D%7D"
+
+// tauriPaths returns the paths of the answers of app's Tauri updater feed
+// (docs/updates.md, "The answers") that a change from old to new may
+// change; none when neither release has an updater bundle. They are the
+// static latest.json and, for each request either release has a bundle for
+// (tauri.Requests), its path and, when its bundle type is the one unknown
+// reads as (tauri.DefaultBundleType), the three paths read as unknown:
+// without a bundle type, "unknown" and the placeholder. Each path of a
+// request also comes with the query current_version set to old's version
+// when it is one (tauri.ParseVersion), written as the updater writes it:
+// the apps at old hold a 204 there that the change may turn into an update.
+func tauriPaths(app string, old, new *release.Release) []string {
+	reqs := tauri.Requests(old)
+	for _, r := range tauri.Requests(new) {
+		if !slices.Contains(reqs, r) {
+			reqs = append(reqs, r)
+		}
+	}
+	if len(reqs) == 0 {
+		return nil
+	}
+	query := ""
+	if old != nil {
+		if v, ok := tauri.ParseVersion(old.Version); ok {
+			query = "?current_version=" + url.QueryEscape(v.String())
+		}
+	}
+	app = url.PathEscape(app)
+	paths := []string{strings.Replace(TauriManifestPath, ":app", app, 1)}
+	for _, r := range reqs {
+		fill := strings.NewReplacer(":app", app, ":target", r.Target, ":arch", r.Arch)
+		with := func(bundleType string) string {
+			return strings.Replace(fill.Replace(TauriPath), ":bundle_type", bundleType, 1)
+		}
+		ps := []string{with(r.BundleType)}
+		if r.BundleType == tauri.DefaultBundleType(r.Target) {
+			ps = append(ps, fill.Replace(TauriAnyPath), with(tauri.BundleUnknown), with(placeholder))
+		}
+		for _, p := range ps {
+			paths = appendNew(paths, p)
+			if query != "" {
+				paths = appendNew(paths, p+query)
 			}
+		}
+	}
+	return paths
+}
+
+// appendNew appends to paths each of ps that it does not hold yet.
+func appendNew(paths []string, ps ...string) []string {
+	for _, p := range ps {
+		if !slices.Contains(paths, p) {
+			paths = append(paths, p)
 		}
 	}
 	return paths

@@ -2,6 +2,7 @@ package routes
 
 import (
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/storytold/craft-releases/pkg/release"
@@ -43,5 +44,99 @@ func releaseOf(repo, tag string, names ...string) *release.Release {
 		r.Assets = append(r.Assets, release.Asset{Name: n, DownloadURL: "https://github.com/" + repo + "/releases/download/" + tag + "/" + n,
 			Platform: release.ParseAsset(n)})
 	}
+	return r
+}
+
+// TestPurgePathsTauri: an app's release change also purges the answers of
+// its Tauri updater feed for every request either release has a bundle
+// for, signed or not: the bundle type's path and, for the one unknown reads
+// as, the paths read as unknown; each bare and with the current_version of
+// the old release, as the updater writes it, when that is a version. A
+// release without bundles adds none, and a pre-release's feed answers are
+// private.
+func TestPurgePathsTauri(t *testing.T) {
+	const feed = "/v1/craft_apps/updates/artcraft-launcher/tauri/"
+	// paths are those of the six bundles of artCraft, universal macOS:
+	// every request's own, and what reads as unknown where it is the default.
+	paths := []string{
+		"darwin/x86_64/app", "darwin/x86_64", "darwin/x86_64/unknown", "darwin/x86_64/%7B%7Bbundle_type%7D%7D",
+		"darwin/aarch64/app", "darwin/aarch64", "darwin/aarch64/unknown", "darwin/aarch64/%7B%7Bbundle_type%7D%7D",
+		"linux/x86_64/appimage", "linux/x86_64", "linux/x86_64/unknown", "linux/x86_64/%7B%7Bbundle_type%7D%7D",
+		"linux/x86_64/deb",
+		"linux/x86_64/rpm",
+		"windows/x86_64/nsis", "windows/x86_64", "windows/x86_64/unknown", "windows/x86_64/%7B%7Bbundle_type%7D%7D",
+		"windows/x86_64/msi",
+	}
+	// want is latest.json, then each of ps, followed by it with query
+	// when query is not empty.
+	want := func(query string, ps ...string) []string {
+		out := []string{feed + "latest.json"}
+		for _, p := range ps {
+			out = append(out, feed+p)
+			if query != "" {
+				out = append(out, feed+p+query)
+			}
+		}
+		return out
+	}
+	v040, v041 := artCraft("0.40.0", "0.40.0"), artCraft("0.41.0", "0.41.0")
+	craftNamed := releaseOf("storytold/artcraft", "artcraft-v0.40.0", "artcraft-0.40.0-windows-x64.msi", "SHA256SUMS.txt")
+	craftNamed.Version = "0.40.0"
+	debOnly := releaseOf("storytold/artcraft", "artcraft-v0.40.0", "ArtCraft_0.40.0_amd64.deb", "ArtCraft_0.40.0_amd64.deb.sig")
+	debOnly.Version = "0.40.0"
+	for _, tc := range []struct {
+		name     string
+		key      string
+		old, new *release.Release
+		want     []string
+	}{
+		{"a release", "artcraft-launcher", v040, v041, want("?current_version=0.40.0", paths...)},
+		{"the first release", "artcraft-launcher", nil, v041, want("", paths...)},
+		{"its signatures arrived", "artcraft-launcher", v041, v041, want("?current_version=0.41.0", paths...)},
+		{"a version with leading v's and build metadata", "artcraft-launcher",
+			artCraft("0.40.0", "vv0.40.0+b.5"), v041, want("?current_version=0.40.0%2Bb.5", paths...)},
+		{"a version that is no SemVer", "artcraft-launcher", artCraft("0.40.0", "nightly"), v041, want("", paths...)},
+		{"the first release with bundles", "artcraft-launcher", craftNamed, v041, want("?current_version=0.40.0", paths...)},
+		{"bundles gone", "artcraft-launcher", debOnly, nil, want("?current_version=0.40.0", "linux/x86_64/deb")},
+		{"no bundles", "artcraft-launcher", craftNamed, craftNamed, nil},
+		{"a pre-release", "artcraft-launcher:prerelease", v040, v041, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			all := PurgePaths(tc.key, tc.old, tc.new)
+			var got []string
+			for _, p := range all {
+				if strings.HasPrefix(p, "/v1/craft_apps/updates/") {
+					got = append(got, p)
+				}
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("feed paths:\n%q\nwant\n%q", got, tc.want)
+			}
+			slices.Sort(all)
+			if len(slices.Compact(all)) != len(all) {
+				t.Errorf("a path listed twice: %q", all)
+			}
+		})
+	}
+	// The release of six bundles, with the full answer, the app's own, the
+	// page and the download links of the four the launchers know.
+	if got, want := len(PurgePaths("artcraft-launcher", v040, v041)), 3+4+1+2*len(paths); got != want {
+		t.Errorf("paths of a release of six bundles: got %d, want %d", got, want)
+	}
+}
+
+// artCraft is a release of ArtCraft at version as tauri-action uploads it:
+// six updater bundles, each with its signature, one a universal macOS build
+// without the version in its name.
+func artCraft(v, version string) *release.Release {
+	var names []string
+	for _, n := range []string{
+		"ArtCraft_" + v + "_x64-setup.exe", "ArtCraft_" + v + "_x64_en-US.msi", "ArtCraft_universal.app.tar.gz",
+		"ArtCraft_" + v + "_amd64.AppImage", "ArtCraft_" + v + "_amd64.deb", "ArtCraft-" + v + "-1.x86_64.rpm",
+	} {
+		names = append(names, n, n+".sig")
+	}
+	r := releaseOf("storytold/artcraft", "artcraft-v"+v, names...)
+	r.Version = version
 	return r
 }

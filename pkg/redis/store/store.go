@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -243,11 +244,13 @@ func (s *Store) PutFetch(ctx context.Context, app string, e release.Entry) (bool
 }
 
 // PublishFetch is PutFetch, and also reports whether the write changed what
-// is served: the hash held no readable fetch, or a fetch of another release
-// than e's (compared as encoded). A fetch that only moves the fetch time
-// changes nothing served but app_last_fetched, and reports false. Since the
-// decision is the guarded write's own, of all the writers of one release
-// exactly one is told it changed, whichever poller it is.
+// is served: the hash held no readable fetch, a fetch of another release
+// than e's (compared as encoded), or other signatures than those written
+// (the Tauri feed offers a bundle with its signature only). A fetch that
+// only moves the fetch time changes nothing served but app_last_fetched,
+// and reports false. Since the decision is the guarded write's own, of all
+// the writers of one release, or of one signature, exactly one is told it
+// changed, whichever poller it is.
 func (s *Store) PublishFetch(ctx context.Context, app string, e release.Entry) (ok, changed bool, err error) {
 	v, changed, err := s.putFetch(ctx, app, e)
 	if err != nil {
@@ -271,13 +274,13 @@ func (s *Store) putFetch(ctx context.Context, app string, e release.Entry) (v ve
 	ch.decide = func(h map[string]string) verdict {
 		cur, _ := s.decodeApp(app, h)
 		old, _ := encodeRelease(cur.Release)
-		changed = !cur.Fetched() || old != rel
 		// The same fetch holds the signatures another poller fetched for
 		// it: they are kept (release.Entry.Merge's union).
 		union := e.Signatures
 		if release.SameFetch(cur, e) {
 			union = cur.Signatures.Union(e.Signatures)
 		}
+		changed = !cur.Fetched() || old != rel || !maps.Equal(cur.Signatures.Map(), union.Map())
 		*sigField, *sigs = fieldSignatures, "{}"
 		if enc, err := encodeSignatures(union); err == nil {
 			*sigs = enc

@@ -643,13 +643,25 @@ func pairsOf(h map[string]string) []string {
 }
 
 // TestPublishFetchChanged: a fetch reports a change of what is served only
-// when it replaces another release (or no fetch at all); one that only moves
-// the fetch time, or that a newer fetch refuses, reports none, whichever
-// poller writes it (one purge per change for the whole fleet).
+// when it replaces another release (or no fetch at all) or changes its
+// signatures; one that only moves the fetch time, writes signatures the
+// hash holds already, or that a newer fetch refuses, reports none,
+// whichever poller writes it (one purge per change for the whole fleet).
 func TestPublishFetchChanged(t *testing.T) {
 	t.Parallel()
 	const app = "photocraft"
 	ctx := context.Background()
+	r3, sigs := signed(t, "v3", "app.AppImage", "app.msi")
+	// signedFetch is a fetch of r3 at hhmm with the signatures of names.
+	signedFetch := func(hhmm string, names ...string) release.Entry {
+		e := fetch(at(hhmm), `"e5"`, r3)
+		m := map[string]string{}
+		for _, n := range names {
+			m[n+".sig"] = sigs[n+".sig"]
+		}
+		e.Signatures = release.NewSignatures(m)
+		return e
+	}
 	steps := []struct {
 		name             string
 		by               string
@@ -663,6 +675,12 @@ func TestPublishFetchChanged(t *testing.T) {
 		{"the new release again, from the other poller", "poller-a", fetch(at("12:05"), `"e4"`, rel("v2")), true, false},
 		{"an older fetch of another release", "poller-a", fetch(at("12:01"), `"e0"`, rel("v0")), false, false},
 		{"no release any more", "poller-a", fetch(at("12:06"), "", nil), true, true},
+		{"a signed release", "poller-a", signedFetch("12:07"), true, true},
+		{"its first signature", "poller-a", signedFetch("12:07", "app.AppImage"), true, true},
+		{"the same signature from the other poller", "poller-b", signedFetch("12:07", "app.AppImage"), true, false},
+		{"the other signature from the other poller", "poller-b", signedFetch("12:07", "app.msi"), true, true},
+		{"a newer fetch with both", "poller-a", signedFetch("12:08", "app.AppImage", "app.msi"), true, false},
+		{"a newer fetch without them", "poller-b", signedFetch("12:09"), true, true},
 	}
 	for _, p := range paths {
 		t.Run(p.name, func(t *testing.T) {

@@ -51,6 +51,21 @@ func ParseVersion(s string) (v Version, ok bool) {
 	return v, true
 }
 
+// String returns v as the updater writes its own version, into
+// {{current_version}} among others: MAJOR.MINOR.PATCH, then "-" and the
+// pre-release identifiers and "+" and the build identifiers when v has
+// them; ParseVersion's text without its leading "v"s.
+func (v Version) String() string {
+	s := strconv.FormatUint(v.major, 10) + "." + strconv.FormatUint(v.minor, 10) + "." + strconv.FormatUint(v.patch, 10)
+	if v.pre != "" {
+		s += "-" + v.pre
+	}
+	if v.build != "" {
+		s += "+" + v.build
+	}
+	return s
+}
+
 // numeric reports whether s is a number as SemVer writes one: digits, no
 // leading zero but "0" itself.
 func numeric(s string) bool {

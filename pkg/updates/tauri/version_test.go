@@ -8,7 +8,8 @@ import (
 )
 
 // TestParseVersion: what the updater's semver parser reads as a version,
-// after leading "v"s, and what it does not.
+// after leading "v"s, and what it does not; a version's String is its text
+// without the "v"s, as the updater writes it.
 func TestParseVersion(t *testing.T) {
 	for _, tc := range []struct {
 		name, s string
@@ -56,8 +57,12 @@ func TestParseVersion(t *testing.T) {
 		{"over 256 bytes", "1.0.0+" + strings.Repeat("a", 251), false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if _, ok := tauri.ParseVersion(tc.s); ok != tc.ok {
+			v, ok := tauri.ParseVersion(tc.s)
+			if ok != tc.ok {
 				t.Errorf("ParseVersion(%q) ok = %v, want %v", tc.s, ok, tc.ok)
+			}
+			if got, want := v.String(), strings.TrimLeft(tc.s, "v"); ok && got != want {
+				t.Errorf("ParseVersion(%q).String() = %q, want %q", tc.s, got, want)
 			}
 		})
 	}

@@ -1,0 +1,96 @@
+package tauri_test
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+
+	"github.com/storytold/craft-releases/pkg/updates/tauri"
+)
+
+// TestRequests: the requests a release has a bundle for are every concrete
+// one its bundles serve, signed or not, a universal build on both Mac
+// arches, each once and in a fixed order; so every request the feed offers
+// a bundle for is among them, or reads as one (unknown as the target's
+// DefaultBundleType).
+func TestRequests(t *testing.T) {
+	rel := newRelease("0.41.0", artCraft.assets)
+	var got []string
+	for _, r := range tauri.Requests(rel) {
+		got = append(got, r.Target+"/"+r.Arch+"/"+r.BundleType)
+	}
+	want := []string{
+		"darwin/x86_64/app", "darwin/aarch64/app", // universal, and aarch64's own
+		"linux/x86_64/appimage", "linux/x86_64/deb", "linux/x86_64/rpm",
+		"linux/i686/appimage",
+		"linux/aarch64/appimage", "linux/aarch64/deb", "linux/aarch64/rpm", // the rpm's signature refused
+		"linux/armv7/deb",
+		"linux/riscv64/deb",                         // its signature no asset
+		"windows/x86_64/nsis", "windows/x86_64/msi", // two MSIs
+		"windows/i686/nsis", "windows/i686/msi", // the NSIS's signature failed
+		"windows/aarch64/nsis",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("Requests:\n%q\nwant\n%q", got, want)
+	}
+	sigs := signatures(artCraft.signed)
+	for _, target := range targets {
+		for _, arch := range arches {
+			for _, bt := range bundleTypes {
+				req := tauri.Request{Target: target, Arch: arch, BundleType: bt.sent}
+				if _, err := tauri.Offer(app, rel, sigs, req); err != nil {
+					continue
+				}
+				read := bt.read
+				if read == tauri.BundleUnknown {
+					read = tauri.DefaultBundleType(target)
+				}
+				if k := target + "/" + arch + "/" + read; !slices.Contains(got, k) {
+					t.Errorf("Offer(%s/%s/%q) offers a bundle, but %s is not among the Requests", target, arch, bt.sent, k)
+				}
+			}
+		}
+	}
+
+	for _, tc := range []struct {
+		name   string
+		assets []string
+	}{
+		{"no bundles", []string{"ArtCraft_0.41.0_universal.dmg", "latest.json", "SHA256SUMS.txt"}},
+		{"no assets", nil},
+	} {
+		if got := tauri.Requests(newRelease("0.41.0", tc.assets)); got != nil {
+			t.Errorf("Requests of a release with %s = %v, want none", tc.name, got)
+		}
+	}
+	if got := tauri.Requests(nil); got != nil {
+		t.Errorf("Requests(nil) = %v, want none", got)
+	}
+}
+
+// TestDefaultBundleType: the bundle type unknown reads as is the one Offer
+// gives it, on each target; a target the updater never sends has none.
+func TestDefaultBundleType(t *testing.T) {
+	rel := newRelease("0.41.0", artCraft.assets)
+	sigs := signatures(artCraft.signed)
+	for _, tc := range []struct{ target, want string }{
+		{"windows", "nsis"}, {"linux", "appimage"}, {"darwin", "app"}, {"freebsd", ""}, {"", ""},
+	} {
+		t.Run(tc.target, func(t *testing.T) {
+			got := tauri.DefaultBundleType(tc.target)
+			if got != tc.want {
+				t.Fatalf("DefaultBundleType(%q) = %q, want %q", tc.target, got, tc.want)
+			}
+			if got == "" {
+				return
+			}
+			for _, arch := range arches {
+				unknown, errU := tauri.Offer(app, rel, sigs, tauri.Request{Target: tc.target, Arch: arch, BundleType: tauri.BundleUnknown})
+				def, errD := tauri.Offer(app, rel, sigs, tauri.Request{Target: tc.target, Arch: arch, BundleType: got})
+				if fmt.Sprint(unknown, errU != nil) != fmt.Sprint(def, errD != nil) {
+					t.Errorf("%s: Offer of unknown = %v, %v; of %s = %v, %v", arch, unknown, errU, got, def, errD)
+				}
+			}
+		})
+	}
+}
