@@ -23,7 +23,10 @@ type Feed struct {
 // Offer is one answer of a Feed: an update (Doc, served 200, or 204 to an
 // updater that is not older) or, with Err, a 404 saying what is missing.
 type Offer struct {
-	Doc        // the update's JSON, served with CacheControlFetched; zero for a 404
+	// Doc is the update's JSON, served with CacheControlFetched, or
+	// CacheControlUnfetched while it stands for a release whose signatures
+	// are being fetched; zero for a 404.
+	Doc
 	Err string // the 404's error; "" for an update
 
 	version tauri.Version // the release's
@@ -59,7 +62,7 @@ func (f *Feed) Offer(req tauri.Request) *Offer {
 // that rel has a bundle for whose signature is not there yet
 // (tauri.Awaiting) keeps what old offered, when that was an older release's
 // update, so that an updater is not told "nothing" while the signatures of
-// a new release are being fetched.
+// a new release are being fetched; such an answer is not cached.
 func renderFeed(app string, old *Feed, rel *release.Release, sigs *release.Signatures) *Feed {
 	if old != nil && old.rel == rel && old.sigs == sigs {
 		return old
@@ -86,7 +89,7 @@ func renderFeed(app string, old *Feed, rel *release.Release, sigs *release.Signa
 		case err == nil:
 			f.offers[req] = offerOf(made, prev, mustMarshal(u), relVersion, false)
 		case carried(prev, tauri.Awaiting(rel, m, req)):
-			f.offers[req] = prev
+			f.offers[req] = carry(made, prev)
 		default:
 			f.offers[req] = errorOffer(made, err.Error())
 		}
@@ -95,7 +98,7 @@ func renderFeed(app string, old *Feed, rel *release.Release, sigs *release.Signa
 	case err == nil:
 		f.Manifest = offerOf(made, old.Manifest, mustMarshal(manifest), relVersion, true)
 	case carried(old.Manifest, len(tauri.Companions(rel)) > 0):
-		f.Manifest = old.Manifest
+		f.Manifest = carry(made, old.Manifest)
 	default:
 		f.Manifest = errorOffer(made, err.Error())
 	}
@@ -113,6 +116,23 @@ func offerOf(made map[string]*Offer, prev *Offer, body []byte, v tauri.Version, 
 		o = &Offer{Doc: NewDoc(body, CacheControlFetched), version: v, static: static}
 	}
 	made[string(body)] = o
+	return o
+}
+
+// carry returns prev, an older release's update kept while the new
+// release's signatures are fetched, served no-store: a cache must not keep
+// it past the purge that follows the signatures, which names the new
+// release's version, not prev's (docs/updates.md, "The answers").
+func carry(made map[string]*Offer, prev *Offer) *Offer {
+	if prev.CacheControl == CacheControlUnfetched {
+		return prev // carried already
+	}
+	key := "\x01" + string(prev.Body()) // no JSON body starts with SOH
+	if o, ok := made[key]; ok {
+		return o
+	}
+	o := &Offer{Doc: NewDoc(prev.Body(), CacheControlUnfetched), version: prev.version, static: prev.static}
+	made[key] = o
 	return o
 }
 

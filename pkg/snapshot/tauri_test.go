@@ -84,6 +84,14 @@ func TestFeed(t *testing.T) {
 	}
 	for _, st := range steps {
 		s.Set(launcher.Key, st.entry)
+		// An older release's update kept meanwhile is not cached.
+		for req, version := range map[tauri.Request]string{windows: st.windows, linux: st.linux} {
+			o := feed().Offer(req)
+			carried := st.entry.Release.Version != version && o.Err == ""
+			if want := map[bool]string{false: snapshot.CacheControlFetched, true: snapshot.CacheControlUnfetched}[carried]; o.Err == "" && o.CacheControl != want {
+				t.Errorf("%s: %s %s: Cache-Control %q, want %q", st.name, req.Target, version, o.CacheControl, want)
+			}
+		}
 		if got := offered(t, feed().Offer(windows)); got != st.windows {
 			t.Errorf("%s: windows: %s, want %s", st.name, got, st.windows)
 		}

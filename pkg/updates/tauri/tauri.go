@@ -138,7 +138,7 @@ func checkRelease(app string, rel *release.Release) (Version, error) {
 // BundleType.
 func offer(rel *release.Release, v Version, sigs Signatures, target, arch, bundleType string) (Update, bool) {
 	if bundleType == BundleUnknown {
-		bundleType = bundlesOf[target][0]
+		bundleType = DefaultBundleType(target)
 	}
 	var chosen *release.Asset
 	for i := range rel.Assets {
@@ -179,7 +179,7 @@ func Awaiting(rel *release.Release, sigs Signatures, req Request) bool {
 	}
 	bundleType := BundleType(req.BundleType)
 	if bundleType == BundleUnknown {
-		bundleType = bundlesOf[req.Target][0]
+		bundleType = DefaultBundleType(req.Target)
 	}
 	for _, a := range rel.Assets {
 		b, ok := parseBundle(a.Name)

@@ -376,4 +376,7 @@ func TestAwaiting(t *testing.T) {
 	if tauri.Awaiting(nil, sigs, tauri.Request{Target: "windows", Arch: "x86_64"}) {
 		t.Error("Awaiting(nil release) = true")
 	}
+	if tauri.Awaiting(rel, sigs, tauri.Request{Target: "beos", Arch: "x86_64"}) {
+		t.Error("Awaiting(an unknown target) = true")
+	}
 }
