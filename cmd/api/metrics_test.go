@@ -13,6 +13,7 @@ import (
 	"github.com/storytold/craft-releases/pkg/redis"
 	"github.com/storytold/craft-releases/pkg/redis/store"
 	"github.com/storytold/craft-releases/pkg/release"
+	"github.com/storytold/craft-releases/pkg/routes"
 	"github.com/storytold/craft-releases/test/fakegithub"
 	"github.com/storytold/craft-releases/test/redistest"
 	"github.com/storytold/craft-releases/test/testkit"
@@ -65,6 +66,7 @@ func TestMetrics(t *testing.T) {
 	}
 	testkit.Get(t, p.base+ri+"/photocraft")
 	testkit.Get(t, p.base+"/")
+	testkit.Get(t, p.base+"/v1/craft_apps/updates/photocraft/tauri/windows/x86_64/nsis") // no bundle: a 404
 	if res, _ := testkit.Get(t, p.base+ri+"/x"); res.StatusCode != http.StatusNotFound {
 		t.Fatalf("GET %s/x: %d, want 404", ri, res.StatusCode)
 	}
@@ -114,6 +116,8 @@ func TestMetrics(t *testing.T) {
 		{`craft_api_requests_total{code="404",route="/v1/craft_apps/release_info/:app"}`, 1}, // an unknown app
 		{`craft_api_requests_total{code="200",route="/"}`, 1},
 		{`craft_api_request_duration_seconds_count{route="/v1/craft_apps/download/:app"}`, 0},
+		{`craft_api_requests_total{code="404",route="/v1/craft_apps/updates/:app/tauri/:target/:arch/:bundle_type"}`, 1},
+		{`craft_api_updates_total{app="photocraft",code="404",feed="tauri"}`, 1},
 		{`craft_api_requests_total{code="404",route="unmatched"}`, float64(len(randomPaths))},
 		{`craft_api_request_duration_seconds_count{route="unmatched"}`, float64(len(randomPaths))},
 	}
@@ -128,11 +132,12 @@ func TestMetrics(t *testing.T) {
 
 	// Label values come from the app list and the registered routes only:
 	// the random paths made no series of their own.
-	routes := map[string]bool{ri: true, ri + "/:app": true, "/v1/craft_apps/download/:app": true, "/": true, "/openapi.json": true,
-		"/healthz": true, "/readyz": true, "/metrics": true, "unmatched": true}
+	registered := map[string]bool{ri: true, ri + "/:app": true, "/v1/craft_apps/download/:app": true, "/": true, "/openapi.json": true,
+		"/healthz": true, "/readyz": true, "/metrics": true, "unmatched": true,
+		routes.TauriPath: true, routes.TauriAnyPath: true, routes.TauriManifestPath: true}
 	apps := map[string]bool{"photocraft": true, "vectorcraft": true}
 	for series := range got {
-		if v, ok := label(series, "route"); ok && !routes[v] {
+		if v, ok := label(series, "route"); ok && !registered[v] {
 			t.Errorf("series %s: route %q is not a registered route", series, v)
 		}
 		if v, ok := label(series, "app"); ok && !apps[v] {
