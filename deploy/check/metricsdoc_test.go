@@ -40,7 +40,9 @@ func TestMetricsDocMatchesTheBinaries(t *testing.T) {
 	requests.Route("/healthz")(200, time.Millisecond)
 	purges := metrics.NewPurges()
 	purges.Delay(time.Second)
-	reg.MustRegister(p, apipod.NewAPI(snap, connected{}), requests, apipod.NewWebhook(), purges)
+	feeds := metrics.NewFeeds()
+	feeds.Feed("photocraft", "tauri", 200)
+	reg.MustRegister(p, apipod.NewAPI(snap, connected{}), requests, apipod.NewWebhook(), purges, feeds)
 	families, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/storytold/craft-releases/pkg/release"
 	"github.com/storytold/craft-releases/test/fakegithub"
 	"github.com/storytold/craft-releases/test/fakeredis"
 	"github.com/storytold/craft-releases/test/openapitest"
@@ -50,6 +51,7 @@ func TestOpenAPI(t *testing.T) {
 	// served, one null, one app without the key.
 	gh := fakegithub.New(t)
 	want := publishFirst(gh)
+	gh.Publish(photocraft, withSignedBundle(photocraft, fakegithub.NewRelease(photocraft, "v1.0.0")))
 	publishChannels(gh)
 	rs := redistest.Start(t)
 	pollerEnv := pollerEnv(gh, rs.URL(), testAppsEnv)
@@ -62,6 +64,9 @@ func TestOpenAPI(t *testing.T) {
 	pod := start(t, "api", binary(t, "api"), env)
 	waitTags(t, want, pod)
 	waitChannels(t, map[string]string{"photocraft": "v1.1.0-beta.1", "vectorcraft": ""}, pod)
+	testkit.Eventually(t, "the feed offers photocraft's signed bundle", func() bool {
+		return pod.status("/v1/craft_apps/updates/photocraft/tauri/windows/x86_64/nsis") == http.StatusOK
+	})
 	testkit.Eventually(t, "the pod is ready", func() bool { return pod.status("/readyz") == http.StatusOK })
 	testkit.Eventually(t, "the poller is ready", func() bool { return poller.status("/readyz") == http.StatusOK })
 	askAll(t, doc, seen, "poller", poller.name, poller.base)
@@ -132,4 +137,25 @@ func askAll(t *testing.T, doc *openapitest.Doc, seen map[string]map[string]bool,
 			}
 		}
 	}
+}
+
+// signedBundleSig is a Tauri .sig: the base64 of a signature the real
+// minisign made. No public key is configured where it is served, so it is
+// checked as a minisign signature only.
+const signedBundleSig = "dW50cnVzdGVkIGNvbW1lbnQ6IHNpZ25hdHVyZSBmcm9tIG1pbmlzaWduIHNlY3JldCBrZXkKUlVSTzJvWmlkWHR6UDVPVVMzQUE2RmlxUkZGQW10RERrVHVYYVpSQkR0QnhUcytHVUlaL21jZStXRVlzeHpiWmp1aDRueEJ4U2dMUXk0U0lTQzd4ZUZIOWRNVGY3TUxlSkFjPQp0cnVzdGVkIGNvbW1lbnQ6IHRpbWVzdGFtcDoxNzk2NTQ0OTcyCWZpbGU6ZgloYXNoZWQKUi9NamlpcnNHWlgvQUhrODVWYnQxZTIvdThwQmRmZkRsOU1Rek5saGFFU1hJMkNSTnVHa01PTFdsWmpJSlg2b3U2ZHhzaTlCc3BSQjlwbDJRNzlRQWc9PQo="
+
+// withSignedBundle returns r, a release of repo, with a Tauri NSIS installer
+// for Windows x86_64 and its .sig, so that the Tauri feed has an update.
+func withSignedBundle(repo string, r fakegithub.Release) fakegithub.Release {
+	_, project, _ := strings.Cut(repo, "/")
+	name := project + "_" + strings.TrimPrefix(r.TagName, "v") + "_x64-setup.exe"
+	for i, a := range []fakegithub.Asset{{Name: name, Size: 1 << 20}, {Name: name + ".sig", Content: []byte(signedBundleSig)}} {
+		a.ID, a.State, a.ContentType = int64(5000+i), "uploaded", "application/octet-stream"
+		a.BrowserDownloadURL = release.DownloadURL(repo, r.TagName, a.Name)
+		if a.Content != nil {
+			a.Size = int64(len(a.Content))
+		}
+		r.Assets = append(r.Assets, a)
+	}
+	return r
 }
