@@ -30,7 +30,7 @@ import (
 	"github.com/storytold/craft-releases/pkg/release"
 	"github.com/storytold/craft-releases/pkg/routes"
 	"github.com/storytold/craft-releases/pkg/snapshot"
-	"github.com/storytold/craft-releases/pkg/updates/tauri"
+	"github.com/storytold/craft-releases/pkg/updates/companion"
 	"github.com/storytold/craft-releases/pkg/webhook"
 )
 
@@ -168,7 +168,7 @@ func feeder(cfg config.API, snap *snapshot.Snapshot, gate *daemon.Gate, log *zap
 		Sink:         snap,
 		Observer:     observer,
 		Logger:       log,
-		Companions:   tauri.Companions,
+		Companions:   companion.Names,
 		PublicKeys:   cfg.PublicKeys,
 	}
 	work := []func(context.Context) error{}

@@ -29,7 +29,7 @@ import (
 	"github.com/storytold/craft-releases/pkg/redis/store"
 	"github.com/storytold/craft-releases/pkg/release"
 	"github.com/storytold/craft-releases/pkg/routes"
-	"github.com/storytold/craft-releases/pkg/updates/tauri"
+	"github.com/storytold/craft-releases/pkg/updates/companion"
 )
 
 // version is stamped at build time with -ldflags "-X main.version=…".
@@ -95,7 +95,7 @@ func poll(ctx context.Context, cfg config.Poller, host string, log *zap.Logger) 
 		Coordinate:   cfg.CoordinationEnabled,
 		Observer:     observer,
 		Logger:       log,
-		Companions:   tauri.Companions,
+		Companions:   companion.Names,
 		PublicKeys:   cfg.PublicKeys,
 	}
 	var refreshMeta func(context.Context) error // nil without MySQL

@@ -60,7 +60,7 @@ func defaultApps(tb testing.TB) *snapshot.Rendering {
 			// A .sig's text as Tauri's CLI writes it: some 400 bytes.
 			sigs[k+bundle+".sig"] = strings.Repeat("dW50cnVzdGVkIGNvbW1lbnQ6", 17)
 		}
-		entries[k] = release.Entry{FetchedAt: t0, Release: r, Signatures: release.NewSignatures(sigs)}
+		entries[k] = release.Entry{FetchedAt: t0, Release: r, Companions: release.NewCompanions(sigs)}
 	}
 	s := snapshot.New(apps, fakeclock.New(t0))
 	s.SetAll(entries, time.Now())

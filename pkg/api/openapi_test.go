@@ -54,7 +54,7 @@ func fullRendering(warm bool) *snapshot.Rendering {
 			{Name: "PhotoCraft_1.0.0_x64-setup.exe", SizeBytes: 5, DownloadURL: dl + "PhotoCraft_1.0.0_x64-setup.exe"},
 			{Name: "PhotoCraft_1.0.0_x64-setup.exe.sig", SizeBytes: 3, DownloadURL: dl + "PhotoCraft_1.0.0_x64-setup.exe.sig"},
 		},
-	}, Signatures: release.NewSignatures(map[string]string{"PhotoCraft_1.0.0_x64-setup.exe.sig": "dW50cnVzdGVkIGNvbW1lbnQ="})})
+	}, Companions: release.NewCompanions(map[string]string{"PhotoCraft_1.0.0_x64-setup.exe.sig": "dW50cnVzdGVkIGNvbW1lbnQ="})})
 	if warm {
 		s.Set("filmcraft", release.Entry{FetchedAt: t0})
 	}

@@ -36,7 +36,7 @@ func tauriServer(t *testing.T, obs FeedObserver) (*Server, *snapshot.App) {
 	t.Helper()
 	launcher := release.App{Key: "artcraft-launcher", Name: "ArtCraft Launcher", Repo: "storytold/craft-launcher", Prereleases: true}
 	s := snapshot.New([]release.App{launcher, {Key: "photocraft", Name: "PhotoCraft", Repo: "storytold/photocraft"}}, fakeclock.New(t0))
-	newRel := func(tag string, hours int, names ...string) (*release.Release, *release.Signatures) {
+	newRel := func(tag string, hours int, names ...string) (*release.Release, *release.Companions) {
 		r := &release.Release{Tag: tag, Version: strings.TrimPrefix(tag, "artcraft-v"), NotesMarkdown: "Faster.",
 			PublishedAt: release.NewTime(t0.Add(time.Duration(hours) * time.Hour)), Prerelease: hours > 0}
 		sigs := map[string]string{}
@@ -46,13 +46,13 @@ func tauriServer(t *testing.T, obs FeedObserver) (*Server, *snapshot.App) {
 			}
 			sigs[n+".sig"] = "dW50cnVzdGVk" + n
 		}
-		return r, release.NewSignatures(sigs)
+		return r, release.NewCompanions(sigs)
 	}
 	stable, stableSigs := newRel("artcraft-v1.0.0", 0, "ArtCraft_1.0.0_x64-setup.exe", "ArtCraft_1.0.0_amd64.AppImage")
 	beta, betaSigs := newRel("artcraft-v1.1.0-beta.1", 1, "ArtCraft_1.1.0-beta.1_amd64.AppImage")
 	s.SetAll(map[string]release.Entry{
-		launcher.Key:                   {FetchedAt: t0, Release: stable, Signatures: stableSigs},
-		launcher.PrereleaseEntry().Key: {FetchedAt: t0, Release: beta, Signatures: betaSigs},
+		launcher.Key:                   {FetchedAt: t0, Release: stable, Companions: stableSigs},
+		launcher.PrereleaseEntry().Key: {FetchedAt: t0, Release: beta, Companions: betaSigs},
 	}, t0)
 	return New(s, new(daemon.Gate), zap.NewNop(), Options{Feeds: obs}), s.Current().Apps[launcher.Key]
 }

@@ -3,13 +3,13 @@ package poller
 import (
 	"context"
 	"errors"
-	"fmt"
 
 	"go.uber.org/zap"
 
 	"github.com/storytold/craft-releases/pkg/logsafe"
 	"github.com/storytold/craft-releases/pkg/minisign"
 	"github.com/storytold/craft-releases/pkg/release"
+	"github.com/storytold/craft-releases/pkg/updates/companion"
 )
 
 // CompanionSource fetches a release's companion assets: the Source's second
@@ -49,7 +49,7 @@ type companionRefs struct {
 // keep returns the signatures of was that still belong to rel, the release
 // a new answer brought: those of a release with was's tag whose .sig asset
 // is unchanged. Any other release has none yet.
-func keep(was *release.Release, sigs *release.Signatures, rel *release.Release) *release.Signatures {
+func keep(was *release.Release, sigs *release.Companions, rel *release.Release) *release.Companions {
 	if was == nil || rel == nil || was.Tag != rel.Tag || sigs == nil {
 		return nil
 	}
@@ -94,9 +94,9 @@ func (p *Poller) companions(ctx context.Context, app release.App, r *round) (sto
 	names := p.companionsOf(e.Release)
 	got := map[string]string{}
 	defer func() { p.storeCompanions(ctx, app.Key, e, got, r) }()
-	for _, name := range names[:min(len(names), release.MaxSignatures)] {
+	for _, name := range names[:min(len(names), release.MaxCompanions)] {
 		ref, ok := refs.refs[name]
-		if _, have := e.Signatures.Get(name); have || !ok || refs.refused[name] {
+		if _, have := e.Companions.Get(name); have || !ok || refs.refused[name] {
 			continue
 		}
 		if p.backoff.Active(p.clock.Now()) || !p.space(ctx, r) {
@@ -104,7 +104,7 @@ func (p *Poller) companions(ctx context.Context, app release.App, r *round) (sto
 		}
 		r.asked++
 		r.spaced = false
-		body, a := p.csrc.Companion(ctx, app, ref, minisign.MaxSignatureText)
+		body, a := p.csrc.Companion(ctx, app, ref, companion.Limit(e.Release, name))
 		if ctx.Err() != nil {
 			return true
 		}
@@ -113,7 +113,7 @@ func (p *Poller) companions(ctx context.Context, app release.App, r *round) (sto
 		outcome := CompanionFailed
 		switch a.Outcome {
 		case release.Fetched:
-			text, err := p.check(app.Key, body)
+			text, err := p.check(app.Key, e.Release, name, body)
 			if err != nil {
 				outcome = CompanionRefused
 				refs = p.hold(app.Key, refs, name)
@@ -152,8 +152,8 @@ func (p *Poller) needsRefs(key string, e release.Entry) bool {
 		return false
 	}
 	names := p.companionsOf(e.Release)
-	for _, name := range names[:min(len(names), release.MaxSignatures)] {
-		if _, ok := e.Signatures.Get(name); !ok {
+	for _, name := range names[:min(len(names), release.MaxCompanions)] {
+		if _, ok := e.Companions.Get(name); !ok {
 			return true
 		}
 	}
@@ -171,26 +171,16 @@ func (p *Poller) hold(key string, refs companionRefs, name string) companionRefs
 	return refs
 }
 
-// check reads body as a .sig file: a minisign signature, by app's public
-// key when it has one. It returns the signature's text.
-func (p *Poller) check(key string, body []byte) (string, error) {
-	s, err := minisign.ParseSignature(body)
-	if err != nil {
-		return "", err
-	}
-	if k, ok := p.publicKey(key); ok {
-		if err := k.Check(s); err != nil {
-			return "", fmt.Errorf("signature by key %s: %w", s.KeyID, err)
-		}
-	}
-	return s.Text, nil
-}
-
-// publicKey returns the public key of the app that entry key belongs to.
-func (p *Poller) publicKey(key string) (minisign.PublicKey, bool) {
+// check reads body, the companion name of rel, as its client reads it
+// (companion.Check), a .sig by the public key of the app that entry key
+// belongs to when it has one. It returns the text to keep.
+func (p *Poller) check(key string, rel *release.Release, name string, body []byte) (string, error) {
 	app, _ := release.AppOf(key)
-	k, ok := p.pubkeys[app]
-	return k, ok
+	var pub *minisign.PublicKey
+	if k, ok := p.pubkeys[app]; ok {
+		pub = &k
+	}
+	return companion.Check(rel, name, body, pub)
 }
 
 // storeCompanions adds the signatures got to e, app's entry when its
@@ -203,7 +193,7 @@ func (p *Poller) storeCompanions(ctx context.Context, key string, e release.Entr
 	if len(got) == 0 {
 		return
 	}
-	e.Signatures = e.Signatures.Union(release.NewSignatures(got))
+	e.Companions = e.Companions.Union(release.NewCompanions(got))
 	changed := p.fleet == nil
 	if r.mode != Standalone && p.fleet != nil && ctx.Err() == nil {
 		p.put(ctx, OpPutFetch, p.publishFetch(&changed), key, e, r)

@@ -96,10 +96,10 @@ func (f *sigFleet) PublishFetch(ctx context.Context, app string, n release.Entry
 	defer f.mu.Unlock()
 	cur := f.fetches[app]
 	if release.SameFetch(cur, n) {
-		n.Signatures = cur.Signatures.Union(n.Signatures)
+		n.Companions = cur.Companions.Union(n.Companions)
 	}
 	f.fetches[app] = n
-	return true, changed || !maps.Equal(cur.Signatures.Map(), n.Signatures.Map()), nil
+	return true, changed || !maps.Equal(cur.Companions.Map(), n.Companions.Map()), nil
 }
 
 // shareSignature adds the signature text of name to those of the fetch
@@ -108,14 +108,14 @@ func (f *sigFleet) shareSignature(app, name, text string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	e := f.fetches[app]
-	e.Signatures = e.Signatures.Union(release.NewSignatures(map[string]string{name: text}))
+	e.Companions = e.Companions.Union(release.NewCompanions(map[string]string{name: text}))
 	f.fetches[app] = e
 }
 
 func (f *sigFleet) signatures(app string) map[string]string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.fetches[app].Signatures.Map()
+	return f.fetches[app].Companions.Map()
 }
 
 // companionObserver records the companion requests by outcome.
@@ -181,7 +181,7 @@ func TestCompanions(t *testing.T) {
 		if got := fleet.signatures("artcraft"); !reflect.DeepEqual(got, wantSigs) {
 			t.Errorf("%s: shared signatures: got %v, want %v", step, got, wantSigs)
 		}
-		if got := sink.entry("artcraft").Signatures.Map(); !reflect.DeepEqual(got, wantSigs) {
+		if got := sink.entry("artcraft").Companions.Map(); !reflect.DeepEqual(got, wantSigs) {
 			t.Errorf("%s: sink's signatures: got %v, want %v", step, got, wantSigs)
 		}
 		if !reflect.DeepEqual(obs.outcomes, wantOutcomes) && len(obs.outcomes)+len(wantOutcomes) > 0 {

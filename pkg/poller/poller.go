@@ -117,8 +117,9 @@ type Config struct {
 	Rand  func() float64 // uniform draws in [0, 1); nil: math/rand/v2
 
 	// Companions, when not nil, lists the companion assets of a release to
-	// fetch and keep with it (tauri.Companions: its bundles' .sig files);
-	// the Source must then be a CompanionSource too. nil: none.
+	// fetch and keep with it (companion.Names), each bounded and checked by
+	// pkg/updates/companion; the Source must then be a CompanionSource too.
+	// nil: none.
 	Companions func(*release.Release) []string
 	// PublicKeys are the apps' minisign public keys, by app key: a
 	// signature by another key is refused (CRAFT_APPS_RELEASE_TAURI_PUBKEYS).
@@ -354,7 +355,7 @@ func (p *Poller) merge(key string, e release.Entry) {
 	if fetched {
 		p.obs.Fetched(key, merged.FetchedAt)
 	}
-	if !fetched && merged.FailedAt.Equal(old.FailedAt) && merged.Signatures == old.Signatures {
+	if !fetched && merged.FailedAt.Equal(old.FailedAt) && merged.Companions == old.Companions {
 		return
 	}
 	p.obs.Entry(key, merged)

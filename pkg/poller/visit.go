@@ -187,7 +187,7 @@ func (p *Poller) record(app release.App, was release.Entry, a answer, r *round) 
 	case release.Fetched:
 		r.sum.Fetched++
 		next.FetchedAt, next.ETag, next.Release = a.at, a.ETag, a.Release
-		next.Signatures = keep(was.Release, was.Signatures, a.Release)
+		next.Companions = keep(was.Release, was.Companions, a.Release)
 		p.refs[app.Key] = companionRefs{refs: a.Assets}
 		if a.Release != nil {
 			p.refs[app.Key] = companionRefs{tag: a.Release.Tag, refs: a.Assets}

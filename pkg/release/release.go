@@ -69,9 +69,9 @@ type Entry struct {
 	FetchedAt time.Time // last fetch or 304 confirmation; zero: never fetched
 	ETag      string    // GitHub's ETag verbatim, "" for none
 	Release   *Release  // nil: never fetched, or the repository has no release
-	// Signatures are the release's signature assets fetched so far (nil:
+	// Companions are the release's companion assets fetched so far (nil:
 	// none), part of the fetch: they belong to Release.
-	Signatures *Signatures
+	Companions *Companions
 
 	FailedAt time.Time // last failed request; zero: never failed
 	Failures int       // failures in a row as of FailedAt
@@ -101,7 +101,7 @@ func Believed(t, now time.Time) bool { return !t.After(now.Add(MaxSkew)) }
 
 // Merge returns e updated with what is newer in o, judged by a reader whose
 // clock says now: the fetch part (FetchedAt, ETag, Release, Signatures) only
-// when o's fetch is newer, with the signatures of both when the two are the
+// when o's fetch is newer, with the companions of both when the two are the
 // same fetch (SameFetch), the failure part (FailedAt, Failures, NotFoundSince,
 // NotFound) only when o's failure is newer, the claim only when newer. A part
 // of o is newer when it is strictly later, or when e's is not Believed at now
@@ -109,13 +109,13 @@ func Believed(t, now time.Time) bool { return !t.After(now.Add(MaxSkew)) }
 // newer fetch, so it yields to any honest one. Otherwise nothing ever goes
 // back in time or disappears.
 func (e Entry) Merge(o Entry, now time.Time) Entry {
-	sigs := o.Signatures
+	sigs := o.Companions
 	if SameFetch(e, o) {
-		sigs = e.Signatures.Union(o.Signatures)
-		e.Signatures = sigs
+		sigs = e.Companions.Union(o.Companions)
+		e.Companions = sigs
 	}
 	if newer(o.FetchedAt, e.FetchedAt, now) {
-		e.FetchedAt, e.ETag, e.Release, e.Signatures = o.FetchedAt, o.ETag, o.Release, sigs
+		e.FetchedAt, e.ETag, e.Release, e.Companions = o.FetchedAt, o.ETag, o.Release, sigs
 	}
 	if newer(o.FailedAt, e.FailedAt, now) {
 		e.FailedAt, e.Failures, e.NotFoundSince, e.NotFound = o.FailedAt, o.Failures, o.NotFoundSince, o.NotFound
@@ -128,7 +128,7 @@ func (e Entry) Merge(o Entry, now time.Time) Entry {
 
 // SameFetch reports whether e and o hold the same fetch: fetched at the
 // same millisecond (as Redis keeps times), with the same ETag and a release
-// of the same tag (or none in both). Its signatures may have been fetched
+// of the same tag (or none in both). Its companions may have been fetched
 // by different pollers at different times; Merge keeps them all.
 func SameFetch(e, o Entry) bool {
 	if !e.Fetched() || !o.Fetched() || e.FetchedAt.UnixMilli() != o.FetchedAt.UnixMilli() || e.ETag != o.ETag ||

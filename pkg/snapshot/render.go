@@ -214,9 +214,9 @@ func (r *renderer) update(i int, e appEntries, now time.Time) {
 		p.fetched, p.rel, p.pre = fetched, rel, pre
 	}
 	oldPre := p.tauriPre
-	p.tauri, p.tauriPre = renderFeed(a.Key, p.tauri, rel, e.stable.Signatures), nil
+	p.tauri, p.tauriPre = renderFeed(a.Key, p.tauri, rel, e.stable.Companions), nil
 	if pre != nil {
-		p.tauriPre = renderFeed(a.Key, oldPre, pre, e.pre.Signatures)
+		p.tauriPre = renderFeed(a.Key, oldPre, pre, e.pre.Companions)
 	}
 	p.tail = piece{plain: tailJSON(fetchedAt)}
 	p.checked = storedPiece(r.page.Checked(fetchedAt))

@@ -228,7 +228,7 @@ func (s *Snapshot) SetAll(entries map[string]release.Entry, now time.Time) bool 
 		// Merge replaces the fetch part only along with its time, so the
 		// time tells whether ETag or Release may have changed; signatures
 		// also arrive for the same fetch.
-		if !merged.FetchedAt.Equal(old.FetchedAt) || merged.Signatures != old.Signatures {
+		if !merged.FetchedAt.Equal(old.FetchedAt) || merged.Companions != old.Companions {
 			if s.pending.entries == nil {
 				s.pending.entries = map[int]appEntries{}
 			}

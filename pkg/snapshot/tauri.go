@@ -13,7 +13,7 @@ import (
 type Feed struct {
 	app    string
 	rel    *release.Release
-	sigs   *release.Signatures
+	sigs   *release.Companions
 	offers map[tauri.Request]*Offer // by tauri.AllRequests
 
 	// Manifest is latest.json, or the 404 saying why there is none.
@@ -63,7 +63,7 @@ func (f *Feed) Offer(req tauri.Request) *Offer {
 // (tauri.Awaiting) keeps what old offered, when that was an older release's
 // update, so that an updater is not told "nothing" while the signatures of
 // a new release are being fetched; such an answer is not cached.
-func renderFeed(app string, old *Feed, rel *release.Release, sigs *release.Signatures) *Feed {
+func renderFeed(app string, old *Feed, rel *release.Release, sigs *release.Companions) *Feed {
 	if old != nil && old.rel == rel && old.sigs == sigs {
 		return old
 	}

@@ -28,7 +28,7 @@ func tauriRelease(version string, hours int) *release.Release {
 }
 
 // signed returns signatures of the release's bundles named by suffix.
-func signed(r *release.Release, suffixes ...string) *release.Signatures {
+func signed(r *release.Release, suffixes ...string) *release.Companions {
 	m := map[string]string{}
 	for _, a := range r.Assets {
 		for _, s := range suffixes {
@@ -37,7 +37,7 @@ func signed(r *release.Release, suffixes ...string) *release.Signatures {
 			}
 		}
 	}
-	return release.NewSignatures(m)
+	return release.NewCompanions(m)
 }
 
 var (
@@ -74,12 +74,12 @@ func TestFeed(t *testing.T) {
 		{"released, nothing signed yet", release.Entry{FetchedAt: t0, Release: v1},
 			"404 artcraft-launcher v1.0.0 has no signed updater bundle for windows x86_64 nsis",
 			"404 artcraft-launcher v1.0.0 has no signed updater bundle for linux x86_64 appimage"},
-		{"one signature arrives for the same fetch", release.Entry{FetchedAt: t0, Release: v1, Signatures: signed(v1, ".exe.sig")},
+		{"one signature arrives for the same fetch", release.Entry{FetchedAt: t0, Release: v1, Companions: signed(v1, ".exe.sig")},
 			"1.0.0", "404 artcraft-launcher v1.0.0 has no signed updater bundle for linux x86_64 appimage"},
-		{"both", release.Entry{FetchedAt: t0, Release: v1, Signatures: signed(v1, ".sig")}, "1.0.0", "1.0.0"},
+		{"both", release.Entry{FetchedAt: t0, Release: v1, Companions: signed(v1, ".sig")}, "1.0.0", "1.0.0"},
 		{"a new release: the old one's update until its signature is here", release.Entry{FetchedAt: t0.Add(time.Hour), Release: v2},
 			"1.0.0", "1.0.0"},
-		{"its Windows signature", release.Entry{FetchedAt: t0.Add(time.Hour), Release: v2, Signatures: signed(v2, ".exe.sig")},
+		{"its Windows signature", release.Entry{FetchedAt: t0.Add(time.Hour), Release: v2, Companions: signed(v2, ".exe.sig")},
 			"2.0.0", "1.0.0"},
 	}
 	for _, st := range steps {
@@ -104,7 +104,7 @@ func TestFeed(t *testing.T) {
 	// very answers; a 304 that moves only the fetch time too.
 	before := feed().Offer(windows)
 	again := *v2
-	s.Set(launcher.Key, release.Entry{FetchedAt: t0.Add(2 * time.Hour), Release: &again, Signatures: signed(v2, ".exe.sig")})
+	s.Set(launcher.Key, release.Entry{FetchedAt: t0.Add(2 * time.Hour), Release: &again, Companions: signed(v2, ".exe.sig")})
 	if feed().Offer(windows) != before {
 		t.Error("the same update was rendered again")
 	}
@@ -124,7 +124,7 @@ func TestFeedKeepsNoNewerRelease(t *testing.T) {
 	t.Parallel()
 	s := snapshot.New([]release.App{launcher}, fakeclock.New(t0.Add(24*time.Hour)))
 	v1, v2 := tauriRelease("1.0.0", 0), tauriRelease("2.0.0", 1)
-	s.Set(launcher.Key, release.Entry{FetchedAt: t0, Release: v2, Signatures: signed(v2, ".sig")})
+	s.Set(launcher.Key, release.Entry{FetchedAt: t0, Release: v2, Companions: signed(v2, ".sig")})
 	s.Set(launcher.Key, release.Entry{FetchedAt: t0.Add(time.Hour), Release: v1})
 	o := s.Current().Apps[launcher.Key].Tauri.Offer(windows)
 	if got, want := offered(t, o), "404 artcraft-launcher v1.0.0 has no signed updater bundle for windows x86_64 nsis"; got != want {
@@ -143,8 +143,8 @@ func TestFeedManifestAndPrerelease(t *testing.T) {
 	v1, beta := tauriRelease("1.0.0", 0), tauriRelease("2.0.0-beta.1", 1)
 	beta.Prerelease = true
 	s.SetAll(map[string]release.Entry{
-		channel.Key:                   {FetchedAt: t0, Release: v1, Signatures: signed(v1, ".sig")},
-		channel.PrereleaseEntry().Key: {FetchedAt: t0, Release: beta, Signatures: signed(beta, ".AppImage.sig")},
+		channel.Key:                   {FetchedAt: t0, Release: v1, Companions: signed(v1, ".sig")},
+		channel.PrereleaseEntry().Key: {FetchedAt: t0, Release: beta, Companions: signed(beta, ".AppImage.sig")},
 	}, t0)
 	app := s.Current().Apps[channel.Key]
 	m := app.Tauri.Manifest
@@ -195,14 +195,14 @@ func BenchmarkFeedMemory(b *testing.B) {
 			// A .sig as Tauri's CLI writes it: some 400 bytes of base64.
 			sigs[k+bundle+".sig"] = strings.Repeat("dW50cnVzdGVkIGNvbW1lbnQ6", 17) + k + bundle
 		}
-		e.Release, e.Signatures = &r, release.NewSignatures(sigs)
+		e.Release, e.Companions = &r, release.NewCompanions(sigs)
 		signedEntries[k] = e
 	}
 	held := func(signed bool) uint64 {
 		es := map[string]release.Entry{}
 		for k, e := range signedEntries {
 			if !signed {
-				e.Signatures = nil
+				e.Companions = nil
 			}
 			es[k] = e
 		}

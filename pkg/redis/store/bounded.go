@@ -17,7 +17,7 @@ import (
 // large: HGETALL would read it whole.
 var (
 	appFields = []string{fieldV, fieldFetchedMS, fieldETag, fieldRelease, fieldFailedMS, fieldFailures,
-		fieldNotFoundSinceMS, fieldNotFound, fieldClaimedMS, fieldBy, fieldSignatures}
+		fieldNotFoundSinceMS, fieldNotFound, fieldClaimedMS, fieldBy, fieldCompanions}
 	backoffFields = []string{fieldV, fieldUntilMS, fieldTrouble, fieldBy}
 	metaFields    = []string{fieldV, fieldReadMS, fieldAppRenames, fieldRepoRenames, fieldAnnouncements, fieldAlerts, fieldBy}
 	refreshFields = []string{fieldV, fieldAtMS, fieldTag, fieldBy}
@@ -32,8 +32,8 @@ func fieldLimit(field string) int64 {
 	switch field {
 	case fieldRelease, fieldAppRenames, fieldRepoRenames, fieldAnnouncements, fieldAlerts:
 		return release.MaxEncoded
-	case fieldSignatures:
-		return maxSignaturesField
+	case fieldCompanions:
+		return maxCompanionsField
 	}
 	return maxSmallField
 }

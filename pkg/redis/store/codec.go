@@ -9,9 +9,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/storytold/craft-releases/pkg/minisign"
 	"github.com/storytold/craft-releases/pkg/release"
 	"github.com/storytold/craft-releases/pkg/schedule"
+	"github.com/storytold/craft-releases/pkg/updates/companion"
 )
 
 // formatVersion is the value of every hash's "v" field; any other value makes
@@ -24,7 +24,7 @@ const (
 	fieldFetchedMS  = "fetched_ms"
 	fieldETag       = "etag"
 	fieldRelease    = "release"
-	fieldSignatures = "signatures"
+	fieldCompanions = "companions"
 	fieldFailedMS   = "failed_ms"
 	fieldFailures   = "failures"
 	fieldClaimedMS  = "claimed_ms"
@@ -48,7 +48,7 @@ const (
 // of at most 18 digits and no more than release.MaxSkew ahead of now;
 // failures defaults to 1. The fetch part counts only when fetched_ms, etag
 // and the release are all there and the release is one that release.Decode
-// accepts for app (its repository and tag prefix); its signatures count
+// accepts for app (its repository and tag prefix); its companions count
 // only when decodeSignatures accepts them for that release. Anything else reads as absent, and err says why when
 // something was refused rather than merely absent: a release that is not one
 // of app's (or is over release.MaxEncoded bytes), signatures that are not
@@ -86,10 +86,10 @@ func decodeApp(app release.App, h map[string]string, now time.Time, memo *releas
 				refuse(fieldRelease, relErr)
 			} else {
 				e.FetchedAt, e.ETag, e.Release = fetched, etag, rel
-				if sigs, ok := h[fieldSignatures]; ok {
+				if sigs, ok := h[fieldCompanions]; ok {
 					var sigErr error
-					if e.Signatures, sigErr = decodeSignatures(rel, sigs); sigErr != nil {
-						refuse(fieldSignatures, sigErr)
+					if e.Companions, sigErr = decodeCompanions(rel, sigs); sigErr != nil {
+						refuse(fieldCompanions, sigErr)
 					}
 				}
 			}
@@ -110,36 +110,32 @@ func decodeApp(app release.App, h map[string]string, now time.Time, memo *releas
 	return e, err
 }
 
-// maxSignaturesField bounds the signatures field: MaxSignatures of the
-// largest signature a poller keeps, with their names.
-const maxSignaturesField = release.MaxSignatures * (minisign.MaxSignatureText + 2*release.MaxAssetName + 16)
+// maxCompanionsField bounds the companions field (companion.MaxStored).
+const maxCompanionsField = companion.MaxStored
 
-// decodeSignatures reads the signatures field of a hash whose release is
-// rel: a JSON object of at most release.MaxSignatures names, each the name
-// of a ".sig" asset of rel, each value a signature minisign.ParseSignature
-// reads and that is its own Text (as a poller stores it). Anything else is
-// refused whole; "{}" is none.
-func decodeSignatures(rel *release.Release, raw string) (*release.Signatures, error) {
+// decodeCompanions reads the companions field of a hash whose release is
+// rel: a JSON object of at most release.MaxCompanions names, each a
+// companion of rel (companion.Names) whose value companion.Check reads as
+// its own text, as a poller stores it. Anything else is refused whole;
+// "{}" is none.
+func decodeCompanions(rel *release.Release, raw string) (*release.Companions, error) {
 	var m map[string]string
 	if err := json.Unmarshal([]byte(raw), &m); err != nil || m == nil {
 		return nil, fmt.Errorf("not a JSON object of strings")
 	}
-	if len(m) > release.MaxSignatures {
-		return nil, fmt.Errorf("%d signatures, over %d", len(m), release.MaxSignatures)
+	if len(m) > release.MaxCompanions {
+		return nil, fmt.Errorf("%d companions, over %d", len(m), release.MaxCompanions)
 	}
 	for name, text := range m {
-		if !strings.HasSuffix(name, ".sig") || rel == nil || !hasAsset(rel, name) {
-			return nil, fmt.Errorf("%q is not a signature asset of the release", name)
-		}
-		s, err := minisign.ParseSignature([]byte(text))
+		kept, err := companion.Check(rel, name, []byte(text), nil)
 		if err != nil {
 			return nil, fmt.Errorf("%q: %w", name, err)
 		}
-		if s.Text != text {
+		if kept != text {
 			return nil, fmt.Errorf("%q: not stored as its text", name)
 		}
 	}
-	return release.NewSignatures(m), nil
+	return release.NewCompanions(m), nil
 }
 
 func hasAsset(rel *release.Release, name string) bool {
@@ -151,14 +147,14 @@ func hasAsset(rel *release.Release, name string) bool {
 	return false
 }
 
-// encodeSignatures is the signatures field for s: a JSON object, "{}" for
-// none. Signatures that would take the field over its bound are left out,
+// encodeCompanions is the companions field for s: a JSON object, "{}" for
+// none. Companions that would take the field over its bound are left out,
 // the first names in order kept.
-func encodeSignatures(s *release.Signatures) (string, error) {
+func encodeCompanions(s *release.Companions) (string, error) {
 	m := make(map[string]string, s.Len())
 	size := 2
 	for _, name := range s.Names() {
-		if len(m) == release.MaxSignatures {
+		if len(m) == release.MaxCompanions {
 			break
 		}
 		text, _ := s.Get(name)
@@ -166,7 +162,7 @@ func encodeSignatures(s *release.Signatures) (string, error) {
 		if err != nil {
 			return "", err
 		}
-		if size+len(b) > maxSignaturesField {
+		if size+len(b) > maxCompanionsField {
 			break
 		}
 		m[name], size = text, size+len(b)

@@ -276,16 +276,16 @@ func (s *Store) putFetch(ctx context.Context, app string, e release.Entry) (v ve
 		old, _ := encodeRelease(cur.Release)
 		// The same fetch holds the signatures another poller fetched for
 		// it: they are kept (release.Entry.Merge's union).
-		union := e.Signatures
+		union := e.Companions
 		if release.SameFetch(cur, e) {
-			union = cur.Signatures.Union(e.Signatures)
+			union = cur.Companions.Union(e.Companions)
 		}
-		changed = !cur.Fetched() || old != rel || !maps.Equal(cur.Signatures.Map(), union.Map())
-		*sigField, *sigs = fieldSignatures, "{}"
-		if enc, err := encodeSignatures(union); err == nil {
+		changed = !cur.Fetched() || old != rel || !maps.Equal(cur.Companions.Map(), union.Map())
+		*sigField, *sigs = fieldCompanions, "{}"
+		if enc, err := encodeCompanions(union); err == nil {
 			*sigs = enc
 		}
-		if _, stale := h[fieldSignatures]; union.Len() == 0 && !stale {
+		if _, stale := h[fieldCompanions]; union.Len() == 0 && !stale {
 			// Nothing to write or to clear: the pair repeats "by" instead.
 			*sigField, *sigs = fieldBy, s.by
 		}
@@ -387,14 +387,14 @@ func (s *Store) fetchWrite(e release.Entry) (write, error) {
 	if err != nil {
 		return write{}, err
 	}
-	sigs, err := encodeSignatures(e.Signatures)
+	sigs, err := encodeCompanions(e.Companions)
 	if err != nil {
 		return write{}, err
 	}
 	return write{
 		field: fieldFetchedMS, at: e.FetchedAt.UnixMilli(),
 		pairs: []string{fieldV, formatVersion, fieldFetchedMS, ms(e.FetchedAt),
-			fieldETag, e.ETag, fieldRelease, rel, fieldBy, s.by, fieldSignatures, sigs},
+			fieldETag, e.ETag, fieldRelease, rel, fieldBy, s.by, fieldCompanions, sigs},
 	}, nil
 }
 

@@ -651,7 +651,7 @@ func TestPublishFetchChanged(t *testing.T) {
 	t.Parallel()
 	const app = "photocraft"
 	ctx := context.Background()
-	r3, sigs := signed(t, "v3", "app.AppImage", "app.msi")
+	r3, sigs := signed(t, "v3", "App_1.0.0_amd64.AppImage", "App_1.0.0_x64_en-US.msi")
 	// signedFetch is a fetch of r3 at hhmm with the signatures of names.
 	signedFetch := func(hhmm string, names ...string) release.Entry {
 		e := fetch(at(hhmm), `"e5"`, r3)
@@ -659,7 +659,7 @@ func TestPublishFetchChanged(t *testing.T) {
 		for _, n := range names {
 			m[n+".sig"] = sigs[n+".sig"]
 		}
-		e.Signatures = release.NewSignatures(m)
+		e.Companions = release.NewCompanions(m)
 		return e
 	}
 	steps := []struct {
@@ -676,10 +676,10 @@ func TestPublishFetchChanged(t *testing.T) {
 		{"an older fetch of another release", "poller-a", fetch(at("12:01"), `"e0"`, rel("v0")), false, false},
 		{"no release any more", "poller-a", fetch(at("12:06"), "", nil), true, true},
 		{"a signed release", "poller-a", signedFetch("12:07"), true, true},
-		{"its first signature", "poller-a", signedFetch("12:07", "app.AppImage"), true, true},
-		{"the same signature from the other poller", "poller-b", signedFetch("12:07", "app.AppImage"), true, false},
-		{"the other signature from the other poller", "poller-b", signedFetch("12:07", "app.msi"), true, true},
-		{"a newer fetch with both", "poller-a", signedFetch("12:08", "app.AppImage", "app.msi"), true, false},
+		{"its first signature", "poller-a", signedFetch("12:07", "App_1.0.0_amd64.AppImage"), true, true},
+		{"the same signature from the other poller", "poller-b", signedFetch("12:07", "App_1.0.0_amd64.AppImage"), true, false},
+		{"the other signature from the other poller", "poller-b", signedFetch("12:07", "App_1.0.0_x64_en-US.msi"), true, true},
+		{"a newer fetch with both", "poller-a", signedFetch("12:08", "App_1.0.0_amd64.AppImage", "App_1.0.0_x64_en-US.msi"), true, false},
 		{"a newer fetch without them", "poller-b", signedFetch("12:09"), true, true},
 	}
 	for _, p := range paths {

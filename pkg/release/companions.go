@@ -5,9 +5,9 @@ import (
 	"slices"
 )
 
-// MaxSignatures bounds how many signatures an Entry keeps for a release:
+// MaxCompanions bounds how many companions an Entry keeps for a release:
 // a poller fetches no more, and a stored set with more is refused.
-const MaxSignatures = 32
+const MaxCompanions = 32
 
 // AssetRef is what fetching one asset's bytes through GitHub's API needs:
 // its id and what GitHub said of it. It is not on the wire.
@@ -17,31 +17,32 @@ type AssetRef struct {
 	SHA256 string // lowercase hex of GitHub's digest; "" when GitHub gave none
 }
 
-// Signatures is the text of the signature assets fetched for a release, by
-// asset name ("ArtCraft_0.41.0_x64-setup.exe.sig"), each one checked before
-// it was kept (docs/redis.md, "Keys"). It never changes once made, so an
-// Entry holds it by pointer and stays comparable; a nil *Signatures has
+// Companions is the text of the companion assets fetched for a release, by
+// asset name ("ArtCraft_0.41.0_x64-setup.exe.sig"): the small files the
+// updater feeds serve, each one checked before it was kept
+// (pkg/updates/companion; docs/redis.md, "Keys"). It never changes once made, so an
+// Entry holds it by pointer and stays comparable; a nil *Companions has
 // none. It is safe for concurrent use.
-type Signatures struct{ byName map[string]string }
+type Companions struct{ byName map[string]string }
 
-// NewSignatures returns the signatures of m (copied), or nil when m is empty.
-func NewSignatures(m map[string]string) *Signatures {
+// NewCompanions returns the companions of m (copied), or nil when m is empty.
+func NewCompanions(m map[string]string) *Companions {
 	if len(m) == 0 {
 		return nil
 	}
-	return &Signatures{byName: maps.Clone(m)}
+	return &Companions{byName: maps.Clone(m)}
 }
 
-// Len returns how many signatures s holds.
-func (s *Signatures) Len() int {
+// Len returns how many companions s holds.
+func (s *Companions) Len() int {
 	if s == nil {
 		return 0
 	}
 	return len(s.byName)
 }
 
-// Get returns the text of the signature asset name.
-func (s *Signatures) Get(name string) (string, bool) {
+// Get returns the text of the companion asset name.
+func (s *Companions) Get(name string) (string, bool) {
 	if s == nil {
 		return "", false
 	}
@@ -50,7 +51,7 @@ func (s *Signatures) Get(name string) (string, bool) {
 }
 
 // Names returns the names s holds, sorted.
-func (s *Signatures) Names() []string {
+func (s *Companions) Names() []string {
 	if s == nil {
 		return nil
 	}
@@ -58,18 +59,18 @@ func (s *Signatures) Names() []string {
 }
 
 // Map returns a copy of s as a map from asset name to text (nil for none).
-func (s *Signatures) Map() map[string]string {
+func (s *Companions) Map() map[string]string {
 	if s == nil {
 		return nil
 	}
 	return maps.Clone(s.byName)
 }
 
-// Union returns the signatures of s and o together; for a name both hold
+// Union returns the companions of s and o together; for a name both hold
 // with different texts, the smaller text, so that Union is commutative,
 // associative and idempotent like the rest of the merge law. It returns s
 // itself when o adds or changes nothing, and o when s does not.
-func (s *Signatures) Union(o *Signatures) *Signatures {
+func (s *Companions) Union(o *Companions) *Companions {
 	if covers(s, o) {
 		return s
 	}
@@ -82,12 +83,12 @@ func (s *Signatures) Union(o *Signatures) *Signatures {
 			out[name] = text
 		}
 	}
-	return &Signatures{byName: out}
+	return &Companions{byName: out}
 }
 
 // covers reports whether s holds every name of o, each with a text not
 // greater than o's.
-func covers(s, o *Signatures) bool {
+func covers(s, o *Companions) bool {
 	for name, text := range o.mapOrNil() {
 		if mine, ok := s.Get(name); !ok || mine > text {
 			return false
@@ -96,16 +97,16 @@ func covers(s, o *Signatures) bool {
 	return true
 }
 
-func (s *Signatures) mapOrNil() map[string]string {
+func (s *Companions) mapOrNil() map[string]string {
 	if s == nil {
 		return nil
 	}
 	return s.byName
 }
 
-// Keep returns the signatures of s whose names keep says to keep; s itself
+// Keep returns the companions of s whose names keep says to keep; s itself
 // when it keeps them all.
-func (s *Signatures) Keep(keep func(name string) bool) *Signatures {
+func (s *Companions) Keep(keep func(name string) bool) *Companions {
 	out := make(map[string]string, s.Len())
 	for _, name := range s.Names() {
 		if keep(name) {
@@ -115,5 +116,5 @@ func (s *Signatures) Keep(keep func(name string) bool) *Signatures {
 	if len(out) == s.Len() {
 		return s
 	}
-	return NewSignatures(out)
+	return NewCompanions(out)
 }

@@ -20,7 +20,7 @@ func signed(t testing.TB, tag string, names ...string) (*release.Release, map[st
 	sigs := make(map[string]string, len(names))
 	for _, n := range names {
 		r.Assets = append(r.Assets,
-			release.Asset{Name: n, DownloadURL: release.DownloadURL(photocraft.Repo, tag, n)},
+			release.Asset{Name: n, DownloadURL: release.DownloadURL(photocraft.Repo, tag, n), Platform: release.ParseAsset(n)},
 			release.Asset{Name: n + ".sig", DownloadURL: release.DownloadURL(photocraft.Repo, tag, n+".sig")})
 		sigs[n+".sig"] = k.Sign(n, []byte(n))
 	}
@@ -40,17 +40,17 @@ func TestSignaturesStored(t *testing.T) {
 		t.Run(p.name, func(t *testing.T) {
 			srv.MustDo("FLUSHALL")
 			s := newStore(t, p.url(t, srv))
-			r1, sigs := signed(t, "v1.0.0", "app.AppImage", "app.msi")
-			one := map[string]string{"app.AppImage.sig": sigs["app.AppImage.sig"]}
+			r1, sigs := signed(t, "v1.0.0", "App_1.0.0_amd64.AppImage", "App_1.0.0_x64_en-US.msi")
+			one := map[string]string{"App_1.0.0_amd64.AppImage.sig": sigs["App_1.0.0_amd64.AppImage.sig"]}
 			e := fetch(at("12:00"), `"e1"`, r1)
-			e.Signatures = release.NewSignatures(one)
+			e.Companions = release.NewCompanions(one)
 			read := func() map[string]string {
 				t.Helper()
 				got, _, err := s.LoadApp(ctx, photocraft.Key)
 				if err != nil {
 					t.Fatal(err)
 				}
-				return got.Signatures.Map()
+				return got.Companions.Map()
 			}
 
 			if ok, err := s.PutFetch(ctx, photocraft.Key, e); !ok || err != nil {
@@ -63,7 +63,7 @@ func TestSignaturesStored(t *testing.T) {
 			// Another poller fetched the other signature of the same fetch,
 			// without the first.
 			other := fetch(at("12:00"), `"e1"`, r1)
-			other.Signatures = release.NewSignatures(map[string]string{"app.msi.sig": sigs["app.msi.sig"]})
+			other.Companions = release.NewCompanions(map[string]string{"App_1.0.0_x64_en-US.msi.sig": sigs["App_1.0.0_x64_en-US.msi.sig"]})
 			if ok, err := s.PutFetch(ctx, photocraft.Key, other); !ok || err != nil {
 				t.Fatalf("PutFetch of the same fetch: %v %v", ok, err)
 			}
@@ -80,7 +80,7 @@ func TestSignaturesStored(t *testing.T) {
 
 			srv.MustDo("FLUSHALL")
 			back := fetch(at("12:30"), `"e1"`, r1)
-			back.Signatures = release.NewSignatures(sigs)
+			back.Companions = release.NewCompanions(sigs)
 			if ok, err := s.PutNotModified(ctx, photocraft.Key, back); !ok || err != nil {
 				t.Fatalf("PutNotModified after a flush: %v %v", ok, err)
 			}
@@ -96,7 +96,7 @@ func TestSignaturesStored(t *testing.T) {
 			if got := read(); got != nil {
 				t.Errorf("after another release: got %v, want none", got)
 			}
-			if got := a.hgetall(key)[fieldSignatures]; got != "{}" {
+			if got := a.hgetall(key)[fieldCompanions]; got != "{}" {
 				t.Errorf("field after another release: got %q, want {}", got)
 			}
 		})
@@ -107,8 +107,8 @@ func TestSignaturesStored(t *testing.T) {
 // stored release's checked signatures reads as none, with the refusal noted,
 // while the fetch still counts.
 func TestSignaturesRefused(t *testing.T) {
-	r, sigs := signed(t, "v1.0.0", "app.AppImage")
-	good := sigs["app.AppImage.sig"]
+	r, sigs := signed(t, "v1.0.0", "App_1.0.0_amd64.AppImage")
+	good := sigs["App_1.0.0_amd64.AppImage.sig"]
 	encode := func(m map[string]string) string {
 		b, err := release.Marshal(m)
 		if err != nil {
@@ -121,40 +121,40 @@ func TestSignaturesRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	many := map[string]string{}
-	for i := range release.MaxSignatures + 1 {
+	for i := range release.MaxCompanions + 1 {
 		many[strings.Repeat("x", i+1)+".sig"] = good
 	}
 	for _, tc := range []struct {
 		name, field, wantErr string
 	}{
-		{"not json", `{"app.AppImage.sig":`, "not a JSON object"},
+		{"not json", `{"App_1.0.0_amd64.AppImage.sig":`, "not a JSON object"},
 		{"an array", `["x"]`, "not a JSON object"},
 		{"null", `null`, "not a JSON object"},
-		{"a name not of the release", encode(map[string]string{"other.sig": good}), "not a signature asset"},
-		{"a bundle, not its .sig", encode(map[string]string{"app.AppImage": good}), "not a signature asset"},
-		{"not a signature", encode(map[string]string{"app.AppImage.sig": "aGVsbG8="}), "minisign"},
-		{"tampered", encode(map[string]string{"app.AppImage.sig": good[:len(good)-8] + "AAAAAAA="}), "minisign"},
-		{"not its text", encode(map[string]string{"app.AppImage.sig": good + "\n"}), "not stored as its text"},
+		{"a name not of the release", encode(map[string]string{"other.sig": good}), "no companion of the release"},
+		{"a bundle, not its .sig", encode(map[string]string{"App_1.0.0_amd64.AppImage": good}), "no companion of the release"},
+		{"not a signature", encode(map[string]string{"App_1.0.0_amd64.AppImage.sig": "aGVsbG8="}), "minisign"},
+		{"tampered", encode(map[string]string{"App_1.0.0_amd64.AppImage.sig": good[:len(good)-8] + "AAAAAAA="}), "minisign"},
+		{"not its text", encode(map[string]string{"App_1.0.0_amd64.AppImage.sig": good + "\n"}), "not stored as its text"},
 		{"too many", encode(many), "over 32"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := map[string]string{fieldV: formatVersion, fieldFetchedMS: ms(at("12:00")), fieldETag: `"e"`,
-				fieldRelease: string(raw), fieldSignatures: tc.field}
+				fieldRelease: string(raw), fieldCompanions: tc.field}
 			e, err := DecodeApp(photocraft, h, at("12:00"))
-			if e.Signatures != nil {
-				t.Errorf("signatures: got %v, want none", e.Signatures.Map())
+			if e.Companions != nil {
+				t.Errorf("signatures: got %v, want none", e.Companions.Map())
 			}
 			if !e.Fetched() {
 				t.Errorf("the fetch: got none, want it kept")
 			}
-			if err == nil || !strings.Contains(err.Error(), fieldSignatures) || !strings.Contains(err.Error(), tc.wantErr) {
-				t.Errorf("err: got %v, want one naming %s and %q", err, fieldSignatures, tc.wantErr)
+			if err == nil || !strings.Contains(err.Error(), fieldCompanions) || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Errorf("err: got %v, want one naming %s and %q", err, fieldCompanions, tc.wantErr)
 			}
 		})
 	}
 	h := map[string]string{fieldV: formatVersion, fieldFetchedMS: ms(at("12:00")), fieldETag: `"e"`,
-		fieldRelease: string(raw), fieldSignatures: encode(sigs)}
-	if e, err := DecodeApp(photocraft, h, at("12:00")); err != nil || !reflect.DeepEqual(e.Signatures.Map(), sigs) {
-		t.Errorf("good field: got %v, %v; want %v", e.Signatures.Map(), err, sigs)
+		fieldRelease: string(raw), fieldCompanions: encode(sigs)}
+	if e, err := DecodeApp(photocraft, h, at("12:00")); err != nil || !reflect.DeepEqual(e.Companions.Map(), sigs) {
+		t.Errorf("good field: got %v, %v; want %v", e.Companions.Map(), err, sigs)
 	}
 }

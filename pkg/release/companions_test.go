@@ -15,15 +15,15 @@ func TestMergeSignatures(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
 	now := t0.Add(time.Hour)
 	v1, v2 := &release.Release{Tag: "v1"}, &release.Release{Tag: "v2"}
-	sigs := func(names ...string) *release.Signatures {
+	sigs := func(names ...string) *release.Companions {
 		m := map[string]string{}
 		for _, n := range names {
 			m[n] = "text of " + n
 		}
-		return release.NewSignatures(m)
+		return release.NewCompanions(m)
 	}
-	fetch := func(at time.Time, etag string, rel *release.Release, s *release.Signatures) release.Entry {
-		return release.Entry{FetchedAt: at, ETag: etag, Release: rel, Signatures: s}
+	fetch := func(at time.Time, etag string, rel *release.Release, s *release.Companions) release.Entry {
+		return release.Entry{FetchedAt: at, ETag: etag, Release: rel, Companions: s}
 	}
 	for _, tc := range []struct {
 		name string
@@ -48,11 +48,11 @@ func TestMergeSignatures(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := tc.e.Merge(tc.o, now)
-			if names := got.Signatures.Names(); !reflect.DeepEqual(names, tc.want) {
+			if names := got.Companions.Names(); !reflect.DeepEqual(names, tc.want) {
 				t.Errorf("signatures: got %q, want %q", names, tc.want)
 			}
-			if rev := tc.o.Merge(tc.e, now); tc.same && !reflect.DeepEqual(rev.Signatures.Map(), got.Signatures.Map()) {
-				t.Errorf("in the other order: got %v, want %v", rev.Signatures.Map(), got.Signatures.Map())
+			if rev := tc.o.Merge(tc.e, now); tc.same && !reflect.DeepEqual(rev.Companions.Map(), got.Companions.Map()) {
+				t.Errorf("in the other order: got %v, want %v", rev.Companions.Map(), got.Companions.Map())
 			}
 			if again := got.Merge(tc.o, now); again != got {
 				t.Errorf("merged again: got %+v, want %+v (the same pointer: nothing changed)", again, got)
@@ -64,9 +64,9 @@ func TestMergeSignatures(t *testing.T) {
 // TestSignaturesUnionConflict checks that a name both hold with different
 // texts keeps the smaller one, whichever side holds it.
 func TestSignaturesUnionConflict(t *testing.T) {
-	a := release.NewSignatures(map[string]string{"x.sig": "AAA"})
-	b := release.NewSignatures(map[string]string{"x.sig": "BBB", "y.sig": "C"})
-	for _, got := range []*release.Signatures{a.Union(b), b.Union(a)} {
+	a := release.NewCompanions(map[string]string{"x.sig": "AAA"})
+	b := release.NewCompanions(map[string]string{"x.sig": "BBB", "y.sig": "C"})
+	for _, got := range []*release.Companions{a.Union(b), b.Union(a)} {
 		if want := map[string]string{"x.sig": "AAA", "y.sig": "C"}; !reflect.DeepEqual(got.Map(), want) {
 			t.Errorf("got %v, want %v", got.Map(), want)
 		}

@@ -1,0 +1,98 @@
+// Package companion knows the companion assets of a release that the
+// updater feeds serve: which assets are companions, how many bytes each may
+// have, and how each is read at the door, the way its client reads it
+// (docs/updates.md, "What the service checks"). Pollers fetch what Names
+// lists, keep what Check returns, and every reader checks it again. It is
+// pure and safe for concurrent use.
+package companion
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/storytold/craft-releases/pkg/minisign"
+	"github.com/storytold/craft-releases/pkg/release"
+	"github.com/storytold/craft-releases/pkg/updates/tauri"
+)
+
+// MaxStored bounds the companions of one release as stored, names and JSON
+// included: a reader reads no more (docs/redis.md, "What a reader refuses").
+const MaxStored = 4 << 20
+
+// kind is one kind of companion: the names of rel's assets it takes, its
+// bound, and how its bytes are read into the text kept.
+type kind struct {
+	names func(rel *release.Release) []string
+	limit int64
+	check func(rel *release.Release, body []byte, key *minisign.PublicKey) (string, error)
+}
+
+var kinds = [...]kind{
+	{names: tauri.Companions, limit: minisign.MaxSignatureText, check: checkSignature},
+}
+
+// Names returns the companions of rel, every kind's, in rel's asset order
+// and at most release.MaxCompanions of them: the assets to fetch for rel. A
+// nil rel has none.
+func Names(rel *release.Release) []string {
+	if rel == nil {
+		return nil
+	}
+	var names []string
+	for _, k := range kinds {
+		names = append(names, k.names(rel)...)
+	}
+	order := func(name string) int {
+		return slices.IndexFunc(rel.Assets, func(a release.Asset) bool { return a.Name == name })
+	}
+	slices.SortStableFunc(names, func(a, b string) int { return order(a) - order(b) })
+	return names[:min(len(names), release.MaxCompanions)]
+}
+
+// kindOf returns the kind of rel's companion name.
+func kindOf(rel *release.Release, name string) (kind, bool) {
+	for _, k := range kinds {
+		if rel != nil && slices.Contains(k.names(rel), name) {
+			return k, true
+		}
+	}
+	return kind{}, false
+}
+
+// Limit returns the most bytes rel's companion name may have; 0 for a name
+// that is no companion of rel.
+func Limit(rel *release.Release, name string) int64 {
+	k, _ := kindOf(rel, name)
+	return k.limit
+}
+
+// Check reads body, the bytes of rel's companion name, as its client reads
+// them, and returns the text to keep: for a Tauri .sig, the signature's
+// line of base64, signed by key when key is not nil. Bytes its client would
+// refuse, a name that is no companion of rel, or more than its Limit are an
+// error saying why.
+func Check(rel *release.Release, name string, body []byte, key *minisign.PublicKey) (string, error) {
+	k, ok := kindOf(rel, name)
+	switch {
+	case !ok:
+		return "", fmt.Errorf("%q is no companion of the release", name)
+	case int64(len(body)) > k.limit:
+		return "", fmt.Errorf("%d bytes, over %d", len(body), k.limit)
+	}
+	return k.check(rel, body, key)
+}
+
+// checkSignature reads a Tauri .sig: a minisign signature, by key when key
+// is not nil.
+func checkSignature(_ *release.Release, body []byte, key *minisign.PublicKey) (string, error) {
+	s, err := minisign.ParseSignature(body)
+	if err != nil {
+		return "", err
+	}
+	if key != nil {
+		if err := key.Check(s); err != nil {
+			return "", err
+		}
+	}
+	return s.Text, nil
+}

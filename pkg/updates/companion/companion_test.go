@@ -1,0 +1,73 @@
+package companion_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/storytold/craft-releases/pkg/minisign"
+	"github.com/storytold/craft-releases/pkg/release"
+	"github.com/storytold/craft-releases/pkg/updates/companion"
+	"github.com/storytold/craft-releases/test/testkit"
+)
+
+// tauriRelease is a release of two Tauri bundles with their .sig files, a
+// .sig of no bundle, and a file that is no companion.
+func tauriRelease() *release.Release {
+	r := &release.Release{Tag: "v1.0.0", Version: "1.0.0"}
+	for _, n := range []string{"A_1.0.0_x64-setup.exe.sig", "A_1.0.0_x64-setup.exe", "notes.txt.sig", "notes.txt",
+		"A_1.0.0_amd64.AppImage", "A_1.0.0_amd64.AppImage.sig", "SHA256SUMS"} {
+		r.Assets = append(r.Assets, release.Asset{Name: n})
+	}
+	return r
+}
+
+func TestNames(t *testing.T) {
+	got := companion.Names(tauriRelease())
+	if want := []string{"A_1.0.0_x64-setup.exe.sig", "A_1.0.0_amd64.AppImage.sig"}; strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("Names = %q, want %q (the release's order)", got, want)
+	}
+	if got := companion.Names(nil); got != nil {
+		t.Errorf("Names(nil) = %q", got)
+	}
+}
+
+// TestCheck: a companion is kept as its client reads it, by the app's key
+// when it has one; anything else is refused saying why.
+func TestCheck(t *testing.T) {
+	rel := tauriRelease()
+	k, other := testkit.NewMinisignKey(t), testkit.NewMinisignKey(t)
+	pub, err := minisign.ParsePublicKey(k.PublicKey())
+	if err != nil {
+		t.Fatal(err)
+	}
+	sig := k.Sign("A_1.0.0_x64-setup.exe", []byte("bundle"))
+	for _, tc := range []struct {
+		name, asset, body string
+		key               *minisign.PublicKey
+		want              string // the text kept, or "error: " and what the error says
+	}{
+		{"a signature, no key", "A_1.0.0_x64-setup.exe.sig", sig + "\n", nil, sig},
+		{"a signature by the key", "A_1.0.0_x64-setup.exe.sig", sig, &pub, sig},
+		{"a signature by another key", "A_1.0.0_x64-setup.exe.sig", other.Sign("x", []byte("x")), &pub, "error: signed by another key"},
+		{"not a signature", "A_1.0.0_x64-setup.exe.sig", "aGVsbG8=", nil, "error: minisign"},
+		{"over the bound", "A_1.0.0_x64-setup.exe.sig", strings.Repeat("A", minisign.MaxSignatureText+1), nil, "error: over 4096"},
+		{"the .sig of no bundle", "notes.txt.sig", sig, nil, "error: no companion"},
+		{"no asset of the release", "B_1.0.0_x64-setup.exe.sig", sig, nil, "error: no companion"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := companion.Check(rel, tc.asset, []byte(tc.body), tc.key)
+			if err != nil {
+				got = "error: " + err.Error()
+			}
+			if got != tc.want && !(strings.HasPrefix(tc.want, "error: ") && strings.Contains(got, strings.TrimPrefix(tc.want, "error: "))) {
+				t.Errorf("Check = %q, want %q", got, tc.want)
+			}
+		})
+	}
+	if got := companion.Limit(rel, "A_1.0.0_x64-setup.exe.sig"); got != minisign.MaxSignatureText {
+		t.Errorf("Limit(.sig) = %d, want %d", got, minisign.MaxSignatureText)
+	}
+	if got := companion.Limit(rel, "notes.txt"); got != 0 {
+		t.Errorf("Limit(no companion) = %d, want 0", got)
+	}
+}
