@@ -7,8 +7,10 @@ package config
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -253,6 +255,15 @@ func (s Shared) fields() []zap.Field {
 	}
 	if prefixes != nil {
 		fields = append(fields, zap.Strings("tag_prefixes", prefixes))
+	}
+	if len(s.PublicKeys) > 0 {
+		// Which app's signatures are checked against which key: the key
+		// ids, which a refused signature's error names too.
+		var keys []string
+		for _, app := range slices.Sorted(maps.Keys(s.PublicKeys)) {
+			keys = append(keys, app+"="+s.PublicKeys[app].KeyID.String())
+		}
+		fields = append(fields, zap.Strings("tauri_pubkeys", keys))
 	}
 	for i, name := range []string{"redis_tls_ca_file", "redis_tls_cert_file", "redis_tls_key_file"} {
 		if s.Redis.TLS.files[i] != "" {

@@ -12,6 +12,8 @@ import (
 	"go.uber.org/zap/zapcore"
 
 	"github.com/storytold/craft-releases/pkg/config"
+	"github.com/storytold/craft-releases/pkg/minisign"
+	"github.com/storytold/craft-releases/test/testkit"
 )
 
 // TestConfigNeverPrintsSecrets prints loaded settings every way a program
@@ -62,9 +64,15 @@ func TestConfigNeverPrintsSecrets(t *testing.T) {
 }
 
 func TestFields(t *testing.T) {
+	pub := testkit.NewMinisignKey(t).PublicKey()
+	key, err := minisign.ParsePublicKey(pub)
+	if err != nil {
+		t.Fatal(err)
+	}
 	vars := map[string]string{
 		"CRAFT_APPS_RELEASE_GITHUB_TOKEN": token, "REDIS_URL": redisURL, "CRAFT_APPS_RELEASE_WEBHOOK_SECRET": webhookSecret + ",next",
-		"CRAFT_APPS_RELEASE_APPS": "a=A=org/a,b=B=org/b",
+		"CRAFT_APPS_RELEASE_APPS": "a=A=org/a,b=B=org/b", "CRAFT_APPS_RELEASE_TAG_PREFIXES": "b=b-v",
+		"CRAFT_APPS_RELEASE_TAURI_PUBKEYS": "b=" + pub,
 	}
 	a, _, err := config.LoadAPI(lookup(vars))
 	if err != nil {
@@ -90,6 +98,8 @@ func TestFields(t *testing.T) {
 		"request_spacing":      "1s",
 		"shutdown_timeout":     "15s",
 		"cloudflare_purge":     false,
+		"tag_prefixes":         []any{"b=b-v"},
+		"tauri_pubkeys":        []any{"b=" + key.KeyID.String()},
 	}
 	tests := []struct {
 		name   string

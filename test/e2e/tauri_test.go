@@ -529,7 +529,7 @@ func TestTauriSplit(t *testing.T) {
 			}
 		}
 		e, _, err := st.LoadApp(context.Background(), "artcraft")
-		return err == nil && e.Release != nil && maps.Equal(e.Signatures.Map(), v41.sigs)
+		return err == nil && e.Release != nil && maps.Equal(e.Companions.Map(), v41.sigs)
 	})
 	t.Logf("the signatures were back in Redis %v after FLUSHALL", time.Since(flushed).Round(time.Millisecond))
 	checkFeed(t, second, v41, key)
