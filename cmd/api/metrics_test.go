@@ -134,7 +134,7 @@ func TestMetrics(t *testing.T) {
 	// the random paths made no series of their own.
 	registered := map[string]bool{ri: true, ri + "/:app": true, "/v1/craft_apps/download/:app": true, "/": true, "/openapi.json": true,
 		"/healthz": true, "/readyz": true, "/metrics": true, "unmatched": true,
-		routes.TauriPath: true, routes.TauriAnyPath: true, routes.TauriManifestPath: true}
+		routes.TauriPath: true, routes.TauriAnyPath: true, routes.TauriManifestPath: true, routes.AppImagePath: true}
 	apps := map[string]bool{"photocraft": true, "vectorcraft": true}
 	for series := range got {
 		if v, ok := label(series, "route"); ok && !registered[v] {

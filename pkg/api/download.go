@@ -42,16 +42,9 @@ func downloadRedirect(r Renderer) echo.HandlerFunc {
 		if err := download.Check(want); err != nil {
 			return writeError(c, http.StatusBadRequest, errorBody{Error: err.Error()})
 		}
-		t := &app.Track
-		if want.Prerelease() && app.Prerelease.Release != nil {
-			t = &app.Prerelease
-		}
-		if t.Release == nil {
-			msg := key + " has no release on GitHub"
-			if !app.Fetched {
-				msg = key + " has no release yet: it was not fetched from GitHub yet"
-			}
-			return writeError(c, http.StatusNotFound, errorBody{Error: msg})
+		t, missing := trackOf(app, key, want.Prerelease())
+		if t == nil {
+			return writeError(c, http.StatusNotFound, missing)
 		}
 		w, usedAgent, err := download.Resolve(want, req.Header.Get("User-Agent"))
 		if usedAgent {
@@ -72,6 +65,23 @@ func downloadRedirect(r Renderer) echo.HandlerFunc {
 		c.Response().WriteHeader(http.StatusFound)
 		return nil
 	}
+}
+
+// trackOf returns the release of app (configured as key) that a link
+// serves, its pre-release when prerelease and it has one; or nil and the
+// 404's error when there is no release.
+func trackOf(app *snapshot.App, key string, prerelease bool) (*snapshot.Track, errorBody) {
+	t := &app.Track
+	if prerelease && app.Prerelease.Release != nil {
+		t = &app.Prerelease
+	}
+	switch {
+	case t.Release != nil:
+		return t, errorBody{}
+	case !app.Fetched:
+		return nil, errorBody{Error: key + " has no release yet: it was not fetched from GitHub yet"}
+	}
+	return nil, errorBody{Error: key + " has no release on GitHub"}
 }
 
 // parseWant reads os, arch, package and channel from a raw query, without

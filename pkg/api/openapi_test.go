@@ -51,6 +51,8 @@ func fullRendering(warm bool) *snapshot.Rendering {
 			{Name: "photocraft-web-1.0.0.zip", SizeBytes: 9, DownloadURL: dl + "photocraft-web-1.0.0.zip",
 				Platform: &release.Platform{OS: release.OSWeb, PackageType: release.PackageWebZip}},
 			{Name: "SHA256SUMS.txt", SizeBytes: 2048, DownloadURL: dl + "SHA256SUMS.txt"},
+			{Name: "photocraft-1.0.0-linux-x86_64.AppImage.zsync", SizeBytes: 4, DownloadURL: dl + "photocraft-1.0.0-linux-x86_64.AppImage.zsync",
+				Platform: release.ParseAsset("photocraft-1.0.0-linux-x86_64.AppImage.zsync")},
 			{Name: "PhotoCraft_1.0.0_x64-setup.exe", SizeBytes: 5, DownloadURL: dl + "PhotoCraft_1.0.0_x64-setup.exe"},
 			{Name: "PhotoCraft_1.0.0_x64-setup.exe.sig", SizeBytes: 3, DownloadURL: dl + "PhotoCraft_1.0.0_x64-setup.exe.sig"},
 		},

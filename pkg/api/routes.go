@@ -23,6 +23,7 @@ func (s *Server) register(r Renderer, ready *daemon.Gate, opts Options) {
 	s.get(routes.TauriPath, tauriUpdate(r, opts.Feeds))
 	s.get(routes.TauriAnyPath, tauriUpdate(r, opts.Feeds))
 	s.get(routes.TauriManifestPath, tauriManifest(r, opts.Feeds))
+	s.get(routes.AppImagePath, appImageZsync(r, opts.Feeds))
 	s.get(routes.PagePath, releasePage(r))
 	s.get(routes.OpenAPIPath, openAPI())
 	s.get(daemon.HealthzPath, echo.WrapHandler(daemon.Healthz()))

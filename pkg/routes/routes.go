@@ -29,7 +29,38 @@ const (
 	TauriPath         = "/v1/craft_apps/updates/:app/tauri/:target/:arch/:bundle_type"
 	TauriAnyPath      = "/v1/craft_apps/updates/:app/tauri/:target/:arch"
 	TauriManifestPath = "/v1/craft_apps/updates/:app/tauri/latest.json"
+	// AppImagePath redirects an AppImage's update check to the release's
+	// .AppImage.zsync for the arch its file names (AppImageFile).
+	AppImagePath = "/v1/craft_apps/updates/:app/appimage/:file"
 )
+
+// appImageArches maps the arch AppImage writes in file names to the
+// wire's, in this order.
+var appImageArches = [...]struct{ appImage, wire string }{
+	{"x86_64", release.ArchX64}, {"i686", release.ArchX86}, {"aarch64", release.ArchARM64},
+}
+
+// AppImageFile returns the last segment of AppImagePath for an arch of the
+// wire ("x64" → "x86_64.zsync"); ok is false for an arch no AppImage has.
+func AppImageFile(arch string) (file string, ok bool) {
+	for _, a := range appImageArches {
+		if a.wire == arch {
+			return a.appImage + ".zsync", true
+		}
+	}
+	return "", false
+}
+
+// AppImageArch returns the wire's arch of the last segment of AppImagePath
+// ("x86_64.zsync" → "x64"); ok is false for any other segment.
+func AppImageArch(file string) (arch string, ok bool) {
+	for _, a := range appImageArches {
+		if file == a.appImage+".zsync" {
+			return a.wire, true
+		}
+	}
+	return "", false
+}
 
 // PurgePaths returns the paths of the cacheable answers that change when
 // the release of the entry key (an app's, or its pre-release entry's:
@@ -38,8 +69,9 @@ const (
 // answer, the release page, and, for an app's own release, the explicit
 // download link (download.Link, those of the page's buttons) of every
 // platform either release has assets for, since a link of a platform the
-// new release lacks now answers 404, then the answers of its Tauri updater
-// feed (tauriPaths). Inferred download links, and the download links and
+// new release lacks now answers 404, with the AppImage update redirect of
+// each of their .AppImage.zsync files, then the answers of its Tauri
+// updater feed (tauriPaths). Inferred download links, and the download links and
 // feed answers of a channel, are private, so no shared cache holds them.
 // Each path is listed once.
 func PurgePaths(key string, old, new *release.Release) []string {
@@ -54,6 +86,11 @@ func PurgePaths(key string, old, new *release.Release) []string {
 		}
 		for _, p := range download.Platforms(r.Assets) {
 			paths = appendNew(paths, download.Link(app, p))
+			if p.OS == release.OSLinux && p.PackageType == release.PackageAppImageZsync && p.Arch != nil {
+				if file, ok := AppImageFile(*p.Arch); ok {
+					paths = appendNew(paths, strings.NewReplacer(":app", url.PathEscape(app), ":file", file).Replace(AppImagePath))
+				}
+			}
 		}
 	}
 	return appendNew(paths, tauriPaths(app, old, new)...)

@@ -13,7 +13,8 @@ import (
 // release, and each of the links is one the page's buttons use and that
 // answers a public redirect.
 func TestPurgePaths(t *testing.T) {
-	old := releaseOf("storytold/photocraft", "v1", "photocraft-1-windows-x64.msi", "photocraft-1-linux-x64.AppImage")
+	old := releaseOf("storytold/photocraft", "v1", "photocraft-1-windows-x64.msi", "photocraft-1-linux-x64.AppImage",
+		"photocraft-1-linux-x64.AppImage.zsync")
 	next := releaseOf("storytold/photocraft", "v2", "photocraft-2-windows-x64.msi", "photocraft-2-macos-arm64.dmg", "SHA256SUMS.txt")
 	got := PurgePaths("photocraft", old, next)
 	want := []string{
@@ -22,6 +23,8 @@ func TestPurgePaths(t *testing.T) {
 		"/",
 		"/v1/craft_apps/download/photocraft?os=windows&arch=x64&package=msi",
 		"/v1/craft_apps/download/photocraft?os=linux&arch=x64&package=app_image",
+		"/v1/craft_apps/download/photocraft?os=linux&arch=x64&package=app_image_zsync",
+		"/v1/craft_apps/updates/photocraft/appimage/x86_64.zsync",
 		"/v1/craft_apps/download/photocraft?os=macos&arch=arm64&package=dmg",
 	}
 	if !slices.Equal(got, want) {
@@ -139,4 +142,21 @@ func artCraft(v, version string) *release.Release {
 	r := releaseOf("storytold/artcraft", "artcraft-v"+v, names...)
 	r.Version = version
 	return r
+}
+
+func TestAppImageFile(t *testing.T) {
+	for _, arch := range []string{release.ArchX64, release.ArchX86, release.ArchARM64} {
+		file, ok := AppImageFile(arch)
+		if back, ok2 := AppImageArch(file); !ok || !ok2 || back != arch {
+			t.Errorf("AppImageFile(%q) = %q, %v; AppImageArch of it %q, %v", arch, file, ok, back, ok2)
+		}
+	}
+	for _, file := range []string{"x64.zsync", "x86_64", "x86_64.zsync.zsync", "armhf.zsync", ""} {
+		if arch, ok := AppImageArch(file); ok {
+			t.Errorf("AppImageArch(%q) = %q, want none", file, arch)
+		}
+	}
+	if file, ok := AppImageFile(release.ArchUniversal); ok {
+		t.Errorf("AppImageFile(universal) = %q, want none", file)
+	}
 }

@@ -222,6 +222,13 @@ var requests = map[string][]Request{
 		{Target: "/v1/craft_apps/updates/photocraft/tauri/latest.json?channel=beta"},
 		{Target: "/v1/craft_apps/updates/filmcraft/tauri/latest.json"},
 	},
+	"/v1/craft_apps/updates/{app}/appimage/{file}": {
+		{Target: "/v1/craft_apps/updates/photocraft/appimage/x86_64.zsync"},
+		{Target: "/v1/craft_apps/updates/photocraft/appimage/x86_64.zsync?channel=prerelease"},
+		{Target: "/v1/craft_apps/updates/photocraft/appimage/aarch64.zsync"},
+		{Target: "/v1/craft_apps/updates/photocraft/appimage/x86_64.zsync?channel=beta"},
+		{Target: "/v1/craft_apps/updates/nosuchapp/appimage/x86_64.zsync"},
+	},
 	"/v1/craft_apps/download/{app}": {
 		{Target: "/v1/craft_apps/download/photocraft?os=windows&arch=x64&package=msi"},
 		{Target: "/v1/craft_apps/download/photocraft", UserAgent: macUserAgent},
@@ -237,8 +244,8 @@ var requests = map[string][]Request{
 // Requests returns the requests to send for op ("METHOD path"): the path
 // itself, or for a path with parameters a list that gives every status of
 // its operations where photocraft has a release 1.0.0 with a windows/x64 msi
-// asset and no freebsd one, and a signed Tauri NSIS installer for Windows
-// x86_64 only, filmcraft has no release (or was never fetched), and
+// asset and no freebsd one, an AppImage zsync file for x86_64 only, and a
+// signed Tauri NSIS installer for Windows x86_64 only, filmcraft has no release (or was never fetched), and
 // nosuchapp is not configured; for a GET or HEAD, the first of those once
 // more with a body, which every GET and HEAD refuses. For the webhook's
 // POST, signed (with WebhookSecret) and unsigned deliveries of every kind.

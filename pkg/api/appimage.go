@@ -1,0 +1,67 @@
+package api
+
+import (
+	"net/http"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/storytold/craft-releases/pkg/download"
+	"github.com/storytold/craft-releases/pkg/release"
+	"github.com/storytold/craft-releases/pkg/routes"
+	"github.com/storytold/craft-releases/pkg/snapshot"
+)
+
+// FeedAppImage is the AppImage update feed, as a FeedObserver is told of it.
+const FeedAppImage = "appimage"
+
+// appImageZsync answers an AppImage's update check (its update information
+// "zsync|<this URL>") with a 302 to the .AppImage.zsync file of app's
+// release for the arch the path names ("x86_64.zsync"), as the download
+// link with os=linux and package=app_image_zsync picks it; with
+// channel=prerelease, of the pre-release when the app has one, private.
+// Errors are JSON and not cached: 404 for an unknown app or arch, no release
+// or no zsync file, 400 for a bad channel (docs/updates.md, "AppImage").
+func appImageZsync(r Renderer, obs FeedObserver) echo.HandlerFunc {
+	public := []string{snapshot.CacheControlFetched}
+	return func(c echo.Context) error {
+		key := c.Param("app")
+		app := r.Current().Apps[key]
+		if obs != nil {
+			counted := key
+			if app == nil {
+				counted = UnknownApp
+			}
+			defer func() { obs.Feed(counted, FeedAppImage, c.Response().Status) }()
+		}
+		if app == nil {
+			return writeError(c, http.StatusNotFound, unknownApp(key))
+		}
+		channel := queryValue(c.Request().URL.RawQuery, "channel")
+		want := download.Want{OS: release.OSLinux, Package: release.PackageAppImageZsync, Channel: channel}
+		if err := download.Check(want); err != nil {
+			return writeError(c, http.StatusBadRequest, errorBody{Error: err.Error()})
+		}
+		file := c.Param("file")
+		var ok bool
+		if want.Arch, ok = routes.AppImageArch(file); !ok {
+			return writeError(c, http.StatusNotFound, errorBody{Error: "unknown file: want x86_64.zsync, i686.zsync or aarch64.zsync"})
+		}
+		t, missing := trackOf(app, key, want.Prerelease())
+		if t == nil {
+			return writeError(c, http.StatusNotFound, missing)
+		}
+		i, ok := download.Pick(t.Downloads, want)
+		if !ok {
+			return writeError(c, http.StatusNotFound, errorBody{Error: key + " " + t.Release.Tag + " has no AppImage zsync file for " + strings.TrimSuffix(file, ".zsync")})
+		}
+		h := c.Response().Header()
+		h[hdrCacheControl] = public
+		if channel != "" {
+			h[hdrCacheControl] = privateCache
+		}
+		h[hdrLocation] = t.Locations[i]
+		c.Response().WriteHeader(http.StatusFound)
+		return nil
+	}
+}
