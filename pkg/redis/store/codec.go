@@ -138,15 +138,6 @@ func decodeCompanions(rel *release.Release, raw string) (*release.Companions, er
 	return release.NewCompanions(m), nil
 }
 
-func hasAsset(rel *release.Release, name string) bool {
-	for _, a := range rel.Assets {
-		if a.Name == name {
-			return true
-		}
-	}
-	return false
-}
-
 // encodeCompanions is the companions field for s: a JSON object, "{}" for
 // none. Companions that would take the field over its bound are left out,
 // the first names in order kept.
