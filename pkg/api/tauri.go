@@ -7,7 +7,6 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/storytold/craft-releases/pkg/download"
 	"github.com/storytold/craft-releases/pkg/snapshot"
 	"github.com/storytold/craft-releases/pkg/updates/tauri"
 )
@@ -39,7 +38,7 @@ var privateCache = []string{"private, max-age=60"}
 // saying what is missing; with channel=prerelease, about the app's
 // pre-release when it has one, and private (docs/updates.md).
 func tauriUpdate(r Renderer, obs FeedObserver) echo.HandlerFunc {
-	return feedHandler(r, obs, FeedTauri, func(c echo.Context, f *snapshot.Feed) *snapshot.Offer {
+	return tauriHandler(r, obs, FeedTauri, func(c echo.Context, f *snapshot.Feed) *snapshot.Offer {
 		return f.Offer(tauri.Request{Target: c.Param("target"), Arch: c.Param("arch"), BundleType: c.Param("bundle_type")})
 	})
 }
@@ -47,40 +46,16 @@ func tauriUpdate(r Renderer, obs FeedObserver) echo.HandlerFunc {
 // tauriManifest answers with the static latest.json of app's release, or
 // the 404 when it has no signed bundle; channel as tauriUpdate.
 func tauriManifest(r Renderer, obs FeedObserver) echo.HandlerFunc {
-	return feedHandler(r, obs, FeedTauriStatic, func(_ echo.Context, f *snapshot.Feed) *snapshot.Offer { return f.Manifest })
+	return tauriHandler(r, obs, FeedTauriStatic, func(_ echo.Context, f *snapshot.Feed) *snapshot.Offer { return f.Manifest })
 }
 
-// feedHandler serves the offer that pick chooses of the app's feed, and
-// tells obs, if any, how it answered.
-func feedHandler(r Renderer, obs FeedObserver, feed string, pick func(echo.Context, *snapshot.Feed) *snapshot.Offer) echo.HandlerFunc {
-	return func(c echo.Context) error {
-		key := c.Param("app")
-		app := r.Current().Apps[key]
-		c.Response().Header()[hdrVary] = varyEncoding
-		if obs != nil {
-			counted := key
-			if app == nil {
-				counted = UnknownApp
-			}
-			defer func() { obs.Feed(counted, feed, c.Response().Status) }()
-		}
-		if app == nil {
-			return writeError(c, http.StatusNotFound, unknownApp(key))
-		}
-		raw := c.Request().URL.RawQuery
-		channel := queryValue(raw, "channel")
-		if err := download.Check(download.Want{Channel: channel}); err != nil {
-			return writeError(c, http.StatusBadRequest, errorBody{Error: err.Error()})
-		}
-		if !app.Fetched {
-			return writeError(c, http.StatusNotFound, errorBody{Error: key + " has no release yet: it was not fetched from GitHub yet"})
-		}
-		f, cacheControl := app.Tauri, []string(nil)
-		if channel != "" {
-			cacheControl = privateCache
-			if (download.Want{Channel: channel}).Prerelease() && app.PrereleaseTauri != nil {
-				f = app.PrereleaseTauri
-			}
+// tauriHandler serves the offer that pick chooses of the Tauri feed the
+// updater asks for.
+func tauriHandler(r Renderer, obs FeedObserver, feed string, pick func(echo.Context, *snapshot.Feed) *snapshot.Offer) echo.HandlerFunc {
+	return feedHandler(r, obs, feed, func(c echo.Context, app *snapshot.App, prerelease bool, cacheControl []string) error {
+		f := app.Tauri
+		if prerelease && app.PrereleaseTauri != nil {
+			f = app.PrereleaseTauri
 		}
 		o := pick(c, f)
 		if o.Err != "" {
@@ -89,13 +64,11 @@ func feedHandler(r Renderer, obs FeedObserver, feed string, pick func(echo.Conte
 		if cacheControl == nil {
 			cacheControl = o.Values.CacheControl
 		}
-		if !o.Newer(queryValue(raw, "current_version")) {
-			c.Response().Header()[hdrCacheControl] = cacheControl
-			c.Response().WriteHeader(http.StatusNoContent)
-			return nil
+		if !o.Newer(queryValue(c.Request().URL.RawQuery, "current_version")) {
+			return noContent(c, cacheControl)
 		}
 		return serveDocAs(c, &o.Doc, jsonType, cacheControl)
-	}
+	})
 }
 
 // queryValue returns the first non-empty value of name in a raw query,

@@ -25,6 +25,9 @@ type App struct {
 	// Tauri is the Tauri updater feed of its latest release, and
 	// PrereleaseTauri that of Prerelease (nil when it has no Release).
 	Tauri, PrereleaseTauri *Feed
+	// Updates are the other updaters' answers for its latest release, and
+	// PrereleaseUpdates for Prerelease (nil when it has no Release).
+	Updates, PrereleaseUpdates *Updates
 }
 
 // Track is a release an app offers, with its downloads.
@@ -69,13 +72,15 @@ func (p *part) newApp(fetchedAt time.Time) *App {
 		old = *p.app
 	}
 	return &App{
-		Doc:             newDoc(join(body), join(gz), tag([][32]byte{sha256.Sum256(body)}), tag([][32]byte{sha256.Sum256(gz)}), cc),
-		Fetched:         p.fetched,
-		FetchedAt:       fetchedAt,
-		Track:           track(p.rel, old.Track),
-		Prerelease:      track(p.pre, old.Prerelease),
-		Tauri:           p.tauri,
-		PrereleaseTauri: p.tauriPre,
+		Doc:               newDoc(join(body), join(gz), tag([][32]byte{sha256.Sum256(body)}), tag([][32]byte{sha256.Sum256(gz)}), cc),
+		Fetched:           p.fetched,
+		FetchedAt:         fetchedAt,
+		Track:             track(p.rel, old.Track),
+		Prerelease:        track(p.pre, old.Prerelease),
+		Tauri:             p.tauri,
+		PrereleaseTauri:   p.tauriPre,
+		Updates:           p.updates,
+		PrereleaseUpdates: p.updatesPre,
 	}
 }
 

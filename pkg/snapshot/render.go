@@ -42,13 +42,14 @@ type renderer struct {
 
 // part is one app's pieces and its own answer.
 type part struct {
-	key              piece // `"photocraft":`, after a comma but for the first key; bytes only
-	obj, tail        piece // the app's object up to app_last_fetched (compressed, for its own answer), and from it (bytes only)
-	section, checked piece // its part of the page: all but the checked line, and that line
-	fetched          bool
-	rel, pre         *release.Release // the release and the pre-release obj and section show
-	tauri, tauriPre  *Feed            // the Tauri feeds of rel and of pre (nil without pre)
-	app              *App
+	key                 piece // `"photocraft":`, after a comma but for the first key; bytes only
+	obj, tail           piece // the app's object up to app_last_fetched (compressed, for its own answer), and from it (bytes only)
+	section, checked    piece // its part of the page: all but the checked line, and that line
+	fetched             bool
+	rel, pre            *release.Release // the release and the pre-release obj and section show
+	tauri, tauriPre     *Feed            // the Tauri feeds of rel and of pre (nil without pre)
+	updates, updatesPre *Updates         // the other updaters' answers for rel and for pre (nil without pre)
+	app                 *App
 }
 
 // appEntries are an app's entries: its own and, with a pre-release
@@ -213,10 +214,12 @@ func (r *renderer) update(i int, e appEntries, now time.Time) {
 		}
 		p.fetched, p.rel, p.pre = fetched, rel, pre
 	}
-	oldPre := p.tauriPre
+	oldPre, oldUpdatesPre := p.tauriPre, p.updatesPre
 	p.tauri, p.tauriPre = renderFeed(a.Key, p.tauri, rel, e.stable.Companions), nil
+	p.updates, p.updatesPre = renderUpdates(a.Key, p.updates, rel, e.stable.Companions), nil
 	if pre != nil {
 		p.tauriPre = renderFeed(a.Key, oldPre, pre, e.pre.Companions)
+		p.updatesPre = renderUpdates(a.Key, oldUpdatesPre, pre, e.pre.Companions)
 	}
 	p.tail = piece{plain: tailJSON(fetchedAt)}
 	p.checked = storedPiece(r.page.Checked(fetchedAt))

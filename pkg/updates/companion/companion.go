@@ -12,6 +12,7 @@ import (
 
 	"github.com/storytold/craft-releases/pkg/minisign"
 	"github.com/storytold/craft-releases/pkg/release"
+	"github.com/storytold/craft-releases/pkg/updates/squirrel"
 	"github.com/storytold/craft-releases/pkg/updates/tauri"
 )
 
@@ -20,15 +21,21 @@ import (
 const MaxStored = 4 << 20
 
 // kind is one kind of companion: the names of rel's assets it takes, its
-// bound, and how its bytes are read into the text kept.
+// bound, how its bytes are read into the text kept, and, for a file a feed
+// serves, how that text is served and as what.
 type kind struct {
 	names func(rel *release.Release) []string
 	limit int64
 	check func(rel *release.Release, body []byte, key *minisign.PublicKey) (string, error)
+
+	serve       func(rel *release.Release, text string) ([]byte, error) // nil: not served as a file
+	contentType string
 }
 
 var kinds = [...]kind{
 	{names: tauri.Companions, limit: minisign.MaxSignatureText, check: checkSignature},
+	{names: squirrel.Companions, limit: squirrel.MaxReleases, check: checkReleases, serve: serveReleases,
+		contentType: "text/plain; charset=utf-8"},
 }
 
 // Names returns the companions of rel, every kind's, in rel's asset order
@@ -47,6 +54,18 @@ func Names(rel *release.Release) []string {
 	}
 	slices.SortStableFunc(names, func(a, b string) int { return order(a) - order(b) })
 	return names[:min(len(names), release.MaxCompanions)]
+}
+
+// Files returns the companions of rel that a feed serves as files
+// (Serve), in Names' order.
+func Files(rel *release.Release) []string {
+	var files []string
+	for _, name := range Names(rel) {
+		if k, _ := kindOf(rel, name); k.serve != nil {
+			files = append(files, name)
+		}
+	}
+	return files
 }
 
 // kindOf returns the kind of rel's companion name.
@@ -95,4 +114,45 @@ func checkSignature(_ *release.Release, body []byte, key *minisign.PublicKey) (s
 		}
 	}
 	return s.Text, nil
+}
+
+// A File is a companion a feed serves as it is, but for its URLs, which are
+// made absolute: Squirrel.Windows' RELEASES.
+type File struct {
+	Body        []byte // what is served
+	ContentType string
+}
+
+// Serve returns the file a feed serves for rel's companion name whose text
+// is text (as Check returned it); ok is false for a companion that is not
+// served as a file (a Tauri .sig). An error means text no longer passes,
+// which Check rules out.
+func Serve(rel *release.Release, name, text string) (f File, ok bool, err error) {
+	k, found := kindOf(rel, name)
+	if !found || k.serve == nil {
+		return File{}, false, nil
+	}
+	body, err := k.serve(rel, text)
+	return File{Body: body, ContentType: k.contentType}, true, err
+}
+
+// checkReleases reads a Squirrel.Windows RELEASES file of rel, kept as it is.
+func checkReleases(rel *release.Release, body []byte, _ *minisign.PublicKey) (string, error) {
+	r, err := squirrel.Parse(body)
+	if err != nil {
+		return "", err
+	}
+	if err := r.Check(rel); err != nil {
+		return "", err
+	}
+	return string(body), nil
+}
+
+// serveReleases is a RELEASES file with every package's GitHub URL.
+func serveReleases(rel *release.Release, text string) ([]byte, error) {
+	r, err := squirrel.Parse([]byte(text))
+	if err != nil {
+		return nil, err
+	}
+	return r.Absolute(rel)
 }

@@ -1,0 +1,75 @@
+package api
+
+import (
+	"net/http"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/storytold/craft-releases/pkg/snapshot"
+)
+
+// The Squirrel feeds, as a FeedObserver is told of them.
+const (
+	FeedSquirrelMac     = "squirrel_mac"
+	FeedSquirrelWindows = "squirrel_windows"
+)
+
+// squirrelMac answers Squirrel.Mac (Electron's autoUpdater on macOS), whose
+// feed URL names the arch and the version it runs: 200 with the release's
+// zip for that arch ({url, name, notes, pub_date}), 204 when the version is
+// not older, 400 when it is no version (Squirrel.Mac installs whatever it
+// gets, even the same version), 404 saying what is missing
+// (docs/updates.md, "Squirrel.Mac").
+func squirrelMac(r Renderer, obs FeedObserver) echo.HandlerFunc {
+	return updatesHandler(r, obs, FeedSquirrelMac, func(c echo.Context, u *snapshot.Updates, cacheControl []string) error {
+		o := u.Mac(c.Param("arch"))
+		if o.Err != "" {
+			return writeError(c, http.StatusNotFound, errorBody{Error: o.Err})
+		}
+		if cacheControl == nil {
+			cacheControl = o.Values.CacheControl
+		}
+		newer, err := o.Newer(c.Param("version"))
+		switch {
+		case err != nil:
+			return writeError(c, http.StatusBadRequest, errorBody{Error: err.Error()})
+		case !newer:
+			return noContent(c, cacheControl)
+		}
+		return serveDocAs(c, &o.Doc, jsonType, cacheControl)
+	})
+}
+
+// squirrelWindows answers Squirrel.Windows' request for {feed}/RELEASES
+// (with arch, for the path whose feed names one): the release's RELEASES
+// file, every package as its absolute GitHub URL, the hashes the
+// publisher's; 404 saying what is missing. The query Squirrel adds changes
+// nothing (docs/updates.md, "Squirrel.Windows").
+func squirrelWindows(r Renderer, obs FeedObserver) echo.HandlerFunc {
+	return updatesHandler(r, obs, FeedSquirrelWindows, func(c echo.Context, u *snapshot.Updates, cacheControl []string) error {
+		return serveFile(c, u.Releases(c.Param("arch")), cacheControl)
+	})
+}
+
+// updatesHandler serves what answer makes of the Updates the updater asks
+// for.
+func updatesHandler(r Renderer, obs FeedObserver, feed string, answer func(echo.Context, *snapshot.Updates, []string) error) echo.HandlerFunc {
+	return feedHandler(r, obs, feed, func(c echo.Context, app *snapshot.App, prerelease bool, cacheControl []string) error {
+		u := app.Updates
+		if prerelease && app.PrereleaseUpdates != nil {
+			u = app.PrereleaseUpdates
+		}
+		return answer(c, u, cacheControl)
+	})
+}
+
+// serveFile answers with f, a companion file, or its 404.
+func serveFile(c echo.Context, f *snapshot.File, cacheControl []string) error {
+	if f.Err != "" {
+		return writeError(c, http.StatusNotFound, errorBody{Error: f.Err})
+	}
+	if cacheControl == nil || f.CacheControl == snapshot.CacheControlUnfetched {
+		cacheControl = f.Values.CacheControl
+	}
+	return serveDocAs(c, &f.Doc, f.ContentType, cacheControl)
+}
