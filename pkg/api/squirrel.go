@@ -6,12 +6,14 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/storytold/craft-releases/pkg/snapshot"
+	"github.com/storytold/craft-releases/pkg/updates/velopack"
 )
 
-// The Squirrel feeds, as a FeedObserver is told of them.
+// The Squirrel and Velopack feeds, as a FeedObserver is told of them.
 const (
 	FeedSquirrelMac     = "squirrel_mac"
 	FeedSquirrelWindows = "squirrel_windows"
+	FeedVelopack        = "velopack"
 )
 
 // squirrelMac answers Squirrel.Mac (Electron's autoUpdater on macOS), whose
@@ -60,6 +62,21 @@ func updatesHandler(r Renderer, obs FeedObserver, feed string, answer func(echo.
 			u = app.PrereleaseUpdates
 		}
 		return answer(c, u, cacheControl)
+	})
+}
+
+// velopackFeed answers Velopack's request for {base}/releases.{channel}.json
+// with the release's feed of that name, every FileName an absolute GitHub
+// URL; 404 saying what is missing, also for a name that is no Velopack
+// feed. The query Velopack adds changes nothing (docs/updates.md,
+// "Velopack").
+func velopackFeed(r Renderer, obs FeedObserver) echo.HandlerFunc {
+	return updatesHandler(r, obs, FeedVelopack, func(c echo.Context, u *snapshot.Updates, cacheControl []string) error {
+		name := c.Param("file")
+		if _, ok := velopack.IsFeed(name); !ok {
+			return writeError(c, http.StatusNotFound, errorBody{Error: "unknown file: want releases.{channel}.json"})
+		}
+		return serveFile(c, u.File(name), cacheControl)
 	})
 }
 

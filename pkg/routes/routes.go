@@ -32,6 +32,13 @@ const (
 	// AppImagePath redirects an AppImage's update check to the release's
 	// .AppImage.zsync for the arch its file names (AppImageFile).
 	AppImagePath = "/v1/craft_apps/updates/:app/appimage/:file"
+	// Squirrel.Mac's update of the path's arch for the version it runs;
+	// Squirrel.Windows' RELEASES, and that of one arch; Velopack's feed
+	// releases.{channel}.json.
+	SquirrelMacPath         = "/v1/craft_apps/updates/:app/squirrel-mac/:arch/:version"
+	SquirrelWindowsPath     = "/v1/craft_apps/updates/:app/squirrel-win/RELEASES"
+	SquirrelWindowsArchPath = "/v1/craft_apps/updates/:app/squirrel-win/:arch/RELEASES"
+	VelopackPath            = "/v1/craft_apps/updates/:app/velopack/:file"
 )
 
 // appImageArches maps the arch AppImage writes in file names to the

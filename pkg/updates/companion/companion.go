@@ -14,6 +14,7 @@ import (
 	"github.com/storytold/craft-releases/pkg/release"
 	"github.com/storytold/craft-releases/pkg/updates/squirrel"
 	"github.com/storytold/craft-releases/pkg/updates/tauri"
+	"github.com/storytold/craft-releases/pkg/updates/velopack"
 )
 
 // MaxStored bounds the companions of one release as stored, names and JSON
@@ -36,6 +37,8 @@ var kinds = [...]kind{
 	{names: tauri.Companions, limit: minisign.MaxSignatureText, check: checkSignature},
 	{names: squirrel.Companions, limit: squirrel.MaxReleases, check: checkReleases, serve: serveReleases,
 		contentType: "text/plain; charset=utf-8"},
+	{names: velopackFeeds, limit: velopack.MaxFeed, check: checkVelopack, serve: serveVelopack,
+		contentType: "application/json"},
 }
 
 // Names returns the companions of rel, every kind's, in rel's asset order
@@ -117,7 +120,7 @@ func checkSignature(_ *release.Release, body []byte, key *minisign.PublicKey) (s
 }
 
 // A File is a companion a feed serves as it is, but for its URLs, which are
-// made absolute: Squirrel.Windows' RELEASES.
+// made absolute: Squirrel.Windows' RELEASES, Velopack's feeds.
 type File struct {
 	Body        []byte // what is served
 	ContentType string
@@ -155,4 +158,36 @@ func serveReleases(rel *release.Release, text string) ([]byte, error) {
 		return nil, err
 	}
 	return r.Absolute(rel)
+}
+
+// velopackFeeds lists rel's Velopack feeds, releases.{channel}.json.
+func velopackFeeds(rel *release.Release) []string {
+	var names []string
+	for _, a := range rel.Assets {
+		if _, ok := velopack.IsFeed(a.Name); ok {
+			names = append(names, a.Name)
+		}
+	}
+	return names
+}
+
+// checkVelopack reads a Velopack feed of rel, kept as it is.
+func checkVelopack(rel *release.Release, body []byte, _ *minisign.PublicKey) (string, error) {
+	f, err := velopack.Parse(body)
+	if err != nil {
+		return "", err
+	}
+	if err := velopack.Check(f, rel); err != nil {
+		return "", err
+	}
+	return string(body), nil
+}
+
+// serveVelopack is a Velopack feed with every FileName a GitHub URL.
+func serveVelopack(rel *release.Release, text string) ([]byte, error) {
+	f, err := velopack.Parse([]byte(text))
+	if err != nil {
+		return nil, err
+	}
+	return velopack.Absolute([]byte(text), f, rel)
 }
