@@ -17,6 +17,7 @@ require (
 	github.com/redis/rueidis v1.0.79
 	github.com/yuin/goldmark v1.8.7
 	go.uber.org/zap v1.28.0
+	go.yaml.in/yaml/v3 v3.0.6
 	golang.org/x/net v0.62.0
 	golang.org/x/sync v0.25.0
 	golang.org/x/sys v0.50.0

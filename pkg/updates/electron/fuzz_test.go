@@ -1,0 +1,71 @@
+package electron_test
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/storytold/craft-releases/pkg/release"
+	"github.com/storytold/craft-releases/pkg/updates/electron"
+)
+
+// FuzzParse feeds Parse any text: it never panics, and of a file it
+// accepts, Absolute against a release carrying the files it names serves a
+// file that reads as the same with absolute URLs, or fails exactly when
+// Check does.
+func FuzzParse(f *testing.F) {
+	for _, tc := range valid {
+		f.Add(fill(tc.body))
+	}
+	for _, tc := range refused {
+		if len(tc.body) < 4<<10 {
+			f.Add(fill(tc.body))
+		}
+	}
+	f.Fuzz(func(t *testing.T, body string) {
+		file, err := electron.Parse([]byte(body))
+		if err != nil {
+			return
+		}
+		rel := &release.Release{Tag: tag}
+		for _, name := range downloads(file) {
+			if release.GoodAssetName(name) {
+				rel.Assets = append(rel.Assets, release.Asset{Name: name, DownloadURL: url(name)})
+			}
+		}
+		served, err := electron.Absolute([]byte(body), rel)
+		if checked := electron.Check(file, rel); (err == nil) != (checked == nil) {
+			t.Fatalf("Absolute: %v, but Check: %v", err, checked)
+		}
+		if err != nil || len(served) > electron.MaxFile {
+			return
+		}
+		got, err := electron.Parse(served)
+		if err != nil {
+			t.Fatalf("Parse of what Absolute served: %v\n%s", err, served)
+		}
+		if want := absolute(file); !reflect.DeepEqual(got, want) {
+			t.Fatalf("Parse of what Absolute served:\ngot  %+v\nwant %+v", got, want)
+		}
+	})
+}
+
+// downloads returns the relative downloads of f.
+func downloads(f electron.File) []string {
+	var names []string
+	add := func(u string) {
+		if !strings.Contains(u, "://") {
+			names = append(names, u)
+		}
+	}
+	for _, d := range f.Files {
+		add(d.URL)
+	}
+	for _, p := range f.Packages {
+		add(p.Path)
+	}
+	if f.Path != "" {
+		add(f.Path)
+	}
+	return names
+}
