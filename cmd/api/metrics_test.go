@@ -134,7 +134,8 @@ func TestMetrics(t *testing.T) {
 	// the random paths made no series of their own.
 	registered := map[string]bool{ri: true, ri + "/:app": true, "/v1/craft_apps/download/:app": true, "/": true, "/openapi.json": true,
 		"/healthz": true, "/readyz": true, "/metrics": true, "unmatched": true,
-		routes.TauriPath: true, routes.TauriAnyPath: true, routes.TauriManifestPath: true, routes.AppImagePath: true}
+		routes.TauriPath: true, routes.TauriAnyPath: true, routes.TauriManifestPath: true, routes.AppImagePath: true,
+		routes.SquirrelMacPath: true, routes.SquirrelWindowsPath: true, routes.SquirrelWindowsArchPath: true, routes.VelopackPath: true, routes.ElectronPath: true}
 	apps := map[string]bool{"photocraft": true, "vectorcraft": true}
 	for series := range got {
 		if v, ok := label(series, "route"); ok && !registered[v] {

@@ -134,11 +134,13 @@ func TestObserverRoutes(t *testing.T) {
 			New(fixed{rendering(t, true)}, new(daemon.Gate), zap.NewNop(), Options{Observer: o})
 		},
 			[]string{daemon.UnmatchedRoute, routes.ReleaseInfoPath, routes.ReleaseInfoAppPath, routes.DownloadPath,
-				routes.TauriPath, routes.TauriAnyPath, routes.TauriManifestPath, routes.AppImagePath, "/", routes.OpenAPIPath, "/healthz", "/readyz"}},
+				routes.TauriPath, routes.TauriAnyPath, routes.TauriManifestPath, routes.AppImagePath,
+				routes.SquirrelMacPath, routes.SquirrelWindowsPath, routes.SquirrelWindowsArchPath, routes.VelopackPath, routes.ElectronPath, "/", routes.OpenAPIPath, "/healthz", "/readyz"}},
 		{"api with metrics", func(o daemon.Observer) {
 			New(fixed{rendering(t, true)}, new(daemon.Gate), zap.NewNop(), Options{Observer: o, Metrics: metrics})
 		}, []string{daemon.UnmatchedRoute, routes.ReleaseInfoPath, routes.ReleaseInfoAppPath, routes.DownloadPath,
-			routes.TauriPath, routes.TauriAnyPath, routes.TauriManifestPath, routes.AppImagePath, "/", routes.OpenAPIPath, "/healthz", "/readyz", "/metrics"}},
+			routes.TauriPath, routes.TauriAnyPath, routes.TauriManifestPath, routes.AppImagePath,
+			routes.SquirrelMacPath, routes.SquirrelWindowsPath, routes.SquirrelWindowsArchPath, routes.VelopackPath, routes.ElectronPath, "/", routes.OpenAPIPath, "/healthz", "/readyz", "/metrics"}},
 		{"health with metrics", func(o daemon.Observer) {
 			daemon.NewHealth(new(daemon.Gate), metrics, zap.NewNop(), o)
 		},

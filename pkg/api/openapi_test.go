@@ -6,7 +6,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"reflect"
@@ -23,6 +25,7 @@ import (
 	"github.com/storytold/craft-releases/pkg/release"
 	"github.com/storytold/craft-releases/pkg/routes"
 	"github.com/storytold/craft-releases/pkg/snapshot"
+	"github.com/storytold/craft-releases/pkg/updates/companion"
 	"github.com/storytold/craft-releases/pkg/webhook"
 	"github.com/storytold/craft-releases/test/fakeclock"
 	"github.com/storytold/craft-releases/test/openapitest"
@@ -40,7 +43,7 @@ func fullRendering(warm bool) *snapshot.Rendering {
 	sum := strings.Repeat("ab", 32)
 	arch := release.ArchX64
 	dl := "https://github.com/storytold/photocraft/releases/download/v1.0.0/"
-	s.Set("photocraft", release.Entry{FetchedAt: t0.Add(123 * time.Millisecond), Release: &release.Release{
+	photo := release.Entry{FetchedAt: t0.Add(123 * time.Millisecond), Release: &release.Release{
 		Tag: "v1.0.0", Version: "1.0.0", Name: "PhotoCraft 1.0.0",
 		PublishedAt:   release.NewTime(t0.Add(-time.Hour)),
 		HTMLURL:       "https://github.com/storytold/photocraft/releases/tag/v1.0.0",
@@ -56,7 +59,8 @@ func fullRendering(warm bool) *snapshot.Rendering {
 			{Name: "PhotoCraft_1.0.0_x64-setup.exe", SizeBytes: 5, DownloadURL: dl + "PhotoCraft_1.0.0_x64-setup.exe"},
 			{Name: "PhotoCraft_1.0.0_x64-setup.exe.sig", SizeBytes: 3, DownloadURL: dl + "PhotoCraft_1.0.0_x64-setup.exe.sig"},
 		},
-	}, Companions: release.NewCompanions(map[string]string{"PhotoCraft_1.0.0_x64-setup.exe.sig": "dW50cnVzdGVkIGNvbW1lbnQ="})})
+	}, Companions: release.NewCompanions(map[string]string{"PhotoCraft_1.0.0_x64-setup.exe.sig": "dW50cnVzdGVkIGNvbW1lbnQ="})}
+	addUpdaterFiles(s, photo, dl)
 	if warm {
 		s.Set("filmcraft", release.Entry{FetchedAt: t0})
 	}
@@ -70,6 +74,43 @@ func fullRendering(warm bool) *snapshot.Rendering {
 		},
 	})
 	return s.Current()
+}
+
+// updaterFiles are the files photocraft 1.0.0 carries for the updaters but
+// Tauri's, by name: the packages and installers, and the companion files
+// that name them, as electron-builder and vpk write them.
+var updaterFiles = map[string]string{
+	"photocraft-1.0.0-mac.zip":          "zip",
+	"photocraft-1.0.0-full.nupkg":       "nupkg",
+	"PhotoCraft-Setup-1.0.0.exe":        "setup",
+	"PhotoCraft-1.0.0-linux-full.nupkg": "velopack",
+	"RELEASES":                          strings.Repeat("a", 40) + " photocraft-1.0.0-full.nupkg 5\n",
+	"PhotoCraftArm64-1.0.0-full.nupkg":  "arm64pkg",
+	"RELEASES-arm64":                    strings.Repeat("c", 40) + " PhotoCraftArm64-1.0.0-full.nupkg 8\n",
+	"latest.yml": "version: 1.0.0\nfiles:\n  - url: PhotoCraft-Setup-1.0.0.exe\n    sha512: " + strings.Repeat("A", 86) + "==\n    size: 5\n" +
+		"path: PhotoCraft-Setup-1.0.0.exe\nsha512: " + strings.Repeat("A", 86) + "==\nreleaseDate: '2026-10-10T11:00:00.000Z'\n",
+	"releases.linux.json": `{"Assets":[{"PackageId":"PhotoCraft","Version":"1.0.0","Type":"Full","FileName":"PhotoCraft-1.0.0-linux-full.nupkg",` +
+		`"SHA1":"` + strings.Repeat("b", 40) + `","Size":8,"NotesMarkdown":"","NotesHTML":""}]}`,
+}
+
+// addUpdaterFiles sets photocraft's entry in s to photo with updaterFiles
+// added, downloads under dl, and the companions they are with their text.
+func addUpdaterFiles(s *snapshot.Snapshot, photo release.Entry, dl string) {
+	r := *photo.Release
+	r.Assets = slices.Clone(r.Assets)
+	companions := photo.Companions.Map()
+	for _, name := range slices.Sorted(maps.Keys(updaterFiles)) {
+		body := updaterFiles[name]
+		r.Assets = append(r.Assets, release.Asset{Name: name, SizeBytes: int64(len(body)), DownloadURL: dl + name, Platform: release.ParseAsset(name)})
+	}
+	for _, name := range companion.Files(&r) {
+		if _, err := companion.Check(&r, name, []byte(updaterFiles[name]), nil); err != nil {
+			panic(fmt.Sprintf("the fixture %s: %v", name, err))
+		}
+		companions[name] = updaterFiles[name]
+	}
+	photo.FetchedAt, photo.Release, photo.Companions = photo.FetchedAt.Add(time.Millisecond), &r, release.NewCompanions(companions)
+	s.Set("photocraft", photo)
 }
 
 // echoParam is a path parameter as echo writes it (":app"); OpenAPI writes

@@ -28,6 +28,7 @@ func (s *Server) register(r Renderer, ready *daemon.Gate, opts Options) {
 	s.get(routes.SquirrelWindowsPath, squirrelWindows(r, opts.Feeds))
 	s.get(routes.SquirrelWindowsArchPath, squirrelWindows(r, opts.Feeds))
 	s.get(routes.VelopackPath, velopackFeed(r, opts.Feeds))
+	s.get(routes.ElectronPath, electronFeed(r, opts.Feeds))
 	s.get(routes.PagePath, releasePage(r))
 	s.get(routes.OpenAPIPath, openAPI())
 	s.get(daemon.HealthzPath, echo.WrapHandler(daemon.Healthz()))

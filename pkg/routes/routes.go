@@ -10,7 +10,11 @@ import (
 
 	"github.com/storytold/craft-releases/pkg/download"
 	"github.com/storytold/craft-releases/pkg/release"
+	"github.com/storytold/craft-releases/pkg/updates/companion"
+	"github.com/storytold/craft-releases/pkg/updates/electron"
+	"github.com/storytold/craft-releases/pkg/updates/squirrel"
 	"github.com/storytold/craft-releases/pkg/updates/tauri"
+	"github.com/storytold/craft-releases/pkg/updates/velopack"
 )
 
 // The public paths (docs/wire.md, "Other endpoints"); the health endpoints are
@@ -39,6 +43,8 @@ const (
 	SquirrelWindowsPath     = "/v1/craft_apps/updates/:app/squirrel-win/RELEASES"
 	SquirrelWindowsArchPath = "/v1/craft_apps/updates/:app/squirrel-win/:arch/RELEASES"
 	VelopackPath            = "/v1/craft_apps/updates/:app/velopack/:file"
+	// electron-updater's channel files (latest.yml, latest-mac.yml…).
+	ElectronPath = "/v1/craft_apps/updates/:app/electron/:file"
 )
 
 // appImageArches maps the arch AppImage writes in file names to the
@@ -78,8 +84,9 @@ func AppImageArch(file string) (arch string, ok bool) {
 // platform either release has assets for, since a link of a platform the
 // new release lacks now answers 404, with the AppImage update redirect of
 // each of their .AppImage.zsync files, then the answers of its Tauri
-// updater feed (tauriPaths). Inferred download links, and the download links and
-// feed answers of a channel, are private, so no shared cache holds them.
+// updater feed (tauriPaths) and of the others (updatesPaths). Inferred
+// download links, and the download links and feed answers of a channel, are
+// private, so no shared cache holds them.
 // Each path is listed once.
 func PurgePaths(key string, old, new *release.Release) []string {
 	app, ch := release.AppOf(key)
@@ -100,7 +107,49 @@ func PurgePaths(key string, old, new *release.Release) []string {
 			}
 		}
 	}
-	return appendNew(paths, tauriPaths(app, old, new)...)
+	paths = appendNew(paths, tauriPaths(app, old, new)...)
+	return appendNew(paths, updatesPaths(app, old, new)...)
+}
+
+// updatesPaths returns the paths of the answers of app's other updater
+// feeds (docs/updates.md) that a change from old to new may change: each
+// companion file either release serves (companion.Files) at its path; and,
+// for each arch either release has a Squirrel.Mac zip for, Squirrel.Mac's
+// path with old's version, which the apps at old ask for.
+func updatesPaths(app string, old, new *release.Release) []string {
+	app = url.PathEscape(app)
+	var paths []string
+	for _, r := range []*release.Release{old, new} {
+		for _, name := range companion.Files(r) {
+			arch, releases := squirrel.ReleasesArch(name)
+			_, feed := velopack.IsFeed(name)
+			var p string
+			switch {
+			case releases && arch == "":
+				p = SquirrelWindowsPath
+			case releases:
+				p = strings.Replace(SquirrelWindowsArchPath, ":arch", arch, 1)
+			case feed:
+				p = strings.Replace(VelopackPath, ":file", name, 1)
+			case electron.IsChannelFile(name):
+				p = strings.Replace(ElectronPath, ":file", name, 1)
+			default:
+				continue
+			}
+			paths = appendNew(paths, strings.Replace(p, ":app", app, 1))
+		}
+	}
+	if old == nil {
+		return paths
+	}
+	for _, arch := range []string{squirrel.ArchX64, squirrel.ArchARM64, squirrel.ArchUniversal} {
+		_, errOld := squirrel.MacUpdate(app, old, arch)
+		_, errNew := squirrel.MacUpdate(app, new, arch)
+		if errOld == nil || errNew == nil {
+			paths = appendNew(paths, strings.NewReplacer(":app", app, ":arch", arch, ":version", url.PathEscape(old.Version)).Replace(SquirrelMacPath))
+		}
+	}
+	return paths
 }
 
 // placeholder is the bundle type an updater before plugin 2.10 sends: the

@@ -160,3 +160,31 @@ func TestAppImageFile(t *testing.T) {
 		t.Errorf("AppImageFile(universal) = %q, want none", file)
 	}
 }
+
+// TestPurgePathsUpdaters: a release change purges the companion files
+// either release serves at their feeds' paths, and Squirrel.Mac's path at
+// the old release's version for each arch either release has a zip for.
+func TestPurgePathsUpdaters(t *testing.T) {
+	old := releaseOf("storytold/photocraft", "v1.0.0", "PhotoCraft-1.0.0-arm64-mac.zip", "RELEASES", "photocraft-1.0.0-full.nupkg")
+	old.Version = "1.0.0"
+	next := releaseOf("storytold/photocraft", "v1.1.0", "PhotoCraft-1.1.0-universal-mac.zip", "RELEASES-arm64", "latest.yml",
+		"releases.win.json", "notes.txt")
+	next.Version = "1.1.0"
+	got := updatesPaths("photocraft", old, next)
+	want := []string{
+		"/v1/craft_apps/updates/photocraft/squirrel-win/RELEASES",
+		"/v1/craft_apps/updates/photocraft/squirrel-win/arm64/RELEASES",
+		"/v1/craft_apps/updates/photocraft/electron/latest.yml",
+		"/v1/craft_apps/updates/photocraft/velopack/releases.win.json",
+		// arm64 from old's own zip; x64 and universal from next's universal one.
+		"/v1/craft_apps/updates/photocraft/squirrel-mac/x64/1.0.0",
+		"/v1/craft_apps/updates/photocraft/squirrel-mac/arm64/1.0.0",
+		"/v1/craft_apps/updates/photocraft/squirrel-mac/universal/1.0.0",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("updatesPaths:\n%q\nwant\n%q", got, want)
+	}
+	if got := updatesPaths("photocraft", nil, next); len(got) != 3 {
+		t.Errorf("updatesPaths of a first release: %q, want its three files and no Squirrel.Mac path", got)
+	}
+}

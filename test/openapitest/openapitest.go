@@ -229,6 +229,33 @@ var requests = map[string][]Request{
 		{Target: "/v1/craft_apps/updates/photocraft/appimage/x86_64.zsync?channel=beta"},
 		{Target: "/v1/craft_apps/updates/nosuchapp/appimage/x86_64.zsync"},
 	},
+	"/v1/craft_apps/updates/{app}/squirrel-mac/{arch}/{version}": {
+		{Target: "/v1/craft_apps/updates/photocraft/squirrel-mac/x64/0.9.0"},
+		{Target: "/v1/craft_apps/updates/photocraft/squirrel-mac/x64/1.0.0"},
+		{Target: "/v1/craft_apps/updates/photocraft/squirrel-mac/x64/latest"},
+		{Target: "/v1/craft_apps/updates/photocraft/squirrel-mac/arm64/0.9.0?channel=prerelease"},
+		{Target: "/v1/craft_apps/updates/filmcraft/squirrel-mac/x64/0.9.0"},
+	},
+	"/v1/craft_apps/updates/{app}/squirrel-win/RELEASES": {
+		{Target: "/v1/craft_apps/updates/photocraft/squirrel-win/RELEASES?id=PhotoCraft&localVersion=0.9.0&arch=amd64"},
+		{Target: "/v1/craft_apps/updates/photocraft/squirrel-win/RELEASES?channel=beta"},
+		{Target: "/v1/craft_apps/updates/filmcraft/squirrel-win/RELEASES"},
+	},
+	"/v1/craft_apps/updates/{app}/squirrel-win/{arch}/RELEASES": {
+		{Target: "/v1/craft_apps/updates/photocraft/squirrel-win/arm64/RELEASES"},
+		{Target: "/v1/craft_apps/updates/photocraft/squirrel-win/arm64/RELEASES?channel=beta"},
+		{Target: "/v1/craft_apps/updates/photocraft/squirrel-win/ia32/RELEASES"},
+	},
+	"/v1/craft_apps/updates/{app}/velopack/{file}": {
+		{Target: "/v1/craft_apps/updates/photocraft/velopack/releases.linux.json?localVersion=0.9.0&id=PhotoCraft"},
+		{Target: "/v1/craft_apps/updates/photocraft/velopack/releases.win.json"},
+		{Target: "/v1/craft_apps/updates/photocraft/velopack/releases.linux.json?channel=beta"},
+	},
+	"/v1/craft_apps/updates/{app}/electron/{file}": {
+		{Target: "/v1/craft_apps/updates/photocraft/electron/latest.yml?noCache=1a2b3c"},
+		{Target: "/v1/craft_apps/updates/photocraft/electron/latest-mac.yml"},
+		{Target: "/v1/craft_apps/updates/photocraft/electron/latest.yml?channel=beta"},
+	},
 	"/v1/craft_apps/download/{app}": {
 		{Target: "/v1/craft_apps/download/photocraft?os=windows&arch=x64&package=msi"},
 		{Target: "/v1/craft_apps/download/photocraft", UserAgent: macUserAgent},
@@ -244,8 +271,10 @@ var requests = map[string][]Request{
 // Requests returns the requests to send for op ("METHOD path"): the path
 // itself, or for a path with parameters a list that gives every status of
 // its operations where photocraft has a release 1.0.0 with a windows/x64 msi
-// asset and no freebsd one, an AppImage zsync file for x86_64 only, and a
-// signed Tauri NSIS installer for Windows x86_64 only, filmcraft has no release (or was never fetched), and
+// asset and no freebsd one, an AppImage zsync file for x86_64 only, a
+// signed Tauri NSIS installer for Windows x86_64 only, an x64 macOS zip,
+// and RELEASES, RELEASES-arm64, latest.yml and releases.linux.json, no
+// other, filmcraft has no release (or was never fetched), and
 // nosuchapp is not configured; for a GET or HEAD, the first of those once
 // more with a body, which every GET and HEAD refuses. For the webhook's
 // POST, signed (with WebhookSecret) and unsigned deliveries of every kind.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/storytold/craft-releases/pkg/minisign"
 	"github.com/storytold/craft-releases/pkg/release"
+	"github.com/storytold/craft-releases/pkg/updates/electron"
 	"github.com/storytold/craft-releases/pkg/updates/squirrel"
 	"github.com/storytold/craft-releases/pkg/updates/tauri"
 	"github.com/storytold/craft-releases/pkg/updates/velopack"
@@ -39,6 +40,8 @@ var kinds = [...]kind{
 		contentType: "text/plain; charset=utf-8"},
 	{names: velopackFeeds, limit: velopack.MaxFeed, check: checkVelopack, serve: serveVelopack,
 		contentType: "application/json"},
+	{names: channelFiles, limit: electron.MaxFile, check: checkChannelFile, serve: serveChannelFile,
+		contentType: "text/yaml; charset=utf-8"},
 }
 
 // Names returns the companions of rel, every kind's, in rel's asset order
@@ -120,7 +123,8 @@ func checkSignature(_ *release.Release, body []byte, key *minisign.PublicKey) (s
 }
 
 // A File is a companion a feed serves as it is, but for its URLs, which are
-// made absolute: Squirrel.Windows' RELEASES, Velopack's feeds.
+// made absolute: Squirrel.Windows' RELEASES, Velopack's feeds,
+// electron-updater's channel files.
 type File struct {
 	Body        []byte // what is served
 	ContentType string
@@ -190,4 +194,34 @@ func serveVelopack(rel *release.Release, text string) ([]byte, error) {
 		return nil, err
 	}
 	return velopack.Absolute([]byte(text), f, rel)
+}
+
+// channelFiles lists rel's electron-updater channel files (latest.yml…).
+func channelFiles(rel *release.Release) []string {
+	var names []string
+	for _, a := range rel.Assets {
+		if electron.IsChannelFile(a.Name) {
+			names = append(names, a.Name)
+		}
+	}
+	return names
+}
+
+// checkChannelFile reads an electron-updater channel file of rel, kept as it
+// is.
+func checkChannelFile(rel *release.Release, body []byte, _ *minisign.PublicKey) (string, error) {
+	f, err := electron.Parse(body)
+	if err != nil {
+		return "", err
+	}
+	if err := electron.Check(f, rel); err != nil {
+		return "", err
+	}
+	return string(body), nil
+}
+
+// serveChannelFile is a channel file with every relative download its
+// asset's GitHub URL.
+func serveChannelFile(rel *release.Release, text string) ([]byte, error) {
+	return electron.Absolute([]byte(text), rel)
 }

@@ -6,6 +6,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/storytold/craft-releases/pkg/snapshot"
+	"github.com/storytold/craft-releases/pkg/updates/electron"
 	"github.com/storytold/craft-releases/pkg/updates/velopack"
 )
 
@@ -14,6 +15,7 @@ const (
 	FeedSquirrelMac     = "squirrel_mac"
 	FeedSquirrelWindows = "squirrel_windows"
 	FeedVelopack        = "velopack"
+	FeedElectron        = "electron"
 )
 
 // squirrelMac answers Squirrel.Mac (Electron's autoUpdater on macOS), whose
@@ -75,6 +77,21 @@ func velopackFeed(r Renderer, obs FeedObserver) echo.HandlerFunc {
 		name := c.Param("file")
 		if _, ok := velopack.IsFeed(name); !ok {
 			return writeError(c, http.StatusNotFound, errorBody{Error: "unknown file: want releases.{channel}.json"})
+		}
+		return serveFile(c, u.File(name), cacheControl)
+	})
+}
+
+// electronFeed answers electron-updater's request for {base}/{channel file}
+// with the release's file of that name, every relative download its
+// asset's GitHub URL, nothing else changed; 404 saying what is missing,
+// also for a name that is no channel file. The query the updater adds
+// (noCache) changes nothing (docs/updates.md, "electron-updater").
+func electronFeed(r Renderer, obs FeedObserver) echo.HandlerFunc {
+	return updatesHandler(r, obs, FeedElectron, func(c echo.Context, u *snapshot.Updates, cacheControl []string) error {
+		name := c.Param("file")
+		if !electron.IsChannelFile(name) {
+			return writeError(c, http.StatusNotFound, errorBody{Error: "unknown file: want a channel file such as latest.yml"})
 		}
 		return serveFile(c, u.File(name), cacheControl)
 	})
