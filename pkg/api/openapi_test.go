@@ -76,38 +76,21 @@ func fullRendering(warm bool) *snapshot.Rendering {
 	return s.Current()
 }
 
-// updaterFiles are the files photocraft 1.0.0 carries for the updaters but
-// Tauri's, by name: the packages and installers, and the companion files
-// that name them, as electron-builder and vpk write them.
-var updaterFiles = map[string]string{
-	"photocraft-1.0.0-mac.zip":          "zip",
-	"photocraft-1.0.0-full.nupkg":       "nupkg",
-	"PhotoCraft-Setup-1.0.0.exe":        "setup",
-	"PhotoCraft-1.0.0-linux-full.nupkg": "velopack",
-	"RELEASES":                          strings.Repeat("a", 40) + " photocraft-1.0.0-full.nupkg 5\n",
-	"PhotoCraftArm64-1.0.0-full.nupkg":  "arm64pkg",
-	"RELEASES-arm64":                    strings.Repeat("c", 40) + " PhotoCraftArm64-1.0.0-full.nupkg 8\n",
-	"latest.yml": "version: 1.0.0\nfiles:\n  - url: PhotoCraft-Setup-1.0.0.exe\n    sha512: " + strings.Repeat("A", 86) + "==\n    size: 5\n" +
-		"path: PhotoCraft-Setup-1.0.0.exe\nsha512: " + strings.Repeat("A", 86) + "==\nreleaseDate: '2026-10-10T11:00:00.000Z'\n",
-	"releases.linux.json": `{"Assets":[{"PackageId":"PhotoCraft","Version":"1.0.0","Type":"Full","FileName":"PhotoCraft-1.0.0-linux-full.nupkg",` +
-		`"SHA1":"` + strings.Repeat("b", 40) + `","Size":8,"NotesMarkdown":"","NotesHTML":""}]}`,
-}
-
 // addUpdaterFiles sets photocraft's entry in s to photo with updaterFiles
 // added, downloads under dl, and the companions they are with their text.
 func addUpdaterFiles(s *snapshot.Snapshot, photo release.Entry, dl string) {
 	r := *photo.Release
 	r.Assets = slices.Clone(r.Assets)
 	companions := photo.Companions.Map()
-	for _, name := range slices.Sorted(maps.Keys(updaterFiles)) {
-		body := updaterFiles[name]
+	for _, name := range slices.Sorted(maps.Keys(openapitest.UpdaterFiles)) {
+		body := openapitest.UpdaterFiles[name]
 		r.Assets = append(r.Assets, release.Asset{Name: name, SizeBytes: int64(len(body)), DownloadURL: dl + name, Platform: release.ParseAsset(name)})
 	}
 	for _, name := range companion.Files(&r) {
-		if _, err := companion.Check(&r, name, []byte(updaterFiles[name]), nil); err != nil {
+		if _, err := companion.Check(&r, name, []byte(openapitest.UpdaterFiles[name]), nil); err != nil {
 			panic(fmt.Sprintf("the fixture %s: %v", name, err))
 		}
-		companions[name] = updaterFiles[name]
+		companions[name] = openapitest.UpdaterFiles[name]
 	}
 	photo.FetchedAt, photo.Release, photo.Companions = photo.FetchedAt.Add(time.Millisecond), &r, release.NewCompanions(companions)
 	s.Set("photocraft", photo)

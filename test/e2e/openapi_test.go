@@ -1,7 +1,11 @@
 package e2e
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"maps"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -51,7 +55,7 @@ func TestOpenAPI(t *testing.T) {
 	// served, one null, one app without the key.
 	gh := fakegithub.New(t)
 	want := publishFirst(gh)
-	gh.Publish(photocraft, withSignedBundle(photocraft, fakegithub.NewRelease(photocraft, "v1.0.0")))
+	gh.Publish(photocraft, withUpdaterFiles(photocraft, withSignedBundle(photocraft, fakegithub.NewRelease(photocraft, "v1.0.0"))))
 	publishChannels(gh)
 	rs := redistest.Start(t)
 	pollerEnv := pollerEnv(gh, rs.URL(), testAppsEnv)
@@ -64,8 +68,14 @@ func TestOpenAPI(t *testing.T) {
 	pod := start(t, "api", binary(t, "api"), env)
 	waitTags(t, want, pod)
 	waitChannels(t, map[string]string{"photocraft": "v1.1.0-beta.1", "vectorcraft": ""}, pod)
-	testkit.Eventually(t, "the feed offers photocraft's signed bundle", func() bool {
-		return pod.status("/v1/craft_apps/updates/photocraft/tauri/windows/x86_64/nsis") == http.StatusOK
+	testkit.Eventually(t, "the feeds serve photocraft's signed bundle and updater files", func() bool {
+		for _, path := range []string{"tauri/windows/x86_64/nsis", "squirrel-win/RELEASES", "squirrel-win/arm64/RELEASES",
+			"electron/latest.yml", "velopack/releases.linux.json"} {
+			if pod.status("/v1/craft_apps/updates/photocraft/"+path) != http.StatusOK {
+				return false
+			}
+		}
+		return true
 	})
 	testkit.Eventually(t, "the pod is ready", func() bool { return pod.status("/readyz") == http.StatusOK })
 	testkit.Eventually(t, "the poller is ready", func() bool { return poller.status("/readyz") == http.StatusOK })
@@ -156,6 +166,20 @@ func withSignedBundle(repo string, r fakegithub.Release) fakegithub.Release {
 			a.Size = int64(len(a.Content))
 		}
 		r.Assets = append(r.Assets, a)
+	}
+	return r
+}
+
+// withUpdaterFiles returns r, a release of repo, with openapitest's
+// UpdaterFiles: the updaters' packages and the companion files naming them,
+// each companion served by the asset endpoint with its digest.
+func withUpdaterFiles(repo string, r fakegithub.Release) fakegithub.Release {
+	for i, name := range slices.Sorted(maps.Keys(openapitest.UpdaterFiles)) {
+		body := []byte(openapitest.UpdaterFiles[name])
+		sum := sha256.Sum256(body)
+		r.Assets = append(r.Assets, fakegithub.Asset{ID: int64(6000 + i), Name: name, State: "uploaded", ContentType: "application/octet-stream",
+			Size: int64(len(body)), Digest: "sha256:" + hex.EncodeToString(sum[:]), Content: body,
+			BrowserDownloadURL: release.DownloadURL(repo, r.TagName, name)})
 	}
 	return r
 }

@@ -194,6 +194,23 @@ func NewRequest(tb testing.TB, method, base string, r Request) *http.Request {
 // inference.
 const macUserAgent = "Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_7) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/130.0 Safari/537.36"
 
+// UpdaterFiles are the files photocraft 1.0.0 carries for the updaters but
+// Tauri's, by name: the packages and installers, and the companion files
+// that name them, as electron-builder and vpk write them.
+var UpdaterFiles = map[string]string{
+	"photocraft-1.0.0-mac.zip":          "zip",
+	"photocraft-1.0.0-full.nupkg":       "nupkg",
+	"PhotoCraft-Setup-1.0.0.exe":        "setup",
+	"PhotoCraft-1.0.0-linux-full.nupkg": "velopack",
+	"RELEASES":                          strings.Repeat("a", 40) + " photocraft-1.0.0-full.nupkg 5\n",
+	"PhotoCraftArm64-1.0.0-full.nupkg":  "arm64pkg",
+	"RELEASES-arm64":                    strings.Repeat("c", 40) + " PhotoCraftArm64-1.0.0-full.nupkg 8\n",
+	"latest.yml": "version: 1.0.0\nfiles:\n  - url: PhotoCraft-Setup-1.0.0.exe\n    sha512: " + strings.Repeat("A", 86) + "==\n    size: 5\n" +
+		"path: PhotoCraft-Setup-1.0.0.exe\nsha512: " + strings.Repeat("A", 86) + "==\nreleaseDate: '2026-10-10T11:00:00.000Z'\n",
+	"releases.linux.json": `{"Assets":[{"PackageId":"PhotoCraft","Version":"1.0.0","Type":"Full","FileName":"PhotoCraft-1.0.0-linux-full.nupkg",` +
+		`"SHA1":"` + strings.Repeat("b", 40) + `","Size":8,"NotesMarkdown":"","NotesHTML":""}]}`,
+}
+
 // requests holds, for each path with parameters, the requests that give its
 // statuses, given the deployment Requests describes.
 var requests = map[string][]Request{
