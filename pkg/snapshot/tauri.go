@@ -106,13 +106,13 @@ func renderFeed(app string, old *Feed, rel *release.Release, sigs *release.Compa
 }
 
 // offerOf returns the update whose JSON is body: one already made in this
-// rendering, prev when it has the same bytes, or a new one.
+// rendering, prev when it has the same bytes and is cached, or a new one.
 func offerOf(made map[string]*Offer, prev *Offer, body []byte, v tauri.Version, static bool) *Offer {
 	if o, ok := made[string(body)]; ok {
 		return o
 	}
 	o := prev
-	if o == nil || o.Err != "" || string(o.Body()) != string(body) {
+	if o == nil || o.Err != "" || o.CacheControl != CacheControlFetched || string(o.Body()) != string(body) {
 		o = &Offer{Doc: NewDoc(body, CacheControlFetched), version: v, static: static}
 	}
 	made[string(body)] = o
