@@ -2,8 +2,8 @@
 // safe for concurrent writers (with its JSON lines by message), a free
 // loopback address, waiting for a condition (failing the test, or not),
 // reading and checking Prometheus samples, each app's answer as the full release_info
-// answer holds it, the wire example of docs/wire.md, and a memo that decodes
-// the same answer once.
+// answer holds it, the wire example of docs/wire.md, a memo that decodes
+// the same answer once, and the updaters' own client code run from Node.js.
 package testkit
 
 import (

@@ -2,7 +2,7 @@
 // provider module needs no Electron), as its generic provider does after
 // fetching one: parseUpdateInfo (js-yaml's load), the version check of
 // AppUpdater.isUpdateAvailable (node-semver's parse), then resolveFiles
-// against the feed's base URL. pkg/updates/electron's TestClient runs it.
+// against the feed's base URL. testkit.ElectronResolve runs it.
 //
 // stdin:  {"base": "<feed URL>", "files": ["<base64 of a file>", ...]}, each
 //         file decoded from UTF-8 as the updater decodes a response

@@ -1,13 +1,9 @@
 package velopack_test
 
 import (
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -16,86 +12,11 @@ import (
 	"github.com/storytold/craft-releases/test/testkit"
 )
 
-// clientDir is where the Velopack library the tests run is pinned.
-const clientDir = "../../../tools/velopack"
-
-// nodeModules returns the node_modules directory of clientDir, installing
-// the pinned library first where it is missing or another version, as
-// task lint-openapi installs Redocly. It needs Node.js and npm.
-func nodeModules(t testing.TB) string {
-	t.Helper()
-	if _, err := exec.LookPath("npm"); err != nil {
-		t.Fatal("the Velopack client tests need Node.js and npm")
-	}
-	var lock struct {
-		Packages map[string]struct{ Version string } `json:"packages"`
-	}
-	if err := json.Unmarshal(readFile(t, filepath.Join(clientDir, "package-lock.json")), &lock); err != nil {
-		t.Fatal(err)
-	}
-	var installed struct{ Version string }
-	if b, err := os.ReadFile(filepath.Join(clientDir, "node_modules", "velopack", "package.json")); err == nil {
-		_ = json.Unmarshal(b, &installed) // a broken install reads as none
-	}
-	if pinned := lock.Packages["node_modules/velopack"].Version; installed.Version != pinned {
-		cmd := exec.CommandContext(t.Context(), "npm", "ci", "--no-audit", "--no-fund", "--loglevel=error")
-		cmd.Dir = clientDir
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("npm ci in %s: %v\n%s", clientDir, err, out)
-		}
-	}
-	dir, err := filepath.Abs(filepath.Join(clientDir, "node_modules"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return dir
-}
-
-// result is what the client's update check gave for one feed.
-type result struct {
-	Target *struct{ Version, Type, FileName string } `json:"target"`
-	Error  string                                    `json:"error"`
-}
-
 // check runs Velopack's update check, for ArtCraft 0.41.0 installed on
-// the channel "linux", against each base URL, in one Node.js process.
-func check(t testing.TB, urls ...string) []result {
+// the channel "linux", against each base URL.
+func check(t testing.TB, urls ...string) []testkit.VelopackUpdate {
 	t.Helper()
-	modules := nodeModules(t)
-	dir := t.TempDir()
-	for _, d := range []string{"current", "packages"} {
-		if err := os.Mkdir(filepath.Join(dir, d), 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	manifest := `<?xml version="1.0" encoding="utf-8"?>
-<package xmlns="http://schemas.microsoft.com/packaging/2010/07/nuspec.xsd">
-  <metadata><id>ArtCraft</id><title>ArtCraft</title><description>ArtCraft</description><authors>Storytold</authors>
-    <version>0.41.0</version><channel>linux</channel><mainExe>ArtCraft</mainExe></metadata>
-</package>
-`
-	for name, text := range map[string]string{"current/sq.version": manifest, "Update": ""} {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	cmd := exec.CommandContext(t.Context(), "node", append([]string{"testdata/client.js", dir}, urls...)...)
-	cmd.Env = append(os.Environ(), "NODE_PATH="+modules)
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("node testdata/client.js: %v\n%s", err, out)
-	}
-	for line := range strings.Lines(string(out)) {
-		if text, ok := strings.CutPrefix(line, "RESULTS "); ok {
-			var results []result
-			if err := json.Unmarshal([]byte(text), &results); err != nil || len(results) != len(urls) {
-				t.Fatalf("client's results %s: %v, want %d", text, err, len(urls))
-			}
-			return results
-		}
-	}
-	t.Fatalf("node testdata/client.js printed no results:\n%s", out)
-	return nil
+	return testkit.VelopackCheck(t, testkit.VelopackApp{ID: "ArtCraft", Version: "0.41.0", Channel: "linux"}, urls...)
 }
 
 // serve serves each body as releases.linux.json under /{i}/, and returns

@@ -1,8 +1,9 @@
 // Runs Velopack's own update check (the npm package "velopack", its Rust
 // UpdateManager and HttpSource) against feeds served at the base URLs given
 // after the install directory, for an app installed there (the test writes
-// its manifest). Prints one line, "RESULTS " and a JSON array: for each URL,
-// the update's target package, null for none, or the check's error.
+// its manifest; testkit.VelopackCheck runs it). Prints one line, "RESULTS "
+// and a JSON array: for each URL, the update's target package, null for
+// none, or the check's error.
 "use strict";
 const path = require("node:path");
 const velopack = require("velopack");

@@ -1,0 +1,543 @@
+package e2e
+
+import (
+	"crypto/rand"
+	"crypto/sha1"
+	"crypto/sha256"
+	"crypto/sha512"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/storytold/craft-releases/pkg/release"
+	"github.com/storytold/craft-releases/test/fakegithub"
+	"github.com/storytold/craft-releases/test/testkit"
+)
+
+// filmcraft is the app of the updater feeds' tests with every companion
+// file; vectorcraft's release lacks one and carries one that is refused;
+// photocraft has a pre-release channel.
+const filmcraft = "storytold/filmcraft"
+
+// The companion files an Electron app built with electron-builder (Squirrel
+// and NSIS on Windows, zips on macOS) and packaged with vpk carries, as
+// their tools name them.
+const (
+	releasesFile      = "RELEASES"
+	releasesARM64File = "RELEASES-arm64"
+	latestYML         = "latest.yml"
+	latestMacYML      = "latest-mac.yml"
+	velopackWin       = "releases.win.json"
+)
+
+// updaterRelease is a release of an Electron and Velopack app: the packages
+// its updaters download, of random bytes, and the companion files that name
+// them, each as its tool writes it, sizes and hashes those of the bytes.
+type updaterRelease struct {
+	repo, tag, version, product string
+	published                   time.Time
+	firstID                     int64
+
+	names      []string          // every asset, in the release's order
+	data       map[string][]byte // each asset's bytes
+	companions []string          // the companion files among names
+}
+
+// The packages of an updaterRelease, by what they are.
+func (u *updaterRelease) setup() string     { return u.product + "-Setup-" + u.version + ".exe" }
+func (u *updaterRelease) macZip() string    { return u.product + "-" + u.version + "-mac.zip" }
+func (u *updaterRelease) macZipARM() string { return u.product + "-" + u.version + "-arm64-mac.zip" }
+func (u *updaterRelease) appImage() string {
+	return u.product + "-" + u.version + "-linux-x86_64.AppImage"
+}
+func (u *updaterRelease) zsync() string       { return u.appImage() + ".zsync" }
+func (u *updaterRelease) full() string        { return u.product + "-" + u.version + "-full.nupkg" }
+func (u *updaterRelease) delta() string       { return u.product + "-" + u.version + "-delta.nupkg" }
+func (u *updaterRelease) fullARM() string     { return u.product + "-" + u.version + "-arm64-full.nupkg" }
+func (u *updaterRelease) url(n string) string { return release.DownloadURL(u.repo, u.tag, n) }
+
+// newUpdaterRelease returns repo's release tagged tag of product, published
+// hours after the fake's default, its asset ids from firstID, carrying every
+// companion file: RELEASES (a full package and a delta staged at 50%),
+// RELEASES-arm64, latest.yml (NSIS), latest-mac.yml (a zip per arch),
+// releases.win.json (Velopack, full and delta), and the packages they name,
+// with an AppImage and its .zsync.
+func newUpdaterRelease(repo, product, tag string, hours int, firstID int64) *updaterRelease {
+	u := &updaterRelease{repo: repo, tag: tag, version: strings.TrimPrefix(tag, "v"), product: product, firstID: firstID, data: map[string][]byte{}}
+	u.published = fakegithub.NewRelease(repo, tag).PublishedAt.Add(time.Duration(hours) * time.Hour)
+	for i, name := range []string{u.setup(), u.macZip(), u.macZipARM(), u.appImage(), u.zsync(), u.full(), u.delta(), u.fullARM()} {
+		b := make([]byte, 1024+512*i)
+		_, _ = rand.Read(b)
+		u.names, u.data[name] = append(u.names, name), b
+	}
+	sha1Of := func(name string) string {
+		s := sha1.Sum(u.data[name])
+		return strings.ToUpper(hex.EncodeToString(s[:]))
+	}
+	size := func(name string) int { return len(u.data[name]) }
+	u.set(releasesFile, fmt.Sprintf("%s %s %d\n%s %s %d # 50%%\n", sha1Of(u.full()), u.full(), size(u.full()), sha1Of(u.delta()), u.delta(), size(u.delta())))
+	u.set(releasesARM64File, fmt.Sprintf("%s %s %d\n", sha1Of(u.fullARM()), u.fullARM(), size(u.fullARM())))
+	date := u.published.Format("2006-01-02T15:04:05.000Z")
+	u.set(latestYML, fmt.Sprintf(`version: %s
+files:
+  - url: %s
+    sha512: %s
+    size: %d
+path: %s
+sha512: %s
+releaseDate: '%s'
+`, u.version, u.setup(), u.sha512(u.setup()), size(u.setup()), u.setup(), u.sha512(u.setup()), date))
+	u.set(latestMacYML, fmt.Sprintf(`version: %s
+files:
+  - url: %s
+    sha512: %s
+    size: %d
+  - url: %s
+    sha512: %s
+    size: %d
+path: %s
+sha512: %s
+releaseDate: '%s'
+`, u.version, u.macZip(), u.sha512(u.macZip()), size(u.macZip()), u.macZipARM(), u.sha512(u.macZipARM()), size(u.macZipARM()),
+		u.macZip(), u.sha512(u.macZip()), date))
+	var entries []string
+	for _, p := range []struct{ name, kind string }{{u.full(), "Full"}, {u.delta(), "Delta"}} {
+		sum := sha256.Sum256(u.data[p.name])
+		entries = append(entries, fmt.Sprintf(`    {
+      "PackageId": %q,
+      "Version": %q,
+      "Type": %q,
+      "FileName": %q,
+      "SHA1": %q,
+      "SHA256": %q,
+      "Size": %d,
+      "NotesMarkdown": "## What's changed\n\n* Faster start-up",
+      "NotesHTML": "\u003Ch2\u003EWhat's changed\u003C/h2\u003E"
+    }`, product, u.version, p.kind, p.name, sha1Of(p.name), strings.ToUpper(hex.EncodeToString(sum[:])), size(p.name)))
+	}
+	u.set(velopackWin, "{\n  \"Assets\": [\n"+strings.Join(entries, ",\n")+"\n  ]\n}")
+	return u
+}
+
+// sha512 is the sha512 electron-builder writes for the asset name.
+func (u *updaterRelease) sha512(name string) string {
+	s := sha512.Sum512(u.data[name])
+	return base64.StdEncoding.EncodeToString(s[:])
+}
+
+// set makes text the companion file name, added at the end of the release
+// unless it carries one of that name.
+func (u *updaterRelease) set(name, text string) {
+	if !slices.Contains(u.names, name) {
+		u.names, u.companions = append(u.names, name), append(u.companions, name)
+	}
+	u.data[name] = []byte(text)
+}
+
+// drop removes the asset name from the release.
+func (u *updaterRelease) drop(name string) {
+	u.names = slices.DeleteFunc(u.names, func(n string) bool { return n == name })
+	u.companions = slices.DeleteFunc(u.companions, func(n string) bool { return n == name })
+	delete(u.data, name)
+}
+
+// id is the asset id of name once published.
+func (u *updaterRelease) id(name string) int64 { return u.firstID + int64(slices.Index(u.names, name)) }
+
+// release is u as the fake publishes it: each asset with its size and
+// digest, marked prerelease when its version is one; only the companion
+// files' bytes are served, so that a request for a package's bytes answers
+// 404.
+func (u *updaterRelease) release() fakegithub.Release {
+	r := fakegithub.NewRelease(u.repo, u.tag)
+	r.Name, r.PublishedAt, r.Assets = u.product+" "+u.version, &u.published, nil
+	r.Prerelease = strings.Contains(u.version, "-")
+	for _, name := range u.names {
+		var content []byte
+		if slices.Contains(u.companions, name) {
+			content = u.data[name]
+		}
+		r.Assets = append(r.Assets, tauriAsset(u.repo, u.tag, u.id(name), name, u.data[name], content))
+	}
+	return r
+}
+
+// served is the companion file name as its feed must serve it: every
+// package it names as its GitHub download URL, every other byte the
+// publisher's (Squirrel.Windows' lines end in LF).
+func (u *updaterRelease) served(name string) string {
+	text := string(u.data[name])
+	for _, p := range u.names {
+		if !slices.Contains(u.companions, p) {
+			text = strings.NewReplacer(": "+p+"\n", ": "+u.url(p)+"\n", `"FileName": "`+p+`"`, `"FileName": "`+u.url(p)+`"`,
+				" "+p+" ", " "+u.url(p)+" ").Replace(text)
+		}
+	}
+	return text
+}
+
+// updaterFeeds are the feeds that serve a companion file, by the file: each
+// path after the app's updates/, with the query its client adds.
+var updaterFeeds = []struct{ file, path, contentType string }{
+	{releasesFile, "squirrel-win/RELEASES?id=FilmCraft&localVersion=1.1.0&arch=x64", "text/plain; charset=utf-8"},
+	{releasesARM64File, "squirrel-win/arm64/RELEASES?id=FilmCraft&localVersion=1.1.0&arch=arm64", "text/plain; charset=utf-8"},
+	{latestYML, "electron/latest.yml?noCache=1ab2c3", "text/yaml; charset=utf-8"},
+	{latestMacYML, "electron/latest-mac.yml?noCache=9f8e7d", "text/yaml; charset=utf-8"},
+	{velopackWin, "velopack/releases.win.json?localVersion=1.1.0&id=FilmCraft&stagingId=5d2c", "application/json"},
+}
+
+// withChannel adds channel (none when "") to path's query.
+func withChannel(path, channel string) string {
+	if channel == "" {
+		return path
+	}
+	sep := "?"
+	if strings.Contains(path, "?") {
+		sep = "&"
+	}
+	return path + sep + "channel=" + channel
+}
+
+// servesFiles reports whether p answers a 200 of u on app's feed of each
+// companion file of u that files names, asked on channel: one that names
+// u's version (checkFiles checks the rest).
+func servesFiles(t testing.TB, p *proc, app, channel string, u *updaterRelease, files ...string) bool {
+	t.Helper()
+	for _, f := range updaterFeeds {
+		if !slices.Contains(files, f.file) {
+			continue
+		}
+		if a := feed(t, p, app+"/"+withChannel(f.path, channel)); a.status != http.StatusOK || !strings.Contains(string(a.body), u.version) {
+			return false
+		}
+	}
+	return true
+}
+
+// checkFiles checks that p serves each companion file of u that files
+// names on app's feed, asked on channel, as u.served says, byte for byte,
+// with its type and cacheControl.
+func checkFiles(t testing.TB, p *proc, app, channel string, u *updaterRelease, cacheControl string, files ...string) {
+	t.Helper()
+	for _, f := range updaterFeeds {
+		if !slices.Contains(files, f.file) {
+			continue
+		}
+		path := app + "/" + withChannel(f.path, channel)
+		a := feed(t, p, path)
+		if a.status != http.StatusOK || string(a.body) != u.served(f.file) {
+			t.Errorf("%s: %d\n%s\nwant 200 with %s as published, its packages' GitHub URLs:\n%s", path, a.status, a.body, f.file, u.served(f.file))
+			continue
+		}
+		if got := [...]string{a.header.Get("Content-Type"), a.header.Get("Cache-Control"), a.header.Get("Vary")}; got != [...]string{f.contentType, cacheControl, "Accept-Encoding"} {
+			t.Errorf("%s: Content-Type, Cache-Control, Vary %q, want %q, %q, Accept-Encoding", path, got, f.contentType, cacheControl)
+		}
+	}
+}
+
+// checkUpdaterFeeds checks every feed of app on p, asked on channel, against
+// u: each companion file served with its packages' GitHub URLs and every
+// hash as published, Squirrel.Mac's answers, the AppImage redirect, each
+// with cacheControl; and what u lacks answering the 404 naming it.
+func checkUpdaterFeeds(t testing.TB, p *proc, app, channel string, u *updaterRelease, cacheControl string) {
+	t.Helper()
+	checkFiles(t, p, app, channel, u, cacheControl, u.companions...)
+
+	rel := u.release()
+	for _, c := range []struct{ arch, zip string }{{"x64", u.macZip()}, {"arm64", u.macZipARM()}} {
+		path := app + "/" + withChannel("squirrel-mac/"+c.arch+"/0.9.0", channel)
+		a := feed(t, p, path)
+		var got struct{ URL, Name, Notes string }
+		var raw map[string]any
+		if a.status != http.StatusOK || json.Unmarshal(a.body, &raw) != nil || json.Unmarshal(a.body, &got) != nil {
+			t.Errorf("%s: %d %s, want 200 with an update", path, a.status, a.body)
+			continue
+		}
+		pubDate, _ := raw["pub_date"].(string)
+		if got.URL != u.url(c.zip) || got.Name != rel.Name || !strings.Contains(got.Notes, "Faster start-up") || pubDate != u.published.Format(time.RFC3339) || len(raw) != 4 {
+			t.Errorf("%s: %s, want url %s, name %q, the notes and pub_date %s", path, a.body, u.url(c.zip), rel.Name, u.published.Format(time.RFC3339))
+		}
+		if cc := a.header.Get("Cache-Control"); cc != cacheControl {
+			t.Errorf("%s: Cache-Control %q, want %q", path, cc, cacheControl)
+		}
+	}
+	for _, version := range []string{u.version, "v" + u.version, "99.0.0"} {
+		path := app + "/" + withChannel("squirrel-mac/x64/"+version, channel)
+		if a := feed(t, p, path); a.status != http.StatusNoContent || len(a.body) != 0 || a.header.Get("Cache-Control") != cacheControl {
+			t.Errorf("%s: %d %q (Cache-Control %q), want 204 without a body (%q)", path, a.status, a.body, a.header.Get("Cache-Control"), cacheControl)
+		}
+	}
+	if a := feed(t, p, app+"/"+withChannel("squirrel-mac/x64/latest", channel)); a.status != http.StatusBadRequest {
+		t.Errorf("squirrel-mac/x64/latest: %d %s, want 400: Squirrel.Mac would install the update at every check", a.status, a.body)
+	}
+	checkNotFound(t, p, app+"/"+withChannel("squirrel-mac/universal/0.9.0", channel), app+" "+u.tag+" has no macOS zip for universal")
+
+	path := app + "/" + withChannel("appimage/x86_64.zsync", channel)
+	if a := feed(t, p, path); a.status != http.StatusFound || a.header.Get("Location") != u.url(u.zsync()) || a.header.Get("Cache-Control") != cacheControl {
+		t.Errorf("%s: %d to %q (Cache-Control %q), want 302 to %s (%q)", path, a.status, a.header.Get("Location"), a.header.Get("Cache-Control"), u.url(u.zsync()), cacheControl)
+	}
+	checkNotFound(t, p, app+"/"+withChannel("appimage/aarch64.zsync", channel), app+" "+u.tag+" has no AppImage zsync file for aarch64")
+	checkNotFound(t, p, app+"/"+withChannel("squirrel-win/x64/RELEASES", channel), app+" "+u.tag+" has no RELEASES for x64")
+	checkNotFound(t, p, app+"/"+withChannel("electron/latest-linux.yml", channel), app+" "+u.tag+" has no latest-linux.yml")
+	checkNotFound(t, p, app+"/"+withChannel("velopack/releases.osx.json", channel), app+" "+u.tag+" has no releases.osx.json")
+}
+
+// checkRevalidation checks on path of p the headers every feed shares with
+// release_info: a strong ETag per representation, gzip when accepted, 304
+// to a matching If-None-Match, the same answer whatever query the client
+// adds.
+func checkRevalidation(t testing.TB, p *proc, path, want string) {
+	t.Helper()
+	base, _, _ := strings.Cut(path, "?")
+	plain := feed(t, p, base)
+	etag := plain.header.Get("ETag")
+	if plain.status != http.StatusOK || string(plain.body) != want || !strings.HasPrefix(etag, `"`) {
+		t.Fatalf("%s: %d, ETag %q, want 200 with a strong ETag", base, plain.status, etag)
+	}
+	for _, q := range []string{"?noCache=0.123", "?noCache=9&id=x&localVersion=0.1.0&arch=x64&os=win&rid=win-x64&stagingId=42"} {
+		if a := feed(t, p, base+q); a.status != http.StatusOK || string(a.body) != want || a.header.Get("ETag") != etag {
+			t.Errorf("%s%s: %d, ETag %q, want the answer without the query (ETag %s)", base, q, a.status, a.header.Get("ETag"), etag)
+		}
+	}
+	a, err := ask(p.base+updatesPath+path, "Accept-Encoding", "gzip")
+	if err != nil {
+		t.Fatal(err)
+	}
+	gzETag := a.header.Get("ETag")
+	if a.status != http.StatusOK || a.header.Get("Content-Encoding") != "gzip" || string(gunzip(t, a.body)) != want || gzETag == etag || gzETag == "" {
+		t.Errorf("%s gzip: %d, Content-Encoding %q, ETag %q, want 200 gzip of the same bytes under its own ETag", path, a.status, a.header.Get("Content-Encoding"), gzETag)
+	}
+	for _, c := range []struct{ etag, encoding string }{{etag, ""}, {gzETag, "gzip"}} {
+		a, err := ask(p.base+updatesPath+path, "If-None-Match", c.etag, "Accept-Encoding", c.encoding)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a.status != http.StatusNotModified || len(a.body) != 0 || a.header.Get("ETag") != c.etag {
+			t.Errorf("%s If-None-Match %s: %d, want 304 without a body", path, c.etag, a.status)
+		}
+	}
+}
+
+// TestUpdatersStandalone runs the one-command default against a fake GitHub
+// whose releases carry the companion files of Squirrel (macOS and Windows),
+// electron-updater and Velopack: every feed answers as docs/updates.md
+// says, electron-updater's and Velopack's own code take the answers, each
+// companion costs one request per release, one that fails is retried and
+// one that is refused never served, a missing one is a 404 naming it, and
+// the pre-release channel answers from the pre-release.
+func TestUpdatersStandalone(t *testing.T) {
+	t.Parallel()
+	gh := newTauriGitHub(t)
+	film := newUpdaterRelease(filmcraft, "FilmCraft", "v1.2.0", 0, 100)
+	gh.Publish(filmcraft, film.release())
+
+	// vectorcraft: no Velopack feed, a RELEASES pointing into another
+	// repository, a latest.yml whose request fails until the test lets it.
+	vector := newUpdaterRelease(vectorcraft, "VectorCraft", "v2.0.0", 0, 100)
+	vector.drop(velopackWin)
+	vector.drop(releasesARM64File)
+	stolen := strings.Replace(vector.url(vector.full()), vectorcraft, filmcraft, 1)
+	vector.set(releasesFile, strings.Replace(string(vector.data[releasesFile]), " "+vector.full()+" ", " "+stolen+" ", 1))
+	gh.Publish(vectorcraft, vector.release())
+	gh.Stick(fakegithub.AssetOf(vectorcraft, vector.id(latestYML)), fakegithub.ServerError())
+
+	// photocraft: a release and a newer pre-release, each with its own files.
+	photo := newUpdaterRelease(photocraft, "PhotoCraft", "v1.0.0", 0, 100)
+	photoPre := newUpdaterRelease(photocraft, "PhotoCraft", "v1.1.0-beta1", 1, 200)
+	gh.Publish(photocraft, photo.release())
+	gh.SetList(photocraft, photoPre.release(), photo.release())
+
+	env := standaloneEnv(gh, testAppsEnv)
+	env["CRAFT_APPS_RELEASE_POLL_INTERVAL_SECS"], env["CRAFT_APPS_RELEASE_TICK_SECS"] = "1", "1"
+	env["CRAFT_APPS_RELEASE_PRERELEASE_APPS"] = "photocraft"
+	bin := binary(t, "api")
+	began := time.Now()
+	api := start(t, "api-standalone", bin, env)
+	testkit.Eventually(t, "every feed serves filmcraft v1.2.0", func() bool {
+		return servesFiles(t, api, "filmcraft", "", film, film.companions...)
+	})
+	t.Logf("every companion file of filmcraft v1.2.0 served %v after the process started", time.Since(began).Round(time.Millisecond))
+	metrics := metricsBase(t, api) + "/metrics"
+	const public = "public, max-age=60, stale-while-revalidate=30, stale-if-error=86400"
+
+	t.Run("feeds", func(t *testing.T) {
+		checkUpdaterFeeds(t, api, "filmcraft", "", film, public)
+		checkRevalidation(t, api, "filmcraft/electron/latest.yml?noCache=0.5", film.served(latestYML))
+	})
+
+	t.Run("clients", func(t *testing.T) {
+		// electron-updater's generic provider reads the files as the
+		// binary serves them, from its own base URL.
+		base := api.base + updatesPath + "filmcraft/electron"
+		var bodies []string
+		for _, name := range []string{latestYML, latestMacYML} {
+			bodies = append(bodies, string(feed(t, api, "filmcraft/electron/"+name+"?noCache=0.42").body))
+		}
+		want := [][]string{{film.setup()}, {film.macZip(), film.macZipARM()}}
+		for i, got := range testkit.ElectronResolve(t, base, bodies) {
+			var downloads []string
+			for _, f := range got.Files {
+				downloads = append(downloads, f.URL+" "+f.SHA512)
+			}
+			var wantDownloads []string
+			for _, name := range want[i] {
+				wantDownloads = append(wantDownloads, film.url(name)+" "+film.sha512(name))
+			}
+			if !got.OK || got.Version != film.version || !slices.Equal(downloads, wantDownloads) {
+				t.Errorf("electron-updater read the served file %d: ok %v (%s), version %q, downloads %q; want %s, %q", i, got.OK, got.Error, got.Version, downloads, film.version, wantDownloads)
+			}
+		}
+		if !t.Failed() {
+			t.Logf("electron-updater 6.8.10 (parseUpdateInfo, resolveFiles) resolved the served latest.yml and latest-mac.yml to the assets' GitHub URLs with the publisher's sha512")
+		}
+
+		// Velopack's own update check asks the binary itself.
+		asked := `craft_api_updates_total{app="filmcraft",code="200",feed="velopack"}`
+		before := testkit.Scrape(t, metrics)[asked]
+		got := testkit.VelopackCheck(t, testkit.VelopackApp{ID: "FilmCraft", Version: "1.1.0", Channel: "win"}, api.base+updatesPath+"filmcraft/velopack")[0]
+		if got.Error != "" || got.Target == nil || got.Target.Version != film.version || got.Target.Type != "Full" || got.Target.FileName != film.url(film.full()) {
+			t.Errorf("Velopack's update check against the binary = %+v (target %+v), want %s Full at %s", got, got.Target, film.version, film.url(film.full()))
+		}
+		if after := testkit.Scrape(t, metrics)[asked]; after != before+1 {
+			t.Errorf("%s went from %v to %v: want the check's one request", asked, before, after)
+		}
+		t.Logf("Velopack's update check (npm velopack 0.0.1053) against the binary picked %+v", got.Target)
+	})
+
+	t.Run("requests", func(t *testing.T) {
+		t.Logf("filmcraft v1.2.0: %s", checkPolls(t, gh, filmcraft, 0, len(film.companions), 3))
+		if got := testkit.Scrape(t, metrics)[`craft_poller_companions_total{app="filmcraft",outcome="stored"}`]; got != float64(len(film.companions)) {
+			t.Errorf("filmcraft's companions stored: %v, want %d", got, len(film.companions))
+		}
+	})
+
+	t.Run("missing refused and failing", func(t *testing.T) {
+		// latest-mac.yml is served; latest.yml, asked at each tick, is not
+		// yet; RELEASES, refused, never is.
+		refused := `craft_poller_companions_total{app="vectorcraft",outcome="refused"}`
+		testkit.Eventually(t, "vectorcraft's latest-mac.yml served and its RELEASES refused", func() bool {
+			return servesFiles(t, api, "vectorcraft", "", vector, latestMacYML) && testkit.Scrape(t, metrics)[refused] == 1
+		})
+		checkFiles(t, api, "vectorcraft", "", vector, public, latestMacYML)
+		testkit.Eventually(t, "vectorcraft's latest.yml asked twice", func() bool {
+			return gh.Count(fakegithub.AssetOf(vectorcraft, vector.id(latestYML))) >= 2
+		})
+		checkNotFound(t, api, "vectorcraft/electron/latest.yml", "vectorcraft v2.0.0: latest.yml was not fetched yet, or was refused")
+		checkNotFound(t, api, "vectorcraft/velopack/releases.win.json?localVersion=1.0.0", "vectorcraft v2.0.0 has no releases.win.json")
+		checkNotFound(t, api, "vectorcraft/squirrel-win/RELEASES", "vectorcraft v2.0.0: RELEASES was not fetched yet, or was refused")
+		checkNotFound(t, api, "vectorcraft/squirrel-win/arm64/RELEASES", "vectorcraft v2.0.0 has no RELEASES for arm64")
+		if a := feed(t, api, "vectorcraft/squirrel-mac/arm64/1.0.0"); a.status != http.StatusOK {
+			t.Errorf("vectorcraft's Squirrel.Mac: %d %s, want 200", a.status, a.body)
+		}
+
+		gh.Unstick(fakegithub.AssetOf(vectorcraft, vector.id(latestYML)))
+		testkit.Eventually(t, "vectorcraft's latest.yml served", func() bool {
+			return servesFiles(t, api, "vectorcraft", "", vector, latestYML, latestMacYML)
+		})
+		checkFiles(t, api, "vectorcraft", "", vector, public, latestYML, latestMacYML)
+		checkNotFound(t, api, "vectorcraft/squirrel-win/RELEASES", "vectorcraft v2.0.0: RELEASES was not fetched yet, or was refused")
+		s := testkit.Scrape(t, metrics)
+		failed, stored := s[`craft_poller_companions_total{app="vectorcraft",outcome="failed"}`], s[`craft_poller_companions_total{app="vectorcraft",outcome="stored"}`]
+		if s[refused] != 1 || failed < 1 || stored != 2 {
+			t.Errorf("vectorcraft's companions: refused %v, failed %v, stored %v; want 1, at least 1, 2", s[refused], failed, stored)
+		}
+		if got := gh.Count(fakegithub.AssetOf(vectorcraft, vector.id(releasesFile))); got != 1 {
+			t.Errorf("vectorcraft's refused RELEASES asked %d times, want once", got)
+		}
+		if got := api.logs.count("companion refused"); got != 1 {
+			t.Errorf("%d lines \"companion refused\", want 1 (vectorcraft's RELEASES)", got)
+		}
+		t.Logf("vectorcraft: latest.yml asked %d times (failing until let through), RELEASES (refused) once, %v requests in all",
+			gh.Count(fakegithub.AssetOf(vectorcraft, vector.id(latestYML))), len(slices.Concat(polls(gh, vectorcraft)...)))
+	})
+
+	t.Run("new release with a failing companion", func(t *testing.T) {
+		// filmcraft v1.3.0, whose latest.yml fails until the test lets it:
+		// the feed keeps v1.2.0's, no-store, and never answers 404.
+		next := newUpdaterRelease(filmcraft, "FilmCraft", "v1.3.0", 1, 200)
+		stuck := fakegithub.AssetOf(filmcraft, next.id(latestYML))
+		gh.Stick(stuck, fakegithub.ServerError())
+		from := len(polls(gh, filmcraft))
+		others := slices.DeleteFunc(slices.Clone(next.companions), func(n string) bool { return n == latestYML })
+		gh.Publish(filmcraft, next.release())
+		published := time.Now()
+		testkit.Eventually(t, "filmcraft v1.3.0 served but its latest.yml", func() bool {
+			a := feed(t, api, "filmcraft/electron/latest.yml")
+			if a.status != http.StatusOK || string(a.body) != film.served(latestYML) && string(a.body) != next.served(latestYML) {
+				t.Fatalf("latest.yml while v1.3.0's was fetched: %d %s, want v1.2.0's", a.status, a.body)
+			}
+			return servesFiles(t, api, "filmcraft", "", next, others...)
+		})
+		t.Logf("filmcraft v1.3.0's files served %v after its publication on the fake GitHub", time.Since(published).Round(time.Millisecond))
+		checkFiles(t, api, "filmcraft", "", next, public, others...)
+		testkit.Eventually(t, "v1.3.0's latest.yml asked again", func() bool { return gh.Count(stuck) >= 2 })
+		if a := feed(t, api, "filmcraft/electron/latest.yml"); a.status != http.StatusOK || string(a.body) != film.served(latestYML) || a.header.Get("Cache-Control") != "no-store" {
+			t.Errorf("latest.yml while v1.3.0's fails: %d (Cache-Control %q)\n%s\nwant v1.2.0's, no-store", a.status, a.header.Get("Cache-Control"), a.body)
+		}
+
+		gh.Unstick(stuck)
+		let := time.Now()
+		testkit.Eventually(t, "filmcraft v1.3.0's latest.yml served", func() bool {
+			return servesFiles(t, api, "filmcraft", "", next, next.companions...)
+		})
+		t.Logf("v1.3.0's latest.yml served %v after its request was let through", time.Since(let).Round(time.Millisecond))
+		checkUpdaterFeeds(t, api, "filmcraft", "", next, public)
+		failures := gh.Count(stuck) - 1
+		var after [][]fakegithub.Request
+		testkit.Eventually(t, "two polls of filmcraft after v1.3.0's latest.yml", func() bool {
+			after = nil
+			for _, p := range polls(gh, filmcraft)[from:] {
+				if slices.ContainsFunc(p, func(r fakegithub.Request) bool { return r.Repo == stuck }) {
+					after = nil
+					continue
+				}
+				after = append(after, p)
+			}
+			return len(after) >= 2
+		})
+		for _, p := range after {
+			if len(p) != 1 || p[0].Repo != filmcraft || p[0].IfNoneMatch == "" {
+				t.Errorf("a poll after v1.3.0's files were all served asked %d times (%s), want one conditional request", len(p), p[0].Path)
+			}
+		}
+		ps := polls(gh, filmcraft)[from:]
+		first := ps[slices.IndexFunc(ps, func(p []fakegithub.Request) bool { return assetRequests(p) > 0 })]
+		if len(first) != 1+len(next.companions) || assetRequests(first) != len(next.companions) {
+			t.Errorf("v1.3.0's first fetch: %d requests, want the release then its %d companions", len(first), len(next.companions))
+		}
+		t.Logf("filmcraft v1.3.0: first fetch %d requests; latest.yml failed %d times, each retry one request more at a tick; then %d polls of 1 request",
+			len(first), failures, len(after))
+	})
+
+	t.Run("prerelease", func(t *testing.T) {
+		testkit.Eventually(t, "photocraft's feeds serve v1.0.0 and, on the channel, v1.1.0-beta1", func() bool {
+			return servesFiles(t, api, "photocraft", "", photo, photo.companions...) &&
+				servesFiles(t, api, "photocraft", "prerelease", photoPre, photoPre.companions...)
+		})
+		checkUpdaterFeeds(t, api, "photocraft", "", photo, public)
+		checkUpdaterFeeds(t, api, "photocraft", "prerelease", photoPre, "private, max-age=60")
+		for _, u := range []*updaterRelease{photo, photoPre} {
+			for _, name := range u.companions {
+				if got := gh.Count(fakegithub.AssetOf(photocraft, u.id(name))); got != 1 {
+					t.Errorf("photocraft %s's %s asked %d times, want once", u.tag, name, got)
+				}
+			}
+		}
+		a := feed(t, api, "photocraft/squirrel-mac/x64/1.0.0?channel=prerelease")
+		if a.status != http.StatusOK || !strings.Contains(string(a.body), photoPre.url(photoPre.macZip())) {
+			t.Errorf("Squirrel.Mac at v1.0.0 on the channel: %d %s, want 200 with %s", a.status, a.body, photoPre.macZip())
+		}
+		if a := feed(t, api, "photocraft/squirrel-mac/x64/1.0.0"); a.status != http.StatusNoContent {
+			t.Errorf("Squirrel.Mac at v1.0.0 off the channel: %d %s, want 204", a.status, a.body)
+		}
+		if a := feed(t, api, "photocraft/electron/latest.yml?channel=beta"); a.status != http.StatusBadRequest {
+			t.Errorf("channel=beta: %d %s, want 400", a.status, a.body)
+		}
+	})
+}
