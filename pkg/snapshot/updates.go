@@ -28,6 +28,9 @@ type File struct {
 
 	ContentType []string
 	published   *release.Time // the release's it is
+	// tag and text are the release's tag and the companion's text it was
+	// served from: the same two serve the same bytes.
+	tag, text string
 }
 
 // MacOffer is Squirrel.Mac's answer for one arch: an update (Doc, 200, or
@@ -106,15 +109,17 @@ func renderUpdates(app string, old *Updates, rel *release.Release, companions *r
 			}
 			continue
 		}
-		f, _, err := companion.Serve(rel, name, text)
-		switch {
-		case err != nil:
-			u.files[name] = &File{Err: app + " " + rel.Tag + ": " + name + ": " + err.Error()}
-		case prev != nil && prev.Err == "" && string(prev.Body()) == string(f.Body) && prev.CacheControl == CacheControlFetched:
-			u.files[name] = prev
-		default:
-			u.files[name] = &File{Doc: NewDoc(f.Body, CacheControlFetched), ContentType: []string{f.ContentType}, published: rel.PublishedAt}
+		if prev != nil && prev.Err == "" && prev.CacheControl == CacheControlFetched && prev.tag == rel.Tag && prev.text == text {
+			u.files[name] = prev // read again from Redis: the same file
+			continue
 		}
+		f, _, err := companion.Serve(rel, name, text)
+		if err != nil {
+			u.files[name] = &File{Err: app + " " + rel.Tag + ": " + name + ": " + err.Error()}
+			continue
+		}
+		u.files[name] = &File{Doc: NewDoc(f.Body, CacheControlFetched), ContentType: []string{f.ContentType},
+			published: rel.PublishedAt, tag: rel.Tag, text: text}
 	}
 	for _, arch := range macArches {
 		up, err := squirrel.MacUpdate(app, rel, arch)
