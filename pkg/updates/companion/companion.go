@@ -36,12 +36,12 @@ type kind struct {
 
 var kinds = [...]kind{
 	{names: tauri.Companions, limit: minisign.MaxSignatureText, check: checkSignature},
-	{names: squirrel.Companions, limit: squirrel.MaxReleases, check: checkReleases, serve: serveReleases,
-		contentType: "text/plain; charset=utf-8"},
-	{names: velopackFeeds, limit: velopack.MaxFeed, check: checkVelopack, serve: serveVelopack,
-		contentType: "application/json"},
-	{names: channelFiles, limit: electron.MaxFile, check: checkChannelFile, serve: serveChannelFile,
-		contentType: "text/yaml; charset=utf-8"},
+	{names: assetsWhere(squirrel.IsReleases), limit: squirrel.MaxReleases, check: passedThrough(squirrel.Parse, squirrel.Releases.Check),
+		serve: serveReleases, contentType: "text/plain; charset=utf-8"},
+	{names: assetsWhere(isVelopackFeed), limit: velopack.MaxFeed, check: passedThrough(velopack.Parse, velopack.Check),
+		serve: serveVelopack, contentType: "application/json"},
+	{names: assetsWhere(electron.IsChannelFile), limit: electron.MaxFile, check: passedThrough(electron.Parse, electron.Check),
+		serve: serveChannelFile, contentType: "text/yaml; charset=utf-8"},
 }
 
 // Names returns the companions of rel, every kind's, in rel's asset order
@@ -143,18 +143,6 @@ func Serve(rel *release.Release, name, text string) (f File, ok bool, err error)
 	return File{Body: body, ContentType: k.contentType}, true, err
 }
 
-// checkReleases reads a Squirrel.Windows RELEASES file of rel, kept as it is.
-func checkReleases(rel *release.Release, body []byte, _ *minisign.PublicKey) (string, error) {
-	r, err := squirrel.Parse(body)
-	if err != nil {
-		return "", err
-	}
-	if err := r.Check(rel); err != nil {
-		return "", err
-	}
-	return string(body), nil
-}
-
 // serveReleases is a RELEASES file with every package's GitHub URL.
 func serveReleases(rel *release.Release, text string) ([]byte, error) {
 	r, err := squirrel.Parse([]byte(text))
@@ -162,29 +150,6 @@ func serveReleases(rel *release.Release, text string) ([]byte, error) {
 		return nil, err
 	}
 	return r.Absolute(rel)
-}
-
-// velopackFeeds lists rel's Velopack feeds, releases.{channel}.json.
-func velopackFeeds(rel *release.Release) []string {
-	var names []string
-	for _, a := range rel.Assets {
-		if _, ok := velopack.IsFeed(a.Name); ok {
-			names = append(names, a.Name)
-		}
-	}
-	return names
-}
-
-// checkVelopack reads a Velopack feed of rel, kept as it is.
-func checkVelopack(rel *release.Release, body []byte, _ *minisign.PublicKey) (string, error) {
-	f, err := velopack.Parse(body)
-	if err != nil {
-		return "", err
-	}
-	if err := velopack.Check(f, rel); err != nil {
-		return "", err
-	}
-	return string(body), nil
 }
 
 // serveVelopack is a Velopack feed with every FileName a GitHub URL.
@@ -196,32 +161,42 @@ func serveVelopack(rel *release.Release, text string) ([]byte, error) {
 	return velopack.Absolute([]byte(text), f, rel)
 }
 
-// channelFiles lists rel's electron-updater channel files (latest.yml…).
-func channelFiles(rel *release.Release) []string {
-	var names []string
-	for _, a := range rel.Assets {
-		if electron.IsChannelFile(a.Name) {
-			names = append(names, a.Name)
-		}
-	}
-	return names
-}
-
-// checkChannelFile reads an electron-updater channel file of rel, kept as it
-// is.
-func checkChannelFile(rel *release.Release, body []byte, _ *minisign.PublicKey) (string, error) {
-	f, err := electron.Parse(body)
-	if err != nil {
-		return "", err
-	}
-	if err := electron.Check(f, rel); err != nil {
-		return "", err
-	}
-	return string(body), nil
-}
-
 // serveChannelFile is a channel file with every relative download its
 // asset's GitHub URL.
 func serveChannelFile(rel *release.Release, text string) ([]byte, error) {
 	return electron.Absolute([]byte(text), rel)
+}
+
+// assetsWhere lists, in rel's order, the names of rel's assets for which
+// is reports true.
+func assetsWhere(is func(name string) bool) func(rel *release.Release) []string {
+	return func(rel *release.Release) []string {
+		var names []string
+		for _, a := range rel.Assets {
+			if is(a.Name) {
+				names = append(names, a.Name)
+			}
+		}
+		return names
+	}
+}
+
+func isVelopackFeed(name string) bool {
+	_, ok := velopack.IsFeed(name)
+	return ok
+}
+
+// passedThrough is the check of a file kept as it is: parse reads it as its
+// client does, and check holds what it read to the release.
+func passedThrough[T any](parse func([]byte) (T, error), check func(T, *release.Release) error) func(*release.Release, []byte, *minisign.PublicKey) (string, error) {
+	return func(rel *release.Release, body []byte, _ *minisign.PublicKey) (string, error) {
+		f, err := parse(body)
+		if err == nil {
+			err = check(f, rel)
+		}
+		if err != nil {
+			return "", err
+		}
+		return string(body), nil
+	}
 }
