@@ -2,6 +2,7 @@ package snapshot
 
 import (
 	"github.com/storytold/craft-releases/pkg/release"
+	"github.com/storytold/craft-releases/pkg/updates/semver"
 	"github.com/storytold/craft-releases/pkg/updates/tauri"
 )
 
@@ -29,8 +30,8 @@ type Offer struct {
 	Doc
 	Err string // the 404's error; "" for an update
 
-	version tauri.Version // the release's
-	static  bool          // the Manifest: never a 204
+	version semver.Version // the release's
+	static  bool           // the Manifest: never a 204
 }
 
 // Newer reports whether o's update is newer than current, the version the
@@ -71,14 +72,14 @@ func renderFeed(app string, old *Feed, rel *release.Release, sigs *release.Compa
 		old = &Feed{}
 	}
 	m := sigs.Map()
-	relVersion, semver := tauri.Version{}, false
+	relVersion, hasSemVer := semver.Version{}, false
 	if rel != nil {
-		relVersion, semver = tauri.ParseVersion(rel.Version)
+		relVersion, hasSemVer = tauri.ParseVersion(rel.Version)
 	}
 	// carried reports whether prev, the old answer, may stand for a request
 	// the new release has no signed bundle for yet.
 	carried := func(prev *Offer, awaiting bool) bool {
-		return awaiting && prev != nil && prev.Err == "" && semver && prev.version.Compare(relVersion) < 0
+		return awaiting && prev != nil && prev.Err == "" && hasSemVer && prev.version.Compare(relVersion) < 0
 	}
 	f := &Feed{app: app, rel: rel, sigs: sigs, offers: make(map[tauri.Request]*Offer)}
 	made := map[string]*Offer{} // by the answer's bytes, or by the 404's error
@@ -107,7 +108,7 @@ func renderFeed(app string, old *Feed, rel *release.Release, sigs *release.Compa
 
 // offerOf returns the update whose JSON is body: one already made in this
 // rendering, prev when it has the same bytes and is cached, or a new one.
-func offerOf(made map[string]*Offer, prev *Offer, body []byte, v tauri.Version, static bool) *Offer {
+func offerOf(made map[string]*Offer, prev *Offer, body []byte, v semver.Version, static bool) *Offer {
 	if o, ok := made[string(body)]; ok {
 		return o
 	}

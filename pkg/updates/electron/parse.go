@@ -241,7 +241,7 @@ func (r *reader) file(m *yaml.Node) (File, error) {
 	switch {
 	case null(v):
 		return File{}, errors.New("no version")
-	case !isString(v) || !semver(v.Value):
+	case !isString(v) || !nodeVersion(v.Value):
 		return File{}, fmt.Errorf("version %q: not a version node-semver reads", clip(v.Value))
 	}
 	f.Version = v.Value

@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/storytold/craft-releases/pkg/release"
-	"github.com/storytold/craft-releases/pkg/updates/tauri"
+	"github.com/storytold/craft-releases/pkg/updates/semver"
 )
 
 // macArches are the arches a macOS update zip is built for.
@@ -58,7 +58,7 @@ type Update struct {
 	// left out when unknown.
 	PubDate string `json:"pub_date,omitempty"`
 
-	version tauri.Version // the release's, without build metadata
+	version semver.Version // the release's, without build metadata
 }
 
 // MacUpdate returns the update the release rel of app offers a Squirrel.Mac
@@ -124,17 +124,10 @@ func (u Update) Newer(current string) (bool, error) {
 	return c.Compare(u.version) < 0, nil
 }
 
-// parseVersion reads s as a SemVer 2.0.0 version after one leading "v"
-// (tauri.ParseVersion's grammar, which would take any number of them), and
-// returns it without its build metadata, which precedence leaves out.
-func parseVersion(s string) (tauri.Version, bool) {
-	s = strings.TrimPrefix(s, "v")
-	if strings.HasPrefix(s, "v") {
-		return tauri.Version{}, false
-	}
-	if _, ok := tauri.ParseVersion(s); !ok {
-		return tauri.Version{}, false
-	}
-	core, _, _ := strings.Cut(s, "+")
-	return tauri.ParseVersion(core)
+// parseVersion reads s as the endpoint reads a version: SemVer 2.0.0
+// (semver.Parse) after at most one leading "v". It returns the version
+// without its build metadata, which precedence leaves out.
+func parseVersion(s string) (semver.Version, bool) {
+	v, ok := semver.Parse(strings.TrimPrefix(s, "v"))
+	return v.WithoutBuild(), ok
 }

@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/storytold/craft-releases/pkg/release"
+	"github.com/storytold/craft-releases/pkg/updates/semver"
 )
 
 // Signatures are the updater signatures fetched and checked for one
@@ -78,13 +79,13 @@ type Update struct {
 	URL       string        `json:"url"`                // the bundle's download URL on GitHub
 	Signature string        `json:"signature"`          // its .sig, as Signatures holds it
 
-	version Version
+	version semver.Version
 }
 
 // Newer reports whether u is an update for an app at version current (the
 // request's current_version): current is not a version (ParseVersion), or
-// it is lower than u's in the updater's order (Version.Compare). When it is
-// false, the endpoint answers 204.
+// it is lower than u's in the updater's order, the Rust semver crate's
+// (semver.Version.Compare). When it is false, the endpoint answers 204.
 func (u Update) Newer(current string) bool {
 	c, ok := ParseVersion(current)
 	return !ok || c.Compare(u.version) < 0
@@ -123,20 +124,20 @@ func Offer(app string, rel *release.Release, sigs Signatures, req Request) (Upda
 
 // checkRelease returns rel's version, or the error of Offer that a missing
 // release or a version that is not SemVer gets.
-func checkRelease(app string, rel *release.Release) (Version, error) {
+func checkRelease(app string, rel *release.Release) (semver.Version, error) {
 	if rel == nil {
-		return Version{}, fmt.Errorf("%s has no release on GitHub", app)
+		return semver.Version{}, fmt.Errorf("%s has no release on GitHub", app)
 	}
 	v, ok := ParseVersion(rel.Version)
 	if !ok {
-		return Version{}, fmt.Errorf("%s %s has no SemVer version", app, rel.Tag)
+		return semver.Version{}, fmt.Errorf("%s %s has no SemVer version", app, rel.Tag)
 	}
 	return v, nil
 }
 
 // offer is Offer for a known target and arch, and a bundle type of
 // BundleType.
-func offer(rel *release.Release, v Version, sigs Signatures, target, arch, bundleType string) (Update, bool) {
+func offer(rel *release.Release, v semver.Version, sigs Signatures, target, arch, bundleType string) (Update, bool) {
 	if bundleType == BundleUnknown {
 		bundleType = DefaultBundleType(target)
 	}

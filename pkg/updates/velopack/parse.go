@@ -23,7 +23,6 @@ const (
 	// (System.Text.Json) and 128 (serde_json).
 	maxDepth     = 32
 	maxPackageID = 256
-	maxVersion   = 256
 	maxFileName  = 2048
 )
 
@@ -358,6 +357,10 @@ func size(s string) bool {
 	}
 	n, err := strconv.ParseInt(s, 10, 64)
 	return err == nil && n <= release.MaxSizeBytes
+}
+
+func digits(s string) bool {
+	return !strings.ContainsFunc(s, func(r rune) bool { return r < '0' || r > '9' })
 }
 
 // valid reports why the values of a, read from JSON strings, are not an
