@@ -1,6 +1,7 @@
 package companion_test
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -25,6 +26,19 @@ func TestNames(t *testing.T) {
 	got := companion.Names(tauriRelease())
 	if want := []string{"A_1.0.0_x64-setup.exe.sig", "A_1.0.0_amd64.AppImage.sig"}; strings.Join(got, " ") != strings.Join(want, " ") {
 		t.Errorf("Names = %q, want %q (the release's order)", got, want)
+	}
+	// Every kind, in the release's order; the files a feed serves among them.
+	r := &release.Release{Tag: "v1.0.0", Version: "1.0.0"}
+	for _, n := range []string{"latest.yml", "A_1.0.0_x64-setup.exe", "RELEASES-arm64", "A_1.0.0_x64-setup.exe.sig", "releases.win.json",
+		"ia32.RELEASES", "RELEASES", "latest-mac.yml", "RELEASES.txt", "releases.json"} {
+		r.Assets = append(r.Assets, release.Asset{Name: n})
+	}
+	want := []string{"latest.yml", "RELEASES-arm64", "A_1.0.0_x64-setup.exe.sig", "releases.win.json", "ia32.RELEASES", "RELEASES", "latest-mac.yml"}
+	if got := companion.Names(r); strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("Names = %q, want %q", got, want)
+	}
+	if got, want := companion.Files(r), slices.Delete(slices.Clone(want), 2, 3); strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("Files = %q, want %q (no .sig)", got, want)
 	}
 	if got := companion.Names(nil); got != nil {
 		t.Errorf("Names(nil) = %q", got)

@@ -112,16 +112,6 @@ func TestReleasesArch(t *testing.T) {
 	}
 }
 
-// TestCompanions: a release's RELEASES assets, in its order.
-func TestCompanions(t *testing.T) {
-	if got, want := squirrel.Companions(photocraftRelease()), []string{"RELEASES", "ia32.RELEASES", "RELEASES-arm64"}; !slices.Equal(got, want) {
-		t.Errorf("Companions = %q, want %q", got, want)
-	}
-	if got := squirrel.Companions(nil); got != nil {
-		t.Errorf("Companions(nil) = %q, want none", got)
-	}
-}
-
 // TestParse: RELEASES files as Squirrel.Windows, electron-builder and
 // Electron Forge write them, and as a publisher may edit them, read to
 // their entries.

@@ -12,8 +12,6 @@ package squirrel
 import (
 	"strconv"
 	"strings"
-
-	"github.com/storytold/craft-releases/pkg/release"
 )
 
 // MaxReleases bounds a RELEASES file, in bytes: Parse refuses a longer
@@ -61,22 +59,6 @@ func ReleasesArch(name string) (arch string, ok bool) {
 func IsReleases(name string) bool {
 	_, ok := ReleasesArch(name)
 	return ok
-}
-
-// Companions lists the names of rel's RELEASES assets (IsReleases), in
-// rel's asset order: the files to fetch for rel, each at most MaxReleases
-// bytes. A nil rel has none.
-func Companions(rel *release.Release) []string {
-	if rel == nil {
-		return nil
-	}
-	var names []string
-	for _, a := range rel.Assets {
-		if IsReleases(a.Name) {
-			names = append(names, a.Name)
-		}
-	}
-	return names
 }
 
 // excerpt is s quoted for an error message, cut to 128 bytes: a
