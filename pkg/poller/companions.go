@@ -46,9 +46,9 @@ type companionRefs struct {
 	refused map[string]bool // names whose bytes were refused: not asked again before the next 200
 }
 
-// keep returns the signatures of was that still belong to rel, the release
-// a new answer brought: those of a release with was's tag whose .sig asset
-// is unchanged. Any other release has none yet.
+// keep returns the companions of was that still belong to rel, the release
+// a new answer brought: those of a release with was's tag whose asset is
+// unchanged. Any other release has none yet.
 func keep(was *release.Release, sigs *release.Companions, rel *release.Release) *release.Companions {
 	if was == nil || rel == nil || was.Tag != rel.Tag || sigs == nil {
 		return nil
@@ -183,12 +183,12 @@ func (p *Poller) check(key string, rel *release.Release, name string, body []byt
 	return companion.Check(rel, name, body, pub)
 }
 
-// storeCompanions adds the signatures got to e, app's entry when its
-// companions were asked for, shares the entry (a fetch write of the same
-// fetch, which keeps the signatures already shared) and merges it. It then
+// storeCompanions adds the companions got to e, app's entry when they were
+// asked for, shares the entry (a fetch write of the same fetch, which keeps
+// the companions already shared) and merges it. It then
 // tells Config.Changes when that changed what is served, as remember does:
 // as the shared write said or, without a Fleet, always, since got holds
-// only signatures e lacked.
+// only companions e lacked.
 func (p *Poller) storeCompanions(ctx context.Context, key string, e release.Entry, got map[string]string, r *round) {
 	if len(got) == 0 {
 		return
