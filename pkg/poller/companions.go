@@ -33,7 +33,7 @@ type CompanionObserver interface {
 // How a companion request ended, as told to a CompanionObserver.
 const (
 	CompanionStored      = "stored"       // checked and kept
-	CompanionRefused     = "refused"      // fetched, but not a signature, or one by another key
+	CompanionRefused     = "refused"      // fetched, but refused as its client would (a .sig by another key…)
 	CompanionFailed      = "failed"       // no bytes: an error, a 404, a bound or a digest
 	CompanionRateLimited = "rate_limited" // GitHub's rate limit: the round stops
 )
@@ -77,10 +77,10 @@ func sameAsset(a, b release.Asset) bool {
 // companions fetches the companions of app's release that its entry lacks,
 // when the last 200 this poller had about the app named their asset ids
 // (docs/github.md, "Companion assets"): spaced and counted like every
-// request of round r, each checked (a minisign signature, by the app's key
-// when it has one) before it is kept, shared and merged. A companion that
-// fails is asked again at a later tick, one refused only after the next 200;
-// the release is served meanwhile. It
+// request of round r, each checked as its client reads it (companion.Check:
+// a .sig by the app's key when it has one) before it is kept, shared and
+// merged. A companion that fails is asked again at a later tick, one
+// refused only after the next 200; the release is served meanwhile. It
 // reports whether the round must stop: a rate limit or a cancelled ctx.
 func (p *Poller) companions(ctx context.Context, app release.App, r *round) (stop bool) {
 	e := p.entries[app.Key]
