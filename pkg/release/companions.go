@@ -88,6 +88,12 @@ func (s *Companions) Union(o *Companions) *Companions {
 
 // covers reports whether s holds every name of o, each with a text not
 // greater than o's.
+// Equal reports whether s and o hold the same companions with the same
+// texts (nil holds none).
+func (s *Companions) Equal(o *Companions) bool {
+	return s.Len() == o.Len() && covers(s, o) && covers(o, s)
+}
+
 func covers(s, o *Companions) bool {
 	for name, text := range o.mapOrNil() {
 		if mine, ok := s.Get(name); !ok || mine > text {

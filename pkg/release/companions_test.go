@@ -75,3 +75,26 @@ func TestSignaturesUnionConflict(t *testing.T) {
 		t.Errorf("a.Union(nil) = %p, want a itself (%p)", got, a)
 	}
 }
+
+func TestCompanionsEqual(t *testing.T) {
+	a := release.NewCompanions(map[string]string{"x.sig": "1", "y.sig": "2"})
+	for _, tc := range []struct {
+		name string
+		o    *release.Companions
+		want bool
+	}{
+		{"the same texts", release.NewCompanions(map[string]string{"y.sig": "2", "x.sig": "1"}), true},
+		{"one fewer", release.NewCompanions(map[string]string{"x.sig": "1"}), false},
+		{"one more", release.NewCompanions(map[string]string{"x.sig": "1", "y.sig": "2", "z.sig": "3"}), false},
+		{"another text", release.NewCompanions(map[string]string{"x.sig": "1", "y.sig": "3"}), false},
+		{"none", nil, false},
+	} {
+		if got := a.Equal(tc.o); got != tc.want {
+			t.Errorf("%s: Equal = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+	var none *release.Companions
+	if !none.Equal(nil) || !none.Equal(release.NewCompanions(nil)) {
+		t.Error("nil companions are not equal to none")
+	}
+}

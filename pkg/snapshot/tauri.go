@@ -1,6 +1,8 @@
 package snapshot
 
 import (
+	"reflect"
+
 	"github.com/storytold/craft-releases/pkg/release"
 	"github.com/storytold/craft-releases/pkg/updates/semver"
 	"github.com/storytold/craft-releases/pkg/updates/tauri"
@@ -59,13 +61,14 @@ func (f *Feed) Offer(req tauri.Request) *Offer {
 
 // renderFeed returns the feed of app's release rel with its signatures
 // sigs, built on old (the feed it replaces, nil for none): old itself when
-// neither changed, and old's answers where they are the same. A request
+// neither changed (a release read again from Redis is a new pointer to an
+// equal release), and old's answers where they are the same. A request
 // that rel has a bundle for whose signature is not there yet
 // (tauri.Awaiting) keeps what old offered, when that was an older release's
 // update, so that an updater is not told "nothing" while the signatures of
 // a new release are being fetched; such an answer is not cached.
 func renderFeed(app string, old *Feed, rel *release.Release, sigs *release.Companions) *Feed {
-	if old != nil && old.rel == rel && old.sigs == sigs {
+	if old != nil && sameRelease(old.rel, rel) && old.sigs.Equal(sigs) {
 		return old
 	}
 	if old == nil {
@@ -146,4 +149,10 @@ func errorOffer(made map[string]*Offer, msg string) *Offer {
 	o := &Offer{Err: msg}
 	made[key] = o
 	return o
+}
+
+// sameRelease reports whether a and b are the same release: the same
+// pointer, or equal in every field.
+func sameRelease(a, b *release.Release) bool {
+	return a == b || a != nil && b != nil && reflect.DeepEqual(*a, *b)
 }

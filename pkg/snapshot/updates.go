@@ -92,7 +92,7 @@ func (u *Updates) Mac(arch string) *MacOffer {
 // keeps old's file of that name, served no-store, when old's was an older
 // release's, as the Tauri feed does (renderFeed).
 func renderUpdates(app string, old *Updates, rel *release.Release, companions *release.Companions) *Updates {
-	if old != nil && old.rel == rel && old.companions == companions {
+	if old != nil && sameRelease(old.rel, rel) && old.companions.Equal(companions) {
 		return old
 	}
 	if old == nil {
