@@ -180,24 +180,7 @@ func TestFeedManifestAndPrerelease(t *testing.T) {
 // updater bundles of a Tauri app in each release, over the same releases
 // whose signatures were not fetched (no update offered), per app.
 func BenchmarkFeedMemory(b *testing.B) {
-	apps, entries := realisticApps()
-	signedEntries := map[string]release.Entry{}
-	for k, e := range entries {
-		r := *e.Release
-		r.Assets = slices.Clone(r.Assets)
-		sigs := map[string]string{}
-		for _, bundle := range []string{"_" + r.Version + "_x64-setup.exe", "_" + r.Version + "_x64_en-US.msi", "_universal.app.tar.gz",
-			"_" + r.Version + "_amd64.AppImage", "_" + r.Version + "_amd64.deb", "-" + r.Version + "-1.x86_64.rpm"} {
-			for _, name := range []string{k + bundle, k + bundle + ".sig"} {
-				r.Assets = append(r.Assets, release.Asset{Name: name, SizeBytes: 50_000_000,
-					DownloadURL: release.DownloadURL("storytold/"+k, r.Tag, name)})
-			}
-			// A .sig as Tauri's CLI writes it: some 400 bytes of base64.
-			sigs[k+bundle+".sig"] = strings.Repeat("dW50cnVzdGVkIGNvbW1lbnQ6", 17) + k + bundle
-		}
-		e.Release, e.Companions = &r, release.NewCompanions(sigs)
-		signedEntries[k] = e
-	}
+	apps, signedEntries := signedApps()
 	held := func(signed bool) uint64 {
 		es := map[string]release.Entry{}
 		for k, e := range signedEntries {
@@ -227,4 +210,48 @@ func BenchmarkFeedMemory(b *testing.B) {
 	}
 	b.ReportMetric(float64(with-without)/float64(len(apps)), "B/app")
 	b.ReportMetric(float64(with)/float64(len(apps)), "total-B/app")
+}
+
+// signedApps returns the 13 realistic apps, each release carrying the six
+// updater bundles of a Tauri app with their signatures.
+func signedApps() ([]release.App, map[string]release.Entry) {
+	apps, entries := realisticApps()
+	signedEntries := map[string]release.Entry{}
+	for k, e := range entries {
+		r := *e.Release
+		r.Assets = slices.Clone(r.Assets)
+		sigs := map[string]string{}
+		for _, bundle := range []string{"_" + r.Version + "_x64-setup.exe", "_" + r.Version + "_x64_en-US.msi", "_universal.app.tar.gz",
+			"_" + r.Version + "_amd64.AppImage", "_" + r.Version + "_amd64.deb", "-" + r.Version + "-1.x86_64.rpm"} {
+			for _, name := range []string{k + bundle, k + bundle + ".sig"} {
+				r.Assets = append(r.Assets, release.Asset{Name: name, SizeBytes: 50_000_000,
+					DownloadURL: release.DownloadURL("storytold/"+k, r.Tag, name)})
+			}
+			// A .sig as Tauri's CLI writes it: some 400 bytes of base64.
+			sigs[k+bundle+".sig"] = strings.Repeat("dW50cnVzdGVkIGNvbW1lbnQ6", 17) + k + bundle
+		}
+		e.Release, e.Companions = &r, release.NewCompanions(sigs)
+		signedEntries[k] = e
+	}
+	return apps, signedEntries
+}
+
+// BenchmarkFeedReread is a 304 of a Tauri app as a pod hydrates it: the
+// same release and signatures read again from Redis, new values equal to
+// the old, which must not render the app's feeds again. Compare it with
+// BenchmarkPoll/apps=13 in the same run, the same 304 rendered without
+// feeds (both are mostly the full answer's compression).
+func BenchmarkFeedReread(b *testing.B) {
+	apps, entries := signedApps()
+	s := snapshot.New(apps, fakeclock.New(t0.Add(24*time.Hour)))
+	s.SetAll(entries, t0)
+	key := apps[0].Key
+	e := entries[key]
+	b.ReportAllocs()
+	for b.Loop() {
+		r := *e.Release
+		r.Assets = slices.Clone(r.Assets)
+		e.FetchedAt, e.Release, e.Companions = e.FetchedAt.Add(time.Millisecond), &r, release.NewCompanions(e.Companions.Map())
+		s.Set(key, e)
+	}
 }
