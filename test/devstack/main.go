@@ -27,6 +27,7 @@ import (
 
 	"github.com/storytold/craft-releases/pkg/config"
 	"github.com/storytold/craft-releases/test/fakegithub"
+	"github.com/storytold/craft-releases/test/testkit"
 )
 
 func main() {
@@ -109,7 +110,8 @@ the split deployment is up; Ctrl-C stops it
   curl -s http://%s/metrics                        # poller 1 (all: %s)
   curl -s http://%s/metrics                        # API pod 1, its port that is not public (all: %s)
   REDIS_URL=%s go run ./cmd/poller status
-`, apis[0], *apiAddrs, pollers[0], *pollerAddrs, apiMetrics[0], *apiMetricsAddrs, env["REDIS_URL"])
+  curl -s http://%s/v1/craft_apps/updates/%s/tauri/windows/x86_64/nsis?current_version=0.1.0   # and the other feeds: docs/updates.md
+`, apis[0], *apiAddrs, pollers[0], *pollerAddrs, apiMetrics[0], *apiMetricsAddrs, env["REDIS_URL"], apis[0], updatesApp)
 	<-ctx.Done()
 	fmt.Println("\nstopping …")
 	return nil
@@ -119,10 +121,10 @@ the split deployment is up; Ctrl-C stops it
 // release of one app after another, so a person sees releases propagate.
 // PhotoCraft, on the pre-release channel, always has a beta of its next
 // version too, a day newer than its release.
-func publish(ctx context.Context, gh *fakegithub.Server, every time.Duration) {
+func publish(ctx context.Context, gh *fakegithub.Server, every time.Duration, key testkit.MinisignKey) {
 	apps := config.DefaultApps()
 	for _, a := range apps {
-		publishRelease(gh, a.Repo, "v1.0.0")
+		publishRelease(gh, a.Repo, "v1.0.0", key)
 	}
 	ticker := time.NewTicker(every)
 	defer ticker.Stop()
@@ -134,18 +136,28 @@ func publish(ctx context.Context, gh *fakegithub.Server, every time.Duration) {
 		}
 		a := apps[(n-1)%len(apps)]
 		tag := fmt.Sprintf("v1.0.%d", (n-1)/len(apps)+1)
-		publishRelease(gh, a.Repo, tag)
+		publishRelease(gh, a.Repo, tag, key)
 		fmt.Printf("[fake-github] published %s %s\n", a.Repo, tag)
 	}
 }
 
-// prereleaseApp is the app the stack puts on the pre-release channel.
-const prereleaseApp = "photocraft"
+// prereleaseApp is the app the stack puts on the pre-release channel, and
+// updatesApp the one whose releases carry every updater's files
+// (fakegithub.WithUpdaterFiles), its Tauri bundles signed by a key made at
+// start.
+const (
+	prereleaseApp = "photocraft"
+	updatesApp    = "vectorcraft"
+)
 
 // publishRelease publishes repo's release tag and its release list: the
-// release alone, and for prereleaseApp's repository a beta before it.
-func publishRelease(gh *fakegithub.Server, repo, tag string) {
+// release alone, and for prereleaseApp's repository a beta before it; for
+// updatesApp's, with every updater's files, signed with key.
+func publishRelease(gh *fakegithub.Server, repo, tag string, key testkit.MinisignKey) {
 	rel := fakegithub.NewRelease(repo, tag)
+	if repo == "storytold/"+updatesApp {
+		rel = fakegithub.WithUpdaterFiles(repo, rel, key.Sign)
+	}
 	gh.Publish(repo, rel)
 	if repo != "storytold/"+prereleaseApp {
 		return
@@ -216,15 +228,22 @@ func startFakeGitHub(ctx context.Context, env map[string]string, every time.Dura
 	if err != nil {
 		return nil, err
 	}
+	key, err := testkit.GenerateMinisignKey()
+	if err != nil {
+		ln.Close()
+		return nil, err
+	}
 	gh := fakegithub.Listen(ln)
-	go publish(ctx, gh, every)
+	go publish(ctx, gh, every, key)
 	env["CRAFT_APPS_RELEASE_GITHUB_API_URL"] = gh.URL()
+	env["CRAFT_APPS_RELEASE_TAURI_PUBKEYS"] = updatesApp + "=" + key.PublicKey()
 	env["CRAFT_APPS_RELEASE_POLL_INTERVAL_SECS"] = "10"
 	env["CRAFT_APPS_RELEASE_TICK_SECS"] = "2"
 	env["CRAFT_APPS_RELEASE_STARTUP_JITTER_SECS"] = "2"
 	env["CRAFT_APPS_RELEASE_REQUEST_SPACING_MS"] = "100"
 	env["CRAFT_APPS_RELEASE_PRERELEASE_APPS"] = prereleaseApp
-	fmt.Printf("fake GitHub on %s, a new release every %s, %s on the pre-release channel\n", gh.URL(), every, prereleaseApp)
+	fmt.Printf("fake GitHub on %s, a new release every %s, %s on the pre-release channel, %s's releases with every updater's files\n",
+		gh.URL(), every, prereleaseApp, updatesApp)
 	return gh.Close, nil
 }
 

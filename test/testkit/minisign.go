@@ -19,16 +19,25 @@ type MinisignKey struct {
 // NewMinisignKey returns a fresh key.
 func NewMinisignKey(t testing.TB) MinisignKey {
 	t.Helper()
+	k, err := GenerateMinisignKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
+}
+
+// GenerateMinisignKey returns a fresh key, for a program (task dev).
+func GenerateMinisignKey() (MinisignKey, error) {
 	pub, priv, err := ed25519.GenerateKey(rand.Reader)
 	if err != nil {
-		t.Fatalf("generate key: %v", err)
+		return MinisignKey{}, fmt.Errorf("generate key: %w", err)
 	}
 	var k MinisignKey
 	if _, err := rand.Read(k.id[:]); err != nil {
-		t.Fatalf("key id: %v", err)
+		return MinisignKey{}, fmt.Errorf("key id: %w", err)
 	}
 	k.priv, k.pub = priv, pub
-	return k
+	return k, nil
 }
 
 // PublicKey returns the key as tauri.conf.json's pubkey holds it: the
