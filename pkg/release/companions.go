@@ -86,14 +86,14 @@ func (s *Companions) Union(o *Companions) *Companions {
 	return &Companions{byName: out}
 }
 
-// covers reports whether s holds every name of o, each with a text not
-// greater than o's.
 // Equal reports whether s and o hold the same companions with the same
 // texts (nil holds none).
 func (s *Companions) Equal(o *Companions) bool {
 	return s.Len() == o.Len() && covers(s, o) && covers(o, s)
 }
 
+// covers reports whether s holds every name of o, each with a text not
+// greater than o's.
 func covers(s, o *Companions) bool {
 	for name, text := range o.mapOrNil() {
 		if mine, ok := s.Get(name); !ok || mine > text {
