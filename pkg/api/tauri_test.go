@@ -67,7 +67,8 @@ func TestTauriEndpoint(t *testing.T) {
 		tauri.Request{Target: "windows", Arch: "x64", BundleType: "nsis"}) {
 		paths := []string{base + req.Target + "/" + req.Arch + "/" + req.BundleType}
 		if req.BundleType == tauri.BundleUnknown {
-			paths = append(paths, base+req.Target+"/"+req.Arch, base+req.Target+"/"+req.Arch+"/%7B%7Bbundle_type%7D%7D")
+			paths = append(paths, base+req.Target+"/"+req.Arch, base+req.Target+"/"+req.Arch+"/%7B%7Bbundle_type%7D%7D",
+				base+req.Target+"/"+req.Arch+"/{{bundle_type}}")
 		}
 		want := app.Tauri.Offer(req)
 		for _, path := range paths {
