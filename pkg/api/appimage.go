@@ -24,44 +24,27 @@ const FeedAppImage = "appimage"
 // or no zsync file, 400 for a bad channel (docs/updates.md, "AppImage").
 func appImageZsync(r Renderer, obs FeedObserver) echo.HandlerFunc {
 	public := []string{snapshot.CacheControlFetched}
-	return func(c echo.Context) error {
-		key := c.Param("app")
-		app := r.Current().Apps[key]
-		if obs != nil {
-			counted := key
-			if app == nil {
-				counted = UnknownApp
-			}
-			defer func() { obs.Feed(counted, FeedAppImage, c.Response().Status) }()
-		}
-		if app == nil {
-			return writeError(c, http.StatusNotFound, unknownApp(key))
-		}
-		channel := queryValue(c.Request().URL.RawQuery, "channel")
-		want := download.Want{OS: release.OSLinux, Package: release.PackageAppImageZsync, Channel: channel}
-		if err := download.Check(want); err != nil {
-			return writeError(c, http.StatusBadRequest, errorBody{Error: err.Error()})
-		}
-		file := c.Param("file")
-		var ok bool
-		if want.Arch, ok = routes.AppImageArch(file); !ok {
+	return feedHandler(r, obs, FeedAppImage, func(c echo.Context, app *snapshot.App, prerelease bool, cacheControl []string) error {
+		key, file := c.Param("app"), c.Param("file")
+		arch, ok := routes.AppImageArch(file)
+		if !ok {
 			return writeError(c, http.StatusNotFound, errorBody{Error: "unknown file: want x86_64.zsync, i686.zsync or aarch64.zsync"})
 		}
-		t, missing := trackOf(app, key, want.Prerelease())
+		t, missing := trackOf(app, key, prerelease)
 		if t == nil {
 			return writeError(c, http.StatusNotFound, missing)
 		}
-		i, ok := download.Pick(t.Downloads, want)
+		i, ok := download.Pick(t.Downloads, download.Want{OS: release.OSLinux, Arch: arch, Package: release.PackageAppImageZsync})
 		if !ok {
 			return writeError(c, http.StatusNotFound, errorBody{Error: key + " " + t.Release.Tag + " has no AppImage zsync file for " + strings.TrimSuffix(file, ".zsync")})
 		}
-		h := c.Response().Header()
-		h[hdrCacheControl] = public
-		if channel != "" {
-			h[hdrCacheControl] = privateCache
+		if cacheControl == nil {
+			cacheControl = public
 		}
+		h := c.Response().Header()
+		h[hdrCacheControl] = cacheControl
 		h[hdrLocation] = t.Locations[i]
 		c.Response().WriteHeader(http.StatusFound)
 		return nil
-	}
+	})
 }

@@ -17,7 +17,8 @@ func options(path string) echo.HandlerFunc {
 	var vary []string
 	switch path {
 	case routes.ReleaseInfoPath, routes.ReleaseInfoAppPath, routes.PagePath, routes.OpenAPIPath,
-		routes.TauriPath, routes.TauriAnyPath, routes.TauriManifestPath:
+		routes.TauriPath, routes.TauriAnyPath, routes.TauriManifestPath, routes.AppImagePath, routes.SquirrelMacPath,
+		routes.SquirrelWindowsPath, routes.SquirrelWindowsArchPath, routes.ElectronPath, routes.VelopackPath:
 		vary = varyEncoding
 	case routes.DownloadPath:
 		vary = []string{"User-Agent"}
