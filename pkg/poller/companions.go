@@ -3,6 +3,7 @@ package poller
 import (
 	"context"
 	"errors"
+	"time"
 
 	"go.uber.org/zap"
 
@@ -44,6 +45,17 @@ type companionRefs struct {
 	tag     string
 	refs    map[string]release.AssetRef
 	refused map[string]bool // names whose bytes were refused: not asked again before the next 200
+	// failed holds, for each name whose last request failed, its failures
+	// in a row and when it may be asked again (on p.timer): after
+	// Timing.RetryWait, as an app's own retry.
+	failed map[string]companionRetry
+}
+
+// companionRetry is a companion's failures in a row and when it may be
+// asked again.
+type companionRetry struct {
+	failures int
+	at       time.Time
 }
 
 // keep returns the companions of was that still belong to rel, the release
@@ -79,8 +91,9 @@ func sameAsset(a, b release.Asset) bool {
 // (docs/github.md, "Companion assets"): spaced and counted like every
 // request of round r, each checked as its client reads it (companion.Check:
 // a .sig by the app's key when it has one) before it is kept, shared and
-// merged. A companion that fails is asked again at a later tick, one
-// refused only after the next 200; the release is served meanwhile. It
+// merged. A companion that fails is asked again after the per-app retry's
+// wait (Timing.RetryWait), one refused only after the next 200; the release
+// is served meanwhile. It
 // reports whether the round must stop: a rate limit or a cancelled ctx.
 func (p *Poller) companions(ctx context.Context, app release.App, r *round) (stop bool) {
 	e := p.entries[app.Key]
@@ -96,7 +109,7 @@ func (p *Poller) companions(ctx context.Context, app release.App, r *round) (sto
 	defer func() { p.storeCompanions(ctx, app.Key, e, got, r) }()
 	for _, name := range names[:min(len(names), release.MaxCompanions)] {
 		ref, ok := refs.refs[name]
-		if _, have := e.Companions.Get(name); have || !ok || refs.refused[name] {
+		if _, have := e.Companions.Get(name); have || !ok || refs.refused[name] || p.timer.Now().Before(refs.failed[name].at) {
 			continue
 		}
 		if p.backoff.Active(p.clock.Now()) || !p.space(ctx, r) {
@@ -134,6 +147,7 @@ func (p *Poller) companions(ctx context.Context, app release.App, r *round) (sto
 			p.log.Warn("companion request failed", zap.String("app", app.Key), logsafe.String("asset", name),
 				logsafe.NamedError("err", a.Err))
 		default:
+			refs = p.retryLater(app.Key, refs, name)
 			p.log.Warn("companion request failed", zap.String("app", app.Key), logsafe.String("asset", name),
 				logsafe.NamedError("err", a.Err))
 		}
@@ -167,6 +181,19 @@ func (p *Poller) hold(key string, refs companionRefs, name string) companionRefs
 		refs.refused = map[string]bool{}
 	}
 	refs.refused[name] = true
+	p.refs[key] = refs
+	return refs
+}
+
+// retryLater counts a failure of name, a companion of app's release as
+// refs names them, and keeps it from being asked again before
+// Timing.RetryWait of its failures in a row has passed.
+func (p *Poller) retryLater(key string, refs companionRefs, name string) companionRefs {
+	if refs.failed == nil {
+		refs.failed = map[string]companionRetry{}
+	}
+	n := refs.failed[name].failures + 1
+	refs.failed[name] = companionRetry{failures: n, at: p.timer.Now().Add(p.timing.RetryWait(n))}
 	p.refs[key] = refs
 	return refs
 }

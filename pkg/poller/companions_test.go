@@ -201,14 +201,19 @@ func TestCompanions(t *testing.T) {
 	}
 	check("tick 1", []string{"1", "2"}, map[string]string{nameA: sigA}, poller.CompanionStored, poller.CompanionFailed)
 
-	// The next tick: the release is fresh; only B is asked again.
+	// The next tick comes before B's retry wait (Timing.RetryWait, as an
+	// app's own): nothing is asked. After it, only B is asked again; the
+	// release is fresh.
 	src.answer(2, bytesOf(sigB))
 	setClock(t, c, c.Now().Add(timing.Tick))
 	p.Tick(ctx)
+	check("tick 2, B waits", nil, map[string]string{nameA: sigA})
+	setClock(t, c, c.Now().Add(timing.RetryWait(1)-timing.Tick))
+	p.Tick(ctx)
 	if asked, _ := src.fakeSource.take(); len(asked) != 0 {
-		t.Errorf("tick 2: releases asked: got %v, want none", asked)
+		t.Errorf("tick 3: releases asked: got %v, want none", asked)
 	}
-	check("tick 2", []string{"2"}, map[string]string{nameA: sigA, nameB: sigB}, poller.CompanionStored)
+	check("tick 3", []string{"2"}, map[string]string{nameA: sigA, nameB: sigB}, poller.CompanionStored)
 
 	// Due again: a 304 keeps them and asks for nothing more.
 	src.fakeSource.script["artcraft"] = notModified()
@@ -281,6 +286,7 @@ func TestCompanionsChanges(t *testing.T) {
 				t.Fatal(err)
 			}
 			src.fakeSource.script["artcraft"] = tauriRelease("v1")
+			at := t0 // each step once B's retry wait after its failures has passed
 			for i, step := range steps {
 				for id, a := range step.answers {
 					src.answer(id, a)
@@ -293,7 +299,10 @@ func TestCompanionsChanges(t *testing.T) {
 						}
 					}
 				}
-				setClock(t, c, t0.Add(time.Duration(i)*timing.Tick))
+				if i > 0 {
+					at = at.Add(timing.RetryWait(i) + timing.Tick) // a tick after the wait, as the loop would
+				}
+				setClock(t, c, at)
 				p.Tick(context.Background())
 				want := step.standalone
 				if withFleet {
@@ -381,5 +390,36 @@ func TestCompanionsAfterRestart(t *testing.T) {
 	p.Tick(context.Background())
 	if asked, _ := src.fakeSource.take(); !reflect.DeepEqual(asked, []string{`artcraft("v1")`}) {
 		t.Errorf("releases asked once kept: got %v, want [artcraft(\"v1\")]", asked)
+	}
+}
+
+// TestCompanionsFailingForHours: at the default timing, companions that
+// fail at every request are asked again after the per-app retry's doubling
+// wait, at most once an interval each once it is reached, not at every tick.
+func TestCompanionsFailingForHours(t *testing.T) {
+	c := newClock()
+	src := &companionSource{fakeSource: &fakeSource{clock: c, script: map[string]release.Answer{}}, answers: map[int64][]companionAnswer{}}
+	p, err := poller.New(poller.Config{
+		Apps: apps("artcraft"), Timing: timing, Source: src, Clock: c, Rand: func() float64 { return 0.5 },
+		Companions: tauri.Companions,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	src.fakeSource.script["artcraft"] = tauriRelease("v1")
+	p.Tick(context.Background())
+	src.fakeSource.script["artcraft"] = notModified()
+	const hours = 4
+	for at := t0; at.Before(t0.Add(hours * time.Hour)); at = at.Add(timing.Tick) {
+		if at.After(c.Now()) {
+			setClock(t, c, at)
+		}
+		p.Tick(context.Background())
+	}
+	// Each of the two: the waits double from a minute to the interval (31
+	// minutes in all), then one request an interval.
+	asked := len(src.take())
+	if want := 2 * (5 + (hours*60-31)/30 + 1); asked > want || asked < 2*hours {
+		t.Errorf("%d companion requests in %d h, want at most %d (and at least %d)", asked, hours, want, 2*hours)
 	}
 }

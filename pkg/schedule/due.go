@@ -23,7 +23,7 @@ func Due(t Timing, e release.Entry, now time.Time) bool {
 	if e.Fetched() && release.Believed(e.FetchedAt, now) && age(e.FetchedAt, now) < t.Interval-m {
 		return false
 	}
-	if e.Failing() && release.Believed(e.FailedAt, now) && age(e.FailedAt, now) < doubling(t.FirstRetry(), e.Failures, t.Interval)-m {
+	if e.Failing() && release.Believed(e.FailedAt, now) && age(e.FailedAt, now) < t.RetryWait(e.Failures)-m {
 		return false
 	}
 	return true

@@ -56,6 +56,11 @@ func Jittered(d time.Duration, f, u float64) time.Duration {
 	return d + time.Duration(float64(d)*f*(2*u-1))
 }
 
+// RetryWait is how long after its n-th failure in a row a request is asked
+// again: min(F × 2^(n−1), I), the per-app retry of Due, which a release's
+// companion asset also follows (docs/github.md, "Companion assets").
+func (t Timing) RetryWait(n int) time.Duration { return doubling(t.FirstRetry(), n, t.Interval) }
+
 // doubling returns min(base × 2^(n−1), limit) for n ≥ 1 (n < 1 counts as 1).
 // It saturates at limit instead of overflowing, however large n is.
 func doubling(base time.Duration, n int, limit time.Duration) time.Duration {
