@@ -61,7 +61,7 @@ func tauriHandler(r Renderer, obs FeedObserver, feed string, pick func(echo.Cont
 		if o.Err != "" {
 			return writeError(c, http.StatusNotFound, errorBody{Error: o.Err})
 		}
-		if cacheControl == nil {
+		if cacheControl == nil || o.CacheControl == snapshot.CacheControlUnfetched {
 			cacheControl = o.Values.CacheControl
 		}
 		if !o.Newer(queryValue(c.Request().URL.RawQuery, "current_version")) {

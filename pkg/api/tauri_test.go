@@ -176,3 +176,30 @@ func TestQueryValue(t *testing.T) {
 		}
 	}
 }
+
+// TestTauriCarriedNotCached: the previous release's update, kept while a
+// new release's signatures are fetched, is no-store with a channel too.
+func TestTauriCarriedNotCached(t *testing.T) {
+	t.Parallel()
+	launcher := release.App{Key: "artcraft-launcher", Name: "ArtCraft Launcher", Repo: "storytold/craft-launcher"}
+	s := snapshot.New([]release.App{launcher}, fakeclock.New(t0))
+	for i, v := range []string{"1.0.0", "2.0.0"} {
+		tag, name := "v"+v, "ArtCraft_"+v+"_x64-setup.exe"
+		r := &release.Release{Tag: tag, Version: v, PublishedAt: release.NewTime(t0.Add(time.Duration(i) * time.Hour))}
+		for _, n := range []string{name, name + ".sig"} {
+			r.Assets = append(r.Assets, release.Asset{Name: n, DownloadURL: release.DownloadURL(launcher.Repo, tag, n)})
+		}
+		var sigs *release.Companions
+		if i == 0 {
+			sigs = release.NewCompanions(map[string]string{name + ".sig": "dW50cnVzdGVk"})
+		}
+		s.Set(launcher.Key, release.Entry{FetchedAt: t0.Add(time.Duration(i) * time.Hour), Release: r, Companions: sigs})
+	}
+	srv := New(s, new(daemon.Gate), zap.NewNop(), Options{})
+	for _, q := range []string{"", "?channel=stable", "?channel=prerelease&current_version=1.0.0"} {
+		rec := serve(t, srv, http.MethodGet, "/v1/craft_apps/updates/artcraft-launcher/tauri/windows/x86_64/nsis"+q, nil)
+		if rec.Header().Get("Cache-Control") != "no-store" || (rec.Code != http.StatusOK && rec.Code != http.StatusNoContent) {
+			t.Errorf("%q: %d, Cache-Control %q; want the 1.0.0 update (or its 204), no-store", q, rec.Code, rec.Header().Get("Cache-Control"))
+		}
+	}
+}

@@ -124,7 +124,7 @@ func NewPoller(apps []release.App) *Poller {
 		hasRelease: gaugeVec("craft_poller_app_has_release",
 			"1 while the app's last fetch that this poller knows of has a release, 0 when it had none (absent while never fetched).", "app", "repo"),
 		companions: counterVec("craft_poller_companions_total",
-			"GitHub requests for a release's companion assets (its updater bundles' signatures) and how they ended.", "app", "outcome"),
+			"GitHub requests for a release's companion assets (the files the updater feeds serve) and how they ended.", "app", "outcome"),
 	}
 	p.initSeries(apps)
 	return p

@@ -42,8 +42,8 @@ type Shared interface {
 	PutFetch(ctx context.Context, app string, e release.Entry) (bool, error)
 	// PublishFetch is PutFetch that also reports whether the write changed
 	// the release served (the shared entry had another release, or no
-	// fetch) or its signatures: of all the writers of one release, or of
-	// one signature, one is told so.
+	// fetch) or its companions: of all the writers of one release, or of
+	// one companion, one is told so.
 	PublishFetch(ctx context.Context, app string, e release.Entry) (written, changed bool, err error)
 	// PutNotModified shares a 304 (guarded on fetched_ms and e.ETag); when refused because
 	// the shared entry has no readable fetch, it republishes e whole as a fetch.
@@ -101,7 +101,7 @@ type Config struct {
 	// write was the one that replaced the shared release (Fleet.PublishFetch),
 	// so that the whole fleet calls it once per change; standalone, when the
 	// release differs from memory's. It is also called, with the release
-	// served as both, when the signatures this poller fetched for it change
+	// served as both, when the companions this poller fetched for it change
 	// what is served: with a Fleet, when its write added them
 	// (Fleet.PublishFetch); standalone, whenever it keeps one. A fetch that
 	// moves only the fetch time, a 304, a failure, an entry read from the
@@ -349,8 +349,8 @@ func (p *Poller) merge(key string, e release.Entry) {
 	merged := old.Merge(e, p.clock.Now())
 	p.entries[key] = merged
 	// Merge replaces each part only along with its time, or adds to the
-	// signatures of the same fetch, so comparing the times and the
-	// signatures is enough to see a change.
+	// companions of the same fetch, so comparing the times and the
+	// companions is enough to see a change.
 	fetched := !merged.FetchedAt.Equal(old.FetchedAt)
 	if fetched {
 		p.obs.Fetched(key, merged.FetchedAt)

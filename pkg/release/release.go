@@ -100,7 +100,7 @@ func (e Entry) Failing() bool {
 func Believed(t, now time.Time) bool { return !t.After(now.Add(MaxSkew)) }
 
 // Merge returns e updated with what is newer in o, judged by a reader whose
-// clock says now: the fetch part (FetchedAt, ETag, Release, Signatures) only
+// clock says now: the fetch part (FetchedAt, ETag, Release, Companions) only
 // when o's fetch is newer, with the companions of both when the two are the
 // same fetch (SameFetch), the failure part (FailedAt, Failures, NotFoundSince,
 // NotFound) only when o's failure is newer, the claim only when newer. A part

@@ -130,8 +130,8 @@ func GoodSHA256(h string) bool {
 //
 //   - the tag is 1 to MaxTag bytes and ValidTag; the version is VersionOf
 //     it with app.TagPrefix;
-//   - the name is non-empty and, like the notes, what Text leaves (MaxName,
-//     MaxNotes);
+//   - the name is non-empty and what CleanName leaves, the notes what
+//     CleanNotes leaves (MaxName, MaxNotes);
 //   - html_url is exactly a page of this release in app.Repo (PageRepo);
 //   - published_at, when present, is not the zero time;
 //   - at most MaxAssets assets, each with a GoodAssetName, a size of 0 to

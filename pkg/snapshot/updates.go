@@ -17,6 +17,7 @@ type Updates struct {
 	rel        *release.Release
 	companions *release.Companions
 	files      map[string]*File     // by companion name
+	releases   map[string]*File     // the RELEASES files, by the arch in their name ("" for none), the first of each
 	mac        map[string]*MacOffer // by squirrel arch
 }
 
@@ -28,9 +29,6 @@ type File struct {
 
 	ContentType []string
 	published   *release.Time // the release's it is
-	// tag and text are the release's tag and the companion's text it was
-	// served from: the same two serve the same bytes.
-	tag, text string
 }
 
 // MacOffer is Squirrel.Mac's answer for one arch: an update (Doc, 200, or
@@ -62,19 +60,20 @@ func (u *Updates) File(name string) *File {
 	return &File{Err: u.app + " " + u.rel.Tag + " has no " + name}
 }
 
-// Releases returns Squirrel.Windows' RELEASES for arch ("" for the file
-// named RELEASES, else the arch squirrel.ReleasesArch reads in its name).
+// Releases returns Squirrel.Windows' RELEASES for arch: "" for the file
+// named RELEASES, else x64, ia32 or arm64, the arch squirrel.ReleasesArch
+// reads in the file's name; any other arch is a 404 that does not repeat it.
 func (u *Updates) Releases(arch string) *File {
-	for name, f := range u.files {
-		if a, ok := squirrel.ReleasesArch(name); ok && a == arch {
-			return f
-		}
+	if f, ok := u.releases[arch]; ok {
+		return f
 	}
-	name := "RELEASES"
-	if arch != "" {
-		name += " for " + arch
+	switch arch {
+	case "":
+		return u.File("RELEASES")
+	case squirrel.ArchX64, squirrel.ArchIA32, squirrel.ArchARM64:
+		return u.File("RELEASES for " + arch)
 	}
-	return u.File(name)
+	return &File{Err: "unknown arch: want x64, ia32 or arm64"}
 }
 
 // Mac returns Squirrel.Mac's answer for arch.
@@ -98,28 +97,14 @@ func renderUpdates(app string, old *Updates, rel *release.Release, companions *r
 	if old == nil {
 		old = &Updates{}
 	}
-	u := &Updates{app: app, rel: rel, companions: companions, files: map[string]*File{}, mac: map[string]*MacOffer{}}
+	u := &Updates{app: app, rel: rel, companions: companions, files: map[string]*File{}, releases: map[string]*File{},
+		mac: map[string]*MacOffer{}}
 	for _, name := range companion.Files(rel) {
-		prev := old.files[name]
-		text, have := companions.Get(name)
-		if !have {
-			u.files[name] = &File{Err: app + " " + rel.Tag + ": " + name + " was not fetched yet, or was refused"}
-			if prev != nil && prev.Err == "" && before(prev.published, rel.PublishedAt) {
-				u.files[name] = carryFile(prev)
-			}
-			continue
+		f := serveFile(app, rel, name, companions, old.files[name])
+		u.files[name] = f
+		if arch, ok := squirrel.ReleasesArch(name); ok && u.releases[arch] == nil {
+			u.releases[arch] = f
 		}
-		if prev != nil && prev.Err == "" && prev.CacheControl == CacheControlFetched && prev.tag == rel.Tag && prev.text == text {
-			u.files[name] = prev // read again from Redis: the same file
-			continue
-		}
-		f, _, err := companion.Serve(rel, name, text)
-		if err != nil {
-			u.files[name] = &File{Err: app + " " + rel.Tag + ": " + name + ": " + err.Error()}
-			continue
-		}
-		u.files[name] = &File{Doc: NewDoc(f.Body, CacheControlFetched), ContentType: []string{f.ContentType},
-			published: rel.PublishedAt, tag: rel.Tag, text: text}
 	}
 	for _, arch := range macArches {
 		up, err := squirrel.MacUpdate(app, rel, arch)
@@ -135,6 +120,28 @@ func renderUpdates(app string, old *Updates, rel *release.Release, companions *r
 		u.mac[arch] = &MacOffer{Doc: NewDoc(body, CacheControlFetched), update: up}
 	}
 	return u
+}
+
+// serveFile returns the file name of rel as served, from its text in
+// companions, prev's when it is the same bytes; or, while the text is not
+// there, prev (carried, uncached) when prev was an older release's, else
+// the 404.
+func serveFile(app string, rel *release.Release, name string, companions *release.Companions, prev *File) *File {
+	text, have := companions.Get(name)
+	if !have {
+		if prev != nil && prev.Err == "" && before(prev.published, rel.PublishedAt) {
+			return carryFile(prev)
+		}
+		return &File{Err: app + " " + rel.Tag + ": " + name + " was not fetched yet, or was refused"}
+	}
+	f, _, err := companion.Serve(rel, name, text)
+	switch {
+	case err != nil:
+		return &File{Err: app + " " + rel.Tag + ": " + name + ": " + err.Error()}
+	case prev != nil && prev.Err == "" && prev.CacheControl == CacheControlFetched && string(prev.Body()) == string(f.Body):
+		return prev
+	}
+	return &File{Doc: NewDoc(f.Body, CacheControlFetched), ContentType: []string{f.ContentType}, published: rel.PublishedAt}
 }
 
 // before reports whether a release published at a was published before one

@@ -74,6 +74,10 @@ func TestUpdates(t *testing.T) {
 	if got, want := updates().Releases("arm64").Err, "photocraft v2.0.0 has no RELEASES for arm64"; got != want {
 		t.Errorf("RELEASES for arm64: %q, want %q", got, want)
 	}
+	// An arch from the path that is none is not repeated.
+	if got, want := updates().Releases("x64\x1b[31m"+strings.Repeat("A", 300)).Err, "unknown arch: want x64, ia32 or arm64"; got != want {
+		t.Errorf("RELEASES for a hostile arch: %q, want %q", got, want)
+	}
 	// An older release (the newest withdrawn) does not wait with the newer file.
 	s.Set(photocraft.Key, release.Entry{FetchedAt: t0.Add(3 * time.Hour), Release: v1})
 	if f := updates().Releases(""); f.Err == "" {

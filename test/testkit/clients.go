@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -20,7 +21,7 @@ func NodeTool(t testing.TB, name, pkg string) string {
 	t.Helper()
 	for _, tool := range []string{"node", "npm"} {
 		if _, err := exec.LookPath(tool); err != nil {
-			t.Fatalf("%s is not installed (Node.js 20 or later with npm): %v", tool, err)
+			t.Fatalf("%s is not installed (Node.js 18 or later with npm; task deps installs them): %v", tool, err)
 		}
 	}
 	_, here, _, _ := runtime.Caller(0)
@@ -39,6 +40,17 @@ func NodeTool(t testing.TB, name, pkg string) string {
 	if pinned == "" {
 		t.Fatalf("%s's package-lock.json pins no %s", name, pkg)
 	}
+	// Test binaries of several packages may get here at once: one installs,
+	// the others wait for it, then find the pinned version.
+	installLock, err := os.OpenFile(filepath.Join(os.TempDir(), "craft-releases-npm-"+name+".lock"), os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer installLock.Close()
+	if err := syscall.Flock(int(installLock.Fd()), syscall.LOCK_EX); err != nil {
+		t.Fatalf("lock the install of %s: %v", name, err)
+	}
+	defer syscall.Flock(int(installLock.Fd()), syscall.LOCK_UN) //nolint:errcheck // closing the file releases it anyway
 	var installed struct{ Version string }
 	if b, err := os.ReadFile(filepath.Join(dir, "node_modules", pkg, "package.json")); err == nil {
 		_ = json.Unmarshal(b, &installed) // a broken install reads as none

@@ -49,9 +49,9 @@ const (
 // failures defaults to 1. The fetch part counts only when fetched_ms, etag
 // and the release are all there and the release is one that release.Decode
 // accepts for app (its repository and tag prefix); its companions count
-// only when decodeSignatures accepts them for that release. Anything else reads as absent, and err says why when
+// only when decodeCompanions accepts them for that release. Anything else reads as absent, and err says why when
 // something was refused rather than merely absent: a release that is not one
-// of app's (or is over release.MaxEncoded bytes), signatures that are not
+// of app's (or is over release.MaxEncoded bytes), companions that are not
 // the release's, or a time in the future.
 // The guarded write decides on what it reads, on both of its paths
 // (guard.go).
@@ -220,7 +220,7 @@ func DecodeBackoff(h map[string]string) schedule.Backoff {
 // DecodeMeta reads the meta hash (nil for no key) as DecodeApp reads an app
 // hash: it counts only when read_ms is a readable time and each of the four
 // lists (app_renames, repo_renames, announcements, alerts) is a JSON array of
-// its wire type; otherwise it reads as the zero Meta and a zero time. The
+// its wire type; otherwise it reads as the zero Bulletin and a zero time. The
 // lists of a readable hash are never nil. The guarded write reads the hash the
 // same way (guard.go).
 func DecodeMeta(h map[string]string) (release.Bulletin, time.Time) {

@@ -9,7 +9,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -235,8 +234,8 @@ func (s *Store) Claim(ctx context.Context, app string, at time.Time, window time
 }
 
 // PutFetch shares a fetch of app (e's FetchedAt, ETag, Release and
-// Signatures) unless the hash holds a readable fetch newer than e's. When the
-// hash holds the same fetch (release.SameFetch), the signatures written are
+// Companions) unless the hash holds a readable fetch newer than e's. When the
+// hash holds the same fetch (release.SameFetch), the companions written are
 // those of both. It reports whether it was written.
 func (s *Store) PutFetch(ctx context.Context, app string, e release.Entry) (bool, error) {
 	written, _, err := s.PublishFetch(ctx, app, e)
@@ -245,11 +244,12 @@ func (s *Store) PutFetch(ctx context.Context, app string, e release.Entry) (bool
 
 // PublishFetch is PutFetch, and also reports whether the write changed what
 // is served: the hash held no readable fetch, a fetch of another release
-// than e's (compared as encoded), or other signatures than those written
-// (the Tauri feed offers a bundle with its signature only). A fetch that
+// than e's (compared as encoded), or other companions than those written
+// (the feeds serve a file, or a bundle with its signature, only once it is
+// there). A fetch that
 // only moves the fetch time changes nothing served but app_last_fetched,
 // and reports false. Since the decision is the guarded write's own, of all
-// the writers of one release, or of one signature, exactly one is told it
+// the writers of one release, or of one companion, exactly one is told it
 // changed, whichever poller it is.
 func (s *Store) PublishFetch(ctx context.Context, app string, e release.Entry) (ok, changed bool, err error) {
 	v, changed, err := s.putFetch(ctx, app, e)
@@ -274,13 +274,13 @@ func (s *Store) putFetch(ctx context.Context, app string, e release.Entry) (v ve
 	ch.decide = func(h map[string]string) verdict {
 		cur, _ := s.decodeApp(app, h)
 		old, _ := encodeRelease(cur.Release)
-		// The same fetch holds the signatures another poller fetched for
+		// The same fetch holds the companions another poller fetched for
 		// it: they are kept (release.Entry.Merge's union).
 		union := e.Companions
 		if release.SameFetch(cur, e) {
 			union = cur.Companions.Union(e.Companions)
 		}
-		changed = !cur.Fetched() || old != rel || !maps.Equal(cur.Companions.Map(), union.Map())
+		changed = !cur.Fetched() || old != rel || !cur.Companions.Equal(union)
 		*sigField, *sigs = fieldCompanions, "{}"
 		if enc, err := encodeCompanions(union); err == nil {
 			*sigs = enc
