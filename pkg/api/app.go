@@ -9,6 +9,7 @@ import (
 
 	"github.com/storytold/craft-releases/pkg/download"
 	"github.com/storytold/craft-releases/pkg/release"
+	"github.com/storytold/craft-releases/pkg/snapshot"
 )
 
 // releaseInfoApp serves one app's answer, {"success":true,"app":AppInfo},
@@ -51,6 +52,15 @@ func newPlatformsError(msg string, assets []release.Asset) platformsError {
 
 // noStore keeps an error from being cached: the next release may fix it.
 var noStore = []string{"no-store"}
+
+// The Cache-Control of a redirect and a feed's answer: publicCache as the
+// answers (snapshot.CacheControlFetched), privateCache for one that a
+// User-Agent decided or that has a channel, which follows two releases, so
+// that no shared cache keeps it (docs/downloads.md, docs/updates.md).
+var (
+	publicCache  = []string{snapshot.CacheControlFetched}
+	privateCache = []string{"private, max-age=60"}
+)
 
 // writeError answers status with body (an errorBody or a platformsError),
 // not cached, without a body for HEAD.

@@ -23,7 +23,6 @@ const FeedAppImage = "appimage"
 // Errors are JSON and not cached: 404 for an unknown app or arch, no release
 // or no zsync file, 400 for a bad channel (docs/updates.md, "AppImage").
 func appImageZsync(r Renderer, obs FeedObserver) echo.HandlerFunc {
-	public := []string{snapshot.CacheControlFetched}
 	return feedHandler(r, obs, FeedAppImage, func(c echo.Context, app *snapshot.App, prerelease bool, cacheControl []string) error {
 		key, file := c.Param("app"), c.Param("file")
 		arch, ok := routes.AppImageArch(file)
@@ -39,7 +38,7 @@ func appImageZsync(r Renderer, obs FeedObserver) echo.HandlerFunc {
 			return writeError(c, http.StatusNotFound, errorBody{Error: key + " " + t.Release.Tag + " has no AppImage zsync file for " + strings.TrimSuffix(file, ".zsync")})
 		}
 		if cacheControl == nil {
-			cacheControl = public
+			cacheControl = publicCache
 		}
 		h := c.Response().Header()
 		h[hdrCacheControl] = cacheControl

@@ -23,12 +23,10 @@ import (
 // an os that cannot be told. Only the snapshot's trusted download URLs are
 // ever a Location.
 func downloadRedirect(r Renderer) echo.HandlerFunc {
-	// The same lifetimes as the answers the links are on (snapshot.CacheControlFetched):
-	// a redirect to the new release's asset replaces it within a minute, or
+	// The same lifetimes as the answers the links are on (publicCache): a
+	// redirect to the new release's asset replaces it within a minute, or
 	// at once with a purge. An inferred one stays private: shared caches
 	// such as Cloudflare ignore Vary: User-Agent.
-	public := []string{snapshot.CacheControlFetched}
-	private := []string{"private, max-age=60"}
 	varyAgent := []string{"User-Agent"}
 
 	return func(c echo.Context) error {
@@ -57,9 +55,9 @@ func downloadRedirect(r Renderer) echo.HandlerFunc {
 		if !ok {
 			return writeError(c, http.StatusNotFound, newPlatformsError(noAsset(key, t.Release.Tag, w), t.Downloads))
 		}
-		h[hdrCacheControl] = public
+		h[hdrCacheControl] = publicCache
 		if usedAgent || want.Channel != "" {
-			h[hdrCacheControl] = private
+			h[hdrCacheControl] = privateCache
 		}
 		h[hdrLocation] = t.Locations[i]
 		c.Response().WriteHeader(http.StatusFound)

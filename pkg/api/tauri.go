@@ -27,11 +27,6 @@ type FeedObserver interface {
 	Feed(app, feed string, code int)
 }
 
-// privateCache is the Cache-Control of an answer with a channel, which
-// follows two releases: no shared cache keeps it (docs/updates.md, "The
-// answers").
-var privateCache = []string{"private, max-age=60"}
-
 // tauriUpdate answers an updater of app with the update its target, arch
 // and bundle type get (bundle type unknown on the route without one): 200
 // with the update, 204 when the query's current_version is not older, 404

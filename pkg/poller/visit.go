@@ -188,10 +188,7 @@ func (p *Poller) record(app release.App, was release.Entry, a answer, r *round) 
 		r.sum.Fetched++
 		next.FetchedAt, next.ETag, next.Release = a.at, a.ETag, a.Release
 		next.Companions = keep(was.Release, was.Companions, a.Release)
-		p.refs[app.Key] = companionRefs{refs: a.Assets}
-		if a.Release != nil {
-			p.refs[app.Key] = companionRefs{tag: a.Release.Tag, refs: a.Assets}
-		}
+		p.refs[app.Key] = companionRefs{tag: tagOf(a.Release), refs: a.Assets}
 		r.fetchedAt = a.at
 	case release.NotModified:
 		r.sum.Unchanged++
@@ -280,4 +277,12 @@ func (p *Poller) remember(key string, o release.Outcome, was, next release.Entry
 	if changed && p.changes != nil {
 		p.changes(key, was.Release, next.Release)
 	}
+}
+
+// tagOf returns rel's tag, "" for no release.
+func tagOf(rel *release.Release) string {
+	if rel == nil {
+		return ""
+	}
+	return rel.Tag
 }
