@@ -9,7 +9,6 @@ import (
 	"github.com/storytold/craft-releases/pkg/download"
 	"github.com/storytold/craft-releases/pkg/release"
 	"github.com/storytold/craft-releases/pkg/routes"
-	"github.com/storytold/craft-releases/pkg/snapshot"
 )
 
 // FeedAppImage is the AppImage update feed, as a FeedObserver is told of it.
@@ -23,13 +22,13 @@ const FeedAppImage = "appimage"
 // Errors are JSON and not cached: 404 for an unknown app or arch, no release
 // or no zsync file, 400 for a bad channel (docs/updates.md, "AppImage").
 func appImageZsync(r Renderer, obs FeedObserver) echo.HandlerFunc {
-	return feedHandler(r, obs, FeedAppImage, func(c echo.Context, app *snapshot.App, prerelease bool, cacheControl []string) error {
+	return feedHandler(r, obs, FeedAppImage, func(c echo.Context, ch *choice) error {
 		key, file := c.Param("app"), c.Param("file")
 		arch, ok := routes.AppImageArch(file)
 		if !ok {
 			return writeError(c, http.StatusNotFound, errorBody{Error: "unknown file: want x86_64.zsync, i686.zsync or aarch64.zsync"})
 		}
-		t, missing := trackOf(app, key, prerelease)
+		t, missing := ch.track()
 		if t == nil {
 			return writeError(c, http.StatusNotFound, missing)
 		}
@@ -37,6 +36,7 @@ func appImageZsync(r Renderer, obs FeedObserver) echo.HandlerFunc {
 		if !ok {
 			return writeError(c, http.StatusNotFound, errorBody{Error: key + " " + t.Release.Tag + " has no AppImage zsync file for " + strings.TrimSuffix(file, ".zsync")})
 		}
+		cacheControl := ch.cacheControl
 		if cacheControl == nil {
 			cacheControl = publicCache
 		}

@@ -396,7 +396,7 @@ func compareSchema(t *testing.T, where string, typ reflect.Type, s map[string]an
 		return
 	}
 	want := map[reflect.Kind]string{reflect.Struct: "object", reflect.Map: "object", reflect.Slice: "array",
-		reflect.String: "string", reflect.Bool: "boolean", reflect.Int64: "integer"}[typ.Kind()]
+		reflect.String: "string", reflect.Bool: "boolean", reflect.Int64: "integer", reflect.Int: "integer"}[typ.Kind()]
 	if s["type"] != want {
 		t.Errorf("%s: schema type %v, want %s (Go %s)", where, s["type"], want, typ)
 		return

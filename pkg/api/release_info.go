@@ -21,6 +21,7 @@ const (
 	hdrContentType        = "Content-Type"
 	hdrETag               = "Etag"
 	hdrIfNoneMatch        = "If-None-Match"
+	hdrInstallID          = "X-Install-Id"
 	hdrVary               = "Vary"
 )
 
@@ -33,8 +34,10 @@ func releaseInfo(r Renderer) echo.HandlerFunc {
 var (
 	jsonType     = []string{"application/json"}
 	varyEncoding = []string{hdrAcceptEncoding}
-	gzipEncoding = []string{"gzip"}
-	connClose    = []string{"close"}
+	// varyEncodingInstall is a feed's Vary while a rollout is under way.
+	varyEncodingInstall = []string{hdrAcceptEncoding + ", " + hdrInstallID}
+	gzipEncoding        = []string{"gzip"}
+	connClose           = []string{"close"}
 )
 
 // serveDoc answers with d (docs/wire.md, "Headers and status codes"): the gzip copy to

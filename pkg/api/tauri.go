@@ -22,9 +22,10 @@ const (
 
 // FeedObserver is told of every answer of an updater feed.
 type FeedObserver interface {
-	// Feed reports an answer of feed (FeedTauri, FeedTauriStatic) about app
-	// (a configured key, or UnknownApp) and its status code.
-	Feed(app, feed string, code int)
+	// Feed reports an answer of feed (FeedTauri, FeedTauriStatic…) about
+	// app (a configured key, or UnknownApp), the decision it came from
+	// (DecisionNone, DecisionStaged…) and its status code.
+	Feed(app, feed, decision string, code int)
 }
 
 // tauriUpdate answers an updater of app with the update its target, arch
@@ -45,21 +46,19 @@ func tauriManifest(r Renderer, obs FeedObserver) echo.HandlerFunc {
 }
 
 // tauriHandler serves the offer that pick chooses of the Tauri feed the
-// updater asks for.
+// updater gets (choice.tauri).
 func tauriHandler(r Renderer, obs FeedObserver, feed string, pick func(echo.Context, *snapshot.Feed) *snapshot.Offer) echo.HandlerFunc {
-	return feedHandler(r, obs, feed, func(c echo.Context, app *snapshot.App, prerelease bool, cacheControl []string) error {
-		f := app.Tauri
-		if prerelease && app.PrereleaseTauri != nil {
-			f = app.PrereleaseTauri
-		}
-		o := pick(c, f)
+	return feedHandler(r, obs, feed, func(c echo.Context, ch *choice) error {
+		current := queryValue(c.Request().URL.RawQuery, "current_version")
+		o := pick(c, ch.tauri(current))
 		if o.Err != "" {
 			return writeError(c, http.StatusNotFound, errorBody{Error: o.Err})
 		}
+		cacheControl := ch.cacheControl
 		if cacheControl == nil || o.CacheControl == snapshot.CacheControlUnfetched {
 			cacheControl = o.Values.CacheControl
 		}
-		if !o.Newer(queryValue(c.Request().URL.RawQuery, "current_version")) {
+		if !o.Newer(current) {
 			return noContent(c, cacheControl)
 		}
 		return serveDocAs(c, &o.Doc, jsonType, cacheControl)

@@ -23,10 +23,10 @@ type feedCounts struct {
 	got []string
 }
 
-func (f *feedCounts) Feed(app, feed string, code int) {
+func (f *feedCounts) Feed(app, feed, decision string, code int) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.got = append(f.got, app+" "+feed+" "+http.StatusText(code))
+	f.got = append(f.got, app+" "+feed+" "+decision+" "+http.StatusText(code))
 }
 
 // tauriServer serves the launcher, on the pre-release channel, with a
@@ -151,8 +151,8 @@ func TestTauriAnswers(t *testing.T) {
 
 	obs.mu.Lock()
 	defer obs.mu.Unlock()
-	for _, want := range []string{"artcraft-launcher tauri OK", "artcraft-launcher tauri No Content", "artcraft-launcher tauri Bad Request",
-		"(unknown) tauri Not Found", "photocraft tauri Not Found", "artcraft-launcher tauri_static OK", "artcraft-launcher tauri Not Modified"} {
+	for _, want := range []string{"artcraft-launcher tauri none OK", "artcraft-launcher tauri none No Content", "artcraft-launcher tauri none Bad Request",
+		"(unknown) tauri none Not Found", "photocraft tauri none Not Found", "artcraft-launcher tauri_static none OK", "artcraft-launcher tauri none Not Modified"} {
 		if !slices.Contains(obs.got, want) {
 			t.Errorf("the observer was not told %q; it was told %q", want, obs.got)
 		}

@@ -83,7 +83,8 @@ func (rt *route) observe(code int, took time.Duration) {
 }
 
 // Feeds holds craft_api_updates_total: the answers of the updater feeds by
-// app, feed and status code, never by version. It is a pkg/api
+// app, feed, the release decision they came from and status code, never by
+// version or install. It is a pkg/api
 // FeedObserver and a prometheus.Collector; register it once. It is safe for
 // concurrent use.
 type Feeds struct {
@@ -94,8 +95,8 @@ type Feeds struct {
 }
 
 type feedKey struct {
-	app, feed string
-	code      int
+	app, feed, decision string
+	code                int
 }
 
 // NewFeeds returns the feed series, with none yet: a series appears with
@@ -104,8 +105,8 @@ func NewFeeds() *Feeds {
 	return &Feeds{
 		total: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "craft_api_updates_total",
-			Help: "Answers of the updater feeds, by app, feed and status code.",
-		}, []string{"app", "feed", "code"}),
+			Help: "Answers of the updater feeds, by app, feed, the release decision they came from (none, staged, previous, client_side, below_minimum, withdrawn_skipped) and status code.",
+		}, []string{"app", "feed", "decision", "code"}),
 		byKey: map[feedKey]prometheus.Counter{},
 	}
 }
@@ -117,15 +118,15 @@ func (f *Feeds) Describe(ch chan<- *prometheus.Desc) { f.total.Describe(ch) }
 func (f *Feeds) Collect(ch chan<- prometheus.Metric) { f.total.Collect(ch) }
 
 // Feed counts one answer of feed about app (a configured key, or pkg/api's
-// UnknownApp, so that requests add no series) with status code. Once a
-// series exists, counting allocates nothing.
-func (f *Feeds) Feed(app, feed string, code int) {
-	k := feedKey{app, feed, code}
+// UnknownApp, so that requests add no series) from decision (one of pkg/api's
+// few) with status code. Once a series exists, counting allocates nothing.
+func (f *Feeds) Feed(app, feed, decision string, code int) {
+	k := feedKey{app, feed, decision, code}
 	f.mu.RLock()
 	c, ok := f.byKey[k]
 	f.mu.RUnlock()
 	if !ok {
-		c = f.total.WithLabelValues(app, feed, strconv.Itoa(code))
+		c = f.total.WithLabelValues(app, feed, decision, strconv.Itoa(code))
 		f.mu.Lock()
 		f.byKey[k] = c
 		f.mu.Unlock()

@@ -125,24 +125,25 @@ func pedantic(cs ...prometheus.Collector) *prometheus.Registry {
 	return r
 }
 
-// TestFeeds counts feed answers by app, feed and code, concurrently.
+// TestFeeds counts feed answers by app, feed, decision and code,
+// concurrently.
 func TestFeeds(t *testing.T) {
 	f := metrics.NewFeeds()
 	reg := pedantic(f)
 	var wg sync.WaitGroup
 	for range 8 {
 		wg.Go(func() {
-			f.Feed("photocraft", "tauri", 200)
-			f.Feed("photocraft", "tauri", 204)
-			f.Feed("(unknown)", "tauri_static", 404)
+			f.Feed("photocraft", "tauri", "staged", 200)
+			f.Feed("photocraft", "tauri", "none", 204)
+			f.Feed("(unknown)", "tauri_static", "none", 404)
 		})
 	}
 	wg.Wait()
 	got := scrape.Samples(t, reg)
 	for s, w := range map[string]float64{
-		`craft_api_updates_total{app="photocraft",code="200",feed="tauri"}`:       8,
-		`craft_api_updates_total{app="photocraft",code="204",feed="tauri"}`:       8,
-		`craft_api_updates_total{app="(unknown)",code="404",feed="tauri_static"}`: 8,
+		`craft_api_updates_total{app="photocraft",code="200",decision="staged",feed="tauri"}`:     8,
+		`craft_api_updates_total{app="photocraft",code="204",decision="none",feed="tauri"}`:       8,
+		`craft_api_updates_total{app="(unknown)",code="404",decision="none",feed="tauri_static"}`: 8,
 	} {
 		if v, ok := got[s]; !ok || v != w {
 			t.Errorf("%s: got %v (present %v), want %v", s, v, ok, w)
@@ -159,8 +160,8 @@ func TestFeedsAllocs(t *testing.T) {
 		t.Skip("the race detector changes allocation counts: task test-allocs runs this without it")
 	}
 	f := metrics.NewFeeds()
-	f.Feed("photocraft", "tauri", 200)
-	if allocs := testing.AllocsPerRun(100, func() { f.Feed("photocraft", "tauri", 200) }); allocs != 0 {
+	f.Feed("photocraft", "tauri", "staged", 200)
+	if allocs := testing.AllocsPerRun(100, func() { f.Feed("photocraft", "tauri", "staged", 200) }); allocs != 0 {
 		t.Errorf("allocations per answer: got %v, want 0", allocs)
 	}
 }

@@ -71,10 +71,10 @@ func TestOptionalRelease(t *testing.T) {
 		pre  *release.OptionalRelease
 		want string
 	}{
-		{nil, `{"name":"A","repo":"o/a","latest_release":null,"app_last_fetched":null}`},
-		{&release.OptionalRelease{}, `{"name":"A","repo":"o/a","latest_release":null,"latest_prerelease":null,"app_last_fetched":null}`},
+		{nil, `{"name":"A","repo":"o/a","latest_release":null,"rollout":null,"minimum_version":null,"app_last_fetched":null}`},
+		{&release.OptionalRelease{}, `{"name":"A","repo":"o/a","latest_release":null,"latest_prerelease":null,"rollout":null,"minimum_version":null,"app_last_fetched":null}`},
 		{&release.OptionalRelease{Release: &release.Release{Tag: "v2<", Assets: []release.Asset{}}},
-			`{"name":"A","repo":"o/a","latest_release":null,"latest_prerelease":{"tag":"v2<","version":"","name":"","published_at":null,"html_url":"","prerelease":false,"notes_markdown":"","assets":[]},"app_last_fetched":null}`},
+			`{"name":"A","repo":"o/a","latest_release":null,"latest_prerelease":{"tag":"v2<","version":"","name":"","published_at":null,"html_url":"","prerelease":false,"notes_markdown":"","assets":[]},"rollout":null,"minimum_version":null,"app_last_fetched":null}`},
 	} {
 		b, err := release.Marshal(release.AppInfo{Name: "A", Repo: "o/a", LatestPrerelease: tt.pre})
 		if err != nil || string(b) != tt.want {

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/storytold/craft-releases/pkg/release"
+	"github.com/storytold/craft-releases/pkg/updates/semver"
+	"github.com/storytold/craft-releases/pkg/updates/tauri"
 )
 
 // App is one app's part of a rendering.
@@ -28,6 +30,57 @@ type App struct {
 	// Updates are the other updaters' answers for its latest release, and
 	// PrereleaseUpdates for Prerelease (nil when it has no Release).
 	Updates, PrereleaseUpdates *Updates
+
+	// Rollout is the release being rolled out, nil when none is.
+	Rollout *Rollout
+	// Minimum is the lowest version an install may run ("" for none), and
+	// Critical the Tauri feed an updater below it is offered: the newest
+	// release, staged or not, marked critical.
+	Minimum  string
+	Critical *Feed
+	minimum  semver.Version
+	// Withdrawn reports that the app's latest release on GitHub is
+	// withdrawn: what it serves is the newest release that is not.
+	Withdrawn bool
+}
+
+// Rollout is a staged release's answers, offered to the installs in its
+// bucket (release.Bucket) below Percent.
+type Rollout struct {
+	Tag     string
+	Percent int
+	Track   // the staged release, with its downloads
+	Tauri   *Feed
+	Updates *Updates
+}
+
+// Below reports whether current, the version an updater runs, is below
+// the app's minimum version; false without one, or when current is no
+// version.
+func (a *App) Below(current string) bool {
+	if a.Minimum == "" {
+		return false
+	}
+	c, ok := tauri.ParseVersion(current)
+	return ok && c.Compare(a.minimum) < 0
+}
+
+// renderRollout returns the answers of plan's staged release, with its
+// companions, built on old (nil for none); nil when nothing is staged.
+func renderRollout(app string, old *Rollout, plan release.Plan, companions *release.Companions) *Rollout {
+	if plan.Staged == nil {
+		return nil
+	}
+	if old == nil {
+		old = &Rollout{}
+	}
+	return &Rollout{
+		Tag:     plan.Staged.Tag,
+		Percent: plan.Percent,
+		Track:   track(plan.Staged, old.Track),
+		Tauri:   renderFeed(app, old.Tauri, plan.Staged, companions, false),
+		Updates: renderUpdates(app, old.Updates, plan.Staged, companions),
+	}
 }
 
 // Track is a release an app offers, with its downloads.
@@ -55,7 +108,7 @@ func track(rel *release.Release, old Track) Track {
 // newApp returns p's own answer, fetched at fetchedAt, from its pieces, reusing the downloads of
 // the answer it replaces when the release is the same. Its gzip copy takes
 // the object's deflate blocks as they are, so nothing is compressed again.
-func (p *part) newApp(fetchedAt time.Time) *App {
+func (p *part) newApp(fetchedAt time.Time, minimum string) *App {
 	body := make([]byte, 0, len(appHead)+len(p.obj.plain)+len(p.tail.plain)+1)
 	body = append(append(append(append(body, appHead...), p.obj.plain...), p.tail.plain...), '}')
 	gz := make([]byte, 0, len(gzipHeader)+len(p.obj.flat)+len(appHead)+len(p.tail.plain)+24)
@@ -81,7 +134,18 @@ func (p *part) newApp(fetchedAt time.Time) *App {
 		PrereleaseTauri:   p.tauriPre,
 		Updates:           p.updates,
 		PrereleaseUpdates: p.updatesPre,
+		Rollout:           p.rollout,
+		Minimum:           minimum,
+		Critical:          p.critical,
+		minimum:           minimumVersion(minimum),
 	}
+}
+
+// minimumVersion parses a minimum version as the updaters' versions are
+// read; the zero version for none.
+func minimumVersion(s string) semver.Version {
+	v, _ := tauri.ParseVersion(s)
+	return v
 }
 
 // downloadsOf returns rel's assets that have a platform, and their URLs as

@@ -43,8 +43,8 @@ func TestApps(t *testing.T) {
 		cache    string
 		bodyWant string
 	}{
-		{"photocraft", true, "public, max-age=60, stale-while-revalidate=30, stale-if-error=86400", `{"success":true,"app":{"name":"PhotoCraft","repo":"storytold/photocraft","latest_release":{"tag":"v1","version":"1","name":"v1","published_at":null,"html_url":"","prerelease":false,"notes_markdown":"","assets":[]},"app_last_fetched":"2026-10-10T12:00:00Z"}}`},
-		{"artcraft-launcher", false, "no-store", `{"success":true,"app":{"name":"ArtCraft Launcher","repo":"storytold/craft-launcher","latest_release":null,"app_last_fetched":null}}`},
+		{"photocraft", true, "public, max-age=60, stale-while-revalidate=30, stale-if-error=86400", `{"success":true,"app":{"name":"PhotoCraft","repo":"storytold/photocraft","latest_release":{"tag":"v1","version":"1","name":"v1","published_at":null,"html_url":"","prerelease":false,"notes_markdown":"","assets":[]},"rollout":null,"minimum_version":null,"app_last_fetched":"2026-10-10T12:00:00Z"}}`},
+		{"artcraft-launcher", false, "no-store", `{"success":true,"app":{"name":"ArtCraft Launcher","repo":"storytold/craft-launcher","latest_release":null,"rollout":null,"minimum_version":null,"app_last_fetched":null}}`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.key, func(t *testing.T) {

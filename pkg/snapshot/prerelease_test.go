@@ -52,7 +52,7 @@ func TestLatestPrerelease(t *testing.T) {
 				shown = string(mustMarshal(t, tt.beta))
 			}
 			want := strings.Replace(string(plain.Current().Apps["photocraft"].Body()),
-				`,"app_last_fetched"`, `,"latest_prerelease":`+shown+`,"app_last_fetched"`, 1)
+				`,"rollout"`, `,"latest_prerelease":`+shown+`,"rollout"`, 1)
 			got := s.Current().Apps["photocraft"]
 			if string(got.Body()) != want {
 				t.Fatalf("app answer:\n got %s\nwant %s", got.Body(), want)
@@ -94,7 +94,7 @@ func TestPrereleaseFreshness(t *testing.T) {
 		t.Fatalf("the list not fetched yet: Complete %v, %s, app fetched %v; want not fetched, no-store",
 			cur.Complete, cur.CacheControl, cur.Apps["photocraft"].Fetched)
 	}
-	if !strings.Contains(string(cur.Body()), `"latest_prerelease":null,"app_last_fetched":null`) {
+	if !strings.Contains(string(cur.Body()), `"latest_prerelease":null,"rollout":null,"minimum_version":null,"app_last_fetched":null`) {
 		t.Errorf("body: %s", cur.Body())
 	}
 	s.Set("photocraft:prerelease", release.Entry{FetchedAt: t0})

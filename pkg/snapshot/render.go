@@ -47,14 +47,33 @@ type part struct {
 	section, checked    piece // its part of the page: all but the checked line, and that line
 	fetched             bool
 	rel, pre            *release.Release // the release and the pre-release obj and section show
+	plan                release.Plan     // what the app's decisions make of its releases
 	tauri, tauriPre     *Feed            // the Tauri feeds of rel and of pre (nil without pre)
 	updates, updatesPre *Updates         // the other updaters' answers for rel and for pre (nil without pre)
+	rollout             *Rollout         // the staged release's answers; nil without one
+	critical            *Feed            // the Tauri feed offered below the minimum version; nil without one
 	app                 *App
 }
 
 // appEntries are an app's entries: its own and, with a pre-release
-// channel, its pre-release entry's (else zero).
-type appEntries struct{ stable, pre release.Entry }
+// channel, its pre-release entry's (else zero); and its decisions.
+type appEntries struct {
+	stable, pre release.Entry
+	decisions   release.Decisions
+}
+
+// companions returns the companions the entries hold for rel.
+func (e appEntries) companions(rel *release.Release) *release.Companions {
+	switch {
+	case rel == nil:
+		return nil
+	case rel == e.stable.Release:
+		return e.stable.Companions
+	case rel == e.pre.Release:
+		return e.pre.Companions
+	}
+	return nil
+}
 
 // fetchedAt is the app's app_last_fetched, with a pre-release channel the
 // older of its two entries' fetches: zero until both were fetched.
@@ -197,14 +216,20 @@ func (r *renderer) rendering(c change, prev *Rendering, now time.Time) *Renderin
 func (r *renderer) update(i int, e appEntries, now time.Time) {
 	p, a := r.parts[i], r.apps[i]
 	fetchedAt := notAfter(e.fetchedAt(a), now)
-	fetched, rel, pre := !fetchedAt.IsZero(), e.stable.Release, (*release.Release)(nil)
+	plan := release.Decide(e.stable.Release, e.pre.Release, nil, e.decisions)
+	fetched, rel, pre := !fetchedAt.IsZero(), plan.Latest, (*release.Release)(nil)
 	if a.Prereleases {
-		pre = release.LatestPrerelease(rel, e.pre.Release)
+		pre = release.LatestPrerelease(rel, plan.Prerelease)
 	}
-	if p.app == nil || rel != p.rel || pre != p.pre || fetched != p.fetched {
+	minimum := ""
+	if e.decisions.Minimum != nil {
+		minimum = e.decisions.Minimum.Version
+	}
+	if p.app == nil || rel != p.rel || pre != p.pre || fetched != p.fetched || plan.Staged != p.plan.Staged ||
+		plan.Percent != p.plan.Percent || minimum != p.app.Minimum {
 		// A release read again (from Redis, say) is a new pointer to the
 		// same bytes: compare the bytes before compressing them again.
-		obj := objJSON(a, rel, pre)
+		obj := objJSON(a, rel, pre, plan, minimum)
 		if p.app == nil || fetched != p.fetched || !bytes.Equal(obj, p.obj.plain) {
 			downloads, _ := downloadsOf(rel)
 			preDownloads, _ := downloadsOf(pre)
@@ -214,16 +239,27 @@ func (r *renderer) update(i int, e appEntries, now time.Time) {
 		}
 		p.fetched, p.rel, p.pre = fetched, rel, pre
 	}
+	p.plan = plan
 	oldPre, oldUpdatesPre := p.tauriPre, p.updatesPre
-	p.tauri, p.tauriPre = renderFeed(a.Key, p.tauri, rel, e.stable.Companions), nil
-	p.updates, p.updatesPre = renderUpdates(a.Key, p.updates, rel, e.stable.Companions), nil
+	p.tauri, p.tauriPre = renderFeed(a.Key, p.tauri, rel, e.companions(rel), false), nil
+	p.updates, p.updatesPre = renderUpdates(a.Key, p.updates, rel, e.companions(rel)), nil
 	if pre != nil {
-		p.tauriPre = renderFeed(a.Key, oldPre, pre, e.pre.Companions)
-		p.updatesPre = renderUpdates(a.Key, oldUpdatesPre, pre, e.pre.Companions)
+		p.tauriPre = renderFeed(a.Key, oldPre, pre, e.companions(pre), false)
+		p.updatesPre = renderUpdates(a.Key, oldUpdatesPre, pre, e.companions(pre))
+	}
+	p.rollout = renderRollout(a.Key, p.rollout, plan, e.companions(plan.Staged))
+	oldCritical := p.critical
+	p.critical = nil
+	if newest := plan.Staged; minimum != "" {
+		if newest == nil {
+			newest = rel
+		}
+		p.critical = renderFeed(a.Key, oldCritical, newest, e.companions(newest), true)
 	}
 	p.tail = piece{plain: tailJSON(fetchedAt)}
 	p.checked = storedPiece(r.page.Checked(fetchedAt))
-	p.app = p.newApp(fetchedAt)
+	p.app = p.newApp(fetchedAt, minimum)
+	p.app.Withdrawn = e.stable.Release != nil && e.decisions.Withdraws(e.stable.Release.Tag)
 }
 
 // jsonPieces returns the pieces of the full answer's chunk i.
@@ -258,11 +294,18 @@ func (r *renderer) htmlPieces(i int) []*piece {
 }
 
 // objJSON returns a's wire object without its last field, app_last_fetched:
-// with latest_prerelease pre when a has the channel.
-func objJSON(a release.App, rel, pre *release.Release) []byte {
+// with latest_prerelease pre when a has the channel, the rollout plan has
+// under way, and the minimum version ("" for none).
+func objJSON(a release.App, rel, pre *release.Release, plan release.Plan, minimum string) []byte {
 	info := release.AppInfo{Name: a.Name, Repo: a.Repo, LatestRelease: wireRelease(rel)}
 	if a.Prereleases {
 		info.LatestPrerelease = &release.OptionalRelease{Release: wireRelease(pre)}
+	}
+	if plan.Staged != nil {
+		info.Rollout = &release.RolloutInfo{Tag: plan.Staged.Tag, Percent: plan.Percent, Release: wireRelease(plan.Staged)}
+	}
+	if minimum != "" {
+		info.MinimumVersion = &minimum
 	}
 	b := mustMarshal(info)
 	obj, ok := bytes.CutSuffix(b, []byte(lastField))

@@ -229,27 +229,46 @@ func (s *Snapshot) SetAll(entries map[string]release.Entry, now time.Time) bool 
 		// time tells whether ETag or Release may have changed; signatures
 		// also arrive for the same fetch.
 		if !merged.FetchedAt.Equal(old.FetchedAt) || merged.Companions != old.Companions {
-			if s.pending.entries == nil {
-				s.pending.entries = map[int]appEntries{}
-			}
-			i := s.index[key]
-			a := s.apps[i]
-			s.pending.entries[i], fetched = appEntries{stable: s.entries[a.Key], pre: s.entries[a.PrereleaseEntry().Key]}, true
+			s.changeApp(s.index[key])
+			fetched = true
 		}
 	}
 	s.renderChange(fetched)
 	return moved
 }
 
-// SetMeta replaces the renames and notices and re-renders when they differ
-// from the ones served. The lists are copied.
+// changeApp marks app i as changed in the pending change. s.mu must be
+// held.
+func (s *Snapshot) changeApp(i int) {
+	if s.pending.entries == nil {
+		s.pending.entries = map[int]appEntries{}
+	}
+	a := s.apps[i]
+	s.pending.entries[i] = appEntries{stable: s.entries[a.Key], pre: s.entries[a.PrereleaseEntry().Key],
+		decisions: s.meta.Decisions[a.Key]}
+}
+
+// SetMeta replaces the renames, notices and decisions, and re-renders what
+// they change: the renames and notices, and each app whose decisions
+// changed. What it is given is copied.
 func (s *Snapshot) SetMeta(m release.Bulletin) {
 	m = normalize(m)
 	s.mu.Lock()
-	changed := !reflect.DeepEqual(m, s.meta)
-	if changed {
+	changed := false
+	if !reflect.DeepEqual(m.Decisions, s.meta.Decisions) {
+		old := s.meta.Decisions
+		s.meta.Decisions = m.Decisions
+		for i, a := range s.apps {
+			if !reflect.DeepEqual(old[a.Key], m.Decisions[a.Key]) {
+				s.changeApp(i)
+				changed = true
+			}
+		}
+	}
+	if m.Decisions = s.meta.Decisions; !reflect.DeepEqual(m, s.meta) {
 		s.meta = m
 		s.pending.meta = &m
+		changed = true
 	}
 	s.renderChange(changed)
 }
@@ -344,9 +363,9 @@ func wireRelease(rel *release.Release) *release.Release {
 }
 
 // normalize returns a copy of m's lists, with every nil list made empty so
-// that it encodes as [].
+// that it encodes as [], and of its decisions, without the empty ones.
 func normalize(m release.Bulletin) release.Bulletin {
-	return release.Bulletin{
+	n := release.Bulletin{
 		AppRenames:  nonNil(slices.Clone(m.AppRenames)),
 		RepoRenames: nonNil(slices.Clone(m.RepoRenames)),
 		Notices: release.Notices{
@@ -354,6 +373,23 @@ func normalize(m release.Bulletin) release.Bulletin {
 			Alerts:        nonNil(slices.Clone(m.Notices.Alerts)),
 		},
 	}
+	for key, d := range m.Decisions {
+		if d.Empty() {
+			continue
+		}
+		if n.Decisions == nil {
+			n.Decisions = map[string]release.Decisions{}
+		}
+		d.Withdrawn = slices.Clone(d.Withdrawn)
+		if d.Rollout != nil {
+			d.Rollout = &release.Rollout{Tag: d.Rollout.Tag, Percent: d.Rollout.Percent}
+		}
+		if d.Minimum != nil {
+			d.Minimum = &release.Minimum{Version: d.Minimum.Version, Reason: d.Minimum.Reason}
+		}
+		n.Decisions[key] = d
+	}
+	return n
 }
 
 // nonNil returns s, or an empty slice when s is nil, so it encodes as [].

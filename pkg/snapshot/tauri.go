@@ -14,10 +14,11 @@ import (
 // an answer whose bytes did not change keeps its Doc. Nothing in it may be
 // modified, since every reader shares it.
 type Feed struct {
-	app    string
-	rel    *release.Release
-	sigs   *release.Companions
-	offers map[tauri.Request]*Offer // by tauri.AllRequests
+	app      string
+	rel      *release.Release
+	sigs     *release.Companions
+	critical bool                     // every update says "critical": true
+	offers   map[tauri.Request]*Offer // by tauri.AllRequests
 
 	// Manifest is latest.json, or the 404 saying why there is none.
 	Manifest *Offer
@@ -67,8 +68,8 @@ func (f *Feed) Offer(req tauri.Request) *Offer {
 // (tauri.Awaiting) keeps what old offered, when that was an older release's
 // update, so that an updater is not told "nothing" while the signatures of
 // a new release are being fetched; such an answer is not cached.
-func renderFeed(app string, old *Feed, rel *release.Release, sigs *release.Companions) *Feed {
-	if old != nil && sameRelease(old.rel, rel) && old.sigs.Equal(sigs) {
+func renderFeed(app string, old *Feed, rel *release.Release, sigs *release.Companions, critical bool) *Feed {
+	if old != nil && sameRelease(old.rel, rel) && old.sigs.Equal(sigs) && old.critical == critical {
 		return old
 	}
 	if old == nil {
@@ -84,11 +85,12 @@ func renderFeed(app string, old *Feed, rel *release.Release, sigs *release.Compa
 	carried := func(prev *Offer, awaiting bool) bool {
 		return awaiting && prev != nil && prev.Err == "" && hasSemVer && prev.version.Compare(relVersion) < 0
 	}
-	f := &Feed{app: app, rel: rel, sigs: sigs, offers: make(map[tauri.Request]*Offer)}
+	f := &Feed{app: app, rel: rel, sigs: sigs, critical: critical, offers: make(map[tauri.Request]*Offer)}
 	made := map[string]*Offer{} // by the answer's bytes, or by the 404's error
 	for _, req := range tauri.AllRequests() {
 		prev := old.offers[req]
 		u, err := tauri.Offer(app, rel, m, req)
+		u.Critical = critical
 		switch {
 		case err == nil:
 			f.offers[req] = offerOf(made, prev, mustMarshal(u), relVersion, false)

@@ -78,6 +78,10 @@ type Update struct {
 	PubDate   *release.Time `json:"pub_date,omitempty"` // published_at, RFC 3339; left out when unknown
 	URL       string        `json:"url"`                // the bundle's download URL on GitHub
 	Signature string        `json:"signature"`          // its .sig, as Signatures holds it
+	// Critical marks an update the app must take: its version is below the
+	// app's minimum (docs/updates.md, "Release control"). The plugin passes
+	// it to the app in the update's raw JSON.
+	Critical bool `json:"critical,omitempty"`
 
 	version semver.Version
 }
