@@ -34,12 +34,12 @@ func TestPollerAsItsLeastPrivilegeUser(t *testing.T) {
 	vars["CRAFT_APPS_RELEASE_POLL_INTERVAL_SECS"] = "1"
 	vars["MYSQL_DSN"] = d.DSN()
 	vars["CRAFT_APPS_META_REFRESH_SECS"] = "1"
-	base, logs, stop := startPoller(t, vars)
+	base, p := startPoller(t, vars)
 	hexists := func(key, field string) func() bool {
 		return func() bool { n, err := rs.Do("HEXISTS", key, field); return err == nil && n == "1" }
 	}
 
-	testkit.Eventually(t, "ready", func() bool { return status200(base + "/readyz") })
+	testkit.Eventually(t, "ready", ready(base))
 	testkit.Eventually(t, "both apps fetched", func() bool {
 		return hexists(store.AppKey("photocraft"), "etag")() && hexists(store.AppKey("vectorcraft"), "etag")()
 	})
@@ -58,7 +58,7 @@ func TestPollerAsItsLeastPrivilegeUser(t *testing.T) {
 	testkit.Eventually(t, "vectorcraft's failure", hexists(store.AppKey("vectorcraft"), "failed_ms"))
 	gh.Stick("storytold/photocraft", fakegithub.RateLimit(time.Now().Add(time.Hour)))
 	testkit.Eventually(t, "the fleet backoff", hexists(store.BackoffKey, "until_ms"))
-	if err := stop(); err != nil {
+	if err := p.Stop(); err != nil {
 		t.Fatalf("run: %v", err)
 	}
 
@@ -75,7 +75,7 @@ func TestPollerAsItsLeastPrivilegeUser(t *testing.T) {
 	if denied := rs.Denied(); len(denied) > 0 {
 		t.Errorf("Redis denied the poller's user (store.PollerACL lacks a right):\n%s", strings.Join(denied, "\n"))
 	}
-	if strings.Contains(logs.String(), "refused the guarded-write script") {
-		t.Errorf("the script was refused under store.PollerACL:\n%s", logs)
+	if strings.Contains(p.Logs.String(), "refused the guarded-write script") {
+		t.Errorf("the script was refused under store.PollerACL:\n%s", p.Logs)
 	}
 }

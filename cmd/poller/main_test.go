@@ -1,12 +1,10 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"io"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -17,15 +15,6 @@ import (
 	"github.com/storytold/craft-releases/test/redistest"
 	"github.com/storytold/craft-releases/test/testkit"
 )
-
-func status200(url string) bool {
-	res, err := http.Get(url)
-	if err != nil {
-		return false
-	}
-	res.Body.Close()
-	return res.StatusCode == http.StatusOK
-}
 
 func env(gh *fakegithub.Server, redisURL string) map[string]string {
 	return map[string]string{
@@ -39,25 +28,18 @@ func env(gh *fakegithub.Server, redisURL string) map[string]string {
 	}
 }
 
-// startPoller runs the poller binary in-process until the test ends.
-func startPoller(t *testing.T, vars map[string]string) (base string, logs *testkit.Buffer, stop func() error) {
+// startPoller runs the poller binary in-process until the test ends, and
+// returns it with the base URL of its port.
+func startPoller(t *testing.T, vars map[string]string) (string, *testkit.Process) {
 	t.Helper()
-	addr := testkit.FreeAddr(t)
-	vars["HTTP_ADDR"] = addr
-	logs = &testkit.Buffer{}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- run(ctx, nil, func(k string) string { return vars[k] }, io.Discard, logs) }()
-	var once sync.Once
-	var runErr error
-	stop = func() error {
-		once.Do(func() { cancel(); runErr = <-done })
-		return runErr
-	}
-	t.Cleanup(func() { _ = stop() })
-	base = "http://" + addr
-	testkit.Eventually(t, "healthz answers", func() bool { return status200(base + "/healthz") })
-	return base, logs, stop
+	vars["HTTP_ADDR"] = testkit.FreeAddr(t)
+	base := "http://" + vars["HTTP_ADDR"]
+	return base, testkit.StartProcess(t, run, vars, base+"/healthz")
+}
+
+// ready reports whether the poller at base answers /readyz with 200.
+func ready(base string) func() bool {
+	return func() bool { return testkit.Status(base+"/readyz") == http.StatusOK }
 }
 
 func TestPollerPublishesToRedisAndStatusShowsIt(t *testing.T) {
@@ -66,9 +48,9 @@ func TestPollerPublishesToRedisAndStatusShowsIt(t *testing.T) {
 	gh.Publish("storytold/photocraft", fakegithub.NewRelease("storytold/photocraft", "v0.5.0"))
 	rs := redistest.Start(t)
 	vars := env(gh, rs.URL())
-	base, logs, stop := startPoller(t, vars)
+	base, p := startPoller(t, vars)
 
-	testkit.Eventually(t, "readyz turns 200 after the start-up load", func() bool { return status200(base + "/readyz") })
+	testkit.Eventually(t, "readyz turns 200 after the start-up load", ready(base))
 	// A claim makes the key before its fetch is written: wait for both
 	// fetches.
 	testkit.Eventually(t, "both apps' fetches are in Redis", func() bool {
@@ -90,26 +72,37 @@ func TestPollerPublishesToRedisAndStatusShowsIt(t *testing.T) {
 		}
 	}
 
-	if err := stop(); err != nil {
+	if err := p.Stop(); err != nil {
 		t.Errorf("run after cancel got %v, want nil", err)
 	}
-	if !strings.Contains(logs.String(), `"mode":"coordinated"`) {
-		t.Errorf("no coordinated round in the logs:\n%s", logs)
+	if !strings.Contains(p.Logs.String(), `"mode":"coordinated"`) {
+		t.Errorf("no coordinated round in the logs:\n%s", p.Logs)
 	}
 }
 
+// TestPollerStartsWithRedisDownAndCarriesOnStandalone: with nothing
+// listening at REDIS_URL the poller is ready after its failed start-up load,
+// asks GitHub anyway in standalone rounds, and counts each failed load.
 func TestPollerStartsWithRedisDownAndCarriesOnStandalone(t *testing.T) {
 	t.Parallel()
 	gh := fakegithub.New(t)
 	gh.Publish("storytold/photocraft", fakegithub.NewRelease("storytold/photocraft", "v1.0.0"))
-	vars := env(gh, "redis://"+testkit.FreeAddr(t)) // nothing listens there
-	base, logs, _ := startPoller(t, vars)
-	testkit.Eventually(t, "readyz after the failed start-up load", func() bool { return status200(base + "/readyz") })
-	testkit.Eventually(t, "GitHub is asked anyway", func() bool { return gh.Count("storytold/photocraft") >= 1 })
-	testkit.Eventually(t, "a standalone round is logged", func() bool {
-		return strings.Contains(logs.String(), `"mode":"standalone"`)
+	base, p := startPoller(t, env(gh, "redis://"+testkit.FreeAddr(t)))
+	testkit.Eventually(t, "readyz after the failed start-up load", ready(base))
+	testkit.Eventually(t, "a standalone round ended", func() bool {
+		return testkit.Scrape(t, base+"/metrics")[`craft_poller_mode{mode="standalone"}`] == 1
 	})
-	if n := strings.Count(logs.String(), "redis unavailable"); n != 1 {
+	got := testkit.Scrape(t, base+"/metrics")
+	wantSeries(t, got, map[string]float64{
+		`craft_poller_github_requests_total{app="photocraft",outcome="fetched"}`: 1,
+		`craft_poller_mode{mode="coordinated"}`:                                  0,
+		`craft_poller_claims_total{result="won"}`:                                0,
+	})
+	// The start-up load and the first tick's.
+	if n := got[`craft_poller_redis_errors_total{op="load"}`]; n < 2 {
+		t.Errorf(`craft_poller_redis_errors_total{op="load"}: got %v, want at least 2`, n)
+	}
+	if n := strings.Count(p.Logs.String(), "redis unavailable"); n != 1 {
 		t.Errorf("got %d redis warnings, want exactly 1 within 10 minutes", n)
 	}
 }
@@ -117,7 +110,8 @@ func TestPollerStartsWithRedisDownAndCarriesOnStandalone(t *testing.T) {
 // TestPollerWithASilentRedis: against a Redis that shakes hands and then
 // never answers, the start-up load and the first tick's each give up at the
 // call timeout, the clock's measure included, so that GitHub is asked two
-// timeouts after the start (not four).
+// timeouts after the start (not four): the poller's reads take the client's
+// timeout (pkg/poller's TestSilentRedisCostsATickOneTimeout pins the rest).
 func TestPollerWithASilentRedis(t *testing.T) {
 	t.Parallel()
 	const timeout = time.Second
@@ -128,31 +122,44 @@ func TestPollerWithASilentRedis(t *testing.T) {
 	began := time.Now()
 	startPoller(t, vars)
 	testkit.Eventually(t, "GitHub is asked", func() bool { return gh.Count("storytold/photocraft") >= 1 })
-	took := time.Since(began)
-	t.Logf("GitHub asked %v after the start, with a call timeout of %v", took, timeout)
-	if took >= 3*timeout {
+	if took := time.Since(began); took >= 3*timeout {
 		t.Errorf("GitHub asked %v after the start, want about two call timeouts (%v)", took, 2*timeout)
 	}
 }
 
-func TestPollerRefusesToStartWithoutRedisWhileCoordinating(t *testing.T) {
+// TestBadSettingsStopThePoller: the poller, and `poller migrate` alike, stop
+// at start-up naming every wrong variable, the DSN check's (pkg/mysql's
+// TestDSNBad) beside config's, and never quote the password; without
+// REDIS_URL while coordinating the error names it.
+func TestBadSettingsStopThePoller(t *testing.T) {
 	t.Parallel()
-	vars := map[string]string{}
-	err := run(context.Background(), nil, func(k string) string { return vars[k] }, io.Discard, io.Discard)
-	if err == nil || !strings.Contains(err.Error(), "REDIS_URL") {
-		t.Fatalf("run got %v, want an error naming REDIS_URL", err)
+	const pw = "s3cr3tpw"
+	vars := map[string]string{"REDIS_URL": "redis://127.0.0.1:1", "MYSQL_POLLER_REPLICAS": "three",
+		"MYSQL_DSN": "craft:" + pw + "/x@tcp(db:3306)"}
+	for _, args := range [][]string{nil, {"migrate"}} {
+		err := run(context.Background(), args, func(k string) string { return vars[k] }, io.Discard, io.Discard)
+		for _, want := range []string{"MYSQL_DSN: does not parse as user:password@tcp(host:port)/database", "[redacted]",
+			`MYSQL_POLLER_REPLICAS: "three" is not a whole number`} {
+			if err == nil || !strings.Contains(err.Error(), want) {
+				t.Errorf("poller %q: error %v, want it to contain %q", args, err, want)
+			}
+		}
+		if err != nil && strings.Contains(err.Error(), "s3cr") {
+			t.Errorf("poller %q: error %q holds the password", args, err)
+		}
+	}
+	if err := run(context.Background(), nil, func(string) string { return "" }, io.Discard, io.Discard); err == nil || !strings.Contains(err.Error(), "REDIS_URL") {
+		t.Errorf("run without REDIS_URL got %v, want an error naming REDIS_URL", err)
 	}
 }
 
-func TestHelpListsEveryVariableAndStatus(t *testing.T) {
+func TestHelpListsEveryVariableAndCommand(t *testing.T) {
 	t.Parallel()
-	var out bytes.Buffer
-	if err := run(context.Background(), []string{"--help"}, func(string) string { return "" }, &out, io.Discard); err != nil {
-		t.Fatal(err)
-	}
-	for _, name := range append(config.Names("poller"), "status", "backoff clear", "at least 1005") {
-		if !strings.Contains(out.String(), name) {
-			t.Errorf("--help does not list %s", name)
+	out := mustCommand(t, nil, "--help")
+	for _, want := range append(config.Names("poller"), "status", "backoff clear", "at least 1005",
+		"migrate", "notices", "renames", "title 200 characters") {
+		if !strings.Contains(out, want) {
+			t.Errorf("--help does not mention %q", want)
 		}
 	}
 }

@@ -11,46 +11,34 @@ import (
 )
 
 // TestPollerOverTLSWithAPrivateCA: the poller writes to a rediss:// Redis
-// whose certificate a private CA signed when REDIS_TLS_CA_FILE names that CA
-// (with a client certificate when the server asks for one), and refuses the
-// certificate without it, saying so in its log. GitHub's requests are
-// unaffected either way.
+// whose certificate a private CA signed, and which asks for a client
+// certificate, when REDIS_TLS_CA_FILE names that CA and REDIS_TLS_CERT_FILE
+// and REDIS_TLS_KEY_FILE the poller's; it refuses the certificate without
+// the CA, saying so in its log, and asks GitHub all the same.
 func TestPollerOverTLSWithAPrivateCA(t *testing.T) {
 	t.Parallel()
 	gh := fakegithub.New(t)
 	gh.Publish("storytold/photocraft", fakegithub.NewRelease("storytold/photocraft", "v0.5.0"))
 	ca := redistest.NewCA(t)
-	written := func(rs *redistest.Server) func() bool {
-		return func() bool {
-			n, err := rs.Do("HEXISTS", store.AppKey("photocraft"), "etag")
-			return err == nil && n == "1"
-		}
-	}
 
-	t.Run("with the CA", func(t *testing.T) {
-		rs := redistest.StartTLS(t, ca)
-		vars := env(gh, rs.URL())
-		vars["REDIS_TLS_CA_FILE"] = ca.File
-		base, _, _ := startPoller(t, vars)
-		testkit.Eventually(t, "readyz after the start-up load over TLS", func() bool { return status200(base + "/readyz") })
-		testkit.Eventually(t, "photocraft in Redis", written(rs))
-	})
-	t.Run("with a client certificate", func(t *testing.T) {
+	t.Run("with the CA and a client certificate", func(t *testing.T) {
 		rs := redistest.StartTLS(t, ca, "--tls-auth-clients", "yes")
 		cert, key := ca.Issue("poller")
 		vars := env(gh, rs.URL())
-		vars["REDIS_TLS_CA_FILE"] = ca.File
-		vars["REDIS_TLS_CERT_FILE"] = cert
-		vars["REDIS_TLS_KEY_FILE"] = key
-		startPoller(t, vars)
-		testkit.Eventually(t, "photocraft in Redis", written(rs))
+		vars["REDIS_TLS_CA_FILE"], vars["REDIS_TLS_CERT_FILE"], vars["REDIS_TLS_KEY_FILE"] = ca.File, cert, key
+		base, _ := startPoller(t, vars)
+		testkit.Eventually(t, "readyz after the start-up load over TLS", ready(base))
+		testkit.Eventually(t, "photocraft in Redis", func() bool {
+			n, err := rs.Do("HEXISTS", store.AppKey("photocraft"), "etag")
+			return err == nil && n == "1"
+		})
 	})
 	t.Run("without the CA", func(t *testing.T) {
 		rs := redistest.StartTLS(t, ca)
 		before := gh.Count("storytold/photocraft")
-		_, logs, _ := startPoller(t, env(gh, rs.URL()))
+		_, p := startPoller(t, env(gh, rs.URL()))
 		testkit.Eventually(t, "the refused certificate in the log", func() bool {
-			return strings.Contains(logs.String(), "certificate signed by unknown authority")
+			return strings.Contains(p.Logs.String(), "certificate signed by unknown authority")
 		})
 		testkit.Eventually(t, "GitHub asked anyway, with the system roots", func() bool { return gh.Count("storytold/photocraft") > before })
 		if n := rs.MustDo("EXISTS", store.AppKey("photocraft")); n != "0" {

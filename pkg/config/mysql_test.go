@@ -1,17 +1,11 @@
 package config_test
 
 import (
-	"encoding/json"
 	"errors"
-	"fmt"
 	"reflect"
-	"slices"
 	"strings"
 	"testing"
 	"time"
-
-	"go.uber.org/zap"
-	"go.uber.org/zap/zapcore"
 
 	"github.com/storytold/craft-releases/pkg/config"
 )
@@ -140,55 +134,6 @@ func refuseURL(dsn, url string) (string, error) {
 		return "", errors.New("MYSQL_URL: refused")
 	}
 	return dsn, nil
-}
-
-func TestPollerReportsTheDSNCheckWithTheRest(t *testing.T) {
-	vars := map[string]string{"MYSQL_URL": "mysql://u@h/d", "HTTP_ADDR": "nowhere", "REDIS_URL": "redis://127.0.0.1:6379"}
-	_, _, err := config.LoadPoller(lookup(vars), refuseURL)
-	for _, want := range []string{"MYSQL_URL: refused", `HTTP_ADDR: "nowhere" is not host:port`} {
-		if err == nil || !strings.Contains(err.Error(), want) {
-			t.Errorf("LoadPoller(%q) error = %v, want it to contain %q", vars, err, want)
-		}
-	}
-}
-
-func TestPollerMySQLNeedsRedis(t *testing.T) {
-	vars := map[string]string{"MYSQL_DSN": "u@tcp(h)/d", "CRAFT_APPS_RELEASE_COORDINATION_ENABLED": "false"}
-	_, _, err := config.LoadPoller(lookup(vars), acceptDSN)
-	if err == nil || !strings.Contains(err.Error(), "REDIS_URL: empty, yet MySQL is set") {
-		t.Errorf("LoadPoller(%q) error = %v, want one saying MySQL needs Redis", vars, err)
-	}
-	// The API has no MySQL settings at all: it never opens MySQL.
-	if names := config.Names("api"); slices.ContainsFunc(names, func(n string) bool { return strings.HasPrefix(n, "MYSQL_") }) {
-		t.Errorf("Names(api) = %q, want no MYSQL_ variable", names)
-	}
-}
-
-func TestMySQLNeverPrintsPassword(t *testing.T) {
-	vars := map[string]string{"REDIS_URL": "redis://127.0.0.1:6379", "MYSQL_DSN": "craft:" + mysqlPassword + "@tcp(db:3306)/craft"}
-	p, _, err := config.LoadPoller(lookup(vars), acceptDSN)
-	if err != nil {
-		t.Fatalf("LoadPoller: %v", err)
-	}
-	if !strings.Contains(p.MySQL.DSN.Reveal(), mysqlPassword) {
-		t.Fatalf("DSN %q lacks the password; the test would prove nothing", p.MySQL.DSN.Reveal())
-	}
-	printed := map[string]string{}
-	for _, verb := range []string{"%v", "%+v", "%#v", "%s", "%q"} {
-		printed["poller "+verb] = fmt.Sprintf(verb, p)
-		printed["mysql "+verb] = fmt.Sprintf(verb, p.MySQL)
-	}
-	b, err := json.Marshal(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	printed["json"] = string(b)
-	printed["log"] = logLine(t, zapcore.NewJSONEncoder(zap.NewProductionEncoderConfig()), p.Fields()...)
-	for name, out := range printed {
-		if strings.Contains(out, mysqlPassword) || strings.Contains(out, "s3cr") {
-			t.Errorf("%s holds the password:\n%s", name, out)
-		}
-	}
 }
 
 // acceptDSN is a DSNCheck that takes whatever is set, for tests of

@@ -35,6 +35,7 @@ func TestScheduleQuota(t *testing.T) {
 	}{
 		// The runbook's old advice: 13 apps at the unauthenticated minimum.
 		{"13 apps at 300 s without a token", map[string]string{"CRAFT_APPS_RELEASE_POLL_INTERVAL_SECS": "300"}, 173.3, 60, 1005, true},
+		{"13 apps raised to the 300 s minimum", map[string]string{"CRAFT_APPS_RELEASE_POLL_INTERVAL_SECS": "120"}, 173.3, 60, 1005, true},
 		{"13 apps at the default 1800 s", nil, 26.4, 60, 1005, false},
 		{"13 apps at 810 s: the whole quota, no headroom", map[string]string{"CRAFT_APPS_RELEASE_POLL_INTERVAL_SECS": "810"}, 60, 60, 1005, false},
 		{"13 apps at the default 120 s with a token", map[string]string{"CRAFT_APPS_RELEASE_GITHUB_TOKEN": "t"}, 520, 5000, 60, false},

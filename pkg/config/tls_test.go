@@ -92,14 +92,8 @@ func TestRedisTLSBad(t *testing.T) {
 	for _, tc := range tests {
 		for _, bin := range []string{"api", "poller"} {
 			t.Run(tc.name+"/"+bin, func(t *testing.T) {
-				vars := map[string]string{"REDIS_URL": "rediss://r:6380"}
-				for k, v := range tc.vars {
-					vars[k] = v
-				}
-				if vars["REDIS_URL"] == "" && bin == "poller" {
-					vars["CRAFT_APPS_RELEASE_COORDINATION_ENABLED"] = "false"
-				}
-				err := loadErr(bin, vars)
+				vars := with(tc.vars, "REDIS_URL", "rediss://r:6380", "CRAFT_APPS_RELEASE_COORDINATION_ENABLED", "false")
+				err := binaries[map[string]int{"api": 0, "poller": 1}[bin]].load(vars).err
 				if err == nil || !strings.Contains(err.Error(), tc.want) {
 					t.Errorf("load got %v, want an error containing %q", err, tc.want)
 				}
@@ -113,38 +107,21 @@ func TestRedisTLSBad(t *testing.T) {
 func TestRedisURLReportedFirst(t *testing.T) {
 	ca := redistest.NewCA(t)
 	for _, bin := range []string{"api", "poller"} {
-		err := loadErr(bin, map[string]string{"REDIS_URL": "http://r:6379", "REDIS_TLS_CA_FILE": ca.File})
+		err := binaries[map[string]int{"api": 0, "poller": 1}[bin]].load(map[string]string{"REDIS_URL": "http://r:6379", "REDIS_TLS_CA_FILE": ca.File}).err
 		if err == nil || !strings.HasPrefix(err.Error(), "REDIS_URL: ") || strings.Contains(err.Error(), "REDIS_TLS_CA_FILE") {
 			t.Errorf("%s: load got %v, want one error, naming REDIS_URL", bin, err)
 		}
 	}
 }
 
+// loadShared is bin's Shared settings from vars, failing the test on error.
 func loadShared(t *testing.T, bin string, vars map[string]string) config.Shared {
 	t.Helper()
-	getenv := func(k string) string { return vars[k] }
-	if bin == "api" {
-		a, _, err := config.LoadAPI(getenv)
-		if err != nil {
-			t.Fatalf("LoadAPI: %v", err)
-		}
-		return a.Shared
+	got := binaries[map[string]int{"api": 0, "poller": 1}[bin]].load(vars)
+	if got.err != nil {
+		t.Fatalf("load %s: %v", bin, got.err)
 	}
-	p, _, err := config.LoadPoller(getenv, acceptDSN)
-	if err != nil {
-		t.Fatalf("LoadPoller: %v", err)
-	}
-	return p.Shared
-}
-
-func loadErr(bin string, vars map[string]string) error {
-	getenv := func(k string) string { return vars[k] }
-	if bin == "api" {
-		_, _, err := config.LoadAPI(getenv)
-		return err
-	}
-	_, _, err := config.LoadPoller(getenv, acceptDSN)
-	return err
+	return got.shared
 }
 
 func parseCert(t *testing.T, file string) *x509.Certificate {
