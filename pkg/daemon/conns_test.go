@@ -78,14 +78,22 @@ func (c *idleConn) fetch(path string) (int, []byte, error) {
 	return res.StatusCode, body, err
 }
 
-func dialIdle(t *testing.T, addr string) *idleConn {
+// dial connects to addr until the test ends, with a deadline that guards
+// against a hang.
+func dial(t testing.TB, addr string) net.Conn {
 	t.Helper()
 	c, err := net.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.Close() })
-	_ = c.SetDeadline(time.Now().Add(30 * time.Second)) // a guard against a hang
+	_ = c.SetDeadline(time.Now().Add(30 * time.Second))
+	return c
+}
+
+func dialIdle(t *testing.T, addr string) *idleConn {
+	t.Helper()
+	c := dial(t, addr)
 	ic := &idleConn{Conn: c, br: bufio.NewReader(c)}
 	if code, err := ic.get(t, HealthzPath); err != nil || code != 200 {
 		t.Fatalf("first request: %d, %v", code, err)
@@ -125,12 +133,7 @@ func TestConnectionCap(t *testing.T) {
 	const body = `{"zen":"slow"}`
 	busy := make([]net.Conn, max)
 	for i := range busy {
-		c, err := net.Dial("tcp", addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
-		_ = c.SetDeadline(time.Now().Add(30 * time.Second)) // a guard against a hang
+		c := dial(t, addr)
 		if _, err := fmt.Fprintf(c, "POST %s HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n%s", "/slow", len(body), body[:1]); err != nil {
 			t.Fatal(err)
 		}
@@ -187,11 +190,7 @@ func TestSilentConnectionsAtTheCap(t *testing.T) {
 			silent := make([]*bufio.Reader, max)
 			conns := make([]net.Conn, max)
 			for i := range silent {
-				c, err := net.Dial("tcp", addr)
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer c.Close()
+				c := dial(t, addr)
 				if _, err := io.WriteString(c, first); err != nil {
 					t.Fatal(err)
 				}
@@ -239,11 +238,7 @@ func TestShutdownClosesUnusedConnections(t *testing.T) {
 	go func() {
 		served <- Serve(ctx, Endpoint{Handler: testHandler(), Listener: ln}, time.Second, zap.NewNop())
 	}()
-	unused, err := net.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer unused.Close()
+	unused := dial(t, ln.Addr().String())
 	// A request answered on another connection: the unused one was
 	// accepted by then.
 	idle := dialIdle(t, ln.Addr().String())
@@ -252,7 +247,6 @@ func TestShutdownClosesUnusedConnections(t *testing.T) {
 	if err := <-served; err != nil {
 		t.Errorf("Serve = %v after shutdown with an unused connection open, want nil", err)
 	}
-	_ = unused.SetReadDeadline(time.Now().Add(10 * time.Second)) // a guard against a hang
 	if _, err := unused.Read(make([]byte, 1)); !errors.Is(err, io.EOF) {
 		t.Errorf("the unused connection: read %v, want EOF (closed)", err)
 	}
@@ -263,23 +257,14 @@ func TestShutdownClosesUnusedConnections(t *testing.T) {
 // its time to send its headers starts then.
 func TestAgeStartsWithTheSlot(t *testing.T) {
 	addr := serveOnLoopback(t, testHandler(), 1)
-	dial := func() net.Conn {
-		c, err := net.Dial("tcp", addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { c.Close() })
-		_ = c.SetDeadline(time.Now().Add(30 * time.Second)) // a guard against a hang
-		return c
-	}
-	busy := dial()
+	busy := dial(t, addr)
 	if _, err := io.WriteString(busy, "POST /slow HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\nx"); err != nil {
 		t.Fatal(err)
 	}
-	waiting := dial()           // accepted, waits for room
+	waiting := dial(t, addr)    // accepted, waits for room
 	time.Sleep(2 * headerGrace) // not a timed assertion: it waits longer than the grace
-	next := dial()              // in the backlog, accepted once waiting has its slot
-	busy.Close()                // the slot frees: waiting gets it, next looks for room at once
+	_ = dial(t, addr)           // in the backlog, accepted once waiting has its slot
+	busy.Close()                // the slot frees: waiting gets it, the next looks for room at once
 	time.Sleep(headerGrace / 5) // within the grace, counted from the slot
 	if _, err := io.WriteString(waiting, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil {
 		t.Fatal(err)
@@ -289,7 +274,6 @@ func TestAgeStartsWithTheSlot(t *testing.T) {
 		t.Fatalf("the connection that waited for room: %v, %v; want it served", res, err)
 	}
 	res.Body.Close()
-	_ = next
 }
 
 // TestStuckWriteAtTheCap: at the cap, a connection whose answer the client
@@ -322,12 +306,7 @@ func TestStuckWriteAtTheCap(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			addr := serveOnLoopback(t, handler, 1)
-			c, err := net.Dial("tcp", addr)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer c.Close()
-			_ = c.SetDeadline(time.Now().Add(10 * time.Second)) // a guard against a hang
+			c := dial(t, addr)
 			if _, err := io.WriteString(c, "GET /large HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil {
 				t.Fatal(err)
 			}
@@ -390,12 +369,7 @@ func TestErrorsCloseCleanly(t *testing.T) {
 		{"malformed length", "POST /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: x\r\n\r\n", "HTTP/1.1 400 "},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			c, err := net.Dial("tcp", addr)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer c.Close()
-			_ = c.SetDeadline(time.Now().Add(10 * time.Second)) // a guard against a hang
+			c := dial(t, addr)
 			if _, err := io.WriteString(c, tt.request); err != nil {
 				t.Fatal(err)
 			}
@@ -412,11 +386,7 @@ func TestErrorsCloseCleanly(t *testing.T) {
 // arrived or the read timeout passed.
 func TestUnreadBodyIsNotDrained(t *testing.T) {
 	addr := serveOnLoopback(t, testHandler(), 0)
-	c, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := dial(t, addr)
 	_ = c.SetDeadline(time.Now().Add(ReadTimeout / 2)) // the answer and EOF before the read timeout
 	if _, err := io.WriteString(c, "POST /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: 200000\r\n\r\nx"); err != nil {
 		t.Fatal(err)

@@ -8,8 +8,11 @@ import (
 	"go.uber.org/zap"
 )
 
+// TestGate: a gate opens once and, once closed, stays closed (start-up,
+// then shutdown); one health handler's /readyz follows it throughout.
 func TestGate(t *testing.T) {
 	var g Gate
+	h := NewHealth(&g, nil, zap.NewNop(), nil)
 	steps := []struct {
 		name string
 		do   func()
@@ -27,28 +30,10 @@ func TestGate(t *testing.T) {
 		if got := g.Ready(); got != s.want {
 			t.Errorf("%s: Ready got %v, want %v", s.name, got, s.want)
 		}
-	}
-}
-
-// TestReadyzFollowsGate checks that one server's /readyz follows its gate as
-// it opens and closes (as at start-up and at shutdown).
-func TestReadyzFollowsGate(t *testing.T) {
-	g := new(Gate)
-	s := NewHealth(g, nil, zap.NewNop(), nil)
-	for _, step := range []struct {
-		name string
-		do   func()
-		want int
-	}{
-		{"starting", func() {}, 503},
-		{"loaded", g.Open, 200},
-		{"shutting down", g.Close, 503},
-	} {
-		step.do()
 		rec := httptest.NewRecorder()
-		s.ServeHTTP(rec, httptest.NewRequest("GET", "/readyz", nil))
-		if rec.Code != step.want {
-			t.Errorf("%s: status got %d, want %d", step.name, rec.Code, step.want)
+		h.ServeHTTP(rec, httptest.NewRequest("GET", ReadyzPath, nil))
+		if want := map[bool]int{true: 200, false: 503}[s.want]; rec.Code != want {
+			t.Errorf("%s: /readyz status got %d, want %d", s.name, rec.Code, want)
 		}
 	}
 }

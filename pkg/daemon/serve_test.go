@@ -175,15 +175,6 @@ func TestTimeouts(t *testing.T) {
 		}
 	})
 	addr := ln.Addr().String()
-	dial := func() net.Conn {
-		c, err := net.Dial("tcp", addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { c.Close() })
-		_ = c.SetDeadline(time.Now().Add(10 * time.Second)) // a guard against a hang
-		return c
-	}
 	closed := func(what string, c net.Conn) {
 		t.Helper()
 		if _, err := io.ReadAll(c); err != nil && !errors.Is(err, syscall.ECONNRESET) {
@@ -200,13 +191,13 @@ func TestTimeouts(t *testing.T) {
 		}
 	}
 
-	half := dial()
+	half := dial(t, addr)
 	if _, err := io.WriteString(half, "GET /healthz HTTP/1.1\r\nHost: x\r\n"); err != nil {
 		t.Fatal(err)
 	}
 	closed("headers never ended", half)
 
-	body := dial()
+	body := dial(t, addr)
 	if _, err := io.WriteString(body, "POST /slow HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\nx"); err != nil {
 		t.Fatal(err)
 	}
@@ -214,7 +205,7 @@ func TestTimeouts(t *testing.T) {
 		t.Errorf("a body that stopped: %v, %v; want the handler's read cut off, then its answer", res, err)
 	}
 
-	unread := dial()
+	unread := dial(t, addr)
 	if _, err := io.WriteString(unread, "GET /flood HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil {
 		t.Fatal(err)
 	}

@@ -17,43 +17,20 @@ import (
 
 // metaSink records every meta it is given, by its one announcement's title.
 type metaSink struct {
-	mu      sync.Mutex
-	got     []string
-	changed chan struct{}
+	mu  sync.Mutex
+	got []string
 }
-
-func newMetaSink() *metaSink { return &metaSink{changed: make(chan struct{}, 1)} }
 
 func (s *metaSink) SetMeta(m release.Bulletin) {
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	s.got = append(s.got, title(m))
-	s.mu.Unlock()
-	select {
-	case s.changed <- struct{}{}:
-	default:
-	}
 }
 
 func (s *metaSink) calls() []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return append([]string(nil), s.got...)
-}
-
-// waitCalls waits until the sink was given n metas.
-func (s *metaSink) waitCalls(t testing.TB, n int) []string {
-	t.Helper()
-	timeout := time.After(waitLimit)
-	for {
-		if got := s.calls(); len(got) >= n {
-			return got
-		}
-		select {
-		case <-s.changed:
-		case <-timeout:
-			t.Fatalf("meta sink got %q within %v, want %d calls", s.calls(), waitLimit, n)
-		}
-	}
 }
 
 // title is the title of m's first announcement, "" for none.
@@ -86,51 +63,46 @@ func putMeta(t testing.TB, s *store.Store, m release.Bulletin, at time.Time) {
 	}
 }
 
+// TestMetaLoad: the first load reads the meta hash only with WithMeta, and
+// gives the sink the meta it finds, if any; with no apps it is the only read.
 func TestMetaLoad(t *testing.T) {
 	t.Parallel()
+	published := func(t testing.TB, srv *redistest.Server) { putMeta(t, publisher(t, srv), announcing("hello"), base) }
 	tests := []struct {
-		name  string
-		apps  []release.App
-		setup func(t testing.TB, srv *redistest.Server)
-		want  []string // titles given to the meta sink by the first load
+		name   string
+		apps   []release.App
+		noMeta bool // started without WithMeta
+		setup  func(t testing.TB, srv *redistest.Server)
+		want   []string // titles given to the meta sink by the first load
 	}{
-		{
-			name:  "a published meta",
-			apps:  testApps,
-			setup: func(t testing.TB, srv *redistest.Server) { putMeta(t, publisher(t, srv), announcing("hello"), base) },
-			want:  []string{"hello"},
-		},
-		{
-			name:  "a published meta and no apps",
-			setup: func(t testing.TB, srv *redistest.Server) { putMeta(t, publisher(t, srv), announcing("hello"), base) },
-			want:  []string{"hello"},
-		},
-		{
-			name:  "no meta: no MySQL anywhere",
-			apps:  testApps,
-			setup: func(testing.TB, *redistest.Server) {},
-		},
-		{
-			name: "an unreadable meta",
-			apps: testApps,
-			setup: func(t testing.TB, srv *redistest.Server) {
-				srv.MustDo("HSET", store.MetaKey, "v", "1", "read_ms", ms(base), "app_renames", "[]",
-					"repo_renames", "[]", "announcements", "{", "alerts", "[]")
-			},
-		},
+		{name: "a published meta", apps: testApps, setup: published, want: []string{"hello"}},
+		{name: "a published meta and no apps", setup: published, want: []string{"hello"}},
+		{name: "no meta: no MySQL anywhere", apps: testApps, setup: func(testing.TB, *redistest.Server) {}},
+		{name: "an unreadable meta", apps: testApps, setup: func(t testing.TB, srv *redistest.Server) {
+			srv.MustDo("HSET", store.MetaKey, "v", "1", "read_ms", ms(base), "app_renames", "[]",
+				"repo_renames", "[]", "announcements", "{", "alerts", "[]")
+		}},
+		{name: "without WithMeta, not read", apps: testApps, noMeta: true, setup: published},
+		{name: "without WithMeta and no apps", noMeta: true, setup: func(testing.TB, *redistest.Server) {}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			srv := redistest.Start(t)
 			tt.setup(t, srv)
-			sink := newMetaSink()
-			hs := startApps(t, srv.URL(), tt.apps, quiet, hydrate.WithMeta(sink))
+			sink, opts, reads := new(metaSink), []hydrate.Option{quiet}, len(tt.apps)
+			if !tt.noMeta {
+				opts, reads = append(opts, hydrate.WithMeta(sink)), reads+1
+			}
+			hs := startApps(t, srv.URL(), tt.apps, opts...)
 			hs.waitLoaded(t)
-			if got := sink.calls(); len(got) != len(tt.want) || (len(got) > 0 && got[0] != tt.want[0]) {
+			if got := sink.calls(); !slices.Equal(got, tt.want) {
 				t.Errorf("meta sink after the first load got %q, want %q", got, tt.want)
 			}
-			if st := hs.h.Counts(); st.Reads != uint64(len(tt.apps)+1) || st.Metas != uint64(len(tt.want)) {
-				t.Errorf("Stats() = %+v; want %d reads (the apps and the meta), %d metas", st, len(tt.apps)+1, len(tt.want))
+			if st := hs.h.Counts(); st.Reads != uint64(reads) || st.Metas != uint64(len(tt.want)) {
+				t.Errorf("Stats() = %+v; want %d reads (the apps, and the meta with WithMeta), %d metas", st, reads, len(tt.want))
+			}
+			if _, calls := hs.sink.state(); calls != 0 {
+				t.Errorf("SetAll calls = %d, want 0: no app has a hash", calls)
 			}
 		})
 	}
@@ -143,10 +115,10 @@ func TestMetaNeverGoesBack(t *testing.T) {
 	srv := redistest.Start(t)
 	pub := publisher(t, srv)
 	putMeta(t, pub, announcing("v1"), base)
-	sink := newMetaSink()
+	sink := new(metaSink)
 	hs := start(t, srv.URL(), quiet, hydrate.WithMeta(sink))
 	hs.waitLoaded(t)
-	sink.waitCalls(t, 1)
+	testkit.Eventually(t, "the first meta", func() bool { return len(sink.calls()) >= 1 })
 
 	steps := []struct {
 		name  string
@@ -169,21 +141,9 @@ func TestMetaNeverGoesBack(t *testing.T) {
 		// A meta given by mistake after this wait shows in the next step
 		// that waits for a call, since every step compares every call.
 		testkit.Eventually(t, "the re-read after "+st.name, func() bool { return hs.h.Counts().Reads > before })
-		sink.waitCalls(t, len(st.want))
+		testkit.Eventually(t, st.name+" given to the sink", func() bool { return len(sink.calls()) >= len(st.want) })
 		if got := sink.calls(); !slices.Equal(got, st.want) {
 			t.Errorf("%s: sink got %q, want %q", st.name, got, st.want)
 		}
-	}
-}
-
-// TestMetaNotRead: without WithMeta the meta hash is not read at all.
-func TestMetaNotRead(t *testing.T) {
-	t.Parallel()
-	srv := redistest.Start(t)
-	putMeta(t, publisher(t, srv), announcing("hello"), base)
-	hs := start(t, srv.URL(), quiet)
-	hs.waitLoaded(t)
-	if st := hs.h.Counts(); st.Reads != uint64(len(testApps)) || st.Metas != 0 {
-		t.Errorf("Stats() = %+v; want %d reads (the apps only), no metas", st, len(testApps))
 	}
 }

@@ -21,15 +21,9 @@ import (
 // exchange with Redis to have failed by then on a loaded machine.
 const hydrateTimeout = time.Second
 
-// readiness runs hs's Ready with hydrateTimeout and reports how often it
-// called open.
-func readiness(t testing.TB, hs *harness) *atomic.Int32 {
-	t.Helper()
-	return readinessAfter(t, hs, hydrateTimeout)
-}
-
-// readinessAfter is readiness with the given hydrate timeout.
-func readinessAfter(t testing.TB, hs *harness, hydrateTimeout time.Duration) *atomic.Int32 {
+// readiness runs hs's Ready with the given hydrate timeout and reports how
+// often it called open.
+func readiness(t testing.TB, hs *harness, hydrateTimeout time.Duration) *atomic.Int32 {
 	t.Helper()
 	var opened atomic.Int32
 	ctx, cancel := context.WithCancel(context.Background())
@@ -96,7 +90,7 @@ func TestReadyWhenRedisRefusesThePod(t *testing.T) {
 			srv := redistest.Start(t)
 			clk := fakeclock.New(base)
 			hs := start(t, tt.url(srv), quiet, hydrate.WithClock(clk))
-			opened := readiness(t, hs)
+			opened := readiness(t, hs, hydrateTimeout)
 			// The first attempt does not wait on the clock.
 			testkit.Eventually(t, "the refusal", func() bool { return hs.h.Refusal() != nil })
 			advanceUntil(t, clk, 100*time.Millisecond, "the error line", func() bool { return len(refusedLines(hs)) > 0 })
@@ -124,36 +118,11 @@ func TestReadyWhenRedisRefusesThePod(t *testing.T) {
 	}
 }
 
-// TestReadyRefusedThenAnOutage: a refusal is not forgotten when Redis then
-// goes away (a restart during a bad rollout): the pod stays unready until a
-// load, rather than opening empty as an outage would.
+// TestReadyRefusedThenAnOutage: Redis refuses the pod, then goes away
+// before the hydrate timeout (restarted during a bad rollout): the refusal
+// is not forgotten, and at the timeout the pod stays unready rather than
+// opening empty as after an outage, until its first load.
 func TestReadyRefusedThenAnOutage(t *testing.T) {
-	testkit.Integration(t)
-	t.Parallel()
-	srv := redistest.Start(t)
-	srv.MustDo("ACL", "SETUSER", "api", "on", ">old", "~*", "&*", "+@all")
-	hs := start(t, "redis://api:new@"+srv.Addr, quiet)
-	opened := readiness(t, hs)
-	testkit.Eventually(t, "the error line", func() bool { return len(refusedLines(hs)) > 0 })
-	failures := hs.h.Counts().Failures
-	srv.Stop()
-	testkit.Eventually(t, "another failed attempt", func() bool { return hs.h.Counts().Failures > failures+1 })
-	if n := opened.Load(); n != 0 {
-		t.Fatalf("opened %d times once the refusal turned into an outage, want unready", n)
-	}
-	if hs.h.Refusal() == nil {
-		t.Errorf("Refusal() = nil during the outage that followed it, want the refusal")
-	}
-	srv.Restart()
-	srv.MustDo("ACL", "SETUSER", "api", "on", ">new", "~*", "&*", "+@all")
-	testkit.Eventually(t, "ready after the first load", func() bool { return opened.Load() == 1 })
-}
-
-// TestReadyRefusedThenAnOutageBeforeTheTimeout: Redis refuses the pod, then
-// goes away before the hydrate timeout (restarted during a bad rollout): at
-// the timeout the pod still stays unready, rather than opening empty as if
-// the refusal had been an outage.
-func TestReadyRefusedThenAnOutageBeforeTheTimeout(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t)
 	srv.MustDo("ACL", "SETUSER", "api", "on", ">old", "~*", "&*", "+@all")
@@ -162,13 +131,19 @@ func TestReadyRefusedThenAnOutageBeforeTheTimeout(t *testing.T) {
 	failures := hs.h.Counts().Failures
 	srv.Stop()
 	testkit.Eventually(t, "a failed attempt of the outage", func() bool { return hs.h.Counts().Failures > failures+1 })
-	opened := readinessAfter(t, hs, 200*time.Millisecond)
+	opened := readiness(t, hs, 200*time.Millisecond)
 	testkit.Eventually(t, "the error line", func() bool {
 		return len(refusedLines(hs)) > 0 || hs.logs.FilterMessage("ready without a load from redis").Len() > 0
 	})
 	if n := opened.Load(); n != 0 {
 		t.Fatalf("opened %d times at the timeout after a refusal and an outage, want unready", n)
 	}
+	if hs.h.Refusal() == nil {
+		t.Errorf("Refusal() = nil during the outage that followed it, want the refusal")
+	}
+	srv.Restart()
+	srv.MustDo("ACL", "SETUSER", "api", "on", ">new", "~*", "&*", "+@all")
+	testkit.Eventually(t, "ready after the first load", func() bool { return opened.Load() == 1 })
 }
 
 // TestReadyDuringAnOutage: a pod that cannot reach Redis (refused
@@ -192,7 +167,7 @@ func TestReadyDuringAnOutage(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			clk := fakeclock.New(base)
 			hs := start(t, tt.url(t), quiet, hydrate.WithClock(clk))
-			opened := readiness(t, hs)
+			opened := readiness(t, hs, hydrateTimeout)
 			advanceUntil(t, clk, 100*time.Millisecond, "ready without a load", func() bool { return opened.Load() == 1 })
 			if took := clk.Now().Sub(base); took < hydrateTimeout {
 				t.Errorf("ready after %v, want the hydrate timeout, %v", took, hydrateTimeout)
@@ -212,7 +187,7 @@ func TestReadyAfterFirstLoad(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t)
 	hs := start(t, srv.URL(), quiet)
-	opened := readiness(t, hs)
+	opened := readiness(t, hs, hydrateTimeout)
 	hs.waitLoaded(t)
 	testkit.Eventually(t, "ready", func() bool { return opened.Load() == 1 })
 	if n := hs.logs.FilterMessage("ready").Len(); n != 1 {

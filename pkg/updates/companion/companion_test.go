@@ -22,12 +22,10 @@ func tauriRelease() *release.Release {
 	return r
 }
 
+// TestNames: the companions of every kind (which names each takes: the
+// kind's own tests, as tauri.TestCompanions), in the release's order; the
+// files a feed serves among them.
 func TestNames(t *testing.T) {
-	got := companion.Names(tauriRelease())
-	if want := []string{"A_1.0.0_x64-setup.exe.sig", "A_1.0.0_amd64.AppImage.sig"}; strings.Join(got, " ") != strings.Join(want, " ") {
-		t.Errorf("Names = %q, want %q (the release's order)", got, want)
-	}
-	// Every kind, in the release's order; the files a feed serves among them.
 	r := &release.Release{Tag: "v1.0.0", Version: "1.0.0"}
 	for _, n := range []string{"latest.yml", "A_1.0.0_x64-setup.exe", "RELEASES-arm64", "A_1.0.0_x64-setup.exe.sig", "releases.win.json",
 		"ia32.RELEASES", "RELEASES", "latest-mac.yml", "RELEASES.txt", "releases.json"} {

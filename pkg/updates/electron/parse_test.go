@@ -50,13 +50,7 @@ var refused = []struct {
 	{"null version", withVersion("~"), "no version", false},
 	{"version a number", withVersion("1.4"), "not a version", false},
 	{"version a list", withVersion("[1, 4, 0]"), "not a version", false},
-	{"version two parts", withVersion("'1.4'"), "not a version", false},
-	{"version four parts", withVersion("1.4.0.1"), "not a version", false},
-	{"version with a leading zero", withVersion("01.4.0"), "not a version", false},
-	{"version with a leading zero in a pre-release", withVersion("1.4.0-beta.01"), "not a version", false},
-	{"version with an empty pre-release", withVersion("1.4.0-"), "not a version", false},
-	{"version with an empty build", withVersion("1.4.0+"), "not a version", false},
-	{"version with an underscore", withVersion("1.4.0-beta_1"), "not a version", false},
+	{"version two parts", withVersion("'1.4'"), "not a version", false}, // the rest of SemVer's grammar: semver.TestParse
 	{"version too big", withVersion("9007199254740992.0.0"), "not a version", false},
 	{"version too long", withVersion("1.4.0-" + strings.Repeat("a", 251)), "not a version", false},
 	{"version with v and =", withVersion("=v1.4.0"), "not a version", false},
@@ -139,11 +133,12 @@ func TestParseRefuses(t *testing.T) {
 	}
 }
 
+// TestParseVersions: node-semver's bounds on SemVer (semver.TestParse): an
+// optional "v", 256 bytes with it, numbers up to 2^53 − 1.
 func TestParseVersions(t *testing.T) {
 	t.Parallel()
 	for _, v := range []string{
-		"0.0.0", "1.4.0", "v1.4.0", "1.4.0-beta", "1.4.0-beta.1", "1.4.0-0", "1.4.0-0a", "1.4.0-01a", "1.4.0-x-y.z",
-		"1.4.0+build", "1.4.0+001", "1.4.0-rc.1+build.5", "9007199254740991.0.0", "1.4.0-" + strings.Repeat("a", 250),
+		"1.4.0", "v1.4.0", "1.4.0-rc.1+build.5", "9007199254740991.0.0", "1.4.0-" + strings.Repeat("a", 250),
 	} {
 		f, err := electron.Parse([]byte(fill(withVersion(v))))
 		if err != nil || f.Version != v {

@@ -1,6 +1,7 @@
 package semver_test
 
 import (
+	"cmp"
 	"regexp"
 	"strconv"
 	"strings"
@@ -83,7 +84,7 @@ func TestCompare(t *testing.T) {
 	for i, a := range ordered {
 		va := mustParse(t, a)
 		for j, b := range ordered {
-			if got, want := va.Compare(mustParse(t, b)), sign(i-j); got != want {
+			if got, want := va.Compare(mustParse(t, b)), cmp.Compare(i, j); got != want {
 				t.Errorf("%s Compare %s = %d, want %d", a, b, got, want)
 			}
 		}
@@ -185,14 +186,4 @@ func mustParse(t testing.TB, s string) semver.Version {
 		t.Fatalf("Parse(%q) failed", s)
 	}
 	return v
-}
-
-func sign(n int) int {
-	switch {
-	case n < 0:
-		return -1
-	case n > 0:
-		return 1
-	}
-	return 0
 }

@@ -56,14 +56,19 @@ func TestCheck(t *testing.T) {
 		{"escaped otherwise", strings.Replace(url(full), "ArtCraft", "Art%43raft", 1), "no asset of"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			err := velopack.Check(feedOf(tc.file), rel)
-			switch {
-			case tc.want == "" && err != nil:
-				t.Errorf("Check: %v, want nil", err)
-			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
-				t.Errorf("Check: %v, want an error about %q", err, tc.want)
-			}
+			wantErr(t, velopack.Check(feedOf(tc.file), rel), tc.want)
 		})
+	}
+}
+
+// wantErr fails t unless err is nil for want "", or else says want.
+func wantErr(t *testing.T, err error, want string) {
+	t.Helper()
+	switch {
+	case want == "" && err != nil:
+		t.Errorf("Check: %v, want nil", err)
+	case want != "" && (err == nil || !strings.Contains(err.Error(), want)):
+		t.Errorf("Check: %v, want an error about %q", err, want)
 	}
 }
 
@@ -88,13 +93,7 @@ func TestCheckAgrees(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			f := feedOf(full)
 			f.Assets[0].SHA256 = tc.sha256
-			err := velopack.Check(f, newRelease([]asset{tc.asset}))
-			switch {
-			case tc.want == "" && err != nil:
-				t.Errorf("Check: %v, want nil", err)
-			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
-				t.Errorf("Check: %v, want an error about %q", err, tc.want)
-			}
+			wantErr(t, velopack.Check(f, newRelease([]asset{tc.asset})), tc.want)
 		})
 	}
 	if err := velopack.Check(feedOf(full), nil); err == nil {
