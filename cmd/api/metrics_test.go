@@ -64,7 +64,7 @@ func TestMetrics(t *testing.T) {
 		`craft_api_renders_total`:                                                                                   3, // the empty one, then one per app fetched
 		`craft_api_requests_total{code="200",route="/v1/craft_apps/release_info"}`:                                  1,
 		`craft_api_requests_total{code="404",route="/v1/craft_apps/updates/:app/tauri/:target/:arch/:bundle_type"}`: 1,
-		`craft_api_updates_total{app="photocraft",code="404",feed="tauri"}`:                                         1,
+		`craft_api_updates_total{app="photocraft",code="404",decision="none",feed="tauri"}`:                         1,
 		`craft_api_requests_total{code="404",route="unmatched"}`:                                                    1,
 	})
 	for _, absent := range []string{"craft_api_redis_connected", "craft_api_hydrations_total", "craft_api_invalidations_total"} {
