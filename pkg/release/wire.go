@@ -29,7 +29,22 @@ type AppInfo struct {
 	// LatestPrerelease is present only for an app with a pre-release
 	// channel: nil leaves the key out.
 	LatestPrerelease *OptionalRelease `json:"latest_prerelease,omitempty"`
-	AppLastFetched   *Time            `json:"app_last_fetched"`
+	// Rollout is the release being rolled out to a share of installs, nil
+	// when none is (docs/wire.md, "Staged rollouts").
+	Rollout *RolloutInfo `json:"rollout"`
+	// MinimumVersion is the lowest version an install may run, nil for
+	// none: one below it should update whatever the rollout says.
+	MinimumVersion *string `json:"minimum_version"`
+	AppLastFetched *Time   `json:"app_last_fetched"`
+}
+
+// RolloutInfo is a staged release on the wire: an install whose
+// Bucket(app, tag, install id) is below Percent should take Release; the
+// others stay on latest_release.
+type RolloutInfo struct {
+	Tag     string   `json:"tag"`
+	Percent int      `json:"percent"`
+	Release *Release `json:"release"`
 }
 
 // OptionalRelease is a release in a key that is left out when it does not

@@ -1,0 +1,142 @@
+package release_test
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/storytold/craft-releases/pkg/release"
+)
+
+// bucketVectors are docs/wire.md's table ("Staged rollouts"), computed
+// apart from Bucket: the first eight bytes of SHA-256 of the three values
+// joined by NUL, in hex, and their bucket.
+var bucketVectors = []struct {
+	app, tag, id string
+	prefix       string
+	bucket       int
+}{
+	{"photocraft", "v1.3.0", "install-1", "8539a0a218773fda", 6},
+	{"photocraft", "v1.3.0", "install-2", "0d9b26cb083069fc", 12},
+	{"photocraft", "v1.3.0", "0f8fad5b-d9cb-469f-a165-70867728950e", "beafdab485383e4c", 80},
+	{"photocraft", "v1.3.1", "0f8fad5b-d9cb-469f-a165-70867728950e", "145901b921b8c0b1", 21},
+	{"artcraft", "artcraft-v0.42.0", "install-1", "cb0301c5e030ac75", 25},
+	{"vectorcraft", "v2.0.0", "a", "89faf0b7181ebec2", 38},
+}
+
+func TestBucket(t *testing.T) {
+	for _, v := range bucketVectors {
+		if got := release.Bucket(v.app, v.tag, v.id); got != v.bucket {
+			t.Errorf("Bucket(%q, %q, %q) = %d, want %d (hash prefix %s)", v.app, v.tag, v.id, got, v.bucket, v.prefix)
+		}
+	}
+}
+
+// TestBucketShares checks that a population of installs is served the
+// staged release in the share asked for, within one percentage point, and
+// that no install leaves the rollout as it grows.
+func TestBucketShares(t *testing.T) {
+	const installs = 100_000
+	in := make([]bool, installs)
+	for _, percent := range []int{0, 5, 10, 50, 100} {
+		n := 0
+		for i := range installs {
+			now := release.Bucket("photocraft", "v1.3.0", fmt.Sprintf("install-%d", i)) < percent
+			if in[i] && !now {
+				t.Fatalf("install-%d left the rollout when it grew to %d %%", i, percent)
+			}
+			in[i] = now
+			if now {
+				n++
+			}
+		}
+		if share := 100 * float64(n) / installs; math.Abs(share-float64(percent)) > 1 {
+			t.Errorf("at %d %%: %.2f %% of installs were in", percent, share)
+		}
+	}
+}
+
+func TestDecide(t *testing.T) {
+	day := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	rel := func(tag string, days int, pre bool) *release.Release {
+		return &release.Release{Tag: tag, PublishedAt: release.NewTime(day.AddDate(0, 0, days)), Prerelease: pre}
+	}
+	v1, v2, v3 := rel("v1", 1, false), rel("v2", 2, false), rel("v3", 3, false)
+	rc, rcOld := rel("v4-rc.2", 4, true), rel("v4-rc.1", 3, true)
+	history := []*release.Release{rc, v3, rcOld, v2, v1}
+	withdraw := func(tags ...string) []release.Withdrawal {
+		var ws []release.Withdrawal
+		for _, tag := range tags {
+			ws = append(ws, release.Withdrawal{Tag: tag, Reason: "bad"})
+		}
+		return ws
+	}
+	rollout := func(tag string, percent int) *release.Rollout { return &release.Rollout{Tag: tag, Percent: percent} }
+	tests := []struct {
+		name    string
+		history []*release.Release // nil: not read yet
+		d       release.Decisions
+		want    release.Plan
+	}{
+		{name: "no decision", history: nil, want: release.Plan{Latest: v3, Prerelease: rc}},
+		{name: "the latest withdrawn", history: history, d: release.Decisions{Withdrawn: withdraw("v3")},
+			want: release.Plan{Latest: v2, Prerelease: rc}},
+		{name: "the latest withdrawn before the history is read", d: release.Decisions{Withdrawn: withdraw("v3")},
+			want: release.Plan{Prerelease: rc}},
+		{name: "two withdrawn", history: history, d: release.Decisions{Withdrawn: withdraw("v3", "v2")},
+			want: release.Plan{Latest: v1, Prerelease: rc}},
+		{name: "an older one withdrawn", history: history, d: release.Decisions{Withdrawn: withdraw("v1")},
+			want: release.Plan{Latest: v3, Prerelease: rc}},
+		{name: "the pre-release withdrawn", history: history, d: release.Decisions{Withdrawn: withdraw("v4-rc.2")},
+			want: release.Plan{Latest: v3, Prerelease: rcOld}},
+		{name: "a tag nobody has", history: history, d: release.Decisions{Withdrawn: withdraw("v9")},
+			want: release.Plan{Latest: v3, Prerelease: rc, Unfound: []string{"v9"}}},
+		{name: "a rollout at 10 %", history: history, d: release.Decisions{Rollout: rollout("v3", 10)},
+			want: release.Plan{Latest: v2, Staged: v3, Percent: 10, Prerelease: rc}},
+		{name: "a rollout halted", history: history, d: release.Decisions{Rollout: rollout("v3", 0)},
+			want: release.Plan{Latest: v2, Staged: v3, Percent: 0, Prerelease: rc}},
+		{name: "a rollout before the history is read", d: release.Decisions{Rollout: rollout("v3", 10)},
+			want: release.Plan{Staged: v3, Percent: 10, Prerelease: rc}},
+		{name: "a rollout complete", history: history, d: release.Decisions{Rollout: rollout("v3", 100)},
+			want: release.Plan{Latest: v3, Prerelease: rc}},
+		{name: "a rollout superseded by a newer release", history: history, d: release.Decisions{Rollout: rollout("v2", 10)},
+			want: release.Plan{Latest: v3, Prerelease: rc}},
+		{name: "a rollout of a withdrawn release", history: history,
+			d:    release.Decisions{Rollout: rollout("v3", 10), Withdrawn: withdraw("v3")},
+			want: release.Plan{Latest: v2, Prerelease: rc}},
+		{name: "a rollout with the release before it withdrawn", history: history,
+			d:    release.Decisions{Rollout: rollout("v3", 50), Withdrawn: withdraw("v2")},
+			want: release.Plan{Latest: v1, Staged: v3, Percent: 50, Prerelease: rc}},
+		{name: "a rollout of a tag GitHub dropped", history: history, d: release.Decisions{Rollout: rollout("v5", 10)},
+			want: release.Plan{Latest: v3, Prerelease: rc, Unfound: []string{"v5"}}},
+		{name: "a rollout of the first release", history: []*release.Release{v1}, d: release.Decisions{Rollout: rollout("v1", 10)},
+			want: release.Plan{Staged: v1, Percent: 10}},
+		{name: "a minimum alone", history: history, d: release.Decisions{Minimum: &release.Minimum{Version: "9.0.0"}},
+			want: release.Plan{Latest: v3, Prerelease: rc}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			latest, pre := v3, rc
+			if tt.history != nil && !slices.Contains(tt.history, v3) {
+				latest, pre = v1, nil
+			}
+			got := release.Decide(latest, pre, tt.history, tt.d)
+			if got.Latest != tt.want.Latest || got.Staged != tt.want.Staged || got.Percent != tt.want.Percent ||
+				got.Prerelease != tt.want.Prerelease || !slices.Equal(got.Unfound, tt.want.Unfound) {
+				t.Errorf("got %s, want %s", show(got), show(tt.want))
+			}
+		})
+	}
+}
+
+func show(p release.Plan) string {
+	tag := func(r *release.Release) string {
+		if r == nil {
+			return "-"
+		}
+		return r.Tag
+	}
+	return fmt.Sprintf("{latest %s, staged %s at %d %%, pre-release %s, unfound %v}", tag(p.Latest), tag(p.Staged), p.Percent, tag(p.Prerelease), p.Unfound)
+}
