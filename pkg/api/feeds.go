@@ -99,15 +99,22 @@ func (ch *choice) tauri(current string) *snapshot.Feed {
 	return ch.app.Tauri
 }
 
-// updates returns the other updaters' answers the request gets; clientSide
-// for an updater that stages a rollout itself (the staged release's files,
-// with the share written in them, for everyone).
-func (ch *choice) updates(clientSide bool) *snapshot.Updates {
+// updates returns the other updaters' answers the request gets, for an
+// updater running current ("" when it does not say): below the app's
+// minimum version, the newest release's, staged or not; clientSide for an
+// updater that stages a rollout itself (the staged release's files, with
+// the share written in them, for everyone).
+func (ch *choice) updates(clientSide bool, current string) *snapshot.Updates {
 	switch {
 	case ch.prerelease && ch.app.PrereleaseUpdates != nil:
 		return ch.app.PrereleaseUpdates
-	case ch.app.Rollout != nil && !ch.prerelease && clientSide:
+	case ch.prerelease || ch.app.Rollout == nil:
+		return ch.app.Updates
+	case clientSide:
 		ch.decision = DecisionClientSide
+		return ch.app.Rollout.Updates
+	case ch.app.Below(current):
+		ch.decision = DecisionBelowMinimum
 		return ch.app.Rollout.Updates
 	case ch.staged:
 		return ch.app.Rollout.Updates

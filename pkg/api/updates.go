@@ -25,7 +25,7 @@ const (
 // gets, even the same version), 404 saying what is missing
 // (docs/updates.md, "Squirrel.Mac").
 func squirrelMac(r Renderer, obs FeedObserver) echo.HandlerFunc {
-	return updatesHandler(r, obs, FeedSquirrelMac, false, func(c echo.Context, u *snapshot.Updates, cacheControl []string) error {
+	return updatesHandler(r, obs, FeedSquirrelMac, false, func(c echo.Context) string { return c.Param("version") }, func(c echo.Context, u *snapshot.Updates, cacheControl []string) error {
 		o := u.Mac(c.Param("arch"))
 		if o.Err != "" {
 			return writeError(c, http.StatusNotFound, errorBody{Error: o.Err})
@@ -50,17 +50,23 @@ func squirrelMac(r Renderer, obs FeedObserver) echo.HandlerFunc {
 // publisher's; 404 saying what is missing. The query Squirrel adds changes
 // nothing (docs/updates.md, "Squirrel.Windows").
 func squirrelWindows(r Renderer, obs FeedObserver) echo.HandlerFunc {
-	return updatesHandler(r, obs, FeedSquirrelWindows, true, func(c echo.Context, u *snapshot.Updates, cacheControl []string) error {
+	return updatesHandler(r, obs, FeedSquirrelWindows, true, nil, func(c echo.Context, u *snapshot.Updates, cacheControl []string) error {
 		return serveFile(c, u.Releases(c.Param("arch")), cacheControl)
 	})
 }
 
 // updatesHandler serves what answer makes of the Updates the updater gets
-// (choice.updates; clientSide for an updater that stages rollouts itself).
-func updatesHandler(r Renderer, obs FeedObserver, feed string, clientSide bool,
+// (choice.updates; clientSide for an updater that stages rollouts itself;
+// current reads the version the updater runs from the request, nil when it
+// does not say).
+func updatesHandler(r Renderer, obs FeedObserver, feed string, clientSide bool, current func(echo.Context) string,
 	answer func(echo.Context, *snapshot.Updates, []string) error) echo.HandlerFunc {
 	return feedHandler(r, obs, feed, func(c echo.Context, ch *choice) error {
-		return answer(c, ch.updates(clientSide), ch.cacheControl)
+		running := ""
+		if current != nil {
+			running = current(c)
+		}
+		return answer(c, ch.updates(clientSide, running), ch.cacheControl)
 	})
 }
 
@@ -70,7 +76,7 @@ func updatesHandler(r Renderer, obs FeedObserver, feed string, clientSide bool,
 // feed. The query Velopack adds changes nothing (docs/updates.md,
 // "Velopack").
 func velopackFeed(r Renderer, obs FeedObserver) echo.HandlerFunc {
-	return updatesHandler(r, obs, FeedVelopack, false, func(c echo.Context, u *snapshot.Updates, cacheControl []string) error {
+	return updatesHandler(r, obs, FeedVelopack, false, func(c echo.Context) string { return queryValue(c.Request().URL.RawQuery, "localVersion") }, func(c echo.Context, u *snapshot.Updates, cacheControl []string) error {
 		name := c.Param("file")
 		if _, ok := velopack.IsFeed(name); !ok {
 			return writeError(c, http.StatusNotFound, errorBody{Error: "unknown file: want releases.{channel}.json"})
@@ -85,7 +91,7 @@ func velopackFeed(r Renderer, obs FeedObserver) echo.HandlerFunc {
 // also for a name that is no channel file. The query the updater adds
 // (noCache) changes nothing (docs/updates.md, "electron-updater").
 func electronFeed(r Renderer, obs FeedObserver) echo.HandlerFunc {
-	return updatesHandler(r, obs, FeedElectron, true, func(c echo.Context, u *snapshot.Updates, cacheControl []string) error {
+	return updatesHandler(r, obs, FeedElectron, true, nil, func(c echo.Context, u *snapshot.Updates, cacheControl []string) error {
 		name := c.Param("file")
 		if !electron.IsChannelFile(name) {
 			return writeError(c, http.StatusNotFound, errorBody{Error: "unknown file: want a channel file such as latest.yml"})

@@ -42,6 +42,9 @@ type App struct {
 	// Withdrawn reports that the app's latest release on GitHub is
 	// withdrawn: what it serves is the newest release that is not.
 	Withdrawn bool
+	// Unfound lists the tags its decisions name that it cannot find among
+	// its releases (release.Plan): such a decision is not applied.
+	Unfound []string
 }
 
 // Rollout is a staged release's answers, offered to the installs in its
@@ -51,7 +54,9 @@ type Rollout struct {
 	Percent int
 	Track   // the staged release, with its downloads
 	Tauri   *Feed
-	Updates *Updates
+	Updates *Updates // with the share written into RELEASES and channel files
+
+	unstaged *Updates // Updates before stageFiles
 }
 
 // Below reports whether current, the version an updater runs, is below
@@ -66,7 +71,9 @@ func (a *App) Below(current string) bool {
 }
 
 // renderRollout returns the answers of plan's staged release, with its
-// companions, built on old (nil for none); nil when nothing is staged.
+// companions, built on old (nil for none); nil when nothing is staged. Its
+// Updates' RELEASES and channel files carry the rollout's share
+// (stageFiles).
 func renderRollout(app string, old *Rollout, plan release.Plan, companions *release.Companions) *Rollout {
 	if plan.Staged == nil {
 		return nil
@@ -74,13 +81,19 @@ func renderRollout(app string, old *Rollout, plan release.Plan, companions *rele
 	if old == nil {
 		old = &Rollout{}
 	}
-	return &Rollout{
-		Tag:     plan.Staged.Tag,
-		Percent: plan.Percent,
-		Track:   track(plan.Staged, old.Track),
-		Tauri:   renderFeed(app, old.Tauri, plan.Staged, companions, false),
-		Updates: renderUpdates(app, old.Updates, plan.Staged, companions),
+	r := &Rollout{
+		Tag:      plan.Staged.Tag,
+		Percent:  plan.Percent,
+		Track:    track(plan.Staged, old.Track),
+		Tauri:    renderFeed(app, old.Tauri, plan.Staged, companions, false),
+		unstaged: renderUpdates(app, old.unstaged, plan.Staged, companions),
 	}
+	if r.unstaged == old.unstaged && r.Percent == old.Percent {
+		r.Updates = old.Updates
+	} else {
+		r.Updates = stageFiles(r.unstaged, old.Updates, r.Percent)
+	}
+	return r
 }
 
 // Track is a release an app offers, with its downloads.

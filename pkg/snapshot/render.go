@@ -260,6 +260,7 @@ func (r *renderer) update(i int, e appEntries, now time.Time) {
 	p.checked = storedPiece(r.page.Checked(fetchedAt))
 	p.app = p.newApp(fetchedAt, minimum)
 	p.app.Withdrawn = e.stable.Release != nil && e.decisions.Withdraws(e.stable.Release.Tag)
+	p.app.Unfound = plan.Unfound
 }
 
 // jsonPieces returns the pieces of the full answer's chunk i.

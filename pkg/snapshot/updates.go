@@ -3,6 +3,7 @@ package snapshot
 import (
 	"github.com/storytold/craft-releases/pkg/release"
 	"github.com/storytold/craft-releases/pkg/updates/companion"
+	"github.com/storytold/craft-releases/pkg/updates/electron"
 	"github.com/storytold/craft-releases/pkg/updates/squirrel"
 )
 
@@ -157,4 +158,49 @@ func carryFile(prev *File) *File {
 		return prev
 	}
 	return &File{Doc: NewDoc(prev.Body(), CacheControlUnfetched), ContentType: prev.ContentType, published: prev.published}
+}
+
+// stageFiles returns u with its Squirrel.Windows RELEASES files and
+// electron-updater channel files staged at percent (squirrel.Stage,
+// electron.Stage), for the updaters that stage a rollout themselves; old
+// is the staged Updates it replaces (nil for none), whose files it keeps
+// when their bytes are the same. A file that cannot be staged is a 404
+// saying why: never the release's unstaged file, which would offer it to
+// every install.
+func stageFiles(u, old *Updates, percent int) *Updates {
+	staged := *u
+	staged.files, staged.releases = make(map[string]*File, len(u.files)), map[string]*File{}
+	for name, f := range u.files {
+		var stage func([]byte) ([]byte, error)
+		switch {
+		case f.Err != "":
+		case squirrel.IsReleases(name):
+			stage = func(b []byte) ([]byte, error) { return squirrel.Stage(b, u.rel.Version, percent) }
+		case electron.IsChannelFile(name):
+			stage = func(b []byte) ([]byte, error) { return electron.Stage(b, percent) }
+		}
+		if stage != nil {
+			f = stageFile(u.app, u.rel, name, f, stage, old)
+		}
+		staged.files[name] = f
+		if arch, ok := squirrel.ReleasesArch(name); ok && staged.releases[arch] == nil {
+			staged.releases[arch] = f
+		}
+	}
+	return &staged
+}
+
+// stageFile returns f, the file name of rel, staged by stage: old's file
+// of that name when it has the same bytes and cache rule.
+func stageFile(app string, rel *release.Release, name string, f *File, stage func([]byte) ([]byte, error), old *Updates) *File {
+	body, err := stage(f.Body())
+	if err != nil {
+		return &File{Err: app + " " + rel.Tag + ": " + name + ": staging the rollout: " + err.Error()}
+	}
+	if old != nil {
+		if prev := old.files[name]; prev != nil && prev.Err == "" && prev.CacheControl == f.CacheControl && string(prev.Body()) == string(body) {
+			return prev
+		}
+	}
+	return &File{Doc: NewDoc(body, f.CacheControl), ContentType: f.ContentType, published: f.published}
 }

@@ -29,7 +29,8 @@ type Hydrator interface {
 // API is a prometheus.Collector of what an API pod serves, read at scrape
 // time so that nothing on the request or render path changes:
 // craft_api_app_fetched_timestamp_seconds, craft_api_last_fetched_timestamp_seconds,
-// craft_api_apps_unfetched and craft_api_renders_total from the current
+// craft_api_apps_unfetched, craft_api_rollout_percent,
+// craft_api_decision_unfound and craft_api_renders_total from the current
 // rendering, and in split mode
 // craft_api_hydrations_total, craft_api_invalidations_total,
 // craft_api_redis_connected, craft_api_redis_reads_total,
@@ -43,6 +44,7 @@ type API struct {
 
 	appFetched, lastFetched, unfetched   *prometheus.Desc
 	renders                              *prometheus.Desc
+	rollout, unfound                     *prometheus.Desc
 	hydrations, invalidations, connected *prometheus.Desc
 	reads, cacheHits, missing, failures  *prometheus.Desc
 	fallback, metas                      *prometheus.Desc
@@ -61,6 +63,10 @@ func NewAPI(r Renderings, h Hydrator) *API {
 			"release_info.last_fetched of the served snapshot (Unix seconds; absent while null).", nil, nil),
 		unfetched: prometheus.NewDesc("craft_api_apps_unfetched",
 			"Configured apps the served snapshot has no fetch of yet.", nil, nil),
+		rollout: prometheus.NewDesc("craft_api_rollout_percent",
+			"The share of installs offered each app's staged release, by app and tag (absent while no rollout is under way; 0 while halted).", []string{"app", "tag"}, nil),
+		unfound: prometheus.NewDesc("craft_api_decision_unfound",
+			"1 for each tag an operator's decision names that the pod cannot find among the app's releases: that decision is not applied.", []string{"app", "tag"}, nil),
 		renders: prometheus.NewDesc("craft_api_renders_total",
 			"Renderings of the response: at most one per change; changes that arrive during a render share the next.", nil, nil),
 		hydrations: prometheus.NewDesc("craft_api_hydrations_total",
@@ -93,6 +99,8 @@ func (a *API) Describe(ch chan<- *prometheus.Desc) {
 	ch <- a.appFetched
 	ch <- a.lastFetched
 	ch <- a.unfetched
+	ch <- a.rollout
+	ch <- a.unfound
 	ch <- a.renders
 	if a.hydrator != nil {
 		ch <- a.hydrations
@@ -116,6 +124,12 @@ func (a *API) Collect(ch chan<- prometheus.Metric) {
 	// as data 56 years old.
 	unfetched := 0
 	for key, app := range cur.Apps {
+		if app.Rollout != nil {
+			ch <- prometheus.MustNewConstMetric(a.rollout, prometheus.GaugeValue, float64(app.Rollout.Percent), key, app.Rollout.Tag)
+		}
+		for _, tag := range app.Unfound {
+			ch <- prometheus.MustNewConstMetric(a.unfound, prometheus.GaugeValue, 1, key, tag)
+		}
 		if app.FetchedAt.IsZero() {
 			unfetched++
 			continue
