@@ -122,7 +122,7 @@ func TestDecodeMeta(t *testing.T) {
 		{"a tag withdrawn twice", with("decisions", `{"photocraft":{"withdrawn":[{"tag":"v0.5.1","reason":"x"},{"tag":"v0.5.1","reason":"y"}]}}`),
 			release.Bulletin{}, time.Time{}},
 		{"an empty withdrawn list", with("decisions", `{"photocraft":{"withdrawn":[]}}`), release.Bulletin{}, time.Time{}},
-		{"a reason with a right-to-left override", with("decisions", `{"photocraft":{"withdrawn":[{"tag":"v0.5.1","reason":"‮x"}]}}`),
+		{"a reason with a right-to-left override", with("decisions", `{"photocraft":{"withdrawn":[{"tag":"v0.5.1","reason":"`+"\u202e"+`x"}]}}`),
 			release.Bulletin{}, time.Time{}},
 		{"a minimum that is not SemVer", with("decisions", `{"photocraft":{"minimum":{"version":"v1.2","reason":"x"}}}`), release.Bulletin{}, time.Time{}},
 		{"a minimum without a reason", with("decisions", `{"photocraft":{"minimum":{"version":"1.2.0","reason":" "}}}`), release.Bulletin{}, time.Time{}},

@@ -27,8 +27,8 @@ type need int
 const (
 	redisStore need = 1 << iota // the poller's configuration and its shared store
 	mysqlDB                     // the MySQL settings and the pool
-	// the poller's configuration (its apps, GitHub), the MySQL pool, and
-	// its shared store, to publish at once
+	// The poller's configuration (its apps, GitHub), the MySQL pool, and
+	// its shared store, to publish at once.
 	decisions
 )
 
