@@ -157,7 +157,7 @@ func TestHelpListsEveryVariableAndCommand(t *testing.T) {
 	t.Parallel()
 	out := mustCommand(t, nil, "--help")
 	for _, want := range append(config.Names("poller"), "status", "backoff clear", "at least 1005",
-		"migrate", "notices", "renames", "title 200 characters") {
+		"migrate", "notices", "renames", "rollout", "withdraw", "minimum", "title 200 characters") {
 		if !strings.Contains(out, want) {
 			t.Errorf("--help does not mention %q", want)
 		}

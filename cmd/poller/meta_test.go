@@ -45,13 +45,16 @@ func TestSubcommands(t *testing.T) {
 		args []string
 		want string // in the output
 	}{
-		{[]string{"migrate"}, "schema at version 1"},
+		{[]string{"migrate"}, "schema at version 2"},
 		{[]string{"notices", "add", "--kind", "alert", "--title", "Maintenance"}, "added alert/1 (live)"},
 		{[]string{"notices", "list", "--all"}, `"Maintenance"`},
 		{[]string{"notices", "end", "alert/1"}, "ended alert/1"},
 		{[]string{"renames", "add", "--kind", "app", "--old", "PdfCraft", "--new", "DocuCraft"}, "added app/1 (live)"},
 		{[]string{"renames", "list"}, `"DocuCraft"`},
 		{[]string{"renames", "end", "app/1"}, "ended app/1"},
+		{[]string{"minimum", "photocraft", "--version", "0.5.0", "--reason", "the old format is gone"}, "published to Redis"},
+		{[]string{"minimum", "list"}, `"the old format is gone"`},
+		{[]string{"minimum", "photocraft", "--clear"}, "minimum version of photocraft cleared by alice"},
 		{[]string{"status"}, "fleet backoff: none"},
 		{[]string{"backoff"}, "fleet backoff: none"},
 		{[]string{"backoff", "clear", "--by", "alice"}, "nothing to clear"},

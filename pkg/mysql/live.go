@@ -43,10 +43,12 @@ const (
 
 // Live reads the renames and notices live at now (inside their window: from
 // starts_at, inclusive, until ends_at, exclusive), at most MaxLive of each
-// list, the newest ones, in the order they were created. It is one query.
-// A row that breaks the limits of Validate (written by hand, say) is left
-// out and its ID, such as "alert/12", is listed in skipped, so that one bad
-// row never hides the others. The lists of m are never nil.
+// list, the newest ones, in the order they were created, and the current
+// decisions on releases of every app that has one (Decided). It is two
+// queries: the renames and notices, then the decisions. A row that breaks
+// the limits of Validate (written by hand, say) is left out and its ID, such
+// as "alert/12" or "decision/3", is listed in skipped, so that one bad row
+// never hides the others. The lists and the map of m are never nil.
 func (d *DB) Live(ctx context.Context, now time.Time) (m release.Bulletin, skipped []string, err error) {
 	ctx, cancel := context.WithTimeout(ctx, d.opts.QueryTimeout)
 	defer cancel()
@@ -112,5 +114,11 @@ func (d *DB) Live(ctx context.Context, now time.Time) (m release.Bulletin, skipp
 	if err := rows.Err(); err != nil {
 		return release.Bulletin{}, nil, fmt.Errorf("read live meta: %w", err)
 	}
-	return m, skipped, nil
+	current, err := d.CurrentDecisions(ctx, "")
+	if err != nil {
+		return release.Bulletin{}, nil, err
+	}
+	var bad []string
+	m.Decisions, bad = Decided(current)
+	return m, append(skipped, bad...), nil
 }

@@ -1,8 +1,9 @@
 // Package mysql is the MySQL side of the renames and notices launchers are
-// told about: the schema and its embedded migrations, the connection pool,
-// the queries that manage rows and read the live ones, the validation of what
-// is stored, and the Refresher, with which each poller publishes what is live
-// to Redis every minute or so. Only pollers (and the `poller` subcommands)
+// told about and of the operators' decisions on releases (staged rollouts,
+// withdrawn tags, minimum versions): the schema and its embedded migrations,
+// the connection pool, the queries that manage rows and read the live ones,
+// the validation of what is stored, and the Refresher, with which each poller
+// publishes what is live to Redis every minute or so. Only pollers (and the `poller` subcommands)
 // open MySQL; API pods read what the pollers publish.
 //
 // The pool never holds server-side prepared statements: every query goes out

@@ -21,7 +21,7 @@ func TestMigrate(t *testing.T) {
 		name string
 		want []string
 	}{
-		{"on an empty database", []string{"00001_renames_and_notices.sql"}},
+		{"on an empty database", []string{"00001_renames_and_notices.sql", "00002_release_decisions.sql"}},
 		{"again, with nothing to do", nil},
 		{"a third time", nil},
 	}

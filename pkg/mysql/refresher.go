@@ -44,12 +44,27 @@ type Refresher struct {
 	redis     outage.Tracker
 
 	skippedWarned time.Time // the last warning about rows left out
+
+	onPublish func(release.Bulletin) // nil: none
+}
+
+// A RefresherOption configures a Refresher.
+type RefresherOption func(*Refresher)
+
+// WithOnPublish makes the Refresher call f with each Bulletin it read from
+// MySQL, right before publishing it, whatever Redis then does with it
+// (written, refused for another poller's newer read, or failed): so that
+// the poller follows the decisions MySQL holds (which apps have one) even
+// while Redis is down. f is called from the refreshing goroutine, with
+// refreshes serialised, and must not block.
+func WithOnPublish(f func(release.Bulletin)) RefresherOption {
+	return func(r *Refresher) { r.onPublish = f }
 }
 
 // NewRefresher returns a Refresher that reads from r and publishes to p every
 // interval, a positive duration. clk gives the reads' times and paces Run;
 // nil is clock.System. A nil log discards logs.
-func NewRefresher(r Reader, p Publisher, interval time.Duration, log *zap.Logger, clk clock.Clock) (*Refresher, error) {
+func NewRefresher(r Reader, p Publisher, interval time.Duration, log *zap.Logger, clk clock.Clock, opts ...RefresherOption) (*Refresher, error) {
 	switch {
 	case r == nil || p == nil:
 		return nil, errors.New("new refresher: a reader and a publisher are required")
@@ -59,7 +74,11 @@ func NewRefresher(r Reader, p Publisher, interval time.Duration, log *zap.Logger
 	if log == nil {
 		log = zap.NewNop()
 	}
-	return &Refresher{reader: r, pub: p, interval: interval, log: log, clock: clock.Or(clk)}, nil
+	f := &Refresher{reader: r, pub: p, interval: interval, log: log, clock: clock.Or(clk)}
+	for _, o := range opts {
+		o(f)
+	}
+	return f, nil
 }
 
 // Run refreshes at once and then every interval until ctx is cancelled, and
@@ -104,6 +123,9 @@ func (f *Refresher) Refresh(ctx context.Context) error {
 		f.skippedWarned = at
 		f.log.Warn("meta rows break the limits and are not published", zap.Strings("ids", skipped))
 	}
+	if f.onPublish != nil {
+		f.onPublish(m)
+	}
 	written, err := f.pub.PutMeta(ctx, m, at)
 	if err != nil {
 		if ctx.Err() == nil {
@@ -125,6 +147,7 @@ func (f *Refresher) Refresh(ctx context.Context) error {
 		zap.Int("repo_renames", len(m.RepoRenames)),
 		zap.Int("announcements", len(m.Notices.Announcements)),
 		zap.Int("alerts", len(m.Notices.Alerts)),
+		zap.Int("decided_apps", len(m.Decisions)),
 		zap.Duration("took", took),
 	)
 	return nil

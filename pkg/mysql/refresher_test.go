@@ -3,6 +3,7 @@ package mysql_test
 import (
 	"context"
 	"errors"
+	"reflect"
 	"slices"
 	"sync"
 	"testing"
@@ -338,6 +339,38 @@ func TestNewRefresherRefuses(t *testing.T) {
 	for _, tt := range tests {
 		if _, err := mysql.NewRefresher(tt.r, tt.p, tt.interval, nil, nil); err == nil {
 			t.Errorf("%s: NewRefresher worked, want an error", tt.name)
+		}
+	}
+}
+
+// TestRefreshHandsOnWhatItRead: WithOnPublish's callback gets every read,
+// whatever Redis does with it, and nothing when MySQL fails.
+func TestRefreshHandsOnWhatItRead(t *testing.T) {
+	r, p, c := &fakeReader{}, &fakePublisher{}, fakeclock.New(noon)
+	var got []release.Bulletin
+	f, err := mysql.NewRefresher(r, p, time.Minute, nil, c, mysql.WithOnPublish(func(m release.Bulletin) { got = append(got, m) }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	decided := release.Bulletin{Decisions: map[string]release.Decisions{"photocraft": {Rollout: &release.Rollout{Tag: "v1.0.0", Percent: 5}}}}
+	steps := []struct {
+		name      string
+		readErr   error
+		refused   bool
+		redisErr  error
+		wantCalls int
+	}{
+		{"written", nil, false, nil, 1},
+		{"refused for a newer read", nil, true, nil, 2},
+		{"redis down", nil, false, errors.New("redis down"), 3},
+		{"mysql down", errors.New("mysql down"), false, nil, 3},
+	}
+	for _, st := range steps {
+		r.set(decided, nil, st.readErr)
+		p.set(st.refused, st.redisErr)
+		_ = f.Refresh(context.Background())
+		if len(got) != st.wantCalls || !reflect.DeepEqual(got[len(got)-1], decided) {
+			t.Errorf("%s: called %d times with %+v, want %d calls with the read", st.name, len(got), got, st.wantCalls)
 		}
 	}
 }

@@ -1,8 +1,9 @@
 // Package fakegithub is a fake of the GitHub REST endpoints the service
 // calls, GET /repos/{org}/{project}/releases/latest, for a pre-release
-// channel GET /repos/{org}/{project}/releases (the list), and for an asset's
-// bytes GET /repos/{org}/{project}/releases/assets/{id}, served over HTTP on
-// loopback for tests.
+// channel GET /repos/{org}/{project}/releases (the list), for an asset's
+// bytes GET /repos/{org}/{project}/releases/assets/{id}, and for an
+// operator's check of a tag GET /repos/{org}/{project}/releases/tags/{tag},
+// served over HTTP on loopback for tests.
 //
 // A test publishes releases per repository, programs faults (rate limits,
 // server errors, slow, malformed, oversized or hung-up answers), and reads
@@ -48,6 +49,13 @@ func AssetOf(repo string, id int64) string {
 	return repo + "/releases/assets/" + strconv.FormatInt(id, 10)
 }
 
+// TagOf returns the name of repo's release tag, which Queue, Stick, Count
+// and Request.Repo take as they take a repository: a fault queued for it
+// applies to that tag's requests only.
+func TagOf(repo, tag string) string { return repo + tagsPath + tag }
+
+const tagsPath = "/releases/tags/"
+
 // objectsPath is where the fake redirects asset requests to in
 // RedirectAssets mode, as GitHub does to its objects host.
 const objectsPath = "/_objects/"
@@ -87,7 +95,7 @@ type published struct {
 type Request struct {
 	Method string
 	Path   string    // the URL path as received
-	Repo   string    // "org/project" for the latest-release route, List("org/project") for the list, else ""
+	Repo   string    // "org/project" for the latest-release route, List("org/project") for the list, TagOf for a tag, else ""
 	At     time.Time // arrival time
 
 	// The headers the service must get right; "" when absent (use Header to
@@ -236,6 +244,25 @@ func (s *Server) listLocked(repo string, perPage int) published {
 	return published{body: body, etag: etagOf(body)}
 }
 
+// tagLocked returns repo's release tag as served, if it has one that is no
+// draft; s.mu must be held.
+func (s *Server) tagLocked(repo, tag string) (published, bool) {
+	rs := s.lists[repo]
+	if pub, ok := s.releases[repo]; ok {
+		var r Release
+		if err := json.Unmarshal(pub.body, &r); err == nil {
+			rs = append([]Release{r}, rs...)
+		}
+	}
+	for _, r := range rs {
+		if r.TagName == tag && !r.Draft {
+			body := r.JSON()
+			return published{body: body, etag: etagOf(body)}, true
+		}
+	}
+	return published{}, false
+}
+
 // SetQuota sets the x-ratelimit-* headers of later answers.
 func (s *Server) SetQuota(q Quota) {
 	s.mu.Lock()
@@ -362,8 +389,10 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 }
 
 // answer is the normal answer for repo: its release, a 304, or a 404; or
-// for List(repo), its list (never a 404); or for AssetOf(repo, id), the
-// asset's bytes or a redirect to them.
+// for List(repo), its list (never a 404); or for TagOf(repo, tag), the
+// release tag (its latest release or a release of its list that is no
+// draft, as GitHub finds only published releases by tag) or a 404; or for
+// AssetOf(repo, id), the asset's bytes or a redirect to them.
 func (s *Server) answer(w http.ResponseWriter, r *http.Request, repo string, extra http.Header) {
 	if strings.Contains(repo, "/releases/assets/") {
 		s.answerAsset(w, r, repo, extra)
@@ -373,6 +402,9 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request, repo string, ext
 	pub, ok := s.releases[repo]
 	if base, list := strings.CutSuffix(repo, "/releases"); list {
 		pub, ok = s.listLocked(base, perPage(r)), true
+	}
+	if base, tag, isTag := strings.Cut(repo, tagsPath); isTag {
+		pub, ok = s.tagLocked(base, tag)
 	}
 	s.mu.Unlock()
 	s.writeHeaders(w, extra)
@@ -474,8 +506,9 @@ func (s *Server) record(r *http.Request, repo string) {
 }
 
 // route reports the repository of a GET /repos/{org}/{project}/releases/latest,
-// List of it for a GET /repos/{org}/{project}/releases, or AssetOf it for a
-// GET /repos/{org}/{project}/releases/assets/{id} (or its objects stand-in).
+// List of it for a GET /repos/{org}/{project}/releases, TagOf it for a GET
+// /repos/{org}/{project}/releases/tags/{tag}, or AssetOf it for a GET
+// /repos/{org}/{project}/releases/assets/{id} (or its objects stand-in).
 func route(r *http.Request) (repo string, ok bool) {
 	if r.Method != http.MethodGet {
 		return "", false
@@ -492,6 +525,9 @@ func route(r *http.Request) (repo string, ok bool) {
 		return List(parts[1] + "/" + parts[2]), true
 	case len(parts) == 5 && parts[4] == "latest":
 		return parts[1] + "/" + parts[2], true
+	case len(parts) >= 6 && parts[4] == "tags" && parts[5] != "":
+		// A tag may hold "/", escaped as %2F and decoded in the path.
+		return TagOf(parts[1]+"/"+parts[2], strings.Join(parts[5:], "/")), true
 	case len(parts) == 6 && parts[4] == "assets":
 		id, err := strconv.ParseInt(parts[5], 10, 64)
 		return AssetOf(parts[1]+"/"+parts[2], id), err == nil && id > 0

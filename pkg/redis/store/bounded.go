@@ -19,7 +19,7 @@ var (
 	appFields = []string{fieldV, fieldFetchedMS, fieldETag, fieldRelease, fieldFailedMS, fieldFailures,
 		fieldNotFoundSinceMS, fieldNotFound, fieldClaimedMS, fieldBy, fieldCompanions}
 	backoffFields = []string{fieldV, fieldUntilMS, fieldTrouble, fieldBy}
-	metaFields    = []string{fieldV, fieldReadMS, fieldAppRenames, fieldRepoRenames, fieldAnnouncements, fieldAlerts, fieldBy}
+	metaFields    = []string{fieldV, fieldReadMS, fieldAppRenames, fieldRepoRenames, fieldAnnouncements, fieldAlerts, fieldDecisions, fieldBy}
 	refreshFields = []string{fieldV, fieldAtMS, fieldTag, fieldBy}
 )
 
@@ -30,7 +30,7 @@ const maxSmallField = 1024
 // fieldLimit is the longest value of field that a reader reads.
 func fieldLimit(field string) int64 {
 	switch field {
-	case fieldRelease, fieldAppRenames, fieldRepoRenames, fieldAnnouncements, fieldAlerts:
+	case fieldRelease, fieldAppRenames, fieldRepoRenames, fieldAnnouncements, fieldAlerts, fieldDecisions:
 		return release.MaxEncoded
 	case fieldCompanions:
 		return maxCompanionsField

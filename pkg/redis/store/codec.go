@@ -40,6 +40,7 @@ const (
 	fieldRepoRenames   = "repo_renames"
 	fieldAnnouncements = "announcements"
 	fieldAlerts        = "alerts"
+	fieldDecisions     = "decisions"
 )
 
 // DecodeApp reads an app hash of app (HGETALL's answer, or a bounded read's;
@@ -218,11 +219,13 @@ func DecodeBackoff(h map[string]string) schedule.Backoff {
 }
 
 // DecodeMeta reads the meta hash (nil for no key) as DecodeApp reads an app
-// hash: it counts only when read_ms is a readable time and each of the four
+// hash: it counts only when read_ms is a readable time, each of the four
 // lists (app_renames, repo_renames, announcements, alerts) is a JSON array of
-// its wire type; otherwise it reads as the zero Bulletin and a zero time. The
-// lists of a readable hash are never nil. The guarded write reads the hash the
-// same way (guard.go).
+// its wire type, and decisions, when there is the field, is what the poller
+// writes (decodeDecisions); otherwise it reads as the zero Bulletin and a
+// zero time. A hash without decisions (written by an older poller) decides
+// nothing. The lists and the decisions of a readable hash are never nil. The
+// guarded write reads the hash the same way (guard.go).
 func DecodeMeta(h map[string]string) (release.Bulletin, time.Time) {
 	var m release.Bulletin
 	if h[fieldV] != formatVersion {
@@ -236,7 +239,59 @@ func DecodeMeta(h map[string]string) (release.Bulletin, time.Time) {
 		!decodeList(h[fieldAlerts], &m.Notices.Alerts) {
 		return release.Bulletin{}, time.Time{}
 	}
+	m.Decisions = map[string]release.Decisions{}
+	if s, ok := h[fieldDecisions]; ok {
+		if m.Decisions, ok = decodeDecisions(s); !ok {
+			return release.Bulletin{}, time.Time{}
+		}
+	}
 	return m, at
+}
+
+// decodeDecisions reads the decisions field: a JSON object of app keys
+// (a-z, 0-9, '.', '_', '-') to decisions that pass release.Verify, written
+// exactly as encodeDecisions writes it (no other spelling, order, key case
+// or white space), so that a reader never applies a decision no poller
+// published. ok is false for anything else.
+func decodeDecisions(s string) (map[string]release.Decisions, bool) {
+	var d map[string]release.Decisions
+	if !strings.HasPrefix(s, "{") || json.Unmarshal([]byte(s), &d) != nil {
+		return nil, false
+	}
+	for app, dec := range d {
+		if !validKey(app) || dec.Verify() != nil {
+			return nil, false
+		}
+	}
+	if again, err := encodeDecisions(d); err != nil || again != s {
+		return nil, false
+	}
+	return d, true
+}
+
+// encodeDecisions is the decisions field for d: compact JSON, apps in the
+// order of their keys, {} for none. It fails when that is over
+// release.MaxEncoded bytes, which no reader would read.
+func encodeDecisions(d map[string]release.Decisions) (string, error) {
+	if d == nil {
+		d = map[string]release.Decisions{}
+	}
+	b, err := release.Marshal(d)
+	if err != nil {
+		return "", err
+	}
+	if len(b) > release.MaxEncoded {
+		return "", fmt.Errorf("decisions of %d bytes are over %d", len(b), release.MaxEncoded)
+	}
+	return string(b), nil
+}
+
+// validKey reports whether s is an app key as pkg/config reads them: 1 to
+// 100 of a-z, 0-9, '.', '_' and '-'.
+func validKey(s string) bool {
+	return s != "" && len(s) <= 100 && strings.IndexFunc(s, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-')
+	}) < 0
 }
 
 // decodeList reads a JSON array into *list, never leaving it nil; JSON null
@@ -254,10 +309,11 @@ func decodeList[T any](s string, list *[]T) bool {
 	return true
 }
 
-// encodeMeta returns the meta hash's four list fields and their values, each
-// list as compact JSON, a nil list as [].
+// encodeMeta returns the meta hash's four list fields and the decisions
+// field, and their values, each list as compact JSON, a nil list as [], the
+// decisions as encodeDecisions writes them.
 func encodeMeta(m release.Bulletin) ([]string, error) {
-	pairs := make([]string, 0, 8)
+	pairs := make([]string, 0, 10)
 	for _, f := range []struct {
 		name string
 		v    any
@@ -273,7 +329,11 @@ func encodeMeta(m release.Bulletin) ([]string, error) {
 		}
 		pairs = append(pairs, f.name, string(b))
 	}
-	return pairs, nil
+	d, err := encodeDecisions(m.Decisions)
+	if err != nil {
+		return nil, err
+	}
+	return append(pairs, fieldDecisions, d), nil
 }
 
 // nonNil returns s, or an empty slice when s is nil, so it encodes as [].

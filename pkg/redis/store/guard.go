@@ -48,7 +48,7 @@ type write struct {
 func (w write) reads() []string {
 	switch w.field {
 	case fieldReadMS:
-		return []string{fieldV, fieldReadMS, fieldAppRenames, fieldRepoRenames, fieldAnnouncements, fieldAlerts}
+		return []string{fieldV, fieldReadMS, fieldAppRenames, fieldRepoRenames, fieldAnnouncements, fieldAlerts, fieldDecisions}
 	case fieldFetchedMS:
 		return []string{fieldV, fieldFetchedMS, fieldETag, fieldRelease, fieldCompanions}
 	}
@@ -70,7 +70,7 @@ const (
 // is read as DecodeApp (or, for read_ms, DecodeMeta) reads it at the writer's
 // time, so a hash of another format, an unreadable time or one more than
 // release.MaxSkew ahead of the writer's clock, or (for fetched_ms) a fetch
-// whose ETag or release is unreadable or refused, or (for read_ms) a meta whose lists are
+// whose ETag or release is unreadable or refused, or (for read_ms) a meta whose lists or decisions are
 // unreadable, never blocks, and gets overwritten. Both paths of the guarded
 // write make this one decision, in Go.
 func decide(h map[string]string, w write) verdict {

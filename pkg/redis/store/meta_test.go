@@ -2,7 +2,9 @@ package store
 
 import (
 	"context"
+	"fmt"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -21,6 +23,11 @@ func testMeta() release.Bulletin {
 		Notices: release.Notices{
 			Announcements: []release.Announcement{{Title: "New: DocuCraft", Body: "Say hello.", CreatedAt: renamed}},
 			Alerts:        []release.Alert{{Title: "Maintenance", Body: "Tonight 22:00 UTC.", MaybeWebLink: &link, CreatedAt: renamed}},
+		},
+		Decisions: map[string]release.Decisions{
+			"photocraft": {Rollout: &release.Rollout{Tag: "v0.6.0", Percent: 10},
+				Withdrawn: []release.Withdrawal{{Tag: "v0.5.1", Reason: "crashes at start\non macOS"}}},
+			"vectorcraft": {Minimum: &release.Minimum{Version: "1.2.0", Reason: "the old format is gone"}},
 		},
 	}
 }
@@ -63,8 +70,17 @@ func TestDecodeMeta(t *testing.T) {
 		}
 		return h
 	}
+	none := map[string]release.Decisions{}
 	empty := release.Bulletin{AppRenames: []release.AppRename{}, RepoRenames: []release.RepoRename{},
-		Notices: release.Notices{Announcements: []release.Announcement{}, Alerts: []release.Alert{}}}
+		Notices: release.Notices{Announcements: []release.Announcement{}, Alerts: []release.Alert{}}, Decisions: none}
+	decided := func(d map[string]release.Decisions) release.Bulletin {
+		b := empty
+		b.Decisions = d
+		return b
+	}
+	rollout := func(percent int) map[string]release.Decisions {
+		return map[string]release.Decisions{"photocraft": {Rollout: &release.Rollout{Tag: "v0.6.0", Percent: percent}}}
+	}
 	tests := []struct {
 		name   string
 		h      map[string]string
@@ -76,7 +92,40 @@ func TestDecodeMeta(t *testing.T) {
 		{"whitespace before a list", with("alerts", " \n[]"), empty, noon},
 		{"null entries read as zero entries", with("alerts", "[null]"),
 			release.Bulletin{AppRenames: empty.AppRenames, RepoRenames: empty.RepoRenames,
-				Notices: release.Notices{Announcements: empty.Notices.Announcements, Alerts: []release.Alert{{}}}}, noon},
+				Notices: release.Notices{Announcements: empty.Notices.Announcements, Alerts: []release.Alert{{}}}, Decisions: none}, noon},
+		{"no decisions, as an older poller writes it", with("decisions", "<del>"), empty, noon},
+		{"no decision", with("decisions", "{}"), empty, noon},
+		{"a rollout", with("decisions", `{"photocraft":{"rollout":{"tag":"v0.6.0","percent":10}}}`), decided(rollout(10)), noon},
+		{"a halted rollout", with("decisions", `{"photocraft":{"rollout":{"tag":"v0.6.0","percent":0}}}`), decided(rollout(0)), noon},
+		{"a complete rollout", with("decisions", `{"photocraft":{"rollout":{"tag":"v0.6.0","percent":100}}}`), decided(rollout(100)), noon},
+		// Hostile decisions: the whole hash reads as unreadable, so a pod
+		// keeps what it had and the next poller's write replaces it.
+		{"decisions that are null", with("decisions", "null"), release.Bulletin{}, time.Time{}},
+		{"decisions that are an array", with("decisions", "[]"), release.Bulletin{}, time.Time{}},
+		{"decisions that are empty", with("decisions", ""), release.Bulletin{}, time.Time{}},
+		{"decisions cut short", with("decisions", `{"photocraft":{"rollout":{"tag":"v0.6.0"`), release.Bulletin{}, time.Time{}},
+		{"a percent over 100", with("decisions", `{"photocraft":{"rollout":{"tag":"v0.6.0","percent":101}}}`), release.Bulletin{}, time.Time{}},
+		{"a negative percent", with("decisions", `{"photocraft":{"rollout":{"tag":"v0.6.0","percent":-1}}}`), release.Bulletin{}, time.Time{}},
+		{"a fractional percent", with("decisions", `{"photocraft":{"rollout":{"tag":"v0.6.0","percent":10.5}}}`), release.Bulletin{}, time.Time{}},
+		{"a percent as text", with("decisions", `{"photocraft":{"rollout":{"tag":"v0.6.0","percent":"10"}}}`), release.Bulletin{}, time.Time{}},
+		{"a rollout without a tag", with("decisions", `{"photocraft":{"rollout":{"tag":"","percent":10}}}`), release.Bulletin{}, time.Time{}},
+		{"a tag that is no git ref", with("decisions", `{"photocraft":{"rollout":{"tag":"v1..2","percent":10}}}`), release.Bulletin{}, time.Time{}},
+		{"an app key in capitals", with("decisions", `{"PhotoCraft":{"rollout":{"tag":"v0.6.0","percent":10}}}`), release.Bulletin{}, time.Time{}},
+		{"an empty app key", with("decisions", `{"":{"rollout":{"tag":"v0.6.0","percent":10}}}`), release.Bulletin{}, time.Time{}},
+		{"an app deciding nothing", with("decisions", `{"photocraft":{}}`), release.Bulletin{}, time.Time{}},
+		{"an unknown key", with("decisions", `{"photocraft":{"rollout":{"tag":"v0.6.0","percent":10,"by":"x"}}}`), release.Bulletin{}, time.Time{}},
+		{"a key in another case", with("decisions", `{"photocraft":{"Rollout":{"tag":"v0.6.0","percent":10}}}`), release.Bulletin{}, time.Time{}},
+		{"a repeated app", with("decisions", `{"photocraft":{"rollout":{"tag":"v0.6.0","percent":100}},"photocraft":{"rollout":{"tag":"v0.6.0","percent":1}}}`),
+			release.Bulletin{}, time.Time{}},
+		{"white space", with("decisions", `{ "photocraft":{"rollout":{"tag":"v0.6.0","percent":10}}}`), release.Bulletin{}, time.Time{}},
+		{"a withdrawal without a reason", with("decisions", `{"photocraft":{"withdrawn":[{"tag":"v0.5.1","reason":""}]}}`), release.Bulletin{}, time.Time{}},
+		{"a tag withdrawn twice", with("decisions", `{"photocraft":{"withdrawn":[{"tag":"v0.5.1","reason":"x"},{"tag":"v0.5.1","reason":"y"}]}}`),
+			release.Bulletin{}, time.Time{}},
+		{"an empty withdrawn list", with("decisions", `{"photocraft":{"withdrawn":[]}}`), release.Bulletin{}, time.Time{}},
+		{"a reason with a right-to-left override", with("decisions", `{"photocraft":{"withdrawn":[{"tag":"v0.5.1","reason":"`+"\u202e"+`x"}]}}`),
+			release.Bulletin{}, time.Time{}},
+		{"a minimum that is not SemVer", with("decisions", `{"photocraft":{"minimum":{"version":"v1.2","reason":"x"}}}`), release.Bulletin{}, time.Time{}},
+		{"a minimum without a reason", with("decisions", `{"photocraft":{"minimum":{"version":"1.2.0","reason":" "}}}`), release.Bulletin{}, time.Time{}},
 		{"no key", nil, release.Bulletin{}, time.Time{}},
 		{"another format", with("v", "2"), release.Bulletin{}, time.Time{}},
 		{"no read_ms", with("read_ms", "<del>"), release.Bulletin{}, time.Time{}},
@@ -168,6 +217,34 @@ func TestPutMetaWithoutTime(t *testing.T) {
 	}
 }
 
+// TestPutMetaDecisionsOverBound: decisions that no reader would read (over
+// release.MaxEncoded) are not written; what Redis holds stays.
+func TestPutMetaDecisionsOverBound(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	a := newAdmin(t, srv)
+	s := newStore(t, srv.URL())
+	ctx := context.Background()
+	if _, err := s.PutMeta(ctx, testMeta(), at("12:00")); err != nil {
+		t.Fatal(err)
+	}
+	big := testMeta()
+	big.Decisions = map[string]release.Decisions{}
+	for i := range 200 {
+		var d release.Decisions
+		for j := range release.MaxWithdrawn {
+			d.Withdrawn = append(d.Withdrawn, release.Withdrawal{Tag: fmt.Sprintf("v1.0.%d", j), Reason: strings.Repeat("x", release.MaxReason)})
+		}
+		big.Decisions[fmt.Sprintf("app%d", i)] = d
+	}
+	if got, err := s.PutMeta(ctx, big, at("12:01")); err == nil || got || !strings.Contains(err.Error(), "over 1048576") {
+		t.Errorf("PutMeta of decisions over the bound = %v, %v; want false and an error saying so", got, err)
+	}
+	if m, readAt := DecodeMeta(a.hgetall(MetaKey)); !readAt.Equal(at("12:00")) || !sameMeta(t, m, testMeta()) {
+		t.Errorf("after the refused write, read at %v: %+v; want the meta of 12:00", readAt, m)
+	}
+}
+
 // FuzzDecodeMeta feeds DecodeMeta hashes from anyone: it must not panic, a
 // hash it reads has lists, and writing it back reads the same.
 func FuzzDecodeMeta(f *testing.F) {
@@ -179,14 +256,14 @@ func FuzzDecodeMeta(f *testing.F) {
 	for i := 0; i+1 < len(full.pairs); i += 2 {
 		h[full.pairs[i]] = full.pairs[i+1]
 	}
-	f.Add(h["v"], h["read_ms"], h["app_renames"], h["repo_renames"], h["announcements"], h["alerts"])
-	f.Add("1", "1", "[]", "[]", "[]", "[]")
-	f.Add("1", "soon", "null", "{}", "[null]", `[{"title":1}]`)
+	f.Add(h["v"], h["read_ms"], h["app_renames"], h["repo_renames"], h["announcements"], h["alerts"], h["decisions"])
+	f.Add("1", "1", "[]", "[]", "[]", "[]", "{}")
+	f.Add("1", "soon", "null", "{}", "[null]", `[{"title":1}]`, `{"a":{"rollout":{"tag":"v1","percent":101}}}`)
 
 	s := New(nil, "fuzz", testApps)
-	f.Fuzz(func(t *testing.T, v, readMS, apps, repos, announcements, alerts string) {
+	f.Fuzz(func(t *testing.T, v, readMS, apps, repos, announcements, alerts, decisions string) {
 		m, readAt := DecodeMeta(map[string]string{"v": v, "read_ms": readMS, "app_renames": apps,
-			"repo_renames": repos, "announcements": announcements, "alerts": alerts})
+			"repo_renames": repos, "announcements": announcements, "alerts": alerts, "decisions": decisions})
 		if readAt.IsZero() {
 			if !reflect.DeepEqual(m, release.Bulletin{}) {
 				t.Fatalf("absent, yet %+v", m)
@@ -196,7 +273,7 @@ func FuzzDecodeMeta(f *testing.F) {
 		if v != "1" || readAt.UnixMilli() <= 0 || readAt.Location() != time.UTC {
 			t.Fatalf("version %q read at %v", v, readAt)
 		}
-		if m.AppRenames == nil || m.RepoRenames == nil || m.Notices.Announcements == nil || m.Notices.Alerts == nil {
+		if m.AppRenames == nil || m.RepoRenames == nil || m.Notices.Announcements == nil || m.Notices.Alerts == nil || m.Decisions == nil {
 			t.Fatalf("a readable meta with a nil list: %+v", m)
 		}
 		w, err := s.metaWrite(m, readAt)

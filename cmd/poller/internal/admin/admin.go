@@ -1,12 +1,14 @@
 // Package admin runs the poller's operator commands (`poller status`,
 // `poller backoff [clear]`, `poller migrate`, `poller notices …`,
-// `poller renames …`) from one table of verbs, which also writes their part
+// `poller renames …`, and the decisions on releases `poller rollout …`,
+// `poller withdraw …`, `poller minimum …`) from one table of verbs, which also writes their part
 // of `poller --help`. A verb says what it needs, Redis or MySQL, and Run
 // loads the configuration and connects for it in one place.
 package admin
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 
@@ -25,6 +27,9 @@ type need int
 const (
 	redisStore need = 1 << iota // the poller's configuration and its shared store
 	mysqlDB                     // the MySQL settings and the pool
+	// The poller's configuration (its apps, GitHub), the MySQL pool, and
+	// its shared store, to publish at once.
+	decisions
 )
 
 // verb is one subcommand.
@@ -59,12 +64,25 @@ var verbs = []verb{
 	{name: "renames", usage: "list [--all] | add --kind app|repo --old NAME --new NAME [--description D]\n" +
 		usageIndent + "[--renamed-at TIME] [--start TIME] [--end TIME] | end KIND/ID",
 		needs: mysqlDB, run: renames.run},
+	{name: "rollout", usage: "APP --tag T --percent P [--reason R] [--by NAME] stages release T: P % of installs\n" +
+		usageIndent + "(0 halts it, 100 completes it) | APP --end [--by NAME] | list [--all]",
+		needs: decisions, check: rolloutVerb.check, run: rolloutVerb.run},
+	{name: "withdraw", usage: "APP --tag T --reason R [--by NAME] serves release T to nobody\n" +
+		usageIndent + "| APP --tag T --restore [--reason R] [--by NAME] | list [--all]",
+		needs: decisions, check: withdrawVerb.check, run: withdrawVerb.run},
+	{name: "minimum", usage: "APP --version V --reason R [--by NAME] offers clients below V the update\n" +
+		usageIndent + "whatever a rollout says | APP --clear [--by NAME] | list [--all]",
+		needs: decisions, check: minimumVerb.check, run: minimumVerb.run},
 }
 
 // rowsHelp follows the verbs in --help: what notices and renames take.
 const rowsHelp = usageIndent + `TIME is RFC 3339 (2026-10-10T22:00:00Z); without --start a row is live at once,
 ` + usageIndent + `without --end until it is ended. Limits: title 200 characters, body 4000, link 2000,
 ` + usageIndent + `app name 100, description 1000, repository org/project of at most 140.
+` + usageIndent + `rollout, withdraw and minimum check APP against CRAFT_APPS_RELEASE_APPS and a new T
+` + usageIndent + `against GitHub, log who (--by, else $USER or the account), when and why, and publish
+` + usageIndent + `to Redis at once; list shows what is decided, list --all the whole log. V is SemVer
+` + usageIndent + `(1.2.0); a reason is at most 1000 characters.
 `
 
 // Usage writes the subcommands' part of `poller --help` to w.
@@ -117,6 +135,13 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		}
 		defer closeStore()
 	}
+	if v.needs&decisions != 0 {
+		closeAll, err := c.openDecisions()
+		if err != nil {
+			return err
+		}
+		defer closeAll()
+	}
 	if v.needs&mysqlDB != 0 {
 		m, _, err := config.LoadMySQL(getenv, mysql.DSN)
 		if err != nil {
@@ -144,6 +169,27 @@ func (c *call) openStore(name, absent string) (func(), error) {
 	conn := redis.Open(cfg.Redis.Options)
 	c.cfg, c.store = cfg, store.New(conn, "", cfg.Entries(), store.WithClock(c.clock))
 	return conn.Close, nil
+}
+
+// openDecisions loads the poller's configuration, opens its MySQL pool,
+// which it requires, and its shared store (the configuration requires
+// REDIS_URL with MySQL). It returns the function that closes them.
+func (c *call) openDecisions() (func(), error) {
+	cfg, _, err := config.LoadPoller(c.getenv, mysql.DSN)
+	if err != nil {
+		return nil, err
+	}
+	if !cfg.MySQL.Enabled() {
+		return nil, errors.New("MYSQL_DSN: unset, and so is MYSQL_URL: set one to reach the database")
+	}
+	if c.db, err = OpenMeta(cfg.MySQL, nil); err != nil {
+		return nil, err
+	}
+	c.cfg = cfg
+	_, host := operator(c.getenv)
+	conn := redis.Open(cfg.Redis.Options)
+	c.store = store.New(conn, host, cfg.Entries(), store.WithClock(c.clock))
+	return func() { conn.Close(); c.db.Close() }, nil
 }
 
 // OpenMeta opens the MySQL pool that m describes, without connecting, for

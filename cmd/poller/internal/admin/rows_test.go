@@ -52,8 +52,8 @@ func TestMetaCommands(t *testing.T) {
 		want []string // in the output, in order
 		not  []string // not in the output
 	}{
-		{[]string{"migrate"}, []string{"applied 00001_renames_and_notices.sql", "schema at version 1"}, nil},
-		{[]string{"migrate"}, []string{"schema already at version 1"}, []string{"applied"}},
+		{[]string{"migrate"}, []string{"applied 00001_renames_and_notices.sql", "applied 00002_release_decisions.sql", "schema at version 2"}, nil},
+		{[]string{"migrate"}, []string{"schema already at version 2"}, []string{"applied"}},
 		{[]string{"notices", "add", "--kind", "alert", "--title", " Maintenance tonight ", "--body", "22:00 UTC.",
 			"--link", "https://status.example.com/1", "--end", "2026-10-11T00:00:00Z"}, []string{"added alert/1 (live)"}, nil},
 		{[]string{"notices", "add", "--kind", "announcement", "--title", "Soon", "--start", "2026-10-12T00:00:00+02:00"},
@@ -181,6 +181,14 @@ func TestMetaCommandsNeedMySQL(t *testing.T) {
 			t.Errorf("poller %s without MySQL: %v, want an error naming MYSQL_DSN", strings.Join(args, " "), err)
 		}
 	}
+	// The decisions verbs load the poller's configuration, which needs
+	// REDIS_URL first.
+	for _, args := range [][]string{{"rollout", "list"}, {"withdraw", "photocraft", "--tag", "v1", "--reason", "x"}, {"minimum", "list"}} {
+		_, err := command(t, map[string]string{"REDIS_URL": "redis://127.0.0.1:1"}, args...)
+		if err == nil || err.Error() != "MYSQL_DSN: unset, and so is MYSQL_URL: set one to reach the database" {
+			t.Errorf("poller %s without MySQL: %v, want an error naming MYSQL_DSN", strings.Join(args, " "), err)
+		}
+	}
 }
 
 // TestUsage: the table of verbs writes --help's subcommands as operators
@@ -198,9 +206,19 @@ Subcommands:
             [--start TIME] [--end TIME] | end KIND/ID
   renames   list [--all] | add --kind app|repo --old NAME --new NAME [--description D]
             [--renamed-at TIME] [--start TIME] [--end TIME] | end KIND/ID
+  rollout   APP --tag T --percent P [--reason R] [--by NAME] stages release T: P % of installs
+            (0 halts it, 100 completes it) | APP --end [--by NAME] | list [--all]
+  withdraw  APP --tag T --reason R [--by NAME] serves release T to nobody
+            | APP --tag T --restore [--reason R] [--by NAME] | list [--all]
+  minimum   APP --version V --reason R [--by NAME] offers clients below V the update
+            whatever a rollout says | APP --clear [--by NAME] | list [--all]
             TIME is RFC 3339 (2026-10-10T22:00:00Z); without --start a row is live at once,
             without --end until it is ended. Limits: title 200 characters, body 4000, link 2000,
             app name 100, description 1000, repository org/project of at most 140.
+            rollout, withdraw and minimum check APP against CRAFT_APPS_RELEASE_APPS and a new T
+            against GitHub, log who (--by, else $USER or the account), when and why, and publish
+            to Redis at once; list shows what is decided, list --all the whole log. V is SemVer
+            (1.2.0); a reason is at most 1000 characters.
 `
 	if got := out.String(); got != want {
 		t.Errorf("Usage wrote:\n%s\nwant:\n%s", got, want)
