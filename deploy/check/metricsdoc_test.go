@@ -35,13 +35,15 @@ func TestMetricsDocMatchesTheBinaries(t *testing.T) {
 	p.Schedule(26.4, 60)
 	p.Companion("photocraft", "stored", release.Answer{Outcome: release.Fetched, Remaining: 9, Reset: time.Now()})
 	snap := snapshot.New(apps, nil)
-	snap.Set("photocraft", release.Entry{FetchedAt: time.Now(), ETag: `"e"`})
+	snap.Set("photocraft", release.Entry{FetchedAt: time.Now(), ETag: `"e"`, Release: &release.Release{Tag: "v1"}})
+	snap.SetMeta(release.Bulletin{Decisions: map[string]release.Decisions{"photocraft": {
+		Rollout: &release.Rollout{Tag: "v1", Percent: 10}, Withdrawn: []release.Withdrawal{{Tag: "v0"}}}}})
 	requests := metrics.NewRequests()
 	requests.Route("/healthz")(200, time.Millisecond)
 	purges := metrics.NewPurges()
 	purges.Delay(time.Second)
 	feeds := metrics.NewFeeds()
-	feeds.Feed("photocraft", "tauri", 200)
+	feeds.Feed("photocraft", "tauri", "staged", 200)
 	reg.MustRegister(p, apipod.NewAPI(snap, connected{}), requests, apipod.NewWebhook(), purges, feeds)
 	families, err := reg.Gather()
 	if err != nil {
