@@ -283,30 +283,6 @@ func median(xs []float64) float64 {
 	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
 
-// BenchmarkMemory reports the resident memory of one pod serving the 13
-// default apps, at rest after start-up and after 100,000 requests (half of
-// them gzip) over loadConns connections.
-func BenchmarkMemory(b *testing.B) {
-	st := newSplitStack(b, 1)
-	pod := st.pods[0]
-	body := len(pod.get(b).body)
-	idle, _ := pod.rss(b)
-	const total = 100_000
-	var rss, peak int64
-	for b.Loop() {
-		load(b, pod, loadConns, total/2, false)
-		load(b, pod, loadConns, total/2, true)
-		rss, peak = pod.rss(b)
-	}
-	mib := func(n int64) float64 { return float64(n) / (1 << 20) }
-	b.ReportMetric(0, "ns/op")
-	b.ReportMetric(mib(idle), "idle-MiB")
-	b.ReportMetric(mib(rss), "rss-MiB")
-	b.ReportMetric(mib(peak), "peak-MiB")
-	b.ReportMetric(float64(body), "body-bytes")
-	b.Logf("VmRSS %.1f MiB at rest, %.1f MiB after %d requests (VmHWM %.1f MiB); the body has %d bytes", mib(idle), mib(rss), total, mib(peak), body)
-}
-
 // BenchmarkRedisLoad counts, with Redis's own INFO commandstats, the
 // commands two pods send: while they answer requests and nothing changes
 // (the goal is none), and per release change per pod. An idle window as long

@@ -53,8 +53,7 @@ func headers(a answer) string {
 // that polls that move only app_last_fetched purge nothing; that a release
 // is purged once for the whole fleet, naming the URLs of what changed, and
 // that the cache then serves it; and that with every pod down the cache
-// keeps answering 200 past max-age and past stale-while-revalidate. It logs
-// the figures of the note.
+// keeps answering 200 past max-age and past stale-while-revalidate.
 func TestBehindACache(t *testing.T) {
 	t.Parallel()
 	gh, rs, cf := fakegithub.New(t), redistest.Start(t), fakecloudflare.Start(t)

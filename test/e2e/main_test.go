@@ -123,18 +123,30 @@ func start(t testing.TB, name, path string, env map[string]string) *proc {
 // launch starts the process without waiting for it to listen.
 func launch(t testing.TB, name, path string, env map[string]string) *proc {
 	t.Helper()
-	p := &proc{name: name, logs: newLogs(), exited: make(chan struct{})}
-	p.cmd = exec.Command(path)
-	p.cmd.Env = []string{} // not nil, which would inherit ours
+	cmd := exec.Command(path)
+	cmd.Env = []string{} // not nil, which would inherit ours
 	if _, ok := env["HTTP_ADDR"]; !ok {
-		p.cmd.Env = append(p.cmd.Env, "HTTP_ADDR=127.0.0.1:0")
+		cmd.Env = append(cmd.Env, "HTTP_ADDR=127.0.0.1:0")
 	}
 	if _, ok := env["METRICS_ADDR"]; !ok {
-		p.cmd.Env = append(p.cmd.Env, "METRICS_ADDR=127.0.0.1:0") // the API's; the poller reads none
+		cmd.Env = append(cmd.Env, "METRICS_ADDR=127.0.0.1:0") // the API's; the poller reads none
 	}
 	for k, v := range env {
-		p.cmd.Env = append(p.cmd.Env, k+"="+v)
+		cmd.Env = append(cmd.Env, k+"="+v)
 	}
+	p := spawn(t, name, cmd)
+	t.Cleanup(func() {
+		p.stop(t)
+		// A test that took over stopping may have failed half-way.
+		p.reap(t, p.cmd.Process.Kill)
+	})
+	return p
+}
+
+// spawn starts cmd, its output read into the proc's logs.
+func spawn(t testing.TB, name string, cmd *exec.Cmd) *proc {
+	t.Helper()
+	p := &proc{name: name, cmd: cmd, logs: newLogs(), exited: make(chan struct{})}
 	r, w, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)
@@ -152,20 +164,26 @@ func launch(t testing.TB, name, path string, env map[string]string) *proc {
 		p.err = p.cmd.Wait()
 		close(p.exited)
 	}()
-	t.Cleanup(func() {
-		p.stop(t)
-		// A test that took over stopping may have failed half-way.
+	return p
+}
+
+// reap calls end unless the process exited, waits for it to exit, and
+// shows its output if the test failed.
+func (p *proc) reap(t testing.TB, end func() error) {
+	select {
+	case <-p.exited:
+	default:
+		_ = end()
 		select {
 		case <-p.exited:
-		default:
+		case <-time.After(waitFor):
 			_ = p.cmd.Process.Kill()
 			<-p.exited
 		}
-		if t.Failed() {
-			t.Logf("%s output:\n%s", name, p.logs)
-		}
-	})
-	return p
+	}
+	if t.Failed() {
+		t.Logf("%s output:\n%s", p.name, p.logs)
+	}
 }
 
 // stop sends SIGTERM (once) and waits for the process to exit, failing the
@@ -305,19 +323,6 @@ func parseLine(line string) record {
 	return rec
 }
 
-// count returns how many lines have the message msg.
-func (l *logs) count(msg string) int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	n := 0
-	for _, line := range l.lines {
-		if parseLine(line).Msg == msg {
-			n++
-		}
-	}
-	return n
-}
-
 func (l *logs) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -333,11 +338,8 @@ type answer struct {
 
 // ask sends GET url with the header pairs given (name, value, …), as
 // testkit.Ask does.
-func ask(url string, header ...string) (answer, error) { return askWith(nil, url, header...) }
-
-// askWith is ask with client (testkit.Client when nil).
-func askWith(client *http.Client, url string, header ...string) (answer, error) {
-	res, body, err := testkit.Ask(client, url, header...)
+func ask(url string, header ...string) (answer, error) {
+	res, body, err := testkit.Ask(nil, url, header...)
 	if err != nil {
 		return answer{}, err
 	}
@@ -410,19 +412,6 @@ func fetched(info release.Info) map[string]time.Time {
 	return out
 }
 
-// sameTags reports whether got has exactly the apps and tags of want.
-func sameTags(got, want map[string]string) bool {
-	if len(got) != len(want) {
-		return false
-	}
-	for k, v := range want {
-		if g, ok := got[k]; !ok || g != v {
-			return false
-		}
-	}
-	return true
-}
-
 // waitTags waits until every pod serves want (app → tag, "" for none) with
 // every app fetched, and returns how long each pod took.
 func waitTags(t testing.TB, want map[string]string, pods ...*proc) []time.Duration {
@@ -432,7 +421,7 @@ func waitTags(t testing.TB, want map[string]string, pods ...*proc) []time.Durati
 	for i, p := range pods {
 		testkit.Eventually(t, fmt.Sprintf("%s serves %v", p.name, want), func() bool {
 			info := p.served(t)
-			return info.ReleaseInfo.LastFetched != nil && sameTags(tags(info), want)
+			return info.ReleaseInfo.LastFetched != nil && maps.Equal(tags(info), want)
 		})
 		took[i] = time.Since(began)
 	}

@@ -90,37 +90,11 @@ func startNginx(t testing.TB, pods []*proc) *cache {
 	if err := os.WriteFile(conf, fmt.Appendf(nil, nginxConf, user, dir, upstreams.String(), addr), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	p := &proc{name: "nginx", logs: newLogs(), exited: make(chan struct{})}
-	p.cmd = exec.Command(nginxPath(t), "-p", dir, "-c", conf, "-e", "stderr")
-	p.cmd.Env = []string{}
-	r, w, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	p.cmd.Stdout, p.cmd.Stderr = w, w
-	if err := p.cmd.Start(); err != nil {
-		t.Fatalf("start nginx: %v", err)
-	}
-	w.Close()
-	go func() {
-		p.logs.read(r)
-		r.Close()
-		p.err = p.cmd.Wait()
-		close(p.exited)
-	}()
-	t.Cleanup(func() {
-		// SIGQUIT is nginx's graceful stop; its exit status is not ours to check.
-		_ = p.cmd.Process.Signal(os.Interrupt)
-		select {
-		case <-p.exited:
-		case <-time.After(waitFor):
-			_ = p.cmd.Process.Kill()
-			<-p.exited
-		}
-		if t.Failed() {
-			t.Logf("nginx output:\n%s", p.logs)
-		}
-	})
+	cmd := exec.Command(nginxPath(t), "-p", dir, "-c", conf, "-e", "stderr")
+	cmd.Env = []string{}
+	p := spawn(t, "nginx", cmd)
+	// SIGQUIT is nginx's graceful stop; its exit status is not ours to check.
+	t.Cleanup(func() { p.reap(t, func() error { return p.cmd.Process.Signal(os.Interrupt) }) })
 	c := &cache{base: "http://" + addr, dir: filepath.Join(dir, "cache"), proc: p}
 	testkit.Eventually(t, "nginx answers", func() bool {
 		select {

@@ -3,12 +3,14 @@ package e2e
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"maps"
 	"net/http"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/storytold/craft-releases/pkg/release"
 	"github.com/storytold/craft-releases/test/fakegithub"
@@ -67,7 +69,9 @@ func TestOpenAPI(t *testing.T) {
 	env["CRAFT_APPS_RELEASE_WEBHOOK_SECRET"] = "an-old-secret," + openapitest.WebhookSecret
 	pod := start(t, "api", binary(t, "api"), env)
 	waitTags(t, want, pod)
-	waitChannels(t, map[string]string{"photocraft": "v1.1.0-beta.1", "vectorcraft": ""}, pod)
+	testkit.Eventually(t, "the pod serves the pre-releases", func() bool {
+		return maps.Equal(channels(t, pod), map[string]string{"photocraft": "v1.1.0-beta.1", "vectorcraft": ""})
+	})
 	testkit.Eventually(t, "the feeds serve photocraft's signed bundle and updater files", func() bool {
 		for _, path := range []string{"tauri/windows/x86_64/nsis", "squirrel-win/RELEASES", "squirrel-win/arm64/RELEASES",
 			"electron/latest.yml", "velopack/releases.linux.json"} {
@@ -182,4 +186,64 @@ func withUpdaterFiles(repo string, r fakegithub.Release) fakegithub.Release {
 			BrowserDownloadURL: release.DownloadURL(repo, r.TagName, name)})
 	}
 	return r
+}
+
+// prereleaseApps puts photocraft and vectorcraft on the pre-release channel;
+// filmcraft stays off it.
+const prereleaseApps = "photocraft,vectorcraft"
+
+// prerelease returns repo's tag as a published prerelease, hours after the
+// fake's stable releases.
+func prerelease(repo, tag string, hours int) fakegithub.Release {
+	r := fakegithub.NewRelease(repo, tag)
+	r.Prerelease = true
+	at := r.PublishedAt.Add(time.Duration(hours) * time.Hour)
+	r.PublishedAt = &at
+	return r
+}
+
+// publishChannels sets the lists the channel tests start from: photocraft's
+// has a draft first, then a pre-release newer than its release; vectorcraft's
+// only a pre-release older than its release.
+func publishChannels(gh *fakegithub.Server) {
+	draft := prerelease(photocraft, "v2.0.0-alpha.1", 3)
+	draft.Draft, draft.PublishedAt = true, nil
+	gh.SetList(photocraft, draft, prerelease(photocraft, "v1.1.0-beta.1", 1), fakegithub.NewRelease(photocraft, "v1.0.0"))
+	gh.SetList(vectorcraft, fakegithub.NewRelease(vectorcraft, "v2.0.0"), prerelease(vectorcraft, "v2.0.0-rc.1", -1))
+}
+
+// channels returns, for each app of p's answer, the tag of its
+// latest_prerelease: "" for null, and no entry for an app without the key.
+func channels(t testing.TB, p *proc) map[string]string {
+	t.Helper()
+	var info struct {
+		ReleaseInfo struct {
+			Apps map[string]map[string]json.RawMessage `json:"apps"`
+		} `json:"release_info"`
+	}
+	if err := json.Unmarshal(p.get(t).body, &info); err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	for app, fields := range info.ReleaseInfo.Apps {
+		raw, ok := fields["latest_prerelease"]
+		if !ok {
+			continue
+		}
+		var r *struct {
+			Tag        string `json:"tag"`
+			Prerelease bool   `json:"prerelease"`
+		}
+		if err := json.Unmarshal(raw, &r); err != nil {
+			t.Fatalf("%s's latest_prerelease %s: %v", app, raw, err)
+		}
+		out[app] = ""
+		if r != nil {
+			out[app] = r.Tag
+			if !r.Prerelease {
+				t.Errorf("%s's latest_prerelease %s is not marked prerelease", app, r.Tag)
+			}
+		}
+	}
+	return out
 }

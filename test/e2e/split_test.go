@@ -25,17 +25,6 @@ func publishFirst(gh *fakegithub.Server) map[string]string {
 	return map[string]string{"filmcraft": "", "photocraft": "v1.0.0", "vectorcraft": "v2.0.0"}
 }
 
-// redisDo sends one command to rs on a connection of its own and returns
-// the first line of the reply, failing the test on an error.
-func redisDo(t testing.TB, rs *redistest.Server, args ...string) string {
-	t.Helper()
-	reply, err := rs.Do(args...)
-	if err != nil {
-		t.Fatalf("redis %v: %v", args, err)
-	}
-	return reply
-}
-
 func appKeys() []string {
 	keys := make([]string, len(testApps))
 	for i, a := range testApps {

@@ -262,26 +262,19 @@ func sentinelFailover(tb testing.TB, ca *redistest.CA) failover {
 	return f
 }
 
-// topologies are the failovers of TestFailover and BenchmarkFailover: each
-// topology in plain text and on TLS with a CA of the test's.
-func topologies() []struct {
+// topology is a failover of TestFailover and BenchmarkFailover.
+type topology struct {
 	name  string
 	setup func(testing.TB) failover
-} {
-	type topology = struct {
-		name  string
-		setup func(testing.TB) failover
-	}
-	var out []topology
-	for _, t := range []struct {
-		name  string
-		setup func(testing.TB, *redistest.CA) failover
-	}{{"cluster", clusterFailover}, {"sentinel", sentinelFailover}} {
-		out = append(out,
-			topology{t.name, func(tb testing.TB) failover { return t.setup(tb, nil) }},
-			topology{t.name + "-tls", func(tb testing.TB) failover { return t.setup(tb, redistest.NewCA(tb)) }})
-	}
-	return out
+}
+
+// topologies are each topology in plain text and on TLS with a CA of the
+// test's.
+var topologies = []topology{
+	{"cluster", func(tb testing.TB) failover { return clusterFailover(tb, nil) }},
+	{"cluster-tls", func(tb testing.TB) failover { return clusterFailover(tb, redistest.NewCA(tb)) }},
+	{"sentinel", func(tb testing.TB) failover { return sentinelFailover(tb, nil) }},
+	{"sentinel-tls", func(tb testing.TB) failover { return sentinelFailover(tb, redistest.NewCA(tb)) }},
 }
 
 // refusedWithoutTheCA starts a poller and a pod on f's rediss:// url without
@@ -319,7 +312,7 @@ func refusedWithoutTheCA(t *testing.T, f failover) {
 // without REDIS_TLS_CA_FILE.
 func TestFailover(t *testing.T) {
 	t.Parallel()
-	for _, tc := range topologies() {
+	for _, tc := range topologies {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			f := tc.setup(t)
@@ -345,7 +338,7 @@ func TestFailover(t *testing.T) {
 //
 //	CRAFT_TEST_INTEGRATION=1 go test -run '^$' -bench Failover ./test/e2e
 func BenchmarkFailover(b *testing.B) {
-	for _, tc := range topologies() {
+	for _, tc := range topologies {
 		b.Run(tc.name, func(b *testing.B) {
 			var fig failoverFigures
 			for b.Loop() {

@@ -21,8 +21,7 @@ import (
 )
 
 // filmcraft is the app of the updater feeds' tests with every companion
-// file; vectorcraft's release lacks one and carries one that is refused;
-// photocraft has a pre-release channel.
+// file; photocraft has a pre-release channel.
 const filmcraft = "storytold/filmcraft"
 
 // The companion files an Electron app built with electron-builder (Squirrel
@@ -138,13 +137,6 @@ func (u *updaterRelease) set(name, text string) {
 		u.names, u.companions = append(u.names, name), append(u.companions, name)
 	}
 	u.data[name] = []byte(text)
-}
-
-// drop removes the asset name from the release.
-func (u *updaterRelease) drop(name string) {
-	u.names = slices.DeleteFunc(u.names, func(n string) bool { return n == name })
-	u.companions = slices.DeleteFunc(u.companions, func(n string) bool { return n == name })
-	delete(u.data, name)
 }
 
 // id is the asset id of name once published.
@@ -328,24 +320,13 @@ func checkRevalidation(t testing.TB, p *proc, path, want string) {
 // whose releases carry the companion files of Squirrel (macOS and Windows),
 // electron-updater and Velopack: every feed answers as docs/updates.md
 // says, electron-updater's and Velopack's own code take the answers, each
-// companion costs one request per release, one that fails is retried and
-// one that is refused never served, a missing one is a 404 naming it, and
-// the pre-release channel answers from the pre-release.
+// companion costs one request per release, and the pre-release channel
+// answers from the pre-release.
 func TestUpdatersStandalone(t *testing.T) {
 	t.Parallel()
 	gh := newTauriGitHub(t)
 	film := newUpdaterRelease(filmcraft, "FilmCraft", "v1.2.0", 0, 100)
 	gh.Publish(filmcraft, film.release())
-
-	// vectorcraft: no Velopack feed, a RELEASES pointing into another
-	// repository, a latest.yml whose request fails until the test lets it.
-	vector := newUpdaterRelease(vectorcraft, "VectorCraft", "v2.0.0", 0, 100)
-	vector.drop(velopackWin)
-	vector.drop(releasesARM64File)
-	stolen := strings.Replace(vector.url(vector.full()), vectorcraft, filmcraft, 1)
-	vector.set(releasesFile, strings.Replace(string(vector.data[releasesFile]), " "+vector.full()+" ", " "+stolen+" ", 1))
-	gh.Publish(vectorcraft, vector.release())
-	gh.Stick(fakegithub.AssetOf(vectorcraft, vector.id(latestYML)), fakegithub.ServerError())
 
 	// photocraft: a release and a newer pre-release, each with its own files.
 	photo := newUpdaterRelease(photocraft, "PhotoCraft", "v1.0.0", 0, 100)
@@ -408,111 +389,6 @@ func TestUpdatersStandalone(t *testing.T) {
 			t.Errorf("%s went from %v to %v: want the check's one request", asked, before, after)
 		}
 		t.Logf("Velopack's update check (npm velopack 0.0.1053) against the binary picked %+v", got.Target)
-	})
-
-	t.Run("requests", func(t *testing.T) {
-		t.Logf("filmcraft v1.2.0: %s", checkPolls(t, gh, filmcraft, 0, len(film.companions), 3))
-		if got := testkit.Scrape(t, metrics)[`craft_poller_companions_total{app="filmcraft",outcome="stored"}`]; got != float64(len(film.companions)) {
-			t.Errorf("filmcraft's companions stored: %v, want %d", got, len(film.companions))
-		}
-	})
-
-	t.Run("missing refused and failing", func(t *testing.T) {
-		// latest-mac.yml is served; latest.yml, asked at each tick, is not
-		// yet; RELEASES, refused, never is.
-		refused := `craft_poller_companions_total{app="vectorcraft",outcome="refused"}`
-		testkit.Eventually(t, "vectorcraft's latest-mac.yml served and its RELEASES refused", func() bool {
-			return servesFiles(t, api, "vectorcraft", "", vector, latestMacYML) && testkit.Scrape(t, metrics)[refused] == 1
-		})
-		checkFiles(t, api, "vectorcraft", "", vector, public, latestMacYML)
-		testkit.Eventually(t, "vectorcraft's latest.yml asked twice", func() bool {
-			return gh.Count(fakegithub.AssetOf(vectorcraft, vector.id(latestYML))) >= 2
-		})
-		checkNotFound(t, api, "vectorcraft/electron/latest.yml", "vectorcraft v2.0.0: latest.yml was not fetched yet, or was refused")
-		checkNotFound(t, api, "vectorcraft/velopack/releases.win.json?localVersion=1.0.0", "vectorcraft v2.0.0 has no releases.win.json")
-		checkNotFound(t, api, "vectorcraft/squirrel-win/RELEASES", "vectorcraft v2.0.0: RELEASES was not fetched yet, or was refused")
-		checkNotFound(t, api, "vectorcraft/squirrel-win/arm64/RELEASES", "vectorcraft v2.0.0 has no RELEASES for arm64")
-		if a := feed(t, api, "vectorcraft/squirrel-mac/arm64/1.0.0"); a.status != http.StatusOK {
-			t.Errorf("vectorcraft's Squirrel.Mac: %d %s, want 200", a.status, a.body)
-		}
-
-		gh.Unstick(fakegithub.AssetOf(vectorcraft, vector.id(latestYML)))
-		testkit.Eventually(t, "vectorcraft's latest.yml served", func() bool {
-			return servesFiles(t, api, "vectorcraft", "", vector, latestYML, latestMacYML)
-		})
-		checkFiles(t, api, "vectorcraft", "", vector, public, latestYML, latestMacYML)
-		checkNotFound(t, api, "vectorcraft/squirrel-win/RELEASES", "vectorcraft v2.0.0: RELEASES was not fetched yet, or was refused")
-		s := testkit.Scrape(t, metrics)
-		failed, stored := s[`craft_poller_companions_total{app="vectorcraft",outcome="failed"}`], s[`craft_poller_companions_total{app="vectorcraft",outcome="stored"}`]
-		if s[refused] != 1 || failed < 1 || stored != 2 {
-			t.Errorf("vectorcraft's companions: refused %v, failed %v, stored %v; want 1, at least 1, 2", s[refused], failed, stored)
-		}
-		if got := gh.Count(fakegithub.AssetOf(vectorcraft, vector.id(releasesFile))); got != 1 {
-			t.Errorf("vectorcraft's refused RELEASES asked %d times, want once", got)
-		}
-		if got := api.logs.count("companion refused"); got != 1 {
-			t.Errorf("%d lines \"companion refused\", want 1 (vectorcraft's RELEASES)", got)
-		}
-		t.Logf("vectorcraft: latest.yml asked %d times (failing until let through), RELEASES (refused) once, %v requests in all",
-			gh.Count(fakegithub.AssetOf(vectorcraft, vector.id(latestYML))), len(slices.Concat(polls(gh, vectorcraft)...)))
-	})
-
-	t.Run("new release with a failing companion", func(t *testing.T) {
-		// filmcraft v1.3.0, whose latest.yml fails until the test lets it:
-		// the feed keeps v1.2.0's, no-store, and never answers 404.
-		next := newUpdaterRelease(filmcraft, "FilmCraft", "v1.3.0", 1, 200)
-		stuck := fakegithub.AssetOf(filmcraft, next.id(latestYML))
-		gh.Stick(stuck, fakegithub.ServerError())
-		from := len(polls(gh, filmcraft))
-		others := slices.DeleteFunc(slices.Clone(next.companions), func(n string) bool { return n == latestYML })
-		gh.Publish(filmcraft, next.release())
-		published := time.Now()
-		testkit.Eventually(t, "filmcraft v1.3.0 served but its latest.yml", func() bool {
-			a := feed(t, api, "filmcraft/electron/latest.yml")
-			if a.status != http.StatusOK || string(a.body) != film.served(latestYML) && string(a.body) != next.served(latestYML) {
-				t.Fatalf("latest.yml while v1.3.0's was fetched: %d %s, want v1.2.0's", a.status, a.body)
-			}
-			return servesFiles(t, api, "filmcraft", "", next, others...)
-		})
-		t.Logf("filmcraft v1.3.0's files served %v after its publication on the fake GitHub", time.Since(published).Round(time.Millisecond))
-		checkFiles(t, api, "filmcraft", "", next, public, others...)
-		testkit.Eventually(t, "v1.3.0's latest.yml asked again", func() bool { return gh.Count(stuck) >= 2 })
-		if a := feed(t, api, "filmcraft/electron/latest.yml"); a.status != http.StatusOK || string(a.body) != film.served(latestYML) || a.header.Get("Cache-Control") != "no-store" {
-			t.Errorf("latest.yml while v1.3.0's fails: %d (Cache-Control %q)\n%s\nwant v1.2.0's, no-store", a.status, a.header.Get("Cache-Control"), a.body)
-		}
-
-		gh.Unstick(stuck)
-		let := time.Now()
-		testkit.Eventually(t, "filmcraft v1.3.0's latest.yml served", func() bool {
-			return servesFiles(t, api, "filmcraft", "", next, next.companions...)
-		})
-		t.Logf("v1.3.0's latest.yml served %v after its request was let through", time.Since(let).Round(time.Millisecond))
-		checkUpdaterFeeds(t, api, "filmcraft", "", next, public)
-		failures := gh.Count(stuck) - 1
-		var after [][]fakegithub.Request
-		testkit.Eventually(t, "two polls of filmcraft after v1.3.0's latest.yml", func() bool {
-			after = nil
-			for _, p := range polls(gh, filmcraft)[from:] {
-				if slices.ContainsFunc(p, func(r fakegithub.Request) bool { return r.Repo == stuck }) {
-					after = nil
-					continue
-				}
-				after = append(after, p)
-			}
-			return len(after) >= 2
-		})
-		for _, p := range after {
-			if len(p) != 1 || p[0].Repo != filmcraft || p[0].IfNoneMatch == "" {
-				t.Errorf("a poll after v1.3.0's files were all served asked %d times (%s), want one conditional request", len(p), p[0].Path)
-			}
-		}
-		ps := polls(gh, filmcraft)[from:]
-		first := ps[slices.IndexFunc(ps, func(p []fakegithub.Request) bool { return assetRequests(p) > 0 })]
-		if len(first) != 1+len(next.companions) || assetRequests(first) != len(next.companions) {
-			t.Errorf("v1.3.0's first fetch: %d requests, want the release then its %d companions", len(first), len(next.companions))
-		}
-		t.Logf("filmcraft v1.3.0: first fetch %d requests; latest.yml failed %d times, each retry one request more at a tick; then %d polls of 1 request",
-			len(first), failures, len(after))
 	})
 
 	t.Run("prerelease", func(t *testing.T) {

@@ -6,14 +6,10 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
-	"time"
 
-	"github.com/storytold/craft-releases/pkg/redis/store"
-	"github.com/storytold/craft-releases/pkg/schedule"
 	"github.com/storytold/craft-releases/pkg/webhook"
 	"github.com/storytold/craft-releases/test/fakegithub"
 	"github.com/storytold/craft-releases/test/redistest"
@@ -76,35 +72,6 @@ func deliver(t testing.TB, p *proc, event, id string, body []byte, status int, w
 	}
 }
 
-// webhookFleet is a split deployment whose pollers would not ask GitHub for
-// ten minutes on their own, so that only the webhook explains a request.
-type webhookFleet struct {
-	gh      *fakegithub.Server
-	rs      *redistest.Server
-	pollers []*proc
-	pods    []*proc
-	want    map[string]string
-}
-
-func startWebhookFleet(t testing.TB, pollers int) *webhookFleet {
-	t.Helper()
-	f := &webhookFleet{gh: fakegithub.New(t), rs: redistest.Start(t)}
-	f.want = publishFirst(f.gh)
-	f.pollers = startPollers(t, pollers, f.pollerEnv())
-	env := podEnv(f.rs.URL(), testAppsEnv)
-	env["CRAFT_APPS_RELEASE_WEBHOOK_SECRET"] = "an-old-secret," + webhookSecret
-	f.pods = startPods(t, 2, env)
-	waitTags(t, f.want, f.pods...)
-	f.gh.Reset()
-	return f
-}
-
-func (f *webhookFleet) pollerEnv() map[string]string {
-	env := pollerEnv(f.gh, f.rs.URL(), testAppsEnv)
-	env["CRAFT_APPS_RELEASE_POLL_INTERVAL_SECS"] = "600"
-	return env
-}
-
 // metricsBase returns "http://" and the address an API pod logged for its
 // metrics port.
 func metricsBase(t testing.TB, p *proc) string {
@@ -122,104 +89,39 @@ func metricsBase(t testing.TB, p *proc) string {
 	return ""
 }
 
-// marker proves the fleet handled everything delivered before it: a
-// delivery for vectorcraft with a new tag, served by both pods.
-func (f *webhookFleet) marker(t testing.TB, tag string) {
-	t.Helper()
-	f.gh.Publish(vectorcraft, fakegithub.NewRelease(vectorcraft, tag))
-	deliver(t, f.pods[1], "release", newDeliveryID(), releaseEvent("published", vectorcraft, tag), http.StatusAccepted, `"accepted"`)
-	f.want["vectorcraft"] = tag
-	waitTags(t, f.want, f.pods...)
-}
-
+// TestWebhookReachesEveryPod: with pollers that would not ask GitHub for
+// ten minutes on their own, a signed delivery to one pod makes the fleet
+// ask GitHub once and both pods serve the release; GitHub's redelivery of
+// it, to either pod, is a duplicate.
 func TestWebhookReachesEveryPod(t *testing.T) {
 	t.Parallel()
-	f := startWebhookFleet(t, 2)
+	gh, rs := fakegithub.New(t), redistest.Start(t)
+	want := publishFirst(gh)
+	env := pollerEnv(gh, rs.URL(), testAppsEnv)
+	env["CRAFT_APPS_RELEASE_POLL_INTERVAL_SECS"] = "600"
+	startPollers(t, 2, env)
+	env = podEnv(rs.URL(), testAppsEnv)
+	env["CRAFT_APPS_RELEASE_WEBHOOK_SECRET"] = "an-old-secret," + webhookSecret
+	pods := startPods(t, 2, env)
+	waitTags(t, want, pods...)
+	gh.Reset()
 
-	f.gh.Publish(photocraft, fakegithub.NewRelease(photocraft, "v1.1.0"))
+	gh.Publish(photocraft, fakegithub.NewRelease(photocraft, "v1.1.0"))
 	id := newDeliveryID()
 	// GitHub spells the repository as it likes; the match ignores case.
 	body := releaseEvent("published", "StoryTold/PhotoCraft", "v1.1.0")
-	deliver(t, f.pods[0], "release", id, body, http.StatusAccepted, `"accepted"`)
-	f.want["photocraft"] = "v1.1.0"
-	took := waitTags(t, f.want, f.pods...)
-	t.Logf("delivery to %s → both pods serve v1.1.0 after %v", f.pods[0].name, took[len(took)-1])
-	if n := f.gh.Count(fakegithub.AnyRepo); n != 1 {
+	deliver(t, pods[0], "release", id, body, http.StatusAccepted, `"accepted"`)
+	want["photocraft"] = "v1.1.0"
+	took := waitTags(t, want, pods...)
+	t.Logf("delivery to %s → both pods serve v1.1.0 after %v", pods[0].name, took[len(took)-1])
+	if n := gh.Count(fakegithub.AnyRepo); n != 1 {
 		t.Errorf("GitHub requests for one delivery: %d, want 1", n)
 	}
 
-	// The same delivery again, to either pod (GitHub's Redeliver button):
-	// answered, and nothing recorded.
-	before := redisDo(t, f.rs, "HGET", store.RefreshKey("photocraft"), "at_ms")
-	deliver(t, f.pods[1], "release", id, body, http.StatusAccepted, `"duplicate"`)
-	deliver(t, f.pods[0], "release", id, body, http.StatusAccepted, `"duplicate"`)
-	// The signed body replayed under another id is one too.
-	deliver(t, f.pods[1], "release", newDeliveryID(), body, http.StatusAccepted, `"duplicate"`)
-	if after := redisDo(t, f.rs, "HGET", store.RefreshKey("photocraft"), "at_ms"); after != before {
-		t.Errorf("a redelivery moved the request from %s to %s", before, after)
-	}
-	f.marker(t, "v2.1.0")
-	if n := f.gh.Count(photocraft); n != 1 {
-		t.Errorf("GitHub requests for photocraft after two redeliveries: %d, want 1", n)
-	}
-
-	// A ping answers 200 and asks nothing.
-	deliver(t, f.pods[0], "ping", newDeliveryID(), []byte(`{"zen":"Practicality beats purity.","hook_id":1}`), http.StatusOK, `"pong"`)
-	// Of the three release deliveries, api-2 answered the other two.
-	testkit.WantSamples(t, testkit.Scrape(t, metricsBase(t, f.pods[0])+"/metrics"), map[string]float64{
+	deliver(t, pods[1], "release", id, body, http.StatusAccepted, `"duplicate"`)
+	deliver(t, pods[0], "release", id, body, http.StatusAccepted, `"duplicate"`)
+	testkit.WantSamples(t, testkit.Scrape(t, metricsBase(t, pods[0])+"/metrics"), map[string]float64{
 		`craft_api_webhook_deliveries_total{event="release",outcome="accepted"}`:  1,
 		`craft_api_webhook_deliveries_total{event="release",outcome="duplicate"}`: 1,
-		`craft_api_webhook_deliveries_total{event="ping",outcome="accepted"}`:     1,
 	})
-}
-
-// BenchmarkWebhook times, for each signed release delivery to one API pod,
-// from sending it to both pods serving the new tag (each pod asked in a
-// tight loop with If-None-Match of the ETag it served), over a split
-// deployment of two pollers and two pods whose pollers would not ask GitHub
-// on their own for ten minutes, the fake GitHub answering at once. It
-// reports p50, p99 and max over at least 20 deliveries, and the GitHub
-// requests spent per delivery. Deliveries rotate over three apps 400 ms
-// apart, so that none waits out the 1 s coalescing gap of its app.
-//
-//	CRAFT_TEST_INTEGRATION=1 go test -run '^$' -bench Webhook ./test/e2e
-func BenchmarkWebhook(b *testing.B) {
-	const perLoop = 21
-	f := startWebhookFleet(b, 2)
-	repos := []struct{ key, repo string }{{"photocraft", photocraft}, {"vectorcraft", vectorcraft}, {"filmcraft", "storytold/filmcraft"}}
-	old := etags(b, f.pods)
-	// The pollers fetched every app at start-up: let the coalescing gap
-	// after those fetches pass, as it has for any app in production.
-	time.Sleep(schedule.RefreshGap)
-	var samples []time.Duration
-	n := 0
-	for b.Loop() {
-		for range perLoop {
-			n++
-			app := repos[n%len(repos)]
-			tag := fmt.Sprintf("v3.0.%d", n)
-			f.gh.Publish(app.repo, fakegithub.NewRelease(app.repo, tag))
-			time.Sleep(400 * time.Millisecond)
-			began := time.Now()
-			deliver(b, f.pods[n%2], "release", newDeliveryID(), releaseEvent("published", app.repo, tag), http.StatusAccepted, `"accepted"`)
-			var took []time.Duration
-			took, old = changedETags(b, began, old, f.pods...)
-			for _, p := range f.pods {
-				if got := tags(p.served(b))[app.key]; got != tag {
-					b.Fatalf("%s serves %s %s, want %s", p.name, app.key, got, tag)
-				}
-			}
-			samples = append(samples, slices.Max(took))
-		}
-	}
-	slices.Sort(samples)
-	perDelivery := float64(f.gh.Count(fakegithub.AnyRepo)) / float64(len(samples))
-	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
-	b.ReportMetric(ms(percentile(samples, 50)), "p50-ms")
-	b.ReportMetric(ms(percentile(samples, 99)), "p99-ms")
-	b.ReportMetric(ms(samples[len(samples)-1]), "max-ms")
-	b.ReportMetric(perDelivery, "github-requests/delivery")
-	b.ReportMetric(0, "ns/op")
-	b.Logf("%d deliveries: from sending to both pods serving the tag, p50 %v, p99 %v, max %v; %.2f GitHub requests per delivery",
-		len(samples), percentile(samples, 50), percentile(samples, 99), samples[len(samples)-1], perDelivery)
 }

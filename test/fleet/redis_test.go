@@ -125,27 +125,27 @@ func TestRedisStoppedAndRestarted(t *testing.T) {
 	}
 }
 
-// flushRepair runs two coordinated pollers of the 13 default apps with
-// timing for an interval and then offset, so that every app was fetched,
-// empties Redis with FLUSHALL, and runs
-// the fleet until Redis holds a readable fetch of every app again. It
-// returns how long that took on the simulated clock, and the simulation,
-// with its clock where the repair was seen.
-func flushRepair(tb testing.TB, timing schedule.Timing, offset time.Duration) (time.Duration, *sim, *redistest.Server) {
-	tb.Helper()
-	srv := redistest.Start(tb)
-	s := newSim(tb, timing, defaultApps())
+// TestRedisFlushed empties Redis under a coordinated fleet of two at the
+// production timing (I = 30 min) once every app was fetched: at the next
+// tick the pollers write every entry back from memory (docs/operations.md,
+// "Redis flushed"), each with its own fetch time, without a single GitHub
+// request, and an entry read back as written (in ms) is never written again.
+func TestRedisFlushed(t *testing.T) {
+	t.Parallel()
+	timing := productionTiming(30 * time.Minute)
+	srv := redistest.Start(t)
+	s := newSim(t, timing, defaultApps())
 	s.add("poller-1", memberConfig{redisURL: srv.URL(), coordinate: true, seed: 1})
 	s.add("poller-2", memberConfig{redisURL: srv.URL(), coordinate: true, seed: 2})
-	s.runFor(timing.Interval + offset)
+	s.runFor(timing.Interval)
 
-	admin := adminStore(tb, srv.URL())
+	admin := adminStore(t, srv.URL())
 	flushed := s.clock.Now()
 	srv.MustDo("FLUSHALL")
 	if !s.runWhile(timing.Interval, func() bool {
 		shared, _, err := admin.Load(context.Background(), keys(s.apps))
 		if err != nil {
-			tb.Fatalf("read the shared state: %v", err)
+			t.Fatalf("read the shared state: %v", err)
 		}
 		for _, app := range s.apps {
 			if !shared[app.Key].Fetched() {
@@ -154,25 +154,13 @@ func flushRepair(tb testing.TB, timing schedule.Timing, offset time.Duration) (t
 		}
 		return false
 	}) {
-		tb.Fatalf("Redis still lacks an app %v after the flush", timing.Interval)
+		t.Fatalf("Redis still lacks an app %v after the flush", timing.Interval)
 	}
-	return s.clock.Now().Sub(flushed), s, srv
-}
-
-// TestRedisFlushed empties Redis under a coordinated fleet of two at the
-// production timing (I = 30 min): at the next tick the pollers write every
-// entry back from memory (docs/operations.md, "Redis flushed"), each with
-// its own fetch time, without a single GitHub request.
-func TestRedisFlushed(t *testing.T) {
-	t.Parallel()
-	timing := productionTiming(30 * time.Minute)
-	took, s, srv := flushRepair(t, timing, 0)
-	if limit := timing.TickDelay(1); took > limit {
+	if took, limit := s.clock.Now().Sub(flushed), timing.TickDelay(1); took > limit {
 		t.Errorf("Redis was repaired %v after the flush, want within a tick (%v)", took, limit)
 	}
-	start := s.clock.Now().Add(-took - timing.Interval)
-	shared := s.checkShared(srv.URL(), start)
-	if reqs := s.reqs.between(s.clock.Now().Add(-took), s.clock.Now().Add(time.Nanosecond)); len(reqs) > 0 {
+	shared := s.checkShared(srv.URL(), flushed.Add(-timing.Interval))
+	if reqs := s.reqs.between(flushed, s.clock.Now().Add(time.Nanosecond)); len(reqs) > 0 {
 		t.Errorf("GitHub requests during the repair: %s", outcomes(reqs))
 	}
 	for _, m := range s.members {
@@ -184,33 +172,10 @@ func TestRedisFlushed(t *testing.T) {
 			}
 		}
 	}
-	// Written back once: an entry read back as written (in ms) is never
-	// written again.
 	const line = "redis entries written back from memory"
 	before := s.members[0].count(line) + s.members[1].count(line)
 	s.runFor(2 * timing.Interval)
 	if got := s.members[0].count(line) + s.members[1].count(line); before == 0 || got != before {
 		t.Errorf("%d write-back lines at the repair, %d after two more intervals, want at least 1 and no more", before, got)
 	}
-}
-
-// BenchmarkFlushRepair reports how long after a FLUSHALL a coordinated fleet
-// of two pollers at the production timing (I = 30 min, 30 s ticks) holds
-// every app in Redis again, in simulated seconds, on average and at worst
-// (the goal is one tick). Iteration i flushes (i mod 10) × 3 s later into
-// the ticks, so that -benchtime=10x tries every phase of a tick.
-func BenchmarkFlushRepair(b *testing.B) {
-	var sum, worst time.Duration
-	for i := range b.N {
-		took, s, srv := flushRepair(b, productionTiming(30*time.Minute), time.Duration(i%10)*3*time.Second)
-		s.stop()
-		srv.Stop()
-		sum += took
-		worst = max(worst, took)
-	}
-	mean := sum / time.Duration(b.N)
-	b.ReportMetric(mean.Seconds(), "sim-s/repair")
-	b.ReportMetric(worst.Seconds(), "worst-sim-s/repair")
-	b.Logf("I=30m, 2 pollers, 13 apps, %d flushes: Redis holds every app again %v after FLUSHALL on average, %v at worst (goal: one tick, 30 s ±10 %%)",
-		b.N, mean.Round(time.Millisecond), worst.Round(time.Millisecond))
 }

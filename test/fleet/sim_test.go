@@ -48,6 +48,17 @@ var shortTiming = schedule.Timing{
 	StartupJitter: 30 * time.Second,
 }
 
+// productionTiming is docs/config.md's default timing for interval.
+func productionTiming(interval time.Duration) schedule.Timing {
+	return schedule.Timing{
+		Interval:      interval,
+		MaxBackoff:    4 * time.Hour,
+		Tick:          30 * time.Second,
+		Spacing:       time.Second,
+		StartupJitter: 30 * time.Second,
+	}
+}
+
 // request is one GitHub request of the simulation, as a poller made it.
 type request struct {
 	poller  string
