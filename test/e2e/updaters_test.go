@@ -379,7 +379,7 @@ func TestUpdatersStandalone(t *testing.T) {
 		}
 
 		// Velopack's own update check asks the binary itself.
-		asked := `craft_api_updates_total{app="filmcraft",code="200",feed="velopack"}`
+		asked := `craft_api_updates_total{app="filmcraft",code="200",decision="none",feed="velopack"}`
 		before := testkit.Scrape(t, metrics)[asked]
 		got := testkit.VelopackCheck(t, testkit.VelopackApp{ID: "FilmCraft", Version: "1.1.0", Channel: "win"}, api.base+updatesPath+"filmcraft/velopack")[0]
 		if got.Error != "" || got.Target == nil || got.Target.Version != film.version || got.Target.Type != "Full" || got.Target.FileName != film.url(film.full()) {
