@@ -151,16 +151,20 @@ type Poller struct {
 	loaded     chan struct{}
 	loadedOnce sync.Once
 	refreshes  *refreshes // its own lock: Refresh never waits on a round
+	decided    decided    // its own lock too (SetDecided)
 
 	// mu serialises rounds and guards what follows.
 	mu      sync.Mutex
 	entries map[string]release.Entry
 	refs    map[string]companionRefs // by app: the asset ids of its last 200's release
-	backoff schedule.Backoff
-	redis   redisHealth
-	skewed  bool // the clock was off Redis's by more than release.MaxSkew at the last measure
-	pace    pace
-	budgets *budgets
+	// histRefs are, by history entry, the asset ids of the releases of its
+	// last 200, by tag.
+	histRefs map[string]map[string]companionRefs
+	backoff  schedule.Backoff
+	redis    redisHealth
+	skewed   bool // the clock was off Redis's by more than release.MaxSkew at the last measure
+	pace     pace
+	budgets  *budgets
 }
 
 // New returns a Poller for c. It fails when c has no Source, a non-positive
@@ -193,6 +197,7 @@ func New(c Config) (*Poller, error) {
 		refreshes: newRefreshes(),
 		entries:   make(map[string]release.Entry, len(c.Apps)),
 		refs:      make(map[string]companionRefs),
+		histRefs:  make(map[string]map[string]companionRefs),
 
 		companionsOf: c.Companions,
 		pubkeys:      c.PublicKeys,
@@ -231,7 +236,8 @@ func New(c Config) (*Poller, error) {
 	}
 	p.redis = redisHealth{log: p.log, obs: p.obs, timer: p.timer}
 	p.budgets = newBudgets(p.timing, p.log, p.obs)
-	p.pace = pace{timing: p.timing, apps: len(p.apps), quota: schedule.Quota{PerHour: c.QuotaPerHour, Remaining: -1},
+	polled, _ := p.polledApps()
+	p.pace = pace{timing: p.timing, apps: len(polled), quota: schedule.Quota{PerHour: c.QuotaPerHour, Remaining: -1},
 		interval: p.timing.Interval, log: p.log, obs: p.obs}
 	p.pace.update(p.clock.Now())
 	p.obs.Paced(p.pace.interval)
@@ -255,7 +261,8 @@ func (p *Poller) Run(ctx context.Context) error {
 	p.log.Info("poller starting", zap.String("mode", string(p.mode)), zap.Int("apps", len(p.apps)))
 	if p.mode == Coordinated {
 		p.mu.Lock()
-		p.load(ctx)
+		_, keys := p.polledApps()
+		p.load(ctx, keys)
 		p.mu.Unlock()
 		p.markLoaded()
 	}
@@ -310,11 +317,11 @@ func (p *Poller) idle(ctx context.Context, d time.Duration) bool {
 	}
 }
 
-// load merges every app's shared entry into memory and takes the fleet's
-// backoff as ours. It returns the shared entries as read, and whether the
-// read worked. The clock's measure and the load end by one deadline,
+// load merges the shared entry of every app of keys (those polled) into
+// memory and takes the fleet's backoff as ours. It returns the shared
+// entries as read, and whether the read worked. The clock's measure and the load end by one deadline,
 // Config.ReadTimeout from now.
-func (p *Poller) load(ctx context.Context) (map[string]release.Entry, bool) {
+func (p *Poller) load(ctx context.Context, keys []string) (map[string]release.Entry, bool) {
 	reads, cancel := ctx, context.CancelFunc(func() {})
 	if p.reads > 0 {
 		reads, cancel = context.WithTimeout(ctx, p.reads)
@@ -322,13 +329,13 @@ func (p *Poller) load(ctx context.Context) (map[string]release.Entry, bool) {
 	defer cancel()
 	start := p.timer.Now()
 	p.tellTime(reads)
-	shared, b, err := p.fleet.Load(reads, p.keys)
+	shared, b, err := p.fleet.Load(reads, keys)
 	if err != nil {
 		p.redis.down(ctx, OpLoad, err, start)
 		return nil, false
 	}
 	p.redis.up()
-	for _, key := range p.keys {
+	for _, key := range keys {
 		if e, ok := shared[key]; ok {
 			p.mergeShared(key, e)
 		}
@@ -355,7 +362,7 @@ func (p *Poller) merge(key string, e release.Entry) {
 	if fetched {
 		p.obs.Fetched(key, merged.FetchedAt)
 	}
-	if !fetched && merged.FailedAt.Equal(old.FailedAt) && merged.Companions == old.Companions {
+	if !fetched && merged.FailedAt.Equal(old.FailedAt) && merged.Companions == old.Companions && merged.History == old.History {
 		return
 	}
 	p.obs.Entry(key, merged)
