@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"go.uber.org/zap"
 
@@ -11,6 +12,7 @@ import (
 	"github.com/storytold/craft-releases/pkg/config"
 	"github.com/storytold/craft-releases/pkg/logsafe"
 	"github.com/storytold/craft-releases/pkg/mysql"
+	"github.com/storytold/craft-releases/pkg/release"
 )
 
 // metaRefresher returns the loop that publishes the renames and notices from
@@ -37,6 +39,27 @@ func metaRefresher(cfg config.Poller, pub mysql.Publisher, log *zap.Logger) (fun
 		checkBudget(ctx, db, cfg.MySQL, log)
 		return f.Run(ctx)
 	}, nil
+}
+
+// deciding is the Publisher of the meta refresher: it tells the poller
+// which apps have decisions (poller.SetDecided), from each Bulletin read
+// from MySQL, before publishing it, so that their histories are polled from
+// the next tick on (docs/scheduling.md, "Release history").
+type deciding struct {
+	mysql.Publisher
+	setDecided func(apps []string)
+}
+
+// PutMeta tells the poller the apps m has decisions for, then publishes m.
+func (d deciding) PutMeta(ctx context.Context, m release.Bulletin, at time.Time) (bool, error) {
+	apps := make([]string, 0, len(m.Decisions))
+	for app, dec := range m.Decisions {
+		if !dec.Empty() {
+			apps = append(apps, app)
+		}
+	}
+	d.setDecided(apps)
+	return d.Publisher.PutMeta(ctx, m, at)
 }
 
 // checkBudget warns when the fleet could approach the server's cap on

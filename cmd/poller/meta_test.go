@@ -5,6 +5,8 @@ import (
 	"context"
 	"io"
 	"os"
+	"reflect"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -12,6 +14,7 @@ import (
 
 	"github.com/storytold/craft-releases/pkg/redis"
 	"github.com/storytold/craft-releases/pkg/redis/store"
+	"github.com/storytold/craft-releases/pkg/release"
 	"github.com/storytold/craft-releases/test/fakegithub"
 	"github.com/storytold/craft-releases/test/mariadbtest"
 	"github.com/storytold/craft-releases/test/redistest"
@@ -202,4 +205,37 @@ func hangUp(t testing.TB) *downMySQL {
 		}
 	}()
 	return d
+}
+
+// recordingPublisher records the Bulletins published.
+type recordingPublisher struct{ got []release.Bulletin }
+
+func (r *recordingPublisher) PutMeta(_ context.Context, m release.Bulletin, _ time.Time) (bool, error) {
+	r.got = append(r.got, m)
+	return true, nil
+}
+
+// TestDeciding: each Bulletin the refresher publishes tells the poller the
+// apps that have decisions (an empty one counts as none), and is published
+// as it was.
+func TestDeciding(t *testing.T) {
+	pub := &recordingPublisher{}
+	var decided [][]string
+	d := deciding{pub, func(apps []string) { decided = append(decided, slices.Sorted(slices.Values(apps))) }}
+	m := release.Bulletin{Decisions: map[string]release.Decisions{
+		"artcraft":   {Rollout: &release.Rollout{Tag: "v2", Percent: 10}},
+		"photocraft": {Minimum: &release.Minimum{Version: "1.0.0", Reason: "r"}},
+		"pdfcraft":   {},
+	}}
+	for _, b := range []release.Bulletin{m, {}} {
+		if ok, err := d.PutMeta(context.Background(), b, time.Now()); !ok || err != nil {
+			t.Fatalf("PutMeta: %v %v", ok, err)
+		}
+	}
+	if want := [][]string{{"artcraft", "photocraft"}, nil}; !reflect.DeepEqual(decided, want) {
+		t.Errorf("decided: got %q, want %q", decided, want)
+	}
+	if len(pub.got) != 2 || !reflect.DeepEqual(pub.got[0], m) {
+		t.Errorf("published %+v, want the Bulletins as given", pub.got)
+	}
 }

@@ -58,6 +58,21 @@ func Entries(apps []App) []App {
 	return out
 }
 
+// Requests returns the GitHub requests a round of apps costs while no app
+// has decisions: one for each app and one more for each pre-release
+// channel, the entries of Entries but the history entries, which the
+// pollers ask about only for apps with decisions.
+func Requests(apps []App) int {
+	n := 0
+	for _, a := range apps {
+		n++
+		if a.Prereleases {
+			n++
+		}
+	}
+	return n
+}
+
 // Keys returns the keys of apps, in order.
 func Keys(apps []App) []string {
 	keys := make([]string, len(apps))

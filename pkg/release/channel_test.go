@@ -26,6 +26,9 @@ func TestPolled(t *testing.T) {
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("Entries = %+v, want %+v", got, want)
 	}
+	if got := release.Requests(apps); got != 4 {
+		t.Errorf("Requests = %d, want 4: the apps and b's pre-release channel", got)
+	}
 	for key, want := range map[string]struct {
 		app string
 		ch  release.Channel
