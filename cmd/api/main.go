@@ -157,7 +157,7 @@ func feeder(cfg config.API, snap *snapshot.Snapshot, gate *daemon.Gate, log *zap
 	}
 	observer := metrics.NewPoller(cfg.Entries())
 	reg.MustRegister(observer)
-	sched := cfg.Schedule(len(cfg.Entries()))
+	sched := cfg.Schedule(release.Requests(cfg.Apps))
 	sched.Warn(log)
 	observer.Schedule(sched.RequestsPerHour, sched.QuotaPerHour)
 	pc := poller.Config{

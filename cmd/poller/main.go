@@ -82,7 +82,7 @@ func poll(ctx context.Context, cfg config.Poller, host string, log *zap.Logger) 
 	reg := metrics.NewRegistry("poller", version, cfg.PollInterval)
 	observer := metrics.NewPoller(cfg.Entries())
 	reg.MustRegister(observer)
-	sched := cfg.Schedule(len(cfg.Entries()))
+	sched := cfg.Schedule(release.Requests(cfg.Apps))
 	if cfg.Polling.Enabled {
 		sched.Warn(log)
 		observer.Schedule(sched.RequestsPerHour, sched.QuotaPerHour)
@@ -104,9 +104,6 @@ func poll(ctx context.Context, cfg config.Poller, host string, log *zap.Logger) 
 		client := redis.Open(cfg.Redis.Options)
 		defer client.Close()
 		fleet = newStore(client, host, cfg, log, observer, &pc)
-		if refreshMeta, err = metaRefresher(cfg, fleet, log); err != nil {
-			return err
-		}
 	}
 	purge, err := purger(cfg, reg, log, &pc)
 	if err != nil {
@@ -115,6 +112,11 @@ func poll(ctx context.Context, cfg config.Poller, host string, log *zap.Logger) 
 	p, err := poller.New(pc)
 	if err != nil {
 		return err
+	}
+	if fleet != nil {
+		if refreshMeta, err = metaRefresher(cfg, fleet, log, mysql.WithOnPublish(followDecisions(p, pc.Changes))); err != nil {
+			return err
+		}
 	}
 
 	// Listen before the start-up load from Redis, so /healthz answers from

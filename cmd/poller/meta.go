@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
+	"reflect"
+	"slices"
 
 	"go.uber.org/zap"
 
@@ -11,6 +13,8 @@ import (
 	"github.com/storytold/craft-releases/pkg/config"
 	"github.com/storytold/craft-releases/pkg/logsafe"
 	"github.com/storytold/craft-releases/pkg/mysql"
+	"github.com/storytold/craft-releases/pkg/poller"
+	"github.com/storytold/craft-releases/pkg/release"
 )
 
 // metaRefresher returns the loop that publishes the renames and notices from
@@ -18,7 +22,7 @@ import (
 // configured. It opens the pool (without connecting) and logs its settings;
 // the loop checks the server's prepared-statement cap first, never fails on
 // MySQL trouble, and closes the pool when ctx ends.
-func metaRefresher(cfg config.Poller, pub mysql.Publisher, log *zap.Logger) (func(context.Context) error, error) {
+func metaRefresher(cfg config.Poller, pub mysql.Publisher, log *zap.Logger, opts ...mysql.RefresherOption) (func(context.Context) error, error) {
 	if !cfg.MySQL.Enabled() {
 		return nil, nil
 	}
@@ -26,7 +30,7 @@ func metaRefresher(cfg config.Poller, pub mysql.Publisher, log *zap.Logger) (fun
 	if err != nil {
 		return nil, err
 	}
-	f, err := mysql.NewRefresher(db, pub, cfg.MySQL.Refresh, log, clock.System)
+	f, err := mysql.NewRefresher(db, pub, cfg.MySQL.Refresh, log, clock.System, opts...)
 	if err != nil {
 		db.Close()
 		return nil, err
@@ -37,6 +41,60 @@ func metaRefresher(cfg config.Poller, pub mysql.Publisher, log *zap.Logger) (fun
 		checkBudget(ctx, db, cfg.MySQL, log)
 		return f.Run(ctx)
 	}, nil
+}
+
+// followDecisions returns what the meta refresher calls with each Bulletin
+// it read from MySQL: it tells p which apps have decisions
+// (poller.SetDecided), so that their histories are polled from the next
+// tick on (docs/scheduling.md, "Release history"), and, with changes (a
+// poller.Config.Changes, nil without Cloudflare), purges what an app serves
+// whenever its decisions differ from the ones this poller read before: its
+// latest release's paths, with the Tauri answers to an app at the release
+// before it.
+func followDecisions(p *poller.Poller, changes func(app string, old, new *release.Release)) func(release.Bulletin) {
+	var last map[string]release.Decisions
+	return func(m release.Bulletin) {
+		apps := make([]string, 0, len(m.Decisions))
+		for app, d := range m.Decisions {
+			if !d.Empty() {
+				apps = append(apps, app)
+			}
+		}
+		p.SetDecided(apps)
+		if changes != nil {
+			for _, app := range changedApps(last, m.Decisions) {
+				latest := p.Entry(app).Release
+				changes(app, previous(p.Entry(release.App{Key: app}.HistoryEntry().Key).History, latest), latest)
+			}
+		}
+		last = m.Decisions
+	}
+}
+
+// changedApps returns the apps whose decisions differ between old and new,
+// sorted.
+func changedApps(old, new map[string]release.Decisions) []string {
+	var apps []string
+	for _, m := range []map[string]release.Decisions{old, new} {
+		for app := range m {
+			if !slices.Contains(apps, app) && !reflect.DeepEqual(old[app], new[app]) {
+				apps = append(apps, app)
+			}
+		}
+	}
+	slices.Sort(apps)
+	return apps
+}
+
+// previous returns the newest release of h published before latest (any,
+// without latest); nil for none.
+func previous(h *release.History, latest *release.Release) *release.Release {
+	for _, r := range h.List() {
+		if latest == nil || r.Tag != latest.Tag && (latest.PublishedAt == nil || r.PublishedAt.Before(latest.PublishedAt.Time)) {
+			return r
+		}
+	}
+	return nil
 }
 
 // checkBudget warns when the fleet could approach the server's cap on

@@ -5,13 +5,17 @@ import (
 	"context"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/storytold/craft-releases/pkg/poller"
 	"github.com/storytold/craft-releases/pkg/redis"
 	"github.com/storytold/craft-releases/pkg/redis/store"
+	"github.com/storytold/craft-releases/pkg/release"
+	"github.com/storytold/craft-releases/pkg/schedule"
 	"github.com/storytold/craft-releases/test/fakegithub"
 	"github.com/storytold/craft-releases/test/mariadbtest"
 	"github.com/storytold/craft-releases/test/redistest"
@@ -195,4 +199,60 @@ func hangUp(t testing.TB) *downMySQL {
 		}
 	}()
 	return d
+}
+
+// noSource is a poller.Source never asked.
+type noSource struct{}
+
+func (noSource) Latest(context.Context, release.App, string) release.Answer { return release.Answer{} }
+
+// TestFollowDecisions: each Bulletin read from MySQL purges what the apps
+// whose decisions changed serve, once per change, and nothing else.
+func TestFollowDecisions(t *testing.T) {
+	apps := []release.App{{Key: "artcraft", Repo: "o/a"}, {Key: "photocraft", Repo: "o/p"}}
+	p, err := poller.New(poller.Config{Apps: release.Entries(apps), Source: noSource{}, Timing: schedule.Timing{Interval: time.Minute, Tick: time.Second}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var purged []string
+	follow := followDecisions(p, func(app string, _, _ *release.Release) { purged = append(purged, app) })
+	staged := release.Decisions{Rollout: &release.Rollout{Tag: "v2", Percent: 10}}
+	raised := release.Decisions{Rollout: &release.Rollout{Tag: "v2", Percent: 20}}
+	minimum := release.Decisions{Minimum: &release.Minimum{Version: "1.0.0", Reason: "r"}}
+	for _, step := range []struct {
+		decisions map[string]release.Decisions
+		want      []string
+	}{
+		{map[string]release.Decisions{"artcraft": staged, "photocraft": minimum}, []string{"artcraft", "photocraft"}},
+		{map[string]release.Decisions{"artcraft": staged, "photocraft": minimum}, nil},
+		{map[string]release.Decisions{"artcraft": raised, "photocraft": minimum}, []string{"artcraft"}},
+		{map[string]release.Decisions{"artcraft": raised}, []string{"photocraft"}},
+		{nil, []string{"artcraft"}},
+	} {
+		purged = nil
+		follow(release.Bulletin{Decisions: step.decisions})
+		if !slices.Equal(purged, step.want) {
+			t.Errorf("decisions %v purged %q, want %q", step.decisions, purged, step.want)
+		}
+	}
+}
+
+// TestPrevious: the release a purge names beside the latest is the newest
+// of the history published before it.
+func TestPrevious(t *testing.T) {
+	at := func(days int) *release.Time {
+		return release.NewTime(time.Date(2026, 12, 1+days, 0, 0, 0, 0, time.UTC))
+	}
+	v1, v2, v3 := &release.Release{Tag: "v1", PublishedAt: at(1)}, &release.Release{Tag: "v2", PublishedAt: at(2)}, &release.Release{Tag: "v3", PublishedAt: at(3)}
+	h := release.NewHistory([]*release.Release{v3, v2, v1})
+	for _, tt := range []struct {
+		latest, want *release.Release
+	}{{v3, v2}, {v2, v1}, {v1, nil}, {nil, v3}} {
+		if got := previous(h, tt.latest); got != tt.want {
+			t.Errorf("previous(%v) = %v, want %v", tt.latest, got, tt.want)
+		}
+	}
+	if got := previous(nil, v3); got != nil {
+		t.Errorf("previous without a history = %v, want nil", got)
+	}
 }

@@ -80,7 +80,7 @@ func ScheduleUsage(w io.Writer, getenv func(string) string) {
 	if err != nil {
 		apps = DefaultApps()
 	}
-	entries := len(release.Entries(apps))
+	entries := release.Requests(apps)
 	github := "https://api.github.com/"
 	without := Polling{GitHubAPIURL: github}.Schedule(entries)
 	with := Polling{GitHubAPIURL: github, GitHubToken: "set"}.Schedule(entries)

@@ -178,7 +178,8 @@ func (c *Client) gh() *gogithub.Client {
 // Latest asks GitHub for the latest release of app.Repo, revalidating etag
 // (sent as If-None-Match when it is an entity tag of at most MaxETag bytes),
 // or, for an entry of the pre-release channel, for the release list and its
-// newest pre-release (ParsePrereleases). It classifies the answer as
+// newest pre-release (ParsePrereleases), or, for a history entry, for the
+// same list and its releases (ParseHistory, in Answer.History). It classifies the answer as
 // docs/github.md, "Classifying the answer" says: a Fetched release is
 // filtered by ParseRelease, a failure never carries a release, and no error,
 // ETag or release returned contains the token. Remaining and Reset report
@@ -193,24 +194,45 @@ func (c *Client) Latest(ctx context.Context, app release.App, etag string) relea
 	return a
 }
 
-// request is one of the two GETs: its path under the repository and the
-// parser of its 200's body.
+// request is one of the GETs: its path under the repository and the parser
+// of its 200's body into the fields of a Fetched answer (Release and Assets,
+// or History and HistoryAssets).
 type request struct {
 	what  string // in errors: "latest release" or "releases"
 	path  string // after repos/org/project/
-	parse func(app release.App, body []byte) (*release.Release, map[string]release.AssetRef, error)
+	parse func(app release.App, body []byte) (release.Answer, error)
 }
 
 var (
-	latestRequest = request{"latest release", "releases/latest", parseRelease}
-	listRequest   = request{"releases", "releases?per_page=" + strconv.Itoa(ListSize), parsePrereleases}
+	latestRequest  = request{"latest release", "releases/latest", one(parseRelease)}
+	listRequest    = request{"releases", listPath, one(parsePrereleases)}
+	historyRequest = request{"releases", listPath, parseHistoryAnswer}
 )
+
+// listPath is the release list's first page, ListSize releases long.
+var listPath = "releases?per_page=" + strconv.Itoa(ListSize)
+
+// one is a parser of one release as a request's parser.
+func one(parse func(release.App, []byte) (*release.Release, map[string]release.AssetRef, error)) func(release.App, []byte) (release.Answer, error) {
+	return func(app release.App, body []byte) (release.Answer, error) {
+		rel, refs, err := parse(app, body)
+		return release.Answer{Release: rel, Assets: refs}, err
+	}
+}
+
+func parseHistoryAnswer(app release.App, body []byte) (release.Answer, error) {
+	h, refs, err := parseHistory(app, body)
+	return release.Answer{History: h, HistoryAssets: refs}, err
+}
 
 func (c *Client) latest(ctx context.Context, app release.App, etag string) release.Answer {
 	gh, repo := c.gh(), app.Repo
 	rq := latestRequest
-	if app.Channel == release.Prerelease {
+	switch app.Channel {
+	case release.Prerelease:
 		rq = listRequest
+	case release.HistoryChannel:
+		rq = historyRequest
 	}
 	req, err := c.newRequest(gh, rq, repo, etag)
 	if err != nil {
@@ -233,7 +255,7 @@ func (c *Client) latest(ctx context.Context, app release.App, etag string) relea
 	}
 	switch code := resp.StatusCode; code {
 	case http.StatusOK:
-		rel, refs, err := c.readRelease(rq, app, resp.Response)
+		got, err := c.readRelease(rq, app, resp.Response)
 		if err != nil {
 			return fail(fmt.Errorf("%s %s: %w", rq.what, repo, err))
 		}
@@ -244,7 +266,8 @@ func (c *Client) latest(ctx context.Context, app release.App, etag string) relea
 		if !validETag(etag) {
 			etag = ""
 		}
-		a.Outcome, a.Release, a.ETag, a.Assets = release.Fetched, rel, etag, refs
+		a.Outcome, a.ETag = release.Fetched, etag
+		a.Release, a.Assets, a.History, a.HistoryAssets = got.Release, got.Assets, got.History, got.HistoryAssets
 	case http.StatusNotModified:
 		if !validETag(etag) {
 			return fail(fmt.Errorf("%s %s: HTTP 304 to a request without If-None-Match", rq.what, repo))
@@ -289,35 +312,40 @@ func (c *Client) newRequest(gh *gogithub.Client, rq request, repo, etag string) 
 	return req, nil
 }
 
-// readRelease reads and parses a 200's body to rq about app, with the refs
-// of its assets; nil for a list without a pre-release.
-func (c *Client) readRelease(rq request, app release.App, resp *http.Response) (*release.Release, map[string]release.AssetRef, error) {
+// readRelease reads and parses a 200's body to rq about app, into the
+// fields of a Fetched answer.
+func (c *Client) readRelease(rq request, app release.App, resp *http.Response) (release.Answer, error) {
 	if resp.ContentLength > MaxBody {
-		return nil, nil, fmt.Errorf("body of %d bytes is over %d", resp.ContentLength, MaxBody)
+		return release.Answer{}, fmt.Errorf("body of %d bytes is over %d", resp.ContentLength, MaxBody)
 	}
 	// The transport caps the body at MaxBody+1 bytes: one more than allowed
 	// tells a body at the limit from a longer one without reading on.
 	body, err := io.ReadAll(resp.Body)
 	if err != nil {
-		return nil, nil, fmt.Errorf("read body: %w", err)
+		return release.Answer{}, fmt.Errorf("read body: %w", err)
 	}
 	if len(body) > MaxBody {
-		return nil, nil, fmt.Errorf("body is over %d bytes", MaxBody)
+		return release.Answer{}, fmt.Errorf("body is over %d bytes", MaxBody)
 	}
-	rel, refs, err := rq.parse(app, body)
-	if err != nil || rel == nil {
-		return nil, nil, err
+	got, err := rq.parse(app, body)
+	if err != nil {
+		return release.Answer{}, err
 	}
 	if c.token != "" {
-		b, err := release.Marshal(rel)
-		if err != nil {
-			return nil, nil, fmt.Errorf("encode release: %w", err)
-		}
-		if bytes.Contains(b, []byte(c.token)) {
-			return nil, nil, errors.New("the release contains the token")
+		for _, rel := range append([]*release.Release{got.Release}, got.History.List()...) {
+			if rel == nil {
+				continue
+			}
+			b, err := release.Marshal(rel)
+			if err != nil {
+				return release.Answer{}, fmt.Errorf("encode release: %w", err)
+			}
+			if bytes.Contains(b, []byte(c.token)) {
+				return release.Answer{}, errors.New("the release contains the token")
+			}
 		}
 	}
-	return rel, refs, nil
+	return got, nil
 }
 
 // validETag reports whether etag is an entity tag (RFC 9110 §8.8.3: an

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/storytold/craft-releases/pkg/release"
@@ -167,23 +168,13 @@ func ParsePrereleases(app release.App, body []byte) (*release.Release, error) {
 // parsePrereleases is ParsePrereleases that also returns the chosen
 // release's asset refs, as parseRelease.
 func parsePrereleases(app release.App, body []byte) (*release.Release, map[string]release.AssetRef, error) {
-	var list []json.RawMessage
-	if err := json.Unmarshal(body, &list); err != nil {
-		return nil, nil, fmt.Errorf("decode release list: %w", err)
-	}
-	if list == nil {
-		return nil, nil, errors.New("decode release list: null, not an array")
+	list, err := decodeList(body)
+	if err != nil {
+		return nil, nil, err
 	}
 	newest, stable := -1, false
 	var newestAt, stableAt release.Time
-	for i, raw := range list[:min(len(list), ListSize)] {
-		var l listed
-		if len(raw) == 0 || raw[0] != '{' {
-			return nil, nil, fmt.Errorf("decode release %d of the list: not an object", i)
-		}
-		if err := json.Unmarshal(raw, &l); err != nil {
-			return nil, nil, fmt.Errorf("decode release %d of the list: %w", i, err)
-		}
+	for i, l := range list {
 		if l.Draft || l.PublishedAt == nil || l.PublishedAt.IsZero() {
 			continue
 		}
@@ -200,9 +191,89 @@ func parsePrereleases(app release.App, body []byte) (*release.Release, map[strin
 	if newest < 0 || stable && !newestAt.After(stableAt.Time) {
 		return nil, nil, nil
 	}
-	rel, refs, err := parseRelease(app, list[newest])
+	rel, refs, err := parseRelease(app, list[newest].raw)
 	if err != nil {
 		return nil, nil, fmt.Errorf("release %d of the list: %w", newest, err)
 	}
 	return rel, refs, nil
+}
+
+// listedRelease is one release of a list: what is read of it before
+// choosing, and its JSON.
+type listedRelease struct {
+	listed
+	raw json.RawMessage
+}
+
+// decodeList reads the first ListSize releases of a release list. It fails
+// on anything but a JSON array of objects, and on a draft, prerelease or
+// published_at of the wrong JSON type in any of those read.
+func decodeList(body []byte) ([]listedRelease, error) {
+	var list []json.RawMessage
+	if err := json.Unmarshal(body, &list); err != nil {
+		return nil, fmt.Errorf("decode release list: %w", err)
+	}
+	if list == nil {
+		return nil, errors.New("decode release list: null, not an array")
+	}
+	out := make([]listedRelease, 0, min(len(list), ListSize))
+	for i, raw := range list[:min(len(list), ListSize)] {
+		l := listedRelease{raw: raw}
+		if len(raw) == 0 || raw[0] != '{' {
+			return nil, fmt.Errorf("decode release %d of the list: not an object", i)
+		}
+		if err := json.Unmarshal(raw, &l.listed); err != nil {
+			return nil, fmt.Errorf("decode release %d of the list: %w", i, err)
+		}
+		out = append(out, l)
+	}
+	return out, nil
+}
+
+// ParseHistory turns the body of GitHub's release list for app (GET
+// …/releases?per_page=ListSize) into its history: of the first ListSize
+// releases, those that are not drafts and have a published_at, each as
+// ParseRelease returns it, newest first (release.NewHistory). A release of
+// the list that ParseRelease refuses (a bad tag, say) is left out, and the
+// others kept; an asset it cannot trust is dropped from its release, as
+// ParseRelease drops it. It fails, as ParsePrereleases does, on anything
+// but a JSON array of objects and on a draft, prerelease or published_at of
+// the wrong JSON type in any of them, so that a bad answer never replaces a
+// good history. It is safe for concurrent use; see docs/github.md,
+// "Parsing the release list".
+func ParseHistory(app release.App, body []byte) (*release.History, error) {
+	h, _, err := parseHistory(app, body)
+	return h, err
+}
+
+// parseHistory is ParseHistory that also returns the asset refs of each
+// release kept, by tag.
+func parseHistory(app release.App, body []byte) (*release.History, map[string]map[string]release.AssetRef, error) {
+	list, err := decodeList(body)
+	if err != nil {
+		return nil, nil, err
+	}
+	var rels []*release.Release
+	refs := make(map[string]map[string]release.AssetRef)
+	for _, l := range list {
+		if l.Draft || l.PublishedAt == nil || l.PublishedAt.IsZero() {
+			continue
+		}
+		rel, r, err := parseRelease(app, l.raw)
+		if err != nil {
+			continue
+		}
+		if _, dup := refs[rel.Tag]; dup {
+			continue
+		}
+		rels = append(rels, rel)
+		refs[rel.Tag] = r
+	}
+	h := release.NewHistory(rels)
+	for tag := range refs {
+		if !slices.Contains(h.Tags(), tag) {
+			delete(refs, tag)
+		}
+	}
+	return h, refs, nil
 }

@@ -34,7 +34,7 @@ func (c *Client) byTag(ctx context.Context, app release.App, tag string) (*relea
 	if tag == "" || len(tag) > MaxTag || !release.ValidTag(tag) {
 		return nil, fmt.Errorf("release %q of %s: not a git tag of at most %d bytes", tag, app.Repo, MaxTag)
 	}
-	rq := request{what: "release " + tag, path: "releases/tags/" + url.PathEscape(tag), parse: parseRelease}
+	rq := request{what: "release " + tag, path: "releases/tags/" + url.PathEscape(tag), parse: one(parseRelease)}
 	gh := c.gh()
 	req, err := c.newRequest(gh, rq, app.Repo, "")
 	if err != nil {
@@ -57,7 +57,8 @@ func (c *Client) byTag(ctx context.Context, app release.App, tag string) (*relea
 		}
 		return nil, fmt.Errorf("%s of %s: HTTP %d", rq.what, app.Repo, code)
 	}
-	rel, _, err := c.readRelease(rq, app, resp.Response)
+	got, err := c.readRelease(rq, app, resp.Response)
+	rel := got.Release
 	switch {
 	case err != nil:
 		return nil, fmt.Errorf("%s of %s: %w", rq.what, app.Repo, err)

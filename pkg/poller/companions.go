@@ -10,6 +10,7 @@ import (
 	"github.com/storytold/craft-releases/pkg/logsafe"
 	"github.com/storytold/craft-releases/pkg/minisign"
 	"github.com/storytold/craft-releases/pkg/release"
+	"github.com/storytold/craft-releases/pkg/schedule"
 	"github.com/storytold/craft-releases/pkg/updates/companion"
 )
 
@@ -88,14 +89,14 @@ func sameAsset(a, b release.Asset) bool {
 
 // companions fetches the companions of app's release that its entry lacks,
 // when the last 200 this poller had about the app named their asset ids
-// (docs/github.md, "Companion assets"): spaced and counted like every
-// request of round r, each checked as its client reads it (companion.Check:
-// a .sig by the app's key when it has one) before it is kept, shared and
-// merged. A companion that fails is asked again after the per-app retry's
-// wait (Timing.RetryWait), one refused only after the next 200; the release
-// is served meanwhile. It
-// reports whether the round must stop: a rate limit or a cancelled ctx.
+// (docs/github.md, "Companion assets"), and keeps them with the entry
+// (storeCompanions); for a history entry, those of its releases
+// (historyCompanions). It reports whether the round must stop: a rate limit
+// or a cancelled ctx.
 func (p *Poller) companions(ctx context.Context, app release.App, r *round) (stop bool) {
+	if app.Channel == release.HistoryChannel {
+		return p.historyCompanions(ctx, app, r)
+	}
 	e := p.entries[app.Key]
 	if p.companionsOf == nil || e.Release == nil || r.held {
 		return false
@@ -104,34 +105,49 @@ func (p *Poller) companions(ctx context.Context, app release.App, r *round) (sto
 	if refs.tag != e.Release.Tag {
 		return false
 	}
-	names := p.companionsOf(e.Release)
-	got := map[string]string{}
-	defer func() { p.storeCompanions(ctx, app.Key, e, got, r) }()
+	got, stop := p.fetchCompanions(ctx, app, e.Release, e.Companions, &refs, r)
+	p.refs[app.Key] = refs
+	p.storeCompanions(ctx, app.Key, e, got, r)
+	return stop
+}
+
+// fetchCompanions fetches the companions of rel, a release of app, that
+// have lacks and refs names: spaced and counted like every request of round
+// r, each checked as its client reads it (companion.Check: a .sig by the
+// app's key when it has one) before it is kept. A companion that fails is
+// asked again after the per-app retry's wait (Timing.RetryWait), one
+// refused only after the next 200 (both noted in refs); the release is
+// served meanwhile. It returns the texts kept, by name, and whether the
+// round must stop: a rate limit or a cancelled ctx.
+func (p *Poller) fetchCompanions(ctx context.Context, app release.App, rel *release.Release, have *release.Companions,
+	refs *companionRefs, r *round) (got map[string]string, stop bool) {
+	got = map[string]string{}
+	names := p.companionsOf(rel)
 	for _, name := range names[:min(len(names), release.MaxCompanions)] {
 		ref, ok := refs.refs[name]
-		if _, have := e.Companions.Get(name); have || !ok || refs.refused[name] || p.timer.Now().Before(refs.failed[name].at) {
+		if _, had := have.Get(name); had || !ok || refs.refused[name] || p.timer.Now().Before(refs.failed[name].at) {
 			continue
 		}
 		if p.backoff.Active(p.clock.Now()) || !p.space(ctx, r) {
-			return true
+			return got, true
 		}
 		r.asked++
 		r.spaced = false
-		body, a := p.csrc.Companion(ctx, app, ref, companion.Limit(e.Release, name))
+		body, a := p.csrc.Companion(ctx, app, ref, companion.Limit(rel, name))
 		if ctx.Err() != nil {
-			return true
+			return got, true
 		}
 		now := p.clock.Now()
 		p.pace.learn(a, now)
 		outcome := CompanionFailed
 		switch a.Outcome {
 		case release.Fetched:
-			text, err := p.check(app.Key, e.Release, name, body)
+			text, err := p.check(app.Key, rel, name, body)
 			if err != nil {
 				outcome = CompanionRefused
-				refs = p.hold(app.Key, refs, name)
+				refs.hold(name)
 				p.log.Warn("companion refused", zap.String("app", app.Key), logsafe.String("asset", name),
-					logsafe.String("tag", e.Release.Tag), logsafe.NamedError("err", err))
+					logsafe.String("tag", rel.Tag), logsafe.NamedError("err", err))
 				break
 			}
 			outcome, got[name] = CompanionStored, text
@@ -140,20 +156,20 @@ func (p *Poller) companions(ctx context.Context, app release.App, r *round) (sto
 			r.sum.RateLimited, r.sum.RetryAt = true, a.RetryAt
 			p.log.Warn("github rate limit", zap.String("app", app.Key), zap.String("repo", app.Repo),
 				zap.Time("retry_at", a.RetryAt), logsafe.NamedError("err", a.Err))
-			return true
+			return got, true
 		case release.NotFound:
 			// The asset is gone: the release changed, and its 200 will tell.
-			refs = p.hold(app.Key, refs, name)
+			refs.hold(name)
 			p.log.Warn("companion request failed", zap.String("app", app.Key), logsafe.String("asset", name),
 				logsafe.NamedError("err", a.Err))
 		default:
-			refs = p.retryLater(app.Key, refs, name)
+			refs.retryLater(name, p.timer.Now(), p.timing)
 			p.log.Warn("companion request failed", zap.String("app", app.Key), logsafe.String("asset", name),
 				logsafe.NamedError("err", a.Err))
 		}
 		p.tellCompanion(app.Key, outcome, a)
 	}
-	return false
+	return got, false
 }
 
 // needsRefs reports whether e, app's entry, holds a release with
@@ -162,6 +178,9 @@ func (p *Poller) companions(ctx context.Context, app release.App, r *round) (sto
 // the next request about the app is then unconditional, so that its 200
 // names them.
 func (p *Poller) needsRefs(key string, e release.Entry) bool {
+	if e.History != nil {
+		return p.needsHistoryRefs(key, e)
+	}
 	if p.companionsOf == nil || e.Release == nil || p.refs[key].tag == e.Release.Tag {
 		return false
 	}
@@ -174,28 +193,24 @@ func (p *Poller) needsRefs(key string, e release.Entry) bool {
 	return false
 }
 
-// hold keeps name, a companion of app's release as refs names them, from
-// being asked for again before the next 200 about app.
-func (p *Poller) hold(key string, refs companionRefs, name string) companionRefs {
+// hold keeps name, a companion of the release refs names, from being asked
+// for again before the next 200 about its app.
+func (refs *companionRefs) hold(name string) {
 	if refs.refused == nil {
 		refs.refused = map[string]bool{}
 	}
 	refs.refused[name] = true
-	p.refs[key] = refs
-	return refs
 }
 
-// retryLater counts a failure of name, a companion of app's release as
-// refs names them, and keeps it from being asked again before
-// Timing.RetryWait of its failures in a row has passed.
-func (p *Poller) retryLater(key string, refs companionRefs, name string) companionRefs {
+// retryLater counts a failure at now of name, a companion of the release
+// refs names, and keeps it from being asked again before Timing.RetryWait
+// of its failures in a row has passed.
+func (refs *companionRefs) retryLater(name string, now time.Time, t schedule.Timing) {
 	if refs.failed == nil {
 		refs.failed = map[string]companionRetry{}
 	}
 	n := refs.failed[name].failures + 1
-	refs.failed[name] = companionRetry{failures: n, at: p.timer.Now().Add(p.timing.RetryWait(n))}
-	p.refs[key] = refs
-	return refs
+	refs.failed[name] = companionRetry{failures: n, at: now.Add(t.RetryWait(n))}
 }
 
 // check reads body, the companion name of rel, as its client reads it

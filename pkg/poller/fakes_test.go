@@ -314,8 +314,8 @@ func (f *fakeFleet) PublishFetch(_ context.Context, app string, n release.Entry)
 	if e.FetchedAt.After(n.FetchedAt) && release.Believed(e.FetchedAt, n.FetchedAt) {
 		return false, false, nil
 	}
-	changed = !e.Fetched() || !reflect.DeepEqual(e.Release, n.Release)
-	e.FetchedAt, e.ETag, e.Release = n.FetchedAt, n.ETag, n.Release
+	changed = !e.Fetched() || !reflect.DeepEqual(e.Release, n.Release) || !reflect.DeepEqual(e.History.List(), n.History.List())
+	e.FetchedAt, e.ETag, e.Release, e.History = n.FetchedAt, n.ETag, n.Release, n.History
 	f.entries[app] = e
 	return true, changed, nil
 }

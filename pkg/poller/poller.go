@@ -151,16 +151,21 @@ type Poller struct {
 	loaded     chan struct{}
 	loadedOnce sync.Once
 	refreshes  *refreshes // its own lock: Refresh never waits on a round
+	decided    decided    // its own lock too (SetDecided)
+	merged     sync.Map   // entry key → release.Entry as merge last left it, for Entry
 
 	// mu serialises rounds and guards what follows.
 	mu      sync.Mutex
 	entries map[string]release.Entry
 	refs    map[string]companionRefs // by app: the asset ids of its last 200's release
-	backoff schedule.Backoff
-	redis   redisHealth
-	skewed  bool // the clock was off Redis's by more than release.MaxSkew at the last measure
-	pace    pace
-	budgets *budgets
+	// histRefs are, by history entry, the asset ids of the releases of its
+	// last 200, by tag.
+	histRefs map[string]map[string]companionRefs
+	backoff  schedule.Backoff
+	redis    redisHealth
+	skewed   bool // the clock was off Redis's by more than release.MaxSkew at the last measure
+	pace     pace
+	budgets  *budgets
 }
 
 // New returns a Poller for c. It fails when c has no Source, a non-positive
@@ -193,6 +198,7 @@ func New(c Config) (*Poller, error) {
 		refreshes: newRefreshes(),
 		entries:   make(map[string]release.Entry, len(c.Apps)),
 		refs:      make(map[string]companionRefs),
+		histRefs:  make(map[string]map[string]companionRefs),
 
 		companionsOf: c.Companions,
 		pubkeys:      c.PublicKeys,
@@ -231,7 +237,8 @@ func New(c Config) (*Poller, error) {
 	}
 	p.redis = redisHealth{log: p.log, obs: p.obs, timer: p.timer}
 	p.budgets = newBudgets(p.timing, p.log, p.obs)
-	p.pace = pace{timing: p.timing, apps: len(p.apps), quota: schedule.Quota{PerHour: c.QuotaPerHour, Remaining: -1},
+	polled, _ := p.polledApps()
+	p.pace = pace{timing: p.timing, apps: len(polled), quota: schedule.Quota{PerHour: c.QuotaPerHour, Remaining: -1},
 		interval: p.timing.Interval, log: p.log, obs: p.obs}
 	p.pace.update(p.clock.Now())
 	p.obs.Paced(p.pace.interval)
@@ -255,7 +262,8 @@ func (p *Poller) Run(ctx context.Context) error {
 	p.log.Info("poller starting", zap.String("mode", string(p.mode)), zap.Int("apps", len(p.apps)))
 	if p.mode == Coordinated {
 		p.mu.Lock()
-		p.load(ctx)
+		_, keys := p.polledApps()
+		p.load(ctx, keys)
 		p.mu.Unlock()
 		p.markLoaded()
 	}
@@ -310,11 +318,11 @@ func (p *Poller) idle(ctx context.Context, d time.Duration) bool {
 	}
 }
 
-// load merges every app's shared entry into memory and takes the fleet's
-// backoff as ours. It returns the shared entries as read, and whether the
-// read worked. The clock's measure and the load end by one deadline,
+// load merges the shared entry of every app of keys (those polled) into
+// memory and takes the fleet's backoff as ours. It returns the shared
+// entries as read, and whether the read worked. The clock's measure and the load end by one deadline,
 // Config.ReadTimeout from now.
-func (p *Poller) load(ctx context.Context) (map[string]release.Entry, bool) {
+func (p *Poller) load(ctx context.Context, keys []string) (map[string]release.Entry, bool) {
 	reads, cancel := ctx, context.CancelFunc(func() {})
 	if p.reads > 0 {
 		reads, cancel = context.WithTimeout(ctx, p.reads)
@@ -322,19 +330,28 @@ func (p *Poller) load(ctx context.Context) (map[string]release.Entry, bool) {
 	defer cancel()
 	start := p.timer.Now()
 	p.tellTime(reads)
-	shared, b, err := p.fleet.Load(reads, p.keys)
+	shared, b, err := p.fleet.Load(reads, keys)
 	if err != nil {
 		p.redis.down(ctx, OpLoad, err, start)
 		return nil, false
 	}
 	p.redis.up()
-	for _, key := range p.keys {
+	for _, key := range keys {
 		if e, ok := shared[key]; ok {
 			p.mergeShared(key, e)
 		}
 	}
 	p.backoff = b
 	return shared, true
+}
+
+// Entry returns the entry of key (release.Entries) as this poller knows it
+// now; the zero Entry for a key it never merged. It never waits on a round,
+// and is safe to call from any goroutine.
+func (p *Poller) Entry(key string) release.Entry {
+	e, _ := p.merged.Load(key)
+	entry, _ := e.(release.Entry)
+	return entry
 }
 
 // merge merges e, an answer of GitHub's or an entry read from the Fleet, into
@@ -348,6 +365,7 @@ func (p *Poller) merge(key string, e release.Entry) {
 	old := p.entries[key]
 	merged := old.Merge(e, p.clock.Now())
 	p.entries[key] = merged
+	p.merged.Store(key, merged)
 	// Merge replaces each part only along with its time, or adds to the
 	// companions of the same fetch, so comparing the times and the
 	// companions is enough to see a change.
@@ -355,7 +373,7 @@ func (p *Poller) merge(key string, e release.Entry) {
 	if fetched {
 		p.obs.Fetched(key, merged.FetchedAt)
 	}
-	if !fetched && merged.FailedAt.Equal(old.FailedAt) && merged.Companions == old.Companions {
+	if !fetched && merged.FailedAt.Equal(old.FailedAt) && merged.Companions == old.Companions && merged.History == old.History {
 		return
 	}
 	p.obs.Entry(key, merged)

@@ -8,15 +8,22 @@ import (
 )
 
 // Refresh asks the poller to fetch app soon whatever its freshness, as r
-// says (schedule.RefreshAt): a GitHub webhook said its releases changed. A
-// request older than the one pending for app, or for an app not configured,
-// is ignored. It never blocks, and is safe to call from any goroutine,
-// before or while Run runs.
+// says (schedule.RefreshAt): a GitHub webhook said its releases changed.
+// When app is an entry of an app with decisions (SetDecided), its history
+// entry is asked for too, without a tag to wait for. A request older than
+// the one pending for an entry, or for an entry not configured, is ignored.
+// It never blocks, and is safe to call from any goroutine, before or while
+// Run runs.
 func (p *Poller) Refresh(app string, r release.Refresh) {
 	if !slices.Contains(p.keys, app) || r.At.IsZero() {
 		return
 	}
 	p.refreshes.add(app, r)
+	if base, _ := release.AppOf(app); p.decided.has(base) {
+		if h := (release.App{Key: base}).HistoryEntry().Key; h != app && slices.Contains(p.keys, h) {
+			p.refreshes.add(h, release.Refresh{At: r.At})
+		}
+	}
 }
 
 // refreshes are the pending refresh requests: the newest one per app, and

@@ -21,14 +21,16 @@ func (p *Poller) tick(ctx context.Context) {
 
 	start := p.timer.Now()
 	p.redis.startTick()
-	r := round{mode: p.mode, sum: schedule.Round{Apps: len(p.apps)}}
+	apps, keys := p.polledApps()
+	r := round{mode: p.mode, sum: schedule.Round{Apps: len(apps)}}
 	if r.mode == Coordinated {
-		if shared, ok := p.load(ctx); ok {
-			p.repair(ctx, shared, &r)
+		if shared, ok := p.load(ctx, keys); ok {
+			p.repair(ctx, keys, shared, &r)
 		} else {
 			r.mode = Standalone
 		}
 	}
+	p.pace.apps = len(apps)
 	p.pace.update(p.clock.Now())
 	if p.backoff.Active(p.clock.Now()) {
 		p.log.Debug("backoff active", zap.Time("until", p.backoff.Until))
@@ -37,7 +39,7 @@ func (p *Poller) tick(ctx context.Context) {
 		}
 		return
 	}
-	for _, app := range p.apps {
+	for _, app := range apps {
 		if ctx.Err() != nil {
 			return
 		}
@@ -67,9 +69,10 @@ func (p *Poller) refreshRound(ctx context.Context) (next time.Time) {
 		p.obs.RefreshesDeferred(Coalesced, n)
 	}
 	start := p.timer.Now()
-	r := round{mode: p.mode, sum: schedule.Round{Apps: len(p.apps)}, refresh: true}
+	apps, _ := p.polledApps()
+	r := round{mode: p.mode, sum: schedule.Round{Apps: len(apps)}, refresh: true}
 	stopped := false // by a rate limit or a fleet backoff
-	for _, app := range p.apps {
+	for _, app := range apps {
 		req, ok := p.refreshes.get(app.Key)
 		if !ok || stopped || p.backoff.Active(p.clock.Now()) || !p.due(app.Key, &r, p.clock.Now()) {
 			continue
@@ -89,9 +92,10 @@ func (p *Poller) refreshRound(ctx context.Context) (next time.Time) {
 	return p.nextRefresh()
 }
 
-// nextRefresh forgets the refresh requests that need nothing more, notes
-// those the budgets hold back, and returns when the next pending one falls
-// due, the fleet backoff permitting (zero: none).
+// nextRefresh forgets the refresh requests that need nothing more (or are
+// for an entry no longer polled), notes those the budgets hold back, and
+// returns when the next pending one falls due, the fleet backoff permitting
+// (zero: none).
 func (p *Poller) nextRefresh() (next time.Time) {
 	for _, app := range p.apps {
 		req, ok := p.refreshes.get(app.Key)
@@ -99,7 +103,7 @@ func (p *Poller) nextRefresh() (next time.Time) {
 			continue
 		}
 		at, _, held, ok := p.budgets.refreshAt(app.Key, req, p.entries[app.Key], p.clock.Now())
-		if !ok {
+		if !ok || !p.polled(app) {
 			p.refreshes.drop(app.Key, req)
 			p.budgets.unhold(app.Key)
 			continue
@@ -178,14 +182,14 @@ func (p *Poller) shareBackoff(ctx context.Context, read, next schedule.Backoff, 
 }
 
 // repair writes back from memory, guarded as usual and without asking
-// GitHub, every app whose shared entry, as just read, has no fetch or an
-// older one than memory holds: Redis was flushed, a key expired, or a write
+// GitHub, every app of keys (those polled) whose shared entry, as just
+// read, has no fetch or an older one than memory holds: Redis was flushed, a key expired, or a write
 // was lost in a failover (docs/operations.md, "Redis flushed"). Each entry
 // keeps its own fetch time, so nothing looks fresher than it is. A Redis
 // error stops the repair and makes the round standalone.
-func (p *Poller) repair(ctx context.Context, shared map[string]release.Entry, r *round) {
+func (p *Poller) repair(ctx context.Context, keys []string, shared map[string]release.Entry, r *round) {
 	repaired := 0
-	for _, key := range p.keys {
+	for _, key := range keys {
 		mine := p.entries[key]
 		// In milliseconds, as Redis keeps times: our own fetch, read back,
 		// is not older than memory.

@@ -20,18 +20,26 @@ const notFoundDrops = 3
 // judge returns what got, GitHub's answer about app, whose entry is was,
 // means at now (docs/scheduling.md, "A 404 is evidence, not proof"): a 304
 // to a request without an ETag is a failure; a 404 is the absence of a
-// release for an app without one and, for an app with one, a failure that
+// release (an empty history, for a history entry) for an app without one
+// and, for an app with one (or a history of some), a failure that
 // keeps it until the 404s have lasted a whole interval and notFoundDrops
 // requests in a row, when the release is dropped with a warning that names
 // its tag. The quota announced stays as got said.
 func (p *Poller) judge(app release.App, was release.Entry, got release.Answer, now time.Time) answer {
 	a := answer{Answer: got, at: now, missing: got.Outcome == release.NotFound}
 	gone := release.Answer{Outcome: release.Fetched, Remaining: got.Remaining, Reset: got.Reset}
+	if app.Channel == release.HistoryChannel {
+		gone.History = release.NewHistory(nil)
+	}
+	held := was.Release
+	if h := was.History.List(); len(h) > 0 {
+		held = h[0]
+	}
 	switch {
 	case got.Outcome == release.NotModified && was.ETag == "":
 		a.Outcome, a.Err = release.Failed, errors.New("not modified without an etag")
 	case !a.missing:
-	case was.Release == nil:
+	case held == nil:
 		a.Answer = gone
 	default:
 		since, n := notFoundRun(was, true, now)
@@ -41,7 +49,7 @@ func (p *Poller) judge(app release.App, was release.Entry, got release.Answer, n
 			break
 		}
 		p.log.Warn("release dropped after 404s", zap.String("app", app.Key), zap.String("repo", app.Repo),
-			logsafe.String("tag", was.Release.Tag), zap.Int("requests", n), zap.Time("since", since))
+			logsafe.String("tag", held.Tag), zap.Int("requests", n), zap.Time("since", since))
 		a.Answer = gone
 	}
 	return a

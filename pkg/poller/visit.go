@@ -189,6 +189,10 @@ func (p *Poller) record(app release.App, was release.Entry, a answer, r *round) 
 		next.FetchedAt, next.ETag, next.Release = a.at, a.ETag, a.Release
 		next.Companions = keep(was.Release, was.Companions, a.Release)
 		p.refs[app.Key] = companionRefs{tag: tagOf(a.Release), refs: a.Assets}
+		if app.Channel == release.HistoryChannel {
+			next.History = keepHistory(was.History, a.History)
+			p.histRefs[app.Key] = historyRefs(a.HistoryAssets)
+		}
 		r.fetchedAt = a.at
 	case release.NotModified:
 		r.sum.Unchanged++
@@ -271,7 +275,8 @@ func (p *Poller) put(ctx context.Context, op Op, put func(context.Context, strin
 // as memory held it.
 func (p *Poller) remember(key string, o release.Outcome, was, next release.Entry, changed bool) {
 	if p.fleet == nil && o == release.Fetched {
-		changed = !was.Fetched() || !reflect.DeepEqual(was.Release, next.Release)
+		changed = !was.Fetched() || !reflect.DeepEqual(was.Release, next.Release) ||
+			!reflect.DeepEqual(was.History.List(), next.History.List())
 	}
 	p.merge(key, next)
 	if changed && p.changes != nil {

@@ -14,11 +14,18 @@ const (
 	// Prerelease is an app's newest pre-release, read from the first page of
 	// its release list.
 	Prerelease Channel = "prerelease"
+	// HistoryChannel is an app's newest releases (History), read from the same
+	// list; the pollers ask for it only while operators have decided
+	// something about the app (docs/scheduling.md, "Release history").
+	HistoryChannel Channel = "history"
 )
 
 // prereleaseSuffix ends the key of a pre-release entry. An app's key cannot
 // hold ':' (SafeName), so no app's key is ever an entry key of another.
-const prereleaseSuffix = ":prerelease"
+const (
+	prereleaseSuffix = ":prerelease"
+	historySuffix    = ":history"
+)
 
 // PrereleaseEntry returns the internal entry that follows a's pre-releases:
 // its key is a's with ":prerelease" appended, its channel Prerelease, its
@@ -27,17 +34,43 @@ func (a App) PrereleaseEntry() App {
 	return App{Key: a.Key + prereleaseSuffix, Name: a.Name, Repo: a.Repo, Channel: Prerelease, TagPrefix: a.TagPrefix}
 }
 
+// HistoryEntry returns the internal entry that holds a's release history:
+// its key is a's with ":history" appended, its channel HistoryChannel, its
+// repository and tag prefix a's.
+func (a App) HistoryEntry() App {
+	return App{Key: a.Key + historySuffix, Name: a.Name, Repo: a.Repo, Channel: HistoryChannel, TagPrefix: a.TagPrefix}
+}
+
 // Entries returns the entries the pollers keep for apps, in order: each app,
-// followed by its PrereleaseEntry when it has a pre-release channel.
+// followed by its PrereleaseEntry when it has a pre-release channel, then
+// by its HistoryEntry. Every app has a history entry; the pollers fill only
+// those of apps with decisions, and an entry never fetched costs a reader
+// nothing but an absent key.
 func Entries(apps []App) []App {
-	out := make([]App, 0, len(apps))
+	out := make([]App, 0, 2*len(apps))
 	for _, a := range apps {
 		out = append(out, a)
 		if a.Prereleases {
 			out = append(out, a.PrereleaseEntry())
 		}
+		out = append(out, a.HistoryEntry())
 	}
 	return out
+}
+
+// Requests returns the GitHub requests a round of apps costs while no app
+// has decisions: one for each app and one more for each pre-release
+// channel, the entries of Entries but the history entries, which the
+// pollers ask about only for apps with decisions.
+func Requests(apps []App) int {
+	n := 0
+	for _, a := range apps {
+		n++
+		if a.Prereleases {
+			n++
+		}
+	}
+	return n
 }
 
 // Keys returns the keys of apps, in order.
@@ -51,10 +84,14 @@ func Keys(apps []App) []string {
 
 // AppOf returns the key of the configured app that entry key belongs to, and
 // the channel the entry follows: "photocraft:prerelease" is photocraft's
-// pre-release entry, any other key the app itself.
+// pre-release entry, "photocraft:history" its history entry, any other key
+// the app itself.
 func AppOf(key string) (app string, ch Channel) {
 	if app, ok := strings.CutSuffix(key, prereleaseSuffix); ok {
 		return app, Prerelease
+	}
+	if app, ok := strings.CutSuffix(key, historySuffix); ok {
+		return app, HistoryChannel
 	}
 	return key, Stable
 }

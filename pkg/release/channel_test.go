@@ -9,8 +9,8 @@ import (
 )
 
 // TestPolled: each app is followed by its pre-release entry when it has the
-// channel, with the app's repository and tag prefix, and the entry key maps
-// back to the app.
+// channel and by its history entry, with the app's repository and tag
+// prefix, and the entry key maps back to the app.
 func TestPolled(t *testing.T) {
 	apps := []release.App{
 		{Key: "a", Name: "A", Repo: "o/a"},
@@ -18,17 +18,22 @@ func TestPolled(t *testing.T) {
 		{Key: "c", Name: "C", Repo: "o/c"},
 	}
 	got := release.Entries(apps)
-	want := []release.App{apps[0], apps[1], {Key: "b:prerelease", Name: "B", Repo: "o/b", Channel: release.Prerelease, TagPrefix: "b-v"}, apps[2]}
+	hist := func(a release.App) release.App {
+		return release.App{Key: a.Key + ":history", Name: a.Name, Repo: a.Repo, Channel: release.HistoryChannel, TagPrefix: a.TagPrefix}
+	}
+	want := []release.App{apps[0], hist(apps[0]), apps[1], {Key: "b:prerelease", Name: "B", Repo: "o/b", Channel: release.Prerelease, TagPrefix: "b-v"},
+		hist(apps[1]), apps[2], hist(apps[2])}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("Entries = %+v, want %+v", got, want)
 	}
-	if got := release.Entries(apps[:1]); !reflect.DeepEqual(got, apps[:1]) {
-		t.Errorf("Entries without a channel = %+v, want the apps", got)
+	if got := release.Requests(apps); got != 4 {
+		t.Errorf("Requests = %d, want 4: the apps and b's pre-release channel", got)
 	}
 	for key, want := range map[string]struct {
 		app string
 		ch  release.Channel
-	}{"b:prerelease": {"b", release.Prerelease}, "b": {"b", release.Stable}, "prerelease": {"prerelease", release.Stable}} {
+	}{"b:prerelease": {"b", release.Prerelease}, "b:history": {"b", release.HistoryChannel}, "b": {"b", release.Stable},
+		"prerelease": {"prerelease", release.Stable}, "history": {"history", release.Stable}} {
 		if app, ch := release.AppOf(key); app != want.app || ch != want.ch {
 			t.Errorf("AppOf(%q) = %q, %q; want %q, %q", key, app, ch, want.app, want.ch)
 		}

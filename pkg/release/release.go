@@ -72,6 +72,10 @@ type Entry struct {
 	// Companions are the release's companion assets fetched so far (nil:
 	// none), part of the fetch: they belong to Release.
 	Companions *Companions
+	// History is, for an app's HistoryEntry, its newest releases with
+	// their companions, part of the fetch (nil: never fetched, and always
+	// for the other entries, whose Release is what they fetch).
+	History *History
 
 	FailedAt time.Time // last failed request; zero: never failed
 	Failures int       // failures in a row as of FailedAt
@@ -100,22 +104,23 @@ func (e Entry) Failing() bool {
 func Believed(t, now time.Time) bool { return !t.After(now.Add(MaxSkew)) }
 
 // Merge returns e updated with what is newer in o, judged by a reader whose
-// clock says now: the fetch part (FetchedAt, ETag, Release, Companions) only
-// when o's fetch is newer, with the companions of both when the two are the
-// same fetch (SameFetch), the failure part (FailedAt, Failures, NotFoundSince,
+// clock says now: the fetch part (FetchedAt, ETag, Release, Companions,
+// History) only when o's fetch is newer, with the companions of both (and
+// those of both histories) when the two are the same fetch (SameFetch), the
+// failure part (FailedAt, Failures, NotFoundSince,
 // NotFound) only when o's failure is newer, the claim only when newer. A part
 // of o is newer when it is strictly later, or when e's is not Believed at now
 // and o's is: a time from the future is evidence of a wrong clock, not of a
 // newer fetch, so it yields to any honest one. Otherwise nothing ever goes
 // back in time or disappears.
 func (e Entry) Merge(o Entry, now time.Time) Entry {
-	sigs := o.Companions
+	sigs, hist := o.Companions, o.History
 	if SameFetch(e, o) {
-		sigs = e.Companions.Union(o.Companions)
-		e.Companions = sigs
+		sigs, hist = e.Companions.Union(o.Companions), e.History.Union(o.History)
+		e.Companions, e.History = sigs, hist
 	}
 	if newer(o.FetchedAt, e.FetchedAt, now) {
-		e.FetchedAt, e.ETag, e.Release, e.Companions = o.FetchedAt, o.ETag, o.Release, sigs
+		e.FetchedAt, e.ETag, e.Release, e.Companions, e.History = o.FetchedAt, o.ETag, o.Release, sigs, hist
 	}
 	if newer(o.FailedAt, e.FailedAt, now) {
 		e.FailedAt, e.Failures, e.NotFoundSince, e.NotFound = o.FailedAt, o.Failures, o.NotFoundSince, o.NotFound
@@ -127,12 +132,13 @@ func (e Entry) Merge(o Entry, now time.Time) Entry {
 }
 
 // SameFetch reports whether e and o hold the same fetch: fetched at the
-// same millisecond (as Redis keeps times), with the same ETag and a release
-// of the same tag (or none in both). Its companions may have been fetched
-// by different pollers at different times; Merge keeps them all.
+// same millisecond (as Redis keeps times), with the same ETag, a release
+// of the same tag (or none in both) and histories of the same tags (or none
+// in both). Its companions may have been fetched by different pollers at
+// different times; Merge keeps them all.
 func SameFetch(e, o Entry) bool {
 	if !e.Fetched() || !o.Fetched() || e.FetchedAt.UnixMilli() != o.FetchedAt.UnixMilli() || e.ETag != o.ETag ||
-		(e.Release == nil) != (o.Release == nil) {
+		(e.Release == nil) != (o.Release == nil) || !sameHistory(e.History, o.History) {
 		return false
 	}
 	return e.Release == nil || e.Release.Tag == o.Release.Tag
@@ -178,7 +184,13 @@ type Answer struct {
 	ETag    string   // Fetched: the new ETag ("" for a 404 or none)
 	// Assets are, for a Fetched release, what fetching each kept asset's
 	// bytes needs, by asset name (nil for none).
-	Assets  map[string]AssetRef
+	Assets map[string]AssetRef
+	// History is, for an app's HistoryEntry, the releases a Fetched list
+	// held (never nil then), and HistoryAssets the asset refs of each, by
+	// tag and then asset name.
+	History       *History
+	HistoryAssets map[string]map[string]AssetRef
+
 	RetryAt time.Time // RateLimited: no request before this; zero when unknown
 	Err     error     // Failed or RateLimited: why, never containing a token
 

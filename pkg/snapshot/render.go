@@ -55,14 +55,16 @@ type part struct {
 	app                 *App
 }
 
-// appEntries are an app's entries: its own and, with a pre-release
-// channel, its pre-release entry's (else zero); and its decisions.
+// appEntries are an app's entries: its own, with a pre-release channel its
+// pre-release entry's (else zero), and its history entry's; and its
+// decisions.
 type appEntries struct {
-	stable, pre release.Entry
-	decisions   release.Decisions
+	stable, pre, history release.Entry
+	decisions            release.Decisions
 }
 
-// companions returns the companions the entries hold for rel.
+// companions returns the companions the entries hold for rel: its entry's,
+// or for a release of the history, the history's.
 func (e appEntries) companions(rel *release.Release) *release.Companions {
 	switch {
 	case rel == nil:
@@ -72,7 +74,7 @@ func (e appEntries) companions(rel *release.Release) *release.Companions {
 	case rel == e.pre.Release:
 		return e.pre.Companions
 	}
-	return nil
+	return e.history.History.CompanionsOf(rel.Tag)
 }
 
 // fetchedAt is the app's app_last_fetched, with a pre-release channel the
@@ -216,7 +218,7 @@ func (r *renderer) rendering(c change, prev *Rendering, now time.Time) *Renderin
 func (r *renderer) update(i int, e appEntries, now time.Time) {
 	p, a := r.parts[i], r.apps[i]
 	fetchedAt := notAfter(e.fetchedAt(a), now)
-	plan := release.Decide(e.stable.Release, e.pre.Release, nil, e.decisions)
+	plan := release.Decide(e.stable.Release, e.pre.Release, e.history.History.List(), e.decisions)
 	fetched, rel, pre := !fetchedAt.IsZero(), plan.Latest, (*release.Release)(nil)
 	if a.Prereleases {
 		pre = release.LatestPrerelease(rel, plan.Prerelease)

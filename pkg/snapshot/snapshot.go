@@ -228,7 +228,7 @@ func (s *Snapshot) SetAll(entries map[string]release.Entry, now time.Time) bool 
 		// Merge replaces the fetch part only along with its time, so the
 		// time tells whether ETag or Release may have changed; signatures
 		// also arrive for the same fetch.
-		if !merged.FetchedAt.Equal(old.FetchedAt) || merged.Companions != old.Companions {
+		if !merged.FetchedAt.Equal(old.FetchedAt) || merged.Companions != old.Companions || merged.History != old.History {
 			s.changeApp(s.index[key])
 			fetched = true
 		}
@@ -245,7 +245,7 @@ func (s *Snapshot) changeApp(i int) {
 	}
 	a := s.apps[i]
 	s.pending.entries[i] = appEntries{stable: s.entries[a.Key], pre: s.entries[a.PrereleaseEntry().Key],
-		decisions: s.meta.Decisions[a.Key]}
+		history: s.entries[a.HistoryEntry().Key], decisions: s.meta.Decisions[a.Key]}
 }
 
 // SetMeta replaces the renames, notices and decisions, and re-renders what
@@ -298,11 +298,15 @@ func (s *Snapshot) renderChange(changed bool) {
 }
 
 // oldestFetch returns the oldest app_last_fetched and whether every app was
-// fetched; the time is zero while one was not (or there is no app). s.mu
-// must be held, except by New before s is shared.
+// fetched; the time is zero while one was not (or there is no app). A
+// history entry does not count: only the apps with decisions have one
+// fetched. s.mu must be held, except by New before s is shared.
 func (s *Snapshot) oldestFetch() (time.Time, bool) {
 	var oldest time.Time
-	for _, e := range s.entries {
+	for key, e := range s.entries {
+		if _, ch := release.AppOf(key); ch == release.HistoryChannel {
+			continue
+		}
 		if !e.Fetched() {
 			return time.Time{}, false
 		}

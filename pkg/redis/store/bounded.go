@@ -17,7 +17,7 @@ import (
 // large: HGETALL would read it whole.
 var (
 	appFields = []string{fieldV, fieldFetchedMS, fieldETag, fieldRelease, fieldFailedMS, fieldFailures,
-		fieldNotFoundSinceMS, fieldNotFound, fieldClaimedMS, fieldBy, fieldCompanions}
+		fieldNotFoundSinceMS, fieldNotFound, fieldClaimedMS, fieldBy, fieldCompanions, fieldHistory, fieldHistoryCompanions}
 	backoffFields = []string{fieldV, fieldUntilMS, fieldTrouble, fieldBy}
 	metaFields    = []string{fieldV, fieldReadMS, fieldAppRenames, fieldRepoRenames, fieldAnnouncements, fieldAlerts, fieldDecisions, fieldBy}
 	refreshFields = []string{fieldV, fieldAtMS, fieldTag, fieldBy}
@@ -34,6 +34,10 @@ func fieldLimit(field string) int64 {
 		return release.MaxEncoded
 	case fieldCompanions:
 		return maxCompanionsField
+	case fieldHistory:
+		return maxHistoryField
+	case fieldHistoryCompanions:
+		return maxHistoryCompanionsField
 	}
 	return maxSmallField
 }
@@ -74,7 +78,8 @@ type HashFields struct {
 
 // ReadBounded reads the fields of each read without ever reading a field
 // longer than its bound (release.MaxEncoded for the release and the meta
-// lists, 1 KiB for the rest): HSTRLEN of every field, then, a round trip
+// lists, their own for the companions and the history fields, 1 KiB for
+// the rest): HSTRLEN of every field, then, a round trip
 // later, HMGET of those within bounds. With cacheTTL > 0 both go through
 // rueidis's client-side cache (and are tracked for invalidation). A field
 // that grew past its bound between the two is dropped once read, and never

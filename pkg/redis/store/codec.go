@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -29,6 +30,9 @@ const (
 	fieldFailures   = "failures"
 	fieldClaimedMS  = "claimed_ms"
 
+	fieldHistory           = "history"
+	fieldHistoryCompanions = "history_companions"
+
 	fieldNotFoundSinceMS = "notfound_since_ms"
 	fieldNotFound        = "notfound"
 	fieldBy              = "by"
@@ -50,10 +54,14 @@ const (
 // failures defaults to 1. The fetch part counts only when fetched_ms, etag
 // and the release are all there and the release is one that release.Decode
 // accepts for app (its repository and tag prefix); its companions count
-// only when decodeCompanions accepts them for that release. Anything else reads as absent, and err says why when
-// something was refused rather than merely absent: a release that is not one
-// of app's (or is over release.MaxEncoded bytes), companions that are not
-// the release's, or a time in the future.
+// only when decodeCompanions accepts them for that release. For a history
+// entry (release.HistoryChannel) the fetch part also needs the history
+// field, which decodeHistory must accept for app, and its history's
+// companions count only when decodeHistoryCompanions accepts them. Anything
+// else reads as absent, and err says why when something was refused rather
+// than merely absent: a release or history that is not app's (or is over
+// its bound), companions that are not the release's, or a time in the
+// future.
 // The guarded write decides on what it reads, on both of its paths
 // (guard.go).
 func DecodeApp(app release.App, h map[string]string, now time.Time) (release.Entry, error) {
@@ -82,11 +90,29 @@ func decodeApp(app release.App, h map[string]string, now time.Time, memo *releas
 	if fetched := at(fieldFetchedMS); !fetched.IsZero() {
 		etag, hasETag := h[fieldETag]
 		raw, hasRelease := h[fieldRelease]
-		if hasETag && hasRelease {
-			if rel, relErr := memo.decode(app, raw); relErr != nil {
+		rawHist, hasHist := h[fieldHistory]
+		if app.Channel != release.HistoryChannel {
+			hasHist = true
+		}
+		if hasETag && hasRelease && hasHist {
+			var hist *release.History
+			rel, relErr := memo.decode(app, raw)
+			if relErr != nil {
 				refuse(fieldRelease, relErr)
-			} else {
-				e.FetchedAt, e.ETag, e.Release = fetched, etag, rel
+			} else if app.Channel == release.HistoryChannel {
+				if hist, relErr = decodeHistory(app, rawHist); relErr != nil {
+					refuse(fieldHistory, relErr)
+				}
+			}
+			if relErr == nil {
+				e.FetchedAt, e.ETag, e.Release, e.History = fetched, etag, rel, hist
+				if sigs, ok := h[fieldHistoryCompanions]; ok && hist != nil {
+					var sigErr error
+					if e.History, sigErr = decodeHistoryCompanions(hist, sigs); sigErr != nil {
+						e.History = hist
+						refuse(fieldHistoryCompanions, sigErr)
+					}
+				}
 				if sigs, ok := h[fieldCompanions]; ok {
 					var sigErr error
 					if e.Companions, sigErr = decodeCompanions(rel, sigs); sigErr != nil {
@@ -137,6 +163,112 @@ func decodeCompanions(rel *release.Release, raw string) (*release.Companions, er
 		}
 	}
 	return release.NewCompanions(m), nil
+}
+
+// maxHistoryField bounds the history field: MaxHistory releases, each
+// within release.MaxEncoded.
+const maxHistoryField = release.MaxHistory * (release.MaxEncoded + 1)
+
+// maxHistoryCompanionsField bounds the history_companions field: the
+// companions of each release a History keeps them of.
+const maxHistoryCompanionsField = 2 * release.HistoryCompanions * (maxCompanionsField + release.MaxTag + 4)
+
+// decodeHistory reads the history field of app's history entry: a JSON
+// array of at most release.MaxHistory releases, each one that
+// release.Decode accepts for app, exactly as encodeHistory writes the
+// History of them (newest first, of distinct tags, each dated). Anything
+// else is refused whole; "[]" is a history without releases.
+func decodeHistory(app release.App, raw string) (*release.History, error) {
+	if len(raw) > maxHistoryField {
+		return nil, fmt.Errorf("%d bytes, over %d", len(raw), maxHistoryField)
+	}
+	var list []json.RawMessage
+	if !strings.HasPrefix(raw, "[") || json.Unmarshal([]byte(raw), &list) != nil {
+		return nil, fmt.Errorf("not a JSON array")
+	}
+	if len(list) > release.MaxHistory {
+		return nil, fmt.Errorf("%d releases, over %d", len(list), release.MaxHistory)
+	}
+	rels := make([]*release.Release, len(list))
+	for i, b := range list {
+		rel, err := release.Decode(app, b)
+		if err != nil {
+			return nil, fmt.Errorf("release %d: %w", i, err)
+		}
+		if rel == nil {
+			return nil, fmt.Errorf("release %d: null", i)
+		}
+		rels[i] = rel
+	}
+	h := release.NewHistory(rels)
+	if canon, err := encodeHistory(h); err != nil || canon != raw {
+		return nil, fmt.Errorf("not as written (undated, repeated or out of order)")
+	}
+	return h, nil
+}
+
+// encodeHistory is the history field for h: its releases as a JSON array,
+// newest first; "[]" for none.
+func encodeHistory(h *release.History) (string, error) {
+	var b strings.Builder
+	b.WriteByte('[')
+	for i, r := range h.List() {
+		enc, err := release.Marshal(r)
+		if err != nil {
+			return "", err
+		}
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.Write(enc)
+	}
+	b.WriteByte(']')
+	return b.String(), nil
+}
+
+// decodeHistoryCompanions reads the history_companions field of a history
+// entry whose history is h: a JSON object by tag, each tag one of the
+// releases h keeps the companions of (release.History.Keeps), each value
+// what decodeCompanions accepts for that release. It returns h with them.
+// Anything else is refused whole; "{}" is none.
+func decodeHistoryCompanions(h *release.History, raw string) (*release.History, error) {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(raw), &m); err != nil || m == nil {
+		return nil, fmt.Errorf("not a JSON object")
+	}
+	add := make(map[string]*release.Companions, len(m))
+	for tag, sigs := range m {
+		i := slices.IndexFunc(h.Companioned(), func(r *release.Release) bool { return r.Tag == tag })
+		if i < 0 {
+			return nil, fmt.Errorf("%q: not a release whose companions are kept", tag)
+		}
+		c, err := decodeCompanions(h.Companioned()[i], string(sigs))
+		if err != nil {
+			return nil, fmt.Errorf("%q: %w", tag, err)
+		}
+		add[tag] = c
+	}
+	return h.WithCompanions(add), nil
+}
+
+// encodeHistoryCompanions is the history_companions field for h: a JSON
+// object by tag of each release's companions as encodeCompanions writes
+// them; "{}" for none.
+func encodeHistoryCompanions(h *release.History) (string, error) {
+	m := make(map[string]json.RawMessage)
+	for _, r := range h.Companioned() {
+		c := h.CompanionsOf(r.Tag)
+		if c.Len() == 0 {
+			continue
+		}
+		enc, err := encodeCompanions(c)
+		if err != nil {
+			return "", err
+		}
+		m[r.Tag] = json.RawMessage(enc)
+	}
+	b, err := release.Marshal(m)
+	return string(b), err
 }
 
 // encodeCompanions is the companions field for s: a JSON object, "{}" for

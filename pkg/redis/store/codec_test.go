@@ -265,7 +265,7 @@ func FuzzDecodeApp(f *testing.F) {
 		back := map[string]string{}
 		var writes []write
 		if e.Fetched() {
-			w, err := s.fetchWrite(e)
+			w, err := s.fetchWrite("photocraft", e)
 			if err != nil {
 				t.Fatalf("encode %s: %v", fmtEntry(e), err)
 			}

@@ -50,7 +50,7 @@ func (w write) reads() []string {
 	case fieldReadMS:
 		return []string{fieldV, fieldReadMS, fieldAppRenames, fieldRepoRenames, fieldAnnouncements, fieldAlerts, fieldDecisions}
 	case fieldFetchedMS:
-		return []string{fieldV, fieldFetchedMS, fieldETag, fieldRelease, fieldCompanions}
+		return []string{fieldV, fieldFetchedMS, fieldETag, fieldRelease, fieldCompanions, fieldHistory, fieldHistoryCompanions}
 	}
 	return []string{fieldV, w.field}
 }

@@ -264,23 +264,28 @@ func (s *Store) putFetch(ctx context.Context, app string, e release.Entry) (v ve
 	if err != nil {
 		return 0, false, err
 	}
-	rel, _ := encodeRelease(e.Release) // fetchChange encoded it already
+	// fetchChange encoded them already.
+	rel, _ := encodeRelease(e.Release)
+	hist, _ := encodeHistory(e.History)
 	decide := ch.decide
-	// fetchWrite's last pair, set by each decision: the slice is shared with
-	// apply's copy of ch.
+	// fetchWrite's last pairs, set by each decision: the slice is shared
+	// with apply's copy of ch.
 	sigField, sigs := &ch.pairs[len(ch.pairs)-2], &ch.pairs[len(ch.pairs)-1]
+	histSigs := &ch.pairs[len(ch.pairs)-3]
 	// decide runs once per attempt on the hash as read; the last run is
 	// the one that was applied.
 	ch.decide = func(h map[string]string) verdict {
 		cur, _ := s.decodeApp(app, h)
 		old, _ := encodeRelease(cur.Release)
+		oldHist, _ := encodeHistory(cur.History)
 		// The same fetch holds the companions another poller fetched for
 		// it: they are kept (release.Entry.Merge's union).
-		union := e.Companions
+		union, histUnion := e.Companions, e.History
 		if release.SameFetch(cur, e) {
-			union = cur.Companions.Union(e.Companions)
+			union, histUnion = cur.Companions.Union(e.Companions), cur.History.Union(e.History)
 		}
-		changed = !cur.Fetched() || old != rel || !cur.Companions.Equal(union)
+		changed = !cur.Fetched() || old != rel || !cur.Companions.Equal(union) ||
+			oldHist != hist || !sameHistoryCompanions(cur.History, histUnion)
 		*sigField, *sigs = fieldCompanions, "{}"
 		if enc, err := encodeCompanions(union); err == nil {
 			*sigs = enc
@@ -289,10 +294,29 @@ func (s *Store) putFetch(ctx context.Context, app string, e release.Entry) (v ve
 			// Nothing to write or to clear: the pair repeats "by" instead.
 			*sigField, *sigs = fieldBy, s.by
 		}
+		if s.apps[app].Channel == release.HistoryChannel {
+			*histSigs = "{}"
+			if enc, err := encodeHistoryCompanions(histUnion); err == nil {
+				*histSigs = enc
+			}
+		}
 		return decide(h)
 	}
 	v, err = s.apply(ctx, ch)
 	return v, changed, err
+}
+
+// sameHistoryCompanions reports whether h and o hold the same companions
+// for the same tags.
+func sameHistoryCompanions(h, o *release.History) bool {
+	for _, x := range []*release.History{h, o} {
+		for _, r := range x.Companioned() {
+			if !h.CompanionsOf(r.Tag).Equal(o.CompanionsOf(r.Tag)) {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // fetchChange is the guarded change of app's hash that PutFetch makes.
@@ -300,7 +324,7 @@ func (s *Store) fetchChange(app string, e release.Entry) (change, error) {
 	if e.FetchedAt.IsZero() {
 		return change{}, errNoTime
 	}
-	w, err := s.fetchWrite(e)
+	w, err := s.fetchWrite(app, e)
 	if err != nil {
 		return change{}, err
 	}
@@ -382,7 +406,10 @@ func (s *Store) claimWrite(at time.Time, window time.Duration) write {
 	}
 }
 
-func (s *Store) fetchWrite(e release.Entry) (write, error) {
+// fetchWrite is the write of e's fetch to app's hash: for a history entry
+// with its history and the history's companions, and always with the
+// companions last (putFetch sets them).
+func (s *Store) fetchWrite(app string, e release.Entry) (write, error) {
 	rel, err := encodeRelease(e.Release)
 	if err != nil {
 		return write{}, err
@@ -391,10 +418,25 @@ func (s *Store) fetchWrite(e release.Entry) (write, error) {
 	if err != nil {
 		return write{}, err
 	}
+	pairs := []string{fieldV, formatVersion, fieldFetchedMS, ms(e.FetchedAt), fieldETag, e.ETag, fieldRelease, rel, fieldBy, s.by}
+	if s.apps[app].Channel == release.HistoryChannel {
+		hist, err := encodeHistory(e.History)
+		if err != nil {
+			return write{}, err
+		}
+		histSigs, err := encodeHistoryCompanions(e.History)
+		if err != nil {
+			return write{}, err
+		}
+		pairs = append(pairs, fieldHistory, hist, fieldHistoryCompanions, histSigs)
+	} else {
+		// In place of a history entry's pairs, which putFetch sets: "by"
+		// again.
+		pairs = append(pairs, fieldBy, s.by)
+	}
 	return write{
 		field: fieldFetchedMS, at: e.FetchedAt.UnixMilli(),
-		pairs: []string{fieldV, formatVersion, fieldFetchedMS, ms(e.FetchedAt),
-			fieldETag, e.ETag, fieldRelease, rel, fieldBy, s.by, fieldCompanions, sigs},
+		pairs: append(pairs, fieldCompanions, sigs),
 	}, nil
 }
 

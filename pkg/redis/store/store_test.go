@@ -390,7 +390,7 @@ func TestDecide(t *testing.T) {
 		return h
 	}
 	mustFetch := func(e release.Entry) write {
-		w, err := s.fetchWrite(e)
+		w, err := s.fetchWrite("photocraft", e)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -13,7 +13,8 @@ import (
 )
 
 // status prints every configured app's shared entry (and its pre-release
-// entry's, after it, when it has the channel) and the fleet backoff as
+// entry's, after it, when it has the channel, and its history entry's when
+// there is one: only apps with decisions have) and the fleet backoff as
 // a table an SRE reads at a glance. What came from outside (a tag, an ETag,
 // a writer's name, all read from Redis) is shown by shown, so that no value
 // can move the cursor, retitle the terminal or break the columns.
@@ -26,6 +27,10 @@ func status(ctx context.Context, c *call) error {
 	tw := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "APP\tTAG\tFETCHED\tETAG\tCLAIMED\tFAILURES\tLAST FAILURE\tBY\tEXPIRES IN")
 	for _, a := range apps {
+		_, ch := release.AppOf(a.App)
+		if !a.Exists && ch == release.HistoryChannel {
+			continue
+		}
 		if !a.Exists {
 			fmt.Fprintf(tw, "%s\t(no entry)\t-\t-\t-\t-\t-\t-\t-\n", shown(a.App))
 			continue
@@ -35,6 +40,8 @@ func status(ctx context.Context, c *call) error {
 		switch {
 		case e.Release != nil:
 			tag = shown(e.Release.Tag)
+		case e.History != nil:
+			tag = fmt.Sprintf("(%d releases)", len(e.History.Releases))
 		case e.Fetched():
 			tag = "(no release)"
 		case a.Version != "1":
