@@ -437,11 +437,9 @@ func TestLatestUnsent(t *testing.T) {
 	refused := "http://" + closedAddr(t) + "/"
 	gh := fakegithub.New(t)
 	gh.Publish(repo, fakegithub.NewRelease(repo, "v1.0.0"))
-	cancelled, cancel := context.WithCancel(context.Background())
-	cancel()
 	tests := []struct {
 		name    string
-		ctx     context.Context // nil: a live one
+		cancel  bool // the context is cancelled before the call
 		opts    github.Options
 		app     *release.App // nil for app
 		wantErr string
@@ -449,7 +447,7 @@ func TestLatestUnsent(t *testing.T) {
 	}{
 		{name: "connection refused", opts: github.Options{BaseURL: refused}, wantErr: "refused"},
 		{name: "connect timeout", opts: github.Options{ConnectTimeout: time.Nanosecond}, wantErr: "i/o timeout"},
-		{name: "cancelled", ctx: cancelled, wantErr: "canceled", wantIs: context.Canceled},
+		{name: "cancelled", cancel: true, wantErr: "canceled", wantIs: context.Canceled},
 		{name: "repo without a slash", app: &release.App{Repo: "photocraft"}, wantErr: "not org/project"},
 		{name: "repo with two slashes", app: &release.App{Repo: "storytold/photo/craft"}, wantErr: "not org/project"},
 		{name: "repo without org", app: &release.App{Repo: "/photocraft"}, wantErr: "not org/project"},
@@ -459,7 +457,12 @@ func TestLatestUnsent(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			gh.Reset()
-			a := newClient(t, gh, tt.opts).Latest(cmp.Or(tt.ctx, context.Background()), *cmp.Or(tt.app, &app), "")
+			ctx, cancel := context.WithCancel(context.Background())
+			if tt.cancel {
+				cancel()
+			}
+			defer cancel()
+			a := newClient(t, gh, tt.opts).Latest(ctx, *cmp.Or(tt.app, &app), "")
 			if a.Outcome != release.Failed || !strings.Contains(errText(a.Err), tt.wantErr) {
 				t.Errorf("outcome %v, Err %v; want failed, containing %q", a.Outcome, a.Err, tt.wantErr)
 			}
