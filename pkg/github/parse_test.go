@@ -166,6 +166,8 @@ func TestParseReleaseWhole(t *testing.T) {
 
 func TestParseReleaseFields(t *testing.T) {
 	long := func(s string, n int) string { return strings.Repeat(s, n) }
+	tagPage := "https://github.com/" + repo + "/releases/tag/v1.2.3"
+	page := func(u string) map[string]any { return map[string]any{"html_url": u} }
 	tests := []struct {
 		name   string
 		fields map[string]any
@@ -195,29 +197,18 @@ func TestParseReleaseFields(t *testing.T) {
 		{"notes of 64 KiB kept", map[string]any{"body": long("b", 65536)}, notes, long("b", 65536)},
 		{"notes over 64 KiB cut", map[string]any{"body": long("b", 65537)}, notes, long("b", 65536) + "…"},
 
-		{"html_url kept", map[string]any{"html_url": "https://github.com/" + repo + "/releases/tag/v1.2.3"},
-			htmlURL, "https://github.com/" + repo + "/releases/tag/v1.2.3"},
-		{"html_url in another case replaced", map[string]any{"html_url": "https://github.com/StoryTold/PhotoCraft/releases/tag/v1.2.3"},
-			htmlURL, "https://github.com/" + repo + "/releases/tag/v1.2.3"},
-		{"html_url missing replaced", nil, htmlURL, "https://github.com/" + repo + "/releases/tag/v1.2.3"},
-		{"html_url of another repo replaced", map[string]any{"html_url": "https://github.com/evil/photocraft/releases/tag/v1.2.3"},
-			htmlURL, "https://github.com/" + repo + "/releases/tag/v1.2.3"},
-		{"html_url of a longer repo replaced", map[string]any{"html_url": "https://github.com/" + repo + "x/releases/tag/v1"},
-			htmlURL, "https://github.com/" + repo + "/releases/tag/v1.2.3"},
-		{"html_url over http replaced", map[string]any{"html_url": "http://github.com/" + repo + "/releases/tag/v1.2.3"},
-			htmlURL, "https://github.com/" + repo + "/releases/tag/v1.2.3"},
-		{"html_url outside releases replaced", map[string]any{"html_url": "https://github.com/" + repo + "/releasesX"},
-			htmlURL, "https://github.com/" + repo + "/releases/tag/v1.2.3"},
-		{"html_url with encoded dot segments replaced", map[string]any{"html_url": "https://github.com/" + repo + "/releases/%2e%2e/%2E%2E/attacker/x"},
-			htmlURL, "https://github.com/" + repo + "/releases/tag/v1.2.3"},
-		{"html_url with a backslash replaced", map[string]any{"html_url": "https://github.com/" + repo + `/releases/..\..\attacker`},
-			htmlURL, "https://github.com/" + repo + "/releases/tag/v1.2.3"},
-		{"html_url with a fragment replaced", map[string]any{"html_url": "https://github.com/" + repo + "/releases/tag/v1.2.3#x"},
-			htmlURL, "https://github.com/" + repo + "/releases/tag/v1.2.3"},
-		{"html_url with user info replaced", map[string]any{"html_url": "https://x@github.com/" + repo + "/releases/tag/v1.2.3"},
-			htmlURL, "https://github.com/" + repo + "/releases/tag/v1.2.3"},
-		{"html_url on another host replaced", map[string]any{"html_url": "https://github.com.evil/" + repo + "/releases/"},
-			htmlURL, "https://github.com/" + repo + "/releases/tag/v1.2.3"},
+		{"html_url kept", page(tagPage[:len(tagPage)-len(".3")] + "%2E3"), htmlURL, tagPage[:len(tagPage)-len(".3")] + "%2E3"},
+		{"html_url in another case replaced", page("https://github.com/StoryTold/PhotoCraft/releases/tag/v1.2.3"), htmlURL, tagPage},
+		{"html_url missing replaced", nil, htmlURL, tagPage},
+		{"html_url of another repo replaced", page("https://github.com/evil/photocraft/releases/tag/v1.2.3"), htmlURL, tagPage},
+		{"html_url of a longer repo replaced", page("https://github.com/" + repo + "x/releases/tag/v1"), htmlURL, tagPage},
+		{"html_url over http replaced", page("http://github.com/" + repo + "/releases/tag/v1.2.3"), htmlURL, tagPage},
+		{"html_url outside releases replaced", page("https://github.com/" + repo + "/releasesX"), htmlURL, tagPage},
+		{"html_url with encoded dot segments replaced", page("https://github.com/" + repo + "/releases/%2e%2e/%2E%2E/attacker/x"), htmlURL, tagPage},
+		{"html_url with a backslash replaced", page("https://github.com/" + repo + `/releases/..\..\attacker`), htmlURL, tagPage},
+		{"html_url with a fragment replaced", page("https://github.com/" + repo + "/releases/tag/v1.2.3#x"), htmlURL, tagPage},
+		{"html_url with user info replaced", page("https://x@github.com/" + repo + "/releases/tag/v1.2.3"), htmlURL, tagPage},
+		{"html_url on another host replaced", page("https://github.com.evil/" + repo + "/releases/"), htmlURL, tagPage},
 
 		{"prerelease true", map[string]any{"prerelease": true}, prerelease, true},
 		{"prerelease false", map[string]any{"prerelease": false}, prerelease, false},
@@ -363,42 +354,34 @@ func TestParseReleaseAssetFilters(t *testing.T) {
 	})
 }
 
-func TestParseReleaseAssetValues(t *testing.T) {
+// TestParseReleaseAssetDigests: an asset's digest is kept, lower-cased,
+// only when it is "sha256:" and 64 hex digits.
+func TestParseReleaseAssetDigests(t *testing.T) {
 	hex64 := strings.Repeat("0123456789abcdef", 4)
 	tests := []struct {
 		name   string
-		fields map[string]any
-		sha256 string // "" for nil
-		size   int64
+		digest any    // nil removes it
+		want   string // "" for nil
 	}{
-		{"digest lowercase", map[string]any{"digest": "sha256:" + hex64}, hex64, 7},
-		{"digest uppercase", map[string]any{"digest": "sha256:" + strings.ToUpper(hex64)}, hex64, 7},
-		{"digest of 63", map[string]any{"digest": "sha256:" + hex64[:63]}, "", 7},
-		{"digest of 65", map[string]any{"digest": "sha256:" + hex64 + "0"}, "", 7},
-		{"digest not hex", map[string]any{"digest": "sha256:" + hex64[:63] + "g"}, "", 7},
-		{"digest of another kind", map[string]any{"digest": "sha512:" + hex64}, "", 7},
-		{"digest prefix in capitals", map[string]any{"digest": "SHA256:" + hex64}, "", 7},
-		{"digest bare hex", map[string]any{"digest": hex64}, "", 7},
-		{"digest null", map[string]any{"digest": json.RawMessage("null")}, "", 7},
-		{"digest missing", map[string]any{"digest": nil}, "", 7},
-		{"size passes", map[string]any{"size": 123456789}, strings.Repeat("ab", 32), 123456789},
+		{"lowercase", "sha256:" + hex64, hex64},
+		{"uppercase", "sha256:" + strings.ToUpper(hex64), hex64},
+		{"of 63", "sha256:" + hex64[:63], ""},
+		{"of 65", "sha256:" + hex64 + "0", ""},
+		{"not hex", "sha256:" + hex64[:63] + "g", ""},
+		{"of another kind", "sha512:" + hex64, ""},
+		{"prefix in capitals", "SHA256:" + hex64, ""},
+		{"bare hex", hex64, ""},
+		{"null", json.RawMessage("null"), ""},
+		{"missing", nil, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r := mustParse(t, releaseJSON(t, map[string]any{"assets": []any{asset(tt.fields)}}))
+			r := mustParse(t, releaseJSON(t, map[string]any{"assets": []any{asset(map[string]any{"digest": tt.digest})}}))
 			if len(r.Assets) != 1 {
 				t.Fatalf("%d assets, want 1", len(r.Assets))
 			}
-			a := r.Assets[0]
-			if got := deref(a.SHA256); got != tt.sha256 {
-				t.Errorf("sha256 = %q, want %q", got, tt.sha256)
-			}
-			// Which platform a name means is release.ParseAsset's to test.
-			if got, want := a.Platform, release.ParseAsset(a.Name); !reflect.DeepEqual(got, want) {
-				t.Errorf("platform = %+v, want ParseAsset's %+v", got, want)
-			}
-			if a.SizeBytes != tt.size {
-				t.Errorf("size = %d, want %d", a.SizeBytes, tt.size)
+			if got := deref(r.Assets[0].SHA256); got != tt.want {
+				t.Errorf("sha256 = %q, want %q", got, tt.want)
 			}
 		})
 	}
