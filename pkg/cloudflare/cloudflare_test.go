@@ -21,12 +21,11 @@ import (
 
 const token = "cf-token-s3cret"
 
-// counts is an Observer that counts.
+// counts is an Observer that counts purge calls and their files by outcome.
 type counts struct {
-	mu     sync.Mutex
-	files  map[string]int
-	calls  map[string]int
-	delays []time.Duration
+	mu    sync.Mutex
+	files map[string]int
+	calls map[string]int
 }
 
 func (c *counts) Purge(outcome string, files int) {
@@ -36,11 +35,7 @@ func (c *counts) Purge(outcome string, files int) {
 	c.calls[outcome]++
 }
 
-func (c *counts) Delay(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.delays = append(c.delays, d)
-}
+func (c *counts) Delay(time.Duration) {}
 
 func (c *counts) get(outcome string) (calls, files int) {
 	c.mu.Lock()
@@ -137,25 +132,6 @@ func TestBatches(t *testing.T) {
 	}
 }
 
-// TestCoalesces: what is queued during the delay goes in one call, each URL
-// once.
-func TestCoalesces(t *testing.T) {
-	r := start(t, cloudflare.Config{Delay: 200 * time.Millisecond})
-	queued := time.Now()
-	r.p.Purge([]string{"/", "/a"})
-	r.p.Purge([]string{"/", "/b"})
-	r.waitCalls(t, 1, 5*time.Second)
-	time.Sleep(300 * time.Millisecond)
-	calls := r.api.Calls()
-	if len(calls) != 1 || !slices.Equal(calls[0].Files,
-		[]string{"https://api.example.com/", "https://api.example.com/a", "https://api.example.com/b"}) {
-		t.Fatalf("calls %+v, want one of /, /a, /b", calls)
-	}
-	if d := calls[0].At.Sub(queued); d < 200*time.Millisecond {
-		t.Errorf("purge %v after the change, want the delay (200 ms) first", d)
-	}
-}
-
 // passingClock is a fake clock on which every wait passes at once, and the
 // waits asked of it, in order.
 func passingClock() (*fakeclock.Clock, func() []time.Duration) {
@@ -176,14 +152,14 @@ func passingClock() (*fakeclock.Clock, func() []time.Duration) {
 }
 
 // TestRetries: a failed call is retried with backoff (1 s, then 2 s, on the
-// fake clock).
+// fake clock); after Attempts failed calls the batch is dropped and counted,
+// no further call is made for it, and the next change is sent again.
 func TestRetries(t *testing.T) {
 	clk, waits := passingClock()
-	r := start(t, cloudflare.Config{Clock: clk})
+	r := start(t, cloudflare.Config{Attempts: 3, Clock: clk})
 	r.api.Fail(2, "Internal error")
 	r.p.Purge([]string{"/"})
-	r.waitCalls(t, 3, 10*time.Second)
-	testkit.Within(5*time.Second, func() bool { n, _ := r.obs.get(cloudflare.Purged); return n == 1 })
+	testkit.Eventually(t, "the batch purged", func() bool { n, _ := r.obs.get(cloudflare.Purged); return n == 1 })
 	var backoff []time.Duration
 	for _, d := range waits() {
 		if d >= time.Second {
@@ -196,28 +172,18 @@ func TestRetries(t *testing.T) {
 	if n, _ := r.obs.get(cloudflare.Failed); n != 2 {
 		t.Errorf("failed calls %d, want 2", n)
 	}
-	if n, _ := r.obs.get(cloudflare.Purged); n != 1 {
-		t.Errorf("purged calls %d, want 1", n)
-	}
 	if warns := r.logs.FilterMessage("cloudflare purge failed").Len(); warns != 2 {
 		t.Errorf("%d warnings, want 2", warns)
 	}
-}
 
-// TestGivesUp: after Attempts failed calls the batch is dropped and counted,
-// no further call is made for it, and the next change is sent again.
-func TestGivesUp(t *testing.T) {
-	clk, _ := passingClock()
-	r := start(t, cloudflare.Config{Attempts: 2, Clock: clk})
-	r.api.Fail(5, "boom")
-	r.p.Purge([]string{"/"})
-	testkit.Eventually(t, "the batch dropped", func() bool { _, files := r.obs.get(cloudflare.Dropped); return files == 1 })
-	if calls := r.api.Calls(); len(calls) != 2 {
-		t.Errorf("%d calls, want 2 (Attempts)", len(calls))
-	}
-	// The next change is sent again.
+	r.api.Fail(3, "boom")
 	r.p.Purge([]string{"/a"})
-	r.waitCalls(t, 3, 5*time.Second)
+	testkit.Eventually(t, "the batch dropped", func() bool { _, files := r.obs.get(cloudflare.Dropped); return files == 1 })
+	if calls := r.api.Calls(); len(calls) != 3+3 {
+		t.Errorf("%d calls, want 6: 3 for the first batch, Attempts for the second", len(calls))
+	}
+	r.p.Purge([]string{"/b"})
+	r.waitCalls(t, 7, 5*time.Second)
 }
 
 // TestRate: at most Burst calls in any Burst × Interval.
@@ -270,38 +236,47 @@ func TestNewRefuses(t *testing.T) {
 	}
 }
 
-// TestDelayFromTheLastChange: a change queued late in another's delay waits
-// a whole delay of its own before the purge that carries both, so that the
-// pods serve it first (a purge a moment after its write would let the edge
-// cache the old answer again).
-func TestDelayFromTheLastChange(t *testing.T) {
+// TestDelayCoalesces: what is queued during the delay goes in one call,
+// each URL once, and a change queued late in another's delay waits a whole
+// delay of its own before it, so that the pods serve it first (a purge a
+// moment after its write would let the edge cache the old answer again).
+func TestDelayCoalesces(t *testing.T) {
 	const delay = 300 * time.Millisecond
 	r := start(t, cloudflare.Config{Delay: delay})
-	r.p.Purge([]string{"/a"})
+	r.p.Purge([]string{"/", "/a"})
 	time.Sleep(delay * 2 / 3)
 	late := time.Now()
-	r.p.Purge([]string{"/b"})
+	r.p.Purge([]string{"/", "/b"})
 	calls := r.waitCalls(t, 1, 5*time.Second)
 	if d := calls[0].At.Sub(late); d < delay {
 		t.Errorf("purge %v after the last change, want a whole delay (%v) first", d, delay)
 	}
-	if got := calls[0].Files; !slices.Equal(got, []string{"https://api.example.com/a", "https://api.example.com/b"}) {
-		t.Errorf("files %q, want /a and /b in one call", got)
+	time.Sleep(delay)
+	if calls := r.api.Calls(); len(calls) != 1 || !slices.Equal(calls[0].Files,
+		[]string{"https://api.example.com/", "https://api.example.com/a", "https://api.example.com/b"}) {
+		t.Errorf("calls %+v, want one of /, /a, /b", calls)
 	}
 }
 
-// TestRefusesRedirects: a redirect is not followed, not even to the same
-// host, where Go would send the token along: the call fails and nothing
-// reaches the redirect's target.
-func TestRefusesRedirects(t *testing.T) {
+// TestFailureLog: a batch that fails for good is logged once, as its
+// status and a quoted excerpt with nothing of the token whatever its
+// spelling; a redirect is not followed, not even to the same host, where Go
+// would send the token along, and nothing reaches its target.
+func TestFailureLog(t *testing.T) {
+	const echoed = `purge: status 403, answer "{\"success\":false,\"errors\":[{\"code\":10000,\"message\":\"Invalid token [redacted]\"}]}"`
 	for _, tc := range []struct {
-		name   string
-		tls    bool
-		status int
+		name     string
+		tls      bool
+		redirect int    // the status of a redirect answered; 0: a 403 echoing echo
+		echo     string // the token as the 403 spells it
+		want     string // the err logged
 	}{
-		{"307 to another port", false, 307},
-		{"302 to another port", false, 302},
-		{"308 from https:// to http:// on the same host", true, 308},
+		{name: "307 to another port", redirect: 307, want: "purge: status 307, a redirect, not followed"},
+		{name: "302 to another port", redirect: 302, want: "purge: status 302, a redirect, not followed"},
+		{name: "308 from https:// to http:// on the same host", tls: true, redirect: 308, want: "purge: status 308, a redirect, not followed"},
+		{name: "token upper-cased", echo: strings.ToUpper(token), want: echoed},
+		{name: "token split by spaces", echo: strings.Join(strings.Split(token, ""), " "), want: echoed},
+		{name: "token split by zero-width spaces", echo: strings.Join(strings.Split(token, ""), "\u200b"), want: echoed},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			target := fakecloudflare.Start(t)
@@ -310,24 +285,33 @@ func TestRefusesRedirects(t *testing.T) {
 				api = fakecloudflare.StartTLS(t)
 				c.Client = api.Client()
 			}
-			api.Redirect(tc.status, target.URL()+"zones/zone-1/purge_cache")
+			if tc.redirect != 0 {
+				api.Redirect(tc.redirect, target.URL()+"zones/zone-1/purge_cache")
+			} else {
+				api.FailWith(1, 403, []byte(`{"success":false,"errors":[{"code":10000,"message":"Invalid token `+tc.echo+`"}]}`))
+			}
 			r := newRig(t, api, c)
 			r.run(t)
 			r.p.Purge([]string{"/"})
-			testkit.Eventually(t, "the call answered", func() bool {
-				purged, _ := r.obs.get(cloudflare.Purged)
-				dropped, _ := r.obs.get(cloudflare.Dropped)
-				return purged+dropped > 0
-			})
+			testkit.Eventually(t, "the batch dropped", func() bool { n, _ := r.obs.get(cloudflare.Dropped); return n == 1 })
 			for _, call := range target.Calls() {
 				t.Errorf("the redirect's target got a call with token %q, want none", call.Token)
 			}
-			if n, _ := r.obs.get(cloudflare.Dropped); n != 1 || len(api.Calls()) != 1 {
-				t.Errorf("%d calls, %d dropped; want 1 call, dropped", len(api.Calls()), n)
+			if n := len(api.Calls()); n != 1 {
+				t.Errorf("%d calls, want 1", n)
 			}
-			want := fmt.Sprintf("purge: status %d, a redirect, not followed", tc.status)
-			if e := r.logs.FilterMessage("cloudflare purge failed, giving up").All(); len(e) != 1 || e[0].ContextMap()["err"] != want {
-				t.Errorf("log %v, want one line with err %q", e, want)
+			e := r.logs.FilterMessage("cloudflare purge failed, giving up").All()
+			if len(e) != 1 {
+				t.Fatalf("%d lines, want 1", len(e))
+			}
+			line := e[0].ContextMap()["err"].(string)
+			// Without the zero-width spaces, raw or escaped, and every
+			// separator, the token would show.
+			if plain := strings.NewReplacer("\u200b", "", `\u200b`, "").Replace(line); strings.Contains(alnum(plain), alnum(token)) {
+				t.Errorf("err %s holds the token", line)
+			}
+			if line != tc.want {
+				t.Errorf("err %s, want %s", line, tc.want)
 			}
 		})
 	}
@@ -344,36 +328,6 @@ func alnum(s string) string {
 		}
 		return -1
 	}, s)
-}
-
-// TestFailureLogsNoToken: a failed answer is logged as its status and a
-// quoted excerpt, with nothing of the token whatever its spelling in it.
-func TestFailureLogsNoToken(t *testing.T) {
-	for _, tc := range []struct{ name, echo string }{
-		{"upper-cased", strings.ToUpper(token)},
-		{"split by spaces", strings.Join(strings.Split(token, ""), " ")},
-		{"split by zero-width spaces", strings.Join(strings.Split(token, ""), "\u200b")},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			r := start(t, cloudflare.Config{Attempts: 1})
-			r.api.FailWith(1, 403, []byte(`{"success":false,"errors":[{"code":10000,"message":"Invalid token `+tc.echo+`"}]}`))
-			r.p.Purge([]string{"/"})
-			testkit.Eventually(t, "the batch dropped", func() bool { n, _ := r.obs.get(cloudflare.Dropped); return n == 1 })
-			e := r.logs.FilterMessage("cloudflare purge failed, giving up").All()
-			if len(e) != 1 {
-				t.Fatalf("%d lines, want 1", len(e))
-			}
-			line := e[0].ContextMap()["err"].(string)
-			// Without the zero-width spaces, raw or escaped, and every
-			// separator, the token would show.
-			if plain := strings.NewReplacer("\u200b", "", `\u200b`, "").Replace(line); strings.Contains(alnum(plain), alnum(token)) {
-				t.Errorf("err %s holds the token", line)
-			}
-			if want := `purge: status 403, answer "{\"success\":false,\"errors\":[{\"code\":10000,\"message\":\"Invalid token [redacted]\"}]}"`; line != want {
-				t.Errorf("err %s, want %s", line, want)
-			}
-		})
-	}
 }
 
 // TestQueueFullWarnsSeldom: a change a second for 1,000 seconds (1,000 apps

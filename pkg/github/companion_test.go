@@ -37,6 +37,7 @@ func digestOf(b []byte) string {
 
 func TestCompanion(t *testing.T) {
 	content := []byte("dW50cnVzdGVkIGNvbW1lbnQ6IHNpZ25hdHVyZQo=\n")
+	reset := time.Unix(1_900_000_000, 0).UTC()
 	foreign := fakegithub.New(t)
 	tests := []struct {
 		name     string
@@ -45,6 +46,7 @@ func TestCompanion(t *testing.T) {
 		redirect bool              // the fake redirects to its objects stand-in
 		fault    *fakegithub.Fault // queued for the asset
 		opts     github.Options
+		cancel   bool // the context is cancelled before the call
 		want     release.Outcome
 		wantErr  string
 		requests int // the fake's requests, redirect included
@@ -73,10 +75,12 @@ func TestCompanion(t *testing.T) {
 		{name: "not found", want: release.NotFound, wantErr: "HTTP 404", requests: 1},
 		{name: "server error", content: content, fault: ptr(fakegithub.ServerError()),
 			want: release.Failed, wantErr: "HTTP 500", requests: 1},
+		{name: "cancelled", content: content, cancel: true, want: release.Failed, wantErr: context.Canceled.Error()},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			gh := fakegithub.New(t)
+			gh.SetQuota(fakegithub.Quota{Limit: 60, Remaining: 17, Reset: reset})
 			gh.RedirectAssets(tc.redirect)
 			digest := tc.digest
 			if digest == "good" {
@@ -92,7 +96,12 @@ func TestCompanion(t *testing.T) {
 			tc.opts.Token = "s3cret"
 			c := newClient(t, gh, tc.opts)
 
-			body, a := c.Companion(context.Background(), app, ref, sigLimit)
+			ctx, cancel := context.WithCancel(context.Background())
+			if tc.cancel {
+				cancel()
+			}
+			defer cancel()
+			body, a := c.Companion(ctx, app, ref, sigLimit)
 			if a.Outcome != tc.want {
 				t.Errorf("outcome: got %v, want %v (err %v)", a.Outcome, tc.want, a.Err)
 			}
@@ -110,9 +119,18 @@ func TestCompanion(t *testing.T) {
 			if tc.want == release.RateLimited && !a.RetryAt.Equal(now.Add(time.Hour).Truncate(time.Second)) {
 				t.Errorf("retry at: got %v, want %v", a.RetryAt, now.Add(time.Hour))
 			}
+			if tc.want == release.Fetched && (a.Remaining != 17 || !a.Reset.Equal(reset)) {
+				t.Errorf("quota: got %d until %v, want 17 until %v", a.Remaining, a.Reset, reset)
+			}
+			if tc.cancel && !errors.Is(a.Err, context.Canceled) {
+				t.Errorf("err: got %v, want context.Canceled", a.Err)
+			}
 			reqs := gh.Requests()
 			if len(reqs) != tc.requests {
 				t.Fatalf("requests: got %d, want %d: %+v", len(reqs), tc.requests, reqs)
+			}
+			if len(reqs) == 0 {
+				return
 			}
 			if got, want := reqs[0].Authorization, "Bearer s3cret"; got != want {
 				t.Errorf("first request's Authorization: got %q, want %q", got, want)
@@ -129,31 +147,6 @@ func TestCompanion(t *testing.T) {
 				t.Errorf("the foreign host got %d requests, want none", n)
 			}
 		})
-	}
-}
-
-// TestCompanionQuota checks that an asset's answer reports the quota it
-// announced, as Latest's does, so that it counts in the quota check.
-func TestCompanionQuota(t *testing.T) {
-	gh := fakegithub.New(t)
-	reset := time.Unix(1_900_000_000, 0).UTC()
-	gh.SetQuota(fakegithub.Quota{Limit: 60, Remaining: 17, Reset: reset})
-	ref := publishAsset(gh, []byte("x"), "")
-	_, a := newClient(t, gh, github.Options{}).Companion(context.Background(), app, ref, sigLimit)
-	if a.Remaining != 17 || !a.Reset.Equal(reset) {
-		t.Errorf("quota: got %d until %v, want 17 until %v", a.Remaining, a.Reset, reset)
-	}
-}
-
-// TestCompanionCancelled checks that a cancelled request fails with ctx's error.
-func TestCompanionCancelled(t *testing.T) {
-	gh := fakegithub.New(t)
-	ref := publishAsset(gh, []byte("x"), "")
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	_, a := newClient(t, gh, github.Options{}).Companion(ctx, app, ref, sigLimit)
-	if a.Outcome != release.Failed || !errors.Is(a.Err, context.Canceled) {
-		t.Errorf("got %v %v, want failed with context.Canceled", a.Outcome, a.Err)
 	}
 }
 

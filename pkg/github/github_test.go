@@ -1,6 +1,7 @@
 package github_test
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -69,8 +70,10 @@ func TestLatestClassification(t *testing.T) {
 		f.Header = header(kv...)
 		return &f
 	}
-	big := fakegithub.Oversized(5 << 20)
-	big.Header = header("Content-Length", strconv.Itoa(5<<20))
+	hdr := func(kv ...string) *fakegithub.Fault { return withHeader(fakegithub.Fault{}, kv...) }
+	fetched, failed, limited := release.Fetched, release.Failed, release.RateLimited
+	big := withHeader(fakegithub.Oversized(5<<20), "Content-Length", strconv.Itoa(5<<20))
+	boundETag := `W/"` + strings.Repeat("e", github.MaxETag-4) + `"`
 
 	tests := []struct {
 		name      string
@@ -86,87 +89,87 @@ func TestLatestClassification(t *testing.T) {
 		wantErr   string // a substring of Err; "" wants no Err
 		wantIs    error
 	}{
-		{name: "200", publish: true, want: release.Fetched, wantRel: true, wantETag: "current"},
-		{name: "200 revalidated with an old etag", publish: true, etag: `"old"`, want: release.Fetched, wantRel: true, wantETag: "current"},
+		{name: "200", publish: true, want: fetched, wantRel: true, wantETag: "current"},
+		{name: "200 revalidated with an old etag", publish: true, etag: `"old"`, want: fetched, wantRel: true, wantETag: "current"},
 		{name: "304", publish: true, etag: "current", want: release.NotModified},
-		{name: "304 to an unconditional request", fault: status(304), want: release.Failed, wantErr: "HTTP 304"},
+		{name: "304 to an unconditional request", fault: status(304), want: failed, wantErr: "HTTP 304"},
 		{name: "404 no release", want: release.NotFound, wantErr: "HTTP 404"},
 		{name: "404 clears the etag", etag: `"old"`, want: release.NotFound, wantErr: "HTTP 404"},
 
 		{name: "429 retry-after seconds", fault: fault(fakegithub.TooManyRequests("120")), quota: quota,
-			want: release.RateLimited, wantRetry: now.Add(120 * time.Second), wantErr: "rate limited (HTTP 429)"},
-		{name: "429 retry-after 0", fault: fault(fakegithub.TooManyRequests("0")), quota: quota,
-			want: release.RateLimited, wantRetry: now, wantErr: "rate limited"},
+			want: limited, wantRetry: now.Add(120 * time.Second), wantErr: "rate limited (HTTP 429)"},
+		{name: "429 retry-after 0", fault: fault(fakegithub.TooManyRequests("0")), quota: quota, want: limited, wantRetry: now, wantErr: "rate limited"},
 		{name: "429 retry-after a day", fault: fault(fakegithub.TooManyRequests("86400")),
-			want: release.RateLimited, wantRetry: now.Add(24 * time.Hour), wantErr: "rate limited"},
+			want: limited, wantRetry: now.Add(24 * time.Hour), wantErr: "rate limited"},
 		{name: "429 retry-after over a day is clamped", fault: fault(fakegithub.TooManyRequests("86401")),
-			want: release.RateLimited, wantRetry: now.Add(24 * time.Hour), wantErr: "rate limited"},
+			want: limited, wantRetry: now.Add(24 * time.Hour), wantErr: "rate limited"},
 		{name: "429 retry-after past uint64 is clamped", fault: fault(fakegithub.TooManyRequests("99999999999999999999999")),
-			want: release.RateLimited, wantRetry: now.Add(24 * time.Hour), wantErr: "rate limited"},
+			want: limited, wantRetry: now.Add(24 * time.Hour), wantErr: "rate limited"},
 		{name: "429 http-date retry-after falls back to the reset", fault: fault(fakegithub.TooManyRequests(date)), quota: quota,
-			want: release.RateLimited, wantRetry: reset, wantErr: "rate limited"},
+			want: limited, wantRetry: reset, wantErr: "rate limited"},
 		{name: "429 without retry-after uses the reset", fault: fault(fakegithub.TooManyRequests("")), quota: quota,
-			want: release.RateLimited, wantRetry: reset, wantErr: "rate limited"},
-		{name: "429 with nothing known", fault: fault(fakegithub.TooManyRequests("")), quota: noQuota,
-			want: release.RateLimited, wantErr: "rate limited"},
-		{name: "429 with only an http-date", fault: fault(fakegithub.TooManyRequests(date)), quota: noQuota,
-			want: release.RateLimited, wantErr: "rate limited"},
+			want: limited, wantRetry: reset, wantErr: "rate limited"},
+		{name: "429 with nothing known", fault: fault(fakegithub.TooManyRequests("")), quota: noQuota, want: limited, wantErr: "rate limited"},
+		{name: "429 with only an http-date", fault: fault(fakegithub.TooManyRequests(date)), quota: noQuota, want: limited, wantErr: "rate limited"},
 
-		{name: "403 remaining 0 with reset", fault: fault(fakegithub.RateLimit(reset)),
-			want: release.RateLimited, wantRetry: reset, wantErr: "rate limited (HTTP 403)"},
-		{name: "403 remaining 0 without reset", fault: fault(fakegithub.RateLimit(time.Time{})),
-			want: release.RateLimited, wantErr: "rate limited (HTTP 403)"},
+		{name: "403 remaining 0 with reset", fault: fault(fakegithub.RateLimit(reset)), want: limited, wantRetry: reset, wantErr: "rate limited (HTTP 403)"},
+		{name: "403 remaining 0 without reset", fault: fault(fakegithub.RateLimit(time.Time{})), want: limited, wantErr: "rate limited (HTTP 403)"},
 		{name: "403 retry-after seconds", fault: status(403, "Retry-After", "30"), quota: quota,
-			want: release.RateLimited, wantRetry: now.Add(30 * time.Second), wantErr: "rate limited"},
+			want: limited, wantRetry: now.Add(30 * time.Second), wantErr: "rate limited"},
 		{name: "403 retry-after before the reset", fault: withHeader(fakegithub.RateLimit(reset), "X-Ratelimit-Remaining", "0", "X-Ratelimit-Reset", "1900000000", "Retry-After", "30"),
-			want: release.RateLimited, wantRetry: now.Add(30 * time.Second), wantErr: "rate limited"},
-		{name: "403 secondary rate limit", fault: fault(fakegithub.SecondaryRateLimit("")), quota: noQuota,
-			want: release.RateLimited, wantErr: "rate limited"},
+			want: limited, wantRetry: now.Add(30 * time.Second), wantErr: "rate limited"},
+		{name: "403 secondary rate limit", fault: fault(fakegithub.SecondaryRateLimit("")), quota: noQuota, want: limited, wantErr: "rate limited"},
 		{name: "403 secondary rate limit with retry-after", fault: fault(fakegithub.SecondaryRateLimit("60")),
-			want: release.RateLimited, wantRetry: now.Add(time.Minute), wantErr: "rate limited"},
-		{name: "403 without a signal", fault: status(403), quota: quota, want: release.Failed, wantErr: "HTTP 403"},
-		{name: "403 http-date retry-after is no signal", fault: status(403, "Retry-After", date), quota: quota,
-			want: release.Failed, wantErr: "HTTP 403"},
-		{name: "403 negative retry-after is no signal", fault: status(403, "Retry-After", "-5"), quota: quota,
-			want: release.Failed, wantErr: "HTTP 403"},
-		{name: "403 remaining 1 is no signal", fault: status(403, "X-Ratelimit-Remaining", "1"),
-			want: release.Failed, wantErr: "HTTP 403"},
-		{name: "503 with retry-after is no rate limit", fault: status(503, "Retry-After", "30"),
-			want: release.Failed, wantErr: "HTTP 503"},
+			want: limited, wantRetry: now.Add(time.Minute), wantErr: "rate limited"},
+		{name: "403 without a signal", fault: status(403), quota: quota, want: failed, wantErr: "HTTP 403"},
+		{name: "403 http-date retry-after is no signal", fault: status(403, "Retry-After", date), quota: quota, want: failed, wantErr: "HTTP 403"},
+		{name: "403 negative retry-after is no signal", fault: status(403, "Retry-After", "-5"), quota: quota, want: failed, wantErr: "HTTP 403"},
+		{name: "403 remaining 1 is no signal", fault: status(403, "X-Ratelimit-Remaining", "1"), want: failed, wantErr: "HTTP 403"},
+		{name: "503 with retry-after is no rate limit", fault: status(503, "Retry-After", "30"), want: failed, wantErr: "HTTP 503"},
 
-		{name: "500", fault: fault(fakegithub.ServerError()), want: release.Failed, wantErr: "HTTP 500"},
-		{name: "502", fault: status(502), want: release.Failed, wantErr: "HTTP 502"},
-		{name: "401", fault: status(401), want: release.Failed, wantErr: "HTTP 401"},
-		{name: "410", fault: status(410), want: release.Failed, wantErr: "HTTP 410"},
-		{name: "202", fault: status(202), want: release.Failed, wantErr: "HTTP 202"},
-		{name: "204", fault: &fakegithub.Fault{Status: 204}, want: release.Failed, wantErr: "HTTP 204"},
+		{name: "500", fault: fault(fakegithub.ServerError()), want: failed, wantErr: "HTTP 500"},
+		{name: "502", fault: status(502), want: failed, wantErr: "HTTP 502"},
+		{name: "401", fault: status(401), want: failed, wantErr: "HTTP 401"},
+		{name: "410", fault: status(410), want: failed, wantErr: "HTTP 410"},
+		{name: "202", fault: status(202), want: failed, wantErr: "HTTP 202"},
+		{name: "204", fault: &fakegithub.Fault{Status: 204}, want: failed, wantErr: "HTTP 204"},
 		{name: "301 is not followed", publish: true,
 			fault: status(301, "Location", "/repos/storytold/photocraft/releases/latest?moved=1"),
-			want:  release.Failed, wantErr: "HTTP 301"},
+			want:  failed, wantErr: "HTTP 301"},
 
-		{name: "malformed json", fault: fault(fakegithub.Malformed()), want: release.Failed, wantErr: "decode release"},
-		{name: "not json", fault: fault(fakegithub.Raw("<html>unicorn</html>")), want: release.Failed, wantErr: "decode release"},
-		{name: "wrong type", fault: fault(fakegithub.Raw(`{"tag_name":"v1","prerelease":"yes"}`)), want: release.Failed, wantErr: "decode release"},
-		{name: "draft", fault: fault(fakegithub.Raw(`{"tag_name":"v1","draft":true}`)), want: release.Failed, wantErr: "draft"},
-		{name: "no tag", fault: fault(fakegithub.Raw(`{"name":"v1"}`)), want: release.Failed, wantErr: "tag_name"},
-		{name: "raw good release", fault: fault(fakegithub.Raw(`{"tag_name":"v1"}`)),
-			want: release.Fetched, wantRel: true, wantETag: `"` /* some strong etag */},
-		{name: "body of exactly 4 MiB", fault: fault(fakegithub.Oversized(github.MaxBody)),
-			want: release.Fetched, wantRel: true, wantETag: `"`},
-		{name: "body one byte over 4 MiB", fault: fault(fakegithub.Oversized(github.MaxBody + 1)),
-			want: release.Failed, wantErr: "body is over 4194304 bytes"},
-		{name: "5 MiB body", fault: fault(fakegithub.Oversized(5 << 20)),
-			want: release.Failed, wantErr: "body is over 4194304 bytes"},
-		{name: "5 MiB body announced", fault: &big,
-			want: release.Failed, wantErr: "body of 5242880 bytes is over 4194304"},
+		{name: "malformed json", fault: fault(fakegithub.Malformed()), want: failed, wantErr: "decode release"},
+		{name: "not json", fault: fault(fakegithub.Raw("<html>unicorn</html>")), want: failed, wantErr: "decode release"},
+		{name: "wrong type", fault: fault(fakegithub.Raw(`{"tag_name":"v1","prerelease":"yes"}`)), want: failed, wantErr: "decode release"},
+		{name: "draft", fault: fault(fakegithub.Raw(`{"tag_name":"v1","draft":true}`)), want: failed, wantErr: "draft"},
+		{name: "no tag", fault: fault(fakegithub.Raw(`{"name":"v1"}`)), want: failed, wantErr: "tag_name"},
+		{name: "raw good release", fault: fault(fakegithub.Raw(`{"tag_name":"v1"}`)), want: fetched, wantRel: true, wantETag: `"` /* some strong etag */},
+		{name: "body of exactly 4 MiB", fault: fault(fakegithub.Oversized(github.MaxBody)), want: fetched, wantRel: true, wantETag: `"`},
+		{name: "body one byte over 4 MiB", fault: fault(fakegithub.Oversized(github.MaxBody + 1)), want: failed, wantErr: "body is over 4194304 bytes"},
+		{name: "5 MiB body", fault: fault(fakegithub.Oversized(5 << 20)), want: failed, wantErr: "body is over 4194304 bytes"},
+		{name: "5 MiB body announced", fault: big, want: failed, wantErr: "body of 5242880 bytes is over 4194304"},
 		{name: "5 MiB error body", fault: &fakegithub.Fault{Status: 500, Body: fakegithub.Oversized(5 << 20).Body},
-			want: release.Failed, wantErr: "HTTP 500"},
+			want: failed, wantErr: "HTTP 500"},
 
+		{name: "bad tag", fault: fault(fakegithub.Raw(`{"tag_name":"v1\u001b]0;pwned\u0007\u001b[2J"}`)), want: failed, wantErr: "tag"},
+		{name: "8 MB of headers", publish: true, fault: hdr("X-Junk", strings.Repeat("a", 8<<20)), want: failed, wantErr: "exceeded"},
+		{name: "headers at the bound", publish: true, fault: hdr("X-Junk", strings.Repeat("a", github.MaxHeaderBytes/2)),
+			want: fetched, wantRel: true, wantETag: "current"},
+		{name: "2 MB etag fails with the headers", publish: true, fault: hdr("Etag", `"`+strings.Repeat("e", 2<<20)+`"`), want: failed, wantErr: "exceeded"},
+		{name: "etag at the bound kept", publish: true, fault: hdr("Etag", boundETag), want: fetched, wantRel: true, wantETag: boundETag},
+		{name: "etag of 4096 bytes dropped", publish: true, fault: hdr("Etag", `"`+strings.Repeat("e", 4096)+`"`), want: fetched, wantRel: true},
+		{name: "etag one byte over the bound dropped", publish: true, fault: hdr("Etag", `"`+strings.Repeat("e", github.MaxETag-1)+`"`),
+			want: fetched, wantRel: true},
+		{name: "etag without quotes dropped", publish: true, fault: hdr("Etag", "no-quotes"), want: fetched, wantRel: true},
+		{name: "etag with a space dropped", publish: true, fault: hdr("Etag", `"a b"`), want: fetched, wantRel: true},
+		{name: "weak etag unclosed dropped", publish: true, fault: hdr("Etag", `W/"x`), want: fetched, wantRel: true},
+		{name: "slow headers hit the header timeout", publish: true, fault: fault(fakegithub.Slow(time.Minute)),
+			opts: github.Options{HeaderTimeout: 50 * time.Millisecond, RequestTimeout: time.Hour},
+			want: failed, wantErr: "awaiting response headers"},
 		{name: "slow answer hits the request timeout", publish: true, fault: fault(fakegithub.Slow(time.Hour)),
 			opts: github.Options{RequestTimeout: 200 * time.Millisecond},
-			want: release.Failed, wantErr: "deadline exceeded", wantIs: context.DeadlineExceeded},
-		{name: "connection closed", publish: true, fault: fault(fakegithub.CloseConn()), want: release.Failed, wantErr: "EOF"},
-		{name: "connection reset", publish: true, fault: fault(fakegithub.ResetConn()), want: release.Failed, wantErr: "reset"},
+			want: failed, wantErr: "deadline exceeded", wantIs: context.DeadlineExceeded},
+		{name: "connection closed", publish: true, fault: fault(fakegithub.CloseConn()), want: failed, wantErr: "EOF"},
+		{name: "connection reset", publish: true, fault: fault(fakegithub.ResetConn()), want: failed, wantErr: "reset"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -226,16 +229,22 @@ func TestLatestHeaders(t *testing.T) {
 		token     string
 		userAgent string
 		etag      string
+		dropped   bool   // etag is no entity tag to send back
 		wantAuth  string // "" wants no Authorization header at all
-		wantUA    string
+		wantUA    string // "" wants github.DefaultUserAgent
 	}{
-		{name: "no token", wantUA: github.DefaultUserAgent},
-		{name: "whitespace token", token: " \t\n ", wantUA: github.DefaultUserAgent},
-		{name: "token", token: "ghp_abc123", wantAuth: "Bearer ghp_abc123", wantUA: github.DefaultUserAgent},
-		{name: "token trimmed", token: "  ghp_abc123\n", wantAuth: "Bearer ghp_abc123", wantUA: github.DefaultUserAgent},
+		{name: "no token"},
+		{name: "whitespace token", token: " \t\n "},
+		{name: "token", token: "ghp_abc123", wantAuth: "Bearer ghp_abc123"},
+		{name: "token trimmed", token: "  ghp_abc123\n", wantAuth: "Bearer ghp_abc123"},
 		{name: "user agent", userAgent: "craft-releases/1.2 (poller)", wantUA: "craft-releases/1.2 (poller)"},
-		{name: "etag verbatim", etag: `"0123abc"`, wantUA: github.DefaultUserAgent},
-		{name: "weak etag verbatim", etag: `W/"0123abc"`, wantUA: github.DefaultUserAgent},
+		{name: "etag verbatim", etag: `"0123abc"`},
+		{name: "weak etag verbatim", etag: `W/"0123abc"`},
+		{name: "etag of 4096 bytes dropped", etag: `"` + strings.Repeat("e", 4096) + `"`, dropped: true},
+		{name: "etag one byte over the bound dropped", etag: `"` + strings.Repeat("e", github.MaxETag-1) + `"`, dropped: true},
+		{name: "etag without quotes dropped", etag: "no-quotes", dropped: true},
+		{name: "etag with a space dropped", etag: `"a b"`, dropped: true},
+		{name: "weak etag unclosed dropped", etag: `W/"x`, dropped: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -246,15 +255,18 @@ func TestLatestHeaders(t *testing.T) {
 			if len(reqs) != 1 {
 				t.Fatalf("%d requests, want 1", len(reqs))
 			}
-			r := reqs[0]
+			r, wantUA, wantINM := reqs[0], cmp.Or(tt.wantUA, github.DefaultUserAgent), tt.etag
+			if tt.dropped {
+				wantINM = ""
+			}
 			checks := []struct{ name, got, want string }{
 				{"method", r.Method, http.MethodGet},
 				{"path", r.Path, "/repos/storytold/photocraft/releases/latest"},
 				{"Authorization", r.Authorization, tt.wantAuth},
-				{"User-Agent", r.UserAgent, tt.wantUA},
+				{"User-Agent", r.UserAgent, wantUA},
 				{"Accept", r.Accept, "application/vnd.github+json"},
 				{"X-GitHub-Api-Version", r.APIVersion, "2022-11-28"},
-				{"If-None-Match", r.IfNoneMatch, tt.etag},
+				{"If-None-Match", r.IfNoneMatch, wantINM},
 			}
 			for _, c := range checks {
 				if c.got != c.want {
@@ -264,35 +276,25 @@ func TestLatestHeaders(t *testing.T) {
 			if _, ok := r.Header["Authorization"]; ok != (tt.wantAuth != "") {
 				t.Errorf("Authorization header present = %v, want %v", ok, tt.wantAuth != "")
 			}
-			if _, ok := r.Header["If-None-Match"]; ok != (tt.etag != "") {
-				t.Errorf("If-None-Match header present = %v, want %v", ok, tt.etag != "")
+			if _, ok := r.Header["If-None-Match"]; ok != (wantINM != "") {
+				t.Errorf("If-None-Match header present = %v, want %v", ok, wantINM != "")
 			}
 		})
 	}
 }
 
-// TestLatestTagPrefix: the release Latest returns has its version by the
-// app's tag prefix.
-func TestLatestTagPrefix(t *testing.T) {
-	gh := fakegithub.New(t)
-	c := newClient(t, gh, github.Options{})
-	gh.Publish(repo, fakegithub.NewRelease(repo, "artcraft-v0.41.0"))
-	artcraft := app
-	artcraft.TagPrefix = "artcraft-v"
-	a := c.Latest(context.Background(), artcraft, "")
-	if a.Outcome != release.Fetched || a.Release == nil || a.Release.Version != "0.41.0" {
-		t.Fatalf("Latest = %v %+v (err %v), want fetched version 0.41.0", a.Outcome, a.Release, a.Err)
-	}
-}
-
+// TestLatestRevalidation: an answer's ETag revalidates it until a new
+// release, whose version is its tag's by the app's tag prefix.
 func TestLatestRevalidation(t *testing.T) {
 	gh := fakegithub.New(t)
 	c := newClient(t, gh, github.Options{})
-	gh.Publish(repo, fakegithub.NewRelease(repo, "v0.5.0"))
+	gh.Publish(repo, fakegithub.NewRelease(repo, "artcraft-v0.41.0"))
+	app := app
+	app.TagPrefix = "artcraft-v"
 
 	first := c.Latest(context.Background(), app, "")
-	if first.Outcome != release.Fetched || first.Release == nil || first.Release.Tag != "v0.5.0" {
-		t.Fatalf("first = %v %+v (err %v), want fetched v0.5.0", first.Outcome, first.Release, first.Err)
+	if first.Outcome != release.Fetched || first.Release == nil || first.Release.Version != "0.41.0" {
+		t.Fatalf("first = %v %+v (err %v), want fetched version 0.41.0", first.Outcome, first.Release, first.Err)
 	}
 	if first.ETag == "" || first.ETag != gh.ETag(repo) {
 		t.Fatalf("first ETag = %q, want the fake's %q", first.ETag, gh.ETag(repo))
@@ -376,39 +378,27 @@ func TestLatestKeepsNoRateLimitMemory(t *testing.T) {
 		"X-Ratelimit-Remaining": nil,
 		"X-Ratelimit-Limit":     nil,
 	}
+	spentRetryAfter1 := fakegithub.TooManyRequests("1")
+	spentRetryAfter1.Header.Set("X-Ratelimit-Remaining", "0")
+	spentRetryAfter1.Header.Set("X-Ratelimit-Reset", strconv.FormatInt(reset.Unix(), 10))
 	tests := []struct {
 		name  string
-		setup func(gh *fakegithub.Server)
+		fault fakegithub.Fault // the first answer
 		first release.Outcome
 	}{
-		{"after a 403 rate limit", func(gh *fakegithub.Server) {
-			gh.Queue(repo, fakegithub.RateLimit(reset))
-		}, release.RateLimited},
-		{"after a 429 with a short Retry-After and a far reset", func(gh *fakegithub.Server) {
-			f := fakegithub.TooManyRequests("1")
-			f.Header.Set("X-Ratelimit-Remaining", "0")
-			f.Header.Set("X-Ratelimit-Reset", strconv.FormatInt(reset.Unix(), 10))
-			gh.Queue(repo, f)
-		}, release.RateLimited},
-		{"after a 200 that spent the last request", func(gh *fakegithub.Server) {
-			gh.Queue(repo, fakegithub.Fault{Header: http.Header{"X-Ratelimit-Remaining": {"0"},
-				"X-Ratelimit-Reset": {strconv.FormatInt(reset.Unix(), 10)}}})
-		}, release.Fetched},
-		{"after a 500 with only x-ratelimit-reset", func(gh *fakegithub.Server) {
-			gh.Queue(repo, fakegithub.Fault{Status: http.StatusInternalServerError, Header: resetOnly})
-		}, release.Failed},
-		{"after a 403 with only x-ratelimit-reset", func(gh *fakegithub.Server) {
-			gh.Queue(repo, fakegithub.Fault{Status: http.StatusForbidden, Header: resetOnly})
-		}, release.Failed},
-		{"after a secondary rate limit", func(gh *fakegithub.Server) {
-			gh.Queue(repo, fakegithub.SecondaryRateLimit("3600"))
-		}, release.RateLimited},
+		{"after a 403 rate limit", fakegithub.RateLimit(reset), release.RateLimited},
+		{"after a 429 with a short Retry-After and a far reset", spentRetryAfter1, release.RateLimited},
+		{"after a 200 that spent the last request", fakegithub.Fault{Header: http.Header{"X-Ratelimit-Remaining": {"0"},
+			"X-Ratelimit-Reset": {strconv.FormatInt(reset.Unix(), 10)}}}, release.Fetched},
+		{"after a 500 with only x-ratelimit-reset", fakegithub.Fault{Status: http.StatusInternalServerError, Header: resetOnly}, release.Failed},
+		{"after a 403 with only x-ratelimit-reset", fakegithub.Fault{Status: http.StatusForbidden, Header: resetOnly}, release.Failed},
+		{"after a secondary rate limit", fakegithub.SecondaryRateLimit("3600"), release.RateLimited},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			gh := fakegithub.New(t)
 			gh.Publish(repo, fakegithub.NewRelease(repo, "v1.0.0"))
-			tt.setup(gh)
+			gh.Queue(repo, tt.fault)
 			c := newClient(t, gh, github.Options{})
 
 			if a := c.Latest(context.Background(), app, ""); a.Outcome != tt.first {
@@ -424,50 +414,43 @@ func TestLatestKeepsNoRateLimitMemory(t *testing.T) {
 	}
 }
 
-func TestLatestTransportFailures(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	refused := "http://" + l.Addr().String() + "/"
-	l.Close()
-
+// TestLatestUnsent: an answer that could not be asked for fails with
+// nothing sent and no quota known.
+func TestLatestUnsent(t *testing.T) {
+	refused := "http://" + closedAddr(t) + "/"
 	gh := fakegithub.New(t)
 	gh.Publish(repo, fakegithub.NewRelease(repo, "v1.0.0"))
 	tests := []struct {
 		name    string
+		cancel  bool // the context is cancelled before the call
 		opts    github.Options
-		app     release.App
+		app     *release.App // nil for app
 		wantErr string
-		sent    bool
+		wantIs  error
 	}{
-		{"connection refused", github.Options{BaseURL: refused}, app, "refused", false},
-		{"connect timeout", github.Options{ConnectTimeout: time.Nanosecond}, app, "i/o timeout", false},
-		{"repo without a slash", github.Options{}, release.App{Repo: "photocraft"}, "not org/project", false},
-		{"repo with two slashes", github.Options{}, release.App{Repo: "storytold/photo/craft"}, "not org/project", false},
-		{"repo without org", github.Options{}, release.App{Repo: "/photocraft"}, "not org/project", false},
-		{"repo without project", github.Options{}, release.App{Repo: "storytold/"}, "not org/project", false},
-		{"repo empty", github.Options{}, release.App{}, "not org/project", false},
-		{"repo with a query", github.Options{}, release.App{Repo: "storytold/photocraft?x=1"}, "", true},
+		{name: "connection refused", opts: github.Options{BaseURL: refused}, wantErr: "refused"},
+		{name: "connect timeout", opts: github.Options{ConnectTimeout: time.Nanosecond}, wantErr: "i/o timeout"},
+		{name: "cancelled", cancel: true, wantErr: "canceled", wantIs: context.Canceled},
+		{name: "repo without a slash", app: &release.App{Repo: "photocraft"}, wantErr: "not org/project"},
+		{name: "repo with two slashes", app: &release.App{Repo: "storytold/photo/craft"}, wantErr: "not org/project"},
+		{name: "repo without org", app: &release.App{Repo: "/photocraft"}, wantErr: "not org/project"},
+		{name: "repo without project", app: &release.App{Repo: "storytold/"}, wantErr: "not org/project"},
+		{name: "repo empty", app: &release.App{}, wantErr: "not org/project"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			gh.Reset()
-			a := newClient(t, gh, tt.opts).Latest(context.Background(), tt.app, "")
-			if tt.sent {
-				if n := gh.Count(fakegithub.AnyRepo); n != 1 {
-					t.Fatalf("%d requests, want 1", n)
-				}
-				if got := gh.Requests()[0].Path; got != "/repos/storytold/photocraft?x=1/releases/latest" {
-					t.Errorf("path = %q, want the query escaped into the path", got)
-				}
-				return
+			ctx, cancel := context.WithCancel(context.Background())
+			if tt.cancel {
+				cancel()
 			}
-			if a.Outcome != release.Failed {
-				t.Errorf("outcome = %v, want failed", a.Outcome)
+			defer cancel()
+			a := newClient(t, gh, tt.opts).Latest(ctx, *cmp.Or(tt.app, &app), "")
+			if a.Outcome != release.Failed || !strings.Contains(errText(a.Err), tt.wantErr) {
+				t.Errorf("outcome %v, Err %v; want failed, containing %q", a.Outcome, a.Err, tt.wantErr)
 			}
-			if !strings.Contains(errText(a.Err), tt.wantErr) {
-				t.Errorf("Err = %v, want one containing %q", a.Err, tt.wantErr)
+			if tt.wantIs != nil && !errors.Is(a.Err, tt.wantIs) {
+				t.Errorf("Err = %v, want it to wrap %v", a.Err, tt.wantIs)
 			}
 			if a.Remaining != -1 {
 				t.Errorf("Remaining = %d, want -1", a.Remaining)
@@ -479,37 +462,15 @@ func TestLatestTransportFailures(t *testing.T) {
 	}
 }
 
-func TestLatestCancelled(t *testing.T) {
-	gh := fakegithub.New(t)
-	gh.Publish(repo, fakegithub.NewRelease(repo, "v1.0.0"))
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	a := newClient(t, gh, github.Options{}).Latest(ctx, app, "")
-	if a.Outcome != release.Failed || !errors.Is(a.Err, context.Canceled) {
-		t.Errorf("outcome = %v, Err = %v; want failed wrapping context.Canceled", a.Outcome, a.Err)
+// closedAddr is a loopback address that refuses connections.
+func closedAddr(t testing.TB) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
 	}
-}
-
-func TestLatestBaseURL(t *testing.T) {
-	gh := fakegithub.New(t)
-	tests := []struct {
-		name, base, wantPath string
-	}{
-		{"with slash", gh.URL(), "/repos/storytold/photocraft/releases/latest"},
-		{"without slash", strings.TrimSuffix(gh.URL(), "/"), "/repos/storytold/photocraft/releases/latest"},
-		{"enterprise path", gh.URL() + "api/v3/", "/api/v3/repos/storytold/photocraft/releases/latest"},
-		{"enterprise path without slash", gh.URL() + "api/v3", "/api/v3/repos/storytold/photocraft/releases/latest"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			gh.Reset()
-			newClient(t, gh, github.Options{BaseURL: tt.base}).Latest(context.Background(), app, "")
-			reqs := gh.Requests()
-			if len(reqs) != 1 || reqs[0].Path != tt.wantPath {
-				t.Errorf("requests = %+v, want one to %s", reqs, tt.wantPath)
-			}
-		})
-	}
+	defer l.Close()
+	return l.Addr().String()
 }
 
 func TestLatestNeverLeaksToken(t *testing.T) {
@@ -529,46 +490,29 @@ func TestLatestNeverLeaksToken(t *testing.T) {
 		{"escaped token in the notes", fakegithub.Raw(`{"tag_name":"v1","body":"leaked: \u0067` + token[1:] + `"}`)},
 		{"token in the etag", fakegithub.Fault{Status: 200, Body: []byte(`{"tag_name":"v1"}`), Header: http.Header{"Etag": {`"` + token + `"`}}}},
 	}
-	check := func(t *testing.T, gh *fakegithub.Server, a release.Answer) {
-		t.Helper()
+	leaks := func(a release.Answer) bool {
 		rel, _ := release.Marshal(a.Release)
-		all := fmt.Sprintf("%v|%s|%s", a.Err, a.ETag, rel)
-		if strings.Contains(all, token) {
-			t.Errorf("the answer holds the token: %s", all)
-		}
-		if gh != nil {
-			if got := gh.Requests()[0].Authorization; got != "Bearer "+token {
-				t.Errorf("Authorization = %q, want the token sent", got)
-			}
-		}
+		return strings.Contains(fmt.Sprintf("%v|%s|%s", a.Err, a.ETag, rel), token)
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			gh := fakegithub.New(t)
 			gh.Stick(repo, tt.fault)
 			a := newClient(t, gh, github.Options{Token: token}).Latest(context.Background(), app, "")
-			if a.Outcome == release.Fetched || a.Outcome == release.NotModified {
-				t.Errorf("outcome = %v, want failed or rate limited", a.Outcome)
+			if a.Outcome == release.Fetched || a.Outcome == release.NotModified || leaks(a) {
+				t.Errorf("outcome %v, Err %v, ETag %q: want failed or rate limited, without the token", a.Outcome, a.Err, a.ETag)
 			}
-			check(t, gh, a)
+			if got := gh.Requests()[0].Authorization; got != "Bearer "+token {
+				t.Errorf("Authorization = %q, want the token sent", got)
+			}
 		})
 	}
 	t.Run("token in a transport error", func(t *testing.T) {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		base := "http://" + l.Addr().String() + "/" + token + "/"
-		l.Close()
-		c, err := github.New(github.Options{BaseURL: base, Token: token})
-		if err != nil {
-			t.Fatal(err)
-		}
-		a := c.Latest(context.Background(), app, "")
-		if a.Outcome != release.Failed || !strings.Contains(errText(a.Err), "[REDACTED]") {
+		base := "http://" + closedAddr(t) + "/" + token + "/"
+		a := newClient(t, fakegithub.New(t), github.Options{BaseURL: base, Token: token}).Latest(context.Background(), app, "")
+		if a.Outcome != release.Failed || !strings.Contains(errText(a.Err), "[REDACTED]") || leaks(a) {
 			t.Errorf("outcome %v, Err %v: want failed with the token redacted", a.Outcome, a.Err)
 		}
-		check(t, nil, a)
 	})
 }
 

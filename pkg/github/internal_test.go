@@ -1,6 +1,7 @@
 package github
 
 import (
+	"cmp"
 	"io"
 	"net/http"
 	"strings"
@@ -38,29 +39,34 @@ func TestOptionsDefaults(t *testing.T) {
 }
 
 // TestRequestURL checks the URL without sending: GitHub's own API is not
-// mangled into an Enterprise one, and an Enterprise path is kept.
+// mangled into an Enterprise one, an Enterprise path is kept, and the repo
+// is escaped into the path.
 func TestRequestURL(t *testing.T) {
-	tests := []struct{ base, want string }{
-		{"", "https://api.github.com/repos/storytold/photocraft/releases/latest"},
-		{"https://api.github.com/", "https://api.github.com/repos/storytold/photocraft/releases/latest"},
-		{"https://api.github.com", "https://api.github.com/repos/storytold/photocraft/releases/latest"},
-		{"http://127.0.0.1:8080/", "http://127.0.0.1:8080/repos/storytold/photocraft/releases/latest"},
-		{"https://ghe.example.com/api/v3/", "https://ghe.example.com/api/v3/repos/storytold/photocraft/releases/latest"},
+	const latest = "/repos/storytold/photocraft/releases/latest"
+	tests := []struct{ name, base, repo, want string }{
+		{"default", "", "", "https://api.github.com" + latest},
+		{"github", "https://api.github.com/", "", "https://api.github.com" + latest},
+		{"github without slash", "https://api.github.com", "", "https://api.github.com" + latest},
+		{"loopback", "http://127.0.0.1:8080/", "", "http://127.0.0.1:8080" + latest},
+		{"enterprise", "https://ghe.example.com/api/v3/", "", "https://ghe.example.com/api/v3" + latest},
+		{"enterprise without slash", "https://ghe.example.com/api/v3", "", "https://ghe.example.com/api/v3" + latest},
+		{"repo with a query", "", "storytold/photocraft?x=1", "https://api.github.com/repos/storytold/photocraft%3Fx=1/releases/latest"},
 	}
 	for _, tt := range tests {
-		t.Run(tt.base, func(t *testing.T) {
+		t.Run(tt.name, func(t *testing.T) {
 			c, err := New(Options{BaseURL: tt.base})
 			if err != nil {
 				t.Fatal(err)
 			}
-			req, err := c.newRequest(c.gh(), latestRequest, "storytold/photocraft", "")
+			repo := cmp.Or(tt.repo, "storytold/photocraft")
+			req, err := c.newRequest(c.gh(), latestRequest, repo, "")
 			if err != nil {
 				t.Fatal(err)
 			}
 			if got := req.URL.String(); got != tt.want {
 				t.Errorf("URL = %s, want %s", got, tt.want)
 			}
-			req, err = c.newRequest(c.gh(), listRequest, "storytold/photocraft", "")
+			req, err = c.newRequest(c.gh(), listRequest, repo, "")
 			if err != nil {
 				t.Fatal(err)
 			}

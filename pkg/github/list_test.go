@@ -142,18 +142,20 @@ func FuzzParsePrereleases(f *testing.F) {
 }
 
 // TestPrereleaseChannel: an entry of the channel asks for the list with an
-// ETag of its own, revalidates it with a 304, and is rate limited as the
-// latest release is.
+// ETag of its own, revalidates it with a 304, is rate limited as the latest
+// release is, and has its version by the app's tag prefix.
 func TestPrereleaseChannel(t *testing.T) {
 	gh := fakegithub.New(t)
 	c := newClient(t, gh, github.Options{})
-	entry := app.PrereleaseEntry()
+	artcraft := app
+	artcraft.TagPrefix = "artcraft-v"
+	entry := artcraft.PrereleaseEntry()
 	gh.Publish(repo, fakegithub.NewRelease(repo, "v1.0.0"))
-	gh.SetList(repo, pre("v2.0.0-beta.1", 1), fakegithub.NewRelease(repo, "v1.0.0"))
+	gh.SetList(repo, pre("artcraft-v2.0.0-beta.1", 1), fakegithub.NewRelease(repo, "v1.0.0"))
 
 	first := c.Latest(context.Background(), entry, "")
-	if first.Outcome != release.Fetched || first.Release == nil || first.Release.Tag != "v2.0.0-beta.1" {
-		t.Fatalf("first = %v %+v (err %v), want fetched v2.0.0-beta.1", first.Outcome, first.Release, first.Err)
+	if first.Outcome != release.Fetched || first.Release == nil || first.Release.Version != "2.0.0-beta.1" {
+		t.Fatalf("first = %v %+v (err %v), want fetched version 2.0.0-beta.1", first.Outcome, first.Release, first.Err)
 	}
 	if first.ETag == "" || first.ETag != gh.ETag(fakegithub.List(repo)) || first.ETag == gh.ETag(repo) {
 		t.Fatalf("ETag = %q, want the list's %q", first.ETag, gh.ETag(fakegithub.List(repo)))

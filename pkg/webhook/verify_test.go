@@ -6,6 +6,8 @@ import (
 	"github.com/storytold/craft-releases/pkg/webhook"
 )
 
+// TestVerify: a signature is checked against each secret; Sign makes
+// GitHub's.
 func TestVerify(t *testing.T) {
 	// GitHub's published example (docs: "Validating webhook deliveries").
 	const (
@@ -43,11 +45,7 @@ func TestVerify(t *testing.T) {
 			}
 		})
 	}
-}
-
-func TestSignMatchesGitHub(t *testing.T) {
-	got := webhook.Sign("It's a Secret to Everybody", []byte("Hello, World!"))
-	if want := "sha256=757107ea0eb2509fc211221cce984b8a37570b6d7586c22c46f4379c8b043e17"; got != want {
-		t.Errorf("Sign got %s, want %s", got, want)
+	if got := webhook.Sign(secret, []byte(payload)); got != sig {
+		t.Errorf("Sign got %s, want GitHub's %s", got, sig)
 	}
 }
