@@ -1,6 +1,7 @@
 package schedule
 
 import (
+	"slices"
 	"testing"
 	"time"
 )
@@ -25,13 +26,8 @@ func TestBudget(t *testing.T) {
 		}
 	}
 	want := []time.Duration{0, 100 * time.Millisecond, 200 * time.Millisecond, 300 * time.Millisecond, 10 * time.Second, 20 * time.Second}
-	if len(made) != len(want) {
+	if !slices.Equal(made, want) {
 		t.Fatalf("requests at %v, want %v", made, want)
-	}
-	for i := range want {
-		if made[i] != want[i] {
-			t.Fatalf("requests at %v, want %v", made, want)
-		}
 	}
 	// After a quiet minute it is whole again.
 	if next := b.Next(k); next.After(t0.Add(90 * time.Second)) {

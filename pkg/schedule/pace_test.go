@@ -94,31 +94,20 @@ func TestPaceMonotonic(t *testing.T) {
 		windows = append(windows, w)
 	}
 	left := []int{math.MaxInt, 5000, 100, 1}
-	pace := func(apps, remaining int, window time.Duration) time.Duration {
-		return schedule.Pace(tm, apps, schedule.Quota{Remaining: remaining, Reset: now.Add(window)}, now)
-	}
-	check := func(apps, remaining int, window, got, prev time.Duration) {
-		t.Helper()
-		if got < prev || got < tm.Interval || got > tm.MaxBackoff {
-			t.Fatalf("%d apps, %d left for %v: Pace = %v after %v, want %v to %v and not less",
-				apps, remaining, window, got, prev, tm.Interval, tm.MaxBackoff)
-		}
-	}
 	for _, apps := range []int{1, 13, 1000, math.MaxInt32, math.MaxInt} {
-		for _, remaining := range left {
-			prev := time.Duration(0)
+		got := make([][]time.Duration, len(left))
+		for i, remaining := range left {
 			for _, w := range windows {
-				got := pace(apps, remaining, w)
-				check(apps, remaining, w, got, prev)
-				prev = got
+				got[i] = append(got[i], schedule.Pace(tm, apps, schedule.Quota{Remaining: remaining, Reset: now.Add(w)}, now))
 			}
 		}
-		for _, w := range windows {
-			prev := time.Duration(0)
-			for _, remaining := range left {
-				got := pace(apps, remaining, w)
-				check(apps, remaining, w, got, prev)
-				prev = got
+		for i := range left {
+			for j, w := range windows {
+				p := got[i][j]
+				if p < tm.Interval || p > tm.MaxBackoff || (j > 0 && p < got[i][j-1]) || (i > 0 && p < got[i-1][j]) {
+					t.Fatalf("%d apps, %d left for %v: Pace = %v, want %v to %v and no less than with a nearer reset or more left",
+						apps, left[i], w, p, tm.Interval, tm.MaxBackoff)
+				}
 			}
 		}
 	}

@@ -43,64 +43,33 @@ func TestTimingMargins(t *testing.T) {
 	}
 }
 
-func TestJittered(t *testing.T) {
+// TestDraws: Jittered, TickDelay and StartupDelay at the bottom, the middle
+// and the top of the draw.
+func TestDraws(t *testing.T) {
+	tick := schedule.Timing{Tick: 30 * time.Second}
+	startup := schedule.Timing{StartupJitter: 30 * time.Second}
 	tests := []struct {
-		name string
-		d    time.Duration
-		f, u float64
-		want time.Duration
+		name      string
+		got, want time.Duration
 	}{
-		{"bottom of the draw", 100 * time.Second, 0.1, 0, 90 * time.Second},
-		{"middle of the draw", 100 * time.Second, 0.1, 0.5, 100 * time.Second},
-		{"top of the draw", 100 * time.Second, 0.1, 0.999, 109_980 * time.Millisecond},
-		{"no spread", 100 * time.Second, 0, 0.999, 100 * time.Second},
-		{"zero duration", 0, 0.1, 0, 0},
-		{"four hours at the top", 4 * time.Hour, 0.1, 0.75, 4*time.Hour + 12*time.Minute},
+		{"jittered, bottom of the draw", schedule.Jittered(100*time.Second, 0.1, 0), 90 * time.Second},
+		{"jittered, middle of the draw", schedule.Jittered(100*time.Second, 0.1, 0.5), 100 * time.Second},
+		{"jittered, top of the draw", schedule.Jittered(100*time.Second, 0.1, 0.999), 109_980 * time.Millisecond},
+		{"jittered, no spread", schedule.Jittered(100*time.Second, 0, 0.999), 100 * time.Second},
+		{"jittered, zero duration", schedule.Jittered(0, 0.1, 0), 0},
+		{"jittered, four hours at the top", schedule.Jittered(4*time.Hour, 0.1, 0.75), 4*time.Hour + 12*time.Minute},
+		{"tick, bottom of the draw", tick.TickDelay(0), 27 * time.Second},
+		{"tick, middle of the draw", tick.TickDelay(0.5), 30 * time.Second},
+		{"tick, top of the draw", tick.TickDelay(0.999), 32_994 * time.Millisecond},
+		{"startup, bottom of the draw", startup.StartupDelay(0), 0},
+		{"startup, middle of the draw", startup.StartupDelay(0.5), 15 * time.Second},
+		{"startup, top of the draw", startup.StartupDelay(0.999), 29_970 * time.Millisecond},
+		{"startup, no jitter configured", schedule.Timing{}.StartupDelay(0.999), 0},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if got := schedule.Jittered(tt.d, tt.f, tt.u); got != tt.want {
-				t.Errorf("Jittered(%v, %v, %v) = %v, want %v", tt.d, tt.f, tt.u, got, tt.want)
-			}
-		})
-	}
-}
-
-func TestTickDelay(t *testing.T) {
-	tm := schedule.Timing{Tick: 30 * time.Second}
-	for _, u := range draws {
-		got := tm.TickDelay(u)
-		if got < 27*time.Second || got >= 33*time.Second {
-			t.Errorf("TickDelay(%v) = %v, want within [27s, 33s)", u, got)
+		if tt.got != tt.want {
+			t.Errorf("%s: got %v, want %v", tt.name, tt.got, tt.want)
 		}
-	}
-	if got, want := tm.TickDelay(0.5), 30*time.Second; got != want {
-		t.Errorf("TickDelay(0.5) = %v, want %v", got, want)
-	}
-	if got, want := tm.TickDelay(0), 27*time.Second; got != want {
-		t.Errorf("TickDelay(0) = %v, want %v", got, want)
-	}
-}
-
-func TestStartupDelay(t *testing.T) {
-	tests := []struct {
-		name   string
-		jitter time.Duration
-		u      float64
-		want   time.Duration
-	}{
-		{"bottom of the draw", 30 * time.Second, 0, 0},
-		{"middle of the draw", 30 * time.Second, 0.5, 15 * time.Second},
-		{"top of the draw", 30 * time.Second, 0.999, 29_970 * time.Millisecond},
-		{"no jitter configured", 0, 0.999, 0},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			tm := schedule.Timing{StartupJitter: tt.jitter}
-			if got := tm.StartupDelay(tt.u); got != tt.want {
-				t.Errorf("StartupDelay(%v) = %v, want %v", tt.u, got, tt.want)
-			}
-		})
 	}
 }
 
