@@ -60,7 +60,10 @@ func serveDocAs(c echo.Context, d *snapshot.Doc, contentType, cacheControl []str
 	h := res.Header()
 	h[hdrCacheControl] = cacheControl
 	h[hdrETag] = etagValue
-	h[hdrVary] = varyEncoding
+	if h[hdrVary] == nil {
+		// A feed's answer may vary on the install id too (feedHandler).
+		h[hdrVary] = varyEncoding
+	}
 	if noneMatch(req.Header[hdrIfNoneMatch], etag) {
 		res.WriteHeader(http.StatusNotModified)
 		return nil

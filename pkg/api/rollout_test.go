@@ -1,0 +1,183 @@
+package api
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/storytold/craft-releases/pkg/daemon"
+	"github.com/storytold/craft-releases/pkg/release"
+	"github.com/storytold/craft-releases/pkg/snapshot"
+	"github.com/storytold/craft-releases/test/fakeclock"
+)
+
+// rolloutServer serves photocraft with a latest release 2.0.0 and, in its
+// history, 1.0.0, each with a signed NSIS installer, under decisions d.
+func rolloutServer(t *testing.T, d release.Decisions, obs FeedObserver) *Server {
+	t.Helper()
+	app := release.App{Key: "photocraft", Name: "PhotoCraft", Repo: "storytold/photocraft"}
+	newRel := func(version string, hours int) (*release.Release, *release.Companions) {
+		tag, exe := "v"+version, "PhotoCraft_"+version+"_x64-setup.exe"
+		r := &release.Release{Tag: tag, Version: version, PublishedAt: release.NewTime(t0.Add(time.Duration(hours) * time.Hour))}
+		for _, name := range []string{exe, exe + ".sig"} {
+			r.Assets = append(r.Assets, release.Asset{Name: name, DownloadURL: release.DownloadURL(app.Repo, tag, name)})
+		}
+		return r, release.NewCompanions(map[string]string{exe + ".sig": "dW50cnVzdGVk" + version})
+	}
+	v1, sigs1 := newRel("1.0.0", 1)
+	v2, sigs2 := newRel("2.0.0", 2)
+	s := snapshot.New([]release.App{app}, fakeclock.New(t0.Add(24*time.Hour)))
+	s.SetAll(map[string]release.Entry{
+		app.Key: {FetchedAt: t0, Release: v2, Companions: sigs2},
+		app.HistoryEntry().Key: {FetchedAt: t0, History: release.NewHistory([]*release.Release{v2, v1}).
+			WithCompanions(map[string]*release.Companions{v1.Tag: sigs1})},
+	}, t0)
+	s.SetMeta(release.Bulletin{Decisions: map[string]release.Decisions{app.Key: d}})
+	return New(s, new(daemon.Gate), zap.NewNop(), Options{Feeds: obs})
+}
+
+const rolloutNSIS = "/v1/craft_apps/updates/photocraft/tauri/windows/x86_64/nsis"
+
+// offeredVersion returns the version a Tauri answer offers, "204" for none,
+// or its status and body.
+func offeredVersion(t *testing.T, srv *Server, target string, header http.Header) (string, *http.Response) {
+	t.Helper()
+	rec := serve(t, srv, http.MethodGet, target, header)
+	switch rec.Code {
+	case http.StatusNoContent:
+		return "204", rec.Result()
+	case http.StatusOK:
+		var u struct {
+			Version  string `json:"version"`
+			Critical bool   `json:"critical"`
+		}
+		if err := json.Unmarshal(rec.Body.Bytes(), &u); err != nil {
+			t.Fatalf("%s: %v", rec.Body, err)
+		}
+		if u.Critical {
+			return u.Version + " critical", rec.Result()
+		}
+		return u.Version, rec.Result()
+	}
+	return fmt.Sprintf("%d %s", rec.Code, strings.TrimSpace(rec.Body.String())), rec.Result()
+}
+
+// TestRolloutFeed: with a rollout under way, an install id in the bucket
+// gets the staged release, any other id and a request without one the
+// release before it; the id comes from the header, install_id or stagingId;
+// an answer that depended on an id is private; a bad id is a 400; a
+// version below the minimum gets the newest release, critical.
+func TestRolloutFeed(t *testing.T) {
+	t.Parallel()
+	in, out := "", ""
+	for i := 0; in == "" || out == ""; i++ {
+		id := fmt.Sprintf("install-%d", i)
+		if release.Bucket("photocraft", "v2.0.0", id) < 30 {
+			in = firstOf(in, id)
+		} else {
+			out = firstOf(out, id)
+		}
+	}
+	obs := &feedCounts{}
+	srv := rolloutServer(t, release.Decisions{Rollout: &release.Rollout{Tag: "v2.0.0", Percent: 30},
+		Minimum: &release.Minimum{Version: "1.0.0", Reason: "a data loss bug"}}, obs)
+	header := func(id string) http.Header { return http.Header{"X-Install-Id": {id}} }
+	for _, tt := range []struct {
+		name, target string
+		header       http.Header
+		want, cache  string
+	}{
+		{"no id", rolloutNSIS, nil, "1.0.0", snapshot.CacheControlFetched},
+		{"an id in the rollout, by header", rolloutNSIS, header(in), "2.0.0", "private, max-age=60"},
+		{"an id outside it, by header", rolloutNSIS, header(out), "1.0.0", "private, max-age=60"},
+		{"install_id", rolloutNSIS + "?install_id=" + in, nil, "2.0.0", "private, max-age=60"},
+		{"stagingId", rolloutNSIS + "?stagingId=" + in, nil, "2.0.0", "private, max-age=60"},
+		{"the header wins", rolloutNSIS + "?install_id=" + in, header(out), "1.0.0", "private, max-age=60"},
+		{"up to date outside", rolloutNSIS + "?current_version=1.0.0&install_id=" + out, nil, "204", "private, max-age=60"},
+		{"below the minimum outside", rolloutNSIS + "?current_version=0.9.0&install_id=" + out, nil, "2.0.0 critical", "private, max-age=60"},
+		{"below the minimum without an id", rolloutNSIS + "?current_version=0.9.0", nil, "2.0.0 critical", snapshot.CacheControlFetched},
+		{"a bad id", rolloutNSIS, header("a b"), `400 {"success":false,"error":"bad install id: want 1 to 128 visible ASCII characters"}`, "no-store"},
+		{"a long id", rolloutNSIS + "?install_id=" + strings.Repeat("a", 129), nil, `400 {"success":false,"error":"bad install id: want 1 to 128 visible ASCII characters"}`, "no-store"},
+		{"the longest id", rolloutNSIS + "?install_id=" + strings.Repeat("a", 128), nil, "", "private, max-age=60"},
+	} {
+		got, resp := offeredVersion(t, srv, tt.target, tt.header)
+		if tt.want != "" && got != tt.want {
+			t.Errorf("%s: got %s, want %s", tt.name, got, tt.want)
+		}
+		if cc := resp.Header.Get("Cache-Control"); cc != tt.cache {
+			t.Errorf("%s: Cache-Control %q, want %q", tt.name, cc, tt.cache)
+		}
+		if v := resp.Header.Get("Vary"); !strings.Contains(v, "X-Install-Id") {
+			t.Errorf("%s: Vary %q does not name X-Install-Id", tt.name, v)
+		}
+	}
+	for _, want := range []string{"photocraft tauri staged OK", "photocraft tauri previous OK", "photocraft tauri below_minimum OK", "photocraft tauri none Bad Request"} {
+		if !slices.Contains(obs.got, want) {
+			t.Errorf("the observer was not told %q; it was told %q", want, obs.got)
+		}
+	}
+}
+
+func firstOf(have, id string) string {
+	if have != "" {
+		return have
+	}
+	return id
+}
+
+// TestRolloutShares: over 10,000 installs, the share that the Tauri feed
+// offers the staged release is the rollout's within one point at 0, 10,
+// 50 and 100 %, and no install that got it loses it as the share grows.
+func TestRolloutShares(t *testing.T) {
+	t.Parallel()
+	const installs = 10_000
+	staged := make([]bool, installs)
+	for _, percent := range []int{0, 10, 50, 100} {
+		srv := rolloutServer(t, release.Decisions{Rollout: &release.Rollout{Tag: "v2.0.0", Percent: percent}}, nil)
+		n := 0
+		for i := range installs {
+			got, _ := offeredVersion(t, srv, rolloutNSIS+"?install_id="+fmt.Sprint("install-", i), nil)
+			now := got == "2.0.0"
+			if staged[i] && !now {
+				t.Fatalf("install-%d lost the staged release at %d %%", i, percent)
+			}
+			if staged[i] = now; now {
+				n++
+			}
+		}
+		if share := 100 * float64(n) / installs; math.Abs(share-float64(percent)) > 1 {
+			t.Errorf("at %d %%: %.1f %% of installs were offered the staged release", percent, share)
+		} else {
+			t.Logf("at %d %%: %.1f %% of %d installs offered the staged release", percent, share, installs)
+		}
+	}
+}
+
+// TestWithdrawnEverywhere: a withdrawn latest release is in no answer:
+// release_info, the download links and the feed offer the release before.
+func TestWithdrawnEverywhere(t *testing.T) {
+	t.Parallel()
+	obs := &feedCounts{}
+	srv := rolloutServer(t, release.Decisions{Withdrawn: []release.Withdrawal{{Tag: "v2.0.0", Reason: "crashes"}}}, obs)
+	if got, _ := offeredVersion(t, srv, rolloutNSIS, nil); got != "1.0.0" {
+		t.Errorf("feed: %s, want 1.0.0", got)
+	}
+	if body := serve(t, srv, http.MethodGet, "/v1/craft_apps/release_info", nil).Body.String(); strings.Contains(body, "2.0.0") ||
+		!strings.Contains(body, `"latest_release":{"tag":"v1.0.0"`) {
+		t.Errorf("release_info: %s", body)
+	}
+	rec := serve(t, srv, http.MethodGet, "/v1/craft_apps/download/photocraft?os=windows&arch=x64&package=msi", nil)
+	if loc := rec.Header().Get("Location"); strings.Contains(loc, "2.0.0") {
+		t.Errorf("download link to %s", loc)
+	}
+	if !slices.Contains(obs.got, "photocraft tauri withdrawn_skipped OK") {
+		t.Errorf("the observer was told %q", obs.got)
+	}
+}
