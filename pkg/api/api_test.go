@@ -18,6 +18,9 @@ import (
 	"github.com/storytold/craft-releases/pkg/snapshot"
 )
 
+// TestRoutes: what the router answers per path and method; every answer is
+// nosniff, every error no-store. The health paths answer as pkg/daemon's
+// handler does (TestHealthAnswersAsTheRouter).
 func TestRoutes(t *testing.T) {
 	t.Parallel()
 	metrics := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
@@ -28,41 +31,29 @@ func TestRoutes(t *testing.T) {
 		w.WriteHeader(http.StatusAccepted)
 		_, _ = w.Write(body)
 	})
-	api := func(open bool, opts Options) http.Handler {
-		g := new(daemon.Gate)
-		if open {
-			g.Open()
-		}
-		return New(fixed{rendering(t, true)}, g, zap.NewNop(), opts)
-	}
 	tests := []struct {
-		name       string
-		server     func(open bool, opts Options) http.Handler
-		open       bool
-		opts       Options
-		method     string
-		path       string
-		wantStatus int
-		wantBody   string // "" to skip
+		name         string
+		opts         Options
+		method, path string
+		wantStatus   int
+		wantBody     string // "" to skip
 	}{
-		{name: "api healthz closed", server: api, method: "GET", path: "/healthz", wantStatus: 200, wantBody: "ok\n"},
-		{name: "api healthz HEAD", server: api, method: "HEAD", path: "/healthz", wantStatus: 200},
-		{name: "api readyz closed", server: api, method: "GET", path: "/readyz", wantStatus: 503, wantBody: "not ready\n"},
-		{name: "api readyz open", server: api, open: true, method: "GET", path: "/readyz", wantStatus: 200, wantBody: "ready\n"},
-		{name: "api release_info while not ready", server: api, method: "GET", path: routes.ReleaseInfoPath, wantStatus: 200},
-		{name: "api unknown path", server: api, method: "GET", path: "/v1/craft_apps", wantStatus: 404},
-		{name: "api trailing slash", server: api, method: "GET", path: routes.ReleaseInfoPath + "/", wantStatus: 404},
-		{name: "api POST release_info", server: api, method: "POST", path: routes.ReleaseInfoPath, wantStatus: 405},
-		{name: "api POST an app", server: api, method: "POST", path: routes.ReleaseInfoPath + "/photocraft", wantStatus: 405},
-		{name: "api PUT a download", server: api, method: "PUT", path: "/v1/craft_apps/download/photocraft", wantStatus: 405},
-		{name: "api POST the page", server: api, method: "POST", path: "/", wantStatus: 405},
-		{name: "api DELETE healthz", server: api, method: "DELETE", path: "/healthz", wantStatus: 405},
-		{name: "api metrics absent", server: api, method: "GET", path: "/metrics", wantStatus: 404},
-		{name: "api metrics", server: api, opts: Options{Metrics: metrics}, method: "GET", path: "/metrics", wantStatus: 200, wantBody: "metric 1\n"},
-		{name: "api webhook absent", server: api, method: "POST", path: routes.WebhookPath, wantStatus: 404},
-		{name: "api webhook", server: api, opts: Options{Webhook: hook}, method: "POST", path: routes.WebhookPath, wantStatus: 202, wantBody: "{}"},
-		{name: "api webhook GET", server: api, opts: Options{Webhook: hook}, method: "GET", path: routes.WebhookPath, wantStatus: 405},
-		{name: "api webhook OPTIONS", server: api, opts: Options{Webhook: hook}, method: "OPTIONS", path: routes.WebhookPath, wantStatus: 204},
+		{name: "release_info while not ready", method: "GET", path: routes.ReleaseInfoPath, wantStatus: 200},
+		{name: "unknown path", method: "GET", path: "/v1/craft_apps", wantStatus: 404},
+		{name: "unknown path HEAD", method: "HEAD", path: "/nope", wantStatus: 404},
+		{name: "trailing slash", method: "GET", path: routes.ReleaseInfoPath + "/", wantStatus: 404},
+		{name: "POST release_info", method: "POST", path: routes.ReleaseInfoPath, wantStatus: 405},
+		{name: "POST an app", method: "POST", path: routes.ReleaseInfoPath + "/photocraft", wantStatus: 405},
+		{name: "PUT a download", method: "PUT", path: "/v1/craft_apps/download/photocraft", wantStatus: 405},
+		{name: "POST the page", method: "POST", path: "/", wantStatus: 405},
+		{name: "PUT the document", method: "PUT", path: routes.OpenAPIPath, wantStatus: 405},
+		{name: "DELETE healthz", method: "DELETE", path: "/healthz", wantStatus: 405},
+		{name: "metrics absent", method: "GET", path: "/metrics", wantStatus: 404},
+		{name: "metrics", opts: Options{Metrics: metrics}, method: "GET", path: "/metrics", wantStatus: 200, wantBody: "metric 1\n"},
+		{name: "webhook absent", method: "POST", path: routes.WebhookPath, wantStatus: 404},
+		{name: "webhook", opts: Options{Webhook: hook}, method: "POST", path: routes.WebhookPath, wantStatus: 202, wantBody: "{}"},
+		{name: "webhook GET", opts: Options{Webhook: hook}, method: "GET", path: routes.WebhookPath, wantStatus: 405},
+		{name: "webhook OPTIONS", opts: Options{Webhook: hook}, method: "OPTIONS", path: routes.WebhookPath, wantStatus: 204},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -71,7 +62,7 @@ func TestRoutes(t *testing.T) {
 			if tt.method == "POST" {
 				body = strings.NewReader("{}")
 			}
-			tt.server(tt.open, tt.opts).ServeHTTP(rec, httptest.NewRequest(tt.method, tt.path, body))
+			New(fixed{rendering(t, true)}, new(daemon.Gate), zap.NewNop(), tt.opts).ServeHTTP(rec, httptest.NewRequest(tt.method, tt.path, body))
 			if rec.Code != tt.wantStatus {
 				t.Errorf("status: got %d, want %d", rec.Code, tt.wantStatus)
 			}
@@ -80,6 +71,12 @@ func TestRoutes(t *testing.T) {
 			}
 			if tt.method == "HEAD" && rec.Body.Len() != 0 {
 				t.Errorf("HEAD body: got %q, want none", rec.Body.String())
+			}
+			if got := rec.Header().Get("X-Content-Type-Options"); got != "nosniff" {
+				t.Errorf("X-Content-Type-Options: got %q, want nosniff", got)
+			}
+			if got := rec.Header().Get("Cache-Control"); tt.wantStatus >= 400 && got != "no-store" {
+				t.Errorf("Cache-Control: got %q, want no-store", got)
 			}
 			// docs/wire.md: Vary on every answer of the endpoint, errors included.
 			if got := rec.Header().Get("Vary"); strings.HasPrefix(tt.path, routes.ReleaseInfoPath) && tt.wantStatus != 404 && got != "Accept-Encoding" {
@@ -102,8 +99,8 @@ func TestRecover(t *testing.T) {
 
 	s.ServeHTTP(rec, httptest.NewRequest("GET", routes.ReleaseInfoPath, nil))
 
-	if rec.Code != http.StatusInternalServerError {
-		t.Errorf("status: got %d, want 500", rec.Code)
+	if rec.Code != http.StatusInternalServerError || rec.Header().Get("Cache-Control") != "no-store" {
+		t.Errorf("status %d, Cache-Control %q; want 500, no-store", rec.Code, rec.Header().Get("Cache-Control"))
 	}
 	panics := logs.FilterMessage("panic").AllUntimed()
 	if len(panics) != 1 {
