@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -93,8 +92,9 @@ func TestAppsRenderOncePerChange(t *testing.T) {
 }
 
 // TestDownloads: which download URLs the door (release.Verify, as the GitHub
-// parser and the Redis decoder apply it) lets in, and that the snapshot
-// offers every platform asset of what it is given, as the one check decided.
+// parser and the Redis decoder apply it) lets in, beyond what
+// release.TestVerify and TestDownloadRepo pin, and that the snapshot offers
+// every platform asset of what it is given, as the one check decided.
 func TestDownloads(t *testing.T) {
 	t.Parallel()
 	const base = "https://github.com/storytold/photocraft/releases/download/v1/"
@@ -105,17 +105,12 @@ func TestDownloads(t *testing.T) {
 	}{
 		{"under the repository", base + "a-1-linux-x64.deb", true},
 		{"escaped name", base + "a%2D1-linux-x64.deb", true},
-		{"another asset's name", base + "b-1-linux-x64.deb", false},
-		{"another tag", "https://github.com/storytold/photocraft/releases/download/v2/a-1-linux-x64.deb", false},
 		{"a query", base + "a-1-linux-x64.deb?x=1", false},
-		{"an encoded dot dot", base + "%2e%2e/%2e%2e/%2e%2e/%2e%2e/evil/x/releases/download/v1/a-1-linux-x64.deb", false},
-		{"another repository", "https://github.com/storytold/vectorcraft/releases/download/v1/photocraft-1-linux-x64.deb", false},
 		{"the repository in another case", "https://github.com/Storytold/photocraft/releases/download/v1/a-1-linux-x64.deb", false},
 		{"a repository with the same prefix", "https://github.com/storytold/photocraft-evil/releases/download/v1/a-1-linux-x64.deb", false},
 		{"another host", "https://evil.example/storytold/photocraft/releases/download/v1/a-1-linux-x64.deb", false},
 		{"http", "http://github.com/storytold/photocraft/releases/download/v1/a-1-linux-x64.deb", false},
 		{"nothing after the prefix", base[:len(base)-3], false},
-		{"dot dot", base + "../../../../evil/a-1-linux-x64.deb", false},
 		{"dot", base + "./a-1-linux-x64.deb", false},
 		{"empty segment", base + "/a-1-linux-x64.deb", false},
 		{"backslash", base + `..\a-1-linux-x64.deb`, false},
@@ -150,47 +145,6 @@ func TestDownloads(t *testing.T) {
 				t.Errorf("the JSON answers must still list every asset")
 			}
 		})
-	}
-}
-
-func TestPageRendering(t *testing.T) {
-	t.Parallel()
-	s := snapshot.New([]release.App{photocraft, launcher}, fakeclock.New(t0.Add(24*time.Hour)))
-	cold := s.Current()
-	s.SetAll(map[string]release.Entry{
-		"photocraft":        {FetchedAt: t0, Release: rel("v1.2.3")},
-		"artcraft-launcher": {FetchedAt: t0},
-	}, time.Now())
-	warm := s.Current()
-	for _, c := range []struct {
-		name  string
-		r     *snapshot.Rendering
-		cache string
-	}{{"cold", cold, "no-store"}, {"warm", warm, "public, max-age=60, stale-while-revalidate=30, stale-if-error=86400"}} {
-		if c.r.Page.CacheControl != c.cache {
-			t.Errorf("%s page: Cache-Control %q, want %q", c.name, c.r.Page.CacheControl, c.cache)
-		}
-		if got := gunzip(t, c.r.Page.Gzip()); !bytes.Equal(got, c.r.Page.Body()) {
-			t.Errorf("%s page: the gzip copy is not the page", c.name)
-		}
-	}
-	page := string(warm.Page.Body())
-	for _, want := range []string{"<!doctype html>", "PhotoCraft", "1.2.3", "ArtCraft Launcher", "No release published yet"} {
-		if !strings.Contains(page, want) {
-			t.Errorf("page: no %q", want)
-		}
-	}
-	if cold.Page.ETag == warm.Page.ETag {
-		t.Errorf("page ETag did not change with the data")
-	}
-	// Another pod with the same data serves the same page.
-	twin := snapshot.New([]release.App{photocraft, launcher}, fakeclock.New(t0.Add(time.Hour)))
-	twin.SetAll(map[string]release.Entry{
-		"photocraft":        {FetchedAt: t0, Release: rel("v1.2.3")},
-		"artcraft-launcher": {FetchedAt: t0},
-	}, time.Now())
-	if twin.Current().Page.ETag != warm.Page.ETag {
-		t.Errorf("page ETags of identical snapshots differ")
 	}
 }
 
