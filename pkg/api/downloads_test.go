@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -96,6 +95,8 @@ func serve(t testing.TB, s *Server, method, target string, header http.Header) *
 	return rec
 }
 
+// TestReleaseInfoApp: an app's own answer, served as TestReleaseInfo pins
+// for the full one (gzip, HEAD, 304), with its own ETag and Cache-Control.
 func TestReleaseInfoApp(t *testing.T) {
 	t.Parallel()
 	snap := downloads(t)
@@ -116,14 +117,6 @@ func TestReleaseInfoApp(t *testing.T) {
 			"Content-Type": "application/json", "Content-Encoding": ""}},
 		{"never fetched", "GET", "filmcraft", nil, 200, film.Body(), map[string]string{
 			"Cache-Control": "no-store", "Etag": film.ETag, "Vary": "Accept-Encoding"}},
-		{"gzip", "GET", "photocraft", http.Header{"Accept-Encoding": {"gzip, br"}}, 200, photo.Gzip(), map[string]string{
-			"Cache-Control": "public, max-age=60, stale-while-revalidate=30, stale-if-error=86400", "Etag": photo.GzipETag, "Content-Encoding": "gzip", "Vary": "Accept-Encoding"}},
-		{"HEAD", "HEAD", "photocraft", nil, 200, nil, map[string]string{
-			"Etag": photo.ETag, "Content-Length": strconv.Itoa(len(photo.Body()))}},
-		{"304", "GET", "photocraft", http.Header{"If-None-Match": {photo.ETag}}, 304, nil, map[string]string{
-			"Cache-Control": "public, max-age=60, stale-while-revalidate=30, stale-if-error=86400", "Etag": photo.ETag, "Vary": "Accept-Encoding", "Content-Type": ""}},
-		{"304 gzip", "GET", "photocraft", http.Header{"Accept-Encoding": {"gzip"}, "If-None-Match": {`W/` + photo.GzipETag}}, 304, nil, map[string]string{
-			"Etag": photo.GzipETag}},
 		{"the full answer's ETag is another app's", "GET", "photocraft", http.Header{"If-None-Match": {cur.ETag}}, 200, photo.Body(), nil},
 		{"another app's ETag", "GET", "photocraft", http.Header{"If-None-Match": {film.ETag}}, 200, photo.Body(), nil},
 		{"unknown", "GET", "nope", nil, 404, []byte(`{"success":false,"error":"unknown app \"nope\""}`), map[string]string{
@@ -233,6 +226,8 @@ func TestDownload(t *testing.T) {
 	}
 }
 
+// TestPage: the page, served as TestReleaseInfo pins for the full answer,
+// with its own headers.
 func TestPage(t *testing.T) {
 	t.Parallel()
 	snap := downloads(t)
@@ -247,8 +242,6 @@ func TestPage(t *testing.T) {
 		etag   string
 	}{
 		{"plain", "GET", nil, 200, pg.Body(), pg.ETag},
-		{"gzip", "GET", http.Header{"Accept-Encoding": {"gzip"}}, 200, pg.Gzip(), pg.GzipETag},
-		{"HEAD", "HEAD", nil, 200, nil, pg.ETag},
 		{"304", "GET", http.Header{"If-None-Match": {pg.ETag}}, 304, nil, pg.ETag},
 	}
 	for _, tt := range tests {

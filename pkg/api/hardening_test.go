@@ -20,37 +20,6 @@ import (
 	"github.com/storytold/craft-releases/test/testkit"
 )
 
-// TestOptionsRoute: OPTIONS is answered by the route itself: 204 with Allow,
-// the Vary of the route's other answers, and counted under the route.
-func TestOptionsRoute(t *testing.T) {
-	t.Parallel()
-	obs := &recorder{}
-	srv := New(fixed{rendering(t, true)}, new(daemon.Gate), zap.NewNop(), Options{Observer: obs})
-	tests := []struct{ target, route, vary string }{
-		{routes.ReleaseInfoPath, routes.ReleaseInfoPath, "Accept-Encoding"},
-		{routes.ReleaseInfoPath + "/photocraft", routes.ReleaseInfoAppPath, "Accept-Encoding"},
-		{"/v1/craft_apps/download/photocraft", routes.DownloadPath, "User-Agent"},
-		{routes.PagePath, routes.PagePath, "Accept-Encoding"},
-		{daemon.HealthzPath, daemon.HealthzPath, ""},
-		{daemon.ReadyzPath, daemon.ReadyzPath, ""},
-	}
-	var want []string
-	for _, tt := range tests {
-		w := httptest.NewRecorder()
-		srv.ServeHTTP(w, httptest.NewRequest(http.MethodOptions, tt.target, nil))
-		if w.Code != http.StatusNoContent || w.Header().Get("Allow") != "GET, HEAD, OPTIONS" {
-			t.Errorf("OPTIONS %s: status %d, Allow %q; want 204, GET, HEAD, OPTIONS", tt.target, w.Code, w.Header().Get("Allow"))
-		}
-		if got := w.Header().Get("Vary"); got != tt.vary {
-			t.Errorf("OPTIONS %s: Vary %q, want %q", tt.target, got, tt.vary)
-		}
-		want = append(want, tt.route+" 204")
-	}
-	if got := obs.take(); !slices.Equal(got, want) {
-		t.Errorf("observed %v, want %v", got, want)
-	}
-}
-
 // serveOnLoopback serves s on a loopback listener until the test ends.
 func serveOnLoopback(t *testing.T, s *Server) string {
 	t.Helper()
