@@ -28,45 +28,6 @@ func gunzip(t testing.TB, b []byte) []byte {
 	return plain
 }
 
-func TestApps(t *testing.T) {
-	t.Parallel()
-	s := snapshot.New([]release.App{photocraft, launcher}, fakeclock.New(t0.Add(24*time.Hour)))
-	s.Set("photocraft", release.Entry{FetchedAt: t0, Release: rel("v1")})
-	cur := s.Current()
-	if len(cur.Apps) != 2 {
-		t.Fatalf("Apps: got %d, want 2", len(cur.Apps))
-	}
-	tests := []struct {
-		key      string
-		fetched  bool
-		cache    string
-		bodyWant string
-	}{
-		{"photocraft", true, "public, max-age=60, stale-while-revalidate=30, stale-if-error=86400", `{"success":true,"app":{"name":"PhotoCraft","repo":"storytold/photocraft","latest_release":{"tag":"v1","version":"1","name":"v1","published_at":null,"html_url":"","prerelease":false,"notes_markdown":"","assets":[]},"rollout":null,"minimum_version":null,"app_last_fetched":"2026-10-10T12:00:00Z"}}`},
-		{"artcraft-launcher", false, "no-store", `{"success":true,"app":{"name":"ArtCraft Launcher","repo":"storytold/craft-launcher","latest_release":null,"rollout":null,"minimum_version":null,"app_last_fetched":null}}`},
-	}
-	for _, tt := range tests {
-		t.Run(tt.key, func(t *testing.T) {
-			a := cur.Apps[tt.key]
-			if string(a.Body()) != tt.bodyWant {
-				t.Errorf("Body:\n got %s\nwant %s", a.Body(), tt.bodyWant)
-			}
-			if a.Fetched != tt.fetched || a.CacheControl != tt.cache || a.Values.CacheControl[0] != tt.cache {
-				t.Errorf("Fetched, CacheControl: got %v, %q, want %v, %q", a.Fetched, a.CacheControl, tt.fetched, tt.cache)
-			}
-			if got := gunzip(t, a.Gzip()); !bytes.Equal(got, a.Body()) {
-				t.Errorf("gunzipped: got %s, want Body", got)
-			}
-			if a.ETag == a.GzipETag || a.ETag == cur.ETag || a.Values.ETag[0] != a.ETag {
-				t.Errorf("ETags: %s, %s (full answer %s): want each distinct and in Values", a.ETag, a.GzipETag, cur.ETag)
-			}
-		})
-	}
-	if cur.Apps["photocraft"].ETag == cur.Apps["artcraft-launcher"].ETag {
-		t.Errorf("two apps with one ETag")
-	}
-}
-
 // TestAppsRenderOncePerChange checks that an app whose fetch did not move
 // keeps its part of the rendering, and one whose fetch moved gets a new one.
 func TestAppsRenderOncePerChange(t *testing.T) {

@@ -336,42 +336,44 @@ func TestNewListsConfiguredApps(t *testing.T) {
 	}
 }
 
+// TestRepresentations: the full answer and each app's answer, before and
+// after a change: a gzip copy of the body, strong and distinct ETags, the
+// header values ready to serve, and each app's body and cacheability.
+// Another pod with the same data serves the same validators.
 func TestRepresentations(t *testing.T) {
 	t.Parallel()
 	s := snapshot.New([]release.App{photocraft, launcher}, fakeclock.New(t0.Add(24*time.Hour)))
 	first := s.Current()
 	s.Set("photocraft", release.Entry{FetchedAt: t0, Release: rel("v1")})
 	second := s.Current()
-
-	// Another pod with the same data must serve the same validators.
 	twin := snapshot.New([]release.App{launcher, photocraft}, fakeclock.New(t0.Add(time.Hour)))
 	twin.Set("photocraft", release.Entry{FetchedAt: t0, Release: rel("v1")})
 
-	for name, r := range map[string]*snapshot.Rendering{"first": first, "second": second} {
+	photo, other := second.Apps["photocraft"], second.Apps["artcraft-launcher"]
+	for name, d := range map[string]*snapshot.Doc{"first": &first.Doc, "second": &second.Doc, "photocraft": &photo.Doc, "launcher": &other.Doc} {
 		t.Run(name, func(t *testing.T) {
-			if plain := gunzip(t, r.Gzip()); !bytes.Equal(plain, r.Body()) {
-				t.Errorf("gunzipped: got %s, want Body %s", plain, r.Body())
+			if plain := gunzip(t, d.Gzip()); !bytes.Equal(plain, d.Body()) {
+				t.Errorf("gunzipped: got %s, want Body %s", plain, d.Body())
 			}
-			for _, tag := range []string{r.ETag, r.GzipETag} {
+			for _, tag := range []string{d.ETag, d.GzipETag} {
 				if len(tag) < 18 || tag[0] != '"' || tag[len(tag)-1] != '"' || strings.Contains(tag[1:len(tag)-1], `"`) {
 					t.Errorf("ETag %s: want a strong, quoted entity tag", tag)
 				}
 			}
-			if r.ETag == r.GzipETag {
-				t.Errorf("ETag and GzipETag: both %s, want them distinct", r.ETag)
+			if d.ETag == d.GzipETag {
+				t.Errorf("ETag and GzipETag: both %s, want them distinct", d.ETag)
 			}
-			checks := []struct {
+			for _, c := range []struct {
 				name string
 				got  []string
 				want string
 			}{
-				{"ETag", r.Values.ETag, r.ETag},
-				{"GzipETag", r.Values.GzipETag, r.GzipETag},
-				{"ContentLength", r.Values.ContentLength, strconv.Itoa(len(r.Body()))},
-				{"GzipContentLength", r.Values.GzipContentLength, strconv.Itoa(len(r.Gzip()))},
-				{"CacheControl", r.Values.CacheControl, r.CacheControl},
-			}
-			for _, c := range checks {
+				{"ETag", d.Values.ETag, d.ETag},
+				{"GzipETag", d.Values.GzipETag, d.GzipETag},
+				{"ContentLength", d.Values.ContentLength, strconv.Itoa(len(d.Body()))},
+				{"GzipContentLength", d.Values.GzipContentLength, strconv.Itoa(len(d.Gzip()))},
+				{"CacheControl", d.Values.CacheControl, d.CacheControl},
+			} {
 				if len(c.got) != 1 || cap(c.got) != 1 || c.got[0] != c.want {
 					t.Errorf("Values.%s: got %q (cap %d), want [%q] (cap 1)", c.name, c.got, cap(c.got), c.want)
 				}
@@ -384,6 +386,21 @@ func TestRepresentations(t *testing.T) {
 	}
 	if got, want := twin.Current(), second; got.ETag != want.ETag || got.GzipETag != want.GzipETag {
 		t.Errorf("ETags of an identical snapshot: got %s/%s, want %s/%s", got.ETag, got.GzipETag, want.ETag, want.GzipETag)
+	}
+	if len(second.Apps) != 2 || photo.ETag == other.ETag || photo.ETag == second.ETag {
+		t.Errorf("%d apps, ETags %s, %s, full answer %s: want two apps, each ETag distinct", len(second.Apps), photo.ETag, other.ETag, second.ETag)
+	}
+	for _, tt := range []struct {
+		a             *snapshot.App
+		fetched       bool
+		cache, bodyIs string
+	}{
+		{photo, true, "public, max-age=60, stale-while-revalidate=30, stale-if-error=86400", `{"success":true,"app":{"name":"PhotoCraft","repo":"storytold/photocraft","latest_release":{"tag":"v1","version":"1","name":"v1","published_at":null,"html_url":"","prerelease":false,"notes_markdown":"","assets":[]},"rollout":null,"minimum_version":null,"app_last_fetched":"2026-10-10T12:00:00Z"}}`},
+		{other, false, "no-store", `{"success":true,"app":{"name":"ArtCraft Launcher","repo":"storytold/craft-launcher","latest_release":null,"rollout":null,"minimum_version":null,"app_last_fetched":null}}`},
+	} {
+		if string(tt.a.Body()) != tt.bodyIs || tt.a.Fetched != tt.fetched || tt.a.CacheControl != tt.cache {
+			t.Errorf("app: %s, fetched %v, %q; want %s, %v, %q", tt.a.Body(), tt.a.Fetched, tt.a.CacheControl, tt.bodyIs, tt.fetched, tt.cache)
+		}
 	}
 }
 
