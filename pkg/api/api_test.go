@@ -1,7 +1,10 @@
 package api
 
 import (
+	"errors"
+	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"reflect"
@@ -9,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/labstack/echo/v4"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
@@ -18,6 +22,10 @@ import (
 	"github.com/storytold/craft-releases/pkg/snapshot"
 )
 
+// TestRoutes: what the router answers per path and method, and under which
+// route it observes the request, with the status sent; every answer is
+// nosniff, every error no-store. The health paths answer as pkg/daemon's
+// handler does (TestHealthAnswersAsTheRouter).
 func TestRoutes(t *testing.T) {
 	t.Parallel()
 	metrics := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
@@ -28,52 +36,90 @@ func TestRoutes(t *testing.T) {
 		w.WriteHeader(http.StatusAccepted)
 		_, _ = w.Write(body)
 	})
-	api := func(open bool, opts Options) http.Handler {
-		g := new(daemon.Gate)
-		if open {
-			g.Open()
-		}
-		return New(fixed{rendering(t, true)}, g, zap.NewNop(), opts)
+	cur := rendering(t, true)
+	const (
+		ri, app, dl, unmatched = routes.ReleaseInfoPath, routes.ReleaseInfoAppPath, routes.DownloadPath, daemon.UnmatchedRoute
+	)
+	options := func(vary string) map[string]string {
+		return map[string]string{"Allow": "GET, HEAD, OPTIONS", "Vary": vary}
 	}
 	tests := []struct {
-		name       string
-		server     func(open bool, opts Options) http.Handler
-		open       bool
-		opts       Options
-		method     string
-		path       string
-		wantStatus int
-		wantBody   string // "" to skip
+		name         string
+		opts         Options
+		panics       bool // the Renderer panics
+		method, path string
+		header       http.Header
+		wantStatus   int
+		wantBody     string // "" to skip
+		wantRoute    string // as observed; "" for none
+		wantHeader   map[string]string
 	}{
-		{name: "api healthz closed", server: api, method: "GET", path: "/healthz", wantStatus: 200, wantBody: "ok\n"},
-		{name: "api healthz HEAD", server: api, method: "HEAD", path: "/healthz", wantStatus: 200},
-		{name: "api readyz closed", server: api, method: "GET", path: "/readyz", wantStatus: 503, wantBody: "not ready\n"},
-		{name: "api readyz open", server: api, open: true, method: "GET", path: "/readyz", wantStatus: 200, wantBody: "ready\n"},
-		{name: "api release_info while not ready", server: api, method: "GET", path: routes.ReleaseInfoPath, wantStatus: 200},
-		{name: "api unknown path", server: api, method: "GET", path: "/v1/craft_apps", wantStatus: 404},
-		{name: "api trailing slash", server: api, method: "GET", path: routes.ReleaseInfoPath + "/", wantStatus: 404},
-		{name: "api POST release_info", server: api, method: "POST", path: routes.ReleaseInfoPath, wantStatus: 405},
-		{name: "api POST an app", server: api, method: "POST", path: routes.ReleaseInfoPath + "/photocraft", wantStatus: 405},
-		{name: "api PUT a download", server: api, method: "PUT", path: "/v1/craft_apps/download/photocraft", wantStatus: 405},
-		{name: "api POST the page", server: api, method: "POST", path: "/", wantStatus: 405},
-		{name: "api DELETE healthz", server: api, method: "DELETE", path: "/healthz", wantStatus: 405},
-		{name: "api metrics absent", server: api, method: "GET", path: "/metrics", wantStatus: 404},
-		{name: "api metrics", server: api, opts: Options{Metrics: metrics}, method: "GET", path: "/metrics", wantStatus: 200, wantBody: "metric 1\n"},
-		{name: "api webhook absent", server: api, method: "POST", path: routes.WebhookPath, wantStatus: 404},
-		{name: "api webhook", server: api, opts: Options{Webhook: hook}, method: "POST", path: routes.WebhookPath, wantStatus: 202, wantBody: "{}"},
-		{name: "api webhook GET", server: api, opts: Options{Webhook: hook}, method: "GET", path: routes.WebhookPath, wantStatus: 405},
-		{name: "api webhook OPTIONS", server: api, opts: Options{Webhook: hook}, method: "OPTIONS", path: routes.WebhookPath, wantStatus: 204},
+		{name: "release_info while not ready", method: "GET", path: ri, wantStatus: 200, wantRoute: ri},
+		{name: "release_info HEAD", method: "HEAD", path: ri, wantStatus: 200, wantRoute: ri},
+		{name: "release_info not modified", method: "GET", path: ri, header: http.Header{"If-None-Match": {cur.ETag}}, wantStatus: 304, wantRoute: ri},
+		{name: "POST release_info", method: "POST", path: ri, wantStatus: 405, wantRoute: ri},
+		{name: "POST an app", method: "POST", path: ri + "/photocraft", wantStatus: 405, wantRoute: app},
+		{name: "PUT a download", method: "PUT", path: "/v1/craft_apps/download/photocraft", wantStatus: 405, wantRoute: dl},
+		{name: "POST the page", method: "POST", path: "/", wantStatus: 405, wantRoute: "/"},
+		{name: "PUT the document", method: "PUT", path: routes.OpenAPIPath, wantStatus: 405, wantRoute: routes.OpenAPIPath},
+		{name: "DELETE healthz", method: "DELETE", path: "/healthz", wantStatus: 405, wantRoute: "/healthz"},
+		{name: "readyz while not ready", method: "GET", path: "/readyz", wantStatus: 503, wantRoute: "/readyz"},
+		{name: "metrics absent", method: "GET", path: "/metrics", wantStatus: 404, wantRoute: unmatched},
+		{name: "metrics", opts: Options{Metrics: metrics}, method: "GET", path: "/metrics", wantStatus: 200, wantBody: "metric 1\n", wantRoute: "/metrics"},
+		{name: "unknown path", method: "GET", path: "/wp-login.php", wantStatus: 404, wantRoute: unmatched},
+		{name: "unknown path HEAD", method: "HEAD", path: "/nope", wantStatus: 404, wantRoute: unmatched},
+		{name: "unknown path POST", method: "POST", path: "/v1/craft_apps", wantStatus: 404, wantRoute: unmatched},
+		{name: "trailing slash", method: "GET", path: ri + "/", wantStatus: 404, wantRoute: unmatched},
+		{name: "one app", method: "GET", path: ri + "/photocraft", wantStatus: 200, wantRoute: app},
+		{name: "an unknown app", method: "GET", path: ri + "/x", wantStatus: 404, wantRoute: app},
+		{name: "below an app: the rest is the key", method: "GET", path: ri + "/photocraft/x", wantStatus: 404, wantRoute: app},
+		{name: "a download", method: "GET", path: "/v1/craft_apps/download/photocraft?os=linux&arch=x64", wantStatus: 404, wantRoute: dl},
+		{name: "the page", method: "GET", path: "/", wantStatus: 200, wantRoute: "/"},
+		{name: "webhook absent", method: "POST", path: routes.WebhookPath, wantStatus: 404, wantRoute: unmatched},
+		{name: "webhook", opts: Options{Webhook: hook}, method: "POST", path: routes.WebhookPath, wantStatus: 202, wantBody: "{}", wantRoute: routes.WebhookPath},
+		{name: "webhook GET", opts: Options{Webhook: hook}, method: "GET", path: routes.WebhookPath, wantStatus: 405, wantRoute: routes.WebhookPath},
+		{name: "webhook OPTIONS, the router's own", opts: Options{Webhook: hook}, method: "OPTIONS", path: routes.WebhookPath, wantStatus: 204},
+		// OPTIONS is answered by the route itself, with the Vary of its other answers.
+		{name: "OPTIONS release_info", method: "OPTIONS", path: ri, wantStatus: 204, wantRoute: ri, wantHeader: options("Accept-Encoding")},
+		{name: "OPTIONS an app", method: "OPTIONS", path: ri + "/photocraft", wantStatus: 204, wantRoute: app, wantHeader: options("Accept-Encoding")},
+		{name: "OPTIONS a download", method: "OPTIONS", path: "/v1/craft_apps/download/photocraft", wantStatus: 204, wantRoute: dl, wantHeader: options("User-Agent")},
+		{name: "OPTIONS the page", method: "OPTIONS", path: "/", wantStatus: 204, wantRoute: "/", wantHeader: options("Accept-Encoding")},
+		{name: "OPTIONS healthz", method: "OPTIONS", path: "/healthz", wantStatus: 204, wantRoute: "/healthz", wantHeader: options("")},
+		{name: "OPTIONS readyz", method: "OPTIONS", path: "/readyz", wantStatus: 204, wantRoute: "/readyz", wantHeader: options("")},
+		{name: "a handler's error", method: "GET", path: "/fail/error", wantStatus: 500, wantRoute: "/fail/error"},
+		{name: "a handler's HTTP error", method: "GET", path: "/fail/teapot", wantStatus: 418, wantRoute: "/fail/teapot"},
+		{name: "a handler's panic", panics: true, method: "GET", path: ri, wantStatus: 500, wantRoute: ri},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			rec := httptest.NewRecorder()
+			obs := &recorder{}
+			opts := tt.opts
+			opts.Observer = obs
+			var r Renderer = fixed{cur}
+			if tt.panics {
+				r = panicking{}
+			}
+			s := New(r, new(daemon.Gate), zap.NewNop(), opts)
+			// Routes that fail the ways a handler can, to see what is recorded.
+			s.echo.GET("/fail/error", s.observe("/fail/error")(func(echo.Context) error { return errors.New("broken") }))
+			s.echo.GET("/fail/teapot", s.observe("/fail/teapot")(func(echo.Context) error { return echo.NewHTTPError(http.StatusTeapot) }))
 			var body io.Reader
 			if tt.method == "POST" {
 				body = strings.NewReader("{}")
 			}
-			tt.server(tt.open, tt.opts).ServeHTTP(rec, httptest.NewRequest(tt.method, tt.path, body))
+			req := httptest.NewRequest(tt.method, tt.path, body)
+			maps.Copy(req.Header, tt.header)
+			rec := httptest.NewRecorder()
+			s.ServeHTTP(rec, req)
 			if rec.Code != tt.wantStatus {
 				t.Errorf("status: got %d, want %d", rec.Code, tt.wantStatus)
+			}
+			var want []string
+			if tt.wantRoute != "" {
+				want = []string{fmt.Sprintf("%s %d", tt.wantRoute, rec.Code)}
+			}
+			if got := obs.take(); !slices.Equal(got, want) {
+				t.Errorf("observed %q, want %q", got, want)
 			}
 			if tt.wantBody != "" && rec.Body.String() != tt.wantBody {
 				t.Errorf("body: got %q, want %q", rec.Body.String(), tt.wantBody)
@@ -81,9 +127,20 @@ func TestRoutes(t *testing.T) {
 			if tt.method == "HEAD" && rec.Body.Len() != 0 {
 				t.Errorf("HEAD body: got %q, want none", rec.Body.String())
 			}
+			if got := rec.Header().Get("X-Content-Type-Options"); got != "nosniff" {
+				t.Errorf("X-Content-Type-Options: got %q, want nosniff", got)
+			}
+			if got := rec.Header().Get("Cache-Control"); tt.wantStatus >= 400 && got != "no-store" {
+				t.Errorf("Cache-Control: got %q, want no-store", got)
+			}
 			// docs/wire.md: Vary on every answer of the endpoint, errors included.
-			if got := rec.Header().Get("Vary"); strings.HasPrefix(tt.path, routes.ReleaseInfoPath) && tt.wantStatus != 404 && got != "Accept-Encoding" {
+			if got := rec.Header().Get("Vary"); strings.HasPrefix(tt.path, ri) && tt.wantStatus != 404 && got != "Accept-Encoding" {
 				t.Errorf("Vary: got %q, want Accept-Encoding", got)
+			}
+			for k, want := range tt.wantHeader {
+				if got := rec.Header().Get(k); got != want {
+					t.Errorf("%s: got %q, want %q", k, got, want)
+				}
 			}
 		})
 	}
@@ -102,8 +159,8 @@ func TestRecover(t *testing.T) {
 
 	s.ServeHTTP(rec, httptest.NewRequest("GET", routes.ReleaseInfoPath, nil))
 
-	if rec.Code != http.StatusInternalServerError {
-		t.Errorf("status: got %d, want 500", rec.Code)
+	if rec.Code != http.StatusInternalServerError || rec.Header().Get("Cache-Control") != "no-store" {
+		t.Errorf("status %d, Cache-Control %q; want 500, no-store", rec.Code, rec.Header().Get("Cache-Control"))
 	}
 	panics := logs.FilterMessage("panic").AllUntimed()
 	if len(panics) != 1 {

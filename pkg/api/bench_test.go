@@ -71,39 +71,54 @@ func defaultApps(tb testing.TB) *snapshot.Rendering {
 // x86_64 installed from its deb, whose release is 0.0.0.
 const tauriBench = "/v1/craft_apps/updates/photocraft/tauri/linux/x86_64/deb"
 
-// BenchmarkReleaseInfo serves a 13-app rendering through the whole echo
-// router, with the request metrics of production: the full answer, one
-// app's, a download redirect (explicit, and inferred from a User-Agent) and
-// the page, in one run. echo_baseline is a handler that only answers 204 on
-// the same router, without middleware: what echo itself costs.
-func BenchmarkReleaseInfo(b *testing.B) {
-	cur := defaultApps(b)
+// benchAgent is Chrome on Windows 11, the commonest agent of a download.
+const benchAgent = "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36"
+
+// hotPath is a request of the paths every launcher takes, and its status.
+type hotPath struct {
+	name, method, path string
+	header             http.Header
+	status             int
+}
+
+// hotPaths serves a 13-app rendering through the whole echo router, with the
+// request metrics of production, and returns the request paths of the full
+// answer, an app's answer, a download redirect (explicit, and inferred from a
+// User-Agent), the page and the Tauri feed. Its route /bench/noop only
+// answers 204, without middleware: what echo itself costs.
+func hotPaths(tb testing.TB) (*Server, []hotPath) {
+	cur := defaultApps(tb)
 	s := New(fixed{cur}, new(daemon.Gate), zap.NewNop(), Options{Observer: metrics.NewRequests(), Feeds: metrics.NewFeeds()})
 	s.echo.GET("/bench/noop", func(c echo.Context) error { return c.NoContent(http.StatusNoContent) })
-
-	cases := []struct {
-		name, method, path string
-		header             http.Header
-	}{
-		{"echo_baseline", "GET", "/bench/noop", nil},
-		{"plain", "GET", routes.ReleaseInfoPath, nil},
-		{"gzip", "GET", routes.ReleaseInfoPath, http.Header{"Accept-Encoding": {"gzip, deflate, br"}}},
-		{"head", "HEAD", routes.ReleaseInfoPath, http.Header{"Accept-Encoding": {"gzip, deflate, br"}}},
-		{"not_modified", "GET", routes.ReleaseInfoPath, http.Header{"If-None-Match": {cur.ETag}}},
+	gzip := http.Header{"Accept-Encoding": {"gzip, deflate, br"}}
+	tauriETag := cur.Apps["photocraft"].Tauri.Offer(tauri.Request{Target: "linux", Arch: "x86_64", BundleType: "deb"}).ETag
+	return s, []hotPath{
+		{"plain", "GET", routes.ReleaseInfoPath, nil, 200},
+		{"gzip", "GET", routes.ReleaseInfoPath, gzip, 200},
+		{"head", "HEAD", routes.ReleaseInfoPath, nil, 200},
+		{"not_modified", "GET", routes.ReleaseInfoPath, http.Header{"If-None-Match": {`W/"old", ` + cur.ETag}}, 304},
 		{"not_modified_gzip", "GET", routes.ReleaseInfoPath,
-			http.Header{"Accept-Encoding": {"br;q=1.0, gzip;q=0.8, *;q=0.1"}, "If-None-Match": {`W/"old", ` + cur.GzipETag}}},
-		{"app", "GET", routes.ReleaseInfoPath + "/photocraft", nil},
-		{"app_gzip", "GET", routes.ReleaseInfoPath + "/photocraft", http.Header{"Accept-Encoding": {"gzip, deflate, br"}}},
-		{"app_not_modified", "GET", routes.ReleaseInfoPath + "/photocraft", http.Header{"If-None-Match": {cur.Apps["photocraft"].ETag}}},
-		{"download_explicit", "GET", "/v1/craft_apps/download/photocraft?os=linux&arch=x64&package=deb", nil},
-		{"download_inferred", "GET", "/v1/craft_apps/download/photocraft", http.Header{"User-Agent": {benchAgent}}},
-		{"page_gzip", "GET", "/", http.Header{"Accept-Encoding": {"gzip, deflate, br"}}},
-		{"tauri_update", "GET", tauriBench + "?current_version=0.0.1", nil},
-		{"tauri_update_gzip", "GET", tauriBench + "?current_version=0.0.1", http.Header{"Accept-Encoding": {"gzip, deflate, br"}}},
-		{"tauri_no_update", "GET", tauriBench + "?current_version=0.0.0", nil},
-		{"tauri_manifest", "GET", "/v1/craft_apps/updates/photocraft/tauri/latest.json", nil},
+			http.Header{"Accept-Encoding": {"br;q=1.0, gzip;q=0.8, *;q=0.1"}, "If-None-Match": {`W/"old", ` + cur.GzipETag}}, 304},
+		{"app", "GET", routes.ReleaseInfoPath + "/photocraft", nil, 200},
+		{"app_gzip", "GET", routes.ReleaseInfoPath + "/photocraft", gzip, 200},
+		{"app_head", "HEAD", routes.ReleaseInfoPath + "/photocraft", nil, 200},
+		{"app_not_modified", "GET", routes.ReleaseInfoPath + "/photocraft", http.Header{"If-None-Match": {cur.Apps["photocraft"].ETag}}, 304},
+		{"download_explicit", "GET", "/v1/craft_apps/download/photocraft?os=linux&arch=x64&package=deb", nil, 302},
+		{"download_inferred", "GET", "/v1/craft_apps/download/photocraft", http.Header{"User-Agent": {benchAgent}}, 302},
+		{"page_gzip", "GET", "/", gzip, 200},
+		{"tauri_update", "GET", tauriBench + "?current_version=0.0.0-rc.1", nil, 200},
+		{"tauri_update_gzip", "GET", tauriBench, gzip, 200},
+		{"tauri_no_update", "GET", tauriBench + "?current_version=0.0.0", nil, 204},
+		{"tauri_not_modified", "GET", tauriBench, http.Header{"If-None-Match": {tauriETag}}, 304},
+		{"tauri_manifest", "GET", "/v1/craft_apps/updates/photocraft/tauri/latest.json", nil, 200},
 	}
-	for _, bc := range cases {
+}
+
+// BenchmarkReleaseInfo serves each of hotPaths, and echo_baseline, echo's
+// own cost, in one run.
+func BenchmarkReleaseInfo(b *testing.B) {
+	s, paths := hotPaths(b)
+	for _, bc := range append([]hotPath{{"echo_baseline", "GET", "/bench/noop", nil, 204}}, paths...) {
 		b.Run(bc.name, func(b *testing.B) {
 			req := httptest.NewRequest(bc.method, bc.path, nil)
 			req.Header = bc.header
@@ -119,19 +134,13 @@ func BenchmarkReleaseInfo(b *testing.B) {
 	}
 }
 
-// benchAgent is Chrome on Windows 11, the commonest agent of a download.
-const benchAgent = "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36"
-
-// TestReleaseInfoAllocs holds the request paths of the full answer, an app's
-// answer, a download redirect and the page, request metrics included, to no
-// allocation of their own: each must cost what echo's trivial handler costs.
+// TestReleaseInfoAllocs holds each of hotPaths, request metrics included, to
+// no allocation of its own: each must cost what echo's trivial handler costs.
 func TestReleaseInfoAllocs(t *testing.T) {
 	if testkit.RaceEnabled {
 		t.Skip("the race detector changes allocation counts: task test-allocs runs this without it")
 	}
-	cur := defaultApps(t)
-	s := New(fixed{cur}, new(daemon.Gate), zap.NewNop(), Options{Observer: metrics.NewRequests(), Feeds: metrics.NewFeeds()})
-	s.echo.GET("/bench/noop", func(c echo.Context) error { return c.NoContent(http.StatusNoContent) })
+	s, paths := hotPaths(t)
 	allocs := func(method, path string, header http.Header) float64 {
 		req := httptest.NewRequest(method, path, nil)
 		req.Header = header
@@ -142,31 +151,7 @@ func TestReleaseInfoAllocs(t *testing.T) {
 		})
 	}
 	baseline := allocs("GET", "/bench/noop", nil)
-	tests := []struct {
-		name   string
-		method string
-		path   string
-		header http.Header
-		status int
-	}{
-		{"plain", "GET", routes.ReleaseInfoPath, nil, 200},
-		{"gzip", "GET", routes.ReleaseInfoPath, http.Header{"Accept-Encoding": {"gzip, deflate, br"}}, 200},
-		{"head", "HEAD", routes.ReleaseInfoPath, nil, 200},
-		{"not modified", "GET", routes.ReleaseInfoPath, http.Header{"If-None-Match": {`W/"old", ` + cur.ETag}}, 304},
-		{"app", "GET", routes.ReleaseInfoPath + "/photocraft", nil, 200},
-		{"app gzip", "GET", routes.ReleaseInfoPath + "/photocraft", http.Header{"Accept-Encoding": {"gzip, deflate, br"}}, 200},
-		{"app HEAD", "HEAD", routes.ReleaseInfoPath + "/photocraft", nil, 200},
-		{"app not modified", "GET", routes.ReleaseInfoPath + "/photocraft", http.Header{"If-None-Match": {cur.Apps["photocraft"].ETag}}, 304},
-		{"download explicit", "GET", "/v1/craft_apps/download/photocraft?os=linux&arch=x64&package=deb", nil, 302},
-		{"download inferred", "GET", "/v1/craft_apps/download/photocraft", http.Header{"User-Agent": {benchAgent}}, 302},
-		{"page", "GET", "/", http.Header{"Accept-Encoding": {"gzip"}}, 200},
-		{"tauri update", "GET", tauriBench + "?current_version=0.0.0-rc.1", nil, 200},
-		{"tauri update gzip", "GET", tauriBench, http.Header{"Accept-Encoding": {"gzip"}}, 200},
-		{"tauri no update", "GET", tauriBench + "?current_version=0.0.0", nil, 204},
-		{"tauri not modified", "GET", tauriBench, http.Header{"If-None-Match": {cur.Apps["photocraft"].Tauri.Offer(tauri.Request{Target: "linux", Arch: "x86_64", BundleType: "deb"}).ETag}}, 304},
-		{"tauri manifest", "GET", "/v1/craft_apps/updates/photocraft/tauri/latest.json", nil, 200},
-	}
-	for _, tt := range tests {
+	for _, tt := range paths {
 		t.Run(tt.name, func(t *testing.T) {
 			req := httptest.NewRequest(tt.method, tt.path, nil)
 			req.Header = tt.header

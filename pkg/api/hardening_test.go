@@ -20,76 +20,7 @@ import (
 	"github.com/storytold/craft-releases/test/testkit"
 )
 
-// TestNosniffOnEveryAnswer: every answer of both servers, errors included,
-// carries X-Content-Type-Options: nosniff.
-func TestNosniffOnEveryAnswer(t *testing.T) {
-	t.Parallel()
-	metrics := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "m 1\n") })
-	servers := map[string]http.Handler{
-		"api":    New(fixed{rendering(t, true)}, new(daemon.Gate), zap.NewNop(), Options{}),
-		"health": daemon.NewHealth(new(daemon.Gate), metrics, zap.NewNop(), nil),
-	}
-	requests := []struct{ method, path string }{
-		{"GET", routes.ReleaseInfoPath}, {"HEAD", routes.ReleaseInfoPath}, {"OPTIONS", routes.ReleaseInfoPath}, {"POST", routes.ReleaseInfoPath},
-		{"GET", daemon.HealthzPath}, {"GET", daemon.ReadyzPath}, {"GET", daemon.MetricsPath}, {"GET", "/nope"}, {"DELETE", daemon.HealthzPath},
-	}
-	for name, srv := range servers {
-		for _, r := range requests {
-			t.Run(name+" "+r.method+" "+r.path, func(t *testing.T) {
-				w := httptest.NewRecorder()
-				srv.ServeHTTP(w, httptest.NewRequest(r.method, r.path, nil))
-				if got := w.Header().Get("X-Content-Type-Options"); got != "nosniff" {
-					t.Errorf("status %d, X-Content-Type-Options %q, want nosniff", w.Code, got)
-				}
-			})
-		}
-	}
-	t.Run("304", func(t *testing.T) {
-		cur := rendering(t, true)
-		req := httptest.NewRequest("GET", routes.ReleaseInfoPath, nil)
-		req.Header.Set("If-None-Match", cur.ETag)
-		w := httptest.NewRecorder()
-		servers["api"].ServeHTTP(w, req)
-		if w.Code != http.StatusNotModified || w.Header().Get("X-Content-Type-Options") != "nosniff" {
-			t.Errorf("status %d, headers %v; want 304 with nosniff", w.Code, w.Header())
-		}
-	})
-}
-
-// TestOptionsRoute: OPTIONS is answered by the route itself: 204 with Allow,
-// the Vary of the route's other answers, and counted under the route
-// (finding 7).
-func TestOptionsRoute(t *testing.T) {
-	t.Parallel()
-	obs := &recorder{}
-	srv := New(fixed{rendering(t, true)}, new(daemon.Gate), zap.NewNop(), Options{Observer: obs})
-	tests := []struct{ target, route, vary string }{
-		{routes.ReleaseInfoPath, routes.ReleaseInfoPath, "Accept-Encoding"},
-		{routes.ReleaseInfoPath + "/photocraft", routes.ReleaseInfoAppPath, "Accept-Encoding"},
-		{"/v1/craft_apps/download/photocraft", routes.DownloadPath, "User-Agent"},
-		{routes.PagePath, routes.PagePath, "Accept-Encoding"},
-		{daemon.HealthzPath, daemon.HealthzPath, ""},
-		{daemon.ReadyzPath, daemon.ReadyzPath, ""},
-	}
-	var want []string
-	for _, tt := range tests {
-		w := httptest.NewRecorder()
-		srv.ServeHTTP(w, httptest.NewRequest(http.MethodOptions, tt.target, nil))
-		if w.Code != http.StatusNoContent || w.Header().Get("Allow") != "GET, HEAD, OPTIONS" {
-			t.Errorf("OPTIONS %s: status %d, Allow %q; want 204, GET, HEAD, OPTIONS", tt.target, w.Code, w.Header().Get("Allow"))
-		}
-		if got := w.Header().Get("Vary"); got != tt.vary {
-			t.Errorf("OPTIONS %s: Vary %q, want %q", tt.target, got, tt.vary)
-		}
-		want = append(want, tt.route+" 204")
-	}
-	if got := obs.take(); !slices.Equal(got, want) {
-		t.Errorf("observed %v, want %v", got, want)
-	}
-}
-
-// serveOnLoopback runs s on a loopback listener until the test ends and returns its
-// address.
+// serveOnLoopback serves s on a loopback listener until the test ends.
 func serveOnLoopback(t *testing.T, s *Server) string {
 	t.Helper()
 	ln := testkit.Listen(t)
@@ -117,7 +48,6 @@ func roundTrip(t *testing.T, addr, raw string) (int, string, bool) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	// A guard against a hang, not a timed assertion.
 	_ = c.SetDeadline(time.Now().Add(30 * time.Second))
 	if _, err := io.WriteString(c, raw); err != nil {
 		t.Fatal(err)
@@ -129,7 +59,6 @@ func roundTrip(t *testing.T, addr, raw string) (int, string, bool) {
 	}
 	_, _ = io.Copy(io.Discard, res.Body)
 	res.Body.Close()
-	// A second request: answered on a connection kept open.
 	_, err = fmt.Fprintf(c, "GET %s HTTP/1.1\r\nHost: x\r\n\r\n", daemon.HealthzPath)
 	var code int
 	if err == nil {
@@ -143,7 +72,7 @@ func roundTrip(t *testing.T, addr, raw string) (int, string, bool) {
 }
 
 // TestBodyOnGetRefused: a GET or HEAD with a body is answered 400 and the
-// connection closed, on any path (finding 7, RFC 9112 §6.1).
+// connection closed, on any path (RFC 9112 §6.1).
 func TestBodyOnGetRefused(t *testing.T) {
 	t.Parallel()
 	obs := &recorder{}
@@ -208,37 +137,5 @@ func TestOnlyTheWebhookTakesABody(t *testing.T) {
 				t.Errorf("status %d, Connection: close %v; want %d, %v", w.Code, got, tt.wantStatus, tt.wantClose)
 			}
 		})
-	}
-}
-
-// TestErrorsNoStore: every error answer is no-store, the router's own 404
-// and 405 and a panic's 500 included, so that no cache keeps the 404 of a
-// route a rollout is adding.
-func TestErrorsNoStore(t *testing.T) {
-	t.Parallel()
-	s := New(fixed{rendering(t, true)}, new(daemon.Gate), zap.NewNop(), Options{})
-	tests := []struct {
-		name, method, target string
-		want                 int
-	}{
-		{"unknown path", http.MethodGet, "/v1/craft_apps/release_infos", http.StatusNotFound},
-		{"unknown path HEAD", http.MethodHead, "/nope", http.StatusNotFound},
-		{"wrong method", http.MethodPost, routes.ReleaseInfoPath, http.StatusMethodNotAllowed},
-		{"wrong method on the page", http.MethodDelete, routes.PagePath, http.StatusMethodNotAllowed},
-		{"wrong method on the document", http.MethodPut, routes.OpenAPIPath, http.StatusMethodNotAllowed},
-		{"unknown app", http.MethodGet, routes.ReleaseInfoPath + "/nope", http.StatusNotFound},
-		{"bad download value", http.MethodGet, routes.DownloadPath[:len(routes.DownloadPath)-len(":app")] + "photocraft?os=beos", http.StatusBadRequest},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			rec := serve(t, s, tt.method, tt.target, nil)
-			if rec.Code != tt.want || rec.Header().Get("Cache-Control") != "no-store" {
-				t.Errorf("%s %s: %d, Cache-Control %q; want %d, no-store", tt.method, tt.target, rec.Code, rec.Header().Get("Cache-Control"), tt.want)
-			}
-		})
-	}
-	rec := serve(t, New(panicking{}, new(daemon.Gate), zap.NewNop(), Options{}), http.MethodGet, routes.ReleaseInfoPath, nil)
-	if rec.Code != http.StatusInternalServerError || rec.Header().Get("Cache-Control") != "no-store" {
-		t.Errorf("panic: %d, Cache-Control %q; want 500, no-store", rec.Code, rec.Header().Get("Cache-Control"))
 	}
 }

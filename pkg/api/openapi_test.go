@@ -228,9 +228,6 @@ func TestOpenAPIServed(t *testing.T) {
 	if got, want := rec.Header().Get("Cache-Control"), "public, max-age=300, stale-while-revalidate=30, stale-if-error=86400"; got != want {
 		t.Errorf("GET %s: Cache-Control %q, want %q", routes.OpenAPIPath, got, want)
 	}
-	if rec := serve(t, s, http.MethodGet, routes.OpenAPIPath, http.Header{"If-None-Match": {etag}}); rec.Code != http.StatusNotModified || rec.Body.Len() != 0 {
-		t.Errorf("GET %s with If-None-Match of its ETag: %d, %d bytes; want 304 and no body", routes.OpenAPIPath, rec.Code, rec.Body.Len())
-	}
 	gz := serve(t, s, http.MethodGet, routes.OpenAPIPath, http.Header{"Accept-Encoding": {"gzip"}})
 	if gz.Header().Get("Content-Encoding") != "gzip" || gz.Header().Get("ETag") == etag || gz.Body.Len() >= len(openAPIDoc)/2 {
 		t.Fatalf("GET %s accepting gzip: Content-Encoding %q, ETag %q (plain %q), %d bytes of %d; want gzip, its own ETag, under half the size",

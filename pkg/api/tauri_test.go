@@ -94,8 +94,9 @@ func mustJSON(t *testing.T, v any) []byte {
 	return b
 }
 
-// TestTauriAnswers: the 204 against current_version, the channel, the
-// cache headers, the static form, and what the observer is told.
+// TestTauriAnswers: the 204 against current_version (compared as
+// tauri.TestNewer pins), the channel, the cache headers, the static form,
+// and what the observer is told.
 func TestTauriAnswers(t *testing.T) {
 	t.Parallel()
 	obs := &feedCounts{}
@@ -109,14 +110,8 @@ func TestTauriAnswers(t *testing.T) {
 		cacheControl string
 	}{
 		{"no current_version", nsis, 200, "1.0.0", snapshot.CacheControlFetched},
-		{"older", nsis + "?current_version=0.9.9", 200, "1.0.0", snapshot.CacheControlFetched},
-		{"a pre-release of the release", nsis + "?current_version=1.0.0-rc.1", 200, "1.0.0", snapshot.CacheControlFetched},
 		{"the same", nsis + "?current_version=1.0.0", 204, "", snapshot.CacheControlFetched},
-		{"the same, with v", nsis + "?current_version=v1.0.0", 204, "", snapshot.CacheControlFetched},
-		{"build metadata", nsis + "?current_version=1.0.0%2Bb7", 204, "", snapshot.CacheControlFetched},
 		{"build metadata with a raw +, a space", nsis + "?current_version=1.0.0+b7", 200, "1.0.0", snapshot.CacheControlFetched},
-		{"newer", nsis + "?current_version=2.0.0", 204, "", snapshot.CacheControlFetched},
-		{"not a version", nsis + "?current_version=latest", 200, "1.0.0", snapshot.CacheControlFetched},
 		{"the pre-release", appImage + "?channel=prerelease&current_version=1.0.0", 200, "1.1.0-beta.1", "private, max-age=60"},
 		{"the stable channel", appImage + "?channel=stable&current_version=0.1.0", 200, "1.0.0", "private, max-age=60"},
 		{"no pre-release bundle", nsis + "?channel=prerelease", 404, "", "no-store"},

@@ -115,7 +115,8 @@ func checkRendering(t *testing.T, r *snapshot.Rendering, apps []release.App, ent
 
 // TestManyApps renders more apps than one chunk holds: every answer is what
 // a whole rendering would be, byte for byte, after the first load, after a
-// 304 poll of one app, a new release of another, and new notices.
+// 304 poll of one app, a new release of another, and new notices; an answer
+// of several chunks is joined once, every call returning the same slice.
 func TestManyApps(t *testing.T) {
 	t.Parallel()
 	apps, entries := fleet(70)
@@ -145,19 +146,10 @@ func TestManyApps(t *testing.T) {
 	m.Notices.Alerts = []release.Alert{{Title: "maintenance", Body: "tonight"}}
 	s.SetMeta(m)
 	checkRendering(t, s.Current(), apps, entries, m)
-	if !s.Current().Complete {
+	cur := s.Current()
+	if !cur.Complete {
 		t.Errorf("Complete: got false with every app fetched")
 	}
-}
-
-// TestAnswerJoinedOnce checks that an answer of several chunks is served as
-// one slice, joined once: every call returns the same bytes.
-func TestAnswerJoinedOnce(t *testing.T) {
-	t.Parallel()
-	apps, entries := fleet(100)
-	s := snapshot.New(apps, fakeclock.New(t0.Add(24*time.Hour)))
-	s.SetAll(entries, time.Now())
-	cur := s.Current()
 	for name, get := range map[string]func() []byte{"body": cur.Body, "gzip": cur.Gzip, "page": cur.Page.Body, "page gzip": cur.Page.Gzip} {
 		if a, b := get(), get(); len(a) == 0 || &a[0] != &b[0] || len(a) != len(b) {
 			t.Errorf("%s: two calls returned different slices, want the one joined once", name)

@@ -2,9 +2,7 @@ package snapshot_test
 
 import (
 	"bytes"
-	"compress/gzip"
 	"encoding/json"
-	"io"
 	"strconv"
 	"strings"
 	"testing"
@@ -14,14 +12,6 @@ import (
 	"github.com/storytold/craft-releases/pkg/snapshot"
 	"github.com/storytold/craft-releases/test/fakeclock"
 	"github.com/storytold/craft-releases/test/testkit"
-)
-
-// The snapshot is the sink of the poller and of the Redis hydrator.
-var (
-	_ interface{ Set(string, release.Entry) } = (*snapshot.Snapshot)(nil)
-	_ interface {
-		SetAll(map[string]release.Entry, time.Time) bool
-	} = (*snapshot.Snapshot)(nil)
 )
 
 var (
@@ -83,6 +73,8 @@ func TestWireExample(t *testing.T) {
 
 func TestSet(t *testing.T) {
 	t.Parallel()
+	v1 := release.Entry{FetchedAt: t0, ETag: `"e1"`, Release: rel("v1")}
+	later := t0.Add(time.Minute)
 	tests := []struct {
 		name       string
 		before     release.Entry // set first, when fetched or failed
@@ -92,81 +84,17 @@ func TestSet(t *testing.T) {
 		wantAt     time.Time // photocraft's app_last_fetched after the update
 		wantTag    string    // photocraft's latest_release tag after, "" for null
 	}{
-		{
-			name:       "first fetch renders",
-			app:        "photocraft",
-			update:     release.Entry{FetchedAt: t0, ETag: `"e1"`, Release: rel("v1")},
-			wantRender: true, wantAt: t0, wantTag: "v1",
-		},
-		{
-			name:       "newer fetch replaces",
-			before:     release.Entry{FetchedAt: t0, ETag: `"e1"`, Release: rel("v1")},
-			app:        "photocraft",
-			update:     release.Entry{FetchedAt: t0.Add(time.Minute), ETag: `"e2"`, Release: rel("v2")},
-			wantRender: true, wantAt: t0.Add(time.Minute), wantTag: "v2",
-		},
-		{
-			name:       "newer fetch of no release replaces",
-			before:     release.Entry{FetchedAt: t0, ETag: `"e1"`, Release: rel("v1")},
-			app:        "photocraft",
-			update:     release.Entry{FetchedAt: t0.Add(time.Minute)},
-			wantRender: true, wantAt: t0.Add(time.Minute), wantTag: "",
-		},
-		{
-			name:       "newer confirmation of the same release moves the time",
-			before:     release.Entry{FetchedAt: t0, ETag: `"e1"`, Release: rel("v1")},
-			app:        "photocraft",
-			update:     release.Entry{FetchedAt: t0.Add(time.Minute), ETag: `"e1"`, Release: rel("v1")},
-			wantRender: true, wantAt: t0.Add(time.Minute), wantTag: "v1",
-		},
-		{
-			name:       "older fetch ignored",
-			before:     release.Entry{FetchedAt: t0, ETag: `"e1"`, Release: rel("v1")},
-			app:        "photocraft",
-			update:     release.Entry{FetchedAt: t0.Add(-time.Minute), ETag: `"e0"`, Release: rel("v0")},
-			wantRender: false, wantAt: t0, wantTag: "v1",
-		},
-		{
-			name:       "equal fetch ignored",
-			before:     release.Entry{FetchedAt: t0, ETag: `"e1"`, Release: rel("v1")},
-			app:        "photocraft",
-			update:     release.Entry{FetchedAt: t0, ETag: `"e2"`, Release: rel("v2")},
-			wantRender: false, wantAt: t0, wantTag: "v1",
-		},
-		{
-			name:       "zero entry ignored",
-			before:     release.Entry{FetchedAt: t0, ETag: `"e1"`, Release: rel("v1")},
-			app:        "photocraft",
-			update:     release.Entry{},
-			wantRender: false, wantAt: t0, wantTag: "v1",
-		},
-		{
-			name:       "failure renders nothing",
-			before:     release.Entry{FetchedAt: t0, ETag: `"e1"`, Release: rel("v1")},
-			app:        "photocraft",
-			update:     release.Entry{FailedAt: t0.Add(time.Minute), Failures: 3},
-			wantRender: false, wantAt: t0, wantTag: "v1",
-		},
-		{
-			name:       "failure of a never fetched app renders nothing",
-			app:        "photocraft",
-			update:     release.Entry{FailedAt: t0, Failures: 1},
-			wantRender: false,
-		},
-		{
-			name:       "claim renders nothing",
-			before:     release.Entry{FetchedAt: t0, ETag: `"e1"`, Release: rel("v1")},
-			app:        "photocraft",
-			update:     release.Entry{ClaimedAt: t0.Add(time.Minute)},
-			wantRender: false, wantAt: t0, wantTag: "v1",
-		},
-		{
-			name:       "unknown app ignored",
-			before:     release.Entry{FetchedAt: t0, ETag: `"e1"`, Release: rel("v1")},
-			app:        "vectorcraft",
-			update:     release.Entry{FetchedAt: t0.Add(time.Minute), Release: rel("v9")},
-			wantRender: false, wantAt: t0, wantTag: "v1",
-		},
+		{"first fetch renders", release.Entry{}, "photocraft", v1, true, t0, "v1"},
+		{"newer fetch replaces", v1, "photocraft", release.Entry{FetchedAt: later, ETag: `"e2"`, Release: rel("v2")}, true, later, "v2"},
+		{"newer fetch of no release replaces", v1, "photocraft", release.Entry{FetchedAt: later}, true, later, ""},
+		{"newer confirmation of the same release moves the time", v1, "photocraft", release.Entry{FetchedAt: later, ETag: `"e1"`, Release: rel("v1")}, true, later, "v1"},
+		{"older fetch ignored", v1, "photocraft", release.Entry{FetchedAt: t0.Add(-time.Minute), ETag: `"e0"`, Release: rel("v0")}, false, t0, "v1"},
+		{"equal fetch ignored", v1, "photocraft", release.Entry{FetchedAt: t0, ETag: `"e2"`, Release: rel("v2")}, false, t0, "v1"},
+		{"zero entry ignored", v1, "photocraft", release.Entry{}, false, t0, "v1"},
+		{"failure renders nothing", v1, "photocraft", release.Entry{FailedAt: later, Failures: 3}, false, t0, "v1"},
+		{"failure of a never fetched app renders nothing", release.Entry{}, "photocraft", release.Entry{FailedAt: t0, Failures: 1}, false, time.Time{}, ""},
+		{"claim renders nothing", v1, "photocraft", release.Entry{ClaimedAt: later}, false, t0, "v1"},
+		{"unknown app ignored", v1, "vectorcraft", release.Entry{FetchedAt: later, Release: rel("v9")}, false, t0, "v1"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -194,11 +122,8 @@ func TestSet(t *testing.T) {
 			if p.AppLastFetched != nil {
 				gotAt = p.AppLastFetched.Time
 			}
-			if !gotAt.Equal(tt.wantAt) {
-				t.Errorf("app_last_fetched: got %v, want %v", gotAt, tt.wantAt)
-			}
-			if got := after.Apps["photocraft"].FetchedAt; !got.Equal(tt.wantAt) {
-				t.Errorf("FetchedAt: got %v, want %v", got, tt.wantAt)
+			if !gotAt.Equal(tt.wantAt) || !after.Apps["photocraft"].FetchedAt.Equal(tt.wantAt) {
+				t.Errorf("app_last_fetched %v, FetchedAt %v; want %v", gotAt, after.Apps["photocraft"].FetchedAt, tt.wantAt)
 			}
 			var gotTag string
 			if p.LatestRelease != nil {
@@ -211,21 +136,9 @@ func TestSet(t *testing.T) {
 	}
 }
 
-// TestSetKeepsFailureAndClaim checks that failures and claims are merged
-// (though not rendered), so that they never hide a later fetch nor let an
-// older one through.
-func TestSetKeepsFailureAndClaim(t *testing.T) {
-	t.Parallel()
-	s := snapshot.New([]release.App{photocraft}, fakeclock.New(t0.Add(24*time.Hour)))
-	s.Set("photocraft", release.Entry{FailedAt: t0.Add(time.Hour), Failures: 2, ClaimedAt: t0.Add(time.Hour)})
-	s.Set("photocraft", release.Entry{FetchedAt: t0, Release: rel("v1")})
-	if got := s.Current().Apps["photocraft"].FetchedAt; !got.Equal(t0) {
-		t.Errorf("FetchedAt after a fetch older than the failure: got %v, want %v", got, t0)
-	}
-}
-
 func TestSetAll(t *testing.T) {
 	t.Parallel()
+	at := func(m int) time.Time { return t0.Add(time.Duration(m) * time.Minute) }
 	tests := []struct {
 		name        string
 		entries     map[string]release.Entry
@@ -233,58 +146,19 @@ func TestSetAll(t *testing.T) {
 		wantMoved   bool
 		wantAt      map[string]time.Time
 	}{
-		{
-			name: "many fetches render once",
-			entries: map[string]release.Entry{
-				"photocraft":        {FetchedAt: t0.Add(time.Minute), Release: rel("v2")},
-				"artcraft-launcher": {FetchedAt: t0.Add(2 * time.Minute), Release: rel("v1")},
-				"filmcraft":         {FetchedAt: t0.Add(3 * time.Minute)},
-			},
-			wantRenders: 1,
-			wantMoved:   true,
-			wantAt: map[string]time.Time{
-				"photocraft": t0.Add(time.Minute), "artcraft-launcher": t0.Add(2 * time.Minute),
-				"filmcraft": t0.Add(3 * time.Minute),
-			},
-		},
-		{
-			name: "one change among no-ops renders once",
-			entries: map[string]release.Entry{
-				"photocraft":        {FetchedAt: t0.Add(-time.Minute), Release: rel("v0")},
-				"artcraft-launcher": {FetchedAt: t0},
-				"vectorcraft":       {FetchedAt: t0.Add(time.Hour)},
-			},
-			wantRenders: 1,
-			wantMoved:   true,
-			wantAt:      map[string]time.Time{"photocraft": t0, "artcraft-launcher": t0},
-		},
-		{
-			name: "a failure moves without a render",
-			entries: map[string]release.Entry{
-				"photocraft":  {FetchedAt: t0, Release: rel("v9")},
-				"filmcraft":   {FailedAt: t0, Failures: 1},
-				"vectorcraft": {FetchedAt: t0.Add(time.Hour)},
-			},
-			wantRenders: 0,
-			wantMoved:   true,
-			wantAt:      map[string]time.Time{"photocraft": t0},
-		},
-		{
-			name: "no-ops move nothing",
-			entries: map[string]release.Entry{
-				"photocraft":  {FetchedAt: t0, Release: rel("v9")},
-				"filmcraft":   {},
-				"vectorcraft": {FetchedAt: t0.Add(time.Hour)},
-			},
-			wantRenders: 0,
-			wantAt:      map[string]time.Time{"photocraft": t0},
-		},
-		{
-			name:        "empty renders nothing",
-			entries:     nil,
-			wantRenders: 0,
-			wantAt:      map[string]time.Time{"photocraft": t0},
-		},
+		{"many fetches render once", map[string]release.Entry{
+			"photocraft": {FetchedAt: at(1), Release: rel("v2")}, "artcraft-launcher": {FetchedAt: at(2), Release: rel("v1")}, "filmcraft": {FetchedAt: at(3)},
+		}, 1, true, map[string]time.Time{"photocraft": at(1), "artcraft-launcher": at(2), "filmcraft": at(3)}},
+		{"one change among no-ops renders once", map[string]release.Entry{
+			"photocraft": {FetchedAt: at(-1), Release: rel("v0")}, "artcraft-launcher": {FetchedAt: t0}, "vectorcraft": {FetchedAt: at(60)},
+		}, 1, true, map[string]time.Time{"photocraft": t0, "artcraft-launcher": t0}},
+		{"a failure moves without a render", map[string]release.Entry{
+			"photocraft": {FetchedAt: t0, Release: rel("v9")}, "filmcraft": {FailedAt: t0, Failures: 1}, "vectorcraft": {FetchedAt: at(60)},
+		}, 0, true, map[string]time.Time{"photocraft": t0}},
+		{"no-ops move nothing", map[string]release.Entry{
+			"photocraft": {FetchedAt: t0, Release: rel("v9")}, "filmcraft": {}, "vectorcraft": {FetchedAt: at(60)},
+		}, 0, false, map[string]time.Time{"photocraft": t0}},
+		{"empty renders nothing", nil, 0, false, map[string]time.Time{"photocraft": t0}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -311,8 +185,11 @@ func TestSetAll(t *testing.T) {
 	}
 }
 
+// TestLastFetched: last_fetched is the oldest fetch once every app was
+// fetched, else null; the full answer and the page are cached only then.
 func TestLastFetched(t *testing.T) {
 	t.Parallel()
+	const public = "public, max-age=60, stale-while-revalidate=30, stale-if-error=86400"
 	tests := []struct {
 		name         string
 		apps         []release.App
@@ -321,39 +198,13 @@ func TestLastFetched(t *testing.T) {
 		wantComplete bool
 		wantCache    string
 	}{
-		{
-			name:     "no apps",
-			wantLast: "null", wantCache: "no-store",
-		},
-		{
-			name:     "none fetched",
-			apps:     []release.App{photocraft, launcher},
-			wantLast: "null", wantCache: "no-store",
-		},
-		{
-			name:     "one of two fetched",
-			apps:     []release.App{photocraft, launcher},
-			fetched:  map[string]time.Time{"photocraft": t0},
-			wantLast: "null", wantCache: "no-store",
-		},
-		{
-			name:         "one app fetched",
-			apps:         []release.App{photocraft},
-			fetched:      map[string]time.Time{"photocraft": t0},
-			wantLast:     `"2026-10-10T12:00:00Z"`,
-			wantComplete: true, wantCache: "public, max-age=60, stale-while-revalidate=30, stale-if-error=86400",
-		},
-		{
-			name: "all fetched: the oldest",
-			apps: []release.App{photocraft, launcher, filmcraft},
-			fetched: map[string]time.Time{
-				"photocraft":        t0.Add(time.Minute),
-				"artcraft-launcher": t0.Add(120 * time.Millisecond),
-				"filmcraft":         t0.Add(time.Hour),
-			},
-			wantLast:     `"2026-10-10T12:00:00.120Z"`,
-			wantComplete: true, wantCache: "public, max-age=60, stale-while-revalidate=30, stale-if-error=86400",
-		},
+		{"no apps", nil, nil, "null", false, "no-store"},
+		{"none fetched", []release.App{photocraft, launcher}, nil, "null", false, "no-store"},
+		{"one of two fetched", []release.App{photocraft, launcher}, map[string]time.Time{"photocraft": t0}, "null", false, "no-store"},
+		{"one app fetched", []release.App{photocraft}, map[string]time.Time{"photocraft": t0}, `"2026-10-10T12:00:00Z"`, true, public},
+		{"all fetched: the oldest", []release.App{photocraft, launcher, filmcraft}, map[string]time.Time{
+			"photocraft": t0.Add(time.Minute), "artcraft-launcher": t0.Add(120 * time.Millisecond), "filmcraft": t0.Add(time.Hour),
+		}, `"2026-10-10T12:00:00.120Z"`, true, public},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -373,39 +224,18 @@ func TestLastFetched(t *testing.T) {
 			if got := string(body.ReleaseInfo.LastFetched); got != tt.wantLast {
 				t.Errorf("last_fetched: got %s, want %s", got, tt.wantLast)
 			}
-			if r.Complete != tt.wantComplete {
-				t.Errorf("Complete: got %v, want %v", r.Complete, tt.wantComplete)
+			if r.Complete != tt.wantComplete || r.LastFetched.IsZero() == tt.wantComplete {
+				t.Errorf("Complete %v, LastFetched %v; want complete %v", r.Complete, r.LastFetched, tt.wantComplete)
 			}
-			if got := r.LastFetched.IsZero(); got == tt.wantComplete {
-				t.Errorf("LastFetched zero: got %v, want %v", got, !tt.wantComplete)
-			}
-			if r.CacheControl != tt.wantCache {
-				t.Errorf("CacheControl: got %q, want %q", r.CacheControl, tt.wantCache)
-			}
-			if got := r.Values.CacheControl; len(got) != 1 || got[0] != tt.wantCache {
-				t.Errorf("Values.CacheControl: got %q, want [%q]", got, tt.wantCache)
+			if got := r.Values.CacheControl; r.CacheControl != tt.wantCache || len(got) != 1 || got[0] != tt.wantCache || r.Page.CacheControl != tt.wantCache {
+				t.Errorf("CacheControl %q, Values %q, page %q; want %q", r.CacheControl, got, r.Page.CacheControl, tt.wantCache)
 			}
 		})
 	}
 }
 
-func TestEmptyListsRenderEmpty(t *testing.T) {
-	t.Parallel()
-	s := snapshot.New([]release.App{photocraft}, fakeclock.New(t0.Add(24*time.Hour)))
-	s.Set("photocraft", release.Entry{FetchedAt: t0, Release: &release.Release{Tag: "v1"}})
-	body := string(s.Current().Body())
-	for _, want := range []string{
-		`"assets":[]`,
-		`"app_renames":[]`,
-		`"repo_renames":[]`,
-		`"important_notices":{"announcements":[],"alerts":[]}`,
-	} {
-		if !strings.Contains(body, want) {
-			t.Errorf("body %s: want it to contain %s", body, want)
-		}
-	}
-}
-
+// TestSetMeta: renames and notices render, and render again only when
+// they change; an empty list, as a release's absent assets, is [].
 func TestSetMeta(t *testing.T) {
 	t.Parallel()
 	link := "https://example.invalid/notice"
@@ -445,6 +275,7 @@ func TestSetMeta(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			s := snapshot.New([]release.App{photocraft}, fakeclock.New(t0.Add(24*time.Hour)))
+			s.Set("photocraft", release.Entry{FetchedAt: t0, Release: &release.Release{Tag: "v1"}})
 			if tt.before != nil {
 				s.SetMeta(*tt.before)
 			}
@@ -455,8 +286,8 @@ func TestSetMeta(t *testing.T) {
 			if got := s.Renders() - renders; got != tt.wantRenders {
 				t.Errorf("renders: got %d, want %d", got, tt.wantRenders)
 			}
-			if body := s.Current().Body(); !bytes.HasSuffix(body, []byte(tt.wantSuffix)) {
-				t.Errorf("body: got %s, want it to end with %s", body, tt.wantSuffix)
+			if body := s.Current().Body(); !bytes.HasSuffix(body, []byte(tt.wantSuffix)) || !bytes.Contains(body, []byte(`"assets":[]`)) {
+				t.Errorf("body: got %s, want it to end with %s and assets []", body, tt.wantSuffix)
 			}
 		})
 	}
@@ -505,50 +336,44 @@ func TestNewListsConfiguredApps(t *testing.T) {
 	}
 }
 
+// TestRepresentations: the full answer and each app's answer, before and
+// after a change: a gzip copy of the body, strong and distinct ETags, the
+// header values ready to serve, and each app's body and cacheability.
+// Another pod with the same data serves the same validators.
 func TestRepresentations(t *testing.T) {
 	t.Parallel()
 	s := snapshot.New([]release.App{photocraft, launcher}, fakeclock.New(t0.Add(24*time.Hour)))
 	first := s.Current()
 	s.Set("photocraft", release.Entry{FetchedAt: t0, Release: rel("v1")})
 	second := s.Current()
-
-	// Another pod with the same data must serve the same validators.
 	twin := snapshot.New([]release.App{launcher, photocraft}, fakeclock.New(t0.Add(time.Hour)))
 	twin.Set("photocraft", release.Entry{FetchedAt: t0, Release: rel("v1")})
 
-	for name, r := range map[string]*snapshot.Rendering{"first": first, "second": second} {
+	photo, other := second.Apps["photocraft"], second.Apps["artcraft-launcher"]
+	for name, d := range map[string]*snapshot.Doc{"first": &first.Doc, "second": &second.Doc, "photocraft": &photo.Doc, "launcher": &other.Doc} {
 		t.Run(name, func(t *testing.T) {
-			zr, err := gzip.NewReader(bytes.NewReader(r.Gzip()))
-			if err != nil {
-				t.Fatal(err)
+			if plain := gunzip(t, d.Gzip()); !bytes.Equal(plain, d.Body()) {
+				t.Errorf("gunzipped: got %s, want Body %s", plain, d.Body())
 			}
-			plain, err := io.ReadAll(zr)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !bytes.Equal(plain, r.Body()) {
-				t.Errorf("gunzipped: got %s, want Body %s", plain, r.Body())
-			}
-			for _, tag := range []string{r.ETag, r.GzipETag} {
+			for _, tag := range []string{d.ETag, d.GzipETag} {
 				if len(tag) < 18 || tag[0] != '"' || tag[len(tag)-1] != '"' || strings.Contains(tag[1:len(tag)-1], `"`) {
 					t.Errorf("ETag %s: want a strong, quoted entity tag", tag)
 				}
 			}
-			if r.ETag == r.GzipETag {
-				t.Errorf("ETag and GzipETag: both %s, want them distinct", r.ETag)
+			if d.ETag == d.GzipETag {
+				t.Errorf("ETag and GzipETag: both %s, want them distinct", d.ETag)
 			}
-			checks := []struct {
+			for _, c := range []struct {
 				name string
 				got  []string
 				want string
 			}{
-				{"ETag", r.Values.ETag, r.ETag},
-				{"GzipETag", r.Values.GzipETag, r.GzipETag},
-				{"ContentLength", r.Values.ContentLength, strconv.Itoa(len(r.Body()))},
-				{"GzipContentLength", r.Values.GzipContentLength, strconv.Itoa(len(r.Gzip()))},
-				{"CacheControl", r.Values.CacheControl, r.CacheControl},
-			}
-			for _, c := range checks {
+				{"ETag", d.Values.ETag, d.ETag},
+				{"GzipETag", d.Values.GzipETag, d.GzipETag},
+				{"ContentLength", d.Values.ContentLength, strconv.Itoa(len(d.Body()))},
+				{"GzipContentLength", d.Values.GzipContentLength, strconv.Itoa(len(d.Gzip()))},
+				{"CacheControl", d.Values.CacheControl, d.CacheControl},
+			} {
 				if len(c.got) != 1 || cap(c.got) != 1 || c.got[0] != c.want {
 					t.Errorf("Values.%s: got %q (cap %d), want [%q] (cap 1)", c.name, c.got, cap(c.got), c.want)
 				}
@@ -561,6 +386,21 @@ func TestRepresentations(t *testing.T) {
 	}
 	if got, want := twin.Current(), second; got.ETag != want.ETag || got.GzipETag != want.GzipETag {
 		t.Errorf("ETags of an identical snapshot: got %s/%s, want %s/%s", got.ETag, got.GzipETag, want.ETag, want.GzipETag)
+	}
+	if len(second.Apps) != 2 || photo.ETag == other.ETag || photo.ETag == second.ETag {
+		t.Errorf("%d apps, ETags %s, %s, full answer %s: want two apps, each ETag distinct", len(second.Apps), photo.ETag, other.ETag, second.ETag)
+	}
+	for _, tt := range []struct {
+		a             *snapshot.App
+		fetched       bool
+		cache, bodyIs string
+	}{
+		{photo, true, "public, max-age=60, stale-while-revalidate=30, stale-if-error=86400", `{"success":true,"app":{"name":"PhotoCraft","repo":"storytold/photocraft","latest_release":{"tag":"v1","version":"1","name":"v1","published_at":null,"html_url":"","prerelease":false,"notes_markdown":"","assets":[]},"rollout":null,"minimum_version":null,"app_last_fetched":"2026-10-10T12:00:00Z"}}`},
+		{other, false, "no-store", `{"success":true,"app":{"name":"ArtCraft Launcher","repo":"storytold/craft-launcher","latest_release":null,"rollout":null,"minimum_version":null,"app_last_fetched":null}}`},
+	} {
+		if string(tt.a.Body()) != tt.bodyIs || tt.a.Fetched != tt.fetched || tt.a.CacheControl != tt.cache {
+			t.Errorf("app: %s, fetched %v, %q; want %s, %v, %q", tt.a.Body(), tt.a.Fetched, tt.a.CacheControl, tt.bodyIs, tt.fetched, tt.cache)
+		}
 	}
 }
 

@@ -2,9 +2,6 @@ package snapshot_test
 
 import (
 	"encoding/json"
-	"runtime"
-	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -172,86 +169,5 @@ func TestFeedManifestAndPrerelease(t *testing.T) {
 	}
 	if got := app.Tauri.Offer(tauri.Request{Target: "beos", Arch: "x86_64"}).Err; got != "unknown target: want darwin, linux or windows" {
 		t.Errorf("unknown target: %q", got)
-	}
-}
-
-// BenchmarkFeedMemory reports what an app's Tauri feed costs a pod: the
-// heap a snapshot of the 13 realistic apps holds with the six signed
-// updater bundles of a Tauri app in each release, over the same releases
-// whose signatures were not fetched (no update offered), per app.
-func BenchmarkFeedMemory(b *testing.B) {
-	apps, signedEntries := signedApps()
-	held := func(signed bool) uint64 {
-		es := map[string]release.Entry{}
-		for k, e := range signedEntries {
-			if !signed {
-				e.Companions = nil
-			}
-			es[k] = e
-		}
-		runtime.GC()
-		var before, after runtime.MemStats
-		runtime.ReadMemStats(&before)
-		s := snapshot.New(apps, fakeclock.New(t0.Add(24*time.Hour)))
-		s.SetAll(es, t0)
-		for _, a := range s.Current().Apps { // every answer as served: joined
-			for _, req := range tauri.AllRequests() {
-				a.Tauri.Offer(req).Body()
-			}
-		}
-		runtime.GC()
-		runtime.ReadMemStats(&after)
-		runtime.KeepAlive(s)
-		return after.HeapAlloc - before.HeapAlloc
-	}
-	var with, without uint64
-	for b.Loop() {
-		with, without = held(true), held(false)
-	}
-	b.ReportMetric(float64(with-without)/float64(len(apps)), "B/app")
-	b.ReportMetric(float64(with)/float64(len(apps)), "total-B/app")
-}
-
-// signedApps returns the 13 realistic apps, each release carrying the six
-// updater bundles of a Tauri app with their signatures.
-func signedApps() ([]release.App, map[string]release.Entry) {
-	apps, entries := realisticApps()
-	signedEntries := map[string]release.Entry{}
-	for k, e := range entries {
-		r := *e.Release
-		r.Assets = slices.Clone(r.Assets)
-		sigs := map[string]string{}
-		for _, bundle := range []string{"_" + r.Version + "_x64-setup.exe", "_" + r.Version + "_x64_en-US.msi", "_universal.app.tar.gz",
-			"_" + r.Version + "_amd64.AppImage", "_" + r.Version + "_amd64.deb", "-" + r.Version + "-1.x86_64.rpm"} {
-			for _, name := range []string{k + bundle, k + bundle + ".sig"} {
-				r.Assets = append(r.Assets, release.Asset{Name: name, SizeBytes: 50_000_000,
-					DownloadURL: release.DownloadURL("storytold/"+k, r.Tag, name)})
-			}
-			// A .sig as Tauri's CLI writes it: some 400 bytes of base64.
-			sigs[k+bundle+".sig"] = strings.Repeat("dW50cnVzdGVkIGNvbW1lbnQ6", 17) + k + bundle
-		}
-		e.Release, e.Companions = &r, release.NewCompanions(sigs)
-		signedEntries[k] = e
-	}
-	return apps, signedEntries
-}
-
-// BenchmarkFeedReread is a 304 of a Tauri app as a pod hydrates it: the
-// same release and signatures read again from Redis, new values equal to
-// the old, which must not render the app's feeds again. Compare it with
-// BenchmarkPoll/apps=13 in the same run, the same 304 rendered without
-// feeds (both are mostly the full answer's compression).
-func BenchmarkFeedReread(b *testing.B) {
-	apps, entries := signedApps()
-	s := snapshot.New(apps, fakeclock.New(t0.Add(24*time.Hour)))
-	s.SetAll(entries, t0)
-	key := apps[0].Key
-	e := entries[key]
-	b.ReportAllocs()
-	for b.Loop() {
-		r := *e.Release
-		r.Assets = slices.Clone(r.Assets)
-		e.FetchedAt, e.Release, e.Companions = e.FetchedAt.Add(time.Millisecond), &r, release.NewCompanions(e.Companions.Map())
-		s.Set(key, e)
 	}
 }
