@@ -353,10 +353,13 @@ func (h *Hydrator) read(ctx context.Context, c rueidis.Client, idx []int) error 
 	if err != nil {
 		return fmt.Errorf("read: %w", err)
 	}
-	if len(idx) == len(h.keys) {
+	if len(idx) == len(h.keys) || h.tellingByRedis() {
 		// With every full read, as often as the safety net: the fleet's
-		// clock, against which a time in a hash is judged. After the cached
-		// reads, which are the ones to tell of a refused CLIENT TRACKING.
+		// clock, against which a time in a hash is judged; and with every
+		// read while the pod tells time by Redis, whose clock may have been
+		// set right since, so that a time from the future is never judged
+		// by a correction that no longer holds. After the cached reads,
+		// which are the ones to tell of a refused CLIENT TRACKING.
 		residual, err := store.ClockOffset(ctx, c, h.fleet)
 		if err != nil {
 			return fmt.Errorf("read: %w", err)
@@ -402,6 +405,12 @@ func (h *Hydrator) read(ctx context.Context, c rueidis.Client, idx []int) error 
 		h.finishLoad()
 	}
 	return nil
+}
+
+// tellingByRedis reports whether the last measure found the pod's clock
+// more than release.MaxSkew off Redis's.
+func (h *Hydrator) tellingByRedis() bool {
+	return time.Duration(h.offset.Load()).Abs() > release.MaxSkew
 }
 
 // skewed notes the pod's clock offset to Redis's, warning once when it

@@ -82,6 +82,28 @@ func TestPodClockBehind(t *testing.T) {
 	}
 }
 
+// TestClockSetRightBeforeAFutureHash: while a pod tells time by Redis
+// (Redis an hour ahead), Redis's clock is set right and a hash dated an
+// hour ahead arrives at once: the pod measures the clock again before it
+// judges it, and refuses it rather than serve it for the seconds until its
+// next full read.
+func TestClockSetRightBeforeAFutureHash(t *testing.T) {
+	t.Parallel()
+	shift := redistest.NewShift(t, time.Hour)
+	srv := shift.Start(t)
+	now := time.Now()
+	put(t, srv, "photocraft", now.Add(time.Hour), "v0.5.0")
+	hs := start(t, srv.URL(), quiet, hydrate.WithClock(fakeclock.New(now)))
+	hs.waitLoaded(t)
+	shift.Set(0)
+	refused := hs.h.Counts().Refused
+	hset(t, srv, "photocraft", "fetched_ms", ms(now.Add(time.Hour+5*time.Second)), "release", releaseJSON(t, "photocraft", "v6.6.6"))
+	testkit.Eventually(t, "the refusal of the hash from the future", func() bool { return hs.h.Counts().Refused > refused })
+	if got, _ := hs.sink.state(); describe(got["photocraft"]) != describe(entry(now.Add(time.Hour), "v0.5.0")) {
+		t.Errorf("photocraft = %s, want v0.5.0 kept", describe(got["photocraft"]))
+	}
+}
+
 // netOutput is how many bytes srv has sent its clients.
 func netOutput(t testing.TB, srv *redistest.Server) int64 {
 	t.Helper()
