@@ -2,6 +2,7 @@ package soak
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -246,13 +247,9 @@ func (s *soak) tamper(kind string) string {
 	a := apps[s.faultRand.IntN(len(apps))]
 	tag := tagOf(1000 + s.faultRand.IntN(1000))
 	rel, err := github.ParseRelease(a, fakegithub.NewRelease(a.Repo, tag).JSON())
-	if err != nil {
-		s.problem("parse the fake's %s %s: %v", a.Repo, tag, err)
-		return "no release"
-	}
-	b, err := release.Marshal(rel)
-	if err != nil {
-		s.problem("encode %s: %v", tag, err)
+	b, err2 := release.Marshal(rel)
+	if err = errors.Join(err, err2); err != nil {
+		s.problem("the fake's %s %s as stored: %v", a.Repo, tag, err)
 		return "no release"
 	}
 	value, at, what := string(b), time.Now(), ""

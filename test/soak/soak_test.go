@@ -137,10 +137,9 @@ func appsEnv() string {
 
 // soak is the deployment under test and everything recorded about it.
 type soak struct {
-	t    *testing.T
-	set  settings
-	bins string
-	logs string // the report's logs directory
+	t          *testing.T
+	set        settings
+	bins, logs string // the binaries' directory, the report's logs directory
 
 	primary, replica *redistest.Server
 	sentinels        []*redistest.Sentinel
@@ -151,26 +150,19 @@ type soak struct {
 
 	faultRand, publishRand *rand.Rand
 
-	mu         sync.Mutex
-	pollers    []*proc // current instance per slot (index slot-1)
-	instances  map[string]int
-	procs      []*proc // every instance ever started
-	pods       []*proc
-	published  []publication
-	deliveries []webhookDelivery
-	replayed   []webhookDelivery // each replay storm's body, delivered new once
-	latest     map[string]int    // app key → its latest release number
-	answers    []podAnswer
-	requests   []ghRequest
-	faults     []fault
-	githubNow  string // the GitHub fault in force
-	stats      map[string][]processStats
-	flushes    []flushRepair
-	problems   []string // failures of the harness itself (no failover, …)
-	began      time.Time
-	loadEnded  time.Time
-	faultsEnd  time.Time
-	settled    time.Time
+	mu                                   sync.Mutex
+	pollers, procs, pods                 []*proc           // the current poller of each slot (index slot-1), every process started, the pods
+	published                            []publication     // every release published
+	deliveries, replayed                 []webhookDelivery // each release's webhook; each replay storm's body, delivered new once
+	latest                               map[string]int    // app key → its latest release number
+	answers                              []podAnswer
+	requests                             []ghRequest
+	faults                               []fault
+	githubNow                            string // the GitHub fault in force
+	stats                                map[string][]processStats
+	flushes                              []flushRepair
+	problems                             []string // failures of the harness itself (no failover, …)
+	began, loadEnded, faultsEnd, settled time.Time
 }
 
 // locked runs fn holding s.mu.
@@ -209,7 +201,7 @@ func TestSoak(t *testing.T) {
 	s := &soak{
 		t: t, set: set, bins: t.TempDir(), logs: filepath.Join(set.Report, "logs"),
 		faultRand: rand.New(rand.NewPCG(set.Seed, 1)), publishRand: rand.New(rand.NewPCG(set.Seed, 2)),
-		pollers: make([]*proc, 3), instances: map[string]int{}, latest: map[string]int{}, stats: map[string][]processStats{},
+		pollers: make([]*proc, 3), latest: map[string]int{}, stats: map[string][]processStats{},
 	}
 	if err := os.MkdirAll(s.logs, 0o755); err != nil {
 		t.Fatal(err)
@@ -324,7 +316,9 @@ func (s *soak) start() {
 func (s *soak) startProc(role string, slot int) error {
 	key := role + "-" + strconv.Itoa(slot)
 	var name string
-	s.locked(func() { s.instances[key]++; name = fmt.Sprintf("%s#%d", key, s.instances[key]) })
+	s.locked(func() {
+		name = fmt.Sprintf("%s#%d", key, 1+len(slices.DeleteFunc(slices.Clone(s.procs), func(p *proc) bool { return !strings.HasPrefix(p.name, key+"#") })))
+	})
 	env := map[string]string{
 		"REDIS_URL":               redistest.SentinelURL(masterName, s.sentinels...),
 		"CRAFT_APPS_RELEASE_APPS": appsEnv(),
@@ -338,15 +332,12 @@ func (s *soak) startProc(role string, slot int) error {
 		for i, st := range s.sentinels {
 			addrs[i] = s.redisGates[slot-1].Addr(st.Addr)
 		}
-		maps.Copy(env, map[string]string{
-			"REDIS_URL":                              redistest.SentinelURLOf(masterName, addrs...),
-			"CRAFT_APPS_RELEASE_GITHUB_API_URL":      s.ghGates[slot-1].URL + "/",
-			"CRAFT_APPS_RELEASE_POLL_INTERVAL_SECS":  strconv.Itoa(int(interval / time.Second)),
-			"CRAFT_APPS_RELEASE_TICK_SECS":           strconv.Itoa(int(tick / time.Second)),
-			"CRAFT_APPS_RELEASE_MAX_BACKOFF_SECS":    strconv.Itoa(int(maxBackoff / time.Second)),
-			"CRAFT_APPS_RELEASE_STARTUP_JITTER_SECS": strconv.Itoa(int(startupJitter / time.Second)),
-			"CRAFT_APPS_RELEASE_REQUEST_SPACING_MS":  strconv.Itoa(int(spacing / time.Millisecond)),
-		})
+		env["REDIS_URL"] = redistest.SentinelURLOf(masterName, addrs...)
+		env["CRAFT_APPS_RELEASE_GITHUB_API_URL"] = s.ghGates[slot-1].URL + "/"
+		env["CRAFT_APPS_RELEASE_REQUEST_SPACING_MS"] = strconv.Itoa(int(spacing / time.Millisecond))
+		for name, d := range map[string]time.Duration{"POLL_INTERVAL": interval, "TICK": tick, "MAX_BACKOFF": maxBackoff, "STARTUP_JITTER": startupJitter} {
+			env["CRAFT_APPS_RELEASE_"+name+"_SECS"] = strconv.Itoa(int(d / time.Second))
+		}
 	}
 	p, err := launch(name, role, slot, filepath.Join(s.bins, role), filepath.Join(s.logs, key+".log"), env)
 	if err != nil {
