@@ -1,12 +1,17 @@
 package soak
 
 import (
+	"bufio"
 	"fmt"
 	"net/http"
+	"os"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 )
 
 // report is every figure of a soak, written as summary.json.
@@ -132,8 +137,7 @@ func (s *soak) check() report {
 		},
 		Faults: s.faults, Flushes: s.flushes, FaultsByKind: map[string]int{},
 		AnswersByPod: map[string]int{}, GitHubByStatus: map[string]int{}, PerApp: map[string]appLoad{},
-		DeliveriesByStatus: map[string]int{},
-		Failures:           []string{},
+		DeliveriesByStatus: map[string]int{}, Failures: []string{},
 	}
 	if !s.settled.IsZero() {
 		r.SettleTook = s.settled.Sub(s.faultsEnd).Seconds()
@@ -146,23 +150,11 @@ func (s *soak) check() report {
 	for _, f := range s.faults {
 		r.FaultsByKind[f.Kind]++
 	}
-	s.checkAnswers(&r)
-	s.checkLag(&r)
-	s.checkWebhookLag(&r)
-	s.checkGitHub(&r)
-	s.checkFlushes(&r)
-	s.checkLeaks(&r)
-	s.checkOutageLogs(&r)
+	for _, check := range []func(*report){s.checkAnswers, s.checkLag, s.checkWebhookLag, s.checkGitHub, s.checkFlushes, s.checkLeaks, s.checkOutageLogs} {
+		check(&r)
+	}
 	return r
 }
-
-// The warnings the binaries log when Redis fails, and the line when it is back.
-const (
-	pollerDown = "redis unavailable"
-	pollerUp   = "redis is back"
-	podDown    = "redis unavailable, serving what is loaded"
-	podUp      = "redis available again"
-)
 
 // checkOutageLogs holds each process to one warning per outage (docs/scheduling.md:
 // at most one every 10 minutes while it lasts, and "back" only after a whole
@@ -182,9 +174,9 @@ func (s *soak) checkOutageLogs(r *report) {
 				outages++
 			}
 		}
-		down, up := pollerDown, pollerUp
+		down, up := "redis unavailable", "redis is back"
 		if p.role == "api" {
-			down, up = podDown, podUp
+			down, up = "redis unavailable, serving what is loaded", "redis available again"
 		}
 		downs, ups := p.count(down), p.count(up)
 		r.OutageLogs = append(r.OutageLogs, outageLog{Name: p.name, Outages: outages, Warnings: downs, Backs: ups})
@@ -197,63 +189,79 @@ func (s *soak) checkOutageLogs(r *report) {
 	}
 }
 
+// example counts a failure of a kind in n and keeps the first ten in examples.
+func example(n *int, examples *[]string, format string, args ...any) {
+	if *n++; len(*examples) < 10 {
+		*examples = append(*examples, fmt.Sprintf(format, args...))
+	}
+}
+
+// percentiles sorts vs and returns its value at each quantile, by "p50" and so on.
+func percentiles(vs []float64, qs ...float64) map[string]float64 {
+	sort.Float64s(vs)
+	out := map[string]float64{}
+	for _, q := range qs {
+		if len(vs) > 0 {
+			out[fmt.Sprintf("p%g", q*100)] = vs[min(len(vs)-1, int(q*float64(len(vs))))]
+		}
+	}
+	return out
+}
+
+// goodAnswers returns each pod's good answers, sorted by by.
+func (s *soak) goodAnswers(by func(podAnswer) time.Time) map[string][]podAnswer {
+	out := make(map[string][]podAnswer)
+	for _, a := range s.answers {
+		if a.Bad == "" {
+			out[a.Pod] = append(out[a.Pod], a)
+		}
+	}
+	for _, as := range out {
+		sort.Slice(as, func(i, j int) bool { return by(as[i]).Before(by(as[j])) })
+	}
+	return out
+}
+
 func (s *soak) checkAnswers(r *report) {
-	byPod := make(map[string][]podAnswer)
 	var took []float64
 	for _, a := range s.answers {
 		took = append(took, a.End.Sub(a.Start).Seconds())
 		r.Answers++
 		r.AnswersByPod[a.Pod]++
 		if a.Bad != "" {
-			r.BadAnswers++
-			if len(r.BadExamples) < 10 {
-				r.BadExamples = append(r.BadExamples, fmt.Sprintf("%s at %s: %s", a.Pod, s.rel(a.End), a.Bad))
-			}
-			continue
+			example(&r.BadAnswers, &r.BadExamples, "%s at %s: %s", a.Pod, s.rel(a.End), a.Bad)
 		}
-		byPod[a.Pod] = append(byPod[a.Pod], a)
 	}
 	if r.Answers == 0 {
 		r.fail("no answer was recorded")
 	} else {
-		sort.Float64s(took)
-		r.LatencyP99, r.LatencyMax = took[min(len(took)-1, len(took)*99/100)], took[len(took)-1]
+		r.LatencyP99, r.LatencyMax = percentiles(took, 0.99)["p99"], took[len(took)-1]
 	}
 	if r.BadAnswers > 0 {
 		r.fail("%d of %d answers were not 200 with a valid body; first: %s", r.BadAnswers, r.Answers, r.BadExamples[0])
 	}
 	// An answer must not serve less than an answer of the same pod that had
 	// ended before it started (answers in flight together may be either way).
-	for pod, as := range byPod {
-		byEnd := slices.Clone(as)
-		sort.Slice(as, func(i, j int) bool { return as[i].Start.Before(as[j].Start) })
-		sort.Slice(byEnd, func(i, j int) bool { return byEnd[i].End.Before(byEnd[j].End) })
-		maxTag := make(map[string]int)
-		maxFetched := make(map[string]time.Time)
-		k := 0
+	byEnd := s.goodAnswers(func(a podAnswer) time.Time { return a.End })
+	for pod, as := range s.goodAnswers(func(a podAnswer) time.Time { return a.Start }) {
+		maxTag, maxFetched, k := map[string]int{}, map[string]time.Time{}, 0
 		for _, b := range as {
-			for ; k < len(byEnd) && byEnd[k].End.Before(b.Start); k++ {
-				for app, n := range byEnd[k].Tags {
+			for ; k < len(byEnd[pod]) && byEnd[pod][k].End.Before(b.Start); k++ {
+				for app, n := range byEnd[pod][k].Tags {
 					maxTag[app] = max(maxTag[app], n)
-					if f := byEnd[k].Fetched[app]; f.After(maxFetched[app]) {
+					if f := byEnd[pod][k].Fetched[app]; f.After(maxFetched[app]) {
 						maxFetched[app] = f
 					}
 				}
 			}
 			for app, n := range b.Tags {
-				bad := ""
 				switch {
 				case n < maxTag[app]:
-					bad = fmt.Sprintf("%s served %s %s after it had served %s", pod, app, tagOf(n), tagOf(maxTag[app]))
+					example(&r.Regressions, &r.RegressionExamples, "at %s: %s served %s %s after it had served %s",
+						s.rel(b.Start), pod, app, tagOf(n), tagOf(maxTag[app]))
 				case b.Fetched[app].Before(maxFetched[app]) && !s.clockSetBack(b.Start, app, maxFetched[app].Sub(b.Fetched[app])):
-					bad = fmt.Sprintf("%s served %s fetched at %s after it had served one fetched at %s", pod, app,
-						b.Fetched[app].Format(time.StampMilli), maxFetched[app].Format(time.StampMilli))
-				}
-				if bad != "" {
-					r.Regressions++
-					if len(r.RegressionExamples) < 10 {
-						r.RegressionExamples = append(r.RegressionExamples, fmt.Sprintf("at %s: %s", s.rel(b.Start), bad))
-					}
+					example(&r.Regressions, &r.RegressionExamples, "at %s: %s served %s fetched at %s after it had served one fetched at %s",
+						s.rel(b.Start), pod, app, b.Fetched[app].Format(time.StampMilli), maxFetched[app].Format(time.StampMilli))
 				}
 			}
 		}
@@ -286,13 +294,8 @@ func (s *soak) clockSetBack(t time.Time, app string, d time.Duration) bool {
 // fetchedAfter returns when the first of the requests for app that arrived
 // after at and were answered 200 or 304 was answered; false if none was.
 func (s *soak) fetchedAfter(app string, at time.Time) (time.Time, bool) {
-	repo := ""
-	for _, a := range apps {
-		if a.Key == app {
-			repo = a.Repo
-		}
-	}
 	var first time.Time
+	repo := repoOfApp(app)
 	for _, q := range s.requests {
 		if q.Repo == repo && q.At.After(at) && (q.Status == http.StatusOK || q.Status == http.StatusNotModified) &&
 			(first.IsZero() || q.Done.Before(first)) {
@@ -302,18 +305,19 @@ func (s *soak) fetchedAfter(app string, at time.Time) (time.Time, bool) {
 	return first, !first.IsZero()
 }
 
+func repoOfApp(key string) string {
+	for _, a := range apps {
+		if a.Key == key {
+			return a.Repo
+		}
+	}
+	return ""
+}
+
 // checkLag finds, for every release published during the soak and every pod,
 // the first answer that served it or a newer one.
 func (s *soak) checkLag(r *report) {
-	byPod := make(map[string][]podAnswer)
-	for _, a := range s.answers {
-		if a.Bad == "" {
-			byPod[a.Pod] = append(byPod[a.Pod], a)
-		}
-	}
-	for _, as := range byPod {
-		sort.Slice(as, func(i, j int) bool { return as[i].End.Before(as[j].End) })
-	}
+	byPod := s.goodAnswers(func(a podAnswer) time.Time { return a.End })
 	var lags []float64
 	for _, p := range s.published {
 		if p.N == 1 {
@@ -324,22 +328,19 @@ func (s *soak) checkLag(r *report) {
 		for _, pod := range s.pods {
 			as := byPod[pod.name]
 			i := sort.Search(len(as), func(i int) bool { return !as[i].End.Before(p.At) })
-			found := false
-			for ; i < len(as); i++ {
-				if as[i].Tags[p.App] >= p.N {
-					lag := as[i].End.Sub(p.At).Seconds()
-					rl.LagS[pod.name] = lag
-					lags = append(lags, lag)
-					if lag > r.WorstLag.LagS[r.WorstLagPod] || r.WorstLagPod == "" {
-						r.WorstLag, r.WorstLagPod = rl, pod.name
-					}
-					found = true
-					break
-				}
+			for i < len(as) && as[i].Tags[p.App] < p.N {
+				i++
 			}
-			if !found {
+			if i == len(as) {
 				r.Unreached++
 				r.fail("%s %s (published at %s) never reached %s", p.App, p.Tag, s.rel(p.At), pod.name)
+				continue
+			}
+			lag := as[i].End.Sub(p.At).Seconds()
+			rl.LagS[pod.name] = lag
+			lags = append(lags, lag)
+			if lag > r.WorstLag.LagS[r.WorstLagPod] || r.WorstLagPod == "" {
+				r.WorstLag, r.WorstLagPod = rl, pod.name
 			}
 		}
 		r.Releases = append(r.Releases, rl)
@@ -347,18 +348,60 @@ func (s *soak) checkLag(r *report) {
 	if r.WorstLagPod != "" {
 		r.WorstLag.LagS = map[string]float64{r.WorstLagPod: r.WorstLag.LagS[r.WorstLagPod]}
 	}
-	sort.Float64s(lags)
-	r.LagPercentiles = map[string]float64{}
-	if len(lags) > 0 {
-		for _, q := range []float64{0.5, 0.95, 1} {
-			r.LagPercentiles[fmt.Sprintf("p%g", q*100)] = lags[min(len(lags)-1, int(q*float64(len(lags))))]
+	r.LagPercentiles = percentiles(lags, 0.5, 0.95, 1)
+}
+
+// checkWebhookLag holds the webhook path to its goal: of the releases whose
+// delivery was accepted, published outside fault windows (and 2 s after
+// each, the shadow in which its webhook may have been refused and the fleet
+// still catching up), half the (release, pod) lags are under a second.
+func (s *soak) checkWebhookLag(r *report) {
+	accepted := map[string]bool{}
+	for _, d := range s.deliveries {
+		r.DeliveriesByStatus[fmt.Sprint(d.Status)]++
+		if d.Status == http.StatusAccepted {
+			accepted[d.App+" "+d.Tag] = true
 		}
 	}
+	var lags []float64
+	for _, rl := range r.Releases {
+		if accepted[rl.App+" "+rl.Tag] && !s.underFault(rl.At, 2*time.Second) {
+			for _, lag := range rl.LagS {
+				lags = append(lags, lag)
+			}
+		}
+	}
+	if len(s.deliveries) > 0 && len(accepted) == 0 {
+		r.fail("none of the %d webhook deliveries was accepted", len(s.deliveries))
+	}
+	r.WebhookLag = percentiles(lags, 0.5, 0.99)
+	if p50, ok := r.WebhookLag["p50"]; ok && p50 >= 1 {
+		r.fail("releases published outside fault windows reached the pods in %.2fs (p50 of %d), want under 1s with the webhook",
+			p50, len(lags))
+	}
+}
+
+// underFault reports whether at falls in a fault's window or in a fleet
+// backoff that a poller logged, from a second before either until shadow
+// after: a backoff holds webhook refreshes too (docs/operations.md, "GitHub
+// webhook"), and a fault's may outlast it.
+func (s *soak) underFault(at time.Time, shadow time.Duration) bool {
+	var windows []backoff
+	for _, f := range s.faults {
+		windows = append(windows, backoff{f.Start, f.End})
+	}
+	for _, p := range s.procs {
+		p.mu.Lock()
+		windows = append(windows, p.backoffs...)
+		p.mu.Unlock()
+	}
+	return slices.ContainsFunc(windows, func(w backoff) bool {
+		return !at.Before(w.From.Add(-time.Second)) && at.Before(w.Until.Add(shadow))
+	})
 }
 
 // checkGitHub checks the requests against the rules of docs/scheduling.md.
 func (s *soak) checkGitHub(r *report) {
-	span := s.loadEnded.Sub(s.began)
 	byRepo := make(map[string][]ghRequest)
 	for _, q := range s.requests {
 		r.GitHubRequests++
@@ -372,7 +415,7 @@ func (s *soak) checkGitHub(r *report) {
 				n++
 			}
 		}
-		load := appLoad{Requests: n, PerInterval: float64(n) / (span.Seconds() / interval.Seconds())}
+		load := appLoad{Requests: n, PerInterval: float64(n) / (s.loadEnded.Sub(s.began).Seconds() / interval.Seconds())}
 		r.PerApp[a.Key] = load
 		r.MaxPerAppPerInterval = max(r.MaxPerAppPerInterval, load.PerInterval)
 	}
@@ -382,16 +425,14 @@ func (s *soak) checkGitHub(r *report) {
 		sort.Slice(qs, func(i, j int) bool { return qs[i].At.Before(qs[j].At) })
 		for i := 1; i < len(qs); i++ {
 			q1, q2 := qs[i-1], qs[i]
-			gap := q2.At.Sub(q1.At)
-			if gap >= earlyGap {
-				continue
+			if gap := q2.At.Sub(q1.At); gap < earlyGap {
+				e := earlyRequest{Repo: repo, At: q2.At, Poller: q2.Poller, GapS: gap.Seconds(), Reason: s.excuse(q1, q2)}
+				if e.Reason == "" {
+					r.fail("%s asked %s %.2fs after %s did (%s), under the %v the rules allow, with no fault to explain it",
+						q2.Poller, repo, gap.Seconds(), q1.Poller, s.rel(q1.At), earlyGap)
+				}
+				r.Early = append(r.Early, e)
 			}
-			e := earlyRequest{Repo: repo, At: q2.At, Poller: q2.Poller, GapS: gap.Seconds(), Reason: s.excuse(q1, q2)}
-			if e.Reason == "" {
-				r.fail("%s asked %s %.2fs after %s did (%s), under the %v the rules allow, with no fault to explain it",
-					q2.Poller, repo, gap.Seconds(), q1.Poller, s.rel(q1.At), earlyGap)
-			}
-			r.Early = append(r.Early, e)
 		}
 	}
 
@@ -406,9 +447,7 @@ func (s *soak) checkGitHub(r *report) {
 		for _, q := range s.requests {
 			if !q.At.Before(f.Start) && q.At.Before(f.End) {
 				w.Inside[q.Poller]++
-				if q.Status == http.StatusForbidden {
-					w.Backoff = true
-				}
+				w.Backoff = w.Backoff || q.Status == http.StatusForbidden
 			}
 		}
 		for poller, n := range w.Inside {
@@ -417,14 +456,11 @@ func (s *soak) checkGitHub(r *report) {
 					poller, n, s.rel(f.Start), s.rel(f.End))
 			}
 		}
-		if w.Backoff {
-			for _, q := range s.requests {
-				if !q.At.Before(f.End) && q.At.Before(f.End.Add(resetMargin-slack)) {
-					w.AfterReset++
-					if !w.RedisTrouble {
-						r.fail("%s asked %s at %s, %.2fs after the rate limit's reset, inside the fleet backoff (reset + R = %v)",
-							q.Poller, q.Repo, s.rel(q.At), q.At.Sub(f.End).Seconds(), resetMargin)
-					}
+		for _, q := range s.requests {
+			if w.Backoff && !q.At.Before(f.End) && q.At.Before(f.End.Add(resetMargin-slack)) {
+				if w.AfterReset++; !w.RedisTrouble {
+					r.fail("%s asked %s at %s, %.2fs after the rate limit's reset, inside the fleet backoff (reset + R = %v)",
+						q.Poller, q.Repo, s.rel(q.At), q.At.Sub(f.End).Seconds(), resetMargin)
 				}
 			}
 		}
@@ -453,13 +489,26 @@ func (s *soak) excuse(q1, q2 ghRequest) string {
 		}
 	}
 	inFlight := q1.Done.After(q2.At.Add(-slack))
-	if (killed || inFlight) && q2.At.Sub(q1.At) >= claimWindow-slack {
-		if killed {
-			return "the earlier request's poller was killed: its claim lapsed after C"
-		}
+	switch {
+	case q2.At.Sub(q1.At) < claimWindow-slack:
+	case killed:
+		return "the earlier request's poller was killed: its claim lapsed after C"
+	case inFlight:
 		return "the earlier request was still unanswered: its claim lapsed after C"
 	}
 	return ""
+}
+
+// deliveredBefore reports whether a delivery for repo was made in the 15 s
+// (and slack) before at, a replay storm's included (its first is new): a
+// refresh and its retries (2, 5, 15 s) ask GitHub that early.
+func (s *soak) deliveredBefore(repo string, at time.Time) (webhookDelivery, bool) {
+	for _, d := range slices.Concat(s.deliveries, s.replayed) {
+		if strings.EqualFold(d.Repo, repo) && !d.At.After(at) && at.Sub(d.At) <= 15*time.Second+slack {
+			return d, true
+		}
+	}
+	return webhookDelivery{}, false
 }
 
 // faultIn returns a fault of a kind that match accepts whose time, extended
@@ -494,23 +543,20 @@ func (s *soak) checkLeaks(r *report) {
 		if len(st) == 0 {
 			continue
 		}
-		pf := procFigure{Name: p.name, Samples: len(st), FirstGoroutine: st[0].Goroutines, FirstHeap: st[0].HeapInuse,
-			LastGoroutine: st[len(st)-1].Goroutines, LastHeap: st[len(st)-1].HeapInuse}
+		first, last := st[0], st[len(st)-1]
+		pf := procFigure{Name: p.name, Samples: len(st), FirstGoroutine: first.Goroutines, FirstHeap: first.HeapInuse,
+			LastGoroutine: last.Goroutines, LastHeap: last.HeapInuse, Checked: len(st) > 1 && !last.At.Before(s.loadEnded)}
 		for _, x := range st {
-			pf.PeakGoroutine = max(pf.PeakGoroutine, x.Goroutines)
-			pf.PeakRSS = max(pf.PeakRSS, x.RSS)
+			pf.PeakGoroutine, pf.PeakRSS = max(pf.PeakGoroutine, x.Goroutines), max(pf.PeakRSS, x.RSS)
 		}
 		if pf.PeakRSS > rssBound {
 			r.fail("%s: peak RSS %.1f MiB, over the manifests' limit of %d MiB", p.name, pf.PeakRSS/(1<<20), rssBound>>20)
 		}
-		pf.Checked = len(st) > 1 && !st[len(st)-1].At.Before(s.loadEnded)
-		if pf.Checked {
-			if d := pf.LastGoroutine - pf.FirstGoroutine; d > goroutineBound {
-				r.fail("%s: %v goroutines at the end, %v at the start (bound: +%d)", p.name, pf.LastGoroutine, pf.FirstGoroutine, goroutineBound)
-			}
-			if d := pf.LastHeap - pf.FirstHeap; d > heapBound {
-				r.fail("%s: heap in use grew by %.1f MiB (bound: %d MiB)", p.name, d/(1<<20), heapBound>>20)
-			}
+		if d := pf.LastGoroutine - pf.FirstGoroutine; pf.Checked && d > goroutineBound {
+			r.fail("%s: %v goroutines at the end, %v at the start (bound: +%d)", p.name, pf.LastGoroutine, pf.FirstGoroutine, goroutineBound)
+		}
+		if d := pf.LastHeap - pf.FirstHeap; pf.Checked && d > heapBound {
+			r.fail("%s: heap in use grew by %.1f MiB (bound: %d MiB)", p.name, d/(1<<20), heapBound>>20)
 		}
 		r.Processes = append(r.Processes, pf)
 	}
@@ -519,21 +565,16 @@ func (s *soak) checkLeaks(r *report) {
 // outcome is what a request got: its status class, or "garbage" for a 200
 // whose body the garbage fault replaced.
 func outcome(q ghRequest) string {
-	if q.Fault == faultGarbage && q.Status == http.StatusOK {
-		return "garbage"
-	}
-	return statusClass(q.Status)
-}
-
-func statusClass(code int) string {
 	switch {
-	case code == http.StatusOK:
+	case q.Status == http.StatusOK && q.Fault == faultGarbage:
+		return "garbage"
+	case q.Status == http.StatusOK:
 		return "200"
-	case code == http.StatusNotModified:
+	case q.Status == http.StatusNotModified:
 		return "304"
-	case code == http.StatusForbidden || code == http.StatusTooManyRequests:
+	case q.Status == http.StatusForbidden || q.Status == http.StatusTooManyRequests:
 		return "rate limited"
-	case code == 0:
+	case q.Status == 0:
 		return "no answer"
 	}
 	return "error"
@@ -548,7 +589,7 @@ func (r *report) Summary() string {
 	fmt.Fprintf(&b, "soak of %v, seed %d: report in %s\n", r.Settings.Duration, r.Settings.Seed, r.Settings.Report)
 	fmt.Fprintf(&b, "  answers %d, bad %d, regressions %d, latency p99 %.3fs, max %.3fs\n",
 		r.Answers, r.BadAnswers, r.Regressions, r.LatencyP99, r.LatencyMax)
-	kinds := make([]string, 0, len(r.FaultsByKind))
+	var kinds []string
 	for _, k := range faultKinds {
 		if n := r.FaultsByKind[k]; n > 0 {
 			kinds = append(kinds, fmt.Sprintf("%s %d", k, n))
@@ -567,4 +608,61 @@ func (r *report) Summary() string {
 	}
 	fmt.Fprintf(&b, "  settled %.1fs after the last fault; failures %d", r.SettleTook, len(r.Failures))
 	return b.String()
+}
+
+// checkLogs fails the soak for every log of a process that holds a line a
+// terminal could be made to misshow (docs/operations.md, "When something
+// goes wrong").
+func (s *soak) checkLogs(r *report) {
+	found, err := scanLogs(s.logs)
+	if err != nil {
+		r.fail("scan the logs: %v", err)
+	}
+	for _, f := range found {
+		r.fail("%s", f)
+	}
+}
+
+// scanLogs reads every file in dir and returns, for each one with lines that
+// hold raw a character that could act on a terminal or make the line read
+// as something else (a control character (C0, DEL, C1), a format character
+// (bidirectional controls, zero-width characters), a line or paragraph
+// separator: a JSON line writes each as an escape) or bytes that are not
+// UTF-8, how many and the first of them.
+func scanLogs(dir string) ([]string, error) {
+	files, err := filepath.Glob(filepath.Join(dir, "*"))
+	if err != nil {
+		return nil, err
+	}
+	var found []string
+	for _, path := range files {
+		f, err := os.Open(path)
+		if err != nil {
+			return nil, err
+		}
+		sc := bufio.NewScanner(f)
+		sc.Buffer(make([]byte, 64<<10), 32<<20)
+		bad, first, firstAt := 0, "", 0
+		for n := 1; sc.Scan(); n++ {
+			line := sc.Text()
+			if !utf8.ValidString(line) || strings.ContainsFunc(line, func(r rune) bool { return unicode.In(r, unicode.Cc, unicode.Cf, unicode.Zl, unicode.Zp) }) {
+				if bad++; bad == 1 {
+					first, firstAt = line, n
+				}
+			}
+		}
+		err = sc.Err()
+		f.Close()
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		if bad > 0 {
+			if len(first) > 300 {
+				first = first[:300] + "…"
+			}
+			found = append(found, fmt.Sprintf("%s: %d lines hold a control or format character raw, the first (line %d): %q",
+				filepath.Base(path), bad, firstAt, first))
+		}
+	}
+	return found, nil
 }

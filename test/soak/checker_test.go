@@ -3,15 +3,14 @@ package soak
 import (
 	"errors"
 	"net"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/storytold/craft-releases/test/redistest"
 )
-
-// The checks themselves, on made-up records: each must catch what it is for
-// and pass what the rules allow.
 
 func TestRewritePorts(t *testing.T) {
 	ports := map[string]string{"40123": "51234", "40124": "51235"}
@@ -71,21 +70,6 @@ func TestRedisGateStalls(t *testing.T) {
 	}
 }
 
-// checked runs the checks on made-up records of one pod, one app and one
-// poller, starting at t0.
-func checked(t0 time.Time, answers []podAnswer, requests []ghRequest, faults []fault, flushes []flushRepair, deliveries []webhookDelivery, backoffs []backoff) report {
-	pod := &proc{name: "api-1#1", exited: make(chan struct{})}
-	poller := &proc{name: "poller-1#1", exited: make(chan struct{}), backoffs: backoffs}
-	s := &soak{
-		began: t0, faultsEnd: t0.Add(time.Minute), settled: t0.Add(time.Minute), loadEnded: t0.Add(2 * time.Minute),
-		pods: []*proc{pod}, procs: []*proc{pod, poller},
-		published: []publication{{App: apps[0].Key, N: 1, Tag: tagOf(1), At: t0}, {App: apps[0].Key, N: 2, Tag: tagOf(2), At: t0.Add(10 * time.Second)}},
-		answers:   answers, requests: requests, faults: faults, flushes: flushes, deliveries: deliveries,
-		stats: map[string][]processStats{},
-	}
-	return s.check()
-}
-
 func answerAt(t0 time.Time, sec float64, n int, fetched time.Time) podAnswer {
 	at := t0.Add(time.Duration(sec * float64(time.Second)))
 	return podAnswer{Pod: "api-1#1", Start: at, End: at.Add(time.Millisecond), Status: 200,
@@ -97,6 +81,8 @@ func requestAt(t0 time.Time, sec float64, status int) ghRequest {
 	return ghRequest{Poller: "poller-1#1", Repo: apps[0].Repo, At: at, Done: at.Add(10 * time.Millisecond), Status: status}
 }
 
+// TestChecks runs the checks on made-up records of one pod, one app and one
+// poller: each must catch what it is for and pass what the rules allow.
 func TestChecks(t *testing.T) {
 	t0 := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
 	f1, f2 := t0.Add(-time.Second), t0.Add(11*time.Second)
@@ -157,13 +143,61 @@ func TestChecks(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r := checked(t0, tt.answers, tt.requests, tt.faults, tt.flushes, tt.deliveries, tt.backoffs)
-			got := strings.Join(r.Failures, "\n")
+			pod := &proc{name: "api-1#1", exited: make(chan struct{})}
+			poller := &proc{name: "poller-1#1", exited: make(chan struct{}), backoffs: tt.backoffs}
+			s := &soak{
+				began: t0, faultsEnd: t0.Add(time.Minute), settled: t0.Add(time.Minute), loadEnded: t0.Add(2 * time.Minute),
+				pods: []*proc{pod}, procs: []*proc{pod, poller}, stats: map[string][]processStats{},
+				published: []publication{{App: apps[0].Key, N: 1, Tag: tagOf(1), At: t0}, {App: apps[0].Key, N: 2, Tag: tagOf(2), At: t0.Add(10 * time.Second)}},
+				answers:   tt.answers, requests: tt.requests, faults: tt.faults, flushes: tt.flushes, deliveries: tt.deliveries,
+			}
+			got := strings.Join(s.check().Failures, "\n")
 			switch {
 			case tt.want == "" && got != "":
 				t.Errorf("failures:\n%s\nwant none", got)
 			case tt.want != "" && !strings.Contains(got, tt.want):
 				t.Errorf("failures:\n%s\nwant one with %q", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestScanLogs(t *testing.T) {
+	tests := []struct {
+		name   string
+		line   string
+		unsafe bool
+	}{
+		{"json with escapes", `{"level":"warn","by":"\"EVIL\\u202eDENWO\"","err":"a\tb\u001b[2J\u0085"}`, false},
+		{"non-ascii letters", `{"msg":"PhotoCraft é, версия"}`, false},
+		{"right-to-left override", "{\"by\":\"EVIL\u202eDENWO\"}", true},
+		{"other bidi controls", "\u200e\u200f\u202a\u2066\u2069\u061c", true},
+		{"esc", "\x1b]0;pwned\a", true},
+		{"tab", "a\tb", true},
+		{"carriage return", "a\rb", true},
+		{"del", "a\x7fb", true},
+		{"c1", "a\u009b2J", true},
+		{"next line", "a\u0085b", true},
+		{"zero-width space", "ad\u200bmin", true},
+		{"byte order mark", "\ufeff{}", true},
+		{"line separator", "a\u2028b", true},
+		{"not utf-8", "a\x9b2J", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			if err := os.WriteFile(filepath.Join(dir, "api-1.log"), []byte("{\"msg\":\"listening\"}\n"+tt.line+"\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			found, err := scanLogs(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := len(found) > 0; got != tt.unsafe {
+				t.Errorf("scan of %q found %q, want unsafe %v", tt.line, found, tt.unsafe)
+			}
+			if tt.unsafe && len(found) == 1 && !strings.HasPrefix(found[0], "api-1.log: 1 lines hold a control or format character raw, the first (line 2): ") {
+				t.Errorf("got %q, want the file, the count and the first line", found[0])
 			}
 		})
 	}

@@ -1,10 +1,15 @@
 package soak
 
 import (
+	"cmp"
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
@@ -18,7 +23,10 @@ import (
 	"github.com/storytold/craft-releases/pkg/release"
 	"github.com/storytold/craft-releases/test/fakegithub"
 	"github.com/storytold/craft-releases/test/redistest"
+	"github.com/storytold/craft-releases/test/testkit"
 )
+
+func TestMain(m *testing.M) { os.Exit(redistest.Main(m.Run)) }
 
 const module = "github.com/storytold/craft-releases"
 
@@ -43,14 +51,18 @@ const (
 	// between a process's clock and the soak's on a loaded machine.
 	slack = time.Second
 
-	publishEvery = 3 * time.Second // a new release of some app
-	// quietLead is the time before the first fault, after the load began.
-	quietLead  = 2 * publishEvery
-	masterName = "craft"
+	publishEvery = 3 * time.Second  // a new release of some app
+	quietLead    = 2 * publishEvery // from the start of the load to the first fault
+	masterName   = "craft"
 
 	// waitFor bounds a wait for something that must happen (a process to
 	// start, a failover); it is a guard against hanging, never a measure.
 	waitFor = 30 * time.Second
+
+	infoPath = "/v1/craft_apps/release_info"
+	// The load: workersPerPod loops per pod, each asking every loadPace.
+	workersPerPod = 2
+	loadPace      = 100 * time.Millisecond
 )
 
 // Bounds of the checks, from the rules.
@@ -98,23 +110,16 @@ func readSettings(t *testing.T) settings {
 	if err != nil || d < 10*time.Second {
 		t.Fatalf("SOAK_DURATION=%q: want a duration of at least 10s", v)
 	}
-	s := settings{Duration: d, Seed: 1, Report: "test/soak/report"}
+	s := settings{Duration: d, Seed: 1, Report: cmp.Or(os.Getenv("SOAK_REPORT"), "test/soak/report")}
 	if v := os.Getenv("SOAK_SEED"); v != "" {
-		n, err := strconv.ParseUint(v, 10, 64)
-		if err != nil {
+		if s.Seed, err = strconv.ParseUint(v, 10, 64); err != nil {
 			t.Fatalf("SOAK_SEED=%q: want a whole number", v)
 		}
-		s.Seed = n
-	}
-	if v := os.Getenv("SOAK_REPORT"); v != "" {
-		s.Report = v
 	}
 	if !filepath.IsAbs(s.Report) {
-		root, err := filepath.Abs(filepath.Join("..", "..")) // go test runs in test/soak
-		if err != nil {
+		if s.Report, err = filepath.Abs(filepath.Join("..", "..", s.Report)); err != nil { // go test runs in test/soak
 			t.Fatal(err)
 		}
-		s.Report = filepath.Join(root, s.Report)
 	}
 	return s
 }
@@ -132,40 +137,39 @@ func appsEnv() string {
 
 // soak is the deployment under test and everything recorded about it.
 type soak struct {
-	t    *testing.T
-	set  settings
-	bins string
-	logs string // the report's logs directory
+	t          *testing.T
+	set        settings
+	bins, logs string // the binaries' directory, the report's logs directory
 
 	primary, replica *redistest.Server
 	sentinels        []*redistest.Sentinel
 	redisClock       *redistest.Shift // the redis-servers' clocks, for faultClockStep
 	gh               *fakegithub.Server
-	ghGates          []*githubGate // per poller slot
-	redisGates       []*redisGate  // per poller slot
+	ghGates          []*httptest.Server // per poller slot
+	redisGates       []*redisGate       // per poller slot
 
 	faultRand, publishRand *rand.Rand
 
-	mu         sync.Mutex
-	pollers    []*proc // current instance per slot (index slot-1)
-	instances  map[string]int
-	procs      []*proc // every instance ever started
-	pods       []*proc
-	published  []publication
-	deliveries []webhookDelivery
-	replayed   []webhookDelivery // each replay storm's body, delivered new once
-	latest     map[string]int    // app key → its latest release number
-	answers    []podAnswer
-	requests   []ghRequest
-	faults     []fault
-	githubNow  string // the GitHub fault in force
-	stats      map[string][]processStats
-	flushes    []flushRepair
-	problems   []string // failures of the harness itself (no failover, …)
-	began      time.Time
-	loadEnded  time.Time
-	faultsEnd  time.Time
-	settled    time.Time
+	mu                                   sync.Mutex
+	pollers, procs, pods                 []*proc           // the current poller of each slot (index slot-1), every process started, the pods
+	published                            []publication     // every release published
+	deliveries, replayed                 []webhookDelivery // each release's webhook; each replay storm's body, delivered new once
+	latest                               map[string]int    // app key → its latest release number
+	answers                              []podAnswer
+	requests                             []ghRequest
+	faults                               []fault
+	githubNow                            string // the GitHub fault in force
+	stats                                map[string][]processStats
+	flushes                              []flushRepair
+	problems                             []string // failures of the harness itself (no failover, …)
+	began, loadEnded, faultsEnd, settled time.Time
+}
+
+// locked runs fn holding s.mu.
+func (s *soak) locked(fn func()) { s.mu.Lock(); defer s.mu.Unlock(); fn() }
+
+func (s *soak) problem(format string, args ...any) {
+	s.locked(func() { s.problems = append(s.problems, fmt.Sprintf(format, args...)) })
 }
 
 // publication is one release the fake GitHub started serving.
@@ -196,11 +200,8 @@ func TestSoak(t *testing.T) {
 	}
 	s := &soak{
 		t: t, set: set, bins: t.TempDir(), logs: filepath.Join(set.Report, "logs"),
-		faultRand:   rand.New(rand.NewPCG(set.Seed, 1)),
-		publishRand: rand.New(rand.NewPCG(set.Seed, 2)),
-		instances:   make(map[string]int),
-		latest:      make(map[string]int),
-		stats:       make(map[string][]processStats),
+		faultRand: rand.New(rand.NewPCG(set.Seed, 1)), publishRand: rand.New(rand.NewPCG(set.Seed, 2)),
+		pollers: make([]*proc, 3), latest: map[string]int{}, stats: map[string][]processStats{},
 	}
 	if err := os.MkdirAll(s.logs, 0o755); err != nil {
 		t.Fatal(err)
@@ -209,44 +210,44 @@ func TestSoak(t *testing.T) {
 	if err := buildBinaries(s.bins); err != nil {
 		t.Fatal(err)
 	}
-	s.startRedis()
-	s.startGitHub()
-	s.startFleet()
-	s.warmUp()
+	s.start()
+	if err := s.waitServing(waitFor); err != nil {
+		t.Fatalf("the pods do not serve release 1 of every app %v after start-up: %v", waitFor, err)
+	}
 
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
 	var wg sync.WaitGroup
 	s.began = time.Now()
-	for _, p := range s.allLive() {
-		s.sample(p)
-	}
-	loadCtx, stopLoad := context.WithCancel(ctx)
+	s.sampleAll()
+	loadCtx, stopLoad := context.WithCancel(context.Background())
+	defer stopLoad()
 	wg.Go(func() { s.load(loadCtx) })
-	wg.Go(func() { s.sampleLoop(loadCtx) })
-	pubCtx, stopPublishing := context.WithTimeout(ctx, quietLead+set.Duration)
+	wg.Go(func() { every(loadCtx, 2*time.Second, s.sampleAll) })
+	pubCtx, stopPublishing := context.WithTimeout(loadCtx, quietLead+set.Duration)
 	published := make(chan struct{})
-	go func() { defer close(published); s.publish(pubCtx) }()
+	go func() {
+		defer close(published)
+		every(pubCtx, publishEvery, func() { // a new release of a random app, and its webhook
+			a := apps[s.publishRand.IntN(len(apps))]
+			s.deliverRelease(s.publishOne(a), a.Repo)
+		})
+	}()
 
 	time.Sleep(quietLead) // releases delivered with nothing broken: the webhook path's own lag
 	s.injectFaults(set.Duration)
 	stopPublishing()
 	<-published // settle waits for the last release published
-	s.mu.Lock()
-	s.faultsEnd = time.Now()
-	s.mu.Unlock()
-	s.settle()
+	s.locked(func() { s.faultsEnd = time.Now() })
+	if s.waitServing(settleBound) == nil {
+		s.locked(func() { s.settled = time.Now() })
+	}
 	time.Sleep(time.Second) // the load sees what settle saw
 	stopLoad()
 	wg.Wait()
-	s.mu.Lock()
-	s.loadEnded = time.Now()
-	s.mu.Unlock()
-	idleLoadClients()
+	s.locked(func() { s.loadEnded = time.Now() })
+	defaultClient.CloseIdleConnections()
+	identityClient.CloseIdleConnections()
 	time.Sleep(time.Second) // let the pods' connection goroutines end
-	for _, p := range s.allLive() {
-		s.sample(p)
-	}
+	s.sampleAll()
 
 	rep := s.check()
 	s.stopAll(&rep)
@@ -260,77 +261,107 @@ func TestSoak(t *testing.T) {
 	}
 }
 
-// startRedis starts the primary, its replica and three sentinels.
-func (s *soak) startRedis() {
+// start starts Redis (a primary, its replica and three sentinels), the fake
+// GitHub with release 1 of every app, a GitHub gate and a Redis gate per
+// poller slot, and the fleet: 3 pollers and 3 API pods.
+func (s *soak) start() {
 	// Either may be the primary later; a primary starts a replica's full sync
 	// at once instead of waiting 5 s for more replicas.
 	s.redisClock = redistest.NewShift(s.t, 0)
 	s.primary = s.redisClock.Start(s.t, "--repl-diskless-sync-delay", "0")
 	s.replica = redistest.StartReplica(s.t, s.primary, "--repl-diskless-sync-delay", "0")
 	s.sentinels = redistest.StartSentinels(s.t, masterName, s.primary, 3, 2)
-}
-
-// servers returns the two redis-servers by address.
-func (s *soak) servers() map[string]*redistest.Server {
-	return map[string]*redistest.Server{s.primary.Addr: s.primary, s.replica.Addr: s.replica}
-}
-
-func (s *soak) sentinelAddrs() []string {
-	out := make([]string, len(s.sentinels))
+	sentinels := make([]string, len(s.sentinels))
 	for i, st := range s.sentinels {
-		out[i] = st.Addr
+		sentinels[i] = st.Addr
 	}
-	return out
-}
-
-// startGitHub starts the fake GitHub with release 1 of every app, and a gate
-// per poller slot.
-func (s *soak) startGitHub() {
 	s.gh = fakegithub.New(s.t)
 	for _, a := range apps {
 		s.publishOne(a)
 	}
 	for slot := 1; slot <= 3; slot++ {
 		g, err := newGithubGate(s.gh.URL(),
-			func() string { return s.currentName(slot) },
-			s.currentGitHubFault,
-			func(r ghRequest) { s.mu.Lock(); s.requests = append(s.requests, r); s.mu.Unlock() })
+			func() string {
+				s.mu.Lock()
+				defer s.mu.Unlock()
+				if p := s.pollers[slot-1]; p != nil {
+					return p.name
+				}
+				return fmt.Sprintf("poller-%d#?", slot)
+			},
+			func() string { s.mu.Lock(); defer s.mu.Unlock(); return s.githubNow },
+			func(r ghRequest) { s.locked(func() { s.requests = append(s.requests, r) }) })
 		if err != nil {
 			s.t.Fatal(err)
 		}
 		s.t.Cleanup(g.Close)
-		s.ghGates = append(s.ghGates, g)
-		rg, err := newRedisGate(s.sentinelAddrs(), []string{s.primary.Addr, s.replica.Addr})
+		rg, err := newRedisGate(sentinels, []string{s.primary.Addr, s.replica.Addr})
 		if err != nil {
 			s.t.Fatal(err)
 		}
 		s.t.Cleanup(rg.Close)
-		s.redisGates = append(s.redisGates, rg)
+		s.ghGates, s.redisGates = append(s.ghGates, g), append(s.redisGates, rg)
+	}
+	for _, role := range []string{"poller", "api"} {
+		for slot := 1; slot <= 3; slot++ {
+			if err := s.startProc(role, slot); err != nil {
+				s.t.Fatal(err)
+			}
+		}
 	}
 }
 
+// startProc starts a new instance of the poller or the API pod in slot: a
+// poller through its slot's gates, a pod on the sentinels.
+func (s *soak) startProc(role string, slot int) error {
+	key := role + "-" + strconv.Itoa(slot)
+	var name string
+	s.locked(func() {
+		name = fmt.Sprintf("%s#%d", key, 1+len(slices.DeleteFunc(slices.Clone(s.procs), func(p *proc) bool { return !strings.HasPrefix(p.name, key+"#") })))
+	})
+	env := map[string]string{
+		"REDIS_URL":               redistest.SentinelURL(masterName, s.sentinels...),
+		"CRAFT_APPS_RELEASE_APPS": appsEnv(),
+		"SHUTDOWN_TIMEOUT_SECS":   "5",
+	}
+	if role == "api" {
+		env["CRAFT_APPS_HYDRATE_TIMEOUT_SECS"] = "10"
+		env["CRAFT_APPS_RELEASE_WEBHOOK_SECRET"] = webhookSecret
+	} else {
+		addrs := make([]string, len(s.sentinels))
+		for i, st := range s.sentinels {
+			addrs[i] = s.redisGates[slot-1].Addr(st.Addr)
+		}
+		env["REDIS_URL"] = redistest.SentinelURLOf(masterName, addrs...)
+		env["CRAFT_APPS_RELEASE_GITHUB_API_URL"] = s.ghGates[slot-1].URL + "/"
+		env["CRAFT_APPS_RELEASE_REQUEST_SPACING_MS"] = strconv.Itoa(int(spacing / time.Millisecond))
+		for name, d := range map[string]time.Duration{"POLL_INTERVAL": interval, "TICK": tick, "MAX_BACKOFF": maxBackoff, "STARTUP_JITTER": startupJitter} {
+			env["CRAFT_APPS_RELEASE_"+name+"_SECS"] = strconv.Itoa(int(d / time.Second))
+		}
+	}
+	p, err := launch(name, role, slot, filepath.Join(s.bins, role), filepath.Join(s.logs, key+".log"), env)
+	if err != nil {
+		return err
+	}
+	s.locked(func() {
+		s.procs = append(s.procs, p)
+		if role == "api" {
+			s.pods = append(s.pods, p)
+		} else {
+			s.pollers[slot-1] = p
+		}
+	})
+	return nil
+}
+
+// publishOne makes the fake GitHub serve the next release of a.
 func (s *soak) publishOne(a release.App) publication {
-	s.mu.Lock()
-	n := s.latest[a.Key] + 1
-	s.mu.Unlock()
+	var n int
+	s.locked(func() { n = s.latest[a.Key] + 1 })
 	s.gh.Publish(a.Repo, fakegithub.NewRelease(a.Repo, tagOf(n)))
 	p := publication{App: a.Key, N: n, Tag: tagOf(n), At: time.Now()}
-	s.mu.Lock()
-	s.latest[a.Key] = n
-	s.published = append(s.published, p)
-	s.mu.Unlock()
+	s.locked(func() { s.latest[a.Key], s.published = n, append(s.published, p) })
 	return p
-}
-
-// publishAndDeliver publishes a new release of a and delivers its webhook.
-func (s *soak) publishAndDeliver(a release.App) {
-	s.deliverRelease(s.publishOne(a), a.Repo)
-}
-
-// publish makes a new release of a random app every publishEvery until ctx
-// ends, and delivers its webhook.
-func (s *soak) publish(ctx context.Context) {
-	every(ctx, publishEvery, func() { s.publishAndDeliver(apps[s.publishRand.IntN(len(apps))]) })
 }
 
 // every calls fn every d until ctx ends.
@@ -347,176 +378,52 @@ func every(ctx context.Context, d time.Duration, fn func()) {
 	}
 }
 
-func (s *soak) currentGitHubFault() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.githubNow
-}
-
-func (s *soak) currentName(slot int) string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if slot > len(s.pollers) || s.pollers[slot-1] == nil {
-		return fmt.Sprintf("poller-%d#?", slot)
-	}
-	return s.pollers[slot-1].name
-}
-
-// pollerEnv is the environment of the poller in slot: the sentinel URL of its
-// Redis gate and its GitHub gate.
-func (s *soak) pollerEnv(slot int) map[string]string {
-	g := s.redisGates[slot-1]
-	addrs := make([]string, len(s.sentinels))
-	for i, st := range s.sentinels {
-		addrs[i] = g.Addr(st.Addr)
-	}
-	return map[string]string{
-		"REDIS_URL":                              redistest.SentinelURLOf(masterName, addrs...),
-		"CRAFT_APPS_RELEASE_APPS":                appsEnv(),
-		"CRAFT_APPS_RELEASE_GITHUB_API_URL":      s.ghGates[slot-1].URL(),
-		"CRAFT_APPS_RELEASE_POLL_INTERVAL_SECS":  strconv.Itoa(int(interval / time.Second)),
-		"CRAFT_APPS_RELEASE_TICK_SECS":           strconv.Itoa(int(tick / time.Second)),
-		"CRAFT_APPS_RELEASE_MAX_BACKOFF_SECS":    strconv.Itoa(int(maxBackoff / time.Second)),
-		"CRAFT_APPS_RELEASE_STARTUP_JITTER_SECS": strconv.Itoa(int(startupJitter / time.Second)),
-		"CRAFT_APPS_RELEASE_REQUEST_SPACING_MS":  strconv.Itoa(int(spacing / time.Millisecond)),
-		"SHUTDOWN_TIMEOUT_SECS":                  "5",
-	}
-}
-
-func (s *soak) podEnv() map[string]string {
-	return map[string]string{
-		"REDIS_URL":                         redistest.SentinelURL(masterName, s.sentinels...),
-		"CRAFT_APPS_RELEASE_APPS":           appsEnv(),
-		"CRAFT_APPS_HYDRATE_TIMEOUT_SECS":   "10",
-		"SHUTDOWN_TIMEOUT_SECS":             "5",
-		"CRAFT_APPS_RELEASE_WEBHOOK_SECRET": webhookSecret,
-	}
-}
-
-// startPoller starts a new instance of the poller in slot.
-func (s *soak) startPoller(slot int) error {
-	s.mu.Lock()
-	s.instances["poller-"+strconv.Itoa(slot)]++
-	name := fmt.Sprintf("poller-%d#%d", slot, s.instances["poller-"+strconv.Itoa(slot)])
-	s.mu.Unlock()
-	p, err := launch(name, "poller", slot, filepath.Join(s.bins, "poller"),
-		filepath.Join(s.logs, fmt.Sprintf("poller-%d.log", slot)), s.pollerEnv(slot))
-	if err != nil {
-		return err
-	}
-	s.mu.Lock()
-	for len(s.pollers) < slot {
-		s.pollers = append(s.pollers, nil)
-	}
-	s.pollers[slot-1] = p
-	s.procs = append(s.procs, p)
-	s.mu.Unlock()
-	return nil
-}
-
-func (s *soak) startFleet() {
-	for slot := 1; slot <= 3; slot++ {
-		if err := s.startPoller(slot); err != nil {
-			s.t.Fatal(err)
-		}
-	}
-	for slot := 1; slot <= 3; slot++ {
-		p, err := launch(fmt.Sprintf("api-%d#1", slot), "api", slot, filepath.Join(s.bins, "api"),
-			filepath.Join(s.logs, fmt.Sprintf("api-%d.log", slot)), s.podEnv())
-		if err != nil {
-			s.t.Fatal(err)
-		}
-		s.mu.Lock()
-		s.pods = append(s.pods, p)
-		s.procs = append(s.procs, p)
-		s.mu.Unlock()
-	}
-}
-
 // allLive returns every process that runs now.
 func (s *soak) allLive() []*proc {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var out []*proc
-	for _, p := range s.procs {
-		if p.alive() {
-			out = append(out, p)
-		}
-	}
-	return out
+	return slices.DeleteFunc(slices.Clone(s.procs), func(p *proc) bool { return !p.alive() })
 }
 
-// warmUp waits until every pod serves release 1 of every app.
-func (s *soak) warmUp() {
-	deadline := time.Now().Add(waitFor)
-	for _, p := range s.pods {
-		for {
-			info, err := getInfo(defaultClient, p)
-			if err == nil && servesAll(info, 1) {
-				break
-			}
-			if time.Now().After(deadline) {
-				s.t.Fatalf("%s does not serve release 1 of every app %v after start-up: %v", p.name, waitFor, err)
-			}
-			time.Sleep(100 * time.Millisecond)
+// sampleAll scrapes every live process (one killed a moment ago is skipped).
+func (s *soak) sampleAll() {
+	for _, p := range s.allLive() {
+		if st, err := scrape(p); err == nil {
+			s.locked(func() { s.stats[p.name] = append(s.stats[p.name], st) })
 		}
 	}
 }
 
-// settle waits, at most settleBound, until every pod serves the latest
-// release of every app.
-func (s *soak) settle() {
-	deadline := time.Now().Add(settleBound)
-	for {
-		s.mu.Lock()
-		latest := maps.Clone(s.latest)
-		s.mu.Unlock()
-		all := true
+// waitServing waits, at most d, until every pod serves the latest release
+// of every app; it returns why not when they still do not.
+func (s *soak) waitServing(d time.Duration) error {
+	for deadline := time.Now().Add(d); ; time.Sleep(100 * time.Millisecond) {
+		var latest map[string]int
+		s.locked(func() { latest = maps.Clone(s.latest) })
+		var why error
 		for _, p := range s.pods {
-			info, err := getInfo(defaultClient, p)
-			if err != nil || !servesLatest(info, latest) {
-				all = false
+			answer, _, err := fetchInfo(defaultClient, p)
+			for i := 0; err == nil && i < len(apps); i++ {
+				if r := answer.info.ReleaseInfo.Apps[apps[i].Key].LatestRelease; r == nil || numberOf(r.Tag) < latest[apps[i].Key] {
+					err = fmt.Errorf("%s is not at %s", apps[i].Key, tagOf(latest[apps[i].Key]))
+				}
+			}
+			if err != nil {
+				why = fmt.Errorf("%s: %w", p.name, err)
 				break
 			}
 		}
-		if all {
-			s.mu.Lock()
-			s.settled = time.Now()
-			s.mu.Unlock()
-			return
+		if why == nil || time.Now().After(deadline) {
+			return why
 		}
-		if time.Now().After(deadline) {
-			return
-		}
-		time.Sleep(100 * time.Millisecond)
 	}
-}
-
-// sampleLoop scrapes every live process every two seconds until ctx ends.
-func (s *soak) sampleLoop(ctx context.Context) {
-	every(ctx, 2*time.Second, func() {
-		for _, p := range s.allLive() {
-			s.sample(p)
-		}
-	})
-}
-
-func (s *soak) sample(p *proc) {
-	st, err := scrape(p)
-	if err != nil {
-		return // a process killed a moment ago; a live one is scraped again
-	}
-	s.mu.Lock()
-	s.stats[p.name] = append(s.stats[p.name], st)
-	s.mu.Unlock()
 }
 
 // stopAll stops every process with SIGTERM; a process that does not exit 0
 // is a failure (a killed poller instance was already gone).
 func (s *soak) stopAll(rep *report) {
-	s.mu.Lock()
-	procs := slices.Clone(s.procs)
-	s.mu.Unlock()
+	var procs []*proc
+	s.locked(func() { procs = slices.Clone(s.procs) })
 	var wg sync.WaitGroup
 	errs := make([]error, len(procs))
 	for i, p := range procs {
@@ -530,8 +437,123 @@ func (s *soak) stopAll(rep *report) {
 	}
 }
 
-func (s *soak) problem(format string, args ...any) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.problems = append(s.problems, fmt.Sprintf(format, args...))
+// defaultClient asks for gzip and decodes it, as most launchers do;
+// identityClient asks for the plain body.
+var (
+	defaultClient  = &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{Proxy: nil, MaxIdleConnsPerHost: 4}}
+	identityClient = &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{Proxy: nil, DisableCompression: true, MaxIdleConnsPerHost: 4}}
+)
+
+// podAnswer is one answer of a pod to the load.
+type podAnswer struct {
+	Pod        string
+	Start, End time.Time
+	Status     int
+	Bad        string         // why the answer is not valid; "" when it is
+	Tags       map[string]int // app → release number served, 0 for none
+	Fetched    map[string]time.Time
 }
+
+// load asks every pod with workersPerPod loops, every loadPace, until ctx
+// ends, so at most 3 × workersPerPod / loadPace answers a second.
+func (s *soak) load(ctx context.Context) {
+	var wg sync.WaitGroup
+	for _, p := range s.pods {
+		for w := range workersPerPod {
+			client := []*http.Client{defaultClient, identityClient}[w%2]
+			wg.Go(func() {
+				every(ctx, loadPace, func() {
+					a := s.ask(client, p)
+					s.locked(func() { s.answers = append(s.answers, a) })
+				})
+			})
+		}
+	}
+	wg.Wait()
+}
+
+// ask sends one request to pod p and judges the answer.
+func (s *soak) ask(client *http.Client, p *proc) podAnswer {
+	a := podAnswer{Pod: p.name, Start: time.Now()}
+	answer, status, err := fetchInfo(client, p)
+	a.End, a.Status = time.Now(), status
+	if err != nil {
+		a.Bad = err.Error()
+		return a
+	}
+	info := answer.info
+	var latest map[string]int
+	s.locked(func() { latest = maps.Clone(s.latest) })
+	a.Tags, a.Fetched = make(map[string]int, len(apps)), make(map[string]time.Time, len(apps))
+	if len(info.ReleaseInfo.Apps) != len(apps) {
+		a.Bad = fmt.Sprintf("%d apps listed, want %d", len(info.ReleaseInfo.Apps), len(apps))
+	}
+	for _, app := range apps {
+		ai, ok := info.ReleaseInfo.Apps[app.Key]
+		switch {
+		case !ok:
+			a.Bad = "app " + app.Key + " missing"
+		case ai.Name != app.Name || ai.Repo != app.Repo:
+			a.Bad = fmt.Sprintf("app %s listed as %q %q", app.Key, ai.Name, ai.Repo)
+		case ai.LatestRelease == nil:
+			a.Bad = "app " + app.Key + " has no release"
+		case numberOf(ai.LatestRelease.Tag) == 0 || numberOf(ai.LatestRelease.Tag) > latest[app.Key]:
+			a.Bad = fmt.Sprintf("app %s serves %q, which was never published", app.Key, ai.LatestRelease.Tag)
+		case ai.AppLastFetched == nil:
+			a.Bad = "app " + app.Key + " has a release and no app_last_fetched"
+		case len(ai.LatestRelease.Assets) == 0:
+			a.Bad = "app " + app.Key + " has a release without assets"
+		case answer.untrusted[app.Key] != nil: // verified against ai.Repo, which is app.Repo
+			a.Bad = fmt.Sprintf("app %s serves a release that fails the trust check: %v", app.Key, answer.untrusted[app.Key])
+		default:
+			a.Tags[app.Key] = numberOf(ai.LatestRelease.Tag)
+			a.Fetched[app.Key] = ai.AppLastFetched.Time
+		}
+	}
+	return a
+}
+
+// fetchInfo GETs the endpoint and decodes it; anything but a 200 with a JSON
+// body that decodes is an error.
+func fetchInfo(client *http.Client, p *proc) (*decodedAnswer, int, error) {
+	res, body, err := testkit.Ask(client, p.base+infoPath)
+	switch {
+	case err != nil:
+		return nil, 0, err
+	case res.StatusCode != http.StatusOK:
+		return nil, res.StatusCode, fmt.Errorf("status %d: %.200s", res.StatusCode, body)
+	case !strings.HasPrefix(res.Header.Get("Content-Type"), "application/json"):
+		return nil, res.StatusCode, fmt.Errorf("content type %q", res.Header.Get("Content-Type"))
+	}
+	answer, err := decoded.Of(body)
+	if err != nil {
+		return nil, res.StatusCode, fmt.Errorf("decode %.200q: %w", body, err)
+	}
+	if !answer.info.Success {
+		return nil, res.StatusCode, errors.New("success is false")
+	}
+	return answer, res.StatusCode, nil
+}
+
+// decodedAnswer is what the bytes of an answer say: read-only once made.
+type decodedAnswer struct {
+	info      release.Info
+	untrusted map[string]error // app key → why release.Verify refuses its release
+}
+
+// decoded holds the answers decoded last (each some 100 KB), more than the
+// pods serve at once between two releases: the load asks each pod ten times
+// a second for bytes that mostly did not change since. Each app's release is
+// verified against the repository the answer lists for it.
+var decoded = testkit.NewMemo(64, func(body []byte) (*decodedAnswer, error) {
+	answer := &decodedAnswer{untrusted: make(map[string]error)}
+	if err := json.Unmarshal(body, &answer.info); err != nil {
+		return nil, err
+	}
+	for key, ai := range answer.info.ReleaseInfo.Apps {
+		if err := release.Verify(release.App{Key: key, Repo: ai.Repo}, ai.LatestRelease); err != nil {
+			answer.untrusted[key] = err
+		}
+	}
+	return answer, nil
+})
