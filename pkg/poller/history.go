@@ -41,13 +41,19 @@ func (d *decided) has(app string) bool {
 }
 
 // polled reports whether the entry app is polled now: every entry but the
-// history entries of apps without decisions.
+// history entries of apps without decisions, unless a refresh request
+// names one (an operator's verb files one as it decides, before this
+// poller reads the decision from MySQL).
 func (p *Poller) polled(app release.App) bool {
 	if app.Channel != release.HistoryChannel {
 		return true
 	}
 	base, _ := release.AppOf(app.Key)
-	return p.decided.has(base)
+	if p.decided.has(base) {
+		return true
+	}
+	_, asked := p.refreshes.get(app.Key)
+	return asked
 }
 
 // polledApps returns the entries a round asks about, in configured order, and

@@ -244,6 +244,37 @@ func TestHistoryRefresh(t *testing.T) {
 	}
 }
 
+// TestHistoryAskedByARefresh: a refresh request that names the history
+// entry of an app this poller knows no decision of yet (an operator's verb
+// files one as it decides) asks for the list once; the ticks after it do
+// not, until the decision is known.
+func TestHistoryAskedByARefresh(t *testing.T) {
+	src, clock := newHistorySource(), newClock()
+	p, err := poller.New(poller.Config{Apps: release.Entries(apps("a")), Timing: timing, Source: src,
+		Logger: zap.NewNop(), Clock: clock, Rand: func() float64 { return 0.5 }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	p.Tick(ctx)
+	src.take()
+	setClock(t, clock, clock.Now().Add(time.Minute))
+	p.Refresh("a:history", release.Refresh{At: clock.Now()})
+	p.RefreshRound(ctx)
+	if got, want := src.take(), []string{"a:history"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("refresh round asked %v, want %v", got, want)
+	}
+	for end := clock.Now().Add(timing.Interval); clock.Now().Before(end); {
+		setClock(t, clock, clock.Now().Add(timing.Tick))
+		p.Tick(ctx)
+	}
+	for _, call := range src.take() {
+		if strings.Contains(call, "history") {
+			t.Errorf("without a decision, a tick asked %q", call)
+		}
+	}
+}
+
 // TestHistoryCompanions: after a history's 200, the companions of the
 // releases it keeps them of are fetched as a release's are, kept with the
 // history and shared; a later 304 asks for none again.

@@ -7,9 +7,10 @@ import (
 )
 
 // Decisions are what operators decided about one app's releases: a staged
-// rollout, withdrawn tags and a minimum version (docs/rollouts.md). The
-// pollers read them from MySQL and share them through Redis with the
-// renames and notices (Bulletin); the zero value decides nothing.
+// rollout, withdrawn tags and a minimum version
+// (docs/wire.md, "Release control"). The pollers read them from MySQL and
+// share them through Redis with the renames and notices (Bulletin); the
+// zero value decides nothing.
 type Decisions struct {
 	Rollout   *Rollout     `json:"rollout,omitempty"`
 	Withdrawn []Withdrawal `json:"withdrawn,omitempty"`
@@ -62,7 +63,8 @@ func Bucket(app, tag, id string) int {
 	return int(binary.BigEndian.Uint64(h.Sum(sum[:0])) % 100)
 }
 
-// Plan is what an app serves under its decisions (docs/rollouts.md).
+// Plan is what an app serves under its decisions
+// (docs/wire.md, "Release control").
 type Plan struct {
 	// Latest is latest_release: the newest release that is not withdrawn,
 	// or, while a rollout is under way, the newest one before the staged

@@ -25,6 +25,7 @@ import (
 	"github.com/storytold/craft-releases/pkg/redis/store"
 	"github.com/storytold/craft-releases/pkg/release"
 	"github.com/storytold/craft-releases/test/fakegithub"
+	"github.com/storytold/craft-releases/test/mariadbtest"
 	"github.com/storytold/craft-releases/test/testkit"
 )
 
@@ -63,7 +64,7 @@ func TestMain(m *testing.M) {
 		}
 		binaries.dir = dir
 		defer os.RemoveAll(dir)
-		return m.Run()
+		return mariadbtest.Main(m)
 	}))
 }
 

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"go.uber.org/zap"
 
@@ -192,7 +193,7 @@ func (v decisionVerb) run(ctx context.Context, c *call) error {
 		logsafe.String("user", stored.By), zap.String("host", host), zap.String("id", stored.Ref()))
 	_ = log.Sync()
 	fmt.Fprintf(c.stdout, "%s by %s (%s)\n", describe(stored), stored.By, stored.Ref())
-	v.publish(ctx, c)
+	v.publish(ctx, c, stored)
 	return nil
 }
 
@@ -224,13 +225,20 @@ func (v decisionVerb) checkTag(ctx context.Context, c *call, app release.App, d 
 }
 
 // publish publishes what MySQL holds now to Redis, as a poller's refresh
-// does, so that the API pods follow within seconds rather than at the
-// pollers' next refresh; it says which happened.
-func (v decisionVerb) publish(ctx context.Context, c *call) {
+// does, and asks the pollers for the app's release history at once (a
+// refresh request for its history entry, as a webhook files one), so that
+// the API pods follow within seconds rather than at the pollers' next
+// refresh; it says which happened.
+func (v decisionVerb) publish(ctx context.Context, c *call, d mysql.Decision) {
 	every := c.cfg.MySQL.Refresh
 	f, err := mysql.NewRefresher(c.db, c.store, every, c.cfg.Logger(c.stderr).With(zap.String("binary", "poller")), c.clock)
 	if err == nil {
 		err = f.Refresh(ctx)
+	}
+	if err == nil {
+		history := release.App{Key: d.App}.HistoryEntry().Key
+		_, err = c.store.Deliver(ctx, []string{d.Ref() + "@" + d.CreatedAt.UTC().Format(time.RFC3339Nano)},
+			map[string]release.Refresh{history: {At: c.clock.Now()}})
 	}
 	if err != nil {
 		fmt.Fprintf(c.stdout, "stored, but not published now (%s): the pollers publish it within %s\n", shown(err.Error()), every)

@@ -26,6 +26,9 @@ type decisionWorld struct {
 	gh   *fakegithub.Server
 	db   *mysql.DB
 	meta func() release.Bulletin // what Redis holds
+	// refresh is the refresh request Redis holds for an entry key (zero
+	// for none).
+	refresh func(key string) release.Refresh
 }
 
 func newDecisionWorld(t *testing.T) decisionWorld {
@@ -66,6 +69,14 @@ func newDecisionWorld(t *testing.T) decisionWorld {
 		}
 		m, _ := store.DecodeMeta(h)
 		return m
+	}
+	st := store.New(client, "test", release.Entries([]release.App{{Key: "photocraft", Repo: photocraft}}))
+	w.refresh = func(key string) release.Refresh {
+		r, err := st.Refreshes(context.Background(), []string{key})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r[key]
 	}
 	return w
 }
@@ -126,6 +137,9 @@ func TestDecisionCommands(t *testing.T) {
 			if got := w.meta().Decisions; !reflect.DeepEqual(got, st.decisions) {
 				t.Errorf("after poller %s, Redis holds %+v, want %+v", strings.Join(st.args, " "), got, st.decisions)
 			}
+		}
+		if st.decisions != nil && w.refresh("photocraft:history").At.IsZero() {
+			t.Errorf("after poller %s, no refresh request for photocraft's history", strings.Join(st.args, " "))
 		}
 		if got := w.gh.Count(fakegithub.AnyRepo); got != st.asks {
 			t.Errorf("after poller %s, %d requests to GitHub, want %d", strings.Join(st.args, " "), got, st.asks)

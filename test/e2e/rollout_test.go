@@ -1,0 +1,85 @@
+package e2e
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/storytold/craft-releases/test/fakegithub"
+	"github.com/storytold/craft-releases/test/mariadbtest"
+	"github.com/storytold/craft-releases/test/redistest"
+	"github.com/storytold/craft-releases/test/testkit"
+)
+
+// TestReleaseControl: an operator's verbs reach every pod of a split
+// deployment (two pollers with MySQL, two pods): a release staged at 10 %,
+// raised, halted and withdrawn, and a minimum version, each seen by both
+// pods well within a minute of the verb, the release before the staged one
+// read from the release history the pollers keep once the app has a
+// decision.
+func TestReleaseControl(t *testing.T) {
+	t.Parallel()
+	const repo, apps = "storytold/photocraft", "photocraft=PhotoCraft=storytold/photocraft"
+	gh := fakegithub.New(t)
+	older, newer := fakegithub.NewRelease(repo, "v1.0.0"), fakegithub.NewRelease(repo, "v2.0.0")
+	day := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	older.PublishedAt, newer.PublishedAt = &day, ptr(day.AddDate(0, 0, 1))
+	gh.Publish(repo, newer)
+	gh.SetList(repo, newer, older)
+	rs := redistest.Start(t)
+	env := pollerEnv(gh, rs.URL(), apps)
+	env["MYSQL_DSN"] = mariadbtest.Shared(t).NewDatabase(t).DSN()
+	verb := func(args ...string) string {
+		t.Helper()
+		cmd := exec.Command(binary(t, "poller"), args...)
+		cmd.Env = os.Environ()
+		for k, v := range env {
+			cmd.Env = append(cmd.Env, k+"="+v)
+		}
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("poller %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		return string(out)
+	}
+	verb("migrate")
+	startPollers(t, 2, env)
+	pods := startPods(t, 2, podEnv(rs.URL(), apps))
+	waitTags(t, map[string]string{"photocraft": "v2.0.0"}, pods...)
+
+	for _, step := range []struct {
+		args   []string
+		latest string // latest_release's tag
+		shows  string // what the app's object shows of the decision
+	}{
+		{[]string{"rollout", "photocraft", "--tag", "v2.0.0", "--percent", "10", "--by", "e2e"}, "v1.0.0", `"rollout":{"tag":"v2.0.0","percent":10,`},
+		{[]string{"rollout", "photocraft", "--tag", "v2.0.0", "--percent", "50", "--by", "e2e"}, "v1.0.0", `"rollout":{"tag":"v2.0.0","percent":50,`},
+		{[]string{"rollout", "photocraft", "--tag", "v2.0.0", "--percent", "0", "--by", "e2e"}, "v1.0.0", `"rollout":{"tag":"v2.0.0","percent":0,`},
+		{[]string{"withdraw", "photocraft", "--tag", "v2.0.0", "--reason", "crashes at start", "--by", "e2e"}, "v1.0.0", `"rollout":null`},
+		{[]string{"minimum", "photocraft", "--version", "1.0.0", "--reason", "a data loss bug", "--by", "e2e"}, "v1.0.0", `"minimum_version":"1.0.0"`},
+		{[]string{"withdraw", "photocraft", "--tag", "v2.0.0", "--restore", "--by", "e2e"}, "v1.0.0", `"rollout":{"tag":"v2.0.0","percent":0,`},
+		{[]string{"rollout", "photocraft", "--tag", "v2.0.0", "--percent", "100", "--by", "e2e"}, "v2.0.0", `"rollout":null`},
+	} {
+		began := time.Now()
+		verb(step.args...)
+		for _, p := range pods {
+			testkit.Eventually(t, fmt.Sprintf("%s after %s", p.name, strings.Join(step.args, " ")), func() bool {
+				a, err := ask(p.base + "/v1/craft_apps/release_info/photocraft")
+				return err == nil && strings.Contains(string(a.body), `"latest_release":{"tag":"`+step.latest+`"`) && strings.Contains(string(a.body), step.shows)
+			})
+		}
+		took := time.Since(began)
+		t.Logf("%s: every pod within %v", strings.Join(step.args[:min(len(step.args), 5)], " "), took.Round(time.Millisecond))
+		if took > time.Minute {
+			t.Errorf("%s reached every pod after %v, want within a minute", step.args[0], took)
+		}
+	}
+	if got := gh.Count(fakegithub.TagOf(repo, "v2.0.0")); got != 2 {
+		t.Errorf("GitHub was asked about v2.0.0 %d times, want twice: by the first rollout and the first withdrawal that named it", got)
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
