@@ -114,7 +114,7 @@ func poll(ctx context.Context, cfg config.Poller, host string, log *zap.Logger) 
 		return err
 	}
 	if fleet != nil {
-		if refreshMeta, err = metaRefresher(cfg, fleet, log, mysql.WithOnPublish(followDecisions(p, pc.Changes))); err != nil {
+		if refreshMeta, err = metaRefresher(cfg, fleet, log, mysql.WithOnPublish(followDecisions(p, pc.Changes, log))); err != nil {
 			return err
 		}
 	}

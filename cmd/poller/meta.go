@@ -46,13 +46,15 @@ func metaRefresher(cfg config.Poller, pub mysql.Publisher, log *zap.Logger, opts
 // followDecisions returns what the meta refresher calls with each Bulletin
 // it read from MySQL: it tells p which apps have decisions
 // (poller.SetDecided), so that their histories are polled from the next
-// tick on (docs/scheduling.md, "Release history"), and, with changes (a
+// tick on (docs/scheduling.md, "Release history"); with changes (a
 // poller.Config.Changes, nil without Cloudflare), purges what an app serves
 // whenever its decisions differ from the ones this poller read before: its
 // latest release's paths, with the Tauri answers to an app at the release
-// before it.
-func followDecisions(p *poller.Poller, changes func(app string, old, new *release.Release)) func(release.Bulletin) {
+// before it; and warns on log once of each tag a decision names that the
+// app's releases do not hold, which the pods do not apply.
+func followDecisions(p *poller.Poller, changes func(app string, old, new *release.Release), log *zap.Logger) func(release.Bulletin) {
 	var last map[string]release.Decisions
+	warned := map[string]bool{} // "app tag" of the unfound tags warned of
 	return func(m release.Bulletin) {
 		apps := make([]string, 0, len(m.Decisions))
 		for app, d := range m.Decisions {
@@ -68,7 +70,34 @@ func followDecisions(p *poller.Poller, changes func(app string, old, new *releas
 			}
 		}
 		last = m.Decisions
+		now := map[string]bool{}
+		for _, app := range apps {
+			for _, tag := range unfound(m.Decisions[app], p.Entry(app).Release, p.Entry(release.App{Key: app}.HistoryEntry().Key).History) {
+				if now[app+" "+tag] = true; !warned[app+" "+tag] {
+					log.Warn("release decision names a tag not found, not applied", zap.String("app", app), logsafe.String("tag", tag))
+				}
+			}
+		}
+		warned = now
 	}
+}
+
+// unfound returns the tags d names that neither latest nor h holds; none
+// while h was not read yet.
+func unfound(d release.Decisions, latest *release.Release, h *release.History) []string {
+	if h == nil {
+		return nil
+	}
+	var tags []string
+	if d.Rollout != nil {
+		tags = append(tags, d.Rollout.Tag)
+	}
+	for _, w := range d.Withdrawn {
+		tags = append(tags, w.Tag)
+	}
+	return slices.DeleteFunc(tags, func(tag string) bool {
+		return latest != nil && latest.Tag == tag || slices.Contains(h.Tags(), tag)
+	})
 }
 
 // changedApps returns the apps whose decisions differ between old and new,

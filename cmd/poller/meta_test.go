@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/zap"
+
 	"github.com/storytold/craft-releases/pkg/poller"
 	"github.com/storytold/craft-releases/pkg/redis"
 	"github.com/storytold/craft-releases/pkg/redis/store"
@@ -215,7 +217,7 @@ func TestFollowDecisions(t *testing.T) {
 		t.Fatal(err)
 	}
 	var purged []string
-	follow := followDecisions(p, func(app string, _, _ *release.Release) { purged = append(purged, app) })
+	follow := followDecisions(p, func(app string, _, _ *release.Release) { purged = append(purged, app) }, zap.NewNop())
 	staged := release.Decisions{Rollout: &release.Rollout{Tag: "v2", Percent: 10}}
 	raised := release.Decisions{Rollout: &release.Rollout{Tag: "v2", Percent: 20}}
 	minimum := release.Decisions{Minimum: &release.Minimum{Version: "1.0.0", Reason: "r"}}
@@ -238,7 +240,8 @@ func TestFollowDecisions(t *testing.T) {
 }
 
 // TestPrevious: the release a purge names beside the latest is the newest
-// of the history published before it.
+// of the history published before it; a tag a decision names is unfound
+// when neither the latest release nor a read history holds it.
 func TestPrevious(t *testing.T) {
 	at := func(days int) *release.Time {
 		return release.NewTime(time.Date(2026, 12, 1+days, 0, 0, 0, 0, time.UTC))
@@ -254,5 +257,12 @@ func TestPrevious(t *testing.T) {
 	}
 	if got := previous(nil, v3); got != nil {
 		t.Errorf("previous without a history = %v, want nil", got)
+	}
+	d := release.Decisions{Rollout: &release.Rollout{Tag: "v3"}, Withdrawn: []release.Withdrawal{{Tag: "v1"}, {Tag: "v9"}}}
+	if got := unfound(d, v3, h); !slices.Equal(got, []string{"v9"}) {
+		t.Errorf("unfound = %q, want v9", got)
+	}
+	if got := unfound(d, v3, nil); got != nil {
+		t.Errorf("unfound before the history is read = %q, want none", got)
 	}
 }

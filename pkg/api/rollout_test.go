@@ -181,3 +181,60 @@ func TestWithdrawnEverywhere(t *testing.T) {
 		t.Errorf("the observer was told %q", obs.got)
 	}
 }
+
+// TestRolloutUpdaters: the updaters that stage themselves get the staged
+// release's RELEASES with the share written in it, one cacheable answer for
+// every install; Squirrel.Mac is staged by the install id as Tauri is, and
+// an app below the minimum version gets the staged release whatever its
+// bucket.
+func TestRolloutUpdaters(t *testing.T) {
+	t.Parallel()
+	app := release.App{Key: "photocraft", Name: "PhotoCraft", Repo: "storytold/photocraft"}
+	newRel := func(version string, hours int) (*release.Release, *release.Companions) {
+		tag := "v" + version
+		r := &release.Release{Tag: tag, Version: version, HTMLURL: release.TagURL(app.Repo, tag),
+			PublishedAt: release.NewTime(t0.Add(time.Duration(hours) * time.Hour))}
+		for _, name := range []string{"photocraft-" + version + "-full.nupkg", "RELEASES", "PhotoCraft-" + version + "-mac.zip"} {
+			r.Assets = append(r.Assets, release.Asset{Name: name, SizeBytes: 5, DownloadURL: release.DownloadURL(app.Repo, tag, name)})
+		}
+		return r, release.NewCompanions(map[string]string{"RELEASES": strings.Repeat("a", 40) + " photocraft-" + version + "-full.nupkg 5\n"})
+	}
+	v1, c1 := newRel("1.0.0", 1)
+	v2, c2 := newRel("2.0.0", 2)
+	s := snapshot.New([]release.App{app}, fakeclock.New(t0.Add(24*time.Hour)))
+	s.SetAll(map[string]release.Entry{
+		app.Key: {FetchedAt: t0, Release: v2, Companions: c2},
+		app.HistoryEntry().Key: {FetchedAt: t0, History: release.NewHistory([]*release.Release{v2, v1}).
+			WithCompanions(map[string]*release.Companions{v1.Tag: c1})},
+	}, t0)
+	s.SetMeta(release.Bulletin{Decisions: map[string]release.Decisions{app.Key: {Rollout: &release.Rollout{Tag: "v2.0.0", Percent: 25},
+		Minimum: &release.Minimum{Version: "0.9.0", Reason: "r"}}}})
+	srv := New(s, new(daemon.Gate), zap.NewNop(), Options{})
+	in, out := "", ""
+	for i := 0; in == "" || out == ""; i++ {
+		id := fmt.Sprintf("install-%d", i)
+		if release.Bucket(app.Key, "v2.0.0", id) < 25 {
+			in = firstOf(in, id)
+		} else {
+			out = firstOf(out, id)
+		}
+	}
+	const mac = "/v1/craft_apps/updates/photocraft/squirrel-mac/x64/"
+	for _, tt := range []struct {
+		name, target, want, cache string
+	}{
+		{"RELEASES, no id", "/v1/craft_apps/updates/photocraft/squirrel-win/RELEASES",
+			release.DownloadURL(app.Repo, "v2.0.0", "photocraft-2.0.0-full.nupkg") + " 5 # 25%", snapshot.CacheControlFetched},
+		{"Squirrel.Mac in the rollout", mac + "1.0.0?install_id=" + in, "PhotoCraft-2.0.0-mac.zip", "private, max-age=60"},
+		{"Squirrel.Mac outside it", mac + "0.9.5?install_id=" + out, "PhotoCraft-1.0.0-mac.zip", "private, max-age=60"},
+		{"Squirrel.Mac below the minimum", mac + "0.8.0?install_id=" + out, "PhotoCraft-2.0.0-mac.zip", "private, max-age=60"},
+	} {
+		rec := serve(t, srv, http.MethodGet, tt.target, nil)
+		if rec.Code != http.StatusOK || !strings.Contains(rec.Body.String(), tt.want) {
+			t.Errorf("%s: %d %s, want 200 with %s", tt.name, rec.Code, rec.Body, tt.want)
+		}
+		if cc := rec.Header().Get("Cache-Control"); cc != tt.cache {
+			t.Errorf("%s: Cache-Control %q, want %q", tt.name, cc, tt.cache)
+		}
+	}
+}
