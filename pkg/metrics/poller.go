@@ -74,12 +74,14 @@ type Poller struct {
 // appSeries are one app's series, resolved once.
 type appSeries struct {
 	repo     string
-	requests map[release.Outcome]prometheus.Counter
-	failures prometheus.Gauge
+	requests map[release.Outcome]prometheus.Counter // nil for a history entry: made when counted
+	failures prometheus.Gauge                       // nil for a history entry: made when set
 }
 
 // NewPoller returns the poller's series for the configured apps, every
-// counter at 0 and no app's fetch time (absent until one is known).
+// counter at 0 and no app's fetch time (absent until one is known). A
+// history entry's series appear only once it is asked about, as only the
+// apps with decisions have theirs polled.
 func NewPoller(apps []release.App) *Poller {
 	p := &Poller{
 		apps: make(map[string]*appSeries, len(apps)),
@@ -137,15 +139,16 @@ func (p *Poller) initSeries(apps []release.App) {
 		if _, dup := p.apps[a.Key]; dup {
 			continue
 		}
-		s := &appSeries{
-			repo:     a.Repo,
-			requests: make(map[release.Outcome]prometheus.Counter, len(outcomes)),
-			failures: p.failures.WithLabelValues(a.Key, a.Repo),
+		s := &appSeries{repo: a.Repo}
+		p.apps[a.Key] = s
+		if a.Channel == release.HistoryChannel {
+			continue
 		}
+		s.requests = make(map[release.Outcome]prometheus.Counter, len(outcomes))
+		s.failures = p.failures.WithLabelValues(a.Key, a.Repo)
 		for _, o := range outcomes {
 			s.requests[o] = p.requests.WithLabelValues(a.Key, o.String())
 		}
-		p.apps[a.Key] = s
 		p.entriesRefused.WithLabelValues(a.Key)
 	}
 	p.claimsWon = p.claims.WithLabelValues("won")
@@ -224,6 +227,8 @@ func (p *Poller) Answer(app string, a release.Answer) {
 	if s, ok := p.apps[app]; ok {
 		if c, ok := s.requests[a.Outcome]; ok {
 			c.Inc()
+		} else if s.requests == nil && slices.Contains(outcomes, a.Outcome) {
+			p.requests.WithLabelValues(app, a.Outcome.String()).Inc()
 		}
 	}
 	if a.Remaining >= 0 {
@@ -255,7 +260,11 @@ func (p *Poller) Entry(app string, e release.Entry) {
 	if e.Failing() {
 		n = max(e.Failures, 1)
 	}
-	s.failures.Set(float64(n))
+	if s.failures != nil {
+		s.failures.Set(float64(n))
+	} else {
+		p.failures.WithLabelValues(app, s.repo).Set(float64(n))
+	}
 	if e.Fetched() {
 		has := 0.0
 		if e.Release != nil {

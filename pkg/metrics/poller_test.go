@@ -261,6 +261,31 @@ func TestPoller(t *testing.T) {
 	}
 }
 
+// TestPollerHistorySeries: a history entry has no series until it is asked
+// about (only apps with decisions have it polled); then its requests and
+// failures are counted like an app's.
+func TestPollerHistorySeries(t *testing.T) {
+	a := release.App{Key: "a", Repo: "o/a"}
+	p := metrics.NewPoller(release.Entries([]release.App{a}))
+	before := testutil.CollectAndCount(p)
+	if n := testutil.CollectAndCount(metrics.NewPoller([]release.App{a})); before != n {
+		t.Errorf("series with the history entry %d, without %d: want the same", before, n)
+	}
+	p.Answer("a:history", answer(release.Failed, 10, t0))
+	p.Entry("a:history", release.Entry{FailedAt: t0, Failures: 1})
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(p)
+	got := scrape.Samples(t, reg)
+	for s, w := range map[string]float64{
+		`craft_poller_github_requests_total{app="a:history",outcome="failed"}`: 1,
+		`craft_poller_app_failures{app="a:history",repo="o/a"}`:                1,
+	} {
+		if v, ok := got[s]; !ok || v != w {
+			t.Errorf("%s: got %v (present %v), want %v", s, v, ok, w)
+		}
+	}
+}
+
 // TestPollerBounded checks that the series stay those of the configured apps
 // and the fixed sets, whatever the calls.
 func TestPollerBounded(t *testing.T) {
