@@ -196,7 +196,9 @@ func installTemplate() error {
 	}
 	process.dir = dir
 	template := filepath.Join(dir, "template")
-	args := append([]string{"--no-defaults", "--datadir=" + template,
+	// Its own temporary directory: bootstrap servers of test binaries run
+	// at once would collide on the names of their temporary tables in /tmp.
+	args := append([]string{"--no-defaults", "--datadir=" + template, "--tmpdir=" + dir,
 		"--auth-root-authentication-method=normal", "--skip-test-db",
 		// Without --force the script refuses to run where neither the host
 		// name nor localhost resolves (containers, sandboxes); the servers

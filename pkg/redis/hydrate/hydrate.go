@@ -344,7 +344,7 @@ func (h *Hydrator) read(ctx context.Context, c rueidis.Client, idx []int) error 
 	defer cancel()
 	reads := make([]store.HashFields, len(idx))
 	for i, a := range idx {
-		reads[i] = store.HashFields{Key: h.keys[a], Fields: store.AppFields()}
+		reads[i] = store.HashFields{Key: h.keys[a], Fields: store.FieldsOf(h.keys[a])}
 		if a == len(h.apps) {
 			reads[i].Fields = store.MetaFields()
 		}

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -17,7 +18,8 @@ import (
 // large: HGETALL would read it whole.
 var (
 	appFields = []string{fieldV, fieldFetchedMS, fieldETag, fieldRelease, fieldFailedMS, fieldFailures,
-		fieldNotFoundSinceMS, fieldNotFound, fieldClaimedMS, fieldBy, fieldCompanions, fieldHistory, fieldHistoryCompanions}
+		fieldNotFoundSinceMS, fieldNotFound, fieldClaimedMS, fieldBy, fieldCompanions}
+	historyFields = append(slices.Clip(appFields), fieldHistory, fieldHistoryCompanions)
 	backoffFields = []string{fieldV, fieldUntilMS, fieldTrouble, fieldBy}
 	metaFields    = []string{fieldV, fieldReadMS, fieldAppRenames, fieldRepoRenames, fieldAnnouncements, fieldAlerts, fieldDecisions, fieldBy}
 	refreshFields = []string{fieldV, fieldAtMS, fieldTag, fieldBy}
@@ -42,9 +44,16 @@ func fieldLimit(field string) int64 {
 	return maxSmallField
 }
 
-// AppFields returns the fields of an app hash that a reader reads, for
-// ReadBounded. The slice is shared: do not modify it.
-func AppFields() []string { return appFields }
+// FieldsOf returns the fields of the hash of entry key (release.Entries)
+// that a reader reads, for ReadBounded: a history entry's releases only in
+// its own hash, so that the other entries cost no more reads. The slice is
+// shared: do not modify it.
+func FieldsOf(key string) []string {
+	if _, ch := release.AppOf(key); ch == release.HistoryChannel {
+		return historyFields
+	}
+	return appFields
+}
 
 // MetaFields returns the fields of the meta hash that a reader reads, for
 // ReadBounded. The slice is shared: do not modify it.
@@ -73,7 +82,7 @@ func (b Bounded) Err() error {
 // A HashFields is what ReadBounded reads of one key.
 type HashFields struct {
 	Key    string
-	Fields []string // AppFields, MetaFields…
+	Fields []string // FieldsOf, MetaFields…
 }
 
 // ReadBounded reads the fields of each read without ever reading a field

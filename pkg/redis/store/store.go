@@ -213,7 +213,7 @@ func (s *Store) hashes(ctx context.Context, apps []string) ([]Bounded, error) {
 	}
 	reads := make([]HashFields, 0, len(apps)+1)
 	for _, app := range apps {
-		reads = append(reads, HashFields{Key: AppKey(app), Fields: appFields})
+		reads = append(reads, HashFields{Key: AppKey(app), Fields: FieldsOf(app)})
 	}
 	return ReadBounded(ctx, c, append(reads, HashFields{Key: BackoffKey, Fields: backoffFields}), 0)
 }
@@ -578,7 +578,7 @@ func (s *Store) Status(ctx context.Context, apps []string) ([]AppStatus, Backoff
 	}
 	reads := make([]HashFields, 0, len(apps)+1)
 	for _, app := range apps {
-		reads = append(reads, HashFields{Key: AppKey(app), Fields: appFields})
+		reads = append(reads, HashFields{Key: AppKey(app), Fields: FieldsOf(app)})
 	}
 	reads = append(reads, HashFields{Key: BackoffKey, Fields: backoffFields})
 	hashes, err := ReadBounded(ctx, c, reads, 0)
