@@ -3,8 +3,10 @@ package api
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
@@ -16,6 +18,7 @@ import (
 	"github.com/storytold/craft-releases/pkg/release"
 	"github.com/storytold/craft-releases/pkg/snapshot"
 	"github.com/storytold/craft-releases/test/fakeclock"
+	"github.com/storytold/craft-releases/test/openapitest"
 )
 
 // rolloutServer serves photocraft with a latest release 2.0.0 and, in its
@@ -89,6 +92,7 @@ func TestRolloutFeed(t *testing.T) {
 	srv := rolloutServer(t, release.Decisions{Rollout: &release.Rollout{Tag: "v2.0.0", Percent: 30},
 		Minimum: &release.Minimum{Version: "1.0.0", Reason: "a data loss bug"}}, obs)
 	header := func(id string) http.Header { return http.Header{"X-Install-Id": {id}} }
+	doc := openapitest.Load(t, openAPIDoc)
 	for _, tt := range []struct {
 		name, target string
 		header       http.Header
@@ -108,6 +112,11 @@ func TestRolloutFeed(t *testing.T) {
 		{"the longest id", rolloutNSIS + "?install_id=" + strings.Repeat("a", 128), nil, "", "private, max-age=60"},
 	} {
 		got, resp := offeredVersion(t, srv, tt.target, tt.header)
+		if !strings.Contains(tt.target, strings.Repeat("a", 129)) { // a request the document's schema refuses
+			req := httptest.NewRequest(http.MethodGet, tt.target, nil)
+			maps.Copy(req.Header, tt.header)
+			doc.Check(t, req, resp)
+		}
 		if tt.want != "" && got != tt.want {
 			t.Errorf("%s: got %s, want %s", tt.name, got, tt.want)
 		}
