@@ -17,6 +17,7 @@ import (
 	"github.com/storytold/craft-releases/pkg/daemon"
 	"github.com/storytold/craft-releases/pkg/release"
 	"github.com/storytold/craft-releases/pkg/snapshot"
+	"github.com/storytold/craft-releases/pkg/updates/companion"
 	"github.com/storytold/craft-releases/test/fakeclock"
 	"github.com/storytold/craft-releases/test/openapitest"
 )
@@ -192,10 +193,10 @@ func TestWithdrawnEverywhere(t *testing.T) {
 }
 
 // TestRolloutUpdaters: the updaters that stage themselves get the staged
-// release's RELEASES with the share written in it, one cacheable answer for
-// every install; Squirrel.Mac is staged by the install id as Tauri is, and
-// an app below the minimum version gets the staged release whatever its
-// bucket.
+// release's RELEASES and channel file with the share written in them, one
+// cacheable answer for every install; Squirrel.Mac and Velopack are staged
+// by the install id (Velopack's stagingId) as Tauri is, and an app below
+// the minimum version gets the staged release whatever its bucket.
 func TestRolloutUpdaters(t *testing.T) {
 	t.Parallel()
 	app := release.App{Key: "photocraft", Name: "PhotoCraft", Repo: "storytold/photocraft"}
@@ -203,10 +204,17 @@ func TestRolloutUpdaters(t *testing.T) {
 		tag := "v" + version
 		r := &release.Release{Tag: tag, Version: version, HTMLURL: release.TagURL(app.Repo, tag),
 			PublishedAt: release.NewTime(t0.Add(time.Duration(hours) * time.Hour))}
-		for _, name := range []string{"photocraft-" + version + "-full.nupkg", "RELEASES", "PhotoCraft-" + version + "-mac.zip"} {
-			r.Assets = append(r.Assets, release.Asset{Name: name, SizeBytes: 5, DownloadURL: release.DownloadURL(app.Repo, tag, name)})
+		files := map[string]string{}
+		for name, body := range openapitest.UpdaterFiles {
+			name, body = strings.ReplaceAll(name, "1.0.0", version), strings.ReplaceAll(body, "1.0.0", version)
+			r.Assets = append(r.Assets, release.Asset{Name: name, SizeBytes: int64(len(body)), DownloadURL: release.DownloadURL(app.Repo, tag, name)})
+			files[name] = body
 		}
-		return r, release.NewCompanions(map[string]string{"RELEASES": strings.Repeat("a", 40) + " photocraft-" + version + "-full.nupkg 5\n"})
+		companions := map[string]string{}
+		for _, name := range companion.Files(r) {
+			companions[name] = files[name]
+		}
+		return r, release.NewCompanions(companions)
 	}
 	v1, c1 := newRel("1.0.0", 1)
 	v2, c2 := newRel("2.0.0", 2)
@@ -228,15 +236,24 @@ func TestRolloutUpdaters(t *testing.T) {
 			out = firstOf(out, id)
 		}
 	}
-	const mac = "/v1/craft_apps/updates/photocraft/squirrel-mac/x64/"
+	const (
+		updates  = "/v1/craft_apps/updates/photocraft/"
+		mac      = updates + "squirrel-mac/x64/"
+		velopack = updates + "velopack/releases.linux.json"
+	)
 	for _, tt := range []struct {
 		name, target, want, cache string
 	}{
-		{"RELEASES, no id", "/v1/craft_apps/updates/photocraft/squirrel-win/RELEASES",
+		{"RELEASES, no id", updates + "squirrel-win/RELEASES",
 			release.DownloadURL(app.Repo, "v2.0.0", "photocraft-2.0.0-full.nupkg") + " 5 # 25%", snapshot.CacheControlFetched},
-		{"Squirrel.Mac in the rollout", mac + "1.0.0?install_id=" + in, "PhotoCraft-2.0.0-mac.zip", "private, max-age=60"},
-		{"Squirrel.Mac outside it", mac + "0.9.5?install_id=" + out, "PhotoCraft-1.0.0-mac.zip", "private, max-age=60"},
-		{"Squirrel.Mac below the minimum", mac + "0.8.0?install_id=" + out, "PhotoCraft-2.0.0-mac.zip", "private, max-age=60"},
+		{"latest.yml, no id", updates + "electron/latest.yml", "stagingPercentage: 25\nversion: 2.0.0", snapshot.CacheControlFetched},
+		{"Squirrel.Mac in the rollout", mac + "1.0.0?install_id=" + in, "photocraft-2.0.0-mac.zip", "private, max-age=60"},
+		{"Squirrel.Mac outside it", mac + "0.9.5?install_id=" + out, "photocraft-1.0.0-mac.zip", "private, max-age=60"},
+		{"Squirrel.Mac below the minimum", mac + "0.8.0?install_id=" + out, "photocraft-2.0.0-mac.zip", "private, max-age=60"},
+		{"Velopack without an id", velopack, "PhotoCraft-1.0.0-linux-full.nupkg", snapshot.CacheControlFetched},
+		{"Velopack's stagingId in the rollout", velopack + "?stagingId=" + in, "PhotoCraft-2.0.0-linux-full.nupkg", "private, max-age=60"},
+		{"Velopack's stagingId outside it", velopack + "?localVersion=0.9.5&stagingId=" + out, "PhotoCraft-1.0.0-linux-full.nupkg", "private, max-age=60"},
+		{"Velopack below the minimum", velopack + "?localVersion=0.8.0&stagingId=" + out, "PhotoCraft-2.0.0-linux-full.nupkg", "private, max-age=60"},
 	} {
 		rec := serve(t, srv, http.MethodGet, tt.target, nil)
 		if rec.Code != http.StatusOK || !strings.Contains(rec.Body.String(), tt.want) {
