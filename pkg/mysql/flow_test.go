@@ -157,37 +157,3 @@ func TestRoundTrip(t *testing.T) {
 		t.Errorf("recovery lines: %d, want 1", len(back))
 	}
 }
-
-// TestOlderReadNeverWins: two pollers whose reads finish out of order leave
-// the newer read in Redis.
-func TestOlderReadNeverWins(t *testing.T) {
-	db := migrated(t, nil)
-	redisSrv := redistest.Start(t)
-	client, err := redis.OpenURL(redisSrv.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(client.Close)
-	ctx := context.Background()
-
-	// Poller A reads at 12:00, before the alert is added.
-	m, _, err := db.Live(ctx, noon)
-	if err != nil {
-		t.Fatal(err)
-	}
-	addNotice(t, db, mysql.Notice{Kind: mysql.KindAlert, Title: "new"}, noon.Add(time.Second))
-	// Poller B reads at 12:00:02 and publishes first.
-	b, err := mysql.NewRefresher(db, store.New(client, "poller-b", nil), time.Minute, nil, fakeclock.New(noon.Add(2*time.Second)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := b.Refresh(ctx); err != nil {
-		t.Fatal(err)
-	}
-	// A's older read arrives last and is refused.
-	if written, err := store.New(client, "poller-a", nil).PutMeta(ctx, m, noon); err != nil || written {
-		t.Fatalf("the older read: written %v, %v; want refused", written, err)
-	}
-	pod := startPod(t, redisSrv.URL())
-	pod.waitBody(t, `"alerts":[{"title":"new"`)
-}

@@ -17,14 +17,22 @@ var noon = time.Date(2026, 10, 10, 12, 0, 0, 0, time.UTC)
 // server when nil), closed by t.Cleanup.
 func migrated(t testing.TB, srv *mariadbtest.Server) *mysql.DB {
 	t.Helper()
+	db, _ := migratedDB(t, srv)
+	return db
+}
+
+// migratedDB is migrated with the database, for writing rows by hand.
+func migratedDB(t testing.TB, srv *mariadbtest.Server) (*mysql.DB, mariadbtest.Database) {
+	t.Helper()
 	if srv == nil {
 		srv = mariadbtest.Shared(t)
 	}
-	db := open(t, srv.NewDatabase(t).DSN())
+	d := srv.NewDatabase(t)
+	db := open(t, d.DSN())
 	if _, err := db.Migrate(context.Background()); err != nil {
 		t.Fatalf("migrate: %v", err)
 	}
-	return db
+	return db, d
 }
 
 // open returns a pool for dsn with a short query timeout, closed by t.Cleanup.

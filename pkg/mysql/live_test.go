@@ -3,6 +3,7 @@ package mysql_test
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -123,33 +124,14 @@ func TestLiveShape(t *testing.T) {
 	}
 }
 
-func TestLiveEmpty(t *testing.T) {
-	db := migrated(t, nil)
-	m, skipped, err := db.Live(context.Background(), noon)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if m.AppRenames == nil || m.RepoRenames == nil || m.Notices.Announcements == nil || m.Notices.Alerts == nil {
-		t.Errorf("Live of empty tables = %+v; want empty, non-nil lists", m)
-	}
-	if len(titles(m)) != 0 || len(skipped) != 0 {
-		t.Errorf("Live of empty tables = %q, skipped %q; want nothing", titles(m), skipped)
-	}
-}
-
 // TestLiveKeepsTheNewest caps each list at MaxLive, keeping the newest rows.
 func TestLiveKeepsTheNewest(t *testing.T) {
-	srv := mariadbtest.Shared(t)
-	d := srv.NewDatabase(t)
-	db := open(t, d.DSN())
-	if _, err := db.Migrate(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	db, d := migratedDB(t, nil)
 	var values []string
 	for i := range mysql.MaxLive + 5 {
 		values = append(values, fmt.Sprintf("('n%03d', '2026-10-01')", i))
 	}
-	srv.Exec(t, "INSERT INTO "+d.Name+".craft_announcements (title, created_at) VALUES "+strings.Join(values, ", "))
+	mariadbtest.Shared(t).Exec(t, "INSERT INTO "+d.Name+".craft_announcements (title, created_at) VALUES "+strings.Join(values, ", "))
 	addNotice(t, db, mysql.Notice{Kind: mysql.KindAlert, Title: "alert"}, noon)
 
 	m, _, err := db.Live(context.Background(), noon)
@@ -165,21 +147,24 @@ func TestLiveKeepsTheNewest(t *testing.T) {
 	}
 }
 
-// TestLiveSkipsBadRows leaves out rows written by hand that break the limits,
-// and keeps the others.
+// TestLiveSkipsBadRows leaves out rows written by hand that break the
+// limits, names them, and publishes the others.
 func TestLiveSkipsBadRows(t *testing.T) {
-	srv := mariadbtest.Shared(t)
-	d := srv.NewDatabase(t)
-	db := open(t, d.DSN())
-	if _, err := db.Migrate(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	db, d := migratedDB(t, nil)
 	good := addNotice(t, db, mysql.Notice{Kind: mysql.KindAlert, Title: "good"}, noon)
-	srv.Exec(t, "INSERT INTO "+d.Name+".craft_alerts (title, created_at) VALUES (CONCAT('bell', CHAR(7)), '2026-10-01')")
-	srv.Exec(t, "INSERT INTO "+d.Name+".craft_app_renames (old_name, new_name, created_at) VALUES ('Same', 'Same', '2026-10-01')")
-	// A right-to-left override (U+202E) in a title.
-	srv.Exec(t, "INSERT INTO "+d.Name+".craft_announcements (title, created_at) VALUES (CONCAT('Update ', _utf8mb4 X'E280AE', 'exe.msi'), '2026-10-01')")
-
+	decide(t, db, mysql.Decision{App: "photocraft", Action: mysql.ActionRollout, Tag: "v0.6.0", Percent: 10}, noon)
+	for _, q := range []string{
+		"INSERT INTO craft_alerts (title, created_at) VALUES (CONCAT('bell', CHAR(7)), '2026-10-01')",
+		"INSERT INTO craft_app_renames (old_name, new_name, created_at) VALUES ('Same', 'Same', '2026-10-01')",
+		// A right-to-left override (U+202E) in a title.
+		"INSERT INTO craft_announcements (title, created_at) VALUES (CONCAT('Update ', _utf8mb4 X'E280AE', 'exe.msi'), '2026-10-01')",
+		"INSERT INTO craft_release_decisions (app, action, tag, version, reason, decided_by, created_at) VALUES " +
+			"('vectorcraft', 'minimum', '', 'v1', 'x', 'bob', NOW(3)), ('artcraft', 'withdraw', 'v1', '', '', 'bob', NOW(3))",
+	} {
+		if _, err := raw(t, d).Exec(q); err != nil {
+			t.Fatal(err)
+		}
+	}
 	m, skipped, err := db.Live(context.Background(), noon)
 	if err != nil {
 		t.Fatal(err)
@@ -187,7 +172,10 @@ func TestLiveSkipsBadRows(t *testing.T) {
 	if got, want := titles(m), []string{"alert:" + good.Title}; !slices.Equal(got, want) {
 		t.Errorf("live: got %q, want %q", got, want)
 	}
-	if want := []string{"app/1", "announcement/1", "alert/2"}; !slices.Equal(skipped, want) {
+	if want := map[string]release.Decisions{"photocraft": {Rollout: &release.Rollout{Tag: "v0.6.0", Percent: 10}}}; !reflect.DeepEqual(m.Decisions, want) {
+		t.Errorf("decided %s, want %s", show(m.Decisions), show(want))
+	}
+	if want := []string{"app/1", "announcement/1", "alert/2", "decision/3", "decision/2"}; !slices.Equal(skipped, want) {
 		t.Errorf("skipped %q, want %q", skipped, want)
 	}
 }
@@ -195,11 +183,9 @@ func TestLiveSkipsBadRows(t *testing.T) {
 // TestSchemaRefusesBadRows: the CHECKs hold rows written by hand to the
 // rules the subcommands apply.
 func TestSchemaRefusesBadRows(t *testing.T) {
-	srv := mariadbtest.Shared(t)
-	d := srv.NewDatabase(t)
-	db := open(t, d.DSN())
-	if _, err := db.Migrate(context.Background()); err != nil {
-		t.Fatal(err)
+	_, d := migratedDB(t, nil)
+	decision := func(values string) string {
+		return "INSERT INTO craft_release_decisions (app, action, tag, percent, decided_by, created_at) VALUES (" + values + ", NOW(3))"
 	}
 	tests := []struct {
 		name, insert string
@@ -209,12 +195,17 @@ func TestSchemaRefusesBadRows(t *testing.T) {
 		{"a window that ends before it starts", "INSERT INTO craft_alerts (title, starts_at, ends_at, created_at) VALUES ('t', '2026-10-02', '2026-10-01', NOW())"},
 		{"a title over the limit", fmt.Sprintf("INSERT INTO craft_alerts (title, created_at) VALUES ('%s', NOW())", strings.Repeat("x", mysql.MaxTitle+1))},
 		{"a repo that is not org/project", "INSERT INTO craft_repo_renames (old_name, new_name, created_at) VALUES ('a', 'b/c', NOW())"},
+		{"an unknown action", decision("'a', 'delete', '', NULL, 'bob'")},
+		{"a rollout without a percent", decision("'a', 'rollout', 'v1', NULL, 'bob'")},
+		{"a rollout over 100 %", decision("'a', 'rollout', 'v1', 101, 'bob'")},
+		{"a withdrawal with a percent", decision("'a', 'withdraw', 'v1', 5, 'bob'")},
+		{"a decision without an app", decision("'', 'rollout_end', '', NULL, 'bob'")},
+		{"a decision by nobody", decision("'a', 'rollout_end', '', NULL, ''")},
 	}
+	sqlDB := raw(t, d)
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if _, err := raw(t, d).Exec(tt.insert); err == nil {
-				t.Errorf("%s: inserted; want the schema to refuse it", tt.insert)
-			}
-		})
+		if _, err := sqlDB.Exec(tt.insert); err == nil {
+			t.Errorf("%s: the schema took %s", tt.name, tt.insert)
+		}
 	}
 }

@@ -10,38 +10,35 @@ import (
 	"github.com/storytold/craft-releases/pkg/mysql"
 )
 
+// TestAddRefusesBadInput: Add checks the row (one case of each kind: the
+// rules are TestNoticeValidate's and TestRenameValidate's) and refuses an end
+// that is not in the future; nothing refused is stored.
 func TestAddRefusesBadInput(t *testing.T) {
 	db := migrated(t, nil)
 	ctx := context.Background()
 	tests := []struct {
 		name string
-		add  func() error
-		want []string
+		n    *mysql.Notice // or
+		r    *mysql.Rename
+		want string
 	}{
-		{"a notice without a title", func() error {
-			_, err := db.AddNotice(ctx, mysql.Notice{Kind: mysql.KindAlert}, noon)
-			return err
-		}, []string{"title is missing"}},
-		{"a notice that ended already", func() error {
-			_, err := db.AddNotice(ctx, mysql.Notice{Kind: mysql.KindAlert, Title: "x", EndsAt: noon.Add(-time.Second)}, noon)
-			return err
-		}, []string{"end 2026-10-10T11:59:59Z is not in the future (now is 2026-10-10T12:00:00Z)"}},
-		{"a notice ending now", func() error {
-			_, err := db.AddNotice(ctx, mysql.Notice{Kind: mysql.KindAlert, Title: "x", EndsAt: noon}, noon)
-			return err
-		}, []string{"is not in the future"}},
-		{"a rename with an http link and no new name", func() error {
-			_, err := db.AddRename(ctx, mysql.Rename{Kind: mysql.KindAppRename, OldName: "a"}, noon)
-			return err
-		}, []string{"new name is missing"}},
-		{"a rename that ended already", func() error {
-			_, err := db.AddRename(ctx, mysql.Rename{Kind: mysql.KindRepoRename, OldName: "o/a", NewName: "o/b", EndsAt: noon.Add(-time.Hour)}, noon)
-			return err
-		}, []string{"is not in the future"}},
+		{"a notice without a title", &mysql.Notice{Kind: mysql.KindAlert}, nil, "title is missing"},
+		{"a notice that ended already", &mysql.Notice{Kind: mysql.KindAlert, Title: "x", EndsAt: noon.Add(-time.Second)}, nil,
+			"end 2026-10-10T11:59:59Z is not in the future (now is 2026-10-10T12:00:00Z)"},
+		{"a notice ending now", &mysql.Notice{Kind: mysql.KindAlert, Title: "x", EndsAt: noon}, nil, "is not in the future"},
+		{"a rename without a new name", nil, &mysql.Rename{Kind: mysql.KindAppRename, OldName: "a"}, "new name is missing"},
+		{"a rename that ended already", nil, &mysql.Rename{Kind: mysql.KindRepoRename, OldName: "o/a", NewName: "o/b", EndsAt: noon.Add(-time.Hour)},
+			"is not in the future"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			checkProblems(t, tt.add(), tt.want)
+			var err error
+			if tt.n != nil {
+				_, err = db.AddNotice(ctx, *tt.n, noon)
+			} else {
+				_, err = db.AddRename(ctx, *tt.r, noon)
+			}
+			checkProblems(t, err, []string{tt.want})
 		})
 	}
 	notices, err := db.Notices(ctx)

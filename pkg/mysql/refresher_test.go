@@ -46,35 +46,20 @@ func (r *fakeReader) count() int {
 	return len(r.reads)
 }
 
-// fakePublisher records what it is given and answers as the test set.
+// fakePublisher records when it is given a read and answers as the test
+// set. Only the loop under test calls it.
 type fakePublisher struct {
-	mu      sync.Mutex
 	refused bool
 	err     error
 	puts    []time.Time
-	metas   []release.Bulletin
 }
 
-func (p *fakePublisher) PutMeta(_ context.Context, m release.Bulletin, at time.Time) (bool, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
+func (p *fakePublisher) PutMeta(_ context.Context, _ release.Bulletin, at time.Time) (bool, error) {
 	if p.err != nil {
 		return false, p.err
 	}
-	p.puts, p.metas = append(p.puts, at), append(p.metas, m)
+	p.puts = append(p.puts, at)
 	return !p.refused, nil
-}
-
-func (p *fakePublisher) set(refused bool, err error) {
-	p.mu.Lock()
-	p.refused, p.err = refused, err
-	p.mu.Unlock()
-}
-
-func (p *fakePublisher) published() []time.Time {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return slices.Clone(p.puts)
 }
 
 func newRefresher(t testing.TB) (*mysql.Refresher, *fakeReader, *fakePublisher, *fakeclock.Clock, *observer.ObservedLogs) {
@@ -110,11 +95,11 @@ func TestRefreshPublishes(t *testing.T) {
 	for i, st := range steps {
 		c.Set(st.at)
 		r.set(st.m, nil, nil)
-		p.set(st.refused, nil)
+		p.refused = st.refused
 		if err := f.Refresh(ctx); err != nil {
 			t.Fatalf("%s: Refresh: %v", st.name, err)
 		}
-		if got := p.published(); len(got) != i+1 || !got[i].Equal(st.at) {
+		if got := p.puts; len(got) != i+1 || !got[i].Equal(st.at) {
 			t.Errorf("%s: published at %v, want the read's time %v last", st.name, got, st.at)
 		}
 		lines := logs.FilterMessage("meta refreshed").All()
@@ -163,13 +148,13 @@ func TestRefreshOutages(t *testing.T) {
 				at := noon.Add(st.after)
 				c.Set(at)
 				r.set(oneAlert("x"), nil, st.mysqlErr)
-				p.set(false, st.redisErr)
-				before := len(p.published())
+				p.err = st.redisErr
+				before := len(p.puts)
 				err := f.Refresh(context.Background())
 				if want := errors.Join(st.mysqlErr, st.redisErr); (err == nil) != (want == nil) {
 					t.Errorf("at +%v: Refresh = %v, want an error: %v", st.after, err, want != nil)
 				}
-				if got := len(p.published()) > before; got != st.published {
+				if got := len(p.puts) > before; got != st.published {
 					t.Errorf("at +%v: published %v, want %v", st.after, got, st.published)
 				}
 				warns := logs.FilterLevelExact(zapcore.WarnLevel).All()
@@ -223,7 +208,7 @@ func TestRefreshSkippedRows(t *testing.T) {
 			t.Errorf("at +%v: warnings %+v, want none", st.after, warns)
 		}
 	}
-	if got := len(p.published()); got != 4 {
+	if got := len(p.puts); got != 4 {
 		t.Errorf("published %d times, want 4: bad rows never stop the good ones", got)
 	}
 }
@@ -367,7 +352,7 @@ func TestRefreshHandsOnWhatItRead(t *testing.T) {
 	}
 	for _, st := range steps {
 		r.set(decided, nil, st.readErr)
-		p.set(st.refused, st.redisErr)
+		p.refused, p.err = st.refused, st.redisErr
 		_ = f.Refresh(context.Background())
 		if len(got) != st.wantCalls || !reflect.DeepEqual(got[len(got)-1], decided) {
 			t.Errorf("%s: called %d times with %+v, want %d calls with the read", st.name, len(got), got, st.wantCalls)

@@ -2,6 +2,8 @@ package admin
 
 import (
 	"context"
+	"encoding/json"
+	"maps"
 	"reflect"
 	"strings"
 	"testing"
@@ -83,164 +85,145 @@ func newDecisionWorld(t *testing.T) decisionWorld {
 
 // TestDecisionCommands: an operator starts a release at 5 %, raises it,
 // halts it, withdraws it, requires a minimum version and undoes each, one
-// command at a time; each reaches Redis at once, and the listings show it.
+// command at a time; each is logged in MySQL and reaches Redis at once, and
+// the listings show it. Bad input is refused naming the argument, and
+// nothing is written. The rules on a decision itself are pkg/mysql's
+// (TestAddDecisionRefuses); one refusal of each verb shows they apply here.
 func TestDecisionCommands(t *testing.T) {
 	w := newDecisionWorld(t)
-	rollout := func(tag string, p int) map[string]release.Decisions {
-		return map[string]release.Decisions{"photocraft": {Rollout: &release.Rollout{Tag: tag, Percent: p}}}
-	}
+	const (
+		staged5  = `{"photocraft":{"rollout":{"tag":"v0.6.0","percent":5}}}`
+		crashes  = `{"tag":"v0.6.0","reason":"crashes at start"}`
+		badSig   = `{"tag":"v0.7.0-beta.1","reason":"bad signature"}`
+		onlyBeta = `{"photocraft":{"withdrawn":[` + badSig + `]}`
+	)
 	steps := []struct {
 		args      []string
 		want      []string // in the output, in order
-		decisions map[string]release.Decisions
-		asks      int // requests to GitHub for a tag
+		err       string   // in the refusal
+		decisions string   // what Redis then holds, as JSON; "" for unchecked
+		asks      int      // requests to GitHub for a tag
+		before    func()
+		redisDown bool
 	}{
-		{[]string{"rollout", "photocraft", "--tag", "v0.6.0", "--percent", "5", "--reason", "first installs"},
-			[]string{"rollout: v0.6.0 of photocraft at 5 % by alice (decision/1)", "published to Redis"}, rollout("v0.6.0", 5), 1},
-		{[]string{"rollout", "photocraft", "--tag", "v0.6.0", "--percent", "50", "--by", "bob"},
-			[]string{"rollout: v0.6.0 of photocraft at 50 % by bob (decision/2)"}, rollout("v0.6.0", 50), 1},
-		{[]string{"rollout", "photocraft", "--tag", "v0.6.0", "--percent", "0", "--reason", "crash reports"},
-			[]string{"rollout halted: v0.6.0 of photocraft at 0 %"}, rollout("v0.6.0", 0), 1},
-		{[]string{"rollout", "list"}, []string{"APP", "TAG", "PERCENT", "photocraft", "v0.6.0", "0 %", "2026-10-10T12:00:00Z", "alice", `"crash reports"`}, rollout("v0.6.0", 0), 1},
-		{[]string{"withdraw", "photocraft", "--tag", "v0.6.0", "--reason", "crashes at start"},
-			[]string{"withdrawn: v0.6.0 of photocraft (served to nobody) by alice (decision/4)"},
-			map[string]release.Decisions{"photocraft": {Rollout: &release.Rollout{Tag: "v0.6.0"}, Withdrawn: []release.Withdrawal{{Tag: "v0.6.0", Reason: "crashes at start"}}}}, 2},
-		{[]string{"rollout", "photocraft", "--end"}, []string{"rollout of photocraft ended"},
-			map[string]release.Decisions{"photocraft": {Withdrawn: []release.Withdrawal{{Tag: "v0.6.0", Reason: "crashes at start"}}}}, 2},
-		{[]string{"withdraw", "photocraft", "--tag", "v0.7.0-beta.1", "--reason", "bad signature"}, []string{"withdrawn: v0.7.0-beta.1"},
-			map[string]release.Decisions{"photocraft": {Withdrawn: []release.Withdrawal{{Tag: "v0.6.0", Reason: "crashes at start"}, {Tag: "v0.7.0-beta.1", Reason: "bad signature"}}}}, 3},
-		{[]string{"withdraw", "list"}, []string{"photocraft", "v0.6.0", `"crashes at start"`, "photocraft", "v0.7.0-beta.1", `"bad signature"`},
-			map[string]release.Decisions{"photocraft": {Withdrawn: []release.Withdrawal{{Tag: "v0.6.0", Reason: "crashes at start"}, {Tag: "v0.7.0-beta.1", Reason: "bad signature"}}}}, 3},
-		{[]string{"withdraw", "photocraft", "--tag", "v0.6.0", "--restore"}, []string{"restored: v0.6.0 of photocraft"},
-			map[string]release.Decisions{"photocraft": {Withdrawn: []release.Withdrawal{{Tag: "v0.7.0-beta.1", Reason: "bad signature"}}}}, 3},
-		{[]string{"minimum", "wordcraft", "--version", "0.5.0", "--reason", "the old format is gone"}, []string{"minimum version of wordcraft: 0.5.0"},
-			map[string]release.Decisions{"photocraft": {Withdrawn: []release.Withdrawal{{Tag: "v0.7.0-beta.1", Reason: "bad signature"}}},
-				"wordcraft": {Minimum: &release.Minimum{Version: "0.5.0", Reason: "the old format is gone"}}}, 3},
-		{[]string{"minimum", "list"}, []string{"APP", "VERSION", "wordcraft", "0.5.0", `"the old format is gone"`}, nil, 3},
-		{[]string{"minimum", "wordcraft", "--clear"}, []string{"minimum version of wordcraft cleared"},
-			map[string]release.Decisions{"photocraft": {Withdrawn: []release.Withdrawal{{Tag: "v0.7.0-beta.1", Reason: "bad signature"}}}}, 3},
-		{[]string{"rollout", "list", "--all"}, []string{"ID", "WHEN", "decision/1", "rollout", "v0.6.0", "5 %", "alice", `"first installs"`,
-			"decision/2", "50 %", "bob", "-", "decision/3", "0 %", "decision/5", "rollout_end"}, nil, 3},
+		{args: []string{"rollout"}, err: "rollout: say list, or the app first"},
+		{args: []string{"rollout", "--tag", "v0.6.0"}, err: "say list, or the app first"},
+		{args: []string{"rollout", "photokraft", "--tag", "v0.6.0", "--percent", "5"},
+			err: `rollout: unknown app "photokraft" (CRAFT_APPS_RELEASE_APPS has photocraft, `},
+		{args: []string{"rollout", "photocraft", "--percent", "5"}, err: "rollout: --tag is missing"},
+		{args: []string{"rollout", "photocraft", "--tag", "v0.6.0"}, err: "rollout: --percent is missing"},
+		{args: []string{"rollout", "photocraft", "--tag", "v0.6.0", "--percent", "101"},
+			err: `rollout: --percent "101" is not a whole number from 0 to 100`},
+		{args: []string{"rollout", "photocraft", "--tag", "v0.6.0", "--percent", "2.5"}, err: `--percent "2.5" is not`},
+		{args: []string{"rollout", "photocraft", "--end", "--tag", "v0.6.0"}, err: "rollout: --end takes no --tag or --percent"},
+		{args: []string{"rollout", "photocraft", "--end"}, err: "rollout: photocraft has no rollout to end: nothing to undo; nothing written"},
+		{args: []string{"rollout", "photocraft", "--tag", "v9.9.9", "--percent", "5"},
+			err: `rollout: --tag "v9.9.9": photocraft has no published release v9.9.9 on GitHub (storytold/photocraft)`},
+		{args: []string{"withdraw", "photocraft", "--tag", "v0.8.0", "--reason", "x"}, err: "has no published release v0.8.0"},
+		{args: []string{"rollout", "photocraft", "--tag", "v0.7.0-beta.1", "--percent", "5"},
+			err: `rollout: --tag "v0.7.0-beta.1" is a pre-release: a rollout stages a stable release`},
+		{args: []string{"rollout", "photocraft", "--tag", "v0..6", "--percent", "5"}, err: `rollout: tag "v0..6" is not a git tag`},
+		{args: []string{"withdraw", "photocraft", "--tag", "v0.6.0", "--reason", "  "}, err: "withdraw: --reason is missing"},
+		{args: []string{"withdraw", "photocraft", "--tag", "v0.6.0", "--reason", strings.Repeat("r", 1001)},
+			err: "withdraw: reason is 1001 characters long; the limit is 1000"},
+		{args: []string{"withdraw", "photocraft", "--tag", "v0.6.0", "--reason", "x"},
+			before: func() { w.gh.Queue(fakegithub.TagOf(photocraft, "v0.6.0"), fakegithub.ServerError()) },
+			err:    `withdraw: --tag "v0.6.0": could not check it on GitHub, nothing written (try again): release v0.6.0 of storytold/photocraft: HTTP 500`},
+		{args: []string{"withdraw", "list", "photocraft"}, err: `withdraw list: unexpected argument "photocraft"`},
+		{args: []string{"minimum", "photocraft", "--version", "v0.5", "--reason", "x"},
+			err: `minimum: version "v0.5" is not a SemVer version such as 1.2.0 (no leading v)`},
+		{args: []string{"minimum", "photocraft", "--reason", "x"}, err: "minimum: --version is missing"},
+		{args: []string{"minimum", "photocraft", "--version", "0.5.0"}, err: "minimum: --reason is missing"},
+		{args: []string{"minimum", "photocraft", "--clear", "--version", "0.5.0"}, err: "minimum: --clear takes no --version"},
+
+		{args: []string{"rollout", "photocraft", "--tag", "v0.6.0", "--percent", "5", "--reason", "first installs"},
+			want: []string{"rollout: v0.6.0 of photocraft at 5 % by alice (decision/1)", "published to Redis"}, decisions: staged5, asks: 1},
+		{args: []string{"rollout", "photocraft", "--tag", "v0.6.0", "--percent", "50", "--by", "bob"},
+			want: []string{"rollout: v0.6.0 of photocraft at 50 % by bob (decision/2)"}, decisions: `{"photocraft":{"rollout":{"tag":"v0.6.0","percent":50}}}`},
+		{args: []string{"rollout", "photocraft", "--tag", "v0.6.0", "--percent", "0", "--reason", "crash reports"},
+			want: []string{"rollout halted: v0.6.0 of photocraft at 0 %"}, decisions: `{"photocraft":{"rollout":{"tag":"v0.6.0","percent":0}}}`},
+		{args: []string{"rollout", "list"}, want: []string{"APP", "TAG", "PERCENT", "photocraft", "v0.6.0", "0 %", "2026-10-10T12:00:00Z", "alice", `"crash reports"`}},
+		{args: []string{"withdraw", "photocraft", "--tag", "v0.6.0", "--reason", "crashes at start"},
+			want:      []string{"withdrawn: v0.6.0 of photocraft (served to nobody) by alice (decision/4)"},
+			decisions: `{"photocraft":{"rollout":{"tag":"v0.6.0","percent":0},"withdrawn":[` + crashes + `]}}`, asks: 1},
+		{args: []string{"rollout", "photocraft", "--end"}, want: []string{"rollout of photocraft ended"},
+			decisions: `{"photocraft":{"withdrawn":[` + crashes + `]}}`},
+		{args: []string{"withdraw", "photocraft", "--tag", "v0.7.0-beta.1", "--reason", "bad signature"}, want: []string{"withdrawn: v0.7.0-beta.1"},
+			decisions: `{"photocraft":{"withdrawn":[` + crashes + `,` + badSig + `]}}`, asks: 1},
+		{args: []string{"withdraw", "list"}, want: []string{"photocraft", "v0.6.0", `"crashes at start"`, "photocraft", "v0.7.0-beta.1", `"bad signature"`}},
+		{args: []string{"withdraw", "photocraft", "--tag", "v0.6.0", "--restore"}, want: []string{"restored: v0.6.0 of photocraft"},
+			decisions: onlyBeta + `}`},
+		{args: []string{"minimum", "wordcraft", "--version", "0.5.0", "--reason", "the old format is gone"}, want: []string{"minimum version of wordcraft: 0.5.0"},
+			decisions: onlyBeta + `,"wordcraft":{"minimum":{"version":"0.5.0","reason":"the old format is gone"}}}`},
+		{args: []string{"minimum", "list"}, want: []string{"APP", "VERSION", "wordcraft", "0.5.0", `"the old format is gone"`}},
+		{args: []string{"minimum", "wordcraft", "--clear"}, want: []string{"minimum version of wordcraft cleared"}, decisions: onlyBeta + `}`},
+		{args: []string{"rollout", "list", "--all"}, want: []string{"ID", "WHEN", "decision/1", "rollout", "v0.6.0", "5 %", "alice", `"first installs"`,
+			"decision/2", "50 %", "bob", "-", "decision/3", "0 %", "decision/5", "rollout_end"}},
+		// With Redis down the decision is stored, and the verb says that
+		// the pollers will publish it.
+		{args: []string{"minimum", "photocraft", "--version", "0.5.0", "--reason", "x"}, redisDown: true,
+			want: []string{"minimum version of photocraft: 0.5.0 by alice (decision/10)", "stored, but not published now (",
+				"the pollers publish it within 1m0s"}, decisions: onlyBeta + `}`},
 	}
+	ctx := context.Background()
 	for _, st := range steps {
-		out := mustCommand(t, w.vars, st.args...)
-		rest := out
-		for _, want := range st.want {
-			i := strings.Index(rest, want)
-			if i < 0 {
-				t.Errorf("poller %s printed:\n%s\nwant %q (in order)", strings.Join(st.args, " "), out, want)
-				break
+		args := strings.Join(st.args, " ")
+		if st.before != nil {
+			st.before()
+		}
+		vars := w.vars
+		if st.redisDown {
+			vars = maps.Clone(w.vars)
+			vars["REDIS_URL"] = "redis://127.0.0.1:1"
+		}
+		logBefore, err := w.db.DecisionLog(ctx, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		redisBefore, asksBefore, start := w.meta().Decisions, w.gh.Count(fakegithub.AnyRepo), time.Now()
+		out, err := command(t, vars, st.args...)
+		took := time.Since(start)
+		switch {
+		case st.err == "" && err != nil:
+			t.Errorf("poller %s: %v", args, err)
+		case st.err != "" && (err == nil || !strings.Contains(err.Error(), st.err)):
+			t.Errorf("poller %s: %v, want an error containing %q", args, err, st.err)
+		}
+		checkOutput(t, st.args, out, st.want, nil)
+		logAfter, err := w.db.DecisionLog(ctx, "")
+		wrote := 0
+		if st.err == "" && st.args[1] != "list" {
+			wrote = 1
+		}
+		if err != nil || len(logAfter) != len(logBefore)+wrote {
+			t.Errorf("after poller %s, the log holds %d rows (%v), want %d", args, len(logAfter), err, len(logBefore)+wrote)
+		}
+		if st.err != "" {
+			if got := w.meta().Decisions; !reflect.DeepEqual(got, redisBefore) {
+				t.Errorf("poller %s was refused but Redis now holds %+v, want %+v", args, got, redisBefore)
 			}
-			rest = rest[i+len(want):]
+			continue
 		}
-		if st.decisions != nil {
-			if got := w.meta().Decisions; !reflect.DeepEqual(got, st.decisions) {
-				t.Errorf("after poller %s, Redis holds %+v, want %+v", strings.Join(st.args, " "), got, st.decisions)
+		if st.decisions != "" {
+			var want map[string]release.Decisions
+			if err := json.Unmarshal([]byte(st.decisions), &want); err != nil {
+				t.Fatal(err)
+			}
+			if got := w.meta().Decisions; !reflect.DeepEqual(got, want) {
+				t.Errorf("after poller %s, Redis holds %+v, want %+v", args, got, want)
 			}
 		}
-		if st.decisions != nil && w.refresh("photocraft:history").At.IsZero() {
-			t.Errorf("after poller %s, no refresh request for photocraft's history", strings.Join(st.args, " "))
+		if len(logAfter) > 0 && w.refresh("photocraft:history").At.IsZero() {
+			t.Errorf("after poller %s, no refresh request for photocraft's history", args)
 		}
-		if got := w.gh.Count(fakegithub.AnyRepo); got != st.asks {
-			t.Errorf("after poller %s, %d requests to GitHub, want %d", strings.Join(st.args, " "), got, st.asks)
+		if got := w.gh.Count(fakegithub.AnyRepo) - asksBefore; got != st.asks {
+			t.Errorf("poller %s made %d requests to GitHub, want %d", args, got, st.asks)
+		}
+		if st.redisDown && took > 10*time.Second {
+			t.Errorf("poller %s took %v with Redis down", args, took)
 		}
 	}
 	if out := mustCommand(t, w.vars, "withdraw", "list", "--all"); strings.Contains(out, "rollout") || strings.Count(out, "\n") != 4 {
 		t.Errorf("withdraw list --all printed:\n%s\nwant the three withdraw and restore rows", out)
-	}
-}
-
-// TestDecisionCommandsRefuseBadInput: every bad input is refused with a
-// message naming what is wrong, and nothing is written.
-func TestDecisionCommandsRefuseBadInput(t *testing.T) {
-	w := newDecisionWorld(t)
-	tests := []struct {
-		name string
-		args []string
-		want []string
-	}{
-		{"no app", []string{"rollout"}, []string{"rollout: say list, or the app first"}},
-		{"a flag first", []string{"rollout", "--tag", "v0.6.0"}, []string{"say list, or the app first"}},
-		{"an unknown app", []string{"rollout", "photokraft", "--tag", "v0.6.0", "--percent", "5"},
-			[]string{`rollout: unknown app "photokraft" (CRAFT_APPS_RELEASE_APPS has photocraft, `}},
-		{"no tag", []string{"rollout", "photocraft", "--percent", "5"}, []string{"rollout: --tag is missing"}},
-		{"no percent", []string{"rollout", "photocraft", "--tag", "v0.6.0"}, []string{"rollout: --percent is missing"}},
-		{"a percent over 100", []string{"rollout", "photocraft", "--tag", "v0.6.0", "--percent", "101"},
-			[]string{`rollout: --percent "101" is not a whole number from 0 to 100`}},
-		{"a negative percent", []string{"rollout", "photocraft", "--tag", "v0.6.0", "--percent", "-1"}, []string{`--percent "-1" is not`}},
-		{"a percent with a sign", []string{"rollout", "photocraft", "--tag", "v0.6.0", "--percent", "10%"}, []string{`--percent "10%" is not`}},
-		{"a fractional percent", []string{"rollout", "photocraft", "--tag", "v0.6.0", "--percent", "2.5"}, []string{`--percent "2.5" is not`}},
-		{"end with a tag", []string{"rollout", "photocraft", "--end", "--tag", "v0.6.0"}, []string{"rollout: --end takes no --tag or --percent"}},
-		{"end of no rollout", []string{"rollout", "photocraft", "--end"}, []string{"rollout: photocraft has no rollout to end: nothing to undo; nothing written"}},
-		{"a tag the app never had", []string{"rollout", "photocraft", "--tag", "v9.9.9", "--percent", "5"},
-			[]string{`rollout: --tag "v9.9.9": photocraft has no published release v9.9.9 on GitHub (storytold/photocraft)`}},
-		{"a draft", []string{"withdraw", "photocraft", "--tag", "v0.8.0", "--reason", "x"}, []string{"has no published release v0.8.0"}},
-		{"another app's tag", []string{"withdraw", "vectorcraft", "--tag", "v0.6.0", "--reason", "x"},
-			[]string{"vectorcraft has no published release v0.6.0 on GitHub (storytold/vectorcraft)"}},
-		{"a staged pre-release", []string{"rollout", "photocraft", "--tag", "v0.7.0-beta.1", "--percent", "5"},
-			[]string{`rollout: --tag "v0.7.0-beta.1" is a pre-release: a rollout stages a stable release`}},
-		{"a tag that is no git ref", []string{"rollout", "photocraft", "--tag", "v0..6", "--percent", "5"}, []string{`rollout: tag "v0..6" is not a git tag`}},
-		{"a withdrawal without a reason", []string{"withdraw", "photocraft", "--tag", "v0.6.0"}, []string{"withdraw: --reason is missing"}},
-		{"a blank reason", []string{"withdraw", "photocraft", "--tag", "v0.6.0", "--reason", "  "}, []string{"withdraw: --reason is missing"}},
-		{"a reason over the limit", []string{"withdraw", "photocraft", "--tag", "v0.6.0", "--reason", strings.Repeat("r", 1001)},
-			[]string{"withdraw: reason is 1001 characters long; the limit is 1000"}},
-		{"a restore of a tag not withdrawn", []string{"withdraw", "photocraft", "--tag", "v0.6.0", "--restore"}, []string{"v0.6.0 of photocraft is not withdrawn"}},
-		{"a version that is not SemVer", []string{"minimum", "photocraft", "--version", "v0.5", "--reason", "x"},
-			[]string{`minimum: version "v0.5" is not a SemVer version such as 1.2.0 (no leading v)`}},
-		{"no version", []string{"minimum", "photocraft", "--reason", "x"}, []string{"minimum: --version is missing"}},
-		{"a minimum without a reason", []string{"minimum", "photocraft", "--version", "0.5.0"}, []string{"minimum: --reason is missing"}},
-		{"clear with a version", []string{"minimum", "photocraft", "--clear", "--version", "0.5.0"}, []string{"minimum: --clear takes no --version"}},
-		{"clear of no minimum", []string{"minimum", "photocraft", "--clear"}, []string{"photocraft has no minimum version to clear"}},
-		{"by on two lines", []string{"minimum", "photocraft", "--version", "0.5.0", "--reason", "x", "--by", "a\nb"},
-			[]string{"who decided holds the control character U+000A"}},
-		{"an unknown flag", []string{"rollout", "photocraft", "--percentage", "5"}, []string{"flag provided but not defined: -percentage"}},
-		{"a stray argument", []string{"rollout", "photocraft", "--tag", "v0.6.0", "--percent", "5", "now"}, []string{`unexpected argument "now"`}},
-		{"list with an argument", []string{"withdraw", "list", "photocraft"}, []string{`withdraw list: unexpected argument "photocraft"`}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			_, err := command(t, w.vars, tt.args...)
-			if err == nil {
-				t.Fatalf("poller %q worked; want an error", tt.args)
-			}
-			for _, want := range tt.want {
-				if !strings.Contains(err.Error(), want) {
-					t.Errorf("error %q, want it to contain %q", err, want)
-				}
-			}
-		})
-	}
-	t.Run("GitHub down", func(t *testing.T) {
-		w.gh.Queue(fakegithub.TagOf(photocraft, "v0.6.0"), fakegithub.ServerError())
-		_, err := command(t, w.vars, "withdraw", "photocraft", "--tag", "v0.6.0", "--reason", "x")
-		if err == nil || !strings.Contains(err.Error(), `withdraw: --tag "v0.6.0": could not check it on GitHub, nothing written (try again): release v0.6.0 of storytold/photocraft: HTTP 500`) {
-			t.Errorf("with GitHub down: %v, want a refusal that says so", err)
-		}
-	})
-	if log, err := w.db.DecisionLog(context.Background(), ""); err != nil || len(log) != 0 {
-		t.Errorf("the log after refused input: %+v, %v; want nothing", log, err)
-	}
-	if out := mustCommand(t, w.vars, "rollout", "list", "--all"); strings.Count(out, "\n") != 1 {
-		t.Errorf("rollout list --all after refused input:\n%s\nwant the header alone", out)
-	}
-}
-
-// TestDecisionStoredWithRedisDown: the decision is stored, and the verb says
-// that the pollers will publish it.
-func TestDecisionStoredWithRedisDown(t *testing.T) {
-	w := newDecisionWorld(t)
-	vars := map[string]string{}
-	for k, v := range w.vars {
-		vars[k] = v
-	}
-	vars["REDIS_URL"] = "redis://127.0.0.1:1"
-	start := time.Now()
-	out := mustCommand(t, vars, "minimum", "photocraft", "--version", "0.5.0", "--reason", "x")
-	if !strings.Contains(out, "minimum version of photocraft: 0.5.0 by alice (decision/1)") ||
-		!strings.Contains(out, "stored, but not published now (") || !strings.Contains(out, "the pollers publish it within 1m0s") {
-		t.Errorf("with Redis down printed:\n%s", out)
-	}
-	if took := time.Since(start); took > 10*time.Second {
-		t.Errorf("took %v with Redis down", took)
 	}
 }

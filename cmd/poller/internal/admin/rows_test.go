@@ -3,12 +3,14 @@ package admin
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"os"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/storytold/craft-releases/pkg/mysql"
 	"github.com/storytold/craft-releases/test/fakeclock"
 	"github.com/storytold/craft-releases/test/mariadbtest"
 	"github.com/storytold/craft-releases/test/redistest"
@@ -40,137 +42,104 @@ func mustCommand(t testing.TB, vars map[string]string, args ...string) string {
 	return out
 }
 
-func mysqlVars(t testing.TB) map[string]string {
+// checkOutput checks that out holds each of want, in order, and none of not.
+func checkOutput(t testing.TB, args []string, out string, want, not []string) {
 	t.Helper()
-	return map[string]string{"MYSQL_DSN": mariadbtest.Shared(t).NewDatabase(t).DSN()}
+	rest := out
+	for _, w := range want {
+		i := strings.Index(rest, w)
+		if i < 0 {
+			t.Errorf("poller %s printed:\n%s\nwant %q (in order)", strings.Join(args, " "), out, w)
+			break
+		}
+		rest = rest[i+len(w):]
+	}
+	for _, n := range not {
+		if strings.Contains(out, n) {
+			t.Errorf("poller %s printed:\n%s\nwant no %q", strings.Join(args, " "), out, n)
+		}
+	}
 }
 
+// TestMetaCommands runs migrate, notices and renames as an operator would,
+// one command line at a time: each prints what it did, or is refused with
+// a message naming what is wrong and leaves the tables as they were. The
+// rules on the rows themselves are pkg/mysql's (TestNoticeValidate,
+// TestRenameValidate); one refusal of each verb shows they apply here.
 func TestMetaCommands(t *testing.T) {
-	vars := mysqlVars(t)
+	dsn := mariadbtest.Shared(t).NewDatabase(t).DSN()
+	vars := map[string]string{"MYSQL_DSN": dsn}
+	db, err := mysql.Open(dsn, mysql.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	held := func() string {
+		n, err1 := db.Notices(context.Background())
+		r, err2 := db.Renames(context.Background())
+		return fmt.Sprintf("%+v %+v %v %v", n, r, err1, err2)
+	}
+	alert := func(more ...string) []string {
+		return append([]string{"notices", "add", "--kind", "alert", "--title", "T"}, more...)
+	}
 	steps := []struct {
 		args []string
 		want []string // in the output, in order
 		not  []string // not in the output
+		err  string   // in the refusal
 	}{
-		{[]string{"migrate"}, []string{"applied 00001_renames_and_notices.sql", "applied 00002_release_decisions.sql", "schema at version 2"}, nil},
-		{[]string{"migrate"}, []string{"schema already at version 2"}, []string{"applied"}},
-		{[]string{"notices", "add", "--kind", "alert", "--title", " Maintenance tonight ", "--body", "22:00 UTC.",
-			"--link", "https://status.example.com/1", "--end", "2026-10-11T00:00:00Z"}, []string{"added alert/1 (live)"}, nil},
-		{[]string{"notices", "add", "--kind", "announcement", "--title", "Soon", "--start", "2026-10-12T00:00:00+02:00"},
-			[]string{"added announcement/1 (scheduled)"}, nil},
-		{[]string{"notices", "list"}, []string{"ID", "STATE", "announcement/1", "scheduled", "2026-10-11T22:00:00Z",
-			`"Soon"`, "alert/1", "live", "2026-10-11T00:00:00Z", `"Maintenance tonight"`, "https://status.example.com/1"}, nil},
-		{[]string{"notices", "end", "alert/1"}, []string{"ended alert/1"}, nil},
-		{[]string{"notices", "end", "alert/1"}, []string{"alert/1 had already ended"}, nil},
-		{[]string{"notices", "list"}, []string{"announcement/1"}, []string{"alert/1"}},
-		{[]string{"notices", "list", "--all"}, []string{"announcement/1", "alert/1", "ended"}, nil},
-		{[]string{"renames", "add", "--kind", "app", "--old", "PdfCraft", "--new", "DocuCraft", "--description", "Same app.",
-			"--renamed-at", "2026-10-01T00:00:00Z"}, []string{"added app/1 (live)"}, nil},
-		{[]string{"renames", "add", "--kind", "repo", "--old", "storytold/pdfcraft", "--new", "storytold/docucraft"},
-			[]string{"added repo/1 (live)"}, nil},
-		{[]string{"renames", "list"}, []string{"app/1", `"PdfCraft"`, `"DocuCraft"`, "2026-10-01T00:00:00Z",
-			"repo/1", `"storytold/docucraft"`, "2026-10-10T12:00:00Z"}, nil},
-		{[]string{"renames", "end", "repo/1"}, []string{"ended repo/1"}, nil},
-		{[]string{"renames", "list"}, []string{"app/1"}, []string{"repo/1"}},
+		{args: []string{"migrate"}, want: []string{"applied 00001_renames_and_notices.sql", "applied 00002_release_decisions.sql", "schema at version 2"}},
+		{args: []string{"migrate"}, want: []string{"schema already at version 2"}, not: []string{"applied"}},
+		{args: []string{"migrate", "down"}, err: `migrate: unexpected argument "down"`},
+		{args: []string{"notices", "add", "--kind", "alert", "--title", " Maintenance tonight ", "--body", "22:00 UTC.",
+			"--link", "https://status.example.com/1", "--end", "2026-10-11T00:00:00Z"}, want: []string{"added alert/1 (live)"}},
+		{args: []string{"notices", "add", "--kind", "announcement", "--title", "Soon", "--start", "2026-10-12T00:00:00+02:00"},
+			want: []string{"added announcement/1 (scheduled)"}},
+		{args: []string{"notices", "add", "--kind", "alert", "--body", "B"}, err: "notices add: title is missing"},
+		{args: []string{"notices", "add", "--title", "T"}, err: "notices add: --kind is missing (announcement or alert)"},
+		{args: alert("--end", "tomorrow"), err: `notices add: --end "tomorrow" is not an RFC 3339 time such as 2026-10-10T22:00:00Z`},
+		{args: alert("--start", "0001-01-01T00:00:00Z"),
+			err: `notices add: --start "0001-01-01T00:00:00Z" is the zero time, which means none: leave --start out instead`},
+		{args: alert("--colour", "red"), err: "flag provided but not defined: -colour"},
+		{args: alert("extra"), err: `unexpected argument "extra"`},
+		{args: alert("-h"), err: "the flags are listed by poller --help"},
+		{args: []string{"notices"}, err: "notices: say list, add or end"},
+		{args: []string{"notices", "delete"}, err: `notices: unknown command "delete" (list, add or end)`},
+		{args: []string{"notices", "list"}, want: []string{"ID", "STATE", "announcement/1", "scheduled", "2026-10-11T22:00:00Z",
+			`"Soon"`, "alert/1", "live", "2026-10-11T00:00:00Z", `"Maintenance tonight"`, "https://status.example.com/1"}},
+		{args: []string{"notices", "end", "alert/1"}, want: []string{"ended alert/1"}},
+		{args: []string{"notices", "end", "alert/1"}, want: []string{"alert/1 had already ended"}},
+		{args: []string{"notices", "end"}, err: "want one KIND/ID"},
+		{args: []string{"notices", "end", "alert-3"}, err: `"alert-3" is not KIND/ID`},
+		{args: []string{"notices", "end", "alert/99"}, err: "there is no alert/99"},
+		{args: []string{"notices", "end", "banner/1"}, err: `kind "banner" is not announcement or alert`},
+		{args: []string{"notices", "list"}, want: []string{"announcement/1"}, not: []string{"alert/1"}},
+		{args: []string{"notices", "list", "--all"}, want: []string{"announcement/1", "alert/1", "ended"}},
+		{args: []string{"renames", "add", "--kind", "app", "--old", "PdfCraft", "--new", "DocuCraft", "--description", "Same app.",
+			"--renamed-at", "2026-10-01T00:00:00Z"}, want: []string{"added app/1 (live)"}},
+		{args: []string{"renames", "add", "--kind", "repo", "--old", "storytold/pdfcraft", "--new", "storytold/docucraft"},
+			want: []string{"added repo/1 (live)"}},
+		{args: []string{"renames", "add", "--kind", "app", "--old", "A", "--new", "A"}, err: `renames add: old and new names are both "A"`},
+		{args: []string{"renames", "add", "--old", "A", "--new", "B"}, err: "--kind is missing (app or repo)"},
+		{args: []string{"renames", "add", "--kind", "app", "--old", "A", "--new", "B", "--renamed-at", "0001-01-01T00:00:00Z"},
+			err: `renames add: --renamed-at "0001-01-01T00:00:00Z" is the zero time`},
+		{args: []string{"renames", "list"}, want: []string{"app/1", `"PdfCraft"`, `"DocuCraft"`, "2026-10-01T00:00:00Z",
+			"repo/1", `"storytold/docucraft"`, "2026-10-10T12:00:00Z"}},
+		{args: []string{"renames", "end", "repo/1"}, want: []string{"ended repo/1"}},
+		{args: []string{"renames", "list"}, want: []string{"app/1"}, not: []string{"repo/1"}},
 	}
 	for _, st := range steps {
-		out := mustCommand(t, vars, st.args...)
-		rest := out
-		for _, w := range st.want {
-			i := strings.Index(rest, w)
-			if i < 0 {
-				t.Errorf("poller %s printed:\n%s\nwant %q (in order)", strings.Join(st.args, " "), out, w)
-				break
-			}
-			rest = rest[i+len(w):]
+		before := held()
+		out, err := command(t, vars, st.args...)
+		switch {
+		case st.err == "" && err != nil:
+			t.Errorf("poller %s: %v", strings.Join(st.args, " "), err)
+		case st.err != "" && (err == nil || !strings.Contains(err.Error(), st.err)):
+			t.Errorf("poller %s: %v, want an error containing %q", strings.Join(st.args, " "), err, st.err)
+		case st.err != "" && held() != before:
+			t.Errorf("poller %s was refused but changed the tables:\n%s\nwant\n%s", strings.Join(st.args, " "), held(), before)
 		}
-		for _, n := range st.not {
-			if strings.Contains(out, n) {
-				t.Errorf("poller %s printed:\n%s\nwant no %q", strings.Join(st.args, " "), out, n)
-			}
-		}
-	}
-}
-
-// TestMetaCommandsRefuseBadInput: every bad input is refused with a message
-// that says what is wrong, and nothing is stored.
-func TestMetaCommandsRefuseBadInput(t *testing.T) {
-	vars := mysqlVars(t)
-	mustCommand(t, vars, "migrate")
-	alert := []string{"notices", "add", "--kind", "alert", "--title", "T"}
-	with := func(base []string, more ...string) []string { return append(append([]string(nil), base...), more...) }
-	tests := []struct {
-		name string
-		args []string
-		want []string
-	}{
-		{"a notice without a title", []string{"notices", "add", "--kind", "alert", "--body", "B"}, []string{"notices add: title is missing"}},
-		{"a notice with a blank title", []string{"notices", "add", "--kind", "alert", "--title", "  "}, []string{"title is missing"}},
-		{"a link that is not https", with(alert, "--link", "http://status.example.com"),
-			[]string{`link "http://status.example.com" is not an https:// URL`}},
-		{"a link that is no URL at all", with(alert, "--link", "status.example.com"), []string{"is not an https:// URL"}},
-		{"an announcement with a link", []string{"notices", "add", "--kind", "announcement", "--title", "T", "--link", "https://a.example"},
-			[]string{"announcements have no link"}},
-		{"an end before the start", with(alert, "--start", "2026-10-12T00:00:00Z", "--end", "2026-10-11T00:00:00Z"),
-			[]string{"end 2026-10-11T00:00:00Z is not after the start 2026-10-12T00:00:00Z"}},
-		{"an end in the past", with(alert, "--end", "2026-10-10T11:00:00Z"), []string{"is not in the future"}},
-		{"a title over the limit", []string{"notices", "add", "--kind", "alert", "--title", strings.Repeat("t", 201)},
-			[]string{"title is 201 characters long; the limit is 200"}},
-		{"a body over the limit", with(alert, "--body", strings.Repeat("b", 4001)), []string{"body is 4001 characters long; the limit is 4000"}},
-		{"a link over the limit", with(alert, "--link", "https://a.example/"+strings.Repeat("l", 2000)),
-			[]string{"link is 2018 characters long; the limit is 2000"}},
-		{"several problems at once", []string{"notices", "add", "--kind", "alert", "--link", "ftp://x"},
-			[]string{"title is missing", "is not an https:// URL"}},
-		{"a time that is not RFC 3339", with(alert, "--end", "tomorrow"),
-			[]string{`notices add: --end "tomorrow" is not an RFC 3339 time such as 2026-10-10T22:00:00Z`}},
-		{"the zero time as a start", with(alert, "--start", "0001-01-01T00:00:00Z"),
-			[]string{`notices add: --start "0001-01-01T00:00:00Z" is the zero time, which means none: leave --start out instead`}},
-		{"the zero time as a rename's time", []string{"renames", "add", "--kind", "app", "--old", "A", "--new", "B", "--renamed-at", "0001-01-01T00:00:00Z"},
-			[]string{`renames add: --renamed-at "0001-01-01T00:00:00Z" is the zero time`}},
-		{"a bad rename end", []string{"renames", "add", "--kind", "app", "--old", "A", "--new", "B", "--end", "2026-13-01T00:00:00Z"},
-			[]string{`renames add: --end "2026-13-01T00:00:00Z" is not an RFC 3339 time`}},
-		{"a title with a right-to-left override", with([]string{"notices", "add", "--kind", "alert", "--title", "Get \u202eexe.msi"}),
-			[]string{"title holds the bidirectional formatting character U+202E"}},
-		{"no kind", []string{"notices", "add", "--title", "T"}, []string{"--kind is missing (announcement or alert)"}},
-		{"an unknown kind", []string{"notices", "add", "--kind", "banner", "--title", "T"}, []string{`kind "banner" is not announcement or alert`}},
-		{"an unknown flag", with(alert, "--colour", "red"), []string{"flag provided but not defined: -colour"}},
-		{"a stray argument", with(alert, "extra"), []string{`unexpected argument "extra"`}},
-		{"help inside a command", with(alert, "-h"), []string{"the flags are listed by poller --help"}},
-		{"no verb", []string{"notices"}, []string{"notices: say list, add or end"}},
-		{"an unknown verb", []string{"notices", "delete"}, []string{`notices: unknown command "delete" (list, add or end)`}},
-		{"end without a ref", []string{"notices", "end"}, []string{"want one KIND/ID"}},
-		{"end of a bad ref", []string{"notices", "end", "alert-3"}, []string{`"alert-3" is not KIND/ID`}},
-		{"end of nothing", []string{"notices", "end", "alert/99"}, []string{"there is no alert/99"}},
-		{"end of an unknown kind", []string{"notices", "end", "banner/1"}, []string{`kind "banner" is not announcement or alert`}},
-		{"a rename without names", []string{"renames", "add", "--kind", "app"}, []string{"old name is missing", "new name is missing"}},
-		{"a rename to the same name", []string{"renames", "add", "--kind", "app", "--old", "A", "--new", "A"}, []string{`old and new names are both "A"`}},
-		{"a repo rename that is not org/project", []string{"renames", "add", "--kind", "repo", "--old", "pdfcraft", "--new", "storytold/x"},
-			[]string{`old name "pdfcraft" is not org/project`}},
-		{"an app name over the limit", []string{"renames", "add", "--kind", "app", "--old", "A", "--new", strings.Repeat("n", 101)},
-			[]string{"new name is 101 characters long; the limit is 100"}},
-		{"a rename with no kind", []string{"renames", "add", "--old", "A", "--new", "B"}, []string{"--kind is missing (app or repo)"}},
-		{"a rename ending before it starts", []string{"renames", "add", "--kind", "app", "--old", "A", "--new", "B",
-			"--start", "2026-10-12T00:00:00Z", "--end", "2026-10-11T00:00:00Z"}, []string{"is not after the start"}},
-		{"end of no rename", []string{"renames", "end", "app/7"}, []string{"there is no app/7"}},
-		{"migrate with an argument", []string{"migrate", "down"}, []string{`migrate: unexpected argument "down"`}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			_, err := command(t, vars, tt.args...)
-			if err == nil {
-				t.Fatalf("poller %q worked; want an error", tt.args)
-			}
-			for _, w := range tt.want {
-				if !strings.Contains(err.Error(), w) {
-					t.Errorf("error %q, want it to contain %q", err, w)
-				}
-			}
-		})
-	}
-	for _, list := range [][]string{{"notices", "list", "--all"}, {"renames", "list", "--all"}} {
-		if out := mustCommand(t, vars, list...); strings.Count(out, "\n") != 1 {
-			t.Errorf("poller %s after refused input:\n%s\nwant the header alone", strings.Join(list, " "), out)
-		}
+		checkOutput(t, st.args, out, st.want, st.not)
 	}
 }
 
