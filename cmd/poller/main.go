@@ -99,6 +99,7 @@ func poll(ctx context.Context, cfg config.Poller, host string, log *zap.Logger) 
 		PublicKeys:   cfg.PublicKeys,
 	}
 	var refreshMeta func(context.Context) error // nil without MySQL
+	var wakeMeta func()                         // nil without MySQL
 	var fleet *store.Store                      // nil without Redis
 	if cfg.Redis.Configured() {
 		client := redis.Open(cfg.Redis.Options)
@@ -114,7 +115,7 @@ func poll(ctx context.Context, cfg config.Poller, host string, log *zap.Logger) 
 		return err
 	}
 	if fleet != nil {
-		if refreshMeta, err = metaRefresher(cfg, fleet, log, mysql.WithOnPublish(followDecisions(p, pc.Changes, log))); err != nil {
+		if refreshMeta, wakeMeta, err = metaRefresher(cfg, fleet, log, mysql.WithOnPublish(followDecisions(p, pc.Changes, log))); err != nil {
 			return err
 		}
 	}
@@ -130,7 +131,7 @@ func poll(ctx context.Context, cfg config.Poller, host string, log *zap.Logger) 
 	gate := &daemon.Gate{}
 	health := daemon.NewHealth(gate, metrics.Handler(reg, log), log, nil)
 
-	work := polling(cfg, p, fleet, gate, log)
+	work := polling(cfg, p, fleet, gate, log, wakeMeta)
 	if refreshMeta != nil {
 		// Its own goroutine: MySQL trouble never holds up polling.
 		work = append(work, refreshMeta)
@@ -192,7 +193,7 @@ func purger(cfg config.Poller, reg prometheus.Registerer, log *zap.Logger, pc *p
 // was tried (and the fleet accepted this poller), the tick loop, and the
 // webhook's refresh requests from Redis; with polling disabled, only the
 // gate, open at once.
-func polling(cfg config.Poller, p *poller.Poller, fleet *store.Store, gate *daemon.Gate, log *zap.Logger) []func(context.Context) error {
+func polling(cfg config.Poller, p *poller.Poller, fleet *store.Store, gate *daemon.Gate, log *zap.Logger, wakeMeta func()) []func(context.Context) error {
 	work := []func(context.Context) error{func(ctx context.Context) error {
 		select {
 		case <-p.Loaded():
@@ -216,7 +217,7 @@ func polling(cfg config.Poller, p *poller.Poller, fleet *store.Store, gate *daem
 		keys := release.Keys(cfg.Entries())
 		work = append(work, func(ctx context.Context) error {
 			// Redis trouble is the poller's to report; this only retries.
-			return fleet.WatchRefreshes(ctx, keys, p.Refresh, func(err error) {
+			return fleet.WatchRefreshes(ctx, keys, refreshing(p, wakeMeta), func(err error) {
 				log.Debug("refresh requests unreadable", logsafe.NamedError("err", err))
 			})
 		})

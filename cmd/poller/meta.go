@@ -18,29 +18,42 @@ import (
 )
 
 // metaRefresher returns the loop that publishes the renames and notices from
-// MySQL to pub every CRAFT_APPS_META_REFRESH_SECS, or nil when MySQL is not
-// configured. It opens the pool (without connecting) and logs its settings;
+// MySQL to pub every CRAFT_APPS_META_REFRESH_SECS, and what wakes it for a
+// refresh now; nil for both when MySQL is not configured. It opens the pool (without connecting) and logs its settings;
 // the loop checks the server's prepared-statement cap first, never fails on
 // MySQL trouble, and closes the pool when ctx ends.
-func metaRefresher(cfg config.Poller, pub mysql.Publisher, log *zap.Logger, opts ...mysql.RefresherOption) (func(context.Context) error, error) {
+func metaRefresher(cfg config.Poller, pub mysql.Publisher, log *zap.Logger, opts ...mysql.RefresherOption) (run func(context.Context) error, wake func(), err error) {
 	if !cfg.MySQL.Enabled() {
-		return nil, nil
+		return nil, nil, nil
 	}
 	db, err := admin.OpenMeta(cfg.MySQL, log)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	f, err := mysql.NewRefresher(db, pub, cfg.MySQL.Refresh, log, clock.System, opts...)
 	if err != nil {
 		db.Close()
-		return nil, err
+		return nil, nil, err
 	}
 	log.Info("mysql pool", append(db.Fields(), zap.Duration("refresh", cfg.MySQL.Refresh))...)
 	return func(ctx context.Context) error {
 		defer db.Close()
 		checkBudget(ctx, db, cfg.MySQL, log)
 		return f.Run(ctx)
-	}, nil
+	}, f.Wake, nil
+}
+
+// refreshing returns what a refresh request from Redis is handed to: p, and,
+// for an app's history entry (which an operator's verb asks for as it
+// decides), wake too (nil: nothing), so that this poller reads the new
+// decision from MySQL at once rather than at its next refresh.
+func refreshing(p *poller.Poller, wake func()) func(app string, r release.Refresh) {
+	return func(app string, r release.Refresh) {
+		p.Refresh(app, r)
+		if _, ch := release.AppOf(app); ch == release.HistoryChannel && wake != nil {
+			wake()
+		}
+	}
 }
 
 // followDecisions returns what the meta refresher calls with each Bulletin

@@ -239,6 +239,28 @@ func TestFollowDecisions(t *testing.T) {
 	}
 }
 
+// TestRefreshingWakesForAHistory: a refresh request for an app's history
+// entry (an operator's verb files one) wakes the meta refresher; one for
+// the app itself (a webhook's) does not.
+func TestRefreshingWakesForAHistory(t *testing.T) {
+	apps := []release.App{{Key: "artcraft", Repo: "o/a"}}
+	p, err := poller.New(poller.Config{Apps: release.Entries(apps), Source: noSource{}, Timing: schedule.Timing{Interval: time.Minute, Tick: time.Second}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	woken := 0
+	refresh := refreshing(p, func() { woken++ })
+	refresh("artcraft", release.Refresh{At: time.Now()})
+	if woken != 0 {
+		t.Errorf("a webhook's request woke the refresher %d times", woken)
+	}
+	refresh("artcraft:history", release.Refresh{At: time.Now()})
+	if woken != 1 {
+		t.Errorf("an operator's request woke the refresher %d times, want once", woken)
+	}
+	refreshing(p, nil)("artcraft:history", release.Refresh{At: time.Now()}) // without MySQL: nothing to wake
+}
+
 // TestPrevious: the release a purge names beside the latest is the newest
 // of the history published before it; a tag a decision names is unfound
 // when neither the latest release nor a read history holds it.

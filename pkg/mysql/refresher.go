@@ -46,7 +46,12 @@ type Refresher struct {
 	skippedWarned time.Time // the last warning about rows left out
 
 	onPublish func(release.Bulletin) // nil: none
+	wake      chan struct{}          // one pending Wake
 }
+
+// WakeSpacing is the least time between two refreshes that Wake brings
+// about: a flood of wakes costs MySQL one read a second.
+const WakeSpacing = time.Second
 
 // A RefresherOption configures a Refresher.
 type RefresherOption func(*Refresher)
@@ -74,7 +79,7 @@ func NewRefresher(r Reader, p Publisher, interval time.Duration, log *zap.Logger
 	if log == nil {
 		log = zap.NewNop()
 	}
-	f := &Refresher{reader: r, pub: p, interval: interval, log: log, clock: clock.Or(clk)}
+	f := &Refresher{reader: r, pub: p, interval: interval, log: log, clock: clock.Or(clk), wake: make(chan struct{}, 1)}
 	for _, o := range opts {
 		o(f)
 	}
@@ -84,11 +89,13 @@ func NewRefresher(r Reader, p Publisher, interval time.Duration, log *zap.Logger
 // Run refreshes at once and then every interval until ctx is cancelled, and
 // returns nil. The refreshes keep to the schedule of the first: one that
 // takes longer than the interval skips the times it missed, as a ticker
-// would. Failures are logged, never returned, so that a MySQL outage never
+// would. A Wake brings one more refresh, at least WakeSpacing after the
+// last. Failures are logged, never returned, so that a MySQL outage never
 // stops the poller.
 func (f *Refresher) Run(ctx context.Context) error {
 	next := f.clock.Now()
 	for {
+		last := f.clock.Now()
 		_ = f.Refresh(ctx)
 		now := f.clock.Now()
 		for !next.After(now) {
@@ -98,7 +105,30 @@ func (f *Refresher) Run(ctx context.Context) error {
 		case <-ctx.Done():
 			return nil
 		case <-f.clock.After(next.Sub(now)):
+		case <-f.wake:
+			if wait := WakeSpacing - f.clock.Now().Sub(last); wait > 0 {
+				select {
+				case <-ctx.Done():
+					return nil
+				case <-f.clock.After(wait):
+				}
+			}
+			// The refresh that follows serves every wake so far.
+			select {
+			case <-f.wake:
+			default:
+			}
 		}
+	}
+}
+
+// Wake asks Run to refresh soon rather than at its next interval: an
+// operator's decision was just written to MySQL. Wakes that arrive before
+// that refresh are one. It never blocks.
+func (f *Refresher) Wake() {
+	select {
+	case f.wake <- struct{}{}:
+	default:
 	}
 }
 

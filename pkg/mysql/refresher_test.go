@@ -16,6 +16,7 @@ import (
 	"github.com/storytold/craft-releases/pkg/mysql"
 	"github.com/storytold/craft-releases/pkg/release"
 	"github.com/storytold/craft-releases/test/fakeclock"
+	"github.com/storytold/craft-releases/test/testkit"
 )
 
 // fakeReader answers Live with what the test set.
@@ -294,6 +295,38 @@ func TestRunKeepsTheInterval(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestWake: a Wake brings a read before the interval, a second after the
+// last read at the soonest, and wakes that arrive meanwhile are one.
+func TestWake(t *testing.T) {
+	c := fakeclock.New(noon)
+	r := &slowReader{clock: c}
+	f, err := mysql.NewRefresher(r, &fakePublisher{}, time.Minute, nil, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { _ = f.Run(ctx) }()
+	parked(t, c)
+	c.Set(noon.Add(300 * time.Millisecond))
+	for range 3 {
+		f.Wake()
+	}
+	testkit.Eventually(t, "the woken loop waits out the spacing", func() bool {
+		next, ok := c.Next()
+		return ok && next.Equal(noon.Add(mysql.WakeSpacing))
+	})
+	c.Set(noon.Add(mysql.WakeSpacing))
+	testkit.Eventually(t, "the woken read", func() bool { return r.count() == 2 })
+	parked(t, c)
+	if next, _ := c.Next(); !next.Equal(noon.Add(time.Minute)) {
+		t.Errorf("after the woken read the loop waits until %s, want the interval's %s", next.Format(time.TimeOnly), noon.Add(time.Minute).Format(time.TimeOnly))
+	}
+	if got := r.count(); got != 2 {
+		t.Errorf("reads = %d, want 2: three wakes are one", got)
 	}
 }
 
