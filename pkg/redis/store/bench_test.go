@@ -12,7 +12,7 @@ import (
 // round trips of one Load, which must be 1.
 func BenchmarkLoad(b *testing.B) {
 	srv := redistest.Start(b)
-	c := &countingClient{Client: plainClient(b, srv)}
+	c := &countingClient{Client: srv.Client(b)}
 	s := New(fixedConn{c}, "poller-a", testApps)
 	ctx := context.Background()
 	for i, app := range apps13 {

@@ -2,6 +2,8 @@ package store
 
 import (
 	"context"
+	"fmt"
+	"maps"
 	"strconv"
 	"strings"
 	"sync"
@@ -13,6 +15,7 @@ import (
 	"github.com/storytold/craft-releases/pkg/redis"
 	"github.com/storytold/craft-releases/pkg/release"
 	"github.com/storytold/craft-releases/test/redistest"
+	"github.com/storytold/craft-releases/test/testkit"
 )
 
 // t0 is 12:00 on the day of the sequence in docs/redis.md.
@@ -45,6 +48,37 @@ func pollerURL(t testing.TB, srv *redistest.Server) string {
 	return "redis://poller:pw@" + srv.Addr
 }
 
+// on is what a test of one write path gets: a Redis server of its own (from
+// the package's pool), an admin client of it, the URL that logs in as the
+// path's user, and a Store of poller-a on it.
+type on struct {
+	srv *redistest.Server
+	a   *admin
+	url string
+	s   *Store
+}
+
+// eachPath runs f, which makes guarded writes, on each write path, then
+// checks that the Store took the path, and Redis saw only its commands.
+func eachPath(t *testing.T, f func(t *testing.T, o on)) {
+	t.Helper()
+	for _, p := range paths {
+		t.Run(p.name, func(t *testing.T) {
+			srv := redistest.Start(t)
+			o := on{srv: srv, a: newAdmin(t, srv), url: p.url(t, srv)}
+			o.s = newStore(t, o.url)
+			f(t, o)
+			if got := o.s.Mode(); got != p.mode {
+				t.Errorf("Mode() = %v, want %v", got, p.mode)
+			}
+			scripts, execs := o.a.calls("evalsha")+o.a.calls("eval"), o.a.calls("exec")
+			if (p.mode == ModeScript) != (scripts > 0 && execs == 0) || (p.mode == ModeWatch) != (scripts == 0 && execs > 0) {
+				t.Errorf("Redis ran %d scripts and %d EXECs on the %s path", scripts, execs, p.name)
+			}
+		})
+	}
+}
+
 // newStore returns a Store on a redis.Conn for url, closed by t.Cleanup.
 func newStore(t testing.TB, url string, opts ...Option) *Store {
 	t.Helper()
@@ -60,7 +94,7 @@ func newStore(t testing.TB, url string, opts ...Option) *Store {
 // in its own repository.
 var (
 	photocraft = release.App{Key: "photocraft", Name: "PhotoCraft", Repo: "storytold/photocraft"}
-	testApps   = []release.App{photocraft,
+	testApps   = []release.App{photocraft, photocraft.HistoryEntry(),
 		{Key: "pdfcraft", Repo: "storytold/pdfcraft"}, {Key: "filmcraft", Repo: "storytold/filmcraft"}}
 )
 
@@ -173,42 +207,129 @@ func fetch(when time.Time, etag string, r *release.Release) release.Entry {
 	return release.Entry{FetchedAt: when, ETag: etag, Release: r}
 }
 
-// sameEntry compares two entries field by field, times by instant and the
-// release by its JSON.
 // decoded is photocraft's hash h as DecodeApp reads it, with no time too far ahead.
 func decoded(h map[string]string) release.Entry {
 	e, _ := DecodeApp(photocraft, h, time.Now().AddDate(100, 0, 0))
 	return e
 }
 
-func sameEntry(t testing.TB, got, want release.Entry) bool {
-	t.Helper()
-	gr, err := release.Marshal(got.Release)
-	if err != nil {
-		t.Fatal(err)
-	}
-	wr, err := release.Marshal(want.Release)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return got.FetchedAt.Equal(want.FetchedAt) && got.ETag == want.ETag && string(gr) == string(wr) &&
-		got.FailedAt.Equal(want.FailedAt) && got.Failures == want.Failures && got.ClaimedAt.Equal(want.ClaimedAt) &&
-		got.NotFoundSince.Equal(want.NotFoundSince) && got.NotFound == want.NotFound
-}
-
+// fmtEntry shows all an entry holds, times as instants and releases as
+// encoded, so that two entries are the same when they show the same.
 func fmtEntry(e release.Entry) string {
-	tag := "<none>"
-	if e.Release != nil {
-		tag = e.Release.Tag
-	}
 	f := func(t time.Time) string {
 		if t.IsZero() {
 			return "-"
 		}
-		return t.Format("15:04:05.000")
+		return t.UTC().Format(time.RFC3339Nano)
 	}
-	return "fetched " + f(e.FetchedAt) + " etag " + strconv.Quote(e.ETag) + " release " + tag +
-		" failed " + f(e.FailedAt) + "×" + strconv.Itoa(e.Failures) + " claimed " + f(e.ClaimedAt)
+	rel, _ := release.Marshal(e.Release)
+	hist := "none"
+	if e.History != nil {
+		enc, _ := encodeHistory(e.History)
+		sigs := map[string]map[string]string{}
+		for tag, c := range e.History.Companions {
+			sigs[tag] = c.Map()
+		}
+		hist = fmt.Sprint(enc, sigs)
+	}
+	return fmt.Sprintf("fetched %s etag %q release %s companions %v history %s failed %s×%d 404s since %s×%d claimed %s",
+		f(e.FetchedAt), e.ETag, rel, e.Companions.Map(), hist, f(e.FailedAt), e.Failures, f(e.NotFoundSince), e.NotFound, f(e.ClaimedAt))
+}
+
+func sameEntry(got, want release.Entry) bool { return fmtEntry(got) == fmtEntry(want) }
+
+// load is app's entry as s reads it.
+func load(t testing.TB, s *Store, app string) release.Entry {
+	t.Helper()
+	e, _, err := s.LoadApp(context.Background(), app)
+	if err != nil {
+		t.Fatalf("LoadApp(%s): %v", app, err)
+	}
+	return e
+}
+
+// readBack writes the HSET pairs to app's hash and returns the entry s
+// reads of it.
+func (a *admin) readBack(s *Store, app string, pairs ...string) release.Entry {
+	a.t.Helper()
+	a.hset(AppKey(app), pairs...)
+	return load(a.t, s, app)
+}
+
+// wrote returns a check that fails the test unless a write went through:
+// wrote(t)(s.PutFetch(…)).
+func wrote(t testing.TB) func(ok bool, err error) {
+	return func(ok bool, err error) {
+		t.Helper()
+		if err != nil || !ok {
+			t.Fatalf("write = %v, %v; want true, nil", ok, err)
+		}
+	}
+}
+
+// with returns a copy of h with the fields of the pairs set, or deleted
+// when the value is "<del>".
+func with(h map[string]string, kv ...string) map[string]string {
+	h = maps.Clone(h)
+	for i := 0; i+1 < len(kv); i += 2 {
+		if kv[i+1] == "<del>" {
+			delete(h, kv[i])
+		} else {
+			h[kv[i]] = kv[i+1]
+		}
+	}
+	return h
+}
+
+// encJSON is v as release.Marshal encodes it.
+func encJSON(t testing.TB, v any) string {
+	t.Helper()
+	b, err := release.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// encList is the releases as a JSON array, as the history field holds them.
+func encList(t testing.TB, rels ...*release.Release) string {
+	t.Helper()
+	parts := make([]string, len(rels))
+	for i, r := range rels {
+		parts[i] = encJSON(t, r)
+	}
+	return "[" + strings.Join(parts, ",") + "]"
+}
+
+// history is photocraft's history entry.
+var history = photocraft.HistoryEntry()
+
+// datedRel is rel(tag) published h hours after t0.
+func datedRel(tag string, h int) *release.Release {
+	r := rel(tag)
+	r.PublishedAt = release.NewTime(t0.Add(time.Duration(h) * time.Hour))
+	return r
+}
+
+// signed returns a release of photocraft tagged tag with a bundle and its
+// .sig for each name, and the signatures' texts by .sig name.
+func signed(t testing.TB, tag string, names ...string) (*release.Release, map[string]string) {
+	t.Helper()
+	k := testkit.NewMinisignKey(t)
+	r := rel(tag)
+	sigs := make(map[string]string, len(names))
+	for _, n := range names {
+		r.Assets = append(r.Assets,
+			release.Asset{Name: n, DownloadURL: release.DownloadURL(photocraft.Repo, tag, n), Platform: release.ParseAsset(n)},
+			release.Asset{Name: n + ".sig", DownloadURL: release.DownloadURL(photocraft.Repo, tag, n+".sig")})
+		sigs[n+".sig"] = k.Sign(n, []byte(n))
+	}
+	return r, sigs
+}
+
+func withCompanions(e release.Entry, sigs map[string]string) release.Entry {
+	e.Companions = release.NewCompanions(sigs)
+	return e
 }
 
 // fixedConn is a Conn of a client already made.

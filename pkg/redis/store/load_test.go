@@ -7,8 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/rueidis"
-
 	"github.com/storytold/craft-releases/pkg/release"
 	"github.com/storytold/craft-releases/pkg/schedule"
 	"github.com/storytold/craft-releases/test/redistest"
@@ -18,6 +16,8 @@ import (
 var apps13 = []string{"photocraft", "vectorcraft", "filmcraft", "lightcraft", "pdfcraft", "effectcraft",
 	"designcraft", "wordcraft", "deckcraft", "gridcraft", "cadcraft", "soundcraft", "artcraft-launcher"}
 
+// TestLoad: Load and LoadApp read every app asked for, an unreadable hash as
+// absent, and the backoff; Status tells what each key holds.
 func TestLoad(t *testing.T) {
 	for _, top := range topologies {
 		t.Run(top.name, func(t *testing.T) {
@@ -30,22 +30,16 @@ func TestLoad(t *testing.T) {
 			for _, app := range apps13 {
 				want[app] = release.Entry{}
 			}
-			put := func(ok bool, err error) {
-				t.Helper()
-				if err != nil || !ok {
-					t.Fatalf("write = %v, %v; want true, nil", ok, err)
-				}
-			}
 			want["photocraft"] = fetch(at("12:02"), `"e2"`, rel("v0.2.0"))
-			put(s.PutFetch(ctx, "photocraft", want["photocraft"]))
+			wrote(t)(s.PutFetch(ctx, "photocraft", want["photocraft"]))
 			want["filmcraft"] = fetch(at("12:03"), "", nil)
-			put(s.PutFetch(ctx, "filmcraft", want["filmcraft"]))
+			wrote(t)(s.PutFetch(ctx, "filmcraft", want["filmcraft"]))
 			want["pdfcraft"] = release.Entry{FailedAt: at("12:04"), Failures: 3}
-			put(s.PutFailure(ctx, "pdfcraft", want["pdfcraft"]))
+			wrote(t)(s.PutFailure(ctx, "pdfcraft", want["pdfcraft"]))
 			want["cadcraft"] = release.Entry{ClaimedAt: at("12:05")}
-			put(s.Claim(ctx, "cadcraft", at("12:05"), time.Minute))
+			wrote(t)(s.Claim(ctx, "cadcraft", at("12:05"), time.Minute))
 			// Unreadable keys read as absent.
-			a.hset(AppKey("wordcraft"), "v", "2", "fetched_ms", ms(at("12:06")), "etag", "x", "release", "null")
+			a.hset(AppKey("wordcraft"), "v", "2", "fetched_ms", ms(at("12:06")), "etag", "x", "release", "null", "by", "poller-z")
 			a.do("SET", AppKey("deckcraft"), "garbage")
 			a.hset(AppKey("soundcraft"), "v", "1", "fetched_ms", "soon", "etag", "x", "release", "null",
 				"failed_ms", ms(at("12:07")), "failures", "many")
@@ -64,25 +58,44 @@ func TestLoad(t *testing.T) {
 				t.Errorf("Load returned %d apps, want %d", len(got), len(apps13))
 			}
 			for _, app := range apps13 {
-				e, ok := got[app]
-				if !ok {
-					t.Errorf("%s: missing from Load", app)
-					continue
-				}
-				if !sameEntry(t, e, want[app]) {
-					t.Errorf("%s: got %s, want %s", app, fmtEntry(e), fmtEntry(want[app]))
+				if e, ok := got[app]; !ok || !sameEntry(e, want[app]) {
+					t.Errorf("%s: got %s (present %v), want %s", app, fmtEntry(e), ok, fmtEntry(want[app]))
 				}
 			}
 			if !gotBackoff.Until.Equal(backoff.Until) || gotBackoff.Trouble != backoff.Trouble {
 				t.Errorf("backoff: got %+v, want %+v", gotBackoff, backoff)
 			}
-
 			e, b, err := s.LoadApp(ctx, "photocraft")
+			if err != nil || !sameEntry(e, want["photocraft"]) || !b.Until.Equal(backoff.Until) {
+				t.Errorf("LoadApp: got %s and %+v, %v; want %s and %+v", fmtEntry(e), b, err, fmtEntry(want["photocraft"]), backoff)
+			}
+
+			apps, bs, err := s.Status(ctx, []string{"photocraft", "wordcraft", "vectorcraft"})
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !sameEntry(t, e, want["photocraft"]) || !b.Until.Equal(backoff.Until) {
-				t.Errorf("LoadApp: got %s and %+v, want %s and %+v", fmtEntry(e), b, fmtEntry(want["photocraft"]), backoff)
+			for i, tt := range []struct {
+				app         string
+				exists      bool
+				version, by string
+				tag         string
+				ttl         func(time.Duration) bool
+			}{
+				{"photocraft", true, "1", "poller-a", "v0.2.0", func(d time.Duration) bool { return d > 6*24*time.Hour }},
+				{"wordcraft", true, "2", "poller-z", "", func(d time.Duration) bool { return d < 0 }},
+				{"vectorcraft", false, "", "", "", func(d time.Duration) bool { return d == 0 }},
+			} {
+				got, tag := apps[i], ""
+				if got.Entry.Release != nil {
+					tag = got.Entry.Release.Tag
+				}
+				if got.App != tt.app || got.Exists != tt.exists || got.Version != tt.version || got.By != tt.by || tag != tt.tag || !tt.ttl(got.TTL) {
+					t.Errorf("status: got %+v (tag %q), want app %s exists %v version %q by %q tag %q", got, tag,
+						tt.app, tt.exists, tt.version, tt.by, tt.tag)
+				}
+			}
+			if !bs.Exists || bs.By != "poller-a" || bs.Backoff != backoff || bs.TTL <= 23*time.Hour {
+				t.Errorf("backoff status: got %+v", bs)
 			}
 		})
 	}
@@ -93,7 +106,7 @@ func TestLoad(t *testing.T) {
 // (HMGET).
 func TestLoadIsTwoPipelines(t *testing.T) {
 	srv := redistest.Start(t)
-	c := &countingClient{Client: plainClient(t, srv)}
+	c := &countingClient{Client: srv.Client(t)}
 	s := New(fixedConn{c}, "poller-a", testApps)
 	ctx := context.Background()
 	lens1 := len(appFields) + len(backoffFields)
@@ -117,13 +130,6 @@ func TestLoadIsTwoPipelines(t *testing.T) {
 			t.Errorf("%s: round trips carried %v commands, want %v", tt.name, got, tt.want)
 		}
 	}
-}
-
-// plainClient is a rueidis client of the default user, as an API pod or a
-// test may hand to New.
-func plainClient(t testing.TB, srv *redistest.Server) rueidis.Client {
-	t.Helper()
-	return srv.Client(t)
 }
 
 func TestPutBackoff(t *testing.T) {
@@ -206,75 +212,17 @@ func TestClearBackoff(t *testing.T) {
 		{"trouble of 19 digits reads as 0", hash(ms(at("13:00")), "1000000000000000002"), false, schedule.Backoff{Until: at("13:00")}, true},
 		{"until with a space reads as none", hash(" "+ms(at("13:00")), "2"), false, schedule.Backoff{Trouble: 2}, true},
 	}
-	for _, p := range paths {
-		t.Run(p.name, func(t *testing.T) {
-			srv := redistest.Start(t)
-			a := newAdmin(t, srv)
-			s := newStore(t, p.url(t, srv))
-			for _, tt := range tests {
-				a.seed(srv, BackoffKey, tt.wrong, tt.before)
-				got, err := s.ClearBackoff(context.Background(), tt.read)
-				if err != nil {
-					t.Fatalf("%s: %v", tt.name, err)
-				}
-				if got != tt.want {
-					t.Errorf("%s: ClearBackoff = %v, want %v", tt.name, got, tt.want)
-				}
-				had := tt.before != nil || tt.wrong
-				if n, _ := a.do("EXISTS", BackoffKey).AsInt64(); (n == 1) != (had && !got) {
-					t.Errorf("%s: ClearBackoff = %v, and the key exists: %v", tt.name, got, n == 1)
-				}
+	eachPath(t, func(t *testing.T, o on) {
+		for _, tt := range tests {
+			o.a.seed(o.srv, BackoffKey, tt.wrong, tt.before)
+			got, err := o.s.ClearBackoff(context.Background(), tt.read)
+			if err != nil || got != tt.want {
+				t.Errorf("%s: ClearBackoff = %v, %v; want %v", tt.name, got, err, tt.want)
 			}
-			if got := s.Mode(); got != p.mode {
-				t.Errorf("Mode() = %v, want %v", got, p.mode)
+			had := tt.before != nil || tt.wrong
+			if n, _ := o.a.do("EXISTS", BackoffKey).AsInt64(); (n == 1) != (had && !got) {
+				t.Errorf("%s: ClearBackoff = %v, and the key exists: %v", tt.name, got, n == 1)
 			}
-		})
-	}
-}
-
-func TestStatus(t *testing.T) {
-	srv := redistest.Start(t)
-	a := newAdmin(t, srv)
-	s := newStore(t, srv.URL())
-	ctx := context.Background()
-	if ok, err := s.PutFetch(ctx, "photocraft", fetch(at("12:02"), `"e2"`, rel("v0.2.0"))); err != nil || !ok {
-		t.Fatalf("PutFetch = %v, %v", ok, err)
-	}
-	a.hset(AppKey("wordcraft"), "v", "2", "by", "poller-z")
-	a.do("PERSIST", AppKey("wordcraft"))
-	if err := s.PutBackoff(ctx, schedule.Backoff{Until: at("13:00"), Trouble: 1}); err != nil {
-		t.Fatal(err)
-	}
-
-	apps, b, err := s.Status(ctx, []string{"photocraft", "wordcraft", "filmcraft"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	tests := []struct {
-		name        string
-		got         AppStatus
-		app         string
-		exists      bool
-		version, by string
-		tag         string
-		ttl         func(time.Duration) bool
-	}{
-		{"written", apps[0], "photocraft", true, "1", "poller-a", "v0.2.0", func(d time.Duration) bool { return d > 6*24*time.Hour }},
-		{"another format", apps[1], "wordcraft", true, "2", "poller-z", "", func(d time.Duration) bool { return d < 0 }},
-		{"absent", apps[2], "filmcraft", false, "", "", "", func(d time.Duration) bool { return d == 0 }},
-	}
-	for _, tt := range tests {
-		tag := ""
-		if tt.got.Entry.Release != nil {
-			tag = tt.got.Entry.Release.Tag
 		}
-		if tt.got.App != tt.app || tt.got.Exists != tt.exists || tt.got.Version != tt.version || tt.got.By != tt.by ||
-			tag != tt.tag || !tt.ttl(tt.got.TTL) {
-			t.Errorf("%s: got %+v (tag %q), want app %s exists %v version %q by %q tag %q", tt.name, tt.got, tag,
-				tt.app, tt.exists, tt.version, tt.by, tt.tag)
-		}
-	}
-	if !b.Exists || b.By != "poller-a" || b.Backoff.Trouble != 1 || !b.Backoff.Until.Equal(at("13:00")) || b.TTL <= 23*time.Hour {
-		t.Errorf("backoff status: got %+v", b)
-	}
+	})
 }

@@ -58,17 +58,9 @@ func TestDecodeMeta(t *testing.T) {
 	for i := 0; i+1 < len(full.pairs); i += 2 {
 		written[full.pairs[i]] = full.pairs[i+1]
 	}
-	with := func(kv ...string) map[string]string {
-		h := map[string]string{"v": "1", "read_ms": ms(noon), "app_renames": "[]", "repo_renames": "[]",
-			"announcements": "[]", "alerts": "[]"}
-		for i := 0; i+1 < len(kv); i += 2 {
-			if kv[i+1] == "<del>" {
-				delete(h, kv[i])
-			} else {
-				h[kv[i]] = kv[i+1]
-			}
-		}
-		return h
+	lists := func(kv ...string) map[string]string {
+		return with(map[string]string{"v": "1", "read_ms": ms(noon), "app_renames": "[]", "repo_renames": "[]",
+			"announcements": "[]", "alerts": "[]"}, kv...)
 	}
 	none := map[string]release.Decisions{}
 	empty := release.Bulletin{AppRenames: []release.AppRename{}, RepoRenames: []release.RepoRename{},
@@ -88,55 +80,60 @@ func TestDecodeMeta(t *testing.T) {
 		wantAt time.Time // zero: reads as absent
 	}{
 		{"as PutMeta writes it", written, testMeta(), noon},
-		{"empty lists", with(), empty, noon},
-		{"whitespace before a list", with("alerts", " \n[]"), empty, noon},
-		{"null entries read as zero entries", with("alerts", "[null]"),
+		{"empty lists", lists(), empty, noon},
+		{"whitespace before a list", lists("alerts", " \n[]"), empty, noon},
+		{"a tab before a list", lists("alerts", "\t[]"), empty, noon},
+		{"null entries read as zero entries", lists("alerts", "[null]"),
 			release.Bulletin{AppRenames: empty.AppRenames, RepoRenames: empty.RepoRenames,
 				Notices: release.Notices{Announcements: empty.Notices.Announcements, Alerts: []release.Alert{{}}}, Decisions: none}, noon},
-		{"no decisions, as an older poller writes it", with("decisions", "<del>"), empty, noon},
-		{"no decision", with("decisions", "{}"), empty, noon},
-		{"a rollout", with("decisions", `{"photocraft":{"rollout":{"tag":"v0.6.0","percent":10}}}`), decided(rollout(10)), noon},
-		{"a halted rollout", with("decisions", `{"photocraft":{"rollout":{"tag":"v0.6.0","percent":0}}}`), decided(rollout(0)), noon},
-		{"a complete rollout", with("decisions", `{"photocraft":{"rollout":{"tag":"v0.6.0","percent":100}}}`), decided(rollout(100)), noon},
+		{"no decisions, as an older poller writes it", lists("decisions", "<del>"), empty, noon},
+		{"no decision", lists("decisions", "{}"), empty, noon},
+		{"a rollout", lists("decisions", `{"photocraft":{"rollout":{"tag":"v0.6.0","percent":10}}}`), decided(rollout(10)), noon},
+		{"a halted rollout", lists("decisions", `{"photocraft":{"rollout":{"tag":"v0.6.0","percent":0}}}`), decided(rollout(0)), noon},
+		{"a complete rollout", lists("decisions", `{"photocraft":{"rollout":{"tag":"v0.6.0","percent":100}}}`), decided(rollout(100)), noon},
 		// Hostile decisions: the whole hash reads as unreadable, so a pod
 		// keeps what it had and the next poller's write replaces it.
-		{"decisions that are null", with("decisions", "null"), release.Bulletin{}, time.Time{}},
-		{"decisions that are an array", with("decisions", "[]"), release.Bulletin{}, time.Time{}},
-		{"decisions that are empty", with("decisions", ""), release.Bulletin{}, time.Time{}},
-		{"decisions cut short", with("decisions", `{"photocraft":{"rollout":{"tag":"v0.6.0"`), release.Bulletin{}, time.Time{}},
-		{"a percent over 100", with("decisions", `{"photocraft":{"rollout":{"tag":"v0.6.0","percent":101}}}`), release.Bulletin{}, time.Time{}},
-		{"a negative percent", with("decisions", `{"photocraft":{"rollout":{"tag":"v0.6.0","percent":-1}}}`), release.Bulletin{}, time.Time{}},
-		{"a fractional percent", with("decisions", `{"photocraft":{"rollout":{"tag":"v0.6.0","percent":10.5}}}`), release.Bulletin{}, time.Time{}},
-		{"a percent as text", with("decisions", `{"photocraft":{"rollout":{"tag":"v0.6.0","percent":"10"}}}`), release.Bulletin{}, time.Time{}},
-		{"a rollout without a tag", with("decisions", `{"photocraft":{"rollout":{"tag":"","percent":10}}}`), release.Bulletin{}, time.Time{}},
-		{"a tag that is no git ref", with("decisions", `{"photocraft":{"rollout":{"tag":"v1..2","percent":10}}}`), release.Bulletin{}, time.Time{}},
-		{"an app key in capitals", with("decisions", `{"PhotoCraft":{"rollout":{"tag":"v0.6.0","percent":10}}}`), release.Bulletin{}, time.Time{}},
-		{"an empty app key", with("decisions", `{"":{"rollout":{"tag":"v0.6.0","percent":10}}}`), release.Bulletin{}, time.Time{}},
-		{"an app deciding nothing", with("decisions", `{"photocraft":{}}`), release.Bulletin{}, time.Time{}},
-		{"an unknown key", with("decisions", `{"photocraft":{"rollout":{"tag":"v0.6.0","percent":10,"by":"x"}}}`), release.Bulletin{}, time.Time{}},
-		{"a key in another case", with("decisions", `{"photocraft":{"Rollout":{"tag":"v0.6.0","percent":10}}}`), release.Bulletin{}, time.Time{}},
-		{"a repeated app", with("decisions", `{"photocraft":{"rollout":{"tag":"v0.6.0","percent":100}},"photocraft":{"rollout":{"tag":"v0.6.0","percent":1}}}`),
+		{"decisions that are null", lists("decisions", "null"), release.Bulletin{}, time.Time{}},
+		{"decisions that are an array", lists("decisions", "[]"), release.Bulletin{}, time.Time{}},
+		{"decisions that are empty", lists("decisions", ""), release.Bulletin{}, time.Time{}},
+		{"decisions cut short", lists("decisions", `{"photocraft":{"rollout":{"tag":"v0.6.0"`), release.Bulletin{}, time.Time{}},
+		{"a percent over 100", lists("decisions", `{"photocraft":{"rollout":{"tag":"v0.6.0","percent":101}}}`), release.Bulletin{}, time.Time{}},
+		{"a negative percent", lists("decisions", `{"photocraft":{"rollout":{"tag":"v0.6.0","percent":-1}}}`), release.Bulletin{}, time.Time{}},
+		{"a fractional percent", lists("decisions", `{"photocraft":{"rollout":{"tag":"v0.6.0","percent":10.5}}}`), release.Bulletin{}, time.Time{}},
+		{"a percent as text", lists("decisions", `{"photocraft":{"rollout":{"tag":"v0.6.0","percent":"10"}}}`), release.Bulletin{}, time.Time{}},
+		{"a rollout without a tag", lists("decisions", `{"photocraft":{"rollout":{"tag":"","percent":10}}}`), release.Bulletin{}, time.Time{}},
+		{"a tag that is no git ref", lists("decisions", `{"photocraft":{"rollout":{"tag":"v1..2","percent":10}}}`), release.Bulletin{}, time.Time{}},
+		{"an app key in capitals", lists("decisions", `{"PhotoCraft":{"rollout":{"tag":"v0.6.0","percent":10}}}`), release.Bulletin{}, time.Time{}},
+		{"an empty app key", lists("decisions", `{"":{"rollout":{"tag":"v0.6.0","percent":10}}}`), release.Bulletin{}, time.Time{}},
+		{"an app deciding nothing", lists("decisions", `{"photocraft":{}}`), release.Bulletin{}, time.Time{}},
+		{"an unknown key", lists("decisions", `{"photocraft":{"rollout":{"tag":"v0.6.0","percent":10,"by":"x"}}}`), release.Bulletin{}, time.Time{}},
+		{"a key in another case", lists("decisions", `{"photocraft":{"Rollout":{"tag":"v0.6.0","percent":10}}}`), release.Bulletin{}, time.Time{}},
+		{"a repeated app", lists("decisions", `{"photocraft":{"rollout":{"tag":"v0.6.0","percent":100}},"photocraft":{"rollout":{"tag":"v0.6.0","percent":1}}}`),
 			release.Bulletin{}, time.Time{}},
-		{"white space", with("decisions", `{ "photocraft":{"rollout":{"tag":"v0.6.0","percent":10}}}`), release.Bulletin{}, time.Time{}},
-		{"a withdrawal without a reason", with("decisions", `{"photocraft":{"withdrawn":[{"tag":"v0.5.1","reason":""}]}}`), release.Bulletin{}, time.Time{}},
-		{"a tag withdrawn twice", with("decisions", `{"photocraft":{"withdrawn":[{"tag":"v0.5.1","reason":"x"},{"tag":"v0.5.1","reason":"y"}]}}`),
+		{"white space", lists("decisions", `{ "photocraft":{"rollout":{"tag":"v0.6.0","percent":10}}}`), release.Bulletin{}, time.Time{}},
+		{"a withdrawal without a reason", lists("decisions", `{"photocraft":{"withdrawn":[{"tag":"v0.5.1","reason":""}]}}`), release.Bulletin{}, time.Time{}},
+		{"a tag withdrawn twice", lists("decisions", `{"photocraft":{"withdrawn":[{"tag":"v0.5.1","reason":"x"},{"tag":"v0.5.1","reason":"y"}]}}`),
 			release.Bulletin{}, time.Time{}},
-		{"an empty withdrawn list", with("decisions", `{"photocraft":{"withdrawn":[]}}`), release.Bulletin{}, time.Time{}},
-		{"a reason with a right-to-left override", with("decisions", `{"photocraft":{"withdrawn":[{"tag":"v0.5.1","reason":"`+"\u202e"+`x"}]}}`),
+		{"an empty withdrawn list", lists("decisions", `{"photocraft":{"withdrawn":[]}}`), release.Bulletin{}, time.Time{}},
+		{"a reason with a right-to-left override", lists("decisions", `{"photocraft":{"withdrawn":[{"tag":"v0.5.1","reason":"`+"\u202e"+`x"}]}}`),
 			release.Bulletin{}, time.Time{}},
-		{"a minimum that is not SemVer", with("decisions", `{"photocraft":{"minimum":{"version":"v1.2","reason":"x"}}}`), release.Bulletin{}, time.Time{}},
-		{"a minimum without a reason", with("decisions", `{"photocraft":{"minimum":{"version":"1.2.0","reason":" "}}}`), release.Bulletin{}, time.Time{}},
+		{"a minimum that is not SemVer", lists("decisions", `{"photocraft":{"minimum":{"version":"v1.2","reason":"x"}}}`), release.Bulletin{}, time.Time{}},
+		{"a minimum without a reason", lists("decisions", `{"photocraft":{"minimum":{"version":"1.2.0","reason":" "}}}`), release.Bulletin{}, time.Time{}},
 		{"no key", nil, release.Bulletin{}, time.Time{}},
-		{"another format", with("v", "2"), release.Bulletin{}, time.Time{}},
-		{"no read_ms", with("read_ms", "<del>"), release.Bulletin{}, time.Time{}},
-		{"read_ms not a number", with("read_ms", "soon"), release.Bulletin{}, time.Time{}},
-		{"read_ms zero", with("read_ms", "0"), release.Bulletin{}, time.Time{}},
-		{"a list missing", with("repo_renames", "<del>"), release.Bulletin{}, time.Time{}},
-		{"a list that is null", with("app_renames", "null"), release.Bulletin{}, time.Time{}},
-		{"a list that is an object", with("announcements", "{}"), release.Bulletin{}, time.Time{}},
-		{"a list cut short", with("alerts", `[{"title":"x"`), release.Bulletin{}, time.Time{}},
-		{"an entry of the wrong type", with("alerts", `[{"title":1}]`), release.Bulletin{}, time.Time{}},
-		{"an entry with a bad time", with("announcements", `[{"title":"x","created_at":"yesterday"}]`), release.Bulletin{}, time.Time{}},
+		{"another format", lists("v", "2"), release.Bulletin{}, time.Time{}},
+		{"no read_ms", lists("read_ms", "<del>"), release.Bulletin{}, time.Time{}},
+		{"read_ms not a number", lists("read_ms", "soon"), release.Bulletin{}, time.Time{}},
+		{"read_ms zero", lists("read_ms", "0"), release.Bulletin{}, time.Time{}},
+		{"a list missing", lists("repo_renames", "<del>"), release.Bulletin{}, time.Time{}},
+		{"a list that is null", lists("app_renames", "null"), release.Bulletin{}, time.Time{}},
+		{"a list that is an object", lists("announcements", "{}"), release.Bulletin{}, time.Time{}},
+		{"a list cut short", lists("alerts", `[{"title":"x"`), release.Bulletin{}, time.Time{}},
+		{"an entry of the wrong type", lists("alerts", `[{"title":1}]`), release.Bulletin{}, time.Time{}},
+		{"a field of the wrong type", lists("announcements", `[{"title":true}]`), release.Bulletin{}, time.Time{}},
+		{"a list of numbers", lists("alerts", "[1]"), release.Bulletin{}, time.Time{}},
+		{"a list that does not parse", lists("app_renames", "[{"), release.Bulletin{}, time.Time{}},
+		{"a list that is an object", lists("repo_renames", "{}"), release.Bulletin{}, time.Time{}},
+		{"an entry with a bad time", lists("announcements", `[{"title":"x","created_at":"yesterday"}]`), release.Bulletin{}, time.Time{}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -157,64 +154,37 @@ func TestMetaSequence(t *testing.T) {
 	t.Parallel()
 	older := testMeta()
 	older.Notices.Alerts = nil
-	for _, p := range paths {
-		t.Run(p.name, func(t *testing.T) {
-			srv := redistest.Start(t)
-			a := newAdmin(t, srv)
-			s := newStore(t, p.url(t, srv))
-			ctx := context.Background()
-			steps := []struct {
-				name   string
-				meta   release.Bulletin
-				at     time.Time
-				want   bool
-				after  release.Bulletin
-				afterT time.Time
-			}{
-				{"read at 12:02 written", testMeta(), at("12:02"), true, testMeta(), at("12:02")},
-				{"read at 12:01 refused", older, at("12:01"), false, testMeta(), at("12:02")},
-				{"read at 12:02 again written", older, at("12:02"), true, older, at("12:02")},
-				{"read at 12:03 written", testMeta(), at("12:03"), true, testMeta(), at("12:03")},
-				{"empty read at 12:04 clears the lists", release.Bulletin{}, at("12:04"), true, release.Bulletin{}, at("12:04")},
-			}
-			for _, st := range steps {
-				got, err := s.PutMeta(ctx, st.meta, st.at)
-				if err != nil {
-					t.Fatalf("%s: %v", st.name, err)
-				}
-				if got != st.want {
-					t.Errorf("%s: written = %v, want %v", st.name, got, st.want)
-				}
-				raw := a.hgetall(MetaKey)
-				m, readAt := DecodeMeta(raw)
-				if !readAt.Equal(st.afterT) || !sameMeta(t, m, st.after) {
-					t.Errorf("%s: hash reads %v %+v, want %v %+v", st.name, readAt, m, st.afterT, st.after)
-				}
-				if raw["by"] != "poller-a" {
-					t.Errorf("%s: by = %q, want poller-a", st.name, raw["by"])
-				}
-				if ttl := a.pttl(MetaKey); ttl < 6*24*time.Hour {
-					t.Errorf("%s: TTL = %v, want over 6 days", st.name, ttl)
-				}
-			}
-			if got := s.Mode(); got != p.mode {
-				t.Errorf("Mode() = %v, want %v", got, p.mode)
-			}
-		})
+	steps := []struct {
+		name   string
+		meta   release.Bulletin
+		at     time.Time
+		want   bool
+		after  release.Bulletin
+		afterT time.Time
+	}{
+		{"read at 12:02 written", testMeta(), at("12:02"), true, testMeta(), at("12:02")},
+		{"read at 12:01 refused", older, at("12:01"), false, testMeta(), at("12:02")},
+		{"read at 12:02 again written", older, at("12:02"), true, older, at("12:02")},
+		{"read at 12:03 written", testMeta(), at("12:03"), true, testMeta(), at("12:03")},
+		{"empty read at 12:04 clears the lists", release.Bulletin{}, at("12:04"), true, release.Bulletin{}, at("12:04")},
 	}
-}
-
-func TestPutMetaWithoutTime(t *testing.T) {
-	t.Parallel()
-	srv := redistest.Start(t)
-	a := newAdmin(t, srv)
-	s := newStore(t, srv.URL())
-	if got, err := s.PutMeta(context.Background(), testMeta(), time.Time{}); err == nil || got {
-		t.Errorf("PutMeta with a zero time = %v, %v; want false and an error", got, err)
-	}
-	if raw := a.hgetall(MetaKey); len(raw) != 0 {
-		t.Errorf("hash is %v, want nothing written", raw)
-	}
+	eachPath(t, func(t *testing.T, o on) {
+		for _, st := range steps {
+			if got, err := o.s.PutMeta(context.Background(), st.meta, st.at); err != nil || got != st.want {
+				t.Errorf("%s: written = %v, %v; want %v", st.name, got, err, st.want)
+			}
+			raw := o.a.hgetall(MetaKey)
+			if m, readAt := DecodeMeta(raw); !readAt.Equal(st.afterT) || !sameMeta(t, m, st.after) {
+				t.Errorf("%s: hash reads %v %+v, want %v %+v", st.name, readAt, m, st.afterT, st.after)
+			}
+			if raw["by"] != "poller-a" {
+				t.Errorf("%s: by = %q, want poller-a", st.name, raw["by"])
+			}
+			if ttl := o.a.pttl(MetaKey); ttl < 6*24*time.Hour {
+				t.Errorf("%s: TTL = %v, want over 6 days", st.name, ttl)
+			}
+		}
+	})
 }
 
 // TestPutMetaDecisionsOverBound: decisions that no reader would read (over

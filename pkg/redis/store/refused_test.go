@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/storytold/craft-releases/pkg/release"
 	"github.com/storytold/craft-releases/pkg/schedule"
 	"github.com/storytold/craft-releases/test/redistest"
 	"github.com/storytold/craft-releases/test/testkit"
@@ -44,6 +45,10 @@ func TestRefusedRedisFailsAtOnce(t *testing.T) {
 			{"claim", func() error { _, err := s.store.Claim(ctx, "photocraft", at("12:00"), time.Minute); return err }},
 			{"fetch", func() error { _, err := s.store.PutFetch(ctx, "photocraft", e); return err }},
 			{"backoff", func() error { return s.store.PutBackoff(ctx, schedule.Backoff{Until: at("13:00"), Trouble: 1}) }},
+			{"deliver", func() error {
+				_, err := s.store.Deliver(ctx, []string{"guid-1"}, each(release.Refresh{At: t0}, "photocraft"))
+				return err
+			}},
 		}
 		for _, c := range calls {
 			began := time.Now()

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -16,33 +17,10 @@ import (
 	"github.com/storytold/craft-releases/test/redistest"
 )
 
-// poisoned are hashes no poller writes, each of which a reader refuses
-// whole, keeping what it had.
-func poisoned(t testing.TB) map[string]string {
-	t.Helper()
-	good := rel("v1.0.0")
-	good.Assets = []release.Asset{{Name: "photocraft-1.0.0-linux-x64.deb",
-		DownloadURL: release.DownloadURL(photocraft.Repo, "v1.0.0", "photocraft-1.0.0-linux-x64.deb"),
-		Platform:    release.ParseAsset("photocraft-1.0.0-linux-x64.deb")}}
-	b, err := release.Marshal(good)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := string(b)
-	return map[string]string{
-		"download_url in another repository": strings.Replace(s, "photocraft/releases/download", "evilcraft/releases/download", 1),
-		"html_url in another repository":     strings.Replace(s, "photocraft/releases/tag", "evilcraft/releases/tag", 1),
-		"sha256 not hex":                     strings.Replace(s, `"sha256":null`, `"sha256":"<script>"`, 1),
-		"version not the tag's":              strings.Replace(s, `"version":"1.0.0"`, `"version":"9.9.9"`, 1),
-		"platform the name does not say":     strings.Replace(s, `"os":"linux"`, `"os":"windows"`, 1),
-		"a key in capitals":                  strings.Replace(s, `"tag"`, `"TAG"`, 1),
-		"a bidi override in the name":        strings.Replace(s, `"name":"PhotoCraft`, `"name":"\u202ePhotoCraft`, 1),
-	}
-}
-
-// TestPoisonedHashes: whatever a hash that no poller wrote says, Load reads
-// no fetch of it, and a write of the app's own goes over it; each refusal
-// is counted, and logged once per app and writer.
+// TestPoisonedHashes: whatever a hash that no poller wrote says (the codec's
+// table, TestDecodeApp, lists what a reader refuses), Load reads no fetch of
+// it, and a write of the app's own goes over it; each refusal is counted,
+// and logged once per app and writer.
 func TestPoisonedHashes(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t)
@@ -54,36 +32,41 @@ func TestPoisonedHashes(t *testing.T) {
 			counted++
 		}
 	})))
-	ctx := context.Background()
-	for name, value := range poisoned(t) {
-		t.Run(name, func(t *testing.T) {
-			srv.MustDo("FLUSHALL")
-			logs.TakeAll()
-			counted = 0
-			a.hset(AppKey("photocraft"), "v", "1", "fetched_ms", ms(t0), "etag", `"e"`, "release", value, "by", "intruder")
-			for range 3 {
-				e, _, err := s.LoadApp(ctx, "photocraft")
-				if err != nil {
-					t.Fatal(err)
-				}
-				if e.Fetched() || e.Release != nil {
-					t.Fatalf("read %s, want no fetch", fmtEntry(e))
-				}
-			}
-			if counted != 3 {
-				t.Errorf("counted %d refusals, want each of the 3 reads", counted)
-			}
-			if got := logs.FilterMessage("redis entry refused, keeping what was known").FilterField(zap.String("by", "intruder")).Len(); got != 1 {
-				t.Errorf("logged the refusal %d times, want once for the app and the writer", got)
-			}
-			// An honest fetch, older than the poisoned one, replaces it.
-			if ok, err := s.PutFetch(ctx, "photocraft", fetch(t0.Add(-time.Hour), `"e2"`, rel("v0.9.0"))); err != nil || !ok {
-				t.Fatalf("PutFetch over a poisoned hash = %v, %v; want written", ok, err)
-			}
-			if e, _, _ := s.LoadApp(ctx, "photocraft"); e.Release == nil || e.Release.Tag != "v0.9.0" {
-				t.Errorf("after the honest write, read %s", fmtEntry(e))
-			}
-		})
+	poisoned := hostileReleases(t)["with a download_url in another repository"]
+	for range 3 {
+		if e := a.readBack(s, "photocraft", "v", "1", "fetched_ms", ms(t0), "etag", `"e"`, "release", poisoned, "by", "intruder"); e.Fetched() || e.Release != nil {
+			t.Fatalf("read %s, want no fetch", fmtEntry(e))
+		}
+	}
+	if counted != 3 {
+		t.Errorf("counted %d refusals, want each of the 3 reads", counted)
+	}
+	if got := logs.FilterMessage("redis entry refused, keeping what was known").FilterField(zap.String("by", "intruder")).Len(); got != 1 {
+		t.Errorf("logged the refusal %d times, want once for the app and the writer", got)
+	}
+	// An honest fetch, older than the poisoned one, replaces it.
+	wrote(t)(s.PutFetch(context.Background(), "photocraft", fetch(t0.Add(-time.Hour), `"e2"`, rel("v0.9.0"))))
+	if e := load(t, s, "photocraft"); e.Release == nil || e.Release.Tag != "v0.9.0" {
+		t.Errorf("after the honest write, read %s", fmtEntry(e))
+	}
+}
+
+// TestRefusalLogIsQuoted: the writer and the reason of a refused hash come
+// from Redis; the refusal's log line shows them escaped, never raw.
+func TestRefusalLogIsQuoted(t *testing.T) {
+	core, logs := observer.New(zapcore.WarnLevel)
+	r := NewRefusals(zap.New(core), nil)
+	r.Note("photocraft", map[string]string{fieldBy: "EVIL\u202eDENWO\x1b[2J"}, errors.New("release: name \u0085\u202eexe.pdf"))
+	entries := logs.TakeAll()
+	if len(entries) != 1 {
+		t.Fatalf("logged %d lines, want 1", len(entries))
+	}
+	got := entries[0].ContextMap()
+	if want := `"EVIL\u202eDENWO\x1b[2J"`; got["by"] != want {
+		t.Errorf("by = %v, want %s", got["by"], want)
+	}
+	if want := `"release: name \u0085\u202eexe.pdf"`; got["err"] != want {
+		t.Errorf("err = %v, want %s", got["err"], want)
 	}
 }
 
@@ -93,40 +76,25 @@ func TestPoisonedHashes(t *testing.T) {
 func TestOversizedFieldsAreNotRead(t *testing.T) {
 	t.Parallel()
 	big := `{"tag":"` + strings.Repeat("v", 16<<20) + `"}`
-	for _, p := range paths {
-		t.Run(p.name, func(t *testing.T) {
-			srv := redistest.Start(t)
-			a := newAdmin(t, srv)
-			s := newStore(t, p.url(t, srv))
-			ctx := context.Background()
-			for _, field := range []string{"release", "etag", "by", "junk"} {
-				srv.MustDo("FLUSHALL")
-				good, err := release.Marshal(rel("v1.0.0"))
-				if err != nil {
-					t.Fatal(err)
-				}
-				a.hset(AppKey("photocraft"), "v", "1", "fetched_ms", ms(t0), "etag", `"e"`, "release", string(good), "by", "poller-b")
-				a.hset(AppKey("photocraft"), field, big)
-				sent := netOutput(t, srv)
-				e, _, err := s.LoadApp(ctx, "photocraft")
-				if err != nil {
-					t.Fatal(err)
-				}
-				if got := netOutput(t, srv) - sent; got > 64<<10 {
-					t.Errorf("%s: Redis sent %d bytes to read one app, want a few KiB: the value was read", field, got)
-				}
-				if wantFetch := field == "by" || field == "junk"; e.Fetched() != wantFetch {
-					t.Errorf("%s of 16 MiB: read %s, fetched want %v", field, fmtEntry(e), wantFetch)
-				}
-				if ok, err := s.PutFetch(ctx, "photocraft", fetch(t0.Add(time.Second), `"e2"`, rel("v2.0.0"))); err != nil || !ok {
-					t.Fatalf("%s: PutFetch = %v, %v; want written", field, ok, err)
-				}
-				if e, _, _ := s.LoadApp(ctx, "photocraft"); e.Release == nil || e.Release.Tag != "v2.0.0" {
-					t.Errorf("%s: after the write, read %s", field, fmtEntry(e))
-				}
+	good := encJSON(t, rel("v1.0.0"))
+	eachPath(t, func(t *testing.T, o on) {
+		for _, field := range []string{"release", "etag", "by", "junk"} {
+			o.srv.MustDo("FLUSHALL")
+			o.a.hset(AppKey("photocraft"), "v", "1", "fetched_ms", ms(t0), "etag", `"e"`, "release", good, "by", "poller-b")
+			sent := netOutput(t, o.srv)
+			e := o.a.readBack(o.s, "photocraft", field, big)
+			if got := netOutput(t, o.srv) - sent; got > 64<<10 {
+				t.Errorf("%s: Redis sent %d bytes to read one app, want a few KiB: the value was read", field, got)
 			}
-		})
-	}
+			if wantFetch := field == "by" || field == "junk"; e.Fetched() != wantFetch {
+				t.Errorf("%s of 16 MiB: read %s, fetched want %v", field, fmtEntry(e), wantFetch)
+			}
+			wrote(t)(o.s.PutFetch(context.Background(), "photocraft", fetch(t0.Add(time.Second), `"e2"`, rel("v2.0.0"))))
+			if e := load(t, o.s, "photocraft"); e.Release == nil || e.Release.Tag != "v2.0.0" {
+				t.Errorf("%s: after the write, read %s", field, fmtEntry(e))
+			}
+		}
+	})
 }
 
 // netOutput is how many bytes srv has sent its clients.
@@ -139,59 +107,43 @@ func netOutput(t testing.TB, srv *redistest.Server) int64 {
 	return n
 }
 
-// TestFutureTimes: against a real Redis, a poller whose clock runs an hour
-// ahead and that does not correct it writes times that the others do not
-// believe: its fetch reads as none, and neither its fetch nor its claim
-// blocks an honest write. On a clock.Corrected it measures the hour, tells
-// time by Redis and writes honest times.
+// TestFutureTimes: a Store reads and decides at the time of its clock (a
+// poller whose clock runs an hour ahead and that does not correct it writes
+// times the others do not believe: the codec's and decide's tables say
+// which); on a clock.Corrected it measures its skew against Redis's clock,
+// tells time by Redis, and so writes honest times.
 func TestFutureTimes(t *testing.T) {
 	t.Parallel()
-	for _, p := range paths {
-		t.Run(p.name, func(t *testing.T) {
-			srv := redistest.Start(t)
-			ctx := context.Background()
-			honest := newStore(t, p.url(t, srv))
-			now := time.Now()
-			ahead := newStore(t, p.url(t, srv), WithClock(fakeclock.New(now.Add(time.Hour))))
+	srv := redistest.Start(t)
+	ctx := context.Background()
+	now := time.Now()
+	ahead := newStore(t, srv.URL(), WithClock(fakeclock.New(now.Add(time.Hour))))
+	wrote(t)(ahead.PutFetch(ctx, "photocraft", fetch(now.Add(time.Hour), `"e9"`, rel("v9.0.0"))))
+	if e := load(t, ahead, "photocraft"); !e.Fetched() {
+		t.Errorf("the fast clock does not believe its own fetch: %s", fmtEntry(e))
+	}
+	honest := newStore(t, srv.URL())
+	if e := load(t, honest, "photocraft"); e.Fetched() {
+		t.Errorf("an honest reader believes %s", fmtEntry(e))
+	}
 
-			if ok, err := ahead.Claim(ctx, "photocraft", now.Add(time.Hour), time.Minute); err != nil || !ok {
-				t.Fatalf("the fast clock's claim = %v, %v", ok, err)
-			}
-			if ok, err := ahead.PutFetch(ctx, "photocraft", fetch(now.Add(time.Hour), `"e9"`, rel("v9.0.0"))); err != nil || !ok {
-				t.Fatalf("the fast clock's fetch = %v, %v", ok, err)
-			}
-			if e, _, _ := honest.LoadApp(ctx, "photocraft"); e.Fetched() || !e.ClaimedAt.IsZero() {
-				t.Errorf("an honest reader believes %s", fmtEntry(e))
-			}
-			if ok, err := honest.Claim(ctx, "photocraft", time.Now(), time.Minute); err != nil || !ok {
-				t.Errorf("an honest claim = %v, %v; want written over the future one", ok, err)
-			}
-			if ok, err := honest.PutFetch(ctx, "photocraft", fetch(time.Now(), `"e2"`, rel("v2.0.0"))); err != nil || !ok {
-				t.Errorf("an honest fetch = %v, %v; want written over the future one", ok, err)
-			}
-			if e, _, _ := honest.LoadApp(ctx, "photocraft"); e.Release == nil || e.Release.Tag != "v2.0.0" {
-				t.Errorf("read %s, want the honest v2.0.0", fmtEntry(e))
-			}
-
-			for _, skew := range []time.Duration{time.Hour, -time.Hour, 40 * time.Second, -40 * time.Second, 5 * time.Second} {
-				told := clock.NewCorrected(fakeclock.New(time.Now().Add(skew)))
-				s := newStore(t, p.url(t, srv), WithClock(told))
-				residual, err := s.ClockOffset(ctx)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if (residual - skew).Abs() > time.Second {
-					t.Errorf("skew %v: measured %v", skew, residual)
-				}
-				told.Correct(residual, release.MaxSkew)
-				want := time.Now()
-				if skew.Abs() <= release.MaxSkew {
-					want = want.Add(skew)
-				}
-				if got := told.Now(); got.Sub(want).Abs() > time.Second {
-					t.Errorf("skew %v: corrected to %v off the truth, want %v", skew, time.Until(got), time.Until(want))
-				}
-			}
-		})
+	for _, skew := range []time.Duration{time.Hour, -time.Hour, 40 * time.Second, -40 * time.Second, 5 * time.Second} {
+		told := clock.NewCorrected(fakeclock.New(time.Now().Add(skew)))
+		s := newStore(t, srv.URL(), WithClock(told))
+		residual, err := s.ClockOffset(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if (residual - skew).Abs() > time.Second {
+			t.Errorf("skew %v: measured %v", skew, residual)
+		}
+		told.Correct(residual, release.MaxSkew)
+		want := time.Now()
+		if skew.Abs() <= release.MaxSkew {
+			want = want.Add(skew)
+		}
+		if got := told.Now(); got.Sub(want).Abs() > time.Second {
+			t.Errorf("skew %v: corrected to %v off the truth, want %v", skew, time.Until(got), time.Until(want))
+		}
 	}
 }
