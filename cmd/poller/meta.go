@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"sync"
+	"time"
 
 	"go.uber.org/zap"
 
@@ -44,13 +46,25 @@ func metaRefresher(cfg config.Poller, pub mysql.Publisher, log *zap.Logger, opts
 }
 
 // refreshing returns what a refresh request from Redis is handed to: p, and,
-// for an app's history entry (which an operator's verb asks for as it
-// decides), wake too (nil: nothing), so that this poller reads the new
-// decision from MySQL at once rather than at its next refresh.
+// for a new request for an app's history entry (which an operator's verb
+// files as it decides), wake too (nil: nothing), so that this poller reads
+// the new decision from MySQL at once rather than at its next refresh. The
+// same request handed again (the watch's rescans) wakes nothing.
 func refreshing(p *poller.Poller, wake func()) func(app string, r release.Refresh) {
+	var mu sync.Mutex
+	seen := map[string]time.Time{} // history entry key → its newest request's time
 	return func(app string, r release.Refresh) {
 		p.Refresh(app, r)
-		if _, ch := release.AppOf(app); ch == release.HistoryChannel && wake != nil {
+		if _, ch := release.AppOf(app); ch != release.HistoryChannel || wake == nil {
+			return
+		}
+		mu.Lock()
+		fresh := r.At.After(seen[app])
+		if fresh {
+			seen[app] = r.At
+		}
+		mu.Unlock()
+		if fresh {
 			wake()
 		}
 	}

@@ -239,9 +239,10 @@ func TestFollowDecisions(t *testing.T) {
 	}
 }
 
-// TestRefreshingWakesForAHistory: a refresh request for an app's history
-// entry (an operator's verb files one) wakes the meta refresher; one for
-// the app itself (a webhook's) does not.
+// TestRefreshingWakesForAHistory: a new refresh request for an app's
+// history entry (an operator's verb files one) wakes the meta refresher,
+// once however often the watch hands it; one for the app itself (a
+// webhook's) does not.
 func TestRefreshingWakesForAHistory(t *testing.T) {
 	apps := []release.App{{Key: "artcraft", Repo: "o/a"}}
 	p, err := poller.New(poller.Config{Apps: release.Entries(apps), Source: noSource{}, Timing: schedule.Timing{Interval: time.Minute, Tick: time.Second}})
@@ -254,9 +255,15 @@ func TestRefreshingWakesForAHistory(t *testing.T) {
 	if woken != 0 {
 		t.Errorf("a webhook's request woke the refresher %d times", woken)
 	}
-	refresh("artcraft:history", release.Refresh{At: time.Now()})
+	at := time.Now()
+	refresh("artcraft:history", release.Refresh{At: at})
+	refresh("artcraft:history", release.Refresh{At: at}) // a rescan hands it again
 	if woken != 1 {
 		t.Errorf("an operator's request woke the refresher %d times, want once", woken)
+	}
+	refresh("artcraft:history", release.Refresh{At: at.Add(time.Second)})
+	if woken != 2 {
+		t.Errorf("a second operator's request: woken %d times in all, want twice", woken)
 	}
 	refreshing(p, nil)("artcraft:history", release.Refresh{At: time.Now()}) // without MySQL: nothing to wake
 }
