@@ -1,10 +1,8 @@
 package poller_test
 
 import (
-	"context"
 	"maps"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 
@@ -14,52 +12,6 @@ import (
 	"github.com/storytold/craft-releases/pkg/updates/tauri"
 	"github.com/storytold/craft-releases/test/testkit"
 )
-
-// sigFleet is a fakeFleet that also keeps the signatures of the fetches
-// written to it, as the store does: a write of the same fetch adds its
-// signatures to those shared, and PublishFetch reports a write that changed
-// them as a change.
-type sigFleet struct {
-	*fakeFleet
-	mu      sync.Mutex
-	fetches map[string]release.Entry // by app: the last fetch written, with the signatures shared
-}
-
-func (f *sigFleet) PutFetch(ctx context.Context, app string, n release.Entry) (bool, error) {
-	written, _, err := f.PublishFetch(ctx, app, n)
-	return written, err
-}
-
-func (f *sigFleet) PublishFetch(ctx context.Context, app string, n release.Entry) (written, changed bool, err error) {
-	written, changed, err = f.fakeFleet.PublishFetch(ctx, app, n)
-	if !written {
-		return written, changed, err
-	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	cur := f.fetches[app]
-	if release.SameFetch(cur, n) {
-		n.Companions = cur.Companions.Union(n.Companions)
-	}
-	f.fetches[app] = n
-	return true, changed || !maps.Equal(cur.Companions.Map(), n.Companions.Map()), nil
-}
-
-// shareSignature adds the signature text of name to those of the fetch
-// shared for app, as another poller's write of the same fetch does.
-func (f *sigFleet) shareSignature(app, name, text string) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	e := f.fetches[app]
-	e.Companions = e.Companions.Union(release.NewCompanions(map[string]string{name: text}))
-	f.fetches[app] = e
-}
-
-func (f *sigFleet) signatures(app string) map[string]string {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.fetches[app].Companions.Map()
-}
 
 // tauriRelease is a release of ArtCraft tagged tag with two signed bundles,
 // and the refs of its assets: ids 1 and 2 for the bundles' .sig files.
@@ -76,19 +28,10 @@ func tauriRelease(tag string) release.Answer {
 }
 
 // companionHarness is a poller over keys that fetches tauri's companions,
-// sharing them with a sigFleet when fleet is set.
-func companionHarness(t *testing.T, keys []string, fleet *sigFleet, opts ...func(*poller.Config)) *harness {
-	opts = append([]func(*poller.Config){func(c *poller.Config) {
-		c.Companions = tauri.Companions
-		if fleet != nil {
-			c.Fleet, c.Coordinate = fleet, true
-		}
-	}}, opts...)
-	return newHarness(t, keys, nil, false, opts...)
-}
-
-func newSigFleet() *sigFleet {
-	return &sigFleet{fakeFleet: newFleet(), fetches: map[string]release.Entry{}}
+// sharing them with fleet when set.
+func companionHarness(t *testing.T, keys []string, fleet *fakeFleet, opts ...func(*poller.Config)) *harness {
+	opts = append(opts, func(c *poller.Config) { c.Companions = tauri.Companions })
+	return newHarness(t, keys, fleet, fleet != nil, opts...)
 }
 
 // TestCompanions checks, on the fake clock, that a release's signatures are
@@ -102,7 +45,7 @@ func TestCompanions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fleet := newSigFleet()
+	fleet := newFleet()
 	h := companionHarness(t, []string{"artcraft"}, fleet, func(c *poller.Config) {
 		c.PublicKeys = map[string]minisign.PublicKey{"artcraft": pub}
 	})
@@ -150,13 +93,13 @@ func TestCompanions(t *testing.T) {
 		if got := h.source.takeSigs(); !slices.Equal(got, st.sigAsked) {
 			t.Errorf("%s: companions asked %v, want %v", st.name, got, st.sigAsked)
 		}
-		if got := fleet.signatures("artcraft"); !maps.Equal(got, st.kept) {
+		if got := fleet.entry("artcraft").Companions.Map(); !maps.Equal(got, st.kept) {
 			t.Errorf("%s: shared signatures %v, want %v", st.name, got, st.kept)
 		}
 		if got := h.sink.entry("artcraft").Companions.Map(); !maps.Equal(got, st.kept) {
 			t.Errorf("%s: sink's signatures %v, want %v", st.name, got, st.kept)
 		}
-		if got := h.obs.take(&h.obs.companions); !slices.Equal(got, st.outcomes) {
+		if got := h.obs.take("companion"); !slices.Equal(got, st.outcomes) {
 			t.Errorf("%s: outcomes %v, want %v", st.name, got, st.outcomes)
 		}
 	}
@@ -188,8 +131,8 @@ func TestCompanionsChanges(t *testing.T) {
 	}
 	for _, withFleet := range []bool{true, false} {
 		t.Run(map[bool]string{true: "fleet", false: "standalone"}[withFleet], func(t *testing.T) {
-			fleet := newSigFleet()
-			h := companionHarness(t, []string{"artcraft"}, map[bool]*sigFleet{true: fleet}[withFleet])
+			fleet := newFleet()
+			h := companionHarness(t, []string{"artcraft"}, map[bool]*fakeFleet{true: fleet}[withFleet])
 			d := time.Duration(0) // each step once B's retry wait after its failures has passed
 			for i, step := range steps {
 				for id, a := range step.answers {
@@ -216,8 +159,8 @@ func TestCompanionsChanges(t *testing.T) {
 				}
 				h.changes = nil
 			}
-			if want := map[string]string{"ArtCraft_v1_amd64.AppImage.sig": sigA, "ArtCraft_v1_x64-setup.exe.sig": sigB}; withFleet && !maps.Equal(fleet.signatures("artcraft"), want) {
-				t.Errorf("shared signatures: got %v, want %v", fleet.signatures("artcraft"), want)
+			if want := map[string]string{"ArtCraft_v1_amd64.AppImage.sig": sigA, "ArtCraft_v1_x64-setup.exe.sig": sigB}; withFleet && !maps.Equal(fleet.entry("artcraft").Companions.Map(), want) {
+				t.Errorf("shared signatures: got %v, want %v", fleet.entry("artcraft").Companions.Map(), want)
 			}
 		})
 	}
@@ -242,7 +185,7 @@ func TestCompanionsRateLimited(t *testing.T) {
 // asks for the release unconditionally when it is due, and then fetches
 // them; once they are kept, it revalidates as usual.
 func TestCompanionsAfterRestart(t *testing.T) {
-	fleet := newSigFleet()
+	fleet := newFleet()
 	v1 := tauriRelease("v1")
 	fleet.set("artcraft", release.Entry{FetchedAt: at(-time.Hour), ETag: v1.ETag, Release: v1.Release})
 	h := companionHarness(t, []string{"artcraft"}, fleet)

@@ -241,7 +241,8 @@ func (s *fakeSource) takeSigs() []string {
 
 // fakeFleet is the shared state in memory, with docs/redis.md's guarded writes in
 // their simplest form: a time more than release.MaxSkew ahead of the writer's
-// reads as absent. It records every call as "Op" or "Op app".
+// reads as absent, and a fetch's signatures merged as the store merges them.
+// It records every call as "Op" or "Op app".
 type fakeFleet struct {
 	mu      sync.Mutex
 	entries map[string]release.Entry
@@ -378,9 +379,23 @@ func (f *fakeFleet) PublishFetch(_ context.Context, app string, n release.Entry)
 		return false, false, nil
 	}
 	changed = !e.Fetched() || !reflect.DeepEqual(e.Release, n.Release) || !reflect.DeepEqual(e.History.List(), n.History.List())
-	e.FetchedAt, e.ETag, e.Release, e.History = n.FetchedAt, n.ETag, n.Release, n.History
+	if release.SameFetch(e, n) { // a write of the same fetch adds its signatures to those shared
+		n.Companions = e.Companions.Union(n.Companions)
+	}
+	changed = changed || !maps.Equal(e.Companions.Map(), n.Companions.Map())
+	e.FetchedAt, e.ETag, e.Release, e.History, e.Companions = n.FetchedAt, n.ETag, n.Release, n.History, n.Companions
 	f.entries[app] = e
 	return true, changed, nil
+}
+
+// shareSignature adds the signature text of name to those shared for app,
+// as another poller's write of the same fetch does.
+func (f *fakeFleet) shareSignature(app, name, text string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	e := f.entries[app]
+	e.Companions = e.Companions.Union(release.NewCompanions(map[string]string{name: text}))
+	f.entries[app] = e
 }
 
 func (f *fakeFleet) PutNotModified(_ context.Context, app string, n release.Entry) (bool, error) {
@@ -478,16 +493,16 @@ func (s *fakeSink) entry(app string) release.Entry {
 // fakeObserver records every Observer call, with times as offsets from t0:
 // "answer app outcome remaining reset", "fetched app at", "claim won|lost",
 // "refused op", "redis_error op", "round mode took until trouble",
-// "refreshed app took". The calls that every tick makes are kept apart.
+// "refreshed app took"; and apart, as every tick or request makes them,
+// "offset d", "paced d", "deferred why n", "entry app tag|none|never
+// ok|failing n" and "companion outcome".
 type fakeObserver struct {
-	mu         sync.Mutex
-	offsets    []time.Duration // ClockOffset's
-	paced      []time.Duration // Paced's
-	deferred   map[string]int  // RefreshesDeferred's, by reason
-	entries    []string        // Entry's: "app tag|none|never ok|failing n"
-	companions []string        // Companion's outcomes
-	calls      []string
+	mu    sync.Mutex
+	calls []string
 }
+
+// apart are the kinds of call that take("") leaves.
+var apart = []string{"offset", "paced", "deferred", "entry", "companion"}
 
 func (o *fakeObserver) add(format string, args ...any) {
 	o.mu.Lock()
@@ -516,39 +531,11 @@ func (o *fakeObserver) Round(m poller.Mode, took time.Duration, b schedule.Backo
 	o.add("round %s %v %s %d", m, took, since(b.Until), b.Trouble)
 }
 func (o *fakeObserver) Refreshed(app string, took time.Duration) { o.add("refreshed %s %v", app, took) }
-
-func (o *fakeObserver) Paced(d time.Duration) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	o.paced = append(o.paced, d)
-}
-
-// lastPaced is the effective interval reported last.
-func (o *fakeObserver) lastPaced() time.Duration {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return o.paced[len(o.paced)-1]
-}
-
-func (o *fakeObserver) RefreshesDeferred(why string, n int) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	if o.deferred == nil {
-		o.deferred = map[string]int{}
-	}
-	o.deferred[why] += n
-}
-
-func (o *fakeObserver) deferredBy(why string) int {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return o.deferred[why]
-}
-
+func (o *fakeObserver) ClockOffset(d time.Duration)              { o.add("offset %v", d) }
+func (o *fakeObserver) Paced(d time.Duration)                    { o.add("paced %v", d) }
+func (o *fakeObserver) RefreshesDeferred(why string, n int)      { o.add("deferred %s %d", why, n) }
 func (o *fakeObserver) Companion(_, outcome string, _ release.Answer) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	o.companions = append(o.companions, outcome)
+	o.add("companion %s", outcome)
 }
 
 func (o *fakeObserver) Entry(app string, e release.Entry) {
@@ -563,24 +550,55 @@ func (o *fakeObserver) Entry(app string, e release.Entry) {
 	if e.Failing() {
 		state = fmt.Sprintf("failing %d", e.Failures)
 	}
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	o.entries = append(o.entries, app+" "+tag+" "+state)
+	o.add("entry %s %s %s", app, tag, state)
 }
 
-func (o *fakeObserver) ClockOffset(d time.Duration) {
+// take removes and returns the calls of kind, without it; "" takes those
+// not kept apart.
+func (o *fakeObserver) take(kind string) []string {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	o.offsets = append(o.offsets, d)
+	var taken, left []string
+	for _, c := range o.calls {
+		k, rest, _ := strings.Cut(c, " ")
+		switch {
+		case kind == "" && !slices.Contains(apart, k):
+			taken = append(taken, c)
+		case k == kind:
+			taken = append(taken, rest)
+		default:
+			left = append(left, c)
+		}
+	}
+	o.calls = left
+	return taken
 }
 
-// take returns the calls of list since the last take of it.
-func (o *fakeObserver) take(list *[]string) []string {
+// durations parses the calls of kind, each a duration.
+func (o *fakeObserver) durations(t testing.TB, kind string) []time.Duration {
+	t.Helper()
+	var out []time.Duration
+	for _, c := range o.take(kind) {
+		d, err := time.ParseDuration(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, d)
+	}
+	return out
+}
+
+// deferredBy returns how many refresh requests were deferred for why.
+func (o *fakeObserver) deferredBy(why string) (n int) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	c := *list
-	*list = nil
-	return c
+	for _, c := range o.calls {
+		var k int
+		if _, err := fmt.Sscanf(c, "deferred "+why+" %d", &k); err == nil {
+			n += k
+		}
+	}
+	return n
 }
 
 // harness is a Poller wired to fakes: a fake clock at t0 whose every wait

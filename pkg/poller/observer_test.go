@@ -16,19 +16,19 @@ func TestObserverEntries(t *testing.T) {
 	t.Run("standalone", func(t *testing.T) {
 		h := newHarness(t, []string{"a", "b"}, nil, false)
 		h.tick(t, 0, answers{"a": fetched("v1", "e1"), "b": failed()})
-		if got, want := h.obs.take(&h.obs.entries), []string{"a v1 ok", "b never failing 1"}; !slices.Equal(got, want) {
+		if got, want := h.obs.take("entry"), []string{"a v1 ok", "b never failing 1"}; !slices.Equal(got, want) {
 			t.Fatalf("first round: entries %q, want %q", got, want)
 		}
 		// b is retried, a is not due: only b's failures move.
 		var got []string
 		h.ticks(t, timing.Tick, 10*time.Minute, func(time.Duration) release.Answer { return failed() }, func(time.Duration) {
-			got = append(got, h.obs.take(&h.obs.entries)...)
+			got = append(got, h.obs.take("entry")...)
 		})
 		if len(got) < 2 || got[0] != "b never failing 2" || got[1] != "b never failing 3" {
 			t.Fatalf("retries: entries %q, want b failing 2, then 3, …", got)
 		}
 		h.tick(t, timing.Interval, answers{"a": notFound(), "b": fetched("v2", "e2")})
-		if got, want := h.obs.take(&h.obs.entries), []string{"a v1 failing 1", "b v2 ok"}; !slices.Equal(got, want) {
+		if got, want := h.obs.take("entry"), []string{"a v1 failing 1", "b v2 ok"}; !slices.Equal(got, want) {
 			t.Errorf("a 404 and b's recovery: entries %q, want %q", got, want)
 		}
 	})
@@ -38,11 +38,11 @@ func TestObserverEntries(t *testing.T) {
 		f.set("b", release.Entry{FailedAt: at(-time.Minute), Failures: 4})
 		h := newHarness(t, []string{"a", "b"}, f, true)
 		h.p.Tick(context.Background())
-		if got := h.obs.take(&h.obs.entries); !containsAll(got, "a v1 ok", "b never failing 4") {
+		if got := h.obs.take("entry"); !containsAll(got, "a v1 ok", "b never failing 4") {
 			t.Errorf("entries %q, want a v1 ok and b never failing 4 among them", got)
 		}
 		h.p.Tick(context.Background())
-		if got := h.obs.take(&h.obs.entries); len(got) != 0 {
+		if got := h.obs.take("entry"); len(got) != 0 {
 			t.Errorf("a tick that changed nothing: entries %q, want none", got)
 		}
 	})

@@ -69,7 +69,7 @@ func TestPacingAtProductionNumbers(t *testing.T) {
 	if denied > 0 {
 		t.Errorf("%d requests refused for the rate limit, want none", denied)
 	}
-	if got := h.obs.lastPaced(); got != 930*time.Second {
+	if got := lastPaced(t, h); got != 930*time.Second {
 		t.Errorf("effective interval reported last %v, want 930s", got)
 	}
 	if n := logs.FilterMessage("schedule paced to github quota").Len(); n != 1 {
@@ -130,7 +130,7 @@ func TestPacingBoundedByHeaders(t *testing.T) {
 		}
 	}
 	run(12 * time.Hour)
-	if got := h.obs.lastPaced(); got != timing.MaxBackoff {
+	if got := lastPaced(t, h); got != timing.MaxBackoff {
 		t.Errorf("effective interval %v under the headers, want %v", got, timing.MaxBackoff)
 	}
 	asked := askedAt(h)
@@ -141,7 +141,7 @@ func TestPacingBoundedByHeaders(t *testing.T) {
 	oneLeft = false
 	changed := h.clock.Now()
 	run(timing.MaxBackoff + 4*time.Hour)
-	if got := h.obs.lastPaced(); got != timing.Interval {
+	if got := lastPaced(t, h); got != timing.Interval {
 		t.Errorf("effective interval %v after normal headers, want %v", got, timing.Interval)
 	}
 	if got, limit := longestGap(askedAt(h), changed.Add(timing.MaxBackoff+timing.Tick), h.clock.Now()), timing.Interval+timing.Tick; got > limit {
@@ -152,4 +152,14 @@ func TestPacingBoundedByHeaders(t *testing.T) {
 	if paced != 1 || back != 1 {
 		t.Errorf("logged pacing %d times and its end %d times, want once each", paced, back)
 	}
+}
+
+// lastPaced is the effective interval the Observer heard of last.
+func lastPaced(t *testing.T, h *harness) time.Duration {
+	t.Helper()
+	paced := h.obs.durations(t, "paced")
+	if len(paced) == 0 {
+		t.Fatal("no effective interval reported")
+	}
+	return paced[len(paced)-1]
 }

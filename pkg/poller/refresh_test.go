@@ -20,7 +20,7 @@ func refreshHarness(t *testing.T, fleet *fakeFleet) *harness {
 	h := newHarness(t, []string{"photocraft", "vectorcraft"}, fleet, fleet != nil)
 	h.tick(t, 0, answers{"photocraft": fetched("v1", `"e1"`), "vectorcraft": fetched("v1", `"e1"`)})
 	h.source.take()
-	h.obs.take(&h.obs.calls)
+	h.obs.take("")
 	h.logs.TakeAll()
 	if fleet != nil {
 		fleet.takeCalls()
@@ -57,6 +57,7 @@ func TestRefreshRound(t *testing.T) {
 	const ms = time.Millisecond
 	type rstep struct {
 		at      time.Duration
+		reqs    []release.Refresh // for photocraft, filed before the round (At: the step's when zero)
 		before  func(t *testing.T, h *harness)
 		answers answers
 		asked   []string
@@ -76,13 +77,13 @@ func TestRefreshRound(t *testing.T) {
 					request(h, "photocraft", m, "v2")
 					request(h, "filmcraft", m, "")
 				}, answers: answers{"photocraft": fetched("v2", `"e2"`)}, asked: []string{`photocraft("e1")`}, next: none},
-				{at: 2 * m, before: func(_ *testing.T, h *harness) { request(h, "photocraft", m, "v2") }, next: none},
+				{at: 2 * m, reqs: []release.Refresh{{At: at(m), Tag: "v2"}}, next: none},
 			},
 			check: func(t *testing.T, h *harness) {
 				if got := h.sink.entry("photocraft").Release; tagOf(got) != "v2" {
 					t.Errorf("served %s, want v2", tagOf(got))
 				}
-				if got := h.obs.take(&h.obs.calls); !slices.Contains(got, "refreshed photocraft 0s") {
+				if got := h.obs.take(""); !slices.Contains(got, "refreshed photocraft 0s") {
 					t.Errorf("observed %q, want a refreshed photocraft", got)
 				}
 			},
@@ -90,7 +91,7 @@ func TestRefreshRound(t *testing.T) {
 		{
 			name: "a tag not served yet is asked again at 2, 5 and 15 s, then given up",
 			steps: []rstep{
-				{at: m, before: func(_ *testing.T, h *harness) { request(h, "photocraft", m, "v2") },
+				{at: m, reqs: []release.Refresh{{Tag: "v2"}},
 					answers: answers{"photocraft": notModified()}, asked: []string{`photocraft("e1")`}, next: m + 2*s},
 				{at: m + s, next: m + 2*s},
 				{at: m + 2*s, answers: answers{"photocraft": notModified()}, asked: []string{`photocraft("e1")`}, next: m + 5*s},
@@ -102,7 +103,7 @@ func TestRefreshRound(t *testing.T) {
 		{
 			name: "a retry that gets the tag ends the request",
 			steps: []rstep{
-				{at: m, before: func(_ *testing.T, h *harness) { request(h, "photocraft", m, "v2") },
+				{at: m, reqs: []release.Refresh{{Tag: "v2"}},
 					answers: answers{"photocraft": notModified()}, asked: []string{`photocraft("e1")`}, next: m + 2*s},
 				{at: m + 2*s, answers: answers{"photocraft": fetched("v2", `"e2"`)}, asked: []string{`photocraft("e1")`}, next: none},
 			},
@@ -160,7 +161,7 @@ func TestRefreshRound(t *testing.T) {
 		},
 		{
 			name: "a claim from before the request does not keep us off", fleet: true,
-			steps: []rstep{{at: m, before: func(_ *testing.T, h *harness) { request(h, "photocraft", m, "") },
+			steps: []rstep{{at: m, reqs: []release.Refresh{{}},
 				answers: answers{"photocraft": notModified()}, asked: []string{`photocraft("e1")`}, next: none,
 				calls: []string{"LoadApp photocraft", "Claim photocraft", "PutNotModified photocraft"}}},
 		},
@@ -203,6 +204,12 @@ func TestRefreshRound(t *testing.T) {
 			}
 			h := refreshHarness(t, fleet)
 			for _, st := range tt.steps {
+				for _, r := range st.reqs {
+					if r.At.IsZero() {
+						r.At = at(st.at)
+					}
+					h.p.Refresh("photocraft", r)
+				}
 				if st.before != nil {
 					st.before(t, h)
 				}

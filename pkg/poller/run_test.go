@@ -49,30 +49,6 @@ func TestNew(t *testing.T) {
 	}
 }
 
-func TestLoadedBeforeRun(t *testing.T) {
-	tests := []struct {
-		name              string
-		fleet, coordinate bool
-		want              bool
-	}{
-		{"standalone is loaded at once", false, false, true},
-		{"standalone ignores Coordinate", false, true, true},
-		{"uncoordinated is loaded at once", true, false, true},
-		{"coordinated waits for its start-up load", true, true, false},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			var fleet *fakeFleet
-			if tt.fleet {
-				fleet = newFleet()
-			}
-			if got := isClosed(newHarness(t, []string{"a"}, fleet, tt.coordinate).p.Loaded()); got != tt.want {
-				t.Errorf("Loaded() closed = %v, want %v", got, tt.want)
-			}
-		})
-	}
-}
-
 func isClosed(ch <-chan struct{}) bool {
 	select {
 	case <-ch:
@@ -84,7 +60,8 @@ func isClosed(ch <-chan struct{}) bool {
 
 // TestRunSequence runs the poller until the fake clock passes until (50 s
 // unless set) and checks what happened, in order: the start-up jitter is
-// u × 30 s, and every tick 30 s ±10 % by u.
+// u × 30 s, and every tick 30 s ±10 % by u. Loaded is closed from the start
+// unless the poller coordinates, and after Run in any case.
 func TestRunSequence(t *testing.T) {
 	tests := []struct {
 		name              string
@@ -117,7 +94,7 @@ func TestRunSequence(t *testing.T) {
 		{name: "standalone: no load, the jitter first", u: 0.5, want: []string{"wait 15s", "ask a", "wait 30s", "wait 30s"}},
 		{name: "uncoordinated: no load, but results are shared", fleet: true, u: 0.5,
 			want: []string{"wait 15s", "ask a", "PutFetch a", "wait 30s", "wait 30s"}},
-		{name: "standalone, at the bottom of the draw", u: 0,
+		{name: "standalone, ignoring Coordinate, at the bottom of the draw", coordinate: true, u: 0,
 			want: []string{"wait 0s", "ask a", "wait 27s", "wait 27s"}},
 		{name: "standalone, at the top of the draw", u: 0.999, until: 90 * s,
 			want: []string{"wait 29.97s", "ask a", "wait 32.994s", "wait 32.994s"}},
@@ -138,6 +115,9 @@ func TestRunSequence(t *testing.T) {
 						ev.add(fmt.Sprintf("loaded %v", isClosed(h.p.Loaded())))
 					}
 				}
+			}
+			if got, want := isClosed(h.p.Loaded()), !tt.fleet || !tt.coordinate; got != want {
+				t.Errorf("Loaded() closed before Run = %v, want %v", got, want)
 			}
 			h.events, h.source.events = ev, ev
 			h.source.script = answers{"a": fetched("v1", "e1")}

@@ -80,7 +80,7 @@ func runScenario(t *testing.T, sc scenario) {
 			t.Errorf("step %d (at %v): round lines %+v, want %+v", i, st.at, rounds, want)
 		}
 		check("warnings", warns, st.warns)
-		if got := h.obs.take(&h.obs.calls); st.observed != nil {
+		if got := h.obs.take(""); st.observed != nil {
 			check("observed", got, st.observed)
 		}
 		if st.waits != nil && !slices.Equal(h.waits, st.waits) {
@@ -148,60 +148,38 @@ func TestTickStandalone(t *testing.T) {
 			}},
 		},
 		{
-			name: "a 304 only moves the fetch time",
+			name: "one app's entry through every answer",
 			apps: []string{"a"},
 			steps: []step{
-				{answers: answers{"a": fetched("v1", "e1")}, asked: []string{"a"}, sets: []string{"a"}, round: round(sa, 1, 0, 0, false, 0, 0), waits: []time.Duration{}},
 				{
-					at: 1800 * s, answers: answers{"a": notModified()},
-					asked: []string{"a(e1)"}, sets: []string{"a"}, round: round(sa, 0, 1, 0, false, 0, 0),
-					entries: map[string]release.Entry{"a": {FetchedAt: at(1800 * s), ETag: "e1", Release: rel("v1")}},
+					answers: answers{"a": notFound()}, asked: []string{"a"}, sets: []string{"a"}, round: round(sa, 1, 0, 0, false, 0, 0),
+					waits: []time.Duration{}, entries: map[string]release.Entry{"a": {FetchedAt: t0}}, // never had a release: no failure
 				},
-			},
-		},
-		{
-			name: "a 304 to a request without an etag is a failure",
-			apps: []string{"a"},
-			steps: []step{{
-				answers: answers{"a": notModified()}, asked: []string{"a"}, sets: []string{"a"}, warns: failedWarn,
-				round: round(sa, 0, 0, 1, false, time.Minute, 1), entries: map[string]release.Entry{"a": {FailedAt: t0, Failures: 1}},
-			}},
-		},
-		{
-			name: "a 404 of an app that never had a release is taken at once: fetched, no release, no failure",
-			apps: []string{"a"},
-			steps: []step{{
-				answers: answers{"a": notFound()}, asked: []string{"a"}, sets: []string{"a"}, round: round(sa, 1, 0, 0, false, 0, 0),
-				entries: map[string]release.Entry{"a": {FetchedAt: t0}},
-			}},
-		},
-		{
-			name: "a 200 without a release forgets the release and the etag",
-			apps: []string{"a"},
-			steps: []step{
-				{answers: answers{"a": fetched("v1", "e1")}, asked: []string{"a"}, sets: []string{"a"}, round: round(sa, 1, 0, 0, false, 0, 0)},
 				{
-					at: 1800 * s, answers: answers{"a": fetched("", "")}, asked: []string{"a(e1)"}, sets: []string{"a"},
-					round: round(sa, 1, 0, 0, false, 0, 0), entries: map[string]release.Entry{"a": {FetchedAt: at(1800 * s)}},
+					at: 1800 * s, answers: answers{"a": notModified()}, asked: []string{"a"}, sets: []string{"a"}, warns: failedWarn,
+					round:   round(sa, 0, 0, 1, false, time.Minute, 1), // a 304 to a request without an etag
+					entries: map[string]release.Entry{"a": {FetchedAt: t0, FailedAt: at(1800 * s), Failures: 1}},
 				},
-				{at: 3600 * s, answers: answers{"a": notModified()}, asked: []string{"a"}, sets: []string{"a"}, warns: failedWarn, round: round(sa, 0, 0, 1, false, time.Minute, 1)},
-			},
-		},
-		{
-			name: "a failure keeps the good release, and a fetch clears it",
-			apps: []string{"a"},
-			steps: []step{
-				{answers: answers{"a": fetched("v1", "e1")}, asked: []string{"a"}, sets: []string{"a"}, round: round(sa, 1, 0, 0, false, 0, 0)},
+				{at: 1859 * s},
 				{
-					at: 1770 * s, answers: answers{"a": failed()}, asked: []string{"a(e1)"}, sets: []string{"a"}, warns: failedWarn,
-					round:   round(sa, 0, 0, 1, false, time.Minute, 1),
-					entries: map[string]release.Entry{"a": {FetchedAt: t0, ETag: "e1", Release: rel("v1"), FailedAt: at(1770 * s), Failures: 1}},
-				},
-				{at: 1829 * s},
-				{
-					at: 1830 * s, answers: answers{"a": fetched("v2", "e2")}, asked: []string{"a(e1)"}, sets: []string{"a"},
+					at: 1860 * s, answers: answers{"a": fetched("v1", "e1")}, asked: []string{"a"}, sets: []string{"a"},
 					round:   round(sa, 1, 0, 0, false, 0, 0),
-					entries: map[string]release.Entry{"a": {FetchedAt: at(1830 * s), ETag: "e2", Release: rel("v2"), FailedAt: at(1770 * s), Failures: 1}},
+					entries: map[string]release.Entry{"a": {FetchedAt: at(1860 * s), ETag: "e1", Release: rel("v1"), FailedAt: at(1800 * s), Failures: 1}},
+				},
+				{
+					at: 3630 * s, answers: answers{"a": failed()}, asked: []string{"a(e1)"}, sets: []string{"a"}, warns: failedWarn,
+					round:   round(sa, 0, 0, 1, false, time.Minute, 1), // keeps the good release
+					entries: map[string]release.Entry{"a": {FetchedAt: at(1860 * s), ETag: "e1", Release: rel("v1"), FailedAt: at(3630 * s), Failures: 1}},
+				},
+				{
+					at: 3690 * s, answers: answers{"a": notModified()}, asked: []string{"a(e1)"}, sets: []string{"a"},
+					round:   round(sa, 0, 1, 0, false, 0, 0), // only moves the fetch time
+					entries: map[string]release.Entry{"a": {FetchedAt: at(3690 * s), ETag: "e1", Release: rel("v1"), FailedAt: at(3630 * s), Failures: 1}},
+				},
+				{
+					at: 5490 * s, answers: answers{"a": fetched("", "")}, asked: []string{"a(e1)"}, sets: []string{"a"},
+					round:   round(sa, 1, 0, 0, false, 0, 0), // forgets the release and the etag
+					entries: map[string]release.Entry{"a": {FetchedAt: at(5490 * s), FailedAt: at(3630 * s), Failures: 1}},
 				},
 			},
 		},
@@ -227,12 +205,15 @@ func TestTickStandalone(t *testing.T) {
 			},
 		},
 		{
-			name: "all-failed rounds back off, and the backoff holds every app",
+			name: "all-failed rounds back off, the backoff holds every app, and a good round clears it",
 			apps: []string{"a"},
 			steps: []step{
 				{answers: answers{"a": failed()}, asked: []string{"a"}, sets: []string{"a"}, warns: failedWarn, round: round(sa, 0, 0, 1, false, time.Minute, 1)},
 				{at: 59 * s},
 				{at: 60 * s, answers: answers{"a": failed()}, asked: []string{"a"}, sets: []string{"a"}, warns: failedWarn, round: round(sa, 0, 0, 1, false, 2*time.Minute, 2)},
+				{at: 180 * s, answers: answers{"a": fetched("v1", "e1")}, asked: []string{"a"}, sets: []string{"a"}, round: round(sa, 1, 0, 0, false, 0, 0)},
+				// The next bad round starts over.
+				{at: 1950 * s, answers: answers{"a": failed()}, asked: []string{"a(e1)"}, sets: []string{"a"}, warns: failedWarn, round: round(sa, 0, 0, 1, false, time.Minute, 1)},
 			},
 		},
 		{
@@ -250,15 +231,6 @@ func TestTickStandalone(t *testing.T) {
 					answers: answers{"a": notModified(), "b": fetched("v1", "e1"), "c": fetched("v1", "e1")},
 					asked:   []string{"a(e1)", "b", "c"}, sets: []string{"a", "b", "c"}, round: round(sa, 2, 1, 0, false, 0, 0),
 				},
-			},
-		},
-		{
-			name: "a good round clears the backoff, so the next bad round starts over",
-			apps: []string{"a"},
-			steps: []step{
-				{answers: answers{"a": rateLimited(time.Time{})}, asked: []string{"a"}, warns: []string{"github rate limit"}, round: round(sa, 0, 0, 0, true, 30*time.Minute, 1)},
-				{at: 30 * time.Minute, answers: answers{"a": fetched("v1", "e1")}, asked: []string{"a"}, sets: []string{"a"}, round: round(sa, 1, 0, 0, false, 0, 0)},
-				{at: 60 * time.Minute, answers: answers{"a": failed()}, asked: []string{"a(e1)"}, sets: []string{"a"}, warns: failedWarn, round: round(sa, 0, 0, 1, false, time.Minute, 1)},
 			},
 		},
 		{
@@ -372,28 +344,20 @@ func TestTickCoordinated(t *testing.T) {
 			}},
 		},
 		{
-			name: "another pod's fresh fetch makes the app not due",
-			apps: []string{"a", "b"}, coordinate: true,
-			fleet: func(f *fakeFleet) { f.set("a", release.Entry{FetchedAt: at(-10 * s), ETag: "x1", Release: rel("vX")}) },
-			steps: []step{{
-				answers: answers{"b": fetched("v1", "e1")}, asked: []string{"b"},
-				calls: []string{"Load", "LoadApp b", "Claim b", "PutFetch b"}, sets: []string{"a", "b"}, round: round(co, 1, 0, 0, false, 0, 0),
-				entries: map[string]release.Entry{"a": {FetchedAt: at(-10 * s), ETag: "x1", Release: rel("vX")}},
-			}},
-		},
-		{
-			name: "another pod's fetch seen on the re-read skips the app",
-			apps: []string{"a", "b"}, coordinate: true,
+			name: "another pod's fresh fetch, read at the load or at the re-read, makes the app not due",
+			apps: []string{"a", "b", "c"}, coordinate: true,
 			fleet: func(f *fakeFleet) {
+				f.set("a", release.Entry{FetchedAt: at(-10 * s), ETag: "x1", Release: rel("vX")})
 				f.during = func(f *fakeFleet, op, arg string) {
-					if op == "LoadApp" && arg == "a" {
-						f.set("a", release.Entry{FetchedAt: t0, ETag: "x1", Release: rel("vX")})
+					if op == "LoadApp" && arg == "b" {
+						f.set("b", release.Entry{FetchedAt: t0, ETag: "x1", Release: rel("vX")})
 					}
 				}
 			},
 			steps: []step{{
-				answers: answers{"b": fetched("v1", "e1")}, asked: []string{"b"},
-				calls: []string{"Load", "LoadApp a", "LoadApp b", "Claim b", "PutFetch b"}, sets: []string{"a", "b"}, round: round(co, 1, 0, 0, false, 0, 0),
+				answers: answers{"c": fetched("v1", "e1")}, asked: []string{"c"},
+				calls: []string{"Load", "LoadApp b", "LoadApp c", "Claim c", "PutFetch c"}, sets: []string{"a", "b", "c"},
+				round: round(co, 1, 0, 0, false, 0, 0), entries: map[string]release.Entry{"a": {FetchedAt: at(-10 * s), ETag: "x1", Release: rel("vX")}},
 			}},
 		},
 		{
@@ -410,9 +374,16 @@ func TestTickCoordinated(t *testing.T) {
 			},
 		},
 		{
-			name: "the fleet backoff is honoured and reported, and a good round deletes it",
+			name: "the fleet backoff is honoured and reported, and a good round deletes the one it read, not another pod's",
 			apps: []string{"a"}, coordinate: true,
-			fleet: func(f *fakeFleet) { f.setBackoff(schedule.Backoff{Until: at(10 * time.Minute), Trouble: 2}) },
+			fleet: func(f *fakeFleet) {
+				f.setBackoff(schedule.Backoff{Until: at(10 * time.Minute), Trouble: 2})
+				f.during = func(f *fakeFleet, op, _ string) {
+					if op == "PutFetch" {
+						f.setBackoff(schedule.Backoff{Until: at(time.Hour), Trouble: 3})
+					}
+				}
+			},
 			steps: []step{
 				{calls: []string{"Load"}, observed: []string{"round coordinated 0s 10m0s 2"}},
 				{at: 10*time.Minute - 1, calls: []string{"Load"}},
@@ -421,6 +392,7 @@ func TestTickCoordinated(t *testing.T) {
 					calls: []string{"Load", "LoadApp a", "Claim a", "PutFetch a", "ClearBackoff read 10m0s trouble 2"},
 					sets:  []string{"a"}, round: round(co, 1, 0, 0, false, 0, 0),
 				},
+				{at: 10*time.Minute + 30*s, calls: []string{"Load"}, observed: []string{"round coordinated 0s 1h0m0s 3"}},
 			},
 		},
 		{
@@ -442,26 +414,6 @@ func TestTickCoordinated(t *testing.T) {
 				},
 				// It stands: the next tick reads it, unchanged.
 				{at: 30 * s, calls: []string{"Load"}, observed: []string{"round coordinated 0s 1h0m0s 3"}},
-			},
-		},
-		{
-			name: "a good round leaves a backoff that another pod wrote after our read",
-			apps: []string{"a"}, coordinate: true,
-			fleet: func(f *fakeFleet) {
-				f.setBackoff(schedule.Backoff{Until: at(-time.Minute), Trouble: 1})
-				f.during = func(f *fakeFleet, op, _ string) {
-					if op == "PutFetch" {
-						f.setBackoff(schedule.Backoff{Until: at(time.Hour), Trouble: 2})
-					}
-				}
-			},
-			steps: []step{
-				{
-					answers: answers{"a": fetched("v1", "e1")}, asked: []string{"a"},
-					calls: []string{"Load", "LoadApp a", "Claim a", "PutFetch a", "ClearBackoff read -1m0s trouble 1"},
-					sets:  []string{"a"}, round: round(co, 1, 0, 0, false, 0, 0),
-				},
-				{at: 30 * s, calls: []string{"Load"}, observed: []string{"round coordinated 0s 1h0m0s 2"}},
 			},
 		},
 		{
@@ -606,38 +558,22 @@ func TestTickCoordinated(t *testing.T) {
 					calls: []string{"Load", "PutFetch a"}, round: idle(co),
 					entries: map[string]release.Entry{"shared a": {FetchedAt: t0, ETag: "e1", Release: rel("v1")}},
 				},
-			},
-		},
-		{
-			name: "entries are written back during a fleet backoff too",
-			apps: []string{"a"}, fleet: func(*fakeFleet) {}, coordinate: true,
-			steps: []step{
-				fetchA,
 				{
-					at: 30 * s, before: func(h *harness) {
-						h.fleet.entries = map[string]release.Entry{}
-						h.fleet.setBackoff(schedule.Backoff{Until: at(time.Hour), Trouble: 1})
-					},
-					calls:   []string{"Load", "PutFetch a"},
-					entries: map[string]release.Entry{"shared a": {FetchedAt: t0, ETag: "e1", Release: rel("v1")}},
-				},
-			},
-		},
-		{
-			name: "a Redis error while writing back makes the round standalone",
-			apps: []string{"a", "b"}, fleet: func(*fakeFleet) {}, coordinate: true,
-			steps: []step{
-				{
-					answers: answers{"a": fetched("v1", "e1"), "b": fetched("v1", "e1")}, asked: []string{"a", "b"},
-					calls: []string{"Load", "LoadApp a", "Claim a", "PutFetch a", "LoadApp b", "Claim b", "PutFetch b"},
-					sets:  []string{"a", "b"}, round: round(co, 2, 0, 0, false, 0, 0),
-				},
-				{
-					at: 30 * s, before: func(h *harness) {
+					// A Redis error while writing back makes the round standalone.
+					at: 120 * s, before: func(h *harness) {
 						h.fleet.entries = map[string]release.Entry{}
 						h.fleet.setErr(errReadOnly, "PutFetch")
 					},
 					calls: []string{"Load", "PutFetch a"}, warns: []string{"redis unavailable"}, round: idle(sa),
+				},
+				{
+					// Entries are written back during a fleet backoff too.
+					at: 150 * s, before: func(h *harness) {
+						h.fleet.setErr(nil, "PutFetch")
+						h.fleet.setBackoff(schedule.Backoff{Until: at(time.Hour), Trouble: 1})
+					},
+					calls:   []string{"Load", "PutFetch a", "PutFetch b", "PutFetch c"},
+					entries: map[string]release.Entry{"shared c": {FetchedAt: at(60 * s), ETag: "e3", Release: rel("v3")}},
 				},
 			},
 		},
@@ -714,7 +650,7 @@ func TestTickCancelled(t *testing.T) {
 			if tt.backoff {
 				h.fleet.setBackoff(schedule.Backoff{Until: at(time.Hour), Trouble: 1})
 				h.p.Tick(context.Background())
-				if got, want := h.obs.take(&h.obs.calls), []string{"round coordinated 0s 1h0m0s 1"}; !slices.Equal(got, want) {
+				if got, want := h.obs.take(""), []string{"round coordinated 0s 1h0m0s 1"}; !slices.Equal(got, want) {
 					t.Fatalf("first tick observed %q, want %q", got, want)
 				}
 				h.fleet.takeCalls()
@@ -730,7 +666,7 @@ func TestTickCancelled(t *testing.T) {
 			h.fleet.setErr(tt.err, tt.cancelOn)
 			h.source.script = answers{"a": failed()}
 			h.p.Tick(ctx)
-			if got := h.obs.take(&h.obs.calls); !slices.Equal(got, tt.observed) {
+			if got := h.obs.take(""); !slices.Equal(got, tt.observed) {
 				t.Errorf("observed %q, want %q", got, tt.observed)
 			}
 			if got := h.fleet.takeCalls(); !slices.Equal(got, tt.calls) {

@@ -23,8 +23,8 @@ func TestNotFoundKeepsTheRelease(t *testing.T) {
 	h := newHarness(t, []string{"a"}, nil, false)
 	h.tick(t, 0, answers{"a": fetched("v1", "e1")})
 	h.logs.TakeAll()
-	h.obs.take(&h.obs.calls)
-	h.obs.take(&h.obs.entries)
+	h.obs.take("")
+	h.obs.take("entry")
 
 	var firstAsked, dropped time.Duration
 	var fourOhFours int
@@ -65,7 +65,7 @@ func TestNotFoundKeepsTheRelease(t *testing.T) {
 		t.Errorf("release dropped %v after the first 404, on the %d-th request; want %v, the 6th", got, fourOhFours, want)
 	}
 	failedAnswers := 0
-	for _, c := range h.obs.take(&h.obs.calls) {
+	for _, c := range h.obs.take("") {
 		if strings.HasPrefix(c, "answer a failed ") {
 			failedAnswers++
 		}
@@ -73,7 +73,7 @@ func TestNotFoundKeepsTheRelease(t *testing.T) {
 	if failedAnswers != 5 {
 		t.Errorf("observed %d failed answers, want the 5 404s that kept the release", failedAnswers)
 	}
-	if got := h.obs.take(&h.obs.entries); len(got) == 0 || got[len(got)-1] != "a none ok" {
+	if got := h.obs.take("entry"); len(got) == 0 || got[len(got)-1] != "a none ok" {
 		t.Errorf("entries observed %q, want the last one without a release", got)
 	}
 }
@@ -131,7 +131,7 @@ func TestClockSkew(t *testing.T) {
 				redis.Advance(timing.Tick)
 				node.Advance(timing.Tick)
 			}
-			if got := h.obs.offsets; len(got) != 3 || (got[0]-skew).Abs() > time.Second || (got[2]-skew).Abs() > time.Second {
+			if got := h.obs.durations(t, "offset"); len(got) != 3 || (got[0]-skew).Abs() > time.Second || (got[2]-skew).Abs() > time.Second {
 				t.Errorf("offsets observed %v, want %v at every tick", got, skew)
 			}
 			want := map[bool]int{false: 0, true: 1}[far]
