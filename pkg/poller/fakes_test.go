@@ -4,8 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"reflect"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -15,6 +18,7 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/storytold/craft-releases/pkg/clock"
+	"github.com/storytold/craft-releases/pkg/minisign"
 	"github.com/storytold/craft-releases/pkg/poller"
 	"github.com/storytold/craft-releases/pkg/release"
 	"github.com/storytold/craft-releases/pkg/schedule"
@@ -34,6 +38,11 @@ var timing = schedule.Timing{
 	StartupJitter: 30 * time.Second,
 }
 
+const s = time.Second
+
+// thirteen are 13 app keys, as many as the default app list.
+var thirteen = []string{"a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k", "l", "m"}
+
 func apps(keys ...string) []release.App {
 	out := make([]release.App, len(keys))
 	for i, k := range keys {
@@ -42,24 +51,48 @@ func apps(keys ...string) []release.App {
 	return out
 }
 
-func fetched(tag, etag string) release.Answer {
-	var rel *release.Release
-	if tag != "" {
-		rel = &release.Release{Tag: tag, Assets: []release.Asset{}}
+// numbered returns n keys: prefix followed by i, zero-padded to width.
+func numbered(prefix string, n, width int) []string {
+	keys := make([]string, n)
+	for i := range keys {
+		keys[i] = fmt.Sprintf("%s%0*d", prefix, width, i)
 	}
-	return release.Answer{Outcome: release.Fetched, Release: rel, ETag: etag, Remaining: -1}
+	return keys
 }
 
-func notModified() release.Answer {
-	return release.Answer{Outcome: release.NotModified, Remaining: -1}
+func at(d time.Duration) time.Time { return t0.Add(d) }
+
+func rel(tag string) *release.Release { return &release.Release{Tag: tag} }
+
+func fetched(tag, etag string) release.Answer {
+	var r *release.Release
+	if tag != "" {
+		r = &release.Release{Tag: tag, Assets: []release.Asset{}}
+	}
+	return release.Answer{Outcome: release.Fetched, Release: r, ETag: etag, Remaining: -1}
 }
+
+func notModified() release.Answer { return release.Answer{Outcome: release.NotModified, Remaining: -1} }
 
 func failed() release.Answer {
 	return release.Answer{Outcome: release.Failed, Err: errors.New("HTTP 502"), Remaining: -1}
 }
 
+func notFound() release.Answer {
+	return release.Answer{Outcome: release.NotFound, Err: errors.New("latest release o/a: HTTP 404"), Remaining: -1}
+}
+
 func rateLimited(retryAt time.Time) release.Answer {
 	return release.Answer{Outcome: release.RateLimited, RetryAt: retryAt, Err: errors.New("HTTP 403"), Remaining: 0}
+}
+
+// all answers a for each key.
+func all(keys []string, a func() release.Answer) map[string]release.Answer {
+	m := make(map[string]release.Answer, len(keys))
+	for _, k := range keys {
+		m[k] = a()
+	}
+	return m
 }
 
 // events records, in order, what the fakes saw, for tests about sequence.
@@ -83,14 +116,6 @@ func (e *events) all() []string {
 	return slices.Clone(e.list)
 }
 
-// newClock returns a clock at t0 whose every wait passes at once, moving it
-// forward: the code under test never sleeps.
-func newClock() *fakeclock.Clock {
-	c := fakeclock.New(t0)
-	c.Skip(-1)
-	return c
-}
-
 // setClock moves c to at, which must not be in its past.
 func setClock(t testing.TB, c *fakeclock.Clock, at time.Time) {
 	t.Helper()
@@ -98,28 +123,6 @@ func setClock(t testing.TB, c *fakeclock.Clock, at time.Time) {
 		t.Fatalf("clock set back from %v to %v", now.Sub(t0), at.Sub(t0))
 	}
 	c.Set(at)
-}
-
-// waits records the waits asked of a clock, and adds each to events, if set.
-type waits struct {
-	mu     sync.Mutex
-	list   []time.Duration
-	events *events
-}
-
-func (w *waits) add(d time.Duration) {
-	w.mu.Lock()
-	w.list = append(w.list, d)
-	w.mu.Unlock()
-	w.events.add(fmt.Sprintf("wait %v", d))
-}
-
-func (w *waits) take() []time.Duration {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	l := w.list
-	w.list = nil
-	return l
 }
 
 // parked waits until c has n waiters, and returns how long the newest wait
@@ -138,15 +141,39 @@ func parked(t testing.TB, c *fakeclock.Clock, n int) time.Duration {
 	return next.Sub(c.Now())
 }
 
-// fakeSource answers from a script of one answer per app and records what it
-// was asked: "app", or "app(etag)" when revalidating.
+// fakeSource answers from a script of one answer per app, then from
+// otherwise (nil: a failure), and records what it was asked: "app", or
+// "app(etag)" when revalidating. Its companions answer from sigs by asset id,
+// each request taking the next answer.
 type fakeSource struct {
-	mu     sync.Mutex
-	clock  clock.Clock
-	script map[string]release.Answer
-	asked  []string
-	at     []time.Time
-	events *events
+	mu        sync.Mutex
+	clock     clock.Clock
+	script    map[string]release.Answer
+	otherwise func(app release.App, etag string, now time.Time) release.Answer
+	asked     []string
+	at        []time.Time
+	events    *events
+	sigs      map[int64][]companionAnswer
+	sigAsked  []string
+}
+
+type companionAnswer struct {
+	body []byte
+	a    release.Answer
+}
+
+func bytesOf(text string) companionAnswer {
+	return companionAnswer{body: []byte(text), a: release.Answer{Outcome: release.Fetched, Remaining: 4000}}
+}
+
+var companionFailure = companionAnswer{a: failed()}
+
+// steady answers a 200 the first time an entry is asked, a 304 after.
+func steady(_ release.App, etag string, _ time.Time) release.Answer {
+	if etag != "" {
+		return notModified()
+	}
+	return fetched("v1", `"e"`)
 }
 
 func (s *fakeSource) Latest(_ context.Context, app release.App, etag string) release.Answer {
@@ -156,15 +183,39 @@ func (s *fakeSource) Latest(_ context.Context, app release.App, etag string) rel
 	if etag != "" {
 		call += "(" + etag + ")"
 	}
+	now := s.clock.Now()
 	s.asked = append(s.asked, call)
-	s.at = append(s.at, s.clock.Now())
+	s.at = append(s.at, now)
 	s.events.add("ask " + call)
-	a, ok := s.script[app.Key]
-	if !ok {
-		return release.Answer{Outcome: release.Failed, Err: errors.New("unscripted request"), Remaining: -1}
+	if a, ok := s.script[app.Key]; ok {
+		delete(s.script, app.Key)
+		return a
 	}
-	delete(s.script, app.Key)
-	return a
+	if s.otherwise != nil {
+		return s.otherwise(app, etag, now)
+	}
+	return release.Answer{Outcome: release.Failed, Err: errors.New("unscripted request"), Remaining: -1}
+}
+
+func (s *fakeSource) Companion(_ context.Context, _ release.App, ref release.AssetRef, limit int64) ([]byte, release.Answer) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.sigAsked = append(s.sigAsked, strconv.FormatInt(ref.ID, 10))
+	q := s.sigs[ref.ID]
+	if len(q) == 0 || limit != minisign.MaxSignatureText {
+		return nil, release.Answer{Outcome: release.Failed, Err: errors.New("unscripted companion"), Remaining: -1}
+	}
+	s.sigs[ref.ID] = q[1:]
+	return q[0].body, q[0].a
+}
+
+func (s *fakeSource) answer(id int64, answers ...companionAnswer) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.sigs == nil {
+		s.sigs = map[int64][]companionAnswer{}
+	}
+	s.sigs[id] = append(s.sigs[id], answers...)
 }
 
 func (s *fakeSource) take() (asked []string, at []time.Time) {
@@ -175,9 +226,23 @@ func (s *fakeSource) take() (asked []string, at []time.Time) {
 	return asked, at
 }
 
+func (s *fakeSource) takeAsked() []string {
+	asked, _ := s.take()
+	return asked
+}
+
+func (s *fakeSource) takeSigs() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := s.sigAsked
+	s.sigAsked = nil
+	return out
+}
+
 // fakeFleet is the shared state in memory, with docs/redis.md's guarded writes in
 // their simplest form: a time more than release.MaxSkew ahead of the writer's
-// reads as absent. It records every call as "Op" or "Op app".
+// reads as absent, and a fetch's signatures merged as the store merges them.
+// It records every call as "Op" or "Op app".
 type fakeFleet struct {
 	mu      sync.Mutex
 	entries map[string]release.Entry
@@ -188,14 +253,15 @@ type fakeFleet struct {
 	// during, if set, runs after a call is recorded and before it acts: the
 	// moment another pod may write.
 	during func(f *fakeFleet, op, arg string)
-	// redis is Redis's clock, for ClockOffset: nil, the poller's own.
-	redis interface{ Now() time.Time }
-	// of is the poller's clock, against which ClockOffset measures.
-	of interface{ Now() time.Time }
+	// redis is Redis's clock and of the poller's, for ClockOffset; nil: no offset.
+	redis, of interface{ Now() time.Time }
 }
 
-// ClockOffset tells how far of runs ahead of redis, unrecorded: every
-// coordinated load asks, and the tests of calls are about the rest.
+func newFleet() *fakeFleet {
+	return &fakeFleet{entries: map[string]release.Entry{}, errs: map[string]error{}}
+}
+
+// ClockOffset is unrecorded: every coordinated load asks.
 func (f *fakeFleet) ClockOffset(context.Context) (time.Duration, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -206,10 +272,6 @@ func (f *fakeFleet) ClockOffset(context.Context) (time.Duration, error) {
 		return 0, nil
 	}
 	return f.of.Now().Sub(f.redis.Now()), nil
-}
-
-func newFleet() *fakeFleet {
-	return &fakeFleet{entries: map[string]release.Entry{}, errs: map[string]error{}}
 }
 
 func (f *fakeFleet) call(op, arg string) error {
@@ -240,10 +302,12 @@ func (f *fakeFleet) setBackoff(b schedule.Backoff) {
 	f.backoff = b
 }
 
-func (f *fakeFleet) setErr(op string, err error) {
+func (f *fakeFleet) setErr(err error, ops ...string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.errs[op] = err
+	for _, op := range ops {
+		f.errs[op] = err
+	}
 }
 
 func (f *fakeFleet) entry(app string) release.Entry {
@@ -315,9 +379,23 @@ func (f *fakeFleet) PublishFetch(_ context.Context, app string, n release.Entry)
 		return false, false, nil
 	}
 	changed = !e.Fetched() || !reflect.DeepEqual(e.Release, n.Release) || !reflect.DeepEqual(e.History.List(), n.History.List())
-	e.FetchedAt, e.ETag, e.Release, e.History = n.FetchedAt, n.ETag, n.Release, n.History
+	if release.SameFetch(e, n) { // a write of the same fetch adds its signatures to those shared
+		n.Companions = e.Companions.Union(n.Companions)
+	}
+	changed = changed || !maps.Equal(e.Companions.Map(), n.Companions.Map())
+	e.FetchedAt, e.ETag, e.Release, e.History, e.Companions = n.FetchedAt, n.ETag, n.Release, n.History, n.Companions
 	f.entries[app] = e
 	return true, changed, nil
+}
+
+// shareSignature adds the signature text of name to those shared for app,
+// as another poller's write of the same fetch does.
+func (f *fakeFleet) shareSignature(app, name, text string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	e := f.entries[app]
+	e.Companions = e.Companions.Union(release.NewCompanions(map[string]string{name: text}))
+	f.entries[app] = e
 }
 
 func (f *fakeFleet) PutNotModified(_ context.Context, app string, n release.Entry) (bool, error) {
@@ -364,12 +442,7 @@ func (f *fakeFleet) PutBackoff(_ context.Context, b schedule.Backoff) error {
 	if err := f.call("PutBackoff", arg); err != nil {
 		return err
 	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if b.Until.IsZero() {
-		b = schedule.Backoff{}
-	}
-	f.backoff = b
+	f.setBackoff(b)
 	return nil
 }
 
@@ -420,15 +493,16 @@ func (s *fakeSink) entry(app string) release.Entry {
 // fakeObserver records every Observer call, with times as offsets from t0:
 // "answer app outcome remaining reset", "fetched app at", "claim won|lost",
 // "refused op", "redis_error op", "round mode took until trouble",
-// "refreshed app took". Entry's are kept apart, in entries.
+// "refreshed app took"; and apart, as every tick or request makes them,
+// "offset d", "paced d", "deferred why n", "entry app tag|none|never
+// ok|failing n" and "companion outcome".
 type fakeObserver struct {
-	mu       sync.Mutex
-	offsets  []time.Duration // ClockOffset's, apart from calls: every coordinated load has one
-	paced    []time.Duration // Paced's, apart from calls
-	deferred map[string]int  // RefreshesDeferred's, by reason, apart from calls
-	entries  []string        // Entry's, apart from calls: "app tag|none|never ok|failing n"
-	calls    []string
+	mu    sync.Mutex
+	calls []string
 }
+
+// apart are the kinds of call that take("") leaves.
+var apart = []string{"offset", "paced", "deferred", "entry", "companion"}
 
 func (o *fakeObserver) add(format string, args ...any) {
 	o.mu.Lock()
@@ -449,11 +523,7 @@ func (o *fakeObserver) Answer(app string, a release.Answer) {
 }
 func (o *fakeObserver) Fetched(app string, at time.Time) { o.add("fetched %s %s", app, since(at)) }
 func (o *fakeObserver) Claim(won bool) {
-	if won {
-		o.add("claim won")
-	} else {
-		o.add("claim lost")
-	}
+	o.add("claim %s", map[bool]string{true: "won", false: "lost"}[won])
 }
 func (o *fakeObserver) WriteRefused(op poller.Op) { o.add("refused %s", op) }
 func (o *fakeObserver) RedisError(op poller.Op)   { o.add("redis_error %s", op) }
@@ -461,26 +531,11 @@ func (o *fakeObserver) Round(m poller.Mode, took time.Duration, b schedule.Backo
 	o.add("round %s %v %s %d", m, took, since(b.Until), b.Trouble)
 }
 func (o *fakeObserver) Refreshed(app string, took time.Duration) { o.add("refreshed %s %v", app, took) }
-func (o *fakeObserver) Paced(d time.Duration) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	o.paced = append(o.paced, d)
-}
-
-func (o *fakeObserver) RefreshesDeferred(why string, n int) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	if o.deferred == nil {
-		o.deferred = map[string]int{}
-	}
-	o.deferred[why] += n
-}
-
-// deferredBy returns how many refresh requests were deferred for why.
-func (o *fakeObserver) deferredBy(why string) int {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return o.deferred[why]
+func (o *fakeObserver) ClockOffset(d time.Duration)              { o.add("offset %v", d) }
+func (o *fakeObserver) Paced(d time.Duration)                    { o.add("paced %v", d) }
+func (o *fakeObserver) RefreshesDeferred(why string, n int)      { o.add("deferred %s %d", why, n) }
+func (o *fakeObserver) Companion(_, outcome string, _ release.Answer) {
+	o.add("companion %s", outcome)
 }
 
 func (o *fakeObserver) Entry(app string, e release.Entry) {
@@ -495,39 +550,66 @@ func (o *fakeObserver) Entry(app string, e release.Entry) {
 	if e.Failing() {
 		state = fmt.Sprintf("failing %d", e.Failures)
 	}
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	o.entries = append(o.entries, app+" "+tag+" "+state)
+	o.add("entry %s %s %s", app, tag, state)
 }
 
-// takeEntries returns the Entry calls since the last takeEntries.
-func (o *fakeObserver) takeEntries() []string {
+// take removes and returns the calls of kind, without it; "" takes those
+// not kept apart.
+func (o *fakeObserver) take(kind string) []string {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	e := o.entries
-	o.entries = nil
-	return e
+	var taken, left []string
+	for _, c := range o.calls {
+		k, rest, _ := strings.Cut(c, " ")
+		switch {
+		case kind == "" && !slices.Contains(apart, k):
+			taken = append(taken, c)
+		case k == kind:
+			taken = append(taken, rest)
+		default:
+			left = append(left, c)
+		}
+	}
+	o.calls = left
+	return taken
 }
 
-func (o *fakeObserver) ClockOffset(d time.Duration) {
+// durations parses the calls of kind, each a duration.
+func (o *fakeObserver) durations(t testing.TB, kind string) []time.Duration {
+	t.Helper()
+	var out []time.Duration
+	for _, c := range o.take(kind) {
+		d, err := time.ParseDuration(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, d)
+	}
+	return out
+}
+
+// deferredBy returns how many refresh requests were deferred for why.
+func (o *fakeObserver) deferredBy(why string) (n int) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	o.offsets = append(o.offsets, d)
+	for _, c := range o.calls {
+		var k int
+		if _, err := fmt.Sscanf(c, "deferred "+why+" %d", &k); err == nil {
+			n += k
+		}
+	}
+	return n
 }
 
-func (o *fakeObserver) take() []string {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	c := o.calls
-	o.calls = nil
-	return c
-}
-
-// harness is a Poller wired to fakes.
+// harness is a Poller wired to fakes: a fake clock at t0 whose every wait
+// passes at once (the code under test never sleeps), the production timing,
+// draws of 0.5 (no jitter), and everything the poller does recorded.
 type harness struct {
-	p     *poller.Poller
-	clock *fakeclock.Clock
-	waits *waits
+	p      *poller.Poller
+	apps   []string
+	clock  *fakeclock.Clock
+	waits  []time.Duration // every wait asked of the clock
+	events *events         // the waits, the requests and the fleet's calls, when set
 	// afterWait, if set, is called after each wait with the clock's time.
 	afterWait func(now time.Time)
 	source    *fakeSource
@@ -538,8 +620,7 @@ type harness struct {
 	changes   []string // Config.Changes calls, as "app old→new"
 }
 
-// tagOf is r's tag, or "none" for no release, as the tests record
-// Config.Changes calls.
+// tagOf is r's tag, or "none" for no release.
 func tagOf(r *release.Release) string {
 	if r == nil {
 		return "none"
@@ -547,35 +628,36 @@ func tagOf(r *release.Release) string {
 	return r.Tag
 }
 
-// newHarness returns a poller over the apps keys with a fake clock at t0 and
-// draws of 0.5 (no jitter). fleet may be nil for a standalone poller.
-func newHarness(t testing.TB, keys []string, fleet *fakeFleet, coordinate bool) *harness {
+// newHarness returns a poller over the apps keys, standalone when fleet is
+// nil; opts change its Config before New.
+func newHarness(t testing.TB, keys []string, fleet *fakeFleet, coordinate bool, opts ...func(*poller.Config)) *harness {
 	t.Helper()
 	core, logs := observer.New(zapcore.DebugLevel)
-	h := &harness{clock: newClock(), waits: &waits{}, fleet: fleet, sink: &fakeSink{}, obs: &fakeObserver{}, logs: logs}
+	h := &harness{apps: keys, clock: fakeclock.New(t0), fleet: fleet, sink: &fakeSink{}, obs: &fakeObserver{}, logs: logs}
+	h.clock.Skip(-1)
+	var mu sync.Mutex
 	h.clock.OnAfter(func(d time.Duration, now time.Time) {
-		h.waits.add(d)
+		mu.Lock()
+		h.waits = append(h.waits, d)
+		mu.Unlock()
+		h.events.add(fmt.Sprintf("wait %v", d))
 		if h.afterWait != nil {
 			h.afterWait(now)
 		}
 	})
 	h.source = &fakeSource{clock: h.clock}
 	c := poller.Config{
-		Apps:       apps(keys...),
-		Timing:     timing,
-		Source:     h.source,
-		Coordinate: coordinate,
-		Sink:       h.sink,
+		Apps: apps(keys...), Timing: timing, Source: h.source, Coordinate: coordinate, Sink: h.sink,
 		Changes: func(app string, old, new *release.Release) {
 			h.changes = append(h.changes, app+" "+tagOf(old)+"→"+tagOf(new))
 		},
-		Observer: h.obs,
-		Logger:   zap.New(core),
-		Clock:    h.clock,
-		Rand:     func() float64 { return 0.5 },
+		Observer: h.obs, Logger: zap.New(core), Clock: h.clock, Rand: func() float64 { return 0.5 },
 	}
 	if fleet != nil {
 		c.Fleet = fleet
+	}
+	for _, o := range opts {
+		o(&c)
 	}
 	p, err := poller.New(c)
 	if err != nil {
@@ -583,6 +665,38 @@ func newHarness(t testing.TB, keys []string, fleet *fakeFleet, coordinate bool) 
 	}
 	h.p = p
 	return h
+}
+
+// withHistory polls the history entry of every app too (release.Entries).
+func withHistory(c *poller.Config) { c.Apps = release.Entries(c.Apps) }
+
+// tick runs one tick at d after t0, GitHub answering answers.
+func (h *harness) tick(t testing.TB, d time.Duration, answers map[string]release.Answer) {
+	t.Helper()
+	setClock(t, h.clock, at(d))
+	h.source.script = maps.Clone(answers)
+	h.p.Tick(context.Background())
+}
+
+// ticks ticks every Tick from from to until, GitHub answering answer(d) for
+// every app, and calls each(d) after every tick.
+func (h *harness) ticks(t testing.TB, from, until time.Duration, answer func(time.Duration) release.Answer, each func(time.Duration)) {
+	t.Helper()
+	for d := from; d < until; d += timing.Tick {
+		setClock(t, h.clock, at(d))
+		h.source.script = nil
+		if answer != nil {
+			a := answer(d)
+			h.source.script = map[string]release.Answer{}
+			for _, app := range h.apps {
+				h.source.script[app] = a
+			}
+		}
+		h.p.Tick(context.Background())
+		if each != nil {
+			each(d)
+		}
+	}
 }
 
 // roundLine is what a tick's "poll round" log line says.
@@ -628,4 +742,55 @@ func (h *harness) tickLogs(t testing.TB) (rounds []roundLine, warns []string, al
 		}
 	}
 	return rounds, warns, all
+}
+
+// logged counts the log lines of message msg.
+func (h *harness) logged(msg string) int { return h.logs.FilterMessage(msg).Len() }
+
+// fields returns the fields of the first log line of message msg among logs.
+func fields(logs []observer.LoggedEntry, msg string) map[string]any {
+	for _, e := range logs {
+		if e.Message == msg {
+			return e.ContextMap()
+		}
+	}
+	return nil
+}
+
+// wantFields checks that got holds want's fields with their values.
+func wantFields(t testing.TB, what string, got, want map[string]any) {
+	t.Helper()
+	for k, w := range want {
+		g, ok := got[k]
+		if wt, isTime := w.(time.Time); isTime {
+			if gt, _ := g.(time.Time); !gt.Equal(wt) {
+				t.Errorf("%s: field %s = %v, want %v", what, k, g, w)
+			}
+			continue
+		}
+		if !ok || g != w {
+			t.Errorf("%s: field %s = %v, want %v", what, k, g, w)
+		}
+	}
+}
+
+// containsAll reports whether every string of want is in got.
+func containsAll(got []string, want ...string) bool {
+	for _, w := range want {
+		if !slices.Contains(got, w) {
+			return false
+		}
+	}
+	return true
+}
+
+// mentions returns the calls that contain s.
+func mentions(calls []string, s string) []string {
+	var out []string
+	for _, c := range calls {
+		if strings.Contains(c, s) {
+			out = append(out, c)
+		}
+	}
+	return out
 }

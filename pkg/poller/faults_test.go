@@ -2,7 +2,6 @@ package poller_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -13,13 +12,10 @@ import (
 	"github.com/storytold/craft-releases/test/fakeclock"
 )
 
-// thirteen are 13 app keys, as many as the default app list.
-var thirteen = []string{"a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k", "l", "m"}
-
-// TestReadOnlyRedisIsOneOutage is Redis after a failover, at the production
-// timing: reads work while every write answers READONLY, and some app is due
-// at every tick. That is one outage, warned once, and Redis is back only after
-// the first whole tick without an error, when every entry is written back.
+// TestReadOnlyRedisIsOneOutage is Redis after a failover: reads work while
+// every write answers READONLY, and some app is due at every tick. That is
+// one outage, warned once, and Redis is back only after the first whole tick
+// without an error, when every entry is written back.
 func TestReadOnlyRedisIsOneOutage(t *testing.T) {
 	fleet := newFleet()
 	for i, app := range thirteen {
@@ -27,42 +23,26 @@ func TestReadOnlyRedisIsOneOutage(t *testing.T) {
 		fleet.set(app, release.Entry{FetchedAt: at(-(timing.Interval - timing.SkewMargin()) + time.Duration(i)*timing.Tick),
 			ETag: "x1", Release: rel("v1")})
 	}
-	//nolint:revive // Redis's own words, as rueidis returns them.
-	readOnly := errors.New("READONLY You can't write against a read only replica.")
-	for _, op := range []string{"Claim", "PutFetch", "PutNotModified", "PutFailure", "PutBackoff", "ClearBackoff"} {
-		fleet.setErr(op, readOnly)
-	}
+	writes := []string{"Claim", "PutFetch", "PutNotModified", "PutFailure", "PutBackoff", "ClearBackoff"}
+	fleet.setErr(errReadOnly, writes...)
 	h := newHarness(t, thirteen, fleet, true)
-	answers := func() map[string]release.Answer {
-		m := make(map[string]release.Answer, len(thirteen))
-		for _, app := range thirteen {
-			m[app] = notModified()
-		}
-		return m
-	}
 	const outage = 10 * time.Minute
 	var tick time.Duration
 	for ; tick < outage; tick += timing.Tick {
-		setClock(t, h.clock, at(tick))
-		h.source.script = answers()
-		h.p.Tick(context.Background())
+		h.tick(t, tick, all(thirteen, notModified))
 	}
-	if asked, _ := h.source.take(); len(asked) != len(thirteen) {
+	if asked := h.source.takeAsked(); len(asked) != len(thirteen) {
 		t.Errorf("asked %d times in %v, want each of the %d apps once: %q", len(asked), outage, len(thirteen), asked)
 	}
-	if got := h.logs.FilterMessage("redis unavailable").Len(); got != 1 {
+	if got := h.logged("redis unavailable"); got != 1 {
 		t.Errorf("%d \"redis unavailable\" warnings in %v of READONLY writes, want 1", got, outage)
 	}
-	if got := h.logs.FilterMessage("redis is back").Len(); got != 0 {
+	if got := h.logged("redis is back"); got != 0 {
 		t.Errorf("%d \"redis is back\" while writes fail, want 0", got)
 	}
-
-	for _, op := range []string{"Claim", "PutFetch", "PutNotModified", "PutFailure", "PutBackoff", "ClearBackoff"} {
-		fleet.setErr(op, nil)
-	}
-	setClock(t, h.clock, at(tick))
-	h.p.Tick(context.Background())
-	if got := h.logs.FilterMessage("redis is back").Len(); got != 1 {
+	fleet.setErr(nil, writes...)
+	h.tick(t, tick, nil)
+	if got := h.logged("redis is back"); got != 1 {
 		t.Errorf("%d \"redis is back\" after a tick with writes working, want 1", got)
 	}
 	for _, app := range thirteen {
@@ -72,44 +52,11 @@ func TestReadOnlyRedisIsOneOutage(t *testing.T) {
 	}
 }
 
-// TestOneFailingAppDoesNotPauseTheFleet runs 13 apps for 6 hours at the
-// production timing, one of which fails every request: the rounds in which
-// it is the only app asked set no fleet backoff, so every healthy app is
-// asked again as soon as it is due.
-func TestOneFailingAppDoesNotPauseTheFleet(t *testing.T) {
-	h := newHarness(t, thirteen, nil, false)
-	// Due at I − M, asked at the next tick at the latest.
-	limit := timing.Interval - timing.SkewMargin() + timing.Tick
-	for tick := time.Duration(0); tick < 6*time.Hour; tick += timing.Tick {
-		setClock(t, h.clock, at(tick))
-		h.source.script = map[string]release.Answer{}
-		for _, app := range thirteen {
-			h.source.script[app] = fetched("v1", "e1")
-		}
-		h.source.script["m"] = failed()
-		h.p.Tick(context.Background())
-		rounds, _, _ := h.tickLogs(t)
-		for _, r := range rounds {
-			if r.Backoff != 0 || r.Trouble != 0 {
-				t.Fatalf("at %v: round %+v, want no fleet backoff", tick, r)
-			}
-		}
-		for _, app := range thirteen[:12] {
-			if age := h.clock.Now().Sub(h.sink.entry(app).FetchedAt); age > limit {
-				t.Fatalf("at %v: %s last fetched %v ago, want at most %v", tick, app, age, limit)
-			}
-		}
-	}
-	if got, want := h.sink.entry("m").Failures, 13; got < want {
-		t.Errorf("the failing app failed %d times in a row, want at least %d: %s", got, want, fmt.Sprint(h.sink.entry("m")))
-	}
-}
-
-// silentFleet is a Redis that answers no read, for a tick on the fake clock:
-// each read fails once its context's deadline has passed, or its own call
-// timeout when that comes first, as the Store's reads do. A deadline, set on
-// the wall clock, is taken to fall as long after the tick's start on the
-// fake clock (fake) as after it on the wall clock (wall).
+// silentFleet is a Redis that answers no read: each read fails once its
+// context's deadline has passed, or its own call timeout when that comes
+// first, as the Store's reads do. A deadline, set on the wall clock, is
+// taken to fall as long after the tick's start on the fake clock (fake) as
+// after it on the wall clock (wall).
 type silentFleet struct {
 	*fakeFleet
 	clock      *fakeclock.Clock
@@ -138,25 +85,20 @@ func (f *silentFleet) Load(ctx context.Context, _ []string) (map[string]release.
 	return nil, schedule.Backoff{}, f.silent(ctx, "load")
 }
 
-// TestSilentRedisCostsATickOneTimeout: with a Redis that has gone silent, a
-// tick's reads (the clock's measure, then the load) give up together at the
-// call timeout (5 s), and the tick asks GitHub from memory then, not after a
-// timeout for each read.
+// TestSilentRedisCostsATickOneTimeout: with a Redis gone silent, a tick's
+// reads (the clock's measure, then the load) give up together at the call
+// timeout, and the tick asks GitHub from memory then, not after a timeout
+// for each read.
 func TestSilentRedisCostsATickOneTimeout(t *testing.T) {
 	const timeout = 5 * time.Second
-	clk := newClock()
-	fleet := &silentFleet{fakeFleet: newFleet(), clock: clk, timeout: timeout}
-	src := &fakeSource{clock: clk, script: map[string]release.Answer{"a": fetched("v1", "e1")}}
-	p, err := poller.New(poller.Config{Apps: apps("a"), Timing: timing, Source: src, Fleet: fleet,
-		Coordinate: true, ReadTimeout: timeout, Clock: clk, Rand: func() float64 { return 0.5 }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	fleet.wall, fleet.fake = time.Now(), clk.Now()
-	p.Tick(context.Background())
+	fleet := &silentFleet{fakeFleet: newFleet(), timeout: timeout}
+	h := newHarness(t, []string{"a"}, nil, true, func(c *poller.Config) { c.Fleet, c.ReadTimeout = fleet, timeout })
+	fleet.clock = h.clock
+	fleet.wall, fleet.fake = time.Now(), h.clock.Now()
+	h.tick(t, 0, answers{"a": fetched("v1", "e1")})
 	// The deadline was set a moment after the tick began, on the wall clock.
 	slack := time.Since(fleet.wall)
-	asked, when := src.take()
+	asked, when := h.source.take()
 	if len(asked) != 1 {
 		t.Fatalf("asked GitHub %q, want a", asked)
 	}

@@ -10,12 +10,10 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/zap"
-
 	"github.com/storytold/craft-releases/pkg/poller"
 	"github.com/storytold/craft-releases/pkg/release"
 	"github.com/storytold/craft-releases/pkg/schedule"
-	"github.com/storytold/craft-releases/test/fakeclock"
+	"github.com/storytold/craft-releases/pkg/updates/tauri"
 )
 
 func TestNew(t *testing.T) {
@@ -29,6 +27,9 @@ func TestNew(t *testing.T) {
 		{"zero interval", poller.Config{Apps: apps("a"), Timing: schedule.Timing{Tick: time.Second}, Source: src}, "new poller: interval 0s: must be positive"},
 		{"zero tick", poller.Config{Apps: apps("a"), Timing: schedule.Timing{Interval: time.Second}, Source: src}, "new poller: tick 0s: must be positive"},
 		{"an app listed twice", poller.Config{Apps: apps("a", "b", "a"), Timing: timing, Source: src}, `new poller: app "a" listed twice`},
+		{"companions from a source that cannot fetch them",
+			poller.Config{Apps: apps("a"), Timing: timing, Source: struct{ poller.Source }{src}, Companions: tauri.Companions},
+			"new poller: companions without a source of them (CompanionSource)"},
 		{"defaults for the rest", poller.Config{Apps: apps("a"), Timing: timing, Source: src}, ""},
 	}
 	for _, tt := range tests {
@@ -48,32 +49,6 @@ func TestNew(t *testing.T) {
 	}
 }
 
-func TestLoadedBeforeRun(t *testing.T) {
-	tests := []struct {
-		name       string
-		fleet      bool
-		coordinate bool
-		want       bool
-	}{
-		{"standalone is loaded at once", false, false, true},
-		{"standalone ignores Coordinate", false, true, true},
-		{"uncoordinated is loaded at once", true, false, true},
-		{"coordinated waits for its start-up load", true, true, false},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			var fleet *fakeFleet
-			if tt.fleet {
-				fleet = newFleet()
-			}
-			h := newHarness(t, []string{"a"}, fleet, tt.coordinate)
-			if got := isClosed(h.p.Loaded()); got != tt.want {
-				t.Errorf("Loaded() closed = %v, want %v", got, tt.want)
-			}
-		})
-	}
-}
-
 func isClosed(ch <-chan struct{}) bool {
 	select {
 	case <-ch:
@@ -83,21 +58,23 @@ func isClosed(ch <-chan struct{}) bool {
 	}
 }
 
-// TestRunSequence runs the poller until the fake clock passes 50 s and checks
-// what happened, in order: with draws of 0.5 the start-up jitter is 15 s and
-// every tick 30 s.
+// TestRunSequence runs the poller until the fake clock passes until (50 s
+// unless set) and checks what happened, in order: the start-up jitter is
+// u × 30 s, and every tick 30 s ±10 % by u. Loaded is closed from the start
+// unless the poller coordinates, and after Run in any case.
 func TestRunSequence(t *testing.T) {
 	tests := []struct {
-		name       string
-		fleet      bool
-		coordinate bool
-		loadErr    error
-		want       []string
-		warns      []string
+		name              string
+		fleet, coordinate bool
+		loadErr           error
+		u                 float64
+		until             time.Duration
+		want              []string
+		warns             []string
 	}{
 		{
 			name:  "coordinated: the start-up load comes before the jitter",
-			fleet: true, coordinate: true,
+			fleet: true, coordinate: true, u: 0.5,
 			want: []string{
 				"Load", "loaded false", "wait 15s",
 				"Load", "loaded true", "LoadApp a", "Claim a", "ask a", "PutFetch a", "wait 30s",
@@ -106,7 +83,7 @@ func TestRunSequence(t *testing.T) {
 		},
 		{
 			name:  "coordinated with Redis down: the load is tried, then the poller goes on alone",
-			fleet: true, coordinate: true, loadErr: errors.New("connection refused"),
+			fleet: true, coordinate: true, loadErr: errors.New("connection refused"), u: 0.5,
 			want: []string{
 				"Load", "loaded false", "wait 15s",
 				"Load", "loaded true", "ask a", "wait 30s",
@@ -114,15 +91,13 @@ func TestRunSequence(t *testing.T) {
 			},
 			warns: []string{"redis unavailable"},
 		},
-		{
-			name: "standalone: no load, the jitter first",
-			want: []string{"wait 15s", "ask a", "wait 30s", "wait 30s"},
-		},
-		{
-			name:  "uncoordinated: no load, but results are shared",
-			fleet: true,
-			want:  []string{"wait 15s", "ask a", "PutFetch a", "wait 30s", "wait 30s"},
-		},
+		{name: "standalone: no load, the jitter first", u: 0.5, want: []string{"wait 15s", "ask a", "wait 30s", "wait 30s"}},
+		{name: "uncoordinated: no load, but results are shared", fleet: true, u: 0.5,
+			want: []string{"wait 15s", "ask a", "PutFetch a", "wait 30s", "wait 30s"}},
+		{name: "standalone, ignoring Coordinate, at the bottom of the draw", coordinate: true, u: 0,
+			want: []string{"wait 0s", "ask a", "wait 27s", "wait 27s"}},
+		{name: "standalone, at the top of the draw", u: 0.999, until: 90 * s,
+			want: []string{"wait 29.97s", "ask a", "wait 32.994s", "wait 32.994s"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -133,7 +108,7 @@ func TestRunSequence(t *testing.T) {
 				fleet.events = ev
 				fleet.errs["Load"] = tt.loadErr
 			}
-			h := newHarness(t, []string{"a"}, fleet, tt.coordinate)
+			h := newHarness(t, []string{"a"}, fleet, tt.coordinate, func(c *poller.Config) { c.Rand = func() float64 { return tt.u } })
 			if fleet != nil {
 				fleet.during = func(_ *fakeFleet, op, _ string) {
 					if op == "Load" {
@@ -141,13 +116,19 @@ func TestRunSequence(t *testing.T) {
 					}
 				}
 			}
-			h.waits.events, h.source.events = ev, ev
-			h.source.script = map[string]release.Answer{"a": fetched("v1", "e1")}
-
+			if got, want := isClosed(h.p.Loaded()), !tt.fleet || !tt.coordinate; got != want {
+				t.Errorf("Loaded() closed before Run = %v, want %v", got, want)
+			}
+			h.events, h.source.events = ev, ev
+			h.source.script = answers{"a": fetched("v1", "e1")}
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
+			until := tt.until
+			if until == 0 {
+				until = 50 * s
+			}
 			h.afterWait = func(now time.Time) {
-				if now.Sub(t0) > 50*time.Second {
+				if now.Sub(t0) > until {
 					cancel()
 				}
 			}
@@ -160,55 +141,15 @@ func TestRunSequence(t *testing.T) {
 			if !isClosed(h.p.Loaded()) {
 				t.Error("Loaded() still open after Run")
 			}
-			_, warns, _ := h.tickLogs(t)
-			if !slices.Equal(warns, tt.warns) {
+			if _, warns, _ := h.tickLogs(t); !slices.Equal(warns, tt.warns) {
 				t.Errorf("warnings %q, want %q", warns, tt.warns)
 			}
 		})
 	}
 }
 
-func TestRunJitter(t *testing.T) {
-	tests := []struct {
-		name string
-		u    float64
-		want []time.Duration // the start-up jitter, then two tick waits
-	}{
-		{"bottom of the draw", 0, []time.Duration{0, 27 * time.Second, 27 * time.Second}},
-		{"middle of the draw", 0.5, []time.Duration{15 * time.Second, 30 * time.Second, 30 * time.Second}},
-		{"top of the draw", 0.999, []time.Duration{29_970 * time.Millisecond, 32_994 * time.Millisecond, 32_994 * time.Millisecond}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			clock := newClock()
-			ctx, cancel := context.WithCancel(context.Background())
-			defer cancel()
-			var waits []time.Duration
-			clock.OnAfter(func(d time.Duration, _ time.Time) {
-				if waits = append(waits, d); len(waits) == len(tt.want) {
-					cancel()
-				}
-			})
-			p, err := poller.New(poller.Config{
-				Timing: timing, Source: &fakeSource{clock: clock}, Clock: clock,
-				Rand: func() float64 { return tt.u },
-			})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := p.Run(ctx); err != nil {
-				t.Fatalf("Run() = %v, want nil", err)
-			}
-			if got := waits; !slices.Equal(got, tt.want) {
-				t.Errorf("waits = %v, want %v", got, tt.want)
-			}
-		})
-	}
-}
-
-// TestRunCancel cancels a running poller while it waits and checks that Run
-// returns nil, that the tick in progress stops, and that nothing of the
-// poller is left running.
+// TestRunCancel cancels a running poller while it waits: Run returns nil,
+// the tick in progress stops, and nothing of the poller is left running.
 func TestRunCancel(t *testing.T) {
 	tests := []struct {
 		name   string
@@ -223,27 +164,20 @@ func TestRunCancel(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			clock := fakeclock.New(t0)
-			clock.Skip(tt.fire)
-			src := &fakeSource{clock: clock, script: map[string]release.Answer{"a": fetched("v1", "e1"), "b": fetched("v1", "e1")}}
-			p, err := poller.New(poller.Config{
-				Apps: apps("a", "b"), Timing: timing, Source: src, Clock: clock,
-				Logger: zap.NewNop(), Rand: func() float64 { return 0.5 },
-			})
-			if err != nil {
-				t.Fatal(err)
-			}
+			h := newHarness(t, []string{"a", "b"}, nil, false)
+			h.clock.Skip(tt.fire)
+			h.source.script = answers{"a": fetched("v1", "e1"), "b": fetched("v1", "e1")}
 			ctx, cancel := context.WithCancel(context.Background())
 			done := make(chan error)
-			go func() { done <- p.Run(ctx) }()
-			if got := parked(t, clock, 1); got != tt.parked {
+			go func() { done <- h.p.Run(ctx) }()
+			if got := parked(t, h.clock, 1); got != tt.parked {
 				t.Errorf("parked in a wait of %v, want %v", got, tt.parked)
 			}
 			cancel()
 			if err := <-done; err != nil {
 				t.Errorf("Run() = %v, want nil", err)
 			}
-			if asked, _ := src.take(); !slices.Equal(asked, tt.asked) {
+			if asked := h.source.takeAsked(); !slices.Equal(asked, tt.asked) {
 				t.Errorf("asked %q, want %q", asked, tt.asked)
 			}
 			if leak := pollerGoroutines(); leak != "" {
@@ -267,26 +201,32 @@ func pollerGoroutines() string {
 	return strings.Join(leaks, "\n\n")
 }
 
-// TestTickCancelled checks that a tick cancelled mid-round records nothing:
-// the errors of shutdown are neither a Redis outage nor a GitHub failure.
-func TestTickCancelled(t *testing.T) {
-	h := newHarness(t, []string{"a", "b"}, newFleet(), true)
+// TestRunWakesForARefresh: a request that arrives while Run waits between
+// two ticks is fetched at once, and Run goes back to waiting for the tick.
+func TestRunWakesForARefresh(t *testing.T) {
+	h := newHarness(t, []string{"a"}, nil, false)
+	h.clock.Skip(1)
+	h.source.script = answers{"a": fetched("v1", `"e1"`)}
 	ctx, cancel := context.WithCancel(context.Background())
-	h.fleet.during = func(_ *fakeFleet, op, app string) {
-		if op == "Claim" && app == "a" {
-			cancel()
-		}
+	done := make(chan error)
+	go func() { done <- h.p.Run(ctx) }()
+	if got := parked(t, h.clock, 1); got != 30*time.Second {
+		t.Fatalf("parked in a wait of %v, want the 30 s to the next tick", got)
 	}
-	h.fleet.errs["Claim"] = context.Canceled
-	h.source.script = map[string]release.Answer{"a": failed()}
-	h.p.Tick(ctx)
-	if got, want := h.fleet.takeCalls(), []string{"Load", "LoadApp a", "Claim a"}; !slices.Equal(got, want) {
-		t.Errorf("fleet calls %q, want %q", got, want)
+	h.source.mu.Lock()
+	h.source.script = answers{"a": fetched("v2", `"e2"`)}
+	h.source.mu.Unlock()
+	h.clock.Advance(time.Second)
+	h.p.Refresh("a", release.Refresh{At: h.clock.Now(), Tag: "v2"})
+	// The abandoned wait counts until the clock passes it, and ends when the new one does.
+	if got := parked(t, h.clock, 2); got != 29*time.Second {
+		t.Errorf("parked again in a wait of %v, want the 29 s left to the next tick", got)
 	}
-	if got := h.sink.takeSets(); got != nil {
-		t.Errorf("sink sets %q, want none", got)
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("Run() = %v, want nil", err)
 	}
-	if _, _, all := h.tickLogs(t); len(all) != 0 {
-		t.Errorf("logged %d lines, want none: %v", len(all), all)
+	if asked := h.source.takeAsked(); !slices.Equal(asked, []string{"a", `a("e1")`}) {
+		t.Errorf("asked %q, want the tick's request and the refresh's", asked)
 	}
 }

@@ -3,7 +3,9 @@ package poller_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -21,48 +23,54 @@ type step struct {
 	sets    []string                  // Sink.Set calls in order
 	round   *roundLine                // the round's log line; nil: no round (backoff)
 	warns   []string                  // warning messages, in order
-	// observed are the Observer calls in order (fakeObserver's format);
-	// nil leaves them unchecked.
+	waits   []time.Duration           // the clock's waits; nil: unchecked
+	// observed are the Observer calls in order; nil: unchecked.
 	observed []string
-	check    func(t *testing.T, h *harness)
+	// entries are the entries wanted after the tick, by app: in the sink,
+	// or shared for "shared app".
+	entries map[string]release.Entry
 }
 
 // scenario is a poller over apps, ticked step by step.
 type scenario struct {
 	name       string
 	apps       []string
-	fleet      func() *fakeFleet // nil: standalone
+	fleet      func(f *fakeFleet) // seeds the fleet; nil: standalone
 	coordinate bool
 	steps      []step
 }
 
+func runScenarios(t *testing.T, tests []scenario) {
+	for _, sc := range tests {
+		t.Run(sc.name, func(t *testing.T) { runScenario(t, sc) })
+	}
+}
+
 func runScenario(t *testing.T, sc scenario) {
-	t.Helper()
 	var fleet *fakeFleet
 	if sc.fleet != nil {
-		fleet = sc.fleet()
+		fleet = newFleet()
+		sc.fleet(fleet)
 	}
 	h := newHarness(t, sc.apps, fleet, sc.coordinate)
 	for i, st := range sc.steps {
-		setClock(t, h.clock, t0.Add(st.at))
+		setClock(t, h.clock, at(st.at))
 		if st.before != nil {
 			st.before(h)
 		}
-		h.source.script = st.answers
-		h.p.Tick(context.Background())
-
-		asked, _ := h.source.take()
-		if !slices.Equal(asked, st.asked) {
-			t.Errorf("step %d (at %v): asked %q, want %q", i, st.at, asked, st.asked)
-		}
-		if fleet != nil {
-			if got := fleet.takeCalls(); !slices.Equal(got, st.calls) {
-				t.Errorf("step %d (at %v): fleet calls %q, want %q", i, st.at, got, st.calls)
+		h.waits = nil
+		h.tick(t, st.at, st.answers)
+		check := func(what string, got, want []string) {
+			t.Helper()
+			if !slices.Equal(got, want) {
+				t.Errorf("step %d (at %v): %s\n%q\nwant\n%q", i, st.at, what, got, want)
 			}
 		}
-		if got := h.sink.takeSets(); !slices.Equal(got, st.sets) {
-			t.Errorf("step %d (at %v): sink sets %q, want %q", i, st.at, got, st.sets)
+		check("asked", h.source.takeAsked(), st.asked)
+		if fleet != nil {
+			check("fleet calls", fleet.takeCalls(), st.calls)
 		}
+		check("sink sets", h.sink.takeSets(), st.sets)
 		rounds, warns, _ := h.tickLogs(t)
 		var want []roundLine
 		if st.round != nil {
@@ -71,16 +79,33 @@ func runScenario(t *testing.T, sc scenario) {
 		if !slices.Equal(rounds, want) {
 			t.Errorf("step %d (at %v): round lines %+v, want %+v", i, st.at, rounds, want)
 		}
-		if !slices.Equal(warns, st.warns) {
-			t.Errorf("step %d (at %v): warnings %q, want %q", i, st.at, warns, st.warns)
+		check("warnings", warns, st.warns)
+		if got := h.obs.take(""); st.observed != nil {
+			check("observed", got, st.observed)
 		}
-		if got := h.obs.take(); st.observed != nil && !slices.Equal(got, st.observed) {
-			t.Errorf("step %d (at %v): observed\n%q\nwant\n%q", i, st.at, got, st.observed)
+		if st.waits != nil && !slices.Equal(h.waits, st.waits) {
+			t.Errorf("step %d (at %v): waits %v, want %v", i, st.at, h.waits, st.waits)
 		}
-		if st.check != nil {
-			st.check(t, h)
+		for app, want := range st.entries {
+			got := h.sink.entry(app)
+			if key, ok := strings.CutPrefix(app, "shared "); ok {
+				got = fleet.entry(key)
+			}
+			if !sameEntry(got, want) {
+				t.Errorf("step %d (at %v): %s = %s, want %s", i, st.at, app, show(got), show(want))
+			}
 		}
 	}
+}
+
+func sameEntry(got, want release.Entry) bool {
+	return got.FetchedAt.Equal(want.FetchedAt) && got.ETag == want.ETag && tagOf(got.Release) == tagOf(want.Release) &&
+		got.FailedAt.Equal(want.FailedAt) && got.Failures == want.Failures
+}
+
+func show(e release.Entry) string {
+	return fmt.Sprintf("fetched %s etag %q release %s failed %s failures %d",
+		since(e.FetchedAt), e.ETag, tagOf(e.Release), since(e.FailedAt), e.Failures)
 }
 
 func round(mode string, fetched, unchanged, failed int64, rateLimited bool, backoff time.Duration, trouble int64) *roundLine {
@@ -90,472 +115,440 @@ func round(mode string, fetched, unchanged, failed int64, rateLimited bool, back
 // idle is the round line of a tick in which nothing was due.
 func idle(mode string) *roundLine { return round(mode, 0, 0, 0, false, 0, 0) }
 
-func wantEntry(t *testing.T, what string, got release.Entry, want release.Entry) {
-	t.Helper()
-	tag := func(r *release.Release) string {
-		if r == nil {
-			return "<nil>"
-		}
-		return r.Tag
-	}
-	if !got.FetchedAt.Equal(want.FetchedAt) || got.ETag != want.ETag || tag(got.Release) != tag(want.Release) ||
-		!got.FailedAt.Equal(want.FailedAt) || got.Failures != want.Failures {
-		t.Errorf("%s = fetched %v etag %q release %s failed %v failures %d, want fetched %v etag %q release %s failed %v failures %d",
-			what, got.FetchedAt.Sub(t0), got.ETag, tag(got.Release), got.FailedAt.Sub(t0), got.Failures,
-			want.FetchedAt.Sub(t0), want.ETag, tag(want.Release), want.FailedAt.Sub(t0), want.Failures)
-	}
+// quota returns a with the quota GitHub announced on it.
+func quota(a release.Answer, remaining int, reset time.Time) release.Answer {
+	a.Remaining, a.Reset = remaining, reset
+	return a
 }
 
-func at(d time.Duration) time.Time { return t0.Add(d) }
+var (
+	errRedisDown = errors.New("dial tcp 127.0.0.1:6379: connection refused")
+	//nolint:revive,staticcheck // Redis's own words, as rueidis returns them.
+	errReadOnly = errors.New("READONLY You can't write against a read only replica.")
+)
 
-func rel(tag string) *release.Release { return &release.Release{Tag: tag} }
-
-const s = time.Second
+type answers = map[string]release.Answer
 
 func TestTickStandalone(t *testing.T) {
 	const sa = "standalone"
-	tests := []scenario{
+	failedWarn := []string{"github request failed"}
+	runScenarios(t, []scenario{
 		{
 			name: "due apps are asked in order, one spacing apart",
 			apps: []string{"a", "b", "c"},
 			steps: []step{{
-				answers: map[string]release.Answer{"a": fetched("v1", "e1"), "b": fetched("v1", "e1"), "c": fetched("", "")},
-				asked:   []string{"a", "b", "c"},
-				sets:    []string{"a", "b", "c"},
-				round:   round(sa, 3, 0, 0, false, 0, 0),
-				check: func(t *testing.T, h *harness) {
-					wantEntry(t, "a", h.sink.entry("a"), release.Entry{FetchedAt: t0, ETag: "e1", Release: rel("v1")})
-					wantEntry(t, "b", h.sink.entry("b"), release.Entry{FetchedAt: at(1 * s), ETag: "e1", Release: rel("v1")})
-					wantEntry(t, "c", h.sink.entry("c"), release.Entry{FetchedAt: at(2 * s)})
+				answers: answers{"a": fetched("v1", "e1"), "b": fetched("v1", "e1"), "c": fetched("", "")},
+				asked:   []string{"a", "b", "c"}, sets: []string{"a", "b", "c"}, round: round(sa, 3, 0, 0, false, 0, 0),
+				waits: []time.Duration{s, s},
+				entries: map[string]release.Entry{
+					"a": {FetchedAt: t0, ETag: "e1", Release: rel("v1")},
+					"b": {FetchedAt: at(1 * s), ETag: "e1", Release: rel("v1")},
+					"c": {FetchedAt: at(2 * s)},
 				},
 			}},
 		},
 		{
-			name: "fresh apps are skipped until I − M old",
-			apps: []string{"a", "b", "c"},
+			name: "one app's entry through every answer",
+			apps: []string{"a"},
 			steps: []step{
 				{
-					answers: map[string]release.Answer{"a": fetched("v1", "e1"), "b": fetched("v1", "e1"), "c": fetched("v1", "e1")},
-					asked:   []string{"a", "b", "c"}, sets: []string{"a", "b", "c"}, round: round(sa, 3, 0, 0, false, 0, 0),
-				},
-				{at: 30 * s, round: idle(sa)},
-				{at: 1769 * s, round: idle(sa)},
-				{
-					at: 1770 * s, answers: map[string]release.Answer{"a": notModified()},
-					asked: []string{"a(e1)"}, sets: []string{"a"}, round: round(sa, 0, 1, 0, false, 0, 0),
+					answers: answers{"a": notFound()}, asked: []string{"a"}, sets: []string{"a"}, round: round(sa, 1, 0, 0, false, 0, 0),
+					waits: []time.Duration{}, entries: map[string]release.Entry{"a": {FetchedAt: t0}}, // never had a release: no failure
 				},
 				{
-					at: 1772 * s, answers: map[string]release.Answer{"b": notModified(), "c": notModified()},
-					asked: []string{"b(e1)", "c(e1)"}, sets: []string{"b", "c"}, round: round(sa, 0, 2, 0, false, 0, 0),
+					at: 1800 * s, answers: answers{"a": notModified()}, asked: []string{"a"}, sets: []string{"a"}, warns: failedWarn,
+					round:   round(sa, 0, 0, 1, false, time.Minute, 1), // a 304 to a request without an etag
+					entries: map[string]release.Entry{"a": {FetchedAt: t0, FailedAt: at(1800 * s), Failures: 1}},
+				},
+				{at: 1859 * s},
+				{
+					at: 1860 * s, answers: answers{"a": fetched("v1", "e1")}, asked: []string{"a"}, sets: []string{"a"},
+					round:   round(sa, 1, 0, 0, false, 0, 0),
+					entries: map[string]release.Entry{"a": {FetchedAt: at(1860 * s), ETag: "e1", Release: rel("v1"), FailedAt: at(1800 * s), Failures: 1}},
+				},
+				{
+					at: 3630 * s, answers: answers{"a": failed()}, asked: []string{"a(e1)"}, sets: []string{"a"}, warns: failedWarn,
+					round:   round(sa, 0, 0, 1, false, time.Minute, 1), // keeps the good release
+					entries: map[string]release.Entry{"a": {FetchedAt: at(1860 * s), ETag: "e1", Release: rel("v1"), FailedAt: at(3630 * s), Failures: 1}},
+				},
+				{
+					at: 3690 * s, answers: answers{"a": notModified()}, asked: []string{"a(e1)"}, sets: []string{"a"},
+					round:   round(sa, 0, 1, 0, false, 0, 0), // only moves the fetch time
+					entries: map[string]release.Entry{"a": {FetchedAt: at(3690 * s), ETag: "e1", Release: rel("v1"), FailedAt: at(3630 * s), Failures: 1}},
+				},
+				{
+					at: 5490 * s, answers: answers{"a": fetched("", "")}, asked: []string{"a(e1)"}, sets: []string{"a"},
+					round:   round(sa, 1, 0, 0, false, 0, 0), // forgets the release and the etag
+					entries: map[string]release.Entry{"a": {FetchedAt: at(5490 * s), FailedAt: at(3630 * s), Failures: 1}},
 				},
 			},
 		},
 		{
-			name: "a 304 only moves the fetch time",
-			apps: []string{"a"},
-			steps: []step{
-				{answers: map[string]release.Answer{"a": fetched("v1", "e1")}, asked: []string{"a"}, sets: []string{"a"}, round: round(sa, 1, 0, 0, false, 0, 0)},
-				{
-					at: 1800 * s, answers: map[string]release.Answer{"a": notModified()},
-					asked: []string{"a(e1)"}, sets: []string{"a"}, round: round(sa, 0, 1, 0, false, 0, 0),
-					check: func(t *testing.T, h *harness) {
-						wantEntry(t, "a", h.sink.entry("a"), release.Entry{FetchedAt: at(1800 * s), ETag: "e1", Release: rel("v1")})
-					},
-				},
-			},
-		},
-		{
-			name: "a 304 to a request without an etag is a failure",
-			apps: []string{"a"},
-			steps: []step{{
-				answers: map[string]release.Answer{"a": notModified()},
-				asked:   []string{"a"}, sets: []string{"a"}, warns: []string{"github request failed"},
-				round: round(sa, 0, 0, 1, false, time.Minute, 1),
-				check: func(t *testing.T, h *harness) {
-					wantEntry(t, "a", h.sink.entry("a"), release.Entry{FailedAt: t0, Failures: 1})
-				},
-			}},
-		},
-		{
-			name: "a 404 forgets the release and the etag",
-			apps: []string{"a"},
-			steps: []step{
-				{answers: map[string]release.Answer{"a": fetched("v1", "e1")}, asked: []string{"a"}, sets: []string{"a"}, round: round(sa, 1, 0, 0, false, 0, 0)},
-				{
-					at: 1800 * s, answers: map[string]release.Answer{"a": fetched("", "")},
-					asked: []string{"a(e1)"}, sets: []string{"a"}, round: round(sa, 1, 0, 0, false, 0, 0),
-					check: func(t *testing.T, h *harness) {
-						wantEntry(t, "a", h.sink.entry("a"), release.Entry{FetchedAt: at(1800 * s)})
-					},
-				},
-				{at: 3600 * s, answers: map[string]release.Answer{"a": notModified()}, asked: []string{"a"}, sets: []string{"a"}, warns: []string{"github request failed"}, round: round(sa, 0, 0, 1, false, time.Minute, 1)},
-			},
-		},
-		{
-			name: "a failure keeps the good release, and a fetch clears it",
-			apps: []string{"a"},
-			steps: []step{
-				{answers: map[string]release.Answer{"a": fetched("v1", "e1")}, asked: []string{"a"}, sets: []string{"a"}, round: round(sa, 1, 0, 0, false, 0, 0)},
-				{
-					at: 1770 * s, answers: map[string]release.Answer{"a": failed()},
-					asked: []string{"a(e1)"}, sets: []string{"a"}, warns: []string{"github request failed"},
-					round: round(sa, 0, 0, 1, false, time.Minute, 1),
-					check: func(t *testing.T, h *harness) {
-						wantEntry(t, "a", h.sink.entry("a"), release.Entry{FetchedAt: t0, ETag: "e1", Release: rel("v1"), FailedAt: at(1770 * s), Failures: 1})
-					},
-				},
-				{at: 1829 * s},
-				{
-					at: 1830 * s, answers: map[string]release.Answer{"a": fetched("v2", "e2")},
-					asked: []string{"a(e1)"}, sets: []string{"a"}, round: round(sa, 1, 0, 0, false, 0, 0),
-					check: func(t *testing.T, h *harness) {
-						wantEntry(t, "a", h.sink.entry("a"), release.Entry{FetchedAt: at(1830 * s), ETag: "e2", Release: rel("v2"), FailedAt: at(1770 * s), Failures: 1})
-					},
-				},
-			},
-		},
-		{
-			name: "a failing app is retried after F − M, then after doubling, and its count restarts after a fetch",
+			// A round whose only request failed, beside a healthy app, sets no fleet backoff.
+			name: "a failing app counts its failures in a row, and alone sets no backoff",
 			apps: []string{"a", "b"},
 			steps: []step{
 				{
-					answers: map[string]release.Answer{"a": failed(), "b": fetched("v1", "e1")},
-					asked:   []string{"a", "b"}, sets: []string{"a", "b"}, warns: []string{"github request failed"},
-					round: round(sa, 1, 0, 1, false, 0, 0),
-				},
-				{at: 29 * s, round: idle(sa)},
-				{
-					// The round's only request failed, but b is healthy: a's
-					// own retry, and no fleet backoff.
-					at: 30 * s, answers: map[string]release.Answer{"a": failed()},
-					asked: []string{"a"}, sets: []string{"a"}, warns: []string{"github request failed"},
-					round: round(sa, 0, 0, 1, false, 0, 0),
-					check: func(t *testing.T, h *harness) {
-						wantEntry(t, "a", h.sink.entry("a"), release.Entry{FailedAt: at(30 * s), Failures: 2})
-					},
-				},
-				// a's own retry (2F − M) is not over yet.
-				{at: 89 * s, round: idle(sa)},
-				{at: 119 * s, round: idle(sa)},
-				{
-					at: 120 * s, answers: map[string]release.Answer{"a": fetched("v1", "e2")},
-					asked: []string{"a"}, sets: []string{"a"}, round: round(sa, 1, 0, 0, false, 0, 0),
+					answers: answers{"a": failed(), "b": fetched("v1", "e1")}, asked: []string{"a", "b"}, sets: []string{"a", "b"},
+					warns: failedWarn, round: round(sa, 1, 0, 1, false, 0, 0),
 				},
 				{
-					at: 1890 * s, answers: map[string]release.Answer{"a": failed(), "b": notModified()},
-					asked: []string{"a(e2)", "b(e1)"}, sets: []string{"a", "b"}, warns: []string{"github request failed"},
-					round: round(sa, 0, 1, 1, false, 0, 0),
-					check: func(t *testing.T, h *harness) {
-						wantEntry(t, "a", h.sink.entry("a"), release.Entry{FetchedAt: at(120 * s), ETag: "e2", Release: rel("v1"), FailedAt: at(1890 * s), Failures: 1})
-					},
+					at: 30 * s, answers: answers{"a": failed()}, asked: []string{"a"}, sets: []string{"a"}, warns: failedWarn,
+					round: round(sa, 0, 0, 1, false, 0, 0), entries: map[string]release.Entry{"a": {FailedAt: at(30 * s), Failures: 2}},
+				},
+				{at: 120 * s, answers: answers{"a": fetched("v1", "e2")}, asked: []string{"a"}, sets: []string{"a"}, round: round(sa, 1, 0, 0, false, 0, 0)},
+				{
+					at: 1890 * s, answers: answers{"a": failed(), "b": notModified()}, asked: []string{"a(e2)", "b(e1)"}, sets: []string{"a", "b"},
+					warns: failedWarn, round: round(sa, 0, 1, 1, false, 0, 0),
+					entries: map[string]release.Entry{"a": {FetchedAt: at(120 * s), ETag: "e2", Release: rel("v1"), FailedAt: at(1890 * s), Failures: 1}},
 				},
 			},
 		},
 		{
-			name: "all-failed rounds back off F, then doubling",
+			name: "all-failed rounds back off, the backoff holds every app, and a good round clears it",
 			apps: []string{"a"},
 			steps: []step{
-				{answers: map[string]release.Answer{"a": failed()}, asked: []string{"a"}, sets: []string{"a"}, warns: []string{"github request failed"}, round: round(sa, 0, 0, 1, false, time.Minute, 1)},
-				{at: 30 * s},
+				{answers: answers{"a": failed()}, asked: []string{"a"}, sets: []string{"a"}, warns: failedWarn, round: round(sa, 0, 0, 1, false, time.Minute, 1)},
 				{at: 59 * s},
-				{at: 60 * s, answers: map[string]release.Answer{"a": failed()}, asked: []string{"a"}, sets: []string{"a"}, warns: []string{"github request failed"}, round: round(sa, 0, 0, 1, false, 2*time.Minute, 2)},
-				{at: 179 * s},
-				{at: 180 * s, answers: map[string]release.Answer{"a": failed()}, asked: []string{"a"}, sets: []string{"a"}, warns: []string{"github request failed"}, round: round(sa, 0, 0, 1, false, 4*time.Minute, 3)},
+				{at: 60 * s, answers: answers{"a": failed()}, asked: []string{"a"}, sets: []string{"a"}, warns: failedWarn, round: round(sa, 0, 0, 1, false, 2*time.Minute, 2)},
+				{at: 180 * s, answers: answers{"a": fetched("v1", "e1")}, asked: []string{"a"}, sets: []string{"a"}, round: round(sa, 1, 0, 0, false, 0, 0)},
+				// The next bad round starts over.
+				{at: 1950 * s, answers: answers{"a": failed()}, asked: []string{"a(e1)"}, sets: []string{"a"}, warns: failedWarn, round: round(sa, 0, 0, 1, false, time.Minute, 1)},
 			},
 		},
 		{
-			name: "a rate limit stops the round and holds every app until the backoff ends",
+			name: "a rate limit stops the round, without another wait, and holds every app until the backoff ends",
 			apps: []string{"a", "b", "c"},
 			steps: []step{
 				{
-					answers: map[string]release.Answer{"a": fetched("v1", "e1"), "b": rateLimited(at(1*s + 50*time.Minute))},
+					answers: answers{"a": fetched("v1", "e1"), "b": rateLimited(at(1*s + 50*time.Minute))},
 					asked:   []string{"a", "b"}, sets: []string{"a"}, warns: []string{"github rate limit"},
-					round: round(sa, 1, 0, 0, true, 51*time.Minute, 1),
+					round: round(sa, 1, 0, 0, true, 51*time.Minute, 1), waits: []time.Duration{s},
 				},
-				{at: 30 * s},
 				{at: 51 * time.Minute},
 				{
 					at:      51*time.Minute + 1*s,
-					answers: map[string]release.Answer{"a": notModified(), "b": fetched("v1", "e1"), "c": fetched("v1", "e1")},
-					asked:   []string{"a(e1)", "b", "c"}, sets: []string{"a", "b", "c"},
-					round: round(sa, 2, 1, 0, false, 0, 0),
+					answers: answers{"a": notModified(), "b": fetched("v1", "e1"), "c": fetched("v1", "e1")},
+					asked:   []string{"a(e1)", "b", "c"}, sets: []string{"a", "b", "c"}, round: round(sa, 2, 1, 0, false, 0, 0),
 				},
 			},
 		},
 		{
-			name: "a good round clears the backoff, so the next bad round starts over",
-			apps: []string{"a"},
+			name: "the Observer hears every answer with its quota, every fetch and every round with its backoff",
+			apps: []string{"a", "b", "c", "d"},
 			steps: []step{
-				{answers: map[string]release.Answer{"a": rateLimited(time.Time{})}, asked: []string{"a"}, warns: []string{"github rate limit"}, round: round(sa, 0, 0, 0, true, 30*time.Minute, 1)},
-				{at: 30 * time.Minute, answers: map[string]release.Answer{"a": fetched("v1", "e1")}, asked: []string{"a"}, sets: []string{"a"}, round: round(sa, 1, 0, 0, false, 0, 0)},
-				{at: 60 * time.Minute, answers: map[string]release.Answer{"a": failed()}, asked: []string{"a(e1)"}, sets: []string{"a"}, warns: []string{"github request failed"}, round: round(sa, 0, 0, 1, false, time.Minute, 1)},
+				{
+					answers: answers{
+						"a": quota(fetched("v1", "e1"), 59, at(time.Hour)),
+						// No ETag was sent: the 304 counts as a failure, its quota stays.
+						"b": quota(notModified(), 58, at(time.Hour)),
+						"c": failed(),
+						"d": quota(rateLimited(at(50*time.Minute)), 0, at(50*time.Minute)),
+					},
+					asked: []string{"a", "b", "c", "d"}, sets: []string{"a", "b", "c"},
+					warns: []string{"github request failed", "github request failed", "github rate limit"},
+					round: round(sa, 1, 0, 2, true, 50*time.Minute+57*s, 1),
+					observed: []string{
+						"answer a fetched 59 1h0m0s", "fetched a 0s", "answer b failed 58 1h0m0s", "answer c failed -1 never",
+						"answer d rate_limited 0 50m0s", "round standalone 3s 51m0s 1",
+					},
+				},
+				{at: 10 * time.Minute, observed: []string{"round standalone 0s 51m0s 1"}},
+				{
+					at: 52 * time.Minute,
+					answers: answers{
+						"a": quota(notModified(), 57, at(2*time.Hour)), "b": fetched("", ""), "c": fetched("v3", "e3"), "d": fetched("v4", "e4"),
+					},
+					asked: []string{"a(e1)", "b", "c", "d"}, sets: []string{"a", "b", "c", "d"}, round: round(sa, 3, 1, 0, false, 0, 0),
+					observed: []string{
+						"answer a not_modified 57 2h0m0s", "fetched a 52m0s", "answer b fetched -1 never", "fetched b 52m1s",
+						"answer c fetched -1 never", "fetched c 52m2s", "answer d fetched -1 never", "fetched d 52m3s",
+						"round standalone 3s never 0",
+					},
+				},
+				{at: 53 * time.Minute, round: idle(sa), observed: []string{"round standalone 0s never 0"}},
 			},
 		},
-	}
-	for _, sc := range tests {
-		t.Run(sc.name, func(t *testing.T) { runScenario(t, sc) })
-	}
+	})
 }
 
 func TestTickCoordinated(t *testing.T) {
 	const co, sa = "coordinated", "standalone"
-	redisDown := errors.New("dial tcp 127.0.0.1:6379: connection refused")
-	seeded := func(seed func(f *fakeFleet)) func() *fakeFleet {
-		return func() *fakeFleet {
-			f := newFleet()
-			seed(f)
-			return f
-		}
+	failedWarn := []string{"github request failed"}
+	fetchA := step{
+		answers: answers{"a": fetched("v1", "e1")}, asked: []string{"a"},
+		calls: []string{"Load", "LoadApp a", "Claim a", "PutFetch a"}, sets: []string{"a"}, round: round(co, 1, 0, 0, false, 0, 0),
 	}
-	tests := []scenario{
+	runScenarios(t, []scenario{
 		{
 			name: "every outcome is claimed first and shared",
-			apps: []string{"a", "b", "c"}, fleet: newFleet, coordinate: true,
+			apps: []string{"a", "b", "c"}, fleet: func(*fakeFleet) {}, coordinate: true,
 			steps: []step{
 				{
-					answers: map[string]release.Answer{"a": fetched("v1", "e1"), "b": fetched("v1", "e1"), "c": failed()},
+					answers: answers{"a": fetched("v1", "e1"), "b": fetched("v1", "e1"), "c": failed()},
 					asked:   []string{"a", "b", "c"},
 					calls: []string{"Load", "LoadApp a", "Claim a", "PutFetch a", "LoadApp b", "Claim b", "PutFetch b",
 						"LoadApp c", "Claim c", "PutFailure c"},
-					sets: []string{"a", "b", "c"}, warns: []string{"github request failed"},
-					round: round(co, 2, 0, 1, false, 0, 0),
-					check: func(t *testing.T, h *harness) {
-						wantEntry(t, "shared a", h.fleet.entry("a"), release.Entry{FetchedAt: t0, ETag: "e1", Release: rel("v1")})
-						wantEntry(t, "shared c", h.fleet.entry("c"), release.Entry{FailedAt: at(2 * s), Failures: 1})
+					sets: []string{"a", "b", "c"}, warns: failedWarn, round: round(co, 2, 0, 1, false, 0, 0),
+					entries: map[string]release.Entry{
+						"shared a": {FetchedAt: t0, ETag: "e1", Release: rel("v1")},
+						"shared c": {FailedAt: at(2 * s), Failures: 1},
 					},
 				},
 				{
 					at:      1772 * s,
-					answers: map[string]release.Answer{"a": notModified(), "b": notModified(), "c": failed()},
+					answers: answers{"a": notModified(), "b": notModified(), "c": failed()},
 					asked:   []string{"a(e1)", "b(e1)", "c"},
 					calls: []string{"Load", "LoadApp a", "Claim a", "PutNotModified a", "LoadApp b", "Claim b", "PutNotModified b",
 						"LoadApp c", "Claim c", "PutFailure c"},
-					sets: []string{"a", "b", "c"}, warns: []string{"github request failed"},
-					round: round(co, 0, 2, 1, false, 0, 0),
-					check: func(t *testing.T, h *harness) {
-						wantEntry(t, "shared a", h.fleet.entry("a"), release.Entry{FetchedAt: at(1772 * s), ETag: "e1", Release: rel("v1")})
-						wantEntry(t, "shared c", h.fleet.entry("c"), release.Entry{FailedAt: at(1774 * s), Failures: 2})
+					sets: []string{"a", "b", "c"}, warns: failedWarn, round: round(co, 0, 2, 1, false, 0, 0),
+					entries: map[string]release.Entry{
+						"shared a": {FetchedAt: at(1772 * s), ETag: "e1", Release: rel("v1")},
+						"shared c": {FailedAt: at(1774 * s), Failures: 2},
 					},
 				},
 			},
 		},
 		{
-			name: "another pod's fresh fetch makes the app not due",
-			apps: []string{"a", "b"}, coordinate: true,
-			fleet: seeded(func(f *fakeFleet) {
-				f.set("a", release.Entry{FetchedAt: at(-10 * s), ETag: "x1", Release: rel("vX")})
-			}),
+			name: "the Observer hears what the fleet knows, claims won and lost, and refused writes of each kind",
+			apps: []string{"a", "b", "c", "d", "e"}, coordinate: true,
+			fleet: func(f *fakeFleet) {
+				f.set("a", release.Entry{ClaimedAt: at(-10 * s)})
+				f.set("b", release.Entry{FetchedAt: at(-10 * s), ETag: "x1", Release: rel("vX")})
+				f.set("d", release.Entry{FetchedAt: at(-1800 * s), ETag: "e0", Release: rel("v0")})
+				f.during = func(f *fakeFleet, op, arg string) {
+					switch op + " " + arg {
+					case "PutFetch c":
+						f.set("c", release.Entry{FetchedAt: at(9 * s), ETag: "x3", Release: rel("vY")})
+					case "PutNotModified d":
+						f.set("d", release.Entry{FetchedAt: at(9 * s), ETag: "x4", Release: rel("vZ")})
+					case "PutFailure e":
+						f.set("e", release.Entry{FailedAt: at(9 * s), Failures: 1})
+					}
+				}
+			},
 			steps: []step{{
-				answers: map[string]release.Answer{"b": fetched("v1", "e1")},
-				asked:   []string{"b"},
-				calls:   []string{"Load", "LoadApp b", "Claim b", "PutFetch b"},
-				sets:    []string{"a", "b"},
-				round:   round(co, 1, 0, 0, false, 0, 0),
-				check: func(t *testing.T, h *harness) {
-					wantEntry(t, "a", h.sink.entry("a"), release.Entry{FetchedAt: at(-10 * s), ETag: "x1", Release: rel("vX")})
+				answers: answers{"c": fetched("v1", "e1"), "d": notModified(), "e": failed()},
+				asked:   []string{"c", "d(e0)", "e"},
+				calls: []string{"Load", "LoadApp a", "Claim a", "LoadApp c", "Claim c", "PutFetch c",
+					"LoadApp d", "Claim d", "PutNotModified d", "LoadApp e", "Claim e", "PutFailure e"},
+				sets: []string{"b", "d", "c", "d", "e"}, warns: failedWarn, round: round(co, 1, 1, 1, false, 0, 0),
+				observed: []string{
+					"fetched b -10s", "fetched d -30m0s", "claim lost",
+					"claim won", "answer c fetched -1 never", "refused put_fetch", "fetched c 0s",
+					"claim won", "answer d not_modified -1 never", "refused put_not_modified", "fetched d 1s",
+					"claim won", "answer e failed -1 never", "refused put_failure", "round coordinated 2s never 0",
 				},
+				// A refused write still moves memory.
+				entries: map[string]release.Entry{"c": {FetchedAt: t0, ETag: "e1", Release: rel("v1")}},
 			}},
 		},
 		{
-			name: "another pod's fetch seen on the re-read skips the app",
-			apps: []string{"a", "b"}, coordinate: true,
-			fleet: seeded(func(f *fakeFleet) {
+			name: "another pod's fresh fetch, read at the load or at the re-read, makes the app not due",
+			apps: []string{"a", "b", "c"}, coordinate: true,
+			fleet: func(f *fakeFleet) {
+				f.set("a", release.Entry{FetchedAt: at(-10 * s), ETag: "x1", Release: rel("vX")})
 				f.during = func(f *fakeFleet, op, arg string) {
-					if op == "LoadApp" && arg == "a" {
-						f.set("a", release.Entry{FetchedAt: t0, ETag: "x1", Release: rel("vX")})
+					if op == "LoadApp" && arg == "b" {
+						f.set("b", release.Entry{FetchedAt: t0, ETag: "x1", Release: rel("vX")})
 					}
 				}
-			}),
+			},
 			steps: []step{{
-				answers: map[string]release.Answer{"b": fetched("v1", "e1")},
-				asked:   []string{"b"},
-				calls:   []string{"Load", "LoadApp a", "LoadApp b", "Claim b", "PutFetch b"},
-				sets:    []string{"a", "b"},
-				round:   round(co, 1, 0, 0, false, 0, 0),
+				answers: answers{"c": fetched("v1", "e1")}, asked: []string{"c"},
+				calls: []string{"Load", "LoadApp b", "LoadApp c", "Claim c", "PutFetch c"}, sets: []string{"a", "b", "c"},
+				round: round(co, 1, 0, 0, false, 0, 0), entries: map[string]release.Entry{"a": {FetchedAt: at(-10 * s), ETag: "x1", Release: rel("vX")}},
 			}},
 		},
 		{
 			name: "a refused claim skips the app until the claim lapses",
 			apps: []string{"a", "b"}, coordinate: true,
-			fleet: seeded(func(f *fakeFleet) { f.set("a", release.Entry{ClaimedAt: at(-10 * s)}) }),
+			fleet: func(f *fakeFleet) { f.set("a", release.Entry{ClaimedAt: at(-10 * s)}) },
 			steps: []step{
 				{
-					answers: map[string]release.Answer{"b": fetched("v1", "e1")},
-					asked:   []string{"b"},
-					calls:   []string{"Load", "LoadApp a", "Claim a", "LoadApp b", "Claim b", "PutFetch b"},
-					sets:    []string{"b"},
-					round:   round(co, 1, 0, 0, false, 0, 0),
+					answers: answers{"b": fetched("v1", "e1")}, asked: []string{"b"},
+					calls: []string{"Load", "LoadApp a", "Claim a", "LoadApp b", "Claim b", "PutFetch b"}, sets: []string{"b"}, round: round(co, 1, 0, 0, false, 0, 0),
 				},
 				{at: 49 * s, calls: []string{"Load", "LoadApp a", "Claim a"}, round: idle(co)},
-				{
-					at: 50 * s, answers: map[string]release.Answer{"a": fetched("v1", "e1")},
-					asked: []string{"a"}, calls: []string{"Load", "LoadApp a", "Claim a", "PutFetch a"},
-					sets: []string{"a"}, round: round(co, 1, 0, 0, false, 0, 0),
-				},
+				func() step { st := fetchA; st.at = 50 * s; return st }(),
 			},
 		},
 		{
-			name: "the fleet backoff is honoured, and a good round deletes it",
+			name: "the fleet backoff is honoured and reported, and a good round deletes the one it read, not another pod's",
 			apps: []string{"a"}, coordinate: true,
-			fleet: seeded(func(f *fakeFleet) {
+			fleet: func(f *fakeFleet) {
 				f.setBackoff(schedule.Backoff{Until: at(10 * time.Minute), Trouble: 2})
-			}),
+				f.during = func(f *fakeFleet, op, _ string) {
+					if op == "PutFetch" {
+						f.setBackoff(schedule.Backoff{Until: at(time.Hour), Trouble: 3})
+					}
+				}
+			},
 			steps: []step{
-				{calls: []string{"Load"}},
+				{calls: []string{"Load"}, observed: []string{"round coordinated 0s 10m0s 2"}},
 				{at: 10*time.Minute - 1, calls: []string{"Load"}},
 				{
-					at: 10 * time.Minute, answers: map[string]release.Answer{"a": fetched("v1", "e1")},
-					asked: []string{"a"}, calls: []string{"Load", "LoadApp a", "Claim a", "PutFetch a", "ClearBackoff read 10m0s trouble 2"},
-					sets: []string{"a"}, round: round(co, 1, 0, 0, false, 0, 0),
+					at: 10 * time.Minute, answers: answers{"a": fetched("v1", "e1")}, asked: []string{"a"},
+					calls: []string{"Load", "LoadApp a", "Claim a", "PutFetch a", "ClearBackoff read 10m0s trouble 2"},
+					sets:  []string{"a"}, round: round(co, 1, 0, 0, false, 0, 0),
 				},
+				{at: 10*time.Minute + 30*s, calls: []string{"Load"}, observed: []string{"round coordinated 0s 1h0m0s 3"}},
 			},
 		},
 		{
 			name: "a backoff that another pod sets mid-round stops the round and stands",
 			apps: []string{"a", "b"}, coordinate: true,
-			fleet: seeded(func(f *fakeFleet) {
+			fleet: func(f *fakeFleet) {
 				f.during = func(f *fakeFleet, op, arg string) {
 					if op == "LoadApp" && arg == "b" {
 						f.setBackoff(schedule.Backoff{Until: at(time.Hour), Trouble: 3})
 					}
 				}
-			}),
-			steps: []step{{
-				answers: map[string]release.Answer{"a": fetched("v1", "e1")},
-				asked:   []string{"a"},
-				calls:   []string{"Load", "LoadApp a", "Claim a", "PutFetch a", "LoadApp b"},
-				sets:    []string{"a"},
-				// b's re-check comes after the spacing, so the round ends 1 s in.
-				round: round(co, 1, 0, 0, false, time.Hour-time.Second, 3),
-				check: func(t *testing.T, h *harness) {
-					if got, want := h.fleet.backoff, (schedule.Backoff{Until: at(time.Hour), Trouble: 3}); got != want {
-						t.Errorf("fleet backoff = %+v, want %+v", got, want)
-					}
+			},
+			steps: []step{
+				{
+					answers: answers{"a": fetched("v1", "e1")}, asked: []string{"a"},
+					calls: []string{"Load", "LoadApp a", "Claim a", "PutFetch a", "LoadApp b"}, sets: []string{"a"},
+					// b's re-check comes after the spacing, so the round ends 1 s in.
+					round: round(co, 1, 0, 0, false, time.Hour-time.Second, 3),
 				},
-			}},
+				// It stands: the next tick reads it, unchanged.
+				{at: 30 * s, calls: []string{"Load"}, observed: []string{"round coordinated 0s 1h0m0s 3"}},
+			},
 		},
 		{
 			name: "a rate limit is shared as the fleet backoff",
-			apps: []string{"a"}, fleet: newFleet, coordinate: true,
+			apps: []string{"a"}, fleet: func(*fakeFleet) {}, coordinate: true,
 			steps: []step{
 				{
-					answers: map[string]release.Answer{"a": rateLimited(at(50 * time.Minute))},
-					asked:   []string{"a"},
-					calls:   []string{"Load", "LoadApp a", "Claim a", "PutBackoff until 51m0s trouble 1"},
-					warns:   []string{"github rate limit"},
-					round:   round(co, 0, 0, 0, true, 51*time.Minute, 1),
+					answers: answers{"a": rateLimited(at(50 * time.Minute))}, asked: []string{"a"},
+					calls: []string{"Load", "LoadApp a", "Claim a", "PutBackoff until 51m0s trouble 1"},
+					warns: []string{"github rate limit"}, round: round(co, 0, 0, 0, true, 51*time.Minute, 1),
 				},
 				{at: 50 * time.Minute, calls: []string{"Load"}},
 			},
 		},
 		{
-			name: "a failed read runs the tick standalone",
+			name: "a failed read runs the tick standalone, without the fleet backoff",
 			apps: []string{"a", "b"}, coordinate: true,
-			fleet: seeded(func(f *fakeFleet) {
-				f.setErr("Load", redisDown)
+			fleet: func(f *fakeFleet) {
+				f.setErr(errRedisDown, "Load")
 				f.setBackoff(schedule.Backoff{Until: at(time.Hour), Trouble: 1})
-			}),
+			},
 			steps: []step{{
-				answers: map[string]release.Answer{"a": fetched("v1", "e1"), "b": failed()},
-				asked:   []string{"a", "b"},
-				calls:   []string{"Load"},
-				sets:    []string{"a", "b"},
-				warns:   []string{"redis unavailable", "github request failed"},
-				round:   round(sa, 1, 0, 1, false, 0, 0),
+				answers: answers{"a": fetched("v1", "e1"), "b": failed()}, asked: []string{"a", "b"},
+				calls: []string{"Load"}, sets: []string{"a", "b"}, warns: []string{"redis unavailable", "github request failed"},
+				round: round(sa, 1, 0, 1, false, 0, 0),
+				observed: []string{"redis_error load", "answer a fetched -1 never", "fetched a 0s", "answer b failed -1 never",
+					"round standalone 1s never 0"},
 			}},
 		},
 		{
 			name: "a failed re-read: the app is still asked, the rest of the round is standalone",
 			apps: []string{"a", "b"}, coordinate: true,
-			fleet: seeded(func(f *fakeFleet) { f.setErr("LoadApp", redisDown) }),
+			fleet: func(f *fakeFleet) { f.setErr(errRedisDown, "LoadApp") },
 			steps: []step{{
-				answers: map[string]release.Answer{"a": rateLimited(time.Time{})},
-				asked:   []string{"a"},
-				calls:   []string{"Load", "LoadApp a"},
-				warns:   []string{"redis unavailable", "github rate limit"},
-				round:   round(sa, 0, 0, 0, true, 30*time.Minute, 1),
+				answers: answers{"a": rateLimited(time.Time{})}, asked: []string{"a"},
+				calls: []string{"Load", "LoadApp a"}, warns: []string{"redis unavailable", "github rate limit"},
+				round:    round(sa, 0, 0, 0, true, 30*time.Minute, 1),
+				observed: []string{"redis_error load_app", "answer a rate_limited 0 never", "round standalone 0s 30m0s 1"},
 			}},
 		},
 		{
 			name: "a failed claim: the app is still asked, the rest of the round is standalone",
 			apps: []string{"a", "b"}, coordinate: true,
-			fleet: seeded(func(f *fakeFleet) { f.setErr("Claim", redisDown) }),
+			fleet: func(f *fakeFleet) { f.setErr(errRedisDown, "Claim") },
 			steps: []step{{
-				answers: map[string]release.Answer{"a": fetched("v1", "e1"), "b": fetched("v1", "e1")},
-				asked:   []string{"a", "b"},
-				calls:   []string{"Load", "LoadApp a", "Claim a"},
-				sets:    []string{"a", "b"},
-				warns:   []string{"redis unavailable"},
-				round:   round(sa, 2, 0, 0, false, 0, 0),
+				answers: answers{"a": fetched("v1", "e1"), "b": fetched("v1", "e1")}, asked: []string{"a", "b"},
+				calls: []string{"Load", "LoadApp a", "Claim a"}, sets: []string{"a", "b"}, warns: []string{"redis unavailable"},
+				round: round(sa, 2, 0, 0, false, 0, 0),
+				observed: []string{"redis_error claim", "answer a fetched -1 never", "fetched a 0s", "answer b fetched -1 never",
+					"fetched b 1s", "round standalone 1s never 0"},
 			}},
 		},
 		{
 			name: "a failed shared write: memory still moves, the rest of the round is standalone",
 			apps: []string{"a", "b"}, coordinate: true,
-			fleet: seeded(func(f *fakeFleet) { f.setErr("PutFetch", redisDown) }),
+			fleet: func(f *fakeFleet) { f.setErr(errRedisDown, "PutFetch") },
 			steps: []step{{
-				answers: map[string]release.Answer{"a": fetched("v1", "e1"), "b": failed()},
-				asked:   []string{"a", "b"},
-				calls:   []string{"Load", "LoadApp a", "Claim a", "PutFetch a"},
-				sets:    []string{"a", "b"},
-				warns:   []string{"redis unavailable", "github request failed"},
-				round:   round(sa, 1, 0, 1, false, 0, 0),
-				check: func(t *testing.T, h *harness) {
-					wantEntry(t, "a", h.sink.entry("a"), release.Entry{FetchedAt: t0, ETag: "e1", Release: rel("v1")})
-				},
+				answers: answers{"a": fetched("v1", "e1"), "b": failed()}, asked: []string{"a", "b"},
+				calls: []string{"Load", "LoadApp a", "Claim a", "PutFetch a"}, sets: []string{"a", "b"},
+				warns: []string{"redis unavailable", "github request failed"}, round: round(sa, 1, 0, 1, false, 0, 0),
+				observed: []string{"claim won", "answer a fetched -1 never", "redis_error put_fetch", "fetched a 0s",
+					"answer b failed -1 never", "round standalone 1s never 0"},
+				entries: map[string]release.Entry{"a": {FetchedAt: t0, ETag: "e1", Release: rel("v1")}},
 			}},
 		},
 		{
-			name: "an older shared entry never moves memory back",
-			apps: []string{"a"}, fleet: newFleet, coordinate: true,
+			name: "a failed failure write: the rest of the round is standalone",
+			apps: []string{"a", "b"}, coordinate: true,
+			fleet: func(f *fakeFleet) { f.setErr(errRedisDown, "PutFailure") },
+			steps: []step{{
+				answers: answers{"a": failed(), "b": fetched("v1", "e1")}, asked: []string{"a", "b"},
+				calls: []string{"Load", "LoadApp a", "Claim a", "PutFailure a"}, sets: []string{"a", "b"},
+				warns: []string{"redis unavailable", "github request failed"}, round: round(sa, 1, 0, 1, false, 0, 0),
+				observed: []string{"claim won", "answer a failed -1 never", "redis_error put_failure",
+					"answer b fetched -1 never", "fetched b 1s", "round standalone 1s never 0"},
+			}},
+		},
+		{
+			name: "a failed backoff write is Redis trouble",
+			apps: []string{"a"}, coordinate: true,
+			fleet: func(f *fakeFleet) { f.setErr(errRedisDown, "PutBackoff") },
+			steps: []step{{
+				answers: answers{"a": failed()}, asked: []string{"a"},
+				calls: []string{"Load", "LoadApp a", "Claim a", "PutFailure a", "PutBackoff until 1m0s trouble 1"},
+				sets:  []string{"a"}, warns: []string{"redis unavailable", "github request failed"},
+				round:    round(sa, 0, 0, 1, false, time.Minute, 1),
+				observed: []string{"claim won", "answer a failed -1 never", "redis_error put_backoff", "round standalone 0s 1m0s 1"},
+			}},
+		},
+		{
+			name: "a failed 304 write leaves memory ahead, and an older shared entry is written back, never read back",
+			apps: []string{"a"}, fleet: func(*fakeFleet) {}, coordinate: true,
 			steps: []step{
+				fetchA,
 				{
-					answers: map[string]release.Answer{"a": fetched("v1", "e1")}, asked: []string{"a"},
-					calls: []string{"Load", "LoadApp a", "Claim a", "PutFetch a"}, sets: []string{"a"},
-					round: round(co, 1, 0, 0, false, 0, 0),
-				},
-				{
-					at: 1770 * s, before: func(h *harness) { h.fleet.setErr("PutNotModified", redisDown) },
-					answers: map[string]release.Answer{"a": notModified()}, asked: []string{"a(e1)"},
+					at: 1770 * s, before: func(h *harness) { h.fleet.setErr(errRedisDown, "PutNotModified") },
+					answers: answers{"a": notModified()}, asked: []string{"a(e1)"},
 					calls: []string{"Load", "LoadApp a", "Claim a", "PutNotModified a"}, sets: []string{"a"},
 					warns: []string{"redis unavailable"}, round: round(sa, 0, 1, 0, false, 0, 0),
+					observed: []string{"claim won", "answer a not_modified -1 never", "redis_error put_not_modified",
+						"fetched a 29m30s", "round standalone 0s never 0"},
 				},
 				{
-					// The shared entry is older than memory: written back.
-					at: 1800 * s, before: func(h *harness) { h.fleet.setErr("PutNotModified", nil) },
+					at: 1800 * s, before: func(h *harness) { h.fleet.setErr(nil, "PutNotModified") },
 					calls: []string{"Load", "PutFetch a"}, round: idle(co),
-					check: func(t *testing.T, h *harness) {
-						wantEntry(t, "a", h.sink.entry("a"), release.Entry{FetchedAt: at(1770 * s), ETag: "e1", Release: rel("v1")})
-						wantEntry(t, "shared a", h.fleet.entry("a"), release.Entry{FetchedAt: at(1770 * s), ETag: "e1", Release: rel("v1")})
+					entries: map[string]release.Entry{
+						"a":        {FetchedAt: at(1770 * s), ETag: "e1", Release: rel("v1")},
+						"shared a": {FetchedAt: at(1770 * s), ETag: "e1", Release: rel("v1")},
 					},
 				},
 			},
 		},
 		{
 			name: "a flushed fleet is written back from memory at the next tick, without asking GitHub",
-			apps: []string{"a", "b", "c"}, fleet: newFleet, coordinate: true,
+			apps: []string{"a", "b", "c"}, fleet: func(*fakeFleet) {}, coordinate: true,
 			steps: []step{
 				{
-					answers: map[string]release.Answer{"a": fetched("v1", "e1"), "b": fetched("v2", "e2"), "c": failed()},
+					answers: answers{"a": fetched("v1", "e1"), "b": fetched("v2", "e2"), "c": failed()},
 					asked:   []string{"a", "b", "c"},
 					calls: []string{"Load", "LoadApp a", "Claim a", "PutFetch a", "LoadApp b", "Claim b", "PutFetch b",
 						"LoadApp c", "Claim c", "PutFailure c"},
-					sets: []string{"a", "b", "c"}, warns: []string{"github request failed"},
-					round: round(co, 2, 0, 1, false, 0, 0),
+					sets: []string{"a", "b", "c"}, warns: failedWarn, round: round(co, 2, 0, 1, false, 0, 0),
 				},
 				{
 					// FLUSHALL: c was never fetched, so there is nothing to write back.
 					at: 30 * s, before: func(h *harness) { h.fleet.entries = map[string]release.Entry{} },
 					calls: []string{"Load", "PutFetch a", "PutFetch b"}, round: idle(co),
-					check: func(t *testing.T, h *harness) {
-						wantEntry(t, "shared a", h.fleet.entry("a"), release.Entry{FetchedAt: t0, ETag: "e1", Release: rel("v1")})
-						wantEntry(t, "shared b", h.fleet.entry("b"), release.Entry{FetchedAt: at(1 * s), ETag: "e2", Release: rel("v2")})
+					entries: map[string]release.Entry{
+						"shared a": {FetchedAt: t0, ETag: "e1", Release: rel("v1")},
+						"shared b": {FetchedAt: at(1 * s), ETag: "e2", Release: rel("v2")},
 					},
 				},
 				{
-					at: 60 * s, answers: map[string]release.Answer{"c": fetched("v3", "e3")}, asked: []string{"c"},
-					calls: []string{"Load", "LoadApp c", "Claim c", "PutFetch c"}, sets: []string{"c"},
-					round: round(co, 1, 0, 0, false, 0, 0),
+					at: 60 * s, answers: answers{"c": fetched("v3", "e3")}, asked: []string{"c"},
+					calls: []string{"Load", "LoadApp c", "Claim c", "PutFetch c"}, sets: []string{"c"}, round: round(co, 1, 0, 0, false, 0, 0),
 				},
 				{
 					// A write lost in a failover: the shared fetch is older than memory's.
@@ -563,186 +556,131 @@ func TestTickCoordinated(t *testing.T) {
 						h.fleet.set("a", release.Entry{FetchedAt: at(-time.Hour), ETag: "e0", Release: rel("v0")})
 					},
 					calls: []string{"Load", "PutFetch a"}, round: idle(co),
-					check: func(t *testing.T, h *harness) {
-						wantEntry(t, "shared a", h.fleet.entry("a"), release.Entry{FetchedAt: t0, ETag: "e1", Release: rel("v1")})
-					},
-				},
-			},
-		},
-		{
-			name: "entries are written back during a fleet backoff too",
-			apps: []string{"a"}, fleet: newFleet, coordinate: true,
-			steps: []step{
-				{
-					answers: map[string]release.Answer{"a": fetched("v1", "e1")}, asked: []string{"a"},
-					calls: []string{"Load", "LoadApp a", "Claim a", "PutFetch a"}, sets: []string{"a"},
-					round: round(co, 1, 0, 0, false, 0, 0),
+					entries: map[string]release.Entry{"shared a": {FetchedAt: t0, ETag: "e1", Release: rel("v1")}},
 				},
 				{
-					at: 30 * s, before: func(h *harness) {
+					// A Redis error while writing back makes the round standalone.
+					at: 120 * s, before: func(h *harness) {
 						h.fleet.entries = map[string]release.Entry{}
-						h.fleet.setBackoff(schedule.Backoff{Until: at(time.Hour), Trouble: 1})
-					},
-					calls: []string{"Load", "PutFetch a"},
-					check: func(t *testing.T, h *harness) {
-						wantEntry(t, "shared a", h.fleet.entry("a"), release.Entry{FetchedAt: t0, ETag: "e1", Release: rel("v1")})
-					},
-				},
-			},
-		},
-		{
-			name: "a Redis error while writing back makes the round standalone",
-			apps: []string{"a", "b"}, fleet: newFleet, coordinate: true,
-			steps: []step{
-				{
-					answers: map[string]release.Answer{"a": fetched("v1", "e1"), "b": fetched("v1", "e1")}, asked: []string{"a", "b"},
-					calls: []string{"Load", "LoadApp a", "Claim a", "PutFetch a", "LoadApp b", "Claim b", "PutFetch b"},
-					sets:  []string{"a", "b"}, round: round(co, 2, 0, 0, false, 0, 0),
-				},
-				{
-					at: 30 * s, before: func(h *harness) {
-						h.fleet.entries = map[string]release.Entry{}
-						//nolint:revive // Redis's own words, as rueidis returns them.
-						h.fleet.setErr("PutFetch", errors.New("READONLY You can't write against a read only replica."))
+						h.fleet.setErr(errReadOnly, "PutFetch")
 					},
 					calls: []string{"Load", "PutFetch a"}, warns: []string{"redis unavailable"}, round: idle(sa),
 				},
+				{
+					// Entries are written back during a fleet backoff too.
+					at: 150 * s, before: func(h *harness) {
+						h.fleet.setErr(nil, "PutFetch")
+						h.fleet.setBackoff(schedule.Backoff{Until: at(time.Hour), Trouble: 1})
+					},
+					calls:   []string{"Load", "PutFetch a", "PutFetch b", "PutFetch c"},
+					entries: map[string]release.Entry{"shared c": {FetchedAt: at(60 * s), ETag: "e3", Release: rel("v3")}},
+				},
 			},
 		},
 		{
-			name: "a good round leaves a backoff that another pod wrote after our read",
+			name: "a refused shared write still moves memory, and the fleet's newer entry is read next",
 			apps: []string{"a"}, coordinate: true,
-			fleet: seeded(func(f *fakeFleet) {
-				f.setBackoff(schedule.Backoff{Until: at(-time.Minute), Trouble: 1})
+			fleet: func(f *fakeFleet) {
 				f.during = func(f *fakeFleet, op, _ string) {
-					if op == "PutFetch" {
-						f.setBackoff(schedule.Backoff{Until: at(time.Hour), Trouble: 2})
-					}
-				}
-			}),
-			steps: []step{{
-				answers: map[string]release.Answer{"a": fetched("v1", "e1")}, asked: []string{"a"},
-				calls: []string{"Load", "LoadApp a", "Claim a", "PutFetch a", "ClearBackoff read -1m0s trouble 1"},
-				sets:  []string{"a"}, round: round(co, 1, 0, 0, false, 0, 0),
-				check: func(t *testing.T, h *harness) {
-					if b := h.fleet.backoff; !b.Until.Equal(at(time.Hour)) || b.Trouble != 2 {
-						t.Errorf("shared backoff = %+v, want the other pod's, until 1h trouble 2", b)
-					}
-				},
-			}},
-		},
-		{
-			name: "a refused shared write still moves memory",
-			apps: []string{"a"}, coordinate: true,
-			fleet: seeded(func(f *fakeFleet) {
-				f.during = func(f *fakeFleet, op, arg string) {
 					if op == "PutFetch" {
 						f.set("a", release.Entry{FetchedAt: at(5 * s), ETag: "x1", Release: rel("vX")})
 					}
 				}
-			}),
+			},
 			steps: []step{
-				{
-					answers: map[string]release.Answer{"a": fetched("v1", "e1")},
-					asked:   []string{"a"},
-					calls:   []string{"Load", "LoadApp a", "Claim a", "PutFetch a"},
-					sets:    []string{"a"},
-					round:   round(co, 1, 0, 0, false, 0, 0),
-					check: func(t *testing.T, h *harness) {
-						wantEntry(t, "a", h.sink.entry("a"), release.Entry{FetchedAt: t0, ETag: "e1", Release: rel("v1")})
-						wantEntry(t, "shared a", h.fleet.entry("a"), release.Entry{FetchedAt: at(5 * s), ETag: "x1", Release: rel("vX")})
-					},
-				},
+				func() step {
+					st := fetchA
+					st.entries = map[string]release.Entry{
+						"a":        {FetchedAt: t0, ETag: "e1", Release: rel("v1")},
+						"shared a": {FetchedAt: at(5 * s), ETag: "x1", Release: rel("vX")},
+					}
+					return st
+				}(),
 				{at: 30 * s, calls: []string{"Load"}, sets: []string{"a"}, round: idle(co)},
 			},
 		},
 		{
-			name: "a failed backoff write is Redis trouble",
-			apps: []string{"a"}, coordinate: true,
-			fleet: seeded(func(f *fakeFleet) { f.setErr("PutBackoff", redisDown) }),
-			steps: []step{{
-				answers: map[string]release.Answer{"a": failed()},
-				asked:   []string{"a"},
-				calls:   []string{"Load", "LoadApp a", "Claim a", "PutFailure a", "PutBackoff until 1m0s trouble 1"},
-				sets:    []string{"a"},
-				warns:   []string{"redis unavailable", "github request failed"},
-				round:   round(sa, 0, 0, 1, false, time.Minute, 1),
-			}},
-		},
-		{
 			name: "uncoordinated pollers never read the fleet but share their results",
-			apps: []string{"a", "b"}, coordinate: false,
-			fleet: seeded(func(f *fakeFleet) {
+			apps: []string{"a", "b"},
+			fleet: func(f *fakeFleet) {
 				f.set("a", release.Entry{FetchedAt: at(-10 * s), ETag: "x1", Release: rel("vX"), ClaimedAt: at(-10 * s)})
 				f.setBackoff(schedule.Backoff{Until: at(time.Hour), Trouble: 1})
-			}),
+			},
 			steps: []step{
 				{
-					answers: map[string]release.Answer{"a": fetched("v1", "e1"), "b": rateLimited(time.Time{})},
-					asked:   []string{"a", "b"},
-					calls:   []string{"PutFetch a"},
-					sets:    []string{"a"},
-					warns:   []string{"github rate limit"},
-					round:   round("uncoordinated", 1, 0, 0, true, 30*time.Minute, 1),
+					answers: answers{"a": fetched("v1", "e1"), "b": rateLimited(time.Time{})}, asked: []string{"a", "b"},
+					calls: []string{"PutFetch a"}, sets: []string{"a"}, warns: []string{"github rate limit"},
+					round: round("uncoordinated", 1, 0, 0, true, 30*time.Minute, 1),
+					observed: []string{"answer a fetched -1 never", "fetched a 0s", "answer b rate_limited 0 never",
+						"round uncoordinated 1s 30m1s 1"},
 				},
 				{at: 30 * time.Minute},
 				{
-					at: 30*time.Minute + 1*s, answers: map[string]release.Answer{"a": notModified(), "b": failed()},
+					at: 30*time.Minute + 1*s, answers: answers{"a": notModified(), "b": failed()},
 					asked: []string{"a(e1)", "b"}, calls: []string{"PutNotModified a", "PutFailure b"}, sets: []string{"a", "b"},
-					warns: []string{"github request failed"},
-					round: round("uncoordinated", 0, 1, 1, false, 0, 0),
+					warns: failedWarn, round: round("uncoordinated", 0, 1, 1, false, 0, 0),
 				},
 			},
 		},
-	}
-	for _, sc := range tests {
-		t.Run(sc.name, func(t *testing.T) { runScenario(t, sc) })
-	}
+	})
 }
 
-func TestTickSpacing(t *testing.T) {
+// TestTickCancelled: a tick cut short by shutdown records nothing, neither
+// the answer in flight, nor the errors of the cancellation as a Redis
+// outage or a GitHub failure, nor a round.
+func TestTickCancelled(t *testing.T) {
 	tests := []struct {
-		name    string
-		apps    []string
-		answers map[string]release.Answer
-		waits   []time.Duration
-		at      []time.Duration
+		name     string
+		backoff  bool   // a fleet backoff holds, learnt by a tick before
+		cancelOn string // the Fleet call during which shutdown begins
+		err      error  // what that call returns
+		calls    []string
+		observed []string
+		logged   []string
 	}{
-		{
-			name:    "one request, no wait",
-			apps:    []string{"a"},
-			answers: map[string]release.Answer{"a": fetched("v1", "e1")},
-			at:      []time.Duration{0},
-		},
-		{
-			name:    "three requests, a spacing before each but the first",
-			apps:    []string{"a", "b", "c"},
-			answers: map[string]release.Answer{"a": fetched("v1", "e1"), "b": failed(), "c": fetched("", "")},
-			waits:   []time.Duration{time.Second, time.Second},
-			at:      []time.Duration{0, time.Second, 2 * time.Second},
-		},
-		{
-			name:    "a rate limit ends the round without another wait",
-			apps:    []string{"a", "b", "c"},
-			answers: map[string]release.Answer{"a": rateLimited(time.Time{})},
-			at:      []time.Duration{0},
-		},
+		{name: "during the claim", cancelOn: "Claim", err: context.Canceled, calls: []string{"Load", "LoadApp a", "Claim a"}},
+		{name: "after the claim, before the answer", cancelOn: "Claim", calls: []string{"Load", "LoadApp a", "Claim a"},
+			observed: []string{"claim won"}},
+		{name: "during the load, while a backoff holds", backoff: true, cancelOn: "Load", err: context.Canceled, calls: []string{"Load"},
+			logged: []string{"backoff active"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			h := newHarness(t, tt.apps, nil, false)
-			h.source.script = tt.answers
-			h.p.Tick(context.Background())
-			if got := h.waits.take(); !slices.Equal(got, tt.waits) {
-				t.Errorf("waits = %v, want %v", got, tt.waits)
+			h := newHarness(t, []string{"a", "b"}, newFleet(), true)
+			if tt.backoff {
+				h.fleet.setBackoff(schedule.Backoff{Until: at(time.Hour), Trouble: 1})
+				h.p.Tick(context.Background())
+				if got, want := h.obs.take(""), []string{"round coordinated 0s 1h0m0s 1"}; !slices.Equal(got, want) {
+					t.Fatalf("first tick observed %q, want %q", got, want)
+				}
+				h.fleet.takeCalls()
+				h.logs.TakeAll()
 			}
-			_, times := h.source.take()
-			var got []time.Duration
-			for _, at := range times {
-				got = append(got, at.Sub(t0))
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			h.fleet.during = func(_ *fakeFleet, op, _ string) {
+				if op == tt.cancelOn {
+					cancel()
+				}
 			}
-			if !slices.Equal(got, tt.at) {
-				t.Errorf("requests at %v, want %v", got, tt.at)
+			h.fleet.setErr(tt.err, tt.cancelOn)
+			h.source.script = answers{"a": failed()}
+			h.p.Tick(ctx)
+			if got := h.obs.take(""); !slices.Equal(got, tt.observed) {
+				t.Errorf("observed %q, want %q", got, tt.observed)
+			}
+			if got := h.fleet.takeCalls(); !slices.Equal(got, tt.calls) {
+				t.Errorf("fleet calls %q, want %q", got, tt.calls)
+			}
+			if got := h.sink.takeSets(); got != nil {
+				t.Errorf("sink sets %q, want none", got)
+			}
+			var logged []string
+			for _, e := range h.logs.TakeAll() {
+				logged = append(logged, e.Message)
+			}
+			if !slices.Equal(logged, tt.logged) {
+				t.Errorf("logged %q, want %q", logged, tt.logged)
 			}
 		})
 	}
