@@ -15,7 +15,9 @@ import (
 // TestPollerAsItsLeastPrivilegeUser runs the poller as the user of
 // store.PollerACL (docs/operations.md) through everything it does with Redis:
 // claims and fetches, 304s, a failure, the fleet backoff, the meta from MySQL,
-// then `poller status` and `poller backoff clear`. Redis denies it nothing (its
+// then `poller status`, `poller backoff clear` and `poller rollout` (which
+// publishes the decision and asks the pollers for the app's history). Redis
+// denies it nothing (its
 // ACL LOG stays empty) and the guarded-write script is never refused: a new
 // command the poller sends fails here, not in a deploy.
 func TestPollerAsItsLeastPrivilegeUser(t *testing.T) {
@@ -67,6 +69,9 @@ func TestPollerAsItsLeastPrivilegeUser(t *testing.T) {
 	}
 	if out := mustCommand(t, vars, "backoff", "clear", "--by", "test"); !strings.Contains(out, "fleet backoff cleared by test") {
 		t.Errorf("backoff clear as the poller's user: %q", out)
+	}
+	if out := mustCommand(t, vars, "rollout", "photocraft", "--tag", "v0.5.0", "--percent", "10", "--by", "test"); !strings.Contains(out, "published to Redis") {
+		t.Errorf("rollout as the poller's user: %q", out)
 	}
 	if n := rs.MustDo("EXISTS", store.BackoffKey); n != "0" {
 		t.Errorf("the backoff hash is still there after backoff clear")

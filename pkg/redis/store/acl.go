@@ -18,11 +18,12 @@ const (
 	// WATCH/MULTI/EXEC where scripts are refused; the backoff in a
 	// MULTI/EXEC; the bounded reads (HSTRLEN, then HMGET), of the webhook's
 	// refresh requests too, and status reads with their TTLs; TIME, the
-	// fleet's clock; the cluster's topology; SUBSCRIBE to RefreshChannel.
+	// fleet's clock; the cluster's topology; SUBSCRIBE to RefreshChannel,
+	// and PUBLISH on it for the refresh requests an operator's verb files.
 	PollerACL = "on resetkeys ~craftApps:releases:* resetchannels &craftApps:releases:refresh -@all " +
 		"+hello +ping +role +cluster|slots +cluster|shards " +
 		"+hmget +hget +hstrlen +type +pttl " +
-		"+hset +del +pexpire +evalsha +eval +watch +unwatch +multi +exec +subscribe +time"
+		"+hset +del +pexpire +evalsha +eval +watch +unwatch +multi +exec +subscribe +publish +time"
 
 	// APIACL: read-only keys (%R~), and only the reads of the hydrator:
 	// the bounded reads (HSTRLEN, then HMGET) with client-side caching

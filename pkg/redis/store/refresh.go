@@ -80,6 +80,38 @@ func (s *Store) Deliver(ctx context.Context, ids []string, refreshes map[string]
 		}
 		made = append(made, k)
 	}
+	if err := s.request(ctx, c, keys, refreshes); err != nil {
+		s.forget(ctx, c, made)
+		return false, fmt.Errorf("deliver %s: %w", id, err)
+	}
+	return true, nil
+}
+
+// Request records refreshes (entry key → request, each with a time) as
+// Deliver does, without a delivery to tell apart from a redelivery, and
+// announces them: what an operator's verb asks of the pollers.
+func (s *Store) Request(ctx context.Context, refreshes map[string]release.Refresh) error {
+	keys := slices.Sorted(maps.Keys(refreshes))
+	for _, k := range keys {
+		if refreshes[k].At.IsZero() {
+			return fmt.Errorf("request %s: %w", k, errNoTime)
+		}
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.conn.Timeout())
+	defer cancel()
+	c, err := s.conn.Client(ctx)
+	if err == nil {
+		err = s.request(ctx, c, keys, refreshes)
+	}
+	if err != nil {
+		return fmt.Errorf("request refresh: %w", err)
+	}
+	return nil
+}
+
+// request writes the refresh requests of keys, each in a MULTI/EXEC of its
+// own, then announces each on RefreshChannel, in one pipeline.
+func (s *Store) request(ctx context.Context, c rueidis.Client, keys []string, refreshes map[string]release.Refresh) error {
 	var cmds rueidis.Commands
 	for _, app := range keys {
 		k, r := RefreshKey(app), refreshes[app]
@@ -95,15 +127,11 @@ func (s *Store) Deliver(ctx context.Context, ids []string, refreshes map[string]
 		cmds = append(cmds, c.B().Publish().Channel(RefreshChannel).Message(app).Build())
 	}
 	for _, res := range c.DoMulti(ctx, cmds...) {
-		if err = res.Error(); err != nil {
-			break
+		if err := res.Error(); err != nil {
+			return err
 		}
 	}
-	if err != nil {
-		s.forget(ctx, c, made)
-		return false, fmt.Errorf("deliver %s: %w", id, err)
-	}
-	return true, nil
+	return nil
 }
 
 // forget deletes keys, best effort, with a deadline of its own: ctx may be

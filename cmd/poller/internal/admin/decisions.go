@@ -10,7 +10,6 @@ import (
 	"strconv"
 	"strings"
 	"text/tabwriter"
-	"time"
 
 	"go.uber.org/zap"
 
@@ -237,8 +236,7 @@ func (v decisionVerb) publish(ctx context.Context, c *call, d mysql.Decision) {
 	}
 	if err == nil {
 		history := release.App{Key: d.App}.HistoryEntry().Key
-		_, err = c.store.Deliver(ctx, []string{d.Ref() + "@" + d.CreatedAt.UTC().Format(time.RFC3339Nano)},
-			map[string]release.Refresh{history: {At: c.clock.Now()}})
+		err = c.store.Request(ctx, map[string]release.Refresh{history: {At: c.clock.Now()}})
 	}
 	if err != nil {
 		fmt.Fprintf(c.stdout, "stored, but not published now (%s): the pollers publish it within %s\n", shown(err.Error()), every)
