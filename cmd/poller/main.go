@@ -170,9 +170,10 @@ func newStore(client *redis.Conn, host string, cfg config.Poller, log *zap.Logge
 }
 
 // purger returns the Cloudflare purge's work, nil without Cloudflare, and
-// makes pc send it each change. The purge of a change is sent by the one
-// poller whose write made it (poller.Config.Changes), a moment after the
-// write, once the API pods have hydrated it.
+// makes pc send it each change. The purge of a release's change is sent by
+// the one poller whose write made it (poller.Config.Changes), a moment after
+// the write, once the API pods have hydrated it; that of an operator's
+// decision, by each poller as it reads the decision (followDecisions).
 func purger(cfg config.Poller, reg prometheus.Registerer, log *zap.Logger, pc *poller.Config) (func(context.Context) error, error) {
 	if !cfg.Cloudflare.Enabled() {
 		return nil, nil

@@ -59,10 +59,8 @@ func refreshing(p *poller.Poller, wake func()) func(app string, r release.Refres
 			return
 		}
 		mu.Lock()
-		fresh := r.At.After(seen[app])
-		if fresh {
-			seen[app] = r.At
-		}
+		fresh := !r.At.Equal(seen[app])
+		seen[app] = r.At
 		mu.Unlock()
 		if fresh {
 			wake()
@@ -75,12 +73,14 @@ func refreshing(p *poller.Poller, wake func()) func(app string, r release.Refres
 // (poller.SetDecided), so that their histories are polled from the next
 // tick on (docs/scheduling.md, "Release history"); with changes (a
 // poller.Config.Changes, nil without Cloudflare), purges what an app serves
-// whenever its decisions differ from the ones this poller read before: its
+// whenever its decisions differ from the ones this poller read before (its
+// first read, at start, is the baseline: a restart purges nothing): its
 // latest release's paths, with the Tauri answers to an app at the release
 // before it; and warns on log once of each tag a decision names that the
 // app's releases do not hold, which the pods do not apply.
 func followDecisions(p *poller.Poller, changes func(app string, old, new *release.Release), log *zap.Logger) func(release.Bulletin) {
 	var last map[string]release.Decisions
+	read := false               // a first read was taken as the baseline
 	warned := map[string]bool{} // "app tag" of the unfound tags warned of
 	return func(m release.Bulletin) {
 		apps := make([]string, 0, len(m.Decisions))
@@ -90,13 +90,13 @@ func followDecisions(p *poller.Poller, changes func(app string, old, new *releas
 			}
 		}
 		p.SetDecided(apps)
-		if changes != nil {
+		if changes != nil && read {
 			for _, app := range changedApps(last, m.Decisions) {
 				latest := p.Entry(app).Release
 				changes(app, previous(p.Entry(release.App{Key: app}.HistoryEntry().Key).History, latest), latest)
 			}
 		}
-		last = m.Decisions
+		last, read = m.Decisions, true
 		now := map[string]bool{}
 		for _, app := range apps {
 			for _, tag := range unfound(m.Decisions[app], p.Entry(app).Release, p.Entry(release.App{Key: app}.HistoryEntry().Key).History) {
@@ -109,8 +109,9 @@ func followDecisions(p *poller.Poller, changes func(app string, old, new *releas
 	}
 }
 
-// unfound returns the tags d names that neither latest nor h holds; none
-// while h was not read yet.
+// unfound returns the tags d names that neither latest nor h holds, as the
+// pods flag them (release.Decide): none while h was not read yet, and a
+// withdrawn tag only while h is not full (one that aged out of it is not).
 func unfound(d release.Decisions, latest *release.Release, h *release.History) []string {
 	if h == nil {
 		return nil
@@ -119,8 +120,10 @@ func unfound(d release.Decisions, latest *release.Release, h *release.History) [
 	if d.Rollout != nil {
 		tags = append(tags, d.Rollout.Tag)
 	}
-	for _, w := range d.Withdrawn {
-		tags = append(tags, w.Tag)
+	if len(h.List()) < release.MaxHistory {
+		for _, w := range d.Withdrawn {
+			tags = append(tags, w.Tag)
+		}
 	}
 	return slices.DeleteFunc(tags, func(tag string) bool {
 		return latest != nil && latest.Tag == tag || slices.Contains(h.Tags(), tag)

@@ -209,7 +209,8 @@ type noSource struct{}
 func (noSource) Latest(context.Context, release.App, string) release.Answer { return release.Answer{} }
 
 // TestFollowDecisions: each Bulletin read from MySQL purges what the apps
-// whose decisions changed serve, once per change, and nothing else.
+// whose decisions changed serve, once per change, and nothing else; the
+// first, at start, purges nothing.
 func TestFollowDecisions(t *testing.T) {
 	apps := []release.App{{Key: "artcraft", Repo: "o/a"}, {Key: "photocraft", Repo: "o/p"}}
 	p, err := poller.New(poller.Config{Apps: release.Entries(apps), Source: noSource{}, Timing: schedule.Timing{Interval: time.Minute, Tick: time.Second}})
@@ -225,7 +226,8 @@ func TestFollowDecisions(t *testing.T) {
 		decisions map[string]release.Decisions
 		want      []string
 	}{
-		{map[string]release.Decisions{"artcraft": staged, "photocraft": minimum}, []string{"artcraft", "photocraft"}},
+		{map[string]release.Decisions{"artcraft": staged}, nil}, // the first read, at start: the baseline
+		{map[string]release.Decisions{"artcraft": staged, "photocraft": minimum}, []string{"photocraft"}},
 		{map[string]release.Decisions{"artcraft": staged, "photocraft": minimum}, nil},
 		{map[string]release.Decisions{"artcraft": raised, "photocraft": minimum}, []string{"artcraft"}},
 		{map[string]release.Decisions{"artcraft": raised}, []string{"photocraft"}},

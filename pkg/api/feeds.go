@@ -101,20 +101,22 @@ func (ch *choice) tauri(current string) *snapshot.Feed {
 
 // updates returns the other updaters' answers the request gets, for an
 // updater running current ("" when it does not say): below the app's
-// minimum version, the newest release's, staged or not; clientSide for an
-// updater that stages a rollout itself (the staged release's files, with
-// the share written in them, for everyone).
+// minimum version, the staged release's (unless halted), unstaged;
+// clientSide for an updater that stages a rollout itself (the staged
+// release's files, with the share written in them, for everyone else).
 func (ch *choice) updates(clientSide bool, current string) *snapshot.Updates {
 	switch {
 	case ch.prerelease && ch.app.PrereleaseUpdates != nil:
 		return ch.app.PrereleaseUpdates
 	case ch.prerelease || ch.app.Rollout == nil:
 		return ch.app.Updates
+	case ch.app.Rollout.Percent > 0 && ch.app.Below(current):
+		// The staged release's files as they are: a client below the
+		// minimum takes it whatever its own bucket.
+		ch.decision = DecisionBelowMinimum
+		return ch.app.Rollout.Unstaged
 	case clientSide:
 		ch.decision = DecisionClientSide
-		return ch.app.Rollout.Updates
-	case ch.app.Below(current):
-		ch.decision = DecisionBelowMinimum
 		return ch.app.Rollout.Updates
 	case ch.staged:
 		return ch.app.Rollout.Updates

@@ -246,6 +246,8 @@ func TestRolloutUpdaters(t *testing.T) {
 	}{
 		{"RELEASES, no id", updates + "squirrel-win/RELEASES",
 			release.DownloadURL(app.Repo, "v2.0.0", "photocraft-2.0.0-full.nupkg") + " 5 # 25%", snapshot.CacheControlFetched},
+		{"RELEASES below the minimum", updates + "squirrel-win/RELEASES?id=photocraft&localVersion=0.8.0",
+			release.DownloadURL(app.Repo, "v2.0.0", "photocraft-2.0.0-full.nupkg") + " 5\n", snapshot.CacheControlFetched},
 		{"latest.yml, no id", updates + "electron/latest.yml", "stagingPercentage: 25\nversion: 2.0.0", snapshot.CacheControlFetched},
 		{"Squirrel.Mac in the rollout", mac + "1.0.0?install_id=" + in, "photocraft-2.0.0-mac.zip", "private, max-age=60"},
 		{"Squirrel.Mac outside it", mac + "0.9.5?install_id=" + out, "photocraft-1.0.0-mac.zip", "private, max-age=60"},

@@ -50,7 +50,7 @@ func squirrelMac(r Renderer, obs FeedObserver) echo.HandlerFunc {
 // publisher's; 404 saying what is missing. The query Squirrel adds changes
 // nothing (docs/updates.md, "Squirrel.Windows").
 func squirrelWindows(r Renderer, obs FeedObserver) echo.HandlerFunc {
-	return updatesHandler(r, obs, FeedSquirrelWindows, true, nil, func(c echo.Context, u *snapshot.Updates, cacheControl []string) error {
+	return updatesHandler(r, obs, FeedSquirrelWindows, true, func(c echo.Context) string { return queryValue(c.Request().URL.RawQuery, "localVersion") }, func(c echo.Context, u *snapshot.Updates, cacheControl []string) error {
 		return serveFile(c, u.Releases(c.Param("arch")), cacheControl)
 	})
 }

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	mysqldriver "github.com/go-sql-driver/mysql"
+
 	"github.com/storytold/craft-releases/pkg/release"
 	"github.com/storytold/craft-releases/pkg/updates/semver"
 )
@@ -255,7 +257,8 @@ var ErrUndecided = errors.New("nothing to undo")
 // none is ErrUndecided (wrapped), and withdrawing a tag when MaxWithdrawn
 // others are withdrawn is an error; nothing is written then. It returns d
 // as stored, with its ID. The app's rows are locked while it decides, so
-// that two operators at once are told in turn.
+// that two operators at once are told in turn; a deadlock between two
+// first decisions on an app (InnoDB's gap locks) is tried again.
 func (d *DB) AddDecision(ctx context.Context, dec Decision, now time.Time) (Decision, error) {
 	dec.ID, dec.CreatedAt = 0, stored(now)
 	if err := dec.Validate(); err != nil {
@@ -263,6 +266,25 @@ func (d *DB) AddDecision(ctx context.Context, dec Decision, now time.Time) (Deci
 	}
 	ctx, cancel := context.WithTimeout(ctx, d.opts.QueryTimeout)
 	defer cancel()
+	for attempt := 1; ; attempt++ {
+		stored, err := d.addDecision(ctx, dec)
+		var my *mysqldriver.MySQLError
+		if attempt < maxDeadlockAttempts && errors.As(err, &my) && my.Number == erDeadlock {
+			continue
+		}
+		return stored, err
+	}
+}
+
+// erDeadlock is MySQL's ER_LOCK_DEADLOCK, after which the transaction may
+// simply be tried again; maxDeadlockAttempts bounds the tries.
+const (
+	erDeadlock          = 1213
+	maxDeadlockAttempts = 10
+)
+
+// addDecision is one try of AddDecision, in one transaction.
+func (d *DB) addDecision(ctx context.Context, dec Decision) (Decision, error) {
 	tx, err := d.db.BeginTx(ctx, nil)
 	if err != nil {
 		return Decision{}, fmt.Errorf("add decision: %w", err)

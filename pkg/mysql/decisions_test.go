@@ -185,3 +185,31 @@ func TestAddDecisionRefuses(t *testing.T) {
 		t.Errorf("ending no rollout: %v, want ErrUndecided", err)
 	}
 }
+
+// TestConcurrentFirstDecisions: operators deciding about apps none of which
+// has a decision yet, all at once, are each stored: InnoDB's deadlock
+// between their gap locks is tried again, not returned.
+func TestConcurrentFirstDecisions(t *testing.T) {
+	db := migrated(t, nil)
+	const operators = 40
+	errs := make(chan error, operators)
+	for i := range operators {
+		go func() {
+			_, err := db.AddDecision(context.Background(), mysql.Decision{App: fmt.Sprintf("app%d", i%4), Action: mysql.ActionMinimum,
+				Version: "1.0.0", Reason: "r", By: fmt.Sprintf("op%d", i)}, noon)
+			errs <- err
+		}()
+	}
+	for range operators {
+		if err := <-errs; err != nil {
+			t.Errorf("AddDecision: %v", err)
+		}
+	}
+	log, err := db.DecisionLog(context.Background(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(log) != operators {
+		t.Errorf("%d decisions stored, want %d", len(log), operators)
+	}
+}

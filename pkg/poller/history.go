@@ -162,7 +162,7 @@ func (p *Poller) storeHistoryCompanions(ctx context.Context, key string, e relea
 		p.put(ctx, OpPutFetch, p.publishFetch(&changed), key, e, r)
 	}
 	p.merge(key, e)
-	if changed && p.changes != nil {
-		p.changes(key, nil, nil)
+	if changed {
+		p.tellChanges(key, e, e)
 	}
 }

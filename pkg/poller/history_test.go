@@ -133,6 +133,11 @@ func TestHistoryNewlyDecided(t *testing.T) {
 	if calls := h.fleet.takeCalls(); !slices.Contains(calls, "PutFetch b:history") {
 		t.Errorf("fleet calls %v, want b's history written", calls)
 	}
+	// What the app serves under a decision may change with its history:
+	// the change names the release before the latest, and the latest.
+	if !slices.Contains(h.changes, "b:history v1→v2") {
+		t.Errorf("changes %q, want b's history as v1→v2", h.changes)
+	}
 
 	h.p.SetDecided(nil)
 	h.fleet.set("b:history", release.Entry{})

@@ -279,9 +279,33 @@ func (p *Poller) remember(key string, o release.Outcome, was, next release.Entry
 			!reflect.DeepEqual(was.History.List(), next.History.List())
 	}
 	p.merge(key, next)
-	if changed && p.changes != nil {
-		p.changes(key, was.Release, next.Release)
+	if changed {
+		p.tellChanges(key, was, next)
 	}
+}
+
+// tellChanges tells Config.Changes, if any, that key's entry changed from
+// was to next: for a history entry, as a change of the app between the two
+// newest stable releases of next's history, the ones a decision makes the
+// app serve instead of each other.
+func (p *Poller) tellChanges(key string, was, next release.Entry) {
+	if p.changes == nil {
+		return
+	}
+	old, latest := was.Release, next.Release
+	if _, ch := release.AppOf(key); ch == release.HistoryChannel {
+		old, latest = nil, nil
+		for _, r := range next.History.List() {
+			switch {
+			case r.Prerelease:
+			case latest == nil:
+				latest = r
+			case old == nil:
+				old = r
+			}
+		}
+	}
+	p.changes(key, old, latest)
 }
 
 // tagOf returns rel's tag, "" for no release.

@@ -85,8 +85,10 @@ type Plan struct {
 
 // Decide returns what an app serves given its latest release, its newest
 // pre-release (nil for none), its history (its newest releases, in any
-// order; nil when it was not read yet) and its decisions. Releases are
-// ordered by published_at; a release without one is older than any with.
+// order; nil when it was not read yet) and its decisions. The latest
+// release and the pre-release stay what GitHub says unless withdrawn or
+// staged; the release before one is the newest by published_at (a release
+// without one is older than any with) that is not withdrawn.
 func Decide(latest, pre *Release, history []*Release, d Decisions) Plan {
 	if d.Empty() {
 		return Plan{Latest: latest, Prerelease: pre}
@@ -121,15 +123,30 @@ func Decide(latest, pre *Release, history []*Release, d Decisions) Plan {
 		return nil
 	}
 	var p Plan
-	for _, w := range d.Withdrawn {
-		if find(w.Tag) == nil {
-			p.Unfound = append(p.Unfound, w.Tag)
+	unread := history == nil
+	// A withdrawn tag is flagged only where it could be seen: once the
+	// history is read and not full, so that a withdrawal that aged out of
+	// the newest releases stays quiet.
+	if !unread && len(history) < MaxHistory {
+		for _, w := range d.Withdrawn {
+			if find(w.Tag) == nil {
+				p.Unfound = append(p.Unfound, w.Tag)
+			}
 		}
 	}
-	unread := history == nil
-	if latest != nil && (!d.Withdraws(latest.Tag) || !unread) {
-		p.Latest = newest(false, nil)
+	// keep returns r, the release GitHub says is the latest of its kind,
+	// unless it is withdrawn: then the newest older one that is not, or nil
+	// while the history that holds it is not read.
+	keep := func(r *Release) *Release {
+		switch {
+		case r == nil || !d.Withdraws(r.Tag):
+			return r
+		case unread:
+			return nil
+		}
+		return newest(r.Prerelease, r)
 	}
+	p.Latest = keep(latest)
 	if r := d.Rollout; r != nil {
 		staged := find(r.Tag)
 		switch {
@@ -146,9 +163,7 @@ func Decide(latest, pre *Release, history []*Release, d Decisions) Plan {
 			}
 		}
 	}
-	if pre != nil && (!d.Withdraws(pre.Tag) || !unread) {
-		p.Prerelease = newest(true, nil)
-	}
+	p.Prerelease = keep(pre)
 	return p
 }
 

@@ -66,6 +66,11 @@ func TestDecide(t *testing.T) {
 	v1, v2, v3 := rel("v1", 1, false), rel("v2", 2, false), rel("v3", 3, false)
 	rc, rcOld := rel("v4-rc.2", 4, true), rel("v4-rc.1", 3, true)
 	history := []*release.Release{rc, v3, rcOld, v2, v1}
+	backport := rel("v2.9", 5, false)
+	full := slices.Clone(history)
+	for i := len(full); i < release.MaxHistory; i++ {
+		full = append(full, rel(fmt.Sprintf("v0.%d", i+2), -i, false))
+	}
 	withdraw := func(tags ...string) []release.Withdrawal {
 		var ws []release.Withdrawal
 		for _, tag := range tags {
@@ -115,11 +120,21 @@ func TestDecide(t *testing.T) {
 			want: release.Plan{Staged: v1, Percent: 10}},
 		{name: "a minimum alone", history: history, d: release.Decisions{Minimum: &release.Minimum{Version: "9.0.0"}},
 			want: release.Plan{Latest: v3, Prerelease: rc}},
+		// GitHub's latest is v3 though a back-port, v2.9, was published
+		// after it: a decision keeps GitHub's latest and stages it.
+		{name: "a back-port published after the latest", history: append([]*release.Release{backport}, history...),
+			d:    release.Decisions{Rollout: rollout("v3", 10)},
+			want: release.Plan{Latest: v2, Staged: v3, Percent: 10, Prerelease: rc}},
+		{name: "a back-port and a minimum", history: append([]*release.Release{backport}, history...),
+			d:    release.Decisions{Minimum: &release.Minimum{Version: "1.0.0"}},
+			want: release.Plan{Latest: v3, Prerelease: rc}},
+		{name: "a withdrawal aged out of a full history", history: full, d: release.Decisions{Withdrawn: withdraw("v0.1")},
+			want: release.Plan{Latest: v3, Prerelease: rc}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			latest, pre := v3, rc
-			if tt.history != nil && !slices.Contains(tt.history, v3) {
+			if tt.history != nil && !slices.Contains(tt.history, v3) && !slices.Contains(tt.history, backport) {
 				latest, pre = v1, nil
 			}
 			got := release.Decide(latest, pre, tt.history, tt.d)

@@ -76,10 +76,12 @@ func AppImageArch(file string) (arch string, ok bool) {
 }
 
 // PurgePaths returns the paths of the cacheable answers that change when
-// the release of the entry key (an app's, or its pre-release entry's:
-// release.Entries) goes from old to new (either may be nil; the same
-// release when only its signatures changed): the full answer, the app's own
-// answer, the release page, and, for an app's own release, the explicit
+// the release of the entry key (an app's, its pre-release entry's or its
+// history entry's: release.Entries) goes from old to new (either may be
+// nil; the same release when only its signatures changed; for a history,
+// the release before the latest and the latest, which a decision serves
+// instead of each other): the full answer, the app's own answer, the
+// release page, and, but for a pre-release, the explicit
 // download link (download.Link, those of the page's buttons) of every
 // platform either release has assets for, since a link of a platform the
 // new release lacks now answers 404, with the AppImage update redirect of
@@ -91,7 +93,7 @@ func AppImageArch(file string) (arch string, ok bool) {
 func PurgePaths(key string, old, new *release.Release) []string {
 	app, ch := release.AppOf(key)
 	paths := []string{ReleaseInfoPath, ReleaseInfoPath + "/" + url.PathEscape(app), PagePath}
-	if ch != release.Stable {
+	if ch == release.Prerelease {
 		return paths
 	}
 	for _, r := range []*release.Release{old, new} {

@@ -38,6 +38,12 @@ func TestPurgePaths(t *testing.T) {
 	if got := PurgePaths("photocraft:prerelease", old, next); !slices.Equal(got, want[:3]) {
 		t.Errorf("PurgePaths of a pre-release: %q, want %q", got, want[:3])
 	}
+	// A history's change (the release before the latest and the latest,
+	// which a decision serves instead of each other) purges what the app's
+	// own release change does.
+	if got := PurgePaths("photocraft:history", old, next); !slices.Equal(got, want) {
+		t.Errorf("PurgePaths of a history:\n%q\nwant\n%q", got, want)
+	}
 }
 
 // releaseOf is a release of repo at tag with the assets names.

@@ -55,8 +55,9 @@ type Rollout struct {
 	Track   // the staged release, with its downloads
 	Tauri   *Feed
 	Updates *Updates // with the share written into RELEASES and channel files
-
-	unstaged *Updates // Updates before stageFiles
+	// Unstaged are Updates without the share: what a client below the
+	// minimum version is served.
+	Unstaged *Updates
 }
 
 // Below reports whether current, the version an updater runs, is below
@@ -86,12 +87,12 @@ func renderRollout(app string, old *Rollout, plan release.Plan, companions *rele
 		Percent:  plan.Percent,
 		Track:    track(plan.Staged, old.Track),
 		Tauri:    renderFeed(app, old.Tauri, plan.Staged, companions, false),
-		unstaged: renderUpdates(app, old.unstaged, plan.Staged, companions),
+		Unstaged: renderUpdates(app, old.Unstaged, plan.Staged, companions),
 	}
-	if r.unstaged == old.unstaged && r.Percent == old.Percent {
+	if r.Unstaged == old.Unstaged && r.Percent == old.Percent {
 		r.Updates = old.Updates
 	} else {
-		r.Updates = stageFiles(r.unstaged, old.Updates, r.Percent)
+		r.Updates = stageFiles(r.Unstaged, old.Updates, r.Percent)
 	}
 	return r
 }

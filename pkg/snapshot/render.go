@@ -253,7 +253,8 @@ func (r *renderer) update(i int, e appEntries, now time.Time) {
 	oldCritical := p.critical
 	p.critical = nil
 	if newest := plan.Staged; minimum != "" {
-		if newest == nil {
+		if newest == nil || plan.Percent == 0 {
+			// A halted rollout is offered to nobody, below the minimum too.
 			newest = rel
 		}
 		p.critical = renderFeed(a.Key, oldCritical, newest, e.companions(newest), true)

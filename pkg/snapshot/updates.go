@@ -170,7 +170,13 @@ func carryFile(prev *File) *File {
 func stageFiles(u, old *Updates, percent int) *Updates {
 	staged := *u
 	staged.files, staged.releases = make(map[string]*File, len(u.files)), map[string]*File{}
-	for name, f := range u.files {
+	// In the release's order, as renderUpdates: the first RELEASES of an
+	// arch is the one served.
+	for _, name := range companion.Files(u.rel) {
+		f, ok := u.files[name]
+		if !ok {
+			continue
+		}
 		var stage func([]byte) ([]byte, error)
 		switch {
 		case f.Err != "":

@@ -176,7 +176,7 @@ func (s *Store) Refreshes(ctx context.Context, apps []string) (map[string]releas
 		if over != nil {
 			continue
 		}
-		if r, ok := DecodeRefresh(b.Hash); ok {
+		if r, ok := DecodeRefresh(b.Hash, s.clock.Now()); ok {
 			out[apps[i]] = r
 		}
 	}
@@ -184,13 +184,15 @@ func (s *Store) Refreshes(ctx context.Context, apps []string) (map[string]releas
 }
 
 // DecodeRefresh reads a refresh hash (nil for no key) as DecodeApp reads an
-// app hash; ok is false when it holds no readable request.
-func DecodeRefresh(h map[string]string) (release.Refresh, bool) {
+// app hash at now; ok is false when it holds no readable request, or one
+// dated more than release.MaxSkew ahead of now, which no honest writer
+// made and which would otherwise stand for ever.
+func DecodeRefresh(h map[string]string, now time.Time) (release.Refresh, bool) {
 	if h[fieldV] != formatVersion {
 		return release.Refresh{}, false
 	}
 	at, ok := millis(h[fieldAtMS])
-	if !ok {
+	if !ok || !release.Believed(at, now) {
 		return release.Refresh{}, false
 	}
 	return release.Refresh{At: at, Tag: h[fieldTag]}, true

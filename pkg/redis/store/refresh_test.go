@@ -120,9 +120,12 @@ func TestDecodeRefresh(t *testing.T) {
 		{"another version", map[string]string{"v": "2", "at_ms": "1790000000000"}, false},
 		{"a time that is not a number", map[string]string{"v": "1", "at_ms": "soon"}, false},
 		{"a zero time", map[string]string{"v": "1", "at_ms": "0"}, false},
+		{"30 s ahead", map[string]string{"v": "1", "at_ms": "1790000030000"}, true},
+		{"an hour ahead", map[string]string{"v": "1", "at_ms": "1790003600000"}, false},
 	}
+	now := time.UnixMilli(1790000000000)
 	for _, tt := range tests {
-		if _, ok := DecodeRefresh(tt.h); ok != tt.ok {
+		if _, ok := DecodeRefresh(tt.h, now); ok != tt.ok {
 			t.Errorf("%s: ok %v, want %v", tt.name, ok, tt.ok)
 		}
 	}
