@@ -36,7 +36,7 @@ const (
 // The limits on a decision. Lengths of text are counted in characters, as
 // the schema's columns count them.
 const (
-	MaxAppKey    = 100                  // an app's key, as CRAFT_APPS_RELEASE_APPS spells it
+	MaxAppKey    = release.MaxKey       // an app's key, as CRAFT_APPS_RELEASE_APPS spells it
 	MaxReason    = release.MaxReason    // why: newlines and tabs allowed
 	MaxBy        = 100                  // who: one line
 	MaxWithdrawn = release.MaxWithdrawn // tags of one app withdrawn at once
@@ -82,7 +82,7 @@ func (d Decision) Validate() error {
 	var errs []error
 	if d.App == "" {
 		errs = append(errs, errors.New("app is missing"))
-	} else if !validKey(d.App) {
+	} else if !release.ValidKey(d.App) {
 		errs = append(errs, fmt.Errorf("app %q is not an app key (at most %d of a-z, 0-9, '.', '_' and '-')", d.App, MaxAppKey))
 	}
 	takes, ok := fieldsOf[d.Action]
@@ -124,13 +124,6 @@ func (d Decision) Validate() error {
 		errs = append(errs, text("who decided", d.By, MaxBy, false))
 	}
 	return errors.Join(errs...)
-}
-
-// validKey reports whether s is an app key as pkg/config reads them.
-func validKey(s string) bool {
-	return len(s) <= MaxAppKey && s != "" && strings.IndexFunc(s, func(r rune) bool {
-		return !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-')
-	}) < 0
 }
 
 // decisionColumns are a decision row's columns, in Decision's order.

@@ -44,8 +44,8 @@ func (a App) HistoryEntry() App {
 // Entries returns the entries the pollers keep for apps, in order: each app,
 // followed by its PrereleaseEntry when it has a pre-release channel, then
 // by its HistoryEntry. Every app has a history entry; the pollers fill only
-// those of apps with decisions, and an entry never fetched costs a reader
-// nothing but an absent key.
+// those of apps with decisions, and the API pods read the others as absent
+// keys (docs/scheduling.md, "Release history").
 func Entries(apps []App) []App {
 	out := make([]App, 0, 2*len(apps))
 	for _, a := range apps {

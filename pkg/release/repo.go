@@ -25,3 +25,13 @@ func SafeName(s string) bool {
 	}
 	return true
 }
+
+// MaxKey bounds an app's key.
+const MaxKey = 100
+
+// ValidKey reports whether s can be an app's key (CRAFT_APPS_RELEASE_APPS
+// lowers them): 1 to MaxKey of lowercase ASCII letters, digits, '.', '_'
+// and '-'.
+func ValidKey(s string) bool {
+	return s != "" && len(s) <= MaxKey && SafeName(s) && strings.ToLower(s) == s
+}

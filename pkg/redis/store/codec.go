@@ -391,7 +391,7 @@ func decodeDecisions(s string) (map[string]release.Decisions, bool) {
 		return nil, false
 	}
 	for app, dec := range d {
-		if !validKey(app) || dec.Verify() != nil {
+		if !release.ValidKey(app) || dec.Verify() != nil {
 			return nil, false
 		}
 	}
@@ -416,14 +416,6 @@ func encodeDecisions(d map[string]release.Decisions) (string, error) {
 		return "", fmt.Errorf("decisions of %d bytes are over %d", len(b), release.MaxEncoded)
 	}
 	return string(b), nil
-}
-
-// validKey reports whether s is an app key as pkg/config reads them: 1 to
-// 100 of a-z, 0-9, '.', '_' and '-'.
-func validKey(s string) bool {
-	return s != "" && len(s) <= 100 && strings.IndexFunc(s, func(r rune) bool {
-		return !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-')
-	}) < 0
 }
 
 // decodeList reads a JSON array into *list, never leaving it nil; JSON null

@@ -197,14 +197,18 @@ func (v decisionVerb) run(ctx context.Context, c *call) error {
 }
 
 // checkTag refuses a tag the app never had: it asks GitHub, unless the tag
-// is the one the app's current decision already names (raising or halting
-// a rollout, rewording a withdrawal), which was checked when it was made.
+// is one the app's current decisions already name (raising or halting a
+// rollout, rewording a withdrawal, withdrawing the staged release: "Stop a
+// bad release" must work while GitHub is down), which was checked when
+// they were made.
 func (v decisionVerb) checkTag(ctx context.Context, c *call, app release.App, d mysql.Decision) error {
 	current, err := c.db.CurrentDecisions(ctx, app.Key)
 	if err != nil {
 		return err
 	}
-	if slices.ContainsFunc(current, func(r mysql.Decision) bool { return r.Action == d.Action && r.Tag == d.Tag }) {
+	if slices.ContainsFunc(current, func(r mysql.Decision) bool {
+		return r.Tag == d.Tag && (r.Action == d.Action || d.Action != mysql.ActionRollout)
+	}) {
 		return nil
 	}
 	gh, err := github.New(github.Options{BaseURL: c.cfg.GitHubAPIURL, Token: c.cfg.GitHubToken.Reveal(), UserAgent: "craft-releases-poller-admin"})

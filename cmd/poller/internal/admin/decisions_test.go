@@ -145,7 +145,7 @@ func TestDecisionCommands(t *testing.T) {
 		{args: []string{"rollout", "list"}, want: []string{"APP", "TAG", "PERCENT", "photocraft", "v0.6.0", "0 %", "2026-10-10T12:00:00Z", "alice", `"crash reports"`}},
 		{args: []string{"withdraw", "photocraft", "--tag", "v0.6.0", "--reason", "crashes at start"},
 			want:      []string{"withdrawn: v0.6.0 of photocraft (served to nobody) by alice (decision/4)"},
-			decisions: `{"photocraft":{"rollout":{"tag":"v0.6.0","percent":0},"withdrawn":[` + crashes + `]}}`, asks: 1},
+			decisions: `{"photocraft":{"rollout":{"tag":"v0.6.0","percent":0},"withdrawn":[` + crashes + `]}}`, asks: 0}, // the staged tag: no need to ask GitHub
 		{args: []string{"rollout", "photocraft", "--end"}, want: []string{"rollout of photocraft ended"},
 			decisions: `{"photocraft":{"withdrawn":[` + crashes + `]}}`},
 		{args: []string{"withdraw", "photocraft", "--tag", "v0.7.0-beta.1", "--reason", "bad signature"}, want: []string{"withdrawn: v0.7.0-beta.1"},
