@@ -20,6 +20,7 @@ import (
 	"github.com/storytold/craft-releases/pkg/updates/companion"
 	"github.com/storytold/craft-releases/test/fakeclock"
 	"github.com/storytold/craft-releases/test/openapitest"
+	"github.com/storytold/craft-releases/test/testkit"
 )
 
 // rolloutServer serves photocraft with a latest release 2.0.0 and, in its
@@ -263,6 +264,33 @@ func TestRolloutUpdaters(t *testing.T) {
 		}
 		if cc := rec.Header().Get("Cache-Control"); cc != tt.cache {
 			t.Errorf("%s: Cache-Control %q, want %q", tt.name, cc, tt.cache)
+		}
+	}
+}
+
+// TestRolloutAllocs: a feed request bucketed by its install id, by header
+// or query, allocates no more than one without an id.
+func TestRolloutAllocs(t *testing.T) {
+	if testkit.RaceEnabled {
+		t.Skip("the race detector changes allocation counts: task test-allocs runs this without it")
+	}
+	srv := rolloutServer(t, release.Decisions{Rollout: &release.Rollout{Tag: "v2.0.0", Percent: 30}}, nil)
+	allocs := func(target string, header http.Header) float64 {
+		req := httptest.NewRequest(http.MethodGet, target, nil)
+		req.Header = header
+		w := &discard{h: make(http.Header, 8)}
+		return testing.AllocsPerRun(100, func() {
+			clear(w.h)
+			srv.ServeHTTP(w, req)
+		})
+	}
+	without := allocs(rolloutNSIS, http.Header{})
+	for name, got := range map[string]float64{
+		"header": allocs(rolloutNSIS, http.Header{"X-Install-Id": {"0f8fad5b-d9cb-469f-a165-70867728950e"}}),
+		"query":  allocs(rolloutNSIS+"?install_id=0f8fad5b-d9cb-469f-a165-70867728950e", http.Header{}),
+	} {
+		if got > without {
+			t.Errorf("%s: %v allocations per request, want at most %v, as without an id", name, got, without)
 		}
 	}
 }

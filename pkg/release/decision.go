@@ -53,14 +53,12 @@ func (d Decisions) Withdraws(tag string) bool {
 // bucket is below P, so it stays in as P grows (docs/wire.md, "Staged
 // rollouts").
 func Bucket(app, tag, id string) int {
-	h := sha256.New()
-	h.Write([]byte(app))
-	h.Write([]byte{0})
-	h.Write([]byte(tag))
-	h.Write([]byte{0})
-	h.Write([]byte(id))
-	var sum [sha256.Size]byte
-	return int(binary.BigEndian.Uint64(h.Sum(sum[:0])) % 100)
+	// Room for the longest key, tag and install id the service takes, so
+	// that bucketing a request allocates nothing.
+	var buf [MaxKey + 1 + 255 + 1 + 128]byte
+	b := append(append(append(append(append(buf[:0], app...), 0), tag...), 0), id...)
+	sum := sha256.Sum256(b)
+	return int(binary.BigEndian.Uint64(sum[:8]) % 100)
 }
 
 // Plan is what an app serves under its decisions
