@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -211,5 +212,27 @@ func TestConcurrentFirstDecisions(t *testing.T) {
 	}
 	if len(log) != operators {
 		t.Errorf("%d decisions stored, want %d", len(log), operators)
+	}
+}
+
+// TestLiveSaysWhenDecisionsAreCut: past MaxDecisions current decisions, the
+// oldest are not published, and Live says so among the rows left out, so
+// that the refresher warns rather than serve an old withdrawal again.
+func TestLiveSaysWhenDecisionsAreCut(t *testing.T) {
+	db, d := migratedDB(t, nil)
+	var values []string
+	for i := range mysql.MaxDecisions {
+		values = append(values, fmt.Sprintf("('app%d', 'withdraw', 'v%d', 'r', 'op', '2026-12-01 00:00:00')", i/mysql.MaxWithdrawn, i%mysql.MaxWithdrawn))
+	}
+	insert := "INSERT INTO craft_release_decisions (app, action, tag, reason, decided_by, created_at) VALUES "
+	if _, err := raw(t, d).Exec(insert + strings.Join(values, ", ")); err != nil {
+		t.Fatal(err)
+	}
+	_, skipped, err := db.Live(context.Background(), noon)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(skipped, fmt.Sprintf("decisions past the newest %d", mysql.MaxDecisions)) {
+		t.Errorf("skipped %q, want the cut named", skipped)
 	}
 }

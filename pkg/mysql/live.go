@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -120,5 +121,10 @@ func (d *DB) Live(ctx context.Context, now time.Time) (m release.Bulletin, skipp
 	}
 	var bad []string
 	m.Decisions, bad = Decided(current)
+	if len(current) == MaxDecisions {
+		// The oldest current decisions are not read: name that as a row
+		// left out, so that the refresher warns.
+		bad = append(bad, "decisions past the newest "+strconv.Itoa(MaxDecisions))
+	}
 	return m, append(skipped, bad...), nil
 }
