@@ -22,7 +22,7 @@ const FeedAppImage = "appimage"
 // Errors are JSON and not cached: 404 for an unknown app or arch, no release
 // or no zsync file, 400 for a bad channel (docs/updates.md, "AppImage").
 func appImageZsync(r Renderer, obs FeedObserver) echo.HandlerFunc {
-	return feedHandler(r, obs, FeedAppImage, func(c echo.Context, ch *choice) error {
+	return feedHandler(r, obs, FeedAppImage, false, func(c echo.Context, ch *choice) error {
 		key, file := c.Param("app"), c.Param("file")
 		arch, ok := routes.AppImageArch(file)
 		if !ok {

@@ -15,11 +15,12 @@ import (
 // feedHandler makes the checks every updater feed makes before answer
 // answers about the path's app (docs/updates.md): 404 for an app that is
 // not configured, or never fetched since the pod started; 400 for a channel
-// that is not stable or prerelease, or a malformed install id. answer is
-// told what the request gets (a choice). Every answer says Vary:
-// Accept-Encoding (and X-Install-Id while a rollout is under way), and obs,
+// that is not stable or prerelease, or, but for a feed whose updater stages
+// rollouts itself (clientSide), a malformed install id. answer is told what
+// the request gets (a choice). Every answer says Vary: Accept-Encoding (and
+// X-Install-Id while a rollout is under way and the id counts), and obs,
 // if any, is told of it as feed.
-func feedHandler(r Renderer, obs FeedObserver, feed string, answer func(c echo.Context, ch *choice) error) echo.HandlerFunc {
+func feedHandler(r Renderer, obs FeedObserver, feed string, clientSide bool, answer func(c echo.Context, ch *choice) error) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		key := c.Param("app")
 		app := r.Current().Apps[key]
@@ -51,12 +52,21 @@ func feedHandler(r Renderer, obs FeedObserver, feed string, answer func(c echo.C
 		if app.Withdrawn && !ch.prerelease {
 			ch.decision = DecisionWithdrawnSkipped
 		}
-		if app.Rollout != nil && !ch.prerelease {
+		if clientSide {
+			return answer(c, &ch)
+		}
+		staging := app.Rollout != nil && !ch.prerelease
+		if staging {
 			h[hdrVary] = varyEncodingInstall
-			id, err := installID(c.Request().Header, rawQuery)
-			if err != nil {
-				return writeError(c, http.StatusBadRequest, errorBody{Error: err.Error()})
-			}
+		}
+		// An id is checked whether or not a rollout is under way, so that
+		// an app that sends a bad one learns it at once, not when its first
+		// rollout starts.
+		id, err := installID(c.Request().Header, rawQuery)
+		if err != nil {
+			return writeError(c, http.StatusBadRequest, errorBody{Error: err.Error()})
+		}
+		if staging {
 			ch.decision = DecisionPrevious
 			if id != "" {
 				// The answer depends on the id: no shared cache may keep it.
@@ -154,7 +164,7 @@ const maxInstallID = 128
 // "" for none. An id must be 1 to 128 visible ASCII characters.
 func installID(h http.Header, rawQuery string) (string, error) {
 	id := ""
-	if v := h[hdrInstallID]; len(v) > 0 {
+	if v := h[hdrInstallID]; len(v) > 0 && v[0] != "" {
 		id = v[0]
 	} else if id = queryValue(rawQuery, "install_id"); id == "" {
 		id = queryValue(rawQuery, "stagingId")

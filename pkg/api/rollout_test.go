@@ -106,6 +106,7 @@ func TestRolloutFeed(t *testing.T) {
 		{"install_id", rolloutNSIS + "?install_id=" + in, nil, "2.0.0", "private, max-age=60"},
 		{"stagingId", rolloutNSIS + "?stagingId=" + in, nil, "2.0.0", "private, max-age=60"},
 		{"the header wins", rolloutNSIS + "?install_id=" + in, header(out), "1.0.0", "private, max-age=60"},
+		{"an empty header does not", rolloutNSIS + "?install_id=" + in, header(""), "2.0.0", "private, max-age=60"},
 		{"up to date outside", rolloutNSIS + "?current_version=1.0.0&install_id=" + out, nil, "204", "private, max-age=60"},
 		{"below the minimum outside", rolloutNSIS + "?current_version=0.9.0&install_id=" + out, nil, "2.0.0 critical", "private, max-age=60"},
 		{"below the minimum without an id", rolloutNSIS + "?current_version=0.9.0", nil, "2.0.0 critical", snapshot.CacheControlFetched},
@@ -180,6 +181,10 @@ func TestWithdrawnEverywhere(t *testing.T) {
 	if got, _ := offeredVersion(t, srv, rolloutNSIS, nil); got != "1.0.0" {
 		t.Errorf("feed: %s, want 1.0.0", got)
 	}
+	// A bad install id is refused without a rollout too.
+	if got, _ := offeredVersion(t, srv, rolloutNSIS+"?install_id=a%20b", nil); !strings.HasPrefix(got, "400 ") {
+		t.Errorf("a bad id without a rollout: %s, want a 400", got)
+	}
 	if body := serve(t, srv, http.MethodGet, "/v1/craft_apps/release_info", nil).Body.String(); strings.Contains(body, "2.0.0") ||
 		!strings.Contains(body, `"latest_release":{"tag":"v1.0.0"`) {
 		t.Errorf("release_info: %s", body)
@@ -250,6 +255,7 @@ func TestRolloutUpdaters(t *testing.T) {
 		{"RELEASES below the minimum", updates + "squirrel-win/RELEASES?id=photocraft&localVersion=0.8.0",
 			release.DownloadURL(app.Repo, "v2.0.0", "photocraft-2.0.0-full.nupkg") + " 5\n", snapshot.CacheControlFetched},
 		{"latest.yml, no id", updates + "electron/latest.yml", "stagingPercentage: 25\nversion: 2.0.0", snapshot.CacheControlFetched},
+		{"latest.yml, any id", updates + "electron/latest.yml?install_id=a%20b", "stagingPercentage: 25\nversion: 2.0.0", snapshot.CacheControlFetched},
 		{"Squirrel.Mac in the rollout", mac + "1.0.0?install_id=" + in, "photocraft-2.0.0-mac.zip", "private, max-age=60"},
 		{"Squirrel.Mac outside it", mac + "0.9.5?install_id=" + out, "photocraft-1.0.0-mac.zip", "private, max-age=60"},
 		{"Squirrel.Mac below the minimum", mac + "0.8.0?install_id=" + out, "photocraft-2.0.0-mac.zip", "private, max-age=60"},

@@ -48,7 +48,7 @@ func tauriManifest(r Renderer, obs FeedObserver) echo.HandlerFunc {
 // tauriHandler serves the offer that pick chooses of the Tauri feed the
 // updater gets (choice.tauri).
 func tauriHandler(r Renderer, obs FeedObserver, feed string, pick func(echo.Context, *snapshot.Feed) *snapshot.Offer) echo.HandlerFunc {
-	return feedHandler(r, obs, feed, func(c echo.Context, ch *choice) error {
+	return feedHandler(r, obs, feed, false, func(c echo.Context, ch *choice) error {
 		current := queryValue(c.Request().URL.RawQuery, "current_version")
 		o := pick(c, ch.tauri(current))
 		if o.Err != "" {

@@ -61,7 +61,7 @@ func squirrelWindows(r Renderer, obs FeedObserver) echo.HandlerFunc {
 // does not say).
 func updatesHandler(r Renderer, obs FeedObserver, feed string, clientSide bool, current func(echo.Context) string,
 	answer func(echo.Context, *snapshot.Updates, []string) error) echo.HandlerFunc {
-	return feedHandler(r, obs, feed, func(c echo.Context, ch *choice) error {
+	return feedHandler(r, obs, feed, clientSide, func(c echo.Context, ch *choice) error {
 		running := ""
 		if current != nil {
 			running = current(c)
