@@ -174,7 +174,7 @@ func (v decisionVerb) run(ctx context.Context, c *call) error {
 	}
 	app := c.cfg.Apps[i]
 	if err := d.Validate(); err != nil {
-		return fmt.Errorf("%s: %w", v.name, err)
+		return fmt.Errorf("%s: %w", v.name, flagged(err))
 	}
 	if v.askGitHub && d.Action == v.do {
 		if err := v.checkTag(ctx, c, app, d); err != nil {
@@ -194,6 +194,26 @@ func (v decisionVerb) run(ctx context.Context, c *call) error {
 	fmt.Fprintf(c.stdout, "%s by %s (%s)\n", describe(stored), stored.By, stored.Ref())
 	v.publish(ctx, c, stored)
 	return nil
+}
+
+// flags are the flags of mysql.Decision's fields, as its Validate names
+// them at the start of each problem.
+var flags = [...][2]string{{"tag ", "--tag "}, {"percent ", "--percent "}, {"version ", "--version "},
+	{"reason ", "--reason "}, {"who decided ", "--by "}}
+
+// flagged returns err, mysql.Decision.Validate's, with each problem naming
+// the flag an operator typed rather than the field.
+func flagged(err error) error {
+	lines := strings.Split(err.Error(), "\n")
+	for i, l := range lines {
+		for _, f := range flags {
+			if rest, ok := strings.CutPrefix(l, f[0]); ok {
+				lines[i] = f[1] + rest
+				break
+			}
+		}
+	}
+	return errors.New(strings.Join(lines, "\n"))
 }
 
 // checkTag refuses a tag the app never had: it asks GitHub, unless the tag
@@ -238,15 +258,16 @@ func (v decisionVerb) publish(ctx context.Context, c *call, d mysql.Decision) {
 	if err == nil {
 		err = f.Refresh(ctx)
 	}
-	if err == nil {
-		history := release.App{Key: d.App}.HistoryEntry().Key
-		err = c.store.Request(ctx, map[string]release.Refresh{history: {At: c.clock.Now()}})
-	}
 	if err != nil {
 		fmt.Fprintf(c.stdout, "stored, but not published now (%s): the pollers publish it within %s\n", shown(err.Error()), every)
 		return
 	}
 	fmt.Fprintln(c.stdout, "published to Redis: the API pods follow within seconds")
+	history := release.App{Key: d.App}.HistoryEntry().Key
+	if err := c.store.Request(ctx, map[string]release.Refresh{history: {At: c.clock.Now()}}); err != nil {
+		fmt.Fprintf(c.stdout, "the pollers were not asked for the app's recent releases (%s): they read the decision within %s\n",
+			shown(err.Error()), every)
+	}
 }
 
 // describe says what d decides, for people.
