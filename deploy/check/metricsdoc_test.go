@@ -35,7 +35,9 @@ func TestMetricsDocMatchesTheBinaries(t *testing.T) {
 	p.Schedule(26.4, 60)
 	p.Companion("photocraft", "stored", release.Answer{Outcome: release.Fetched, Remaining: 9, Reset: time.Now()})
 	snap := snapshot.New(apps, nil)
-	snap.Set("photocraft", release.Entry{FetchedAt: time.Now(), ETag: `"e"`, Release: &release.Release{Tag: "v1"}})
+	v1 := &release.Release{Tag: "v1", PublishedAt: release.NewTime(time.Now())}
+	snap.Set("photocraft", release.Entry{FetchedAt: time.Now(), ETag: `"e"`, Release: v1})
+	snap.Set("photocraft:history", release.Entry{FetchedAt: time.Now(), ETag: `"h"`, History: release.NewHistory([]*release.Release{v1})})
 	snap.SetMeta(release.Bulletin{Decisions: map[string]release.Decisions{"photocraft": {
 		Rollout: &release.Rollout{Tag: "v1", Percent: 10}, Withdrawn: []release.Withdrawal{{Tag: "v0"}}}}})
 	requests := metrics.NewRequests()

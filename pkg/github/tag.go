@@ -2,10 +2,12 @@ package github
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 
 	"github.com/storytold/craft-releases/pkg/release"
 )
@@ -35,35 +37,71 @@ func (c *Client) byTag(ctx context.Context, app release.App, tag string) (*relea
 		return nil, fmt.Errorf("release %q of %s: not a git tag of at most %d bytes", tag, app.Repo, MaxTag)
 	}
 	rq := request{what: "release " + tag, path: "releases/tags/" + url.PathEscape(tag), parse: one(parseRelease)}
+	got, err := c.ask(ctx, app, rq)
+	if err != nil {
+		return nil, err
+	}
+	if rel := got.Release; rel.Tag != tag {
+		return nil, fmt.Errorf("%s of %s: GitHub answered the release %q", rq.what, app.Repo, rel.Tag)
+	}
+	return got.Release, nil
+}
+
+// Draft reports whether app's release list (its first ListSize releases,
+// drafts included, as GitHub lists them to a token that may push) holds a
+// draft of tag: a release an operator may stage before publishing it. Its
+// errors are Release's, ErrNoRelease for a repository without releases.
+func (c *Client) Draft(ctx context.Context, app release.App, tag string) (bool, error) {
+	draft := false
+	rq := request{what: "releases", path: listPath, parse: func(_ release.App, body []byte) (release.Answer, error) {
+		var list []taggedDraft
+		if err := json.Unmarshal(body, &list); err != nil {
+			return release.Answer{}, fmt.Errorf("decode release list: %w", err)
+		}
+		draft = slices.Contains(list[:min(len(list), ListSize)], taggedDraft{Tag: tag, Draft: true})
+		return release.Answer{}, nil
+	}}
+	if _, err := c.ask(ctx, app, rq); err != nil {
+		return false, c.redact(err)
+	}
+	return draft, nil
+}
+
+// taggedDraft is what Draft reads of a release of the list.
+type taggedDraft struct {
+	Tag   string `json:"tag_name"`
+	Draft bool   `json:"draft"`
+}
+
+// ask sends rq about app, bounded as Latest's requests are, and returns
+// what rq's parse makes of a 200: a 404 is ErrNoRelease (wrapped), any other
+// answer an error that says what it was.
+func (c *Client) ask(ctx context.Context, app release.App, rq request) (release.Answer, error) {
 	gh := c.gh()
 	req, err := c.newRequest(gh, rq, app.Repo, "")
 	if err != nil {
-		return nil, err
+		return release.Answer{}, err
 	}
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
 	resp, err := gh.BareDo(ctx, req)
 	if resp == nil || resp.Response == nil {
-		return nil, unsent(rq, app.Repo, err).Err
+		return release.Answer{}, unsent(rq, app.Repo, err).Err
 	}
 	defer resp.Body.Close()
 	switch code := resp.StatusCode; code {
 	case http.StatusOK:
 	case http.StatusNotFound:
-		return nil, fmt.Errorf("%s of %s: %w", rq.what, app.Repo, ErrNoRelease)
+		return release.Answer{}, fmt.Errorf("%s of %s: %w", rq.what, app.Repo, ErrNoRelease)
 	default:
 		if a := quota(resp.Header); rateLimitSignal(code, resp.Header) || a.Remaining == 0 {
-			return nil, fmt.Errorf("%s of %s: rate limited (HTTP %d)", rq.what, app.Repo, code)
+			return release.Answer{}, fmt.Errorf("%s of %s: rate limited (HTTP %d)", rq.what, app.Repo, code)
 		}
-		return nil, fmt.Errorf("%s of %s: HTTP %d", rq.what, app.Repo, code)
+		return release.Answer{}, fmt.Errorf("%s of %s: HTTP %d", rq.what, app.Repo, code)
 	}
 	got, err := c.readRelease(rq, app, resp.Response)
-	rel := got.Release
-	switch {
-	case err != nil:
-		return nil, fmt.Errorf("%s of %s: %w", rq.what, app.Repo, err)
-	case rel.Tag != tag:
-		return nil, fmt.Errorf("%s of %s: GitHub answered the release %q", rq.what, app.Repo, rel.Tag)
+	if err != nil {
+		return release.Answer{}, fmt.Errorf("%s of %s: %w", rq.what, app.Repo, err)
 	}
-	return rel, nil
+	return got, nil
 }

@@ -237,6 +237,16 @@ func (v decisionVerb) checkTag(ctx context.Context, c *call, app release.App, d 
 	}
 	rel, err := gh.Release(ctx, app, d.Tag)
 	switch {
+	case errors.Is(err, github.ErrNoRelease) && d.Action == mysql.ActionRollout:
+		// A draft may be staged before it is published, so that the
+		// rollout holds from its first second.
+		if draft, derr := gh.Draft(ctx, app, d.Tag); derr != nil {
+			return fmt.Errorf("--tag %q: could not check it on GitHub, nothing written (try again): %w", d.Tag, derr)
+		} else if draft {
+			fmt.Fprintf(c.stdout, "%s is a draft: the rollout holds once it is published\n", d.Tag)
+			return nil
+		}
+		return fmt.Errorf("--tag %q: %s has no published release or draft %s on GitHub (%s)", d.Tag, app.Key, d.Tag, app.Repo)
 	case errors.Is(err, github.ErrNoRelease):
 		return fmt.Errorf("--tag %q: %s has no published release %s on GitHub (%s)", d.Tag, app.Key, d.Tag, app.Repo)
 	case err != nil:

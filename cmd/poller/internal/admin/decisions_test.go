@@ -118,7 +118,7 @@ func TestDecisionCommands(t *testing.T) {
 		{args: []string{"rollout", "photocraft", "--end", "--tag", "v0.6.0"}, err: "rollout: --end takes no --tag or --percent"},
 		{args: []string{"rollout", "photocraft", "--end"}, err: "rollout: photocraft has no rollout to end: nothing to undo; nothing written"},
 		{args: []string{"rollout", "photocraft", "--tag", "v9.9.9", "--percent", "5"},
-			err: `rollout: --tag "v9.9.9": photocraft has no published release v9.9.9 on GitHub (storytold/photocraft)`},
+			err: `rollout: --tag "v9.9.9": photocraft has no published release or draft v9.9.9 on GitHub (storytold/photocraft)`},
 		{args: []string{"withdraw", "photocraft", "--tag", "v0.8.0", "--reason", "x"}, err: "has no published release v0.8.0"},
 		{args: []string{"rollout", "photocraft", "--tag", "v0.7.0-beta.1", "--percent", "5"},
 			err: `rollout: --tag "v0.7.0-beta.1" is a pre-release: a rollout stages a stable release`},
@@ -225,5 +225,9 @@ func TestDecisionCommands(t *testing.T) {
 	}
 	if out := mustCommand(t, w.vars, "withdraw", "list", "--all"); strings.Contains(out, "rollout") || strings.Count(out, "\n") != 4 {
 		t.Errorf("withdraw list --all printed:\n%s\nwant the three withdraw and restore rows", out)
+	}
+	// A draft may be staged before it is published.
+	if out := mustCommand(t, w.vars, "rollout", "photocraft", "--tag", "v0.8.0", "--percent", "5"); !strings.Contains(out, "v0.8.0 is a draft") {
+		t.Errorf("rollout of a draft printed:\n%s\nwant it staged, a draft", out)
 	}
 }
