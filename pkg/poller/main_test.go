@@ -1,4 +1,4 @@
-package fleet_test
+package poller_test
 
 import (
 	"os"
