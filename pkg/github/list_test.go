@@ -3,6 +3,7 @@ package github_test
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -12,15 +13,27 @@ import (
 	"github.com/storytold/craft-releases/test/fakegithub"
 )
 
-// pre returns a published prerelease of repo tagged tag, published at
-// hours after the fake's default publication time.
-func pre(tag string, hours int) fakegithub.Release {
+// stable and pre return a published release or prerelease of repo tagged
+// tag, published hours after the fake's default publication time, then
+// changed by each of opts (draft, undated).
+func stable(tag string, hours int, opts ...func(*fakegithub.Release)) fakegithub.Release {
 	r := fakegithub.NewRelease(repo, tag)
-	r.Prerelease = true
 	at := r.PublishedAt.Add(time.Duration(hours) * time.Hour)
 	r.PublishedAt = &at
+	for _, o := range opts {
+		o(&r)
+	}
 	return r
 }
+
+func pre(tag string, hours int, opts ...func(*fakegithub.Release)) fakegithub.Release {
+	r := stable(tag, hours, opts...)
+	r.Prerelease = true
+	return r
+}
+
+func draft(r *fakegithub.Release)   { r.Draft = true }
+func undated(r *fakegithub.Release) { r.PublishedAt = nil }
 
 func listJSON(t testing.TB, rs ...fakegithub.Release) []byte {
 	t.Helper()
@@ -36,37 +49,25 @@ func listJSON(t testing.TB, rs ...fakegithub.Release) []byte {
 // that is no draft was published with it or after it; a list without one
 // gives nil.
 func TestParsePrereleases(t *testing.T) {
-	draft := pre("v3.0.0-beta.1", 5)
-	draft.Draft, draft.PublishedAt = true, nil
-	undated := pre("v2.5.0-beta.1", 0)
-	undated.PublishedAt = nil
-	stable := fakegithub.NewRelease(repo, "v1.0.0")
-	promoted := pre("v2.0.0-rc.1", 2) // promoted in place: published when it was a pre-release
-	promoted.Prerelease = false
-	draftStable := pre("v2.0.0", 3)
-	draftStable.Draft, draftStable.Prerelease = true, false
-	undatedStable := pre("v2.0.0", 3)
-	undatedStable.Prerelease, undatedStable.PublishedAt = false, nil
-	sameTime := pre("v2.0.0", 1)
-	sameTime.Prerelease = false
+	v1 := stable("v1.0.0", 0)
+	promoted := stable("v2.0.0-rc.1", 2) // promoted in place: published when it was a pre-release
 	for _, tt := range []struct {
 		name string
 		list []fakegithub.Release
 		want string // the tag chosen; "" for none
 	}{
-		{"a draft first", []fakegithub.Release{draft, pre("v2.0.0-beta.2", 2), stable}, "v2.0.0-beta.2"},
+		{"a draft first", []fakegithub.Release{pre("v3.0.0-beta.1", 5, draft, undated), pre("v2.0.0-beta.2", 2), v1}, "v2.0.0-beta.2"},
 		{"two prereleases", []fakegithub.Release{pre("v2.0.0-beta.1", 1), pre("v2.0.0-beta.2", 2)}, "v2.0.0-beta.2"},
 		{"equals: the first listed", []fakegithub.Release{pre("v2.0.0-rc.1", 2), pre("v2.0.0-beta.2", 2)}, "v2.0.0-rc.1"},
-		{"none at all", []fakegithub.Release{stable}, ""},
-		{"promoted in place", []fakegithub.Release{promoted, pre("v2.0.0-rc.0", 1), stable}, ""},
+		{"none at all", []fakegithub.Release{v1}, ""},
+		{"promoted in place", []fakegithub.Release{promoted, pre("v2.0.0-rc.0", 1), v1}, ""},
 		{"newer than the promoted one", []fakegithub.Release{pre("v2.0.0-rc.2", 3), promoted, pre("v2.0.0-rc.0", 1)}, "v2.0.0-rc.2"},
-		{"a stable published with it", []fakegithub.Release{pre("v2.0.0-rc.0", 1), sameTime}, ""},
-		{"a newer draft stable", []fakegithub.Release{draftStable, pre("v2.0.0-rc.0", 1)}, "v2.0.0-rc.0"},
-		{"a newer undated stable", []fakegithub.Release{undatedStable, pre("v2.0.0-rc.0", 1)}, "v2.0.0-rc.0"},
+		{"a stable published with it", []fakegithub.Release{pre("v2.0.0-rc.0", 1), stable("v2.0.0", 1)}, ""},
+		{"a newer draft stable", []fakegithub.Release{stable("v2.0.0", 3, draft), pre("v2.0.0-rc.0", 1)}, "v2.0.0-rc.0"},
+		{"a newer undated stable", []fakegithub.Release{stable("v2.0.0", 3, undated), pre("v2.0.0-rc.0", 1)}, "v2.0.0-rc.0"},
 		{"an empty list", nil, ""},
-		{"only undated and drafts", []fakegithub.Release{undated, draft}, ""},
-		{"past the tenth", append(make([]fakegithub.Release, 0, 11),
-			stable, stable, stable, stable, stable, stable, stable, stable, stable, stable, pre("v9.0.0-beta.1", 9)), ""},
+		{"only undated and drafts", []fakegithub.Release{pre("v2.5.0-beta.1", 0, undated), pre("v3.0.0-beta.1", 5, draft, undated)}, ""},
+		{"past the tenth", append(slices.Repeat([]fakegithub.Release{v1}, 10), pre("v9.0.0-beta.1", 9)), ""},
 	} {
 		got, err := github.ParsePrereleases(app, listJSON(t, tt.list...))
 		if err != nil {
@@ -87,24 +88,35 @@ func TestParsePrereleases(t *testing.T) {
 	}
 }
 
-// TestParsePrereleasesRejects: what is not a list of release objects, a
-// selection field of the wrong type, or a chosen release that ParseRelease
-// refuses fails the whole answer, so that it replaces nothing.
-func TestParsePrereleasesRejects(t *testing.T) {
-	bad := pre("v2.0.0-beta.1", 1)
-	bad.TagName = "bad tag\u0001"
-	for name, body := range map[string]string{
-		"not json":                     `[`,
-		"an object":                    string(fakegithub.NewRelease(repo, "v1").JSON()),
-		"null":                         `null`,
-		"a number in the list":         `[1]`,
-		"null in the list":             `[null]`,
-		"prerelease of the wrong type": `[{"tag_name":"v1","prerelease":"yes"}]`,
-		"published_at not a time":      `[{"tag_name":"v1","prerelease":true,"published_at":"yesterday"}]`,
-		"the chosen one has a bad tag": string(listJSON(t, bad)),
+// TestParseListRejects: what is not a list of release objects, a selection
+// field of the wrong type in any of them, or a chosen pre-release that
+// ParseRelease refuses fails the whole answer, so that it replaces nothing.
+func TestParseListRejects(t *testing.T) {
+	parsers := map[string]func([]byte) (bool, error){
+		"ParsePrereleases": func(b []byte) (bool, error) { r, err := github.ParsePrereleases(app, b); return r != nil, err },
+		"ParseHistory":     func(b []byte) (bool, error) { h, err := github.ParseHistory(app, b); return h != nil, err },
+	}
+	good := string(listJSON(t, stable("v1.0.0", 1)))
+	for _, tt := range []struct{ name, only, body string }{
+		{"not json", "", `[`},
+		{"an object", "", string(fakegithub.NewRelease(repo, "v1").JSON())},
+		{"null", "", `null`},
+		{"a number in the list", "", `[1]`},
+		{"null in the list", "", `[null]`},
+		{"prerelease of the wrong type", "", `[{"tag_name":"v1","prerelease":"yes"}]`},
+		{"draft of the wrong type", "", `[{"tag_name":"v1","draft":0}]`},
+		{"published_at not a time", "", `[{"tag_name":"v1","published_at":"yesterday"}]`},
+		{"a pre-release's published_at not a time", "", `[{"tag_name":"v1","prerelease":true,"published_at":"yesterday"}]`},
+		{"a good one, then a bad field", "", good[:1] + `{"prerelease":"yes"},` + good[1:]},
+		{"the chosen one has a bad tag", "ParsePrereleases", string(listJSON(t, pre("bad tag\u0001", 1)))},
 	} {
-		if r, err := github.ParsePrereleases(app, []byte(body)); err == nil || r != nil {
-			t.Errorf("%s: ParsePrereleases = %+v, %v; want an error", name, r, err)
+		for name, parse := range parsers {
+			if tt.only != "" && tt.only != name {
+				continue
+			}
+			if got, err := parse([]byte(tt.body)); err == nil || got {
+				t.Errorf("%s: %s = %v, %v; want an error and nothing", tt.name, name, got, err)
+			}
 		}
 	}
 }
