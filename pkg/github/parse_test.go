@@ -133,27 +133,15 @@ func TestParseReleaseWhole(t *testing.T) {
 	}`
 	sum := "8a5edab282632443219e051e4ade2d1d5bbc671c781051bf1437897cbdfea0f1"
 	x64 := release.ArchX64
+	dl := "https://github.com/storytold/photocraft/releases/download/v0.5.0/"
 	want := &release.Release{
-		Tag:           "v0.5.0",
-		Version:       "0.5.0",
-		Name:          "PhotoCraft v0.5.0",
-		PublishedAt:   release.NewTime(time.Date(2026, 10, 8, 14, 52, 50, 500e6, time.UTC)),
-		HTMLURL:       "https://github.com/storytold/photocraft/releases/tag/v0.5.0",
-		Prerelease:    true,
-		NotesMarkdown: "Notes",
+		Tag: "v0.5.0", Version: "0.5.0", Name: "PhotoCraft v0.5.0", Prerelease: true, NotesMarkdown: "Notes",
+		PublishedAt: release.NewTime(time.Date(2026, 10, 8, 14, 52, 50, 500e6, time.UTC)),
+		HTMLURL:     "https://github.com/storytold/photocraft/releases/tag/v0.5.0",
 		Assets: []release.Asset{
-			{
-				Name:        "photocraft-0.5.0-windows-x64.msi",
-				SizeBytes:   7,
-				DownloadURL: "https://github.com/storytold/photocraft/releases/download/v0.5.0/photocraft-0.5.0-windows-x64.msi",
-				SHA256:      &sum,
-				Platform:    &release.Platform{OS: release.OSWindows, Arch: &x64, PackageType: release.PackageMSI},
-			},
-			{
-				Name:        "SHA256SUMS.txt",
-				SizeBytes:   2048,
-				DownloadURL: "https://github.com/storytold/photocraft/releases/download/v0.5.0/SHA256SUMS.txt",
-			},
+			{Name: "photocraft-0.5.0-windows-x64.msi", SizeBytes: 7, DownloadURL: dl + "photocraft-0.5.0-windows-x64.msi", SHA256: &sum,
+				Platform: &release.Platform{OS: release.OSWindows, Arch: &x64, PackageType: release.PackageMSI}},
+			{Name: "SHA256SUMS.txt", SizeBytes: 2048, DownloadURL: dl + "SHA256SUMS.txt"},
 		},
 	}
 	got := mustParse(t, []byte(body))
