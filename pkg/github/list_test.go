@@ -3,6 +3,7 @@ package github_test
 import (
 	"context"
 	"encoding/json"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -44,47 +45,74 @@ func listJSON(t testing.TB, rs ...fakegithub.Release) []byte {
 	return b
 }
 
-// TestParsePrereleases: the newest dated prerelease that is no draft is
-// chosen, wherever it is listed, unless a dated stable release of the list
-// that is no draft was published with it or after it; a list without one
-// gives nil.
-func TestParsePrereleases(t *testing.T) {
-	v1 := stable("v1.0.0", 0)
+// TestParseLists: of the first ListSize releases listed, ParsePrereleases
+// chooses the newest dated prerelease that is no draft, wherever it is
+// listed, unless a dated stable release that is no draft was published
+// with it or after it (none: nil); ParseHistory keeps the dated releases
+// that are no drafts, newest first, each as ParseRelease keeps it: a
+// release ParseRelease refuses is left out and an asset it cannot trust
+// dropped, the rest kept.
+func TestParseLists(t *testing.T) {
+	v1, none := stable("v1.0.0", 0), []string{}
 	promoted := stable("v2.0.0-rc.1", 2) // promoted in place: published when it was a pre-release
+	foreign := stable("v3.0.0", 3)
+	foreign.Assets[0].BrowserDownloadURL = "https://github.com/attacker/photocraft/releases/download/v3.0.0/" + foreign.Assets[0].Name
+	many := make([]fakegithub.Release, 0, 12)
+	for i := range 12 {
+		many = append(many, stable("v1.0."+string(rune('a'+i)), i))
+	}
 	for _, tt := range []struct {
-		name string
-		list []fakegithub.Release
-		want string // the tag chosen; "" for none
+		name    string
+		history bool // ParseHistory, else ParsePrereleases
+		list    []fakegithub.Release
+		want    []string // the history's tags, or the chosen pre-release's
 	}{
-		{"a draft first", []fakegithub.Release{pre("v3.0.0-beta.1", 5, draft, undated), pre("v2.0.0-beta.2", 2), v1}, "v2.0.0-beta.2"},
-		{"two prereleases", []fakegithub.Release{pre("v2.0.0-beta.1", 1), pre("v2.0.0-beta.2", 2)}, "v2.0.0-beta.2"},
-		{"equals: the first listed", []fakegithub.Release{pre("v2.0.0-rc.1", 2), pre("v2.0.0-beta.2", 2)}, "v2.0.0-rc.1"},
-		{"none at all", []fakegithub.Release{v1}, ""},
-		{"promoted in place", []fakegithub.Release{promoted, pre("v2.0.0-rc.0", 1), v1}, ""},
-		{"newer than the promoted one", []fakegithub.Release{pre("v2.0.0-rc.2", 3), promoted, pre("v2.0.0-rc.0", 1)}, "v2.0.0-rc.2"},
-		{"a stable published with it", []fakegithub.Release{pre("v2.0.0-rc.0", 1), stable("v2.0.0", 1)}, ""},
-		{"a newer draft stable", []fakegithub.Release{stable("v2.0.0", 3, draft), pre("v2.0.0-rc.0", 1)}, "v2.0.0-rc.0"},
-		{"a newer undated stable", []fakegithub.Release{stable("v2.0.0", 3, undated), pre("v2.0.0-rc.0", 1)}, "v2.0.0-rc.0"},
-		{"an empty list", nil, ""},
-		{"only undated and drafts", []fakegithub.Release{pre("v2.5.0-beta.1", 0, undated), pre("v3.0.0-beta.1", 5, draft, undated)}, ""},
-		{"past the tenth", append(slices.Repeat([]fakegithub.Release{v1}, 10), pre("v9.0.0-beta.1", 9)), ""},
+		{"a draft first", false, []fakegithub.Release{pre("v3.0.0-beta.1", 5, draft, undated), pre("v2.0.0-beta.2", 2), v1}, []string{"v2.0.0-beta.2"}},
+		{"two prereleases", false, []fakegithub.Release{pre("v2.0.0-beta.1", 1), pre("v2.0.0-beta.2", 2)}, []string{"v2.0.0-beta.2"}},
+		{"equals: the first listed", false, []fakegithub.Release{pre("v2.0.0-rc.1", 2), pre("v2.0.0-beta.2", 2)}, []string{"v2.0.0-rc.1"}},
+		{"none at all", false, []fakegithub.Release{v1}, none},
+		{"promoted in place", false, []fakegithub.Release{promoted, pre("v2.0.0-rc.0", 1), v1}, none},
+		{"newer than the promoted one", false, []fakegithub.Release{pre("v2.0.0-rc.2", 3), promoted, pre("v2.0.0-rc.0", 1)}, []string{"v2.0.0-rc.2"}},
+		{"a stable published with it", false, []fakegithub.Release{pre("v2.0.0-rc.0", 1), stable("v2.0.0", 1)}, none},
+		{"a newer draft stable", false, []fakegithub.Release{stable("v2.0.0", 3, draft), pre("v2.0.0-rc.0", 1)}, []string{"v2.0.0-rc.0"}},
+		{"a newer undated stable", false, []fakegithub.Release{stable("v2.0.0", 3, undated), pre("v2.0.0-rc.0", 1)}, []string{"v2.0.0-rc.0"}},
+		{"an empty list", false, nil, none},
+		{"only undated and drafts", false, []fakegithub.Release{pre("v2.5.0-beta.1", 0, undated), pre("v3.0.0-beta.1", 5, draft, undated)}, none},
+		{"past the tenth", false, append(slices.Repeat([]fakegithub.Release{v1}, 10), pre("v9.0.0-beta.1", 9)), none},
+		{"newest first, kinds mixed", true, []fakegithub.Release{stable("v1.0.0", 1), pre("v2.0.0-rc.1", 2), stable("v2.0.0", 4)}, []string{"v2.0.0", "v2.0.0-rc.1", "v1.0.0"}},
+		{"drafts and undated left out", true, []fakegithub.Release{stable("v9.0.0", 9, draft), stable("v8.0.0", 8, undated), stable("v1.0.0", 1)}, []string{"v1.0.0"}},
+		{"a release with a bad tag left out", true, []fakegithub.Release{stable("bad tag\u0001", 7), stable("v1.0.0", 1)}, []string{"v1.0.0"}},
+		{"a foreign download url: the asset dropped", true, []fakegithub.Release{foreign, stable("v1.0.0", 1)}, []string{"v3.0.0", "v1.0.0"}},
+		{"a repeated tag: the first", true, []fakegithub.Release{stable("v1.0.0", 1), stable("v1.0.0", 5)}, []string{"v1.0.0"}},
+		{"an empty list", true, nil, none},
+		{"past the tenth unread", true, many, []string{"v1.0.j", "v1.0.i", "v1.0.h", "v1.0.g", "v1.0.f", "v1.0.e", "v1.0.d", "v1.0.c", "v1.0.b", "v1.0.a"}},
 	} {
-		got, err := github.ParsePrereleases(app, listJSON(t, tt.list...))
-		if err != nil {
-			t.Errorf("%s: %v", tt.name, err)
-			continue
-		}
-		tag := ""
-		if got != nil {
-			tag = got.Tag
-			checkRelease(t, repo, got)
-			if !got.Prerelease {
-				t.Errorf("%s: chose a release not marked prerelease", tt.name)
+		t.Run(tt.name, func(t *testing.T) {
+			body, got, tags := listJSON(t, tt.list...), []*release.Release(nil), none
+			if tt.history {
+				h, err := github.ParseHistory(app, body)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got, tags = h.Releases, h.Tags()
+			} else if r, err := github.ParsePrereleases(app, body); err != nil {
+				t.Fatal(err)
+			} else if r != nil {
+				got, tags = []*release.Release{r}, []string{r.Tag}
+				if !r.Prerelease {
+					t.Errorf("chose %s, not marked prerelease", r.Tag)
+				}
 			}
-		}
-		if tag != tt.want {
-			t.Errorf("%s: chose %q, want %q", tt.name, tag, tt.want)
-		}
+			if !reflect.DeepEqual(tags, tt.want) {
+				t.Errorf("tags: got %q, want %q", tags, tt.want)
+			}
+			for _, r := range got {
+				checkRelease(t, repo, r)
+				if r.Tag == "v3.0.0" && len(r.Assets) != len(foreign.Assets)-1 {
+					t.Errorf("v3.0.0 kept %d assets, want all but the foreign one (%d)", len(r.Assets), len(foreign.Assets)-1)
+				}
+			}
+		})
 	}
 }
 
