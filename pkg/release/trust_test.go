@@ -175,19 +175,13 @@ func TestVerify(t *testing.T) {
 		{"download_url in another repository", func(r *release.Release) {
 			r.Assets[0].DownloadURL = release.DownloadURL("evil/photocraft", "v1.2.3", r.Assets[0].Name)
 		}},
-		{"download_url of another tag", func(r *release.Release) {
-			r.Assets[0].DownloadURL = release.DownloadURL(repo, "v9", r.Assets[0].Name)
-		}},
-		{"download_url of another file", func(r *release.Release) {
-			r.Assets[0].DownloadURL = release.DownloadURL(repo, "v1.2.3", "evil.msi")
-		}},
+		{"download_url of another tag", func(r *release.Release) { r.Assets[0].DownloadURL = release.DownloadURL(repo, "v9", r.Assets[0].Name) }},
+		{"download_url of another file", func(r *release.Release) { r.Assets[0].DownloadURL = release.DownloadURL(repo, "v1.2.3", "evil.msi") }},
 		{"no download_url", func(r *release.Release) { r.Assets[0].DownloadURL = "" }},
 		{"a sha256 not hex", func(r *release.Release) { r.Assets[0].SHA256 = str(strings.Repeat("zz", 32)) }},
 		{"a sha256 in capitals", func(r *release.Release) { r.Assets[0].SHA256 = str(strings.Repeat("AB", 32)) }},
 		{"a short sha256", func(r *release.Release) { r.Assets[0].SHA256 = str("ab") }},
-		{"a platform the name does not say", func(r *release.Release) {
-			r.Assets[0].Platform = &release.Platform{OS: "linux", PackageType: "deb"}
-		}},
+		{"a platform the name does not say", func(r *release.Release) { r.Assets[0].Platform = &release.Platform{OS: "linux", PackageType: "deb"} }},
 		{"an arch the name does not say", func(r *release.Release) {
 			p := *r.Assets[0].Platform
 			p.Arch = str("arm64")
