@@ -116,30 +116,60 @@ func TestParseLists(t *testing.T) {
 	}
 }
 
-// TestParseListRejects: what is not a list of release objects, a selection
-// field of the wrong type in any of them, or a chosen pre-release that
-// ParseRelease refuses fails the whole answer, so that it replaces nothing.
-func TestParseListRejects(t *testing.T) {
+// TestParseRejects: ParseRelease fails what is not one release object of
+// fields of the right types, a draft or a bad tag; the list parsers what
+// is not a list of release objects, a selection field of the wrong type in
+// any of them, or a chosen pre-release that ParseRelease refuses: the
+// whole answer fails, so that it replaces nothing.
+func TestParseRejects(t *testing.T) {
 	parsers := map[string]func([]byte) (bool, error){
+		"ParseRelease":     func(b []byte) (bool, error) { r, err := github.ParseRelease(app, b); return r != nil, err },
 		"ParsePrereleases": func(b []byte) (bool, error) { r, err := github.ParsePrereleases(app, b); return r != nil, err },
 		"ParseHistory":     func(b []byte) (bool, error) { h, err := github.ParseHistory(app, b); return h != nil, err },
 	}
 	good := string(listJSON(t, stable("v1.0.0", 1)))
 	for _, tt := range []struct{ name, only, body string }{
-		{"not json", "", `[`},
-		{"an object", "", string(fakegithub.NewRelease(repo, "v1").JSON())},
-		{"null", "", `null`},
-		{"a number in the list", "", `[1]`},
-		{"null in the list", "", `[null]`},
-		{"prerelease of the wrong type", "", `[{"tag_name":"v1","prerelease":"yes"}]`},
-		{"draft of the wrong type", "", `[{"tag_name":"v1","draft":0}]`},
-		{"published_at not a time", "", `[{"tag_name":"v1","published_at":"yesterday"}]`},
-		{"a pre-release's published_at not a time", "", `[{"tag_name":"v1","prerelease":true,"published_at":"yesterday"}]`},
-		{"a good one, then a bad field", "", good[:1] + `{"prerelease":"yes"},` + good[1:]},
+		{"empty", "ParseRelease", ""},
+		{"not json", "ParseRelease", "<html>rate limited</html>"},
+		{"truncated", "ParseRelease", `{"tag_name":"v1.0.0","name":"Tru`},
+		{"array", "ParseRelease", `[{"tag_name":"v1.0.0"}]`},
+		{"string", "ParseRelease", `"v1.0.0"`},
+		{"null", "ParseRelease", `null`},
+		{"trailing garbage", "ParseRelease", `{"tag_name":"v1.0.0"} {}`},
+		{"draft", "ParseRelease", `{"tag_name":"v1.0.0","draft":true}`},
+		{"tag missing", "ParseRelease", `{"name":"PhotoCraft"}`},
+		{"tag empty", "ParseRelease", `{"tag_name":""}`},
+		{"tag null", "ParseRelease", `{"tag_name":null}`},
+		{"tag over 64 bytes", "ParseRelease", `{"tag_name":"v` + strings.Repeat("1", 64) + `"}`},
+		{"tag a number", "ParseRelease", `{"tag_name":1}`},
+		{"name a number", "ParseRelease", `{"tag_name":"v1","name":1}`},
+		{"body an object", "ParseRelease", `{"tag_name":"v1","body":{}}`},
+		{"draft a string", "ParseRelease", `{"tag_name":"v1","draft":"false"}`},
+		{"prerelease a number", "ParseRelease", `{"tag_name":"v1","prerelease":0}`},
+		{"published_at a number", "ParseRelease", `{"tag_name":"v1","published_at":1760000000}`},
+		{"published_at not a time", "ParseRelease", `{"tag_name":"v1","published_at":"yesterday"}`},
+		{"html_url a bool", "ParseRelease", `{"tag_name":"v1","html_url":true}`},
+		{"assets an object", "ParseRelease", `{"tag_name":"v1","assets":{}}`},
+		{"asset a string", "ParseRelease", `{"tag_name":"v1","assets":["a.msi"]}`},
+		{"asset name a number", "ParseRelease", `{"tag_name":"v1","assets":[{"name":5}]}`},
+		{"asset size a string", "ParseRelease", `{"tag_name":"v1","assets":[{"name":"a.msi","size":"7"}]}`},
+		{"asset size a fraction", "ParseRelease", `{"tag_name":"v1","assets":[{"name":"a.msi","size":1.5}]}`},
+		{"asset url a number", "ParseRelease", `{"tag_name":"v1","assets":[{"browser_download_url":1}]}`},
+		{"asset digest an object", "ParseRelease", `{"tag_name":"v1","assets":[{"digest":{}}]}`},
+		{"not json", "lists", `[`},
+		{"an object", "lists", string(fakegithub.NewRelease(repo, "v1").JSON())},
+		{"null", "lists", `null`},
+		{"a number in the list", "lists", `[1]`},
+		{"null in the list", "lists", `[null]`},
+		{"prerelease of the wrong type", "lists", `[{"tag_name":"v1","prerelease":"yes"}]`},
+		{"draft of the wrong type", "lists", `[{"tag_name":"v1","draft":0}]`},
+		{"published_at not a time", "lists", `[{"tag_name":"v1","published_at":"yesterday"}]`},
+		{"a pre-release's published_at not a time", "lists", `[{"tag_name":"v1","prerelease":true,"published_at":"yesterday"}]`},
+		{"a good one, then a bad field", "lists", good[:1] + `{"prerelease":"yes"},` + good[1:]},
 		{"the chosen one has a bad tag", "ParsePrereleases", string(listJSON(t, pre("bad tag\u0001", 1)))},
 	} {
 		for name, parse := range parsers {
-			if tt.only != "" && tt.only != name {
+			if tt.only != name && (tt.only != "lists" || name == "ParseRelease") {
 				continue
 			}
 			if got, err := parse([]byte(tt.body)); err == nil || got {
