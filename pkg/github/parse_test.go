@@ -71,50 +71,6 @@ func mustParse(t testing.TB, body []byte) *release.Release {
 	return r
 }
 
-func TestParseReleaseRejects(t *testing.T) {
-	tests := []struct {
-		name string
-		body string
-	}{
-		{"empty", ""},
-		{"not json", "<html>rate limited</html>"},
-		{"truncated", `{"tag_name":"v1.0.0","name":"Tru`},
-		{"array", `[{"tag_name":"v1.0.0"}]`},
-		{"string", `"v1.0.0"`},
-		{"null", `null`},
-		{"trailing garbage", `{"tag_name":"v1.0.0"} {}`},
-		{"draft", `{"tag_name":"v1.0.0","draft":true}`},
-		{"tag missing", `{"name":"PhotoCraft"}`},
-		{"tag empty", `{"tag_name":""}`},
-		{"tag null", `{"tag_name":null}`},
-		{"tag over 64 bytes", `{"tag_name":"v` + strings.Repeat("1", 64) + `"}`},
-		{"tag a number", `{"tag_name":1}`},
-		{"name a number", `{"tag_name":"v1","name":1}`},
-		{"body an object", `{"tag_name":"v1","body":{}}`},
-		{"draft a string", `{"tag_name":"v1","draft":"false"}`},
-		{"prerelease a number", `{"tag_name":"v1","prerelease":0}`},
-		{"published_at a number", `{"tag_name":"v1","published_at":1760000000}`},
-		{"published_at not a time", `{"tag_name":"v1","published_at":"yesterday"}`},
-		{"html_url a bool", `{"tag_name":"v1","html_url":true}`},
-		{"assets an object", `{"tag_name":"v1","assets":{}}`},
-		{"asset a string", `{"tag_name":"v1","assets":["a.msi"]}`},
-		{"asset name a number", `{"tag_name":"v1","assets":[{"name":5}]}`},
-		{"asset size a string", `{"tag_name":"v1","assets":[{"name":"a.msi","size":"7"}]}`},
-		{"asset size a fraction", `{"tag_name":"v1","assets":[{"name":"a.msi","size":1.5}]}`},
-		{"asset url a number", `{"tag_name":"v1","assets":[{"browser_download_url":1}]}`},
-		{"asset digest an object", `{"tag_name":"v1","assets":[{"digest":{}}]}`},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			r, err := github.ParseRelease(app, []byte(tt.body))
-			if err == nil {
-				got, _ := release.Marshal(r)
-				t.Errorf("ParseRelease(%s) = %s, want an error", tt.body, got)
-			}
-		})
-	}
-}
-
 func TestParseReleaseWhole(t *testing.T) {
 	body := `{
 	  "url": "https://api.github.com/repos/storytold/photocraft/releases/1",
@@ -133,27 +89,15 @@ func TestParseReleaseWhole(t *testing.T) {
 	}`
 	sum := "8a5edab282632443219e051e4ade2d1d5bbc671c781051bf1437897cbdfea0f1"
 	x64 := release.ArchX64
+	dl := "https://github.com/storytold/photocraft/releases/download/v0.5.0/"
 	want := &release.Release{
-		Tag:           "v0.5.0",
-		Version:       "0.5.0",
-		Name:          "PhotoCraft v0.5.0",
-		PublishedAt:   release.NewTime(time.Date(2026, 10, 8, 14, 52, 50, 500e6, time.UTC)),
-		HTMLURL:       "https://github.com/storytold/photocraft/releases/tag/v0.5.0",
-		Prerelease:    true,
-		NotesMarkdown: "Notes",
+		Tag: "v0.5.0", Version: "0.5.0", Name: "PhotoCraft v0.5.0", Prerelease: true, NotesMarkdown: "Notes",
+		PublishedAt: release.NewTime(time.Date(2026, 10, 8, 14, 52, 50, 500e6, time.UTC)),
+		HTMLURL:     "https://github.com/storytold/photocraft/releases/tag/v0.5.0",
 		Assets: []release.Asset{
-			{
-				Name:        "photocraft-0.5.0-windows-x64.msi",
-				SizeBytes:   7,
-				DownloadURL: "https://github.com/storytold/photocraft/releases/download/v0.5.0/photocraft-0.5.0-windows-x64.msi",
-				SHA256:      &sum,
-				Platform:    &release.Platform{OS: release.OSWindows, Arch: &x64, PackageType: release.PackageMSI},
-			},
-			{
-				Name:        "SHA256SUMS.txt",
-				SizeBytes:   2048,
-				DownloadURL: "https://github.com/storytold/photocraft/releases/download/v0.5.0/SHA256SUMS.txt",
-			},
+			{Name: "photocraft-0.5.0-windows-x64.msi", SizeBytes: 7, DownloadURL: dl + "photocraft-0.5.0-windows-x64.msi", SHA256: &sum,
+				Platform: &release.Platform{OS: release.OSWindows, Arch: &x64, PackageType: release.PackageMSI}},
+			{Name: "SHA256SUMS.txt", SizeBytes: 2048, DownloadURL: dl + "SHA256SUMS.txt"},
 		},
 	}
 	got := mustParse(t, []byte(body))

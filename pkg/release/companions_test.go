@@ -31,20 +31,13 @@ func TestMergeSignatures(t *testing.T) {
 		want []string // the names of the merged signatures
 		same bool     // the same fetch: merged in either order alike
 	}{
-		{"newer fetch of another release replaces them",
-			fetch(t0, `"a"`, v1, sigs("a.sig", "b.sig")), fetch(t0.Add(time.Minute), `"b"`, v2, nil), nil, false},
-		{"newer fetch brings its own",
-			fetch(t0, `"a"`, v1, sigs("a.sig")), fetch(t0.Add(time.Minute), `"b"`, v2, sigs("c.sig")), []string{"c.sig"}, false},
-		{"older fetch changes nothing",
-			fetch(t0, `"b"`, v2, sigs("c.sig")), fetch(t0.Add(-time.Minute), `"a"`, v1, sigs("a.sig")), []string{"c.sig"}, false},
-		{"same fetch: union",
-			fetch(t0, `"a"`, v1, sigs("a.sig")), fetch(t0, `"a"`, v1, sigs("b.sig")), []string{"a.sig", "b.sig"}, true},
-		{"same fetch read back from redis, in milliseconds: union",
-			fetch(t0.Add(123456), `"a"`, v1, sigs("a.sig")), fetch(t0, `"a"`, v1, sigs("b.sig")), []string{"a.sig", "b.sig"}, true},
-		{"same time, another etag: no union",
-			fetch(t0, `"a"`, v1, sigs("a.sig")), fetch(t0, `"x"`, v1, sigs("b.sig")), []string{"a.sig"}, false},
-		{"same time, another tag: no union",
-			fetch(t0, `"a"`, v1, sigs("a.sig")), fetch(t0, `"a"`, v2, sigs("b.sig")), []string{"a.sig"}, false},
+		{"newer fetch of another release replaces them", fetch(t0, `"a"`, v1, sigs("a.sig", "b.sig")), fetch(t0.Add(time.Minute), `"b"`, v2, nil), nil, false},
+		{"newer fetch brings its own", fetch(t0, `"a"`, v1, sigs("a.sig")), fetch(t0.Add(time.Minute), `"b"`, v2, sigs("c.sig")), []string{"c.sig"}, false},
+		{"older fetch changes nothing", fetch(t0, `"b"`, v2, sigs("c.sig")), fetch(t0.Add(-time.Minute), `"a"`, v1, sigs("a.sig")), []string{"c.sig"}, false},
+		{"same fetch: union", fetch(t0, `"a"`, v1, sigs("a.sig")), fetch(t0, `"a"`, v1, sigs("b.sig")), []string{"a.sig", "b.sig"}, true},
+		{"same fetch read back from redis, in milliseconds: union", fetch(t0.Add(123456), `"a"`, v1, sigs("a.sig")), fetch(t0, `"a"`, v1, sigs("b.sig")), []string{"a.sig", "b.sig"}, true},
+		{"same time, another etag: no union", fetch(t0, `"a"`, v1, sigs("a.sig")), fetch(t0, `"x"`, v1, sigs("b.sig")), []string{"a.sig"}, false},
+		{"same time, another tag: no union", fetch(t0, `"a"`, v1, sigs("a.sig")), fetch(t0, `"a"`, v2, sigs("b.sig")), []string{"a.sig"}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := tc.e.Merge(tc.o, now)

@@ -79,57 +79,37 @@ func TestDecide(t *testing.T) {
 		return ws
 	}
 	rollout := func(tag string, percent int) *release.Rollout { return &release.Rollout{Tag: tag, Percent: percent} }
+	type D = release.Decisions
+	type P = release.Plan
+	ported := append([]*release.Release{backport}, history...)
 	tests := []struct {
 		name    string
 		history []*release.Release // nil: not read yet
-		d       release.Decisions
-		want    release.Plan
+		d       D
+		want    P
 	}{
-		{name: "no decision", history: nil, want: release.Plan{Latest: v3, Prerelease: rc}},
-		{name: "the latest withdrawn", history: history, d: release.Decisions{Withdrawn: withdraw("v3")},
-			want: release.Plan{Latest: v2, Prerelease: rc}},
-		{name: "the latest withdrawn before the history is read", d: release.Decisions{Withdrawn: withdraw("v3")},
-			want: release.Plan{Prerelease: rc}},
-		{name: "two withdrawn", history: history, d: release.Decisions{Withdrawn: withdraw("v3", "v2")},
-			want: release.Plan{Latest: v1, Prerelease: rc}},
-		{name: "an older one withdrawn", history: history, d: release.Decisions{Withdrawn: withdraw("v1")},
-			want: release.Plan{Latest: v3, Prerelease: rc}},
-		{name: "the pre-release withdrawn", history: history, d: release.Decisions{Withdrawn: withdraw("v4-rc.2")},
-			want: release.Plan{Latest: v3, Prerelease: rcOld}},
-		{name: "a tag nobody has", history: history, d: release.Decisions{Withdrawn: withdraw("v9")},
-			want: release.Plan{Latest: v3, Prerelease: rc, Unfound: []string{"v9"}}},
-		{name: "a rollout at 10 %", history: history, d: release.Decisions{Rollout: rollout("v3", 10)},
-			want: release.Plan{Latest: v2, Staged: v3, Percent: 10, Prerelease: rc}},
-		{name: "a rollout halted", history: history, d: release.Decisions{Rollout: rollout("v3", 0)},
-			want: release.Plan{Latest: v2, Staged: v3, Percent: 0, Prerelease: rc}},
-		{name: "a rollout before the history is read", d: release.Decisions{Rollout: rollout("v3", 10)},
-			want: release.Plan{Staged: v3, Percent: 10, Prerelease: rc}},
-		{name: "a rollout complete", history: history, d: release.Decisions{Rollout: rollout("v3", 100)},
-			want: release.Plan{Latest: v3, Prerelease: rc}},
-		{name: "a rollout superseded by a newer release", history: history, d: release.Decisions{Rollout: rollout("v2", 10)},
-			want: release.Plan{Latest: v3, Prerelease: rc}},
-		{name: "a rollout of a withdrawn release", history: history,
-			d:    release.Decisions{Rollout: rollout("v3", 10), Withdrawn: withdraw("v3")},
-			want: release.Plan{Latest: v2, Prerelease: rc}},
-		{name: "a rollout with the release before it withdrawn", history: history,
-			d:    release.Decisions{Rollout: rollout("v3", 50), Withdrawn: withdraw("v2")},
-			want: release.Plan{Latest: v1, Staged: v3, Percent: 50, Prerelease: rc}},
-		{name: "a rollout of a tag GitHub dropped", history: history, d: release.Decisions{Rollout: rollout("v5", 10)},
-			want: release.Plan{Latest: v3, Prerelease: rc, Unfound: []string{"v5"}}},
-		{name: "a rollout of the first release", history: []*release.Release{v1}, d: release.Decisions{Rollout: rollout("v1", 10)},
-			want: release.Plan{Staged: v1, Percent: 10}},
-		{name: "a minimum alone", history: history, d: release.Decisions{Minimum: &release.Minimum{Version: "9.0.0"}},
-			want: release.Plan{Latest: v3, Prerelease: rc}},
+		{"no decision", nil, D{}, P{Latest: v3, Prerelease: rc}},
+		{"the latest withdrawn", history, D{Withdrawn: withdraw("v3")}, P{Latest: v2, Prerelease: rc}},
+		{"the latest withdrawn before the history is read", nil, D{Withdrawn: withdraw("v3")}, P{Prerelease: rc}},
+		{"two withdrawn", history, D{Withdrawn: withdraw("v3", "v2")}, P{Latest: v1, Prerelease: rc}},
+		{"an older one withdrawn", history, D{Withdrawn: withdraw("v1")}, P{Latest: v3, Prerelease: rc}},
+		{"the pre-release withdrawn", history, D{Withdrawn: withdraw("v4-rc.2")}, P{Latest: v3, Prerelease: rcOld}},
+		{"a tag nobody has", history, D{Withdrawn: withdraw("v9")}, P{Latest: v3, Prerelease: rc, Unfound: []string{"v9"}}},
+		{"a rollout at 10 %", history, D{Rollout: rollout("v3", 10)}, P{Latest: v2, Staged: v3, Percent: 10, Prerelease: rc}},
+		{"a rollout halted", history, D{Rollout: rollout("v3", 0)}, P{Latest: v2, Staged: v3, Percent: 0, Prerelease: rc}},
+		{"a rollout before the history is read", nil, D{Rollout: rollout("v3", 10)}, P{Staged: v3, Percent: 10, Prerelease: rc}},
+		{"a rollout complete", history, D{Rollout: rollout("v3", 100)}, P{Latest: v3, Prerelease: rc}},
+		{"a rollout superseded by a newer release", history, D{Rollout: rollout("v2", 10)}, P{Latest: v3, Prerelease: rc}},
+		{"a rollout of a withdrawn release", history, D{Rollout: rollout("v3", 10), Withdrawn: withdraw("v3")}, P{Latest: v2, Prerelease: rc}},
+		{"a rollout with the release before it withdrawn", history, D{Rollout: rollout("v3", 50), Withdrawn: withdraw("v2")}, P{Latest: v1, Staged: v3, Percent: 50, Prerelease: rc}},
+		{"a rollout of a tag GitHub dropped", history, D{Rollout: rollout("v5", 10)}, P{Latest: v3, Prerelease: rc, Unfound: []string{"v5"}}},
+		{"a rollout of the first release", []*release.Release{v1}, D{Rollout: rollout("v1", 10)}, P{Staged: v1, Percent: 10}},
+		{"a minimum alone", history, D{Minimum: &release.Minimum{Version: "9.0.0"}}, P{Latest: v3, Prerelease: rc}},
 		// GitHub's latest is v3 though a back-port, v2.9, was published
 		// after it: a decision keeps GitHub's latest and stages it.
-		{name: "a back-port published after the latest", history: append([]*release.Release{backport}, history...),
-			d:    release.Decisions{Rollout: rollout("v3", 10)},
-			want: release.Plan{Latest: v2, Staged: v3, Percent: 10, Prerelease: rc}},
-		{name: "a back-port and a minimum", history: append([]*release.Release{backport}, history...),
-			d:    release.Decisions{Minimum: &release.Minimum{Version: "1.0.0"}},
-			want: release.Plan{Latest: v3, Prerelease: rc}},
-		{name: "a withdrawal aged out of a full history", history: full, d: release.Decisions{Withdrawn: withdraw("v0.1")},
-			want: release.Plan{Latest: v3, Prerelease: rc}},
+		{"a back-port published after the latest", ported, D{Rollout: rollout("v3", 10)}, P{Latest: v2, Staged: v3, Percent: 10, Prerelease: rc}},
+		{"a back-port and a minimum", ported, D{Minimum: &release.Minimum{Version: "1.0.0"}}, P{Latest: v3, Prerelease: rc}},
+		{"a withdrawal aged out of a full history", full, D{Withdrawn: withdraw("v0.1")}, P{Latest: v3, Prerelease: rc}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

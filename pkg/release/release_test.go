@@ -9,155 +9,52 @@ import (
 )
 
 func TestEntryMerge(t *testing.T) {
+	type E = release.Entry
 	t0 := time.Date(2026, 10, 10, 12, 0, 0, 0, time.UTC)
 	at := func(d time.Duration) time.Time { return t0.Add(d) }
-	old := &release.Release{Tag: "v1"}
-	fresh := &release.Release{Tag: "v2"}
-	ours := release.Entry{
-		FetchedAt: at(0), ETag: `"e1"`, Release: old,
-		FailedAt: at(time.Minute), Failures: 2,
-		ClaimedAt: at(2 * time.Minute),
-	}
-	// The reader's clock, unless a case sets one: every time above is
-	// believed.
-	honest := at(time.Hour)
-	// The reader's clock after Redis's was set back an hour: ours is dated
-	// from the future.
-	setBack := at(-time.Hour)
+	old, fresh := &release.Release{Tag: "v1"}, &release.Release{Tag: "v2"}
+	failed, claimed := at(time.Minute), at(2*time.Minute)
+	ours := E{FetchedAt: t0, ETag: `"e1"`, Release: old, FailedAt: failed, Failures: 2, ClaimedAt: claimed}
+	// honest is the reader's clock unless a case sets one: every time above
+	// is believed. setBack is it after Redis's was set back an hour: ours is
+	// dated from the future.
+	honest, setBack := at(time.Hour), at(-time.Hour)
 	tests := []struct {
 		name string
 		now  time.Time // zero: honest
-		e, o release.Entry
-		want release.Entry
+		e, o E
+		want E
 	}{
-		{
-			name: "newer fetch replaces the fetch part",
-			e:    ours,
-			o:    release.Entry{FetchedAt: at(time.Second), ETag: `"e2"`, Release: fresh},
-			want: release.Entry{
-				FetchedAt: at(time.Second), ETag: `"e2"`, Release: fresh,
-				FailedAt: at(time.Minute), Failures: 2, ClaimedAt: at(2 * time.Minute),
-			},
-		},
-		{
-			name: "newer fetch of no release clears the release",
-			e:    ours,
-			o:    release.Entry{FetchedAt: at(time.Second)},
-			want: release.Entry{
-				FetchedAt: at(time.Second),
-				FailedAt:  at(time.Minute), Failures: 2, ClaimedAt: at(2 * time.Minute),
-			},
-		},
-		{
-			name: "equal fetch time keeps ours",
-			e:    ours,
-			o:    release.Entry{FetchedAt: at(0), ETag: `"e2"`, Release: fresh},
-			want: ours,
-		},
-		{
-			name: "older fetch keeps ours",
-			e:    ours,
-			o:    release.Entry{FetchedAt: at(-time.Hour), ETag: `"e0"`, Release: fresh},
-			want: ours,
-		},
-		{
-			name: "never fetched keeps ours",
-			e:    ours,
-			o:    release.Entry{},
-			want: ours,
-		},
-		{
-			name: "fetch into an empty entry",
-			e:    release.Entry{},
-			o:    release.Entry{FetchedAt: at(0), ETag: `"e1"`, Release: old},
-			want: release.Entry{FetchedAt: at(0), ETag: `"e1"`, Release: old},
-		},
-		{
-			name: "newer failure replaces the failure part only",
-			e:    ours,
-			o:    release.Entry{FetchedAt: at(-time.Hour), ETag: `"e0"`, FailedAt: at(3 * time.Minute), Failures: 3},
-			want: release.Entry{
-				FetchedAt: at(0), ETag: `"e1"`, Release: old,
-				FailedAt: at(3 * time.Minute), Failures: 3, ClaimedAt: at(2 * time.Minute),
-			},
-		},
-		{
-			name: "equal failure time keeps ours",
-			e:    ours,
-			o:    release.Entry{FailedAt: at(time.Minute), Failures: 9},
-			want: ours,
-		},
-		{
-			name: "older failure keeps ours",
-			e:    ours,
-			o:    release.Entry{FailedAt: at(time.Second), Failures: 1},
-			want: ours,
-		},
-		{
-			name: "fetch and failure merge independently",
-			e:    ours,
-			o:    release.Entry{FetchedAt: at(time.Hour), ETag: `"e3"`, Release: fresh, FailedAt: at(time.Second), Failures: 1},
-			want: release.Entry{
-				FetchedAt: at(time.Hour), ETag: `"e3"`, Release: fresh,
-				FailedAt: at(time.Minute), Failures: 2, ClaimedAt: at(2 * time.Minute),
-			},
-		},
-		{
-			name: "newer claim",
-			e:    ours,
-			o:    release.Entry{ClaimedAt: at(time.Hour)},
-			want: release.Entry{
-				FetchedAt: at(0), ETag: `"e1"`, Release: old,
-				FailedAt: at(time.Minute), Failures: 2, ClaimedAt: at(time.Hour),
-			},
-		},
-		{
-			name: "older claim keeps ours",
-			e:    ours,
-			o:    release.Entry{ClaimedAt: at(0)},
-			want: ours,
-		},
-		{
-			name: "after a clock set back, an honest fetch replaces one from the future",
-			now:  setBack,
-			e:    ours,
-			o:    release.Entry{FetchedAt: setBack, ETag: `"e2"`, Release: fresh},
-			want: release.Entry{
-				FetchedAt: setBack, ETag: `"e2"`, Release: fresh,
-				FailedAt: at(time.Minute), Failures: 2, ClaimedAt: at(2 * time.Minute),
-			},
-		},
-		{
-			name: "after a clock set back, honest failure and claim replace ones from the future",
-			now:  setBack,
-			e:    ours,
-			o:    release.Entry{FailedAt: setBack, Failures: 1, ClaimedAt: setBack},
-			want: release.Entry{
-				FetchedAt: at(0), ETag: `"e1"`, Release: old,
-				FailedAt: setBack, Failures: 1, ClaimedAt: setBack,
-			},
-		},
-		{
-			name: "a time within MaxSkew ahead is believed",
-			now:  at(-release.MaxSkew),
-			e:    ours,
-			o:    release.Entry{FetchedAt: at(-time.Hour), ETag: `"e2"`, Release: fresh},
-			want: ours,
-		},
-		{
-			name: "a part from the future stays while nothing replaces it",
-			now:  setBack,
-			e:    ours,
-			o:    release.Entry{},
-			want: ours,
-		},
-		{
-			name: "of two parts from the future the later one wins",
-			now:  setBack,
-			e:    ours,
-			o:    release.Entry{FetchedAt: at(-time.Second), ETag: `"e2"`, Release: fresh},
-			want: ours,
-		},
+		{"newer fetch replaces the fetch part", time.Time{}, ours, E{FetchedAt: at(time.Second), ETag: `"e2"`, Release: fresh},
+			E{FetchedAt: at(time.Second), ETag: `"e2"`, Release: fresh, FailedAt: failed, Failures: 2, ClaimedAt: claimed}},
+		{"newer fetch of no release clears the release", time.Time{}, ours, E{FetchedAt: at(time.Second)},
+			E{FetchedAt: at(time.Second), FailedAt: failed, Failures: 2, ClaimedAt: claimed}},
+		{"equal fetch time keeps ours", time.Time{}, ours, E{FetchedAt: t0, ETag: `"e2"`, Release: fresh}, ours},
+		{"older fetch keeps ours", time.Time{}, ours, E{FetchedAt: at(-time.Hour), ETag: `"e0"`, Release: fresh}, ours},
+		{"never fetched keeps ours", time.Time{}, ours, E{}, ours},
+		{"fetch into an empty entry", time.Time{}, E{}, E{FetchedAt: t0, ETag: `"e1"`, Release: old}, E{FetchedAt: t0, ETag: `"e1"`, Release: old}},
+		{"newer failure replaces the failure part only", time.Time{}, ours,
+			E{FetchedAt: at(-time.Hour), ETag: `"e0"`, FailedAt: at(3 * time.Minute), Failures: 3},
+			E{FetchedAt: t0, ETag: `"e1"`, Release: old, FailedAt: at(3 * time.Minute), Failures: 3, ClaimedAt: claimed}},
+		{"equal failure time keeps ours", time.Time{}, ours, E{FailedAt: failed, Failures: 9}, ours},
+		{"older failure keeps ours", time.Time{}, ours, E{FailedAt: at(time.Second), Failures: 1}, ours},
+		{"fetch and failure merge independently", time.Time{}, ours,
+			E{FetchedAt: at(time.Hour), ETag: `"e3"`, Release: fresh, FailedAt: at(time.Second), Failures: 1},
+			E{FetchedAt: at(time.Hour), ETag: `"e3"`, Release: fresh, FailedAt: failed, Failures: 2, ClaimedAt: claimed}},
+		{"newer claim", time.Time{}, ours, E{ClaimedAt: at(time.Hour)},
+			E{FetchedAt: t0, ETag: `"e1"`, Release: old, FailedAt: failed, Failures: 2, ClaimedAt: at(time.Hour)}},
+		{"older claim keeps ours", time.Time{}, ours, E{ClaimedAt: t0}, ours},
+		{"after a clock set back, an honest fetch replaces one from the future", setBack, ours,
+			E{FetchedAt: setBack, ETag: `"e2"`, Release: fresh},
+			E{FetchedAt: setBack, ETag: `"e2"`, Release: fresh, FailedAt: failed, Failures: 2, ClaimedAt: claimed}},
+		{"after a clock set back, honest failure and claim replace ones from the future", setBack, ours,
+			E{FailedAt: setBack, Failures: 1, ClaimedAt: setBack},
+			E{FetchedAt: t0, ETag: `"e1"`, Release: old, FailedAt: setBack, Failures: 1, ClaimedAt: setBack}},
+		{"a time within MaxSkew ahead is believed", at(-release.MaxSkew), ours,
+			E{FetchedAt: at(-time.Hour), ETag: `"e2"`, Release: fresh}, ours},
+		{"a part from the future stays while nothing replaces it", setBack, ours, E{}, ours},
+		{"of two parts from the future the later one wins", setBack, ours,
+			E{FetchedAt: at(-time.Second), ETag: `"e2"`, Release: fresh}, ours},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -1,31 +1,19 @@
 package release_test
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/storytold/craft-releases/pkg/release"
 )
 
 func TestValidRepo(t *testing.T) {
-	tests := []struct {
-		repo string
-		want bool
-	}{
-		{"storytold/photocraft", true},
-		{"Story-Told/photo_craft.v2", true},
-		{"storytold", false},
-		{"storytold/", false},
-		{"/photocraft", false},
-		{"storytold/photo/craft", false},
-		{"storytold/..", false},
-		{"./photocraft", false},
-		{"story told/photocraft", false},
-		{"storytold/photocraft?x", false},
-		{"storytold/phötocraft", false},
-	}
-	for _, tt := range tests {
-		if got := release.ValidRepo(tt.repo); got != tt.want {
-			t.Errorf("ValidRepo(%q) = %v, want %v", tt.repo, got, tt.want)
+	good := []string{"storytold/photocraft", "Story-Told/photo_craft.v2"}
+	bad := []string{"", "storytold", "storytold/", "/photocraft", "storytold/photo/craft", "storytold/..", "./photocraft",
+		"story told/photocraft", "storytold/photocraft?x", "storytold/phötocraft"}
+	for i, repo := range slices.Concat(good, bad) {
+		if got, want := release.ValidRepo(repo), i < len(good); got != want {
+			t.Errorf("ValidRepo(%q) = %v, want %v", repo, got, want)
 		}
 	}
 }

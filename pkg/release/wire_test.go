@@ -77,16 +77,9 @@ func TestMarshal(t *testing.T) {
 		{"empty lists", release.Notices{Announcements: []release.Announcement{}, Alerts: []release.Alert{}}, `{"announcements":[],"alerts":[]}`},
 		{"quote and control character", "\"\n", `"\"\n"`},
 		{"non-ASCII kept", "PhotoCraft … ünïcode", `"PhotoCraft … ünïcode"`},
-		{
-			"repo rename key order",
-			release.RepoRename{OldName: "org/old", NewName: "org/new"},
-			`{"old_name":"org/old","new_name":"org/new","renamed_at":null}`,
-		},
-		{
-			"app rename key order",
-			release.AppRename{OldName: "A", OldNameLower: "a", NewName: "B", NewNameLower: "b", Description: "d"},
-			`{"old_name":"A","old_name_lower":"a","new_name":"B","new_name_lower":"b","description":"d","renamed_at":null}`,
-		},
+		{"repo rename key order", release.RepoRename{OldName: "org/old", NewName: "org/new"}, `{"old_name":"org/old","new_name":"org/new","renamed_at":null}`},
+		{"app rename key order", release.AppRename{OldName: "A", OldNameLower: "a", NewName: "B", NewNameLower: "b", Description: "d"},
+			`{"old_name":"A","old_name_lower":"a","new_name":"B","new_name_lower":"b","description":"d","renamed_at":null}`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
