@@ -13,8 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/zap"
-
 	"github.com/storytold/craft-releases/test/testkit"
 )
 
@@ -88,10 +86,8 @@ func TestServeGraceful(t *testing.T) {
 	h := newBlocking()
 	ln := listen(t)
 	addr := ln.Addr().String()
-	ctx, cancel := context.WithCancel(t.Context())
+	cancel, served := startServe(Endpoint{Handler: h, Listener: ln}, serverTimeouts, time.Minute)
 	defer cancel()
-	served := make(chan error, 1)
-	go func() { served <- Serve(ctx, Endpoint{Handler: h, Listener: ln}, time.Minute, zap.NewNop()) }()
 
 	inFlight := get("http://" + addr + "/slow")
 	<-h.entered
@@ -120,10 +116,8 @@ func TestServeGraceful(t *testing.T) {
 func TestServeShutdownDeadline(t *testing.T) {
 	h := newBlocking()
 	ln := listen(t)
-	ctx, cancel := context.WithCancel(t.Context())
+	cancel, served := startServe(Endpoint{Handler: h, Listener: ln}, serverTimeouts, 10*time.Millisecond)
 	defer cancel()
-	served := make(chan error, 1)
-	go func() { served <- Serve(ctx, Endpoint{Handler: h, Listener: ln}, 10*time.Millisecond, zap.NewNop()) }()
 
 	inFlight := get("http://" + ln.Addr().String() + "/slow")
 	<-h.entered
@@ -164,17 +158,7 @@ func TestTimeouts(t *testing.T) {
 			}
 		}
 	})
-	ln := listen(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	served := make(chan error, 1)
-	go func() { served <- serve(ctx, Endpoint{Handler: handler, Listener: ln}, to, time.Second, zap.NewNop()) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-served; err != nil {
-			t.Errorf("serve: %v", err)
-		}
-	})
-	addr := ln.Addr().String()
+	addr := serveOnLoopback(t, handler, 0, to)
 	closed := func(what string, c net.Conn) {
 		t.Helper()
 		if _, err := io.ReadAll(c); err != nil && !errors.Is(err, syscall.ECONNRESET) {
@@ -186,7 +170,7 @@ func TestTimeouts(t *testing.T) {
 	// several idle and read timeouts.
 	client := dialIdle(t, addr)
 	for end := time.Now().Add(4 * to.idle); time.Now().Before(end); time.Sleep(to.idle / 3) {
-		if code, err := client.get(t, HealthzPath); err != nil || code != http.StatusOK {
+		if code, err := client.get(HealthzPath); err != nil || code != http.StatusOK {
 			t.Fatalf("a client within the timeouts: %d, %v", code, err)
 		}
 	}
