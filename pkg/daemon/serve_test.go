@@ -57,26 +57,15 @@ func listen(t testing.TB) *closeNotifier {
 }
 
 type result struct {
-	status int
-	body   []byte
-	err    error
+	res  *http.Response
+	body []byte
+	err  error
 }
 
 // get requests url in the background and delivers the outcome on the channel.
 func get(url string) <-chan result {
 	out := make(chan result, 1)
-	go func() {
-		client := &http.Client{Transport: &http.Transport{DisableCompression: true}}
-		defer client.CloseIdleConnections()
-		res, err := client.Get(url)
-		if err != nil {
-			out <- result{err: err}
-			return
-		}
-		defer res.Body.Close()
-		body, err := io.ReadAll(res.Body)
-		out <- result{status: res.StatusCode, body: body, err: err}
-	}()
+	go func() { res, body, err := testkit.Ask(nil, url); out <- result{res, body, err} }()
 	return out
 }
 
@@ -104,8 +93,8 @@ func TestServeGraceful(t *testing.T) {
 
 	close(h.release)
 	res := <-inFlight
-	if res.err != nil || res.status != http.StatusOK || string(res.body) != "done" {
-		t.Errorf("in-flight request: got status %d, %d bytes, err %v; want 200 with the body", res.status, len(res.body), res.err)
+	if res.err != nil || res.res.StatusCode != http.StatusOK || string(res.body) != "done" {
+		t.Errorf("in-flight request: got %v, %q, err %v; want 200 with the body", res.res, res.body, res.err)
 	}
 	if err := <-served; err != nil {
 		t.Errorf("Serve: got %v, want nil after a graceful shutdown", err)
@@ -129,7 +118,7 @@ func TestServeShutdownDeadline(t *testing.T) {
 	}
 	close(h.release)
 	if res := <-inFlight; res.err == nil {
-		t.Errorf("request cut at the deadline: got status %d, want a connection error", res.status)
+		t.Errorf("request cut at the deadline: got status %d, want a connection error", res.res.StatusCode)
 	}
 }
 

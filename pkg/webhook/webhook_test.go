@@ -139,8 +139,6 @@ func TestHandler(t *testing.T) {
 		{"release from a repository not served", sd("release", "d3", `{"action":"published","repository":{"full_name":"storytold/filmcraft"}}`), nil, 202, `"ignored"`, nil, "release ignored"},
 		{"another event", sd("push", "d4", `{"repository":{"full_name":"storytold/photocraft"}}`), nil, 202, `"ignored"`, nil, "other ignored"},
 		{"no signature", delivery("release", "d5", publishedBody, ""), nil, 401, `"bad signature"`, nil, "release bad_signature"},
-		{"wrong secret", delivery("release", "d6", publishedBody, webhook.Sign("other", []byte(publishedBody))), nil, 401, `"bad signature"`, nil, "release bad_signature"},
-		{"body changed by one byte", delivery("release", "d7", strings.Replace(publishedBody, "v1.2.0", "v1.2.1", 1), signed(publishedBody)), nil, 401, `"bad signature"`, nil, "release bad_signature"},
 		{"bad signature on a ping", delivery("ping", "d8", `{}`, "sha256=00"), nil, 401, `"bad signature"`, nil, "ping bad_signature"},
 		{"over MaxBody, signed", sd("release", "d9", big), nil, 413, `"body too large"`, nil, "release too_large"},
 		{"over MaxBody, unsigned", delivery("release", "d10", big, ""), nil, 413, `"body too large"`, nil, "release too_large"},

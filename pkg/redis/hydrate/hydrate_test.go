@@ -569,11 +569,7 @@ func (s *fakeSink) SetAll(m map[string]release.Entry, now time.Time) bool {
 func (s *fakeSink) state() (map[string]release.Entry, int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	m := make(map[string]release.Entry, len(s.entries))
-	for k, v := range s.entries {
-		m[k] = v
-	}
-	return m, s.calls
+	return maps.Clone(s.entries), s.calls
 }
 
 // waitFor waits until cond holds for the sink's entries.
