@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -96,17 +97,18 @@ func (r *rig) waitCalls(t *testing.T, n int, within time.Duration) []fakecloudfl
 	return r.api.Calls()
 }
 
-func paths(n int) []string {
+// paths returns prefix0 … prefix<n-1>.
+func paths(prefix string, n int) []string {
 	ps := make([]string, n)
 	for i := range ps {
-		ps[i] = fmt.Sprintf("/p%d", i)
+		ps[i] = prefix + strconv.Itoa(i)
 	}
 	return ps
 }
 
 func TestBatches(t *testing.T) {
 	r := start(t, cloudflare.Config{})
-	r.p.Purge(paths(65))
+	r.p.Purge(paths("/p", 65))
 	calls := r.waitCalls(t, 3, 5*time.Second)
 	var got []string
 	for i, c := range calls {
@@ -118,11 +120,7 @@ func TestBatches(t *testing.T) {
 		}
 		got = append(got, c.Files...)
 	}
-	want := make([]string, 65)
-	for i, p := range paths(65) {
-		want[i] = "https://api.example.com" + p
-	}
-	if !slices.Equal(got, want) {
+	if want := paths("https://api.example.com/p", 65); !slices.Equal(got, want) {
 		t.Errorf("files %q, want %q", got, want)
 	}
 	// The Observer hears of a call once its answer is read.
@@ -189,7 +187,7 @@ func TestRetries(t *testing.T) {
 // TestRate: at most Burst calls in any Burst × Interval.
 func TestRate(t *testing.T) {
 	r := start(t, cloudflare.Config{Burst: 2, Interval: 300 * time.Millisecond})
-	r.p.Purge(paths(4 * cloudflare.MaxFiles))
+	r.p.Purge(paths("/p", 4*cloudflare.MaxFiles))
 	calls := r.waitCalls(t, 4, 10*time.Second)
 	if gap := calls[2].At.Sub(calls[0].At); gap < 550*time.Millisecond {
 		t.Errorf("third call %v after the first, want at least 600 ms (2 calls per 600 ms)", gap)
@@ -338,14 +336,10 @@ func alnum(s string) string {
 func TestQueueFullWarnsSeldom(t *testing.T) {
 	clk, _ := passingClock()
 	r := newRig(t, fakecloudflare.Start(t), cloudflare.Config{Clock: clk})
-	r.p.Purge(paths(cloudflare.MaxPending))
+	r.p.Purge(paths("/p", cloudflare.MaxPending))
 	const changes, urls = 1000, 13 // the URLs of an app with 10 platforms
 	for i := range changes {
-		change := make([]string, urls)
-		for j := range change {
-			change[j] = fmt.Sprintf("/app%d/%d", i, j)
-		}
-		r.p.Purge(change)
+		r.p.Purge(paths(fmt.Sprintf("/app%d/", i), urls))
 		clk.Advance(time.Second)
 	}
 	r.run(t)

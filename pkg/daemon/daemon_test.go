@@ -86,7 +86,7 @@ func TestShutdownOrder(t *testing.T) {
 					Servers: []daemon.Endpoint{{Handler: health(gate), Listener: ln}},
 					Work: []func(context.Context) error{func(ctx context.Context) error {
 						<-ctx.Done()
-						workSaw <- status(url)
+						workSaw <- testkit.Status(url)
 						return errors.New("work's own error")
 					}},
 					StopWorkFirst:   first,
@@ -96,10 +96,10 @@ func TestShutdownOrder(t *testing.T) {
 					Log:             zap.NewNop(),
 				})
 			}()
-			testkit.Eventually(t, "ready", func() bool { return status(url) == http.StatusOK })
+			testkit.Eventually(t, "ready", func() bool { return testkit.Status(url) == http.StatusOK })
 			cancel()
 			if !first {
-				testkit.Eventually(t, "unready while draining", func() bool { return status(url) == http.StatusServiceUnavailable })
+				testkit.Eventually(t, "unready while draining", func() bool { return testkit.Status(url) == http.StatusServiceUnavailable })
 			}
 			select {
 			case err := <-done:
@@ -118,13 +118,4 @@ func TestShutdownOrder(t *testing.T) {
 			}
 		})
 	}
-}
-
-func status(url string) int {
-	resp, err := http.Get(url)
-	if err != nil {
-		return 0
-	}
-	resp.Body.Close()
-	return resp.StatusCode
 }

@@ -2,7 +2,6 @@ package daemon
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"io"
 	"net"
@@ -102,15 +101,8 @@ func BenchmarkLauncherDuringFlood(b *testing.B) {
 
 func launchDuring(b *testing.B, hold flooder) {
 	const flooders = 3000
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	served := make(chan error, 1)
-	go func() {
-		served <- Serve(ctx, Endpoint{Handler: floodHandler(), Listener: ln}, time.Second, zap.NewNop())
-	}()
+	ln := listen(b)
+	cancel, served := startServe(Endpoint{Handler: floodHandler(), Listener: ln}, serverTimeouts, time.Second)
 	addr := ln.Addr().String()
 	stop := make(chan struct{})
 	var mu sync.Mutex

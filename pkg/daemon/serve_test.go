@@ -13,8 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/zap"
-
 	"github.com/storytold/craft-releases/test/testkit"
 )
 
@@ -59,26 +57,15 @@ func listen(t testing.TB) *closeNotifier {
 }
 
 type result struct {
-	status int
-	body   []byte
-	err    error
+	res  *http.Response
+	body []byte
+	err  error
 }
 
 // get requests url in the background and delivers the outcome on the channel.
 func get(url string) <-chan result {
 	out := make(chan result, 1)
-	go func() {
-		client := &http.Client{Transport: &http.Transport{DisableCompression: true}}
-		defer client.CloseIdleConnections()
-		res, err := client.Get(url)
-		if err != nil {
-			out <- result{err: err}
-			return
-		}
-		defer res.Body.Close()
-		body, err := io.ReadAll(res.Body)
-		out <- result{status: res.StatusCode, body: body, err: err}
-	}()
+	go func() { res, body, err := testkit.Ask(nil, url); out <- result{res, body, err} }()
 	return out
 }
 
@@ -88,10 +75,8 @@ func TestServeGraceful(t *testing.T) {
 	h := newBlocking()
 	ln := listen(t)
 	addr := ln.Addr().String()
-	ctx, cancel := context.WithCancel(t.Context())
+	cancel, served := startServe(Endpoint{Handler: h, Listener: ln}, serverTimeouts, time.Minute)
 	defer cancel()
-	served := make(chan error, 1)
-	go func() { served <- Serve(ctx, Endpoint{Handler: h, Listener: ln}, time.Minute, zap.NewNop()) }()
 
 	inFlight := get("http://" + addr + "/slow")
 	<-h.entered
@@ -108,8 +93,8 @@ func TestServeGraceful(t *testing.T) {
 
 	close(h.release)
 	res := <-inFlight
-	if res.err != nil || res.status != http.StatusOK || string(res.body) != "done" {
-		t.Errorf("in-flight request: got status %d, %d bytes, err %v; want 200 with the body", res.status, len(res.body), res.err)
+	if res.err != nil || res.res.StatusCode != http.StatusOK || string(res.body) != "done" {
+		t.Errorf("in-flight request: got %v, %q, err %v; want 200 with the body", res.res, res.body, res.err)
 	}
 	if err := <-served; err != nil {
 		t.Errorf("Serve: got %v, want nil after a graceful shutdown", err)
@@ -120,10 +105,8 @@ func TestServeGraceful(t *testing.T) {
 func TestServeShutdownDeadline(t *testing.T) {
 	h := newBlocking()
 	ln := listen(t)
-	ctx, cancel := context.WithCancel(t.Context())
+	cancel, served := startServe(Endpoint{Handler: h, Listener: ln}, serverTimeouts, 10*time.Millisecond)
 	defer cancel()
-	served := make(chan error, 1)
-	go func() { served <- Serve(ctx, Endpoint{Handler: h, Listener: ln}, 10*time.Millisecond, zap.NewNop()) }()
 
 	inFlight := get("http://" + ln.Addr().String() + "/slow")
 	<-h.entered
@@ -135,7 +118,7 @@ func TestServeShutdownDeadline(t *testing.T) {
 	}
 	close(h.release)
 	if res := <-inFlight; res.err == nil {
-		t.Errorf("request cut at the deadline: got status %d, want a connection error", res.status)
+		t.Errorf("request cut at the deadline: got status %d, want a connection error", res.res.StatusCode)
 	}
 }
 
@@ -164,17 +147,7 @@ func TestTimeouts(t *testing.T) {
 			}
 		}
 	})
-	ln := listen(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	served := make(chan error, 1)
-	go func() { served <- serve(ctx, Endpoint{Handler: handler, Listener: ln}, to, time.Second, zap.NewNop()) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-served; err != nil {
-			t.Errorf("serve: %v", err)
-		}
-	})
-	addr := ln.Addr().String()
+	addr := serveOnLoopback(t, handler, 0, to)
 	closed := func(what string, c net.Conn) {
 		t.Helper()
 		if _, err := io.ReadAll(c); err != nil && !errors.Is(err, syscall.ECONNRESET) {
@@ -186,7 +159,7 @@ func TestTimeouts(t *testing.T) {
 	// several idle and read timeouts.
 	client := dialIdle(t, addr)
 	for end := time.Now().Add(4 * to.idle); time.Now().Before(end); time.Sleep(to.idle / 3) {
-		if code, err := client.get(t, HealthzPath); err != nil || code != http.StatusOK {
+		if code, err := client.get(HealthzPath); err != nil || code != http.StatusOK {
 			t.Fatalf("a client within the timeouts: %d, %v", code, err)
 		}
 	}

@@ -46,41 +46,21 @@ func TestLoad(t *testing.T) {
 	tests := []struct {
 		name  string
 		setup func(t testing.TB, srv *redistest.Server)
-		want  map[string]string // app → describe(entry); apps left out must not reach the sink
+		want  map[string]release.Entry // apps left out must not reach the sink
 	}{
-		{
-			name: "every app present",
-			setup: func(t testing.TB, srv *redistest.Server) {
-				put(t, srv, "artcraft-launcher", base, "v0.2.0")
-				put(t, srv, "filmcraft", base.Add(time.Second), "v1.0.0")
-				put(t, srv, "photocraft", base.Add(2*time.Second), "v0.5.0")
-			},
-			want: map[string]string{
-				"artcraft-launcher": describe(entry(base, "v0.2.0")),
-				"filmcraft":         describe(entry(base.Add(time.Second), "v1.0.0")),
-				"photocraft":        describe(entry(base.Add(2*time.Second), "v0.5.0")),
-			},
-		},
-		{
-			name: "one app absent, one of another format version",
-			setup: func(t testing.TB, srv *redistest.Server) {
-				put(t, srv, "photocraft", base, "v0.5.0")
-				hset(t, srv, "filmcraft", "v", "2", "fetched_ms", ms(base), "etag", `"x"`, "release", "null")
-			},
-			want: map[string]string{"photocraft": describe(entry(base, "v0.5.0"))},
-		},
-		{
-			name: "a failure and a claim but never a fetch",
-			setup: func(t testing.TB, srv *redistest.Server) {
-				hset(t, srv, "photocraft", "v", "1", "failed_ms", ms(base), "failures", "3", "claimed_ms", ms(base), "by", "test")
-			},
-			want: map[string]string{"photocraft": describe(release.Entry{FailedAt: base, Failures: 3, ClaimedAt: base})},
-		},
-		{
-			name:  "nothing in redis",
-			setup: func(testing.TB, *redistest.Server) {},
-			want:  map[string]string{},
-		},
+		{"every app present", func(t testing.TB, srv *redistest.Server) {
+			put(t, srv, "artcraft-launcher", base, "v0.2.0")
+			put(t, srv, "filmcraft", base.Add(time.Second), "v1.0.0")
+			put(t, srv, "photocraft", base.Add(2*time.Second), "v0.5.0")
+		}, map[string]release.Entry{"artcraft-launcher": entry(base, "v0.2.0"), "filmcraft": entry(base.Add(time.Second), "v1.0.0"), "photocraft": entry(base.Add(2*time.Second), "v0.5.0")}},
+		{"one app absent, one of another format version", func(t testing.TB, srv *redistest.Server) {
+			put(t, srv, "photocraft", base, "v0.5.0")
+			hset(t, srv, "filmcraft", "v", "2", "fetched_ms", ms(base), "etag", `"x"`, "release", "null")
+		}, map[string]release.Entry{"photocraft": entry(base, "v0.5.0")}},
+		{"a failure and a claim but never a fetch", func(t testing.TB, srv *redistest.Server) {
+			hset(t, srv, "photocraft", "v", "1", "failed_ms", ms(base), "failures", "3", "claimed_ms", ms(base), "by", "test")
+		}, map[string]release.Entry{"photocraft": {FailedAt: base, Failures: 3, ClaimedAt: base}}},
+		{"nothing in redis", func(testing.TB, *redistest.Server) {}, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -96,7 +76,7 @@ func TestLoad(t *testing.T) {
 			if len(tt.want) > 0 && calls != 1 {
 				t.Errorf("SetAll calls = %d, want 1 for the first load", calls)
 			}
-			if g, w := describeAll(got), describeMap(tt.want); g != w {
+			if g, w := describeAll(got), describeAll(tt.want); g != w {
 				t.Errorf("sink after load:\n got %s\nwant %s", g, w)
 			}
 			if st := hs.h.Counts(); !st.Loaded || !st.Connected || st.Fallback {
@@ -118,13 +98,8 @@ func TestInvalidationReachesSink(t *testing.T) {
 	hs.waitLoaded(t)
 
 	put(t, srv, "photocraft", base.Add(time.Minute), "v0.6.0")
-	want := describe(entry(base.Add(time.Minute), "v0.6.0"))
-	hs.sink.waitFor(t, "photocraft "+want, func(s map[string]release.Entry) bool { return describe(s["photocraft"]) == want })
-
-	got, _ := hs.sink.state()
-	if g, w := describe(got["filmcraft"]), describe(entry(base, "v1.0.0")); g != w {
-		t.Errorf("filmcraft = %s, want %s (untouched)", g, w)
-	}
+	hs.waitEntry(t, "the newer fetch", "photocraft", base.Add(time.Minute), "v0.6.0")
+	hs.wantEntry(t, "filmcraft", base, "v1.0.0", " (untouched)")
 	if st := hs.h.Counts(); st.Invalidations == 0 {
 		t.Errorf("Stats().Invalidations = 0, want > 0")
 	}
@@ -136,9 +111,7 @@ func TestInvalidationReachesSink(t *testing.T) {
 func TestRereadOfNothingNewPassesNothing(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t)
-	for _, a := range testApps {
-		put(t, srv, a.Key, base, "v1.0.0")
-	}
+	putAll(t, srv)
 	clk := fakeclock.New(base)
 	hs := start(t, srv.URL(), hydrate.WithClock(clk))
 	hs.waitLoaded(t)
@@ -166,20 +139,18 @@ func TestLostEntryKeepsWhatSinkHas(t *testing.T) {
 		lose    func(t testing.TB, srv *redistest.Server)
 		missing uint64 // reads that must find nothing before the check
 	}{
-		{name: "flushall", lose: func(_ testing.TB, srv *redistest.Server) { srv.MustDo("FLUSHALL") }, missing: 3},
-		{name: "pexpire", lose: func(_ testing.TB, srv *redistest.Server) { srv.MustDo("PEXPIRE", store.AppKey("photocraft"), "1") }, missing: 1},
-		{name: "deleted", lose: func(_ testing.TB, srv *redistest.Server) { srv.MustDo("DEL", store.AppKey("photocraft")) }, missing: 1},
-		{name: "not a hash", lose: func(_ testing.TB, srv *redistest.Server) {
+		{"flushall", func(_ testing.TB, srv *redistest.Server) { srv.MustDo("FLUSHALL") }, 3},
+		{"pexpire", func(_ testing.TB, srv *redistest.Server) { srv.MustDo("PEXPIRE", store.AppKey("photocraft"), "1") }, 1},
+		{"deleted", func(_ testing.TB, srv *redistest.Server) { srv.MustDo("DEL", store.AppKey("photocraft")) }, 1},
+		{"not a hash", func(_ testing.TB, srv *redistest.Server) {
 			srv.MustDo("DEL", store.AppKey("photocraft"))
 			srv.MustDo("SET", store.AppKey("photocraft"), "garbage")
-		}, missing: 1},
+		}, 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			srv := redistest.Start(t)
-			for _, a := range testApps {
-				put(t, srv, a.Key, base, "v1.0.0")
-			}
+			putAll(t, srv)
 			hs := start(t, srv.URL(), quiet)
 			hs.waitLoaded(t)
 			before, calls0 := hs.sink.state()
@@ -198,8 +169,7 @@ func TestLostEntryKeepsWhatSinkHas(t *testing.T) {
 
 			srv.MustDo("DEL", store.AppKey("photocraft"))
 			put(t, srv, "photocraft", base.Add(time.Minute), "v2.0.0")
-			want := describe(entry(base.Add(time.Minute), "v2.0.0"))
-			hs.sink.waitFor(t, "the refill", func(s map[string]release.Entry) bool { return describe(s["photocraft"]) == want })
+			hs.waitEntry(t, "the refill", "photocraft", base.Add(time.Minute), "v2.0.0")
 		})
 	}
 }
@@ -245,19 +215,13 @@ func TestConnectionLoss(t *testing.T) {
 
 			// The full re-read after reconnecting brings what was written meanwhile.
 			put(t, srv, "photocraft", base.Add(time.Minute), "v2.0.0")
-			want := describe(entry(base.Add(time.Minute), "v2.0.0"))
-			hs.sink.waitFor(t, "the write after the loss", func(s map[string]release.Entry) bool { return describe(s["photocraft"]) == want })
+			hs.waitEntry(t, "the write after the loss", "photocraft", base.Add(time.Minute), "v2.0.0")
 			testkit.Eventually(t, "a connected Hydrator", func() bool { return hs.h.Counts().Connected })
 
 			// A quiet Hydrator hears of this one only if Redis tracks it again.
 			put(t, srv, "photocraft", base.Add(2*time.Minute), "v3.0.0")
-			want = describe(entry(base.Add(2*time.Minute), "v3.0.0"))
-			hs.sink.waitFor(t, "an invalidation after the reconnect", func(s map[string]release.Entry) bool { return describe(s["photocraft"]) == want })
-
-			got, _ := hs.sink.state()
-			if g, w := describe(got["filmcraft"]), describe(entry(base, "v1.0.0")); g != w {
-				t.Errorf("filmcraft = %s, want %s: an entry lost by Redis stays", g, w)
-			}
+			hs.waitEntry(t, "an invalidation after the reconnect", "photocraft", base.Add(2*time.Minute), "v3.0.0")
+			hs.wantEntry(t, "filmcraft", base, "v1.0.0", ": an entry lost by Redis stays")
 			hs.mustBeRunning(t)
 		})
 	}
@@ -285,26 +249,18 @@ func TestRedisDownAtStart(t *testing.T) {
 	if took := clk.Now().Sub(from); took > 3*(time.Second+step) {
 		t.Errorf("three attempts took %v, want at most a second (and a step) each", took)
 	}
-	select {
-	case <-hs.h.Loaded():
+	if hs.h.Counts().Loaded {
 		t.Fatal("Loaded closed while Redis was down")
-	default:
 	}
 	hs.mustBeRunning(t)
 
 	srv.Restart()
 	put(t, srv, "photocraft", base, "v1.0.0")
 	advanceUntil(t, clk, time.Second, "the first load", func() bool { return hs.h.Counts().Loaded })
-	want := describe(entry(base, "v1.0.0"))
-	hs.sink.waitFor(t, "photocraft", func(s map[string]release.Entry) bool { return describe(s["photocraft"]) == want })
-
+	hs.waitEntry(t, "the first load", "photocraft", base, "v1.0.0")
 	testkit.Eventually(t, "the recovery logged", func() bool { return hs.logs.FilterMessage("redis available again").Len() > 0 })
-	if got := hs.logs.FilterMessage("redis unavailable, serving what is loaded").Len(); got != 1 {
-		t.Errorf("logged the outage %d times, want 1", got)
-	}
-	if got := hs.logs.FilterMessage("redis available again").Len(); got != 1 {
-		t.Errorf("logged the recovery %d times, want 1", got)
-	}
+	hs.wantLogged(t, "redis unavailable, serving what is loaded", 1)
+	hs.wantLogged(t, "redis available again", 1)
 }
 
 func TestFallbackWithoutClientTracking(t *testing.T) {
@@ -314,22 +270,11 @@ func TestFallbackWithoutClientTracking(t *testing.T) {
 		before func(t testing.TB, srv *redistest.Server) string // returns the URL
 		after  func(t testing.TB, srv *redistest.Server)        // once loaded
 	}{
-		{
-			name:   "refused from the start",
-			before: noTrackingURL,
-			after:  func(testing.TB, *redistest.Server) {},
-		},
-		{
-			name: "refused after a reconnect",
-			before: func(_ testing.TB, srv *redistest.Server) string {
-				srv.MustDo("ACL", "SETUSER", "api", "on", ">pw", "~*", "&*", "+@all")
-				return "redis://api:pw@" + srv.Addr
-			},
-			after: func(t testing.TB, srv *redistest.Server) {
-				srv.MustDo("ACL", "SETUSER", "api", "-client")
-				srv.MustDo("CLIENT", "KILL", "USER", "api")
-			},
-		},
+		{"refused from the start", func(_ testing.TB, srv *redistest.Server) string { return apiUser(srv, "pw", "-client") }, func(testing.TB, *redistest.Server) {}},
+		{"refused after a reconnect", func(_ testing.TB, srv *redistest.Server) string { return apiUser(srv, "pw") }, func(t testing.TB, srv *redistest.Server) {
+			srv.MustDo("ACL", "SETUSER", "api", "-client")
+			srv.MustDo("CLIENT", "KILL", "USER", "api")
+		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -343,10 +288,7 @@ func TestFallbackWithoutClientTracking(t *testing.T) {
 
 			put(t, srv, "photocraft", base.Add(time.Minute), "v2.0.0")
 			want := describe(entry(base.Add(time.Minute), "v2.0.0"))
-			advanceUntil(t, clk, 100*time.Millisecond, "the write, by re-reading", func() bool {
-				got, _ := hs.sink.state()
-				return describe(got["photocraft"]) == want
-			})
+			advanceUntil(t, clk, 100*time.Millisecond, "the write, by re-reading", func() bool { got, _ := hs.sink.state(); return describe(got["photocraft"]) == want })
 
 			_, calls0 := hs.sink.state()
 			st0, from := hs.h.Counts(), clk.Now()
@@ -360,12 +302,8 @@ func TestFallbackWithoutClientTracking(t *testing.T) {
 			if hits := hs.h.Counts().CacheHits - st0.CacheHits; hits != 0 {
 				t.Errorf("re-reads without client tracking: %d cache hits, want 0", hits)
 			}
-			if got := hs.logs.FilterMessage("redis refused client tracking, re-reading every app each second").Len(); got != 1 {
-				t.Errorf("logged the fallback %d times, want 1", got)
-			}
-			if got := hs.logs.FilterMessage("redis unavailable, serving what is loaded").Len(); got != 0 {
-				t.Errorf("logged an outage %d times, want 0: a refused CLIENT TRACKING is not one", got)
-			}
+			hs.wantLogged(t, "redis refused client tracking, re-reading every app each second", 1)
+			hs.wantLogged(t, "redis unavailable, serving what is loaded", 0) // a refused CLIENT TRACKING is no outage
 			hs.mustBeRunning(t)
 		})
 	}
@@ -378,28 +316,20 @@ func TestSilentRedis(t *testing.T) {
 		name string
 		wait func(t testing.TB, srv *fakeredis.Server, hs *harness)
 	}{
-		{
-			name: "cancelled during the first read",
-			wait: func(t testing.TB, srv *fakeredis.Server, _ *harness) {
-				testkit.Eventually(t, "a connection", func() bool { return srv.Accepted() > 0 })
-			},
-		},
-		{
-			name: "cancelled after a read timed out",
-			wait: func(t testing.TB, _ *fakeredis.Server, hs *harness) {
-				testkit.Eventually(t, "a failed read", func() bool { return hs.h.Counts().Failures > 0 })
-			},
-		},
+		{"cancelled during the first read", func(t testing.TB, srv *fakeredis.Server, _ *harness) {
+			testkit.Eventually(t, "a connection", func() bool { return srv.Accepted() > 0 })
+		}},
+		{"cancelled after a read timed out", func(t testing.TB, _ *fakeredis.Server, hs *harness) {
+			testkit.Eventually(t, "a failed read", func() bool { return hs.h.Counts().Failures > 0 })
+		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			srv := fakeredis.StartSilent(t)
 			hs := start(t, srv.URL(), quiet)
 			tt.wait(t, srv, hs)
-			select {
-			case <-hs.h.Loaded():
+			if hs.h.Counts().Loaded {
 				t.Fatal("Loaded closed though Redis never answered a read")
-			default:
 			}
 			hs.mustBeRunning(t)
 
@@ -420,26 +350,16 @@ func TestPasswordNeverShown(t *testing.T) {
 		url      func(srv *redistest.Server, password string) string
 		wantLog  string // what the log must say instead
 	}{
-		{
-			name:     "wrong password",
-			password: secret,
-			url: func(srv *redistest.Server, pw string) string {
-				srv.MustDo("ACL", "SETUSER", "api", "on", ">right", "~*", "&*", "+@all")
-				return "redis://api:" + url.PathEscape(pw) + "@" + srv.Addr
-			},
-			wantLog: "WRONGPASS",
-		},
-		{
-			// rueidis quotes no password today; a password that happens
-			// to be part of an error's text shows the log would cut it.
-			name:     "password inside an error's text",
-			password: "refused",
-			url: func(srv *redistest.Server, pw string) string {
-				srv.Stop()
-				return "redis://api:" + pw + "@" + srv.Addr
-			},
-			wantLog: "connection [redacted]",
-		},
+		{"wrong password", secret, func(srv *redistest.Server, pw string) string {
+			apiUser(srv, "right")
+			return "redis://api:" + url.PathEscape(pw) + "@" + srv.Addr
+		}, "WRONGPASS"},
+		// rueidis quotes no password today; a password that happens to be
+		// part of an error's text shows the log would cut it.
+		{"password inside an error's text", "refused", func(srv *redistest.Server, pw string) string {
+			srv.Stop()
+			return "redis://api:" + pw + "@" + srv.Addr
+		}, "connection [redacted]"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -468,9 +388,7 @@ func TestNoGoroutineLeft(t *testing.T) {
 	hs := start(t, srv.URL(), quiet)
 	hs.waitLoaded(t)
 	put(t, srv, "photocraft", base.Add(time.Minute), "v2.0.0")
-	want := describe(entry(base.Add(time.Minute), "v2.0.0"))
-	hs.sink.waitFor(t, "the write", func(s map[string]release.Entry) bool { return describe(s["photocraft"]) == want })
-
+	hs.waitEntry(t, "the write", "photocraft", base.Add(time.Minute), "v2.0.0")
 	hs.stop(t)
 	if !testkit.Within(waitLimit, func() bool { return runtime.NumGoroutine() <= before }) {
 		buf := make([]byte, 1<<20)
@@ -483,9 +401,7 @@ func TestNoGoroutineLeft(t *testing.T) {
 // and the merge.
 func BenchmarkPropagation(b *testing.B) {
 	srv := redistest.Start(b)
-	for _, a := range testApps {
-		put(b, srv, a.Key, base, "v1.0.0")
-	}
+	putAll(b, srv)
 	hs := start(b, srv.URL(), quiet)
 	hs.waitLoaded(b)
 	c := srv.Client(b)
@@ -546,12 +462,6 @@ func startApps(t testing.TB, redisURL string, apps []release.App, opts ...hydrat
 	if err != nil {
 		t.Fatalf("Parse(%q): %v", redisURL, err)
 	}
-	return startOn(t, o, apps, opts...)
-}
-
-// startOn is startApps for options already parsed.
-func startOn(t testing.TB, o redis.Options, apps []release.App, opts ...hydrate.Option) *harness {
-	t.Helper()
 	core, logs := observer.New(zap.DebugLevel)
 	sink := newSink()
 	h, err := hydrate.New(o, apps, sink, zap.New(core), opts...)
@@ -579,6 +489,29 @@ func (hs *harness) stop(t testing.TB) {
 			t.Errorf("Run did not return within %v of cancellation", waitLimit)
 		}
 	})
+}
+
+// waitEntry waits until the sink holds app's fetch of tag at fetched.
+func (hs *harness) waitEntry(t testing.TB, what, app string, fetched time.Time, tag string) {
+	t.Helper()
+	want := describe(entry(fetched, tag))
+	hs.sink.waitFor(t, what, func(s map[string]release.Entry) bool { return describe(s[app]) == want })
+}
+
+// wantEntry checks that the sink holds app's fetch of tag at fetched.
+func (hs *harness) wantEntry(t testing.TB, app string, fetched time.Time, tag, why string) {
+	t.Helper()
+	if got, _ := hs.sink.state(); describe(got[app]) != describe(entry(fetched, tag)) {
+		t.Errorf("%s = %s, want %s%s", app, describe(got[app]), describe(entry(fetched, tag)), why)
+	}
+}
+
+// wantLogged checks that msg was logged n times.
+func (hs *harness) wantLogged(t testing.TB, msg string, n int) {
+	t.Helper()
+	if got := hs.logs.FilterMessage(msg).Len(); got != n {
+		t.Errorf("logged %q %d times, want %d", msg, got, n)
+	}
 }
 
 func (hs *harness) mustBeRunning(t testing.TB) {
@@ -636,11 +569,7 @@ func (s *fakeSink) SetAll(m map[string]release.Entry, now time.Time) bool {
 func (s *fakeSink) state() (map[string]release.Entry, int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	m := make(map[string]release.Entry, len(s.entries))
-	for k, v := range s.entries {
-		m[k] = v
-	}
-	return m, s.calls
+	return maps.Clone(s.entries), s.calls
 }
 
 // waitFor waits until cond holds for the sink's entries.
@@ -676,12 +605,11 @@ func advanceUntil(t testing.TB, clk *fakeclock.Clock, step time.Duration, what s
 	}
 }
 
-// noTrackingURL adds a user that may use every command but CLIENT, so that
-// CLIENT TRACKING is refused, and returns a URL for it.
-func noTrackingURL(t testing.TB, srv *redistest.Server) string {
-	t.Helper()
-	srv.MustDo("ACL", "SETUSER", "api", "on", ">pw", "~*", "&*", "+@all", "-client")
-	return "redis://api:pw@" + srv.Addr
+// apiUser adds the user api with password pw, allowed everything but what
+// rules take away, and returns a URL for it.
+func apiUser(srv *redistest.Server, pw string, rules ...string) string {
+	srv.MustDo(append([]string{"ACL", "SETUSER", "api", "on", ">" + pw, "~*", "&*", "+@all"}, rules...)...)
+	return "redis://api:" + pw + "@" + srv.Addr
 }
 
 func entry(fetched time.Time, tag string) release.Entry {
@@ -699,17 +627,9 @@ func describe(e release.Entry) string {
 }
 
 func describeAll(m map[string]release.Entry) string {
-	d := make(map[string]string, len(m))
-	for k, e := range m {
-		d[k] = describe(e)
-	}
-	return describeMap(d)
-}
-
-func describeMap(m map[string]string) string {
 	var b strings.Builder
 	for _, k := range slices.Sorted(maps.Keys(m)) {
-		fmt.Fprintf(&b, "%s=%s ", k, m[k])
+		fmt.Fprintf(&b, "%s=%s ", k, describe(m[k]))
 	}
 	return "[" + strings.TrimSpace(b.String()) + "]"
 }
@@ -719,6 +639,14 @@ func describeMap(m map[string]string) string {
 func put(t testing.TB, srv *redistest.Server, app string, fetched time.Time, tag string) {
 	t.Helper()
 	hset(t, srv, app, "v", "1", "fetched_ms", ms(fetched), "etag", `"`+tag+`"`, "release", releaseJSON(t, app, tag), "by", "test")
+}
+
+// putAll puts v1.0.0 fetched at base for every test app.
+func putAll(t testing.TB, srv *redistest.Server) {
+	t.Helper()
+	for _, a := range testApps {
+		put(t, srv, a.Key, base, "v1.0.0")
+	}
 }
 
 func hset(t testing.TB, srv *redistest.Server, app string, fields ...string) {

@@ -59,13 +59,8 @@ func TestReadyWhenRedisRefusesThePod(t *testing.T) {
 		wantErr string
 		fix     func(srv *redistest.Server)
 	}{
-		{"a wrong password (WRONGPASS)", func(srv *redistest.Server) string {
-			srv.MustDo("ACL", "SETUSER", "api", "on", ">old", "~*", "&*", "+@all")
-			return "redis://api:new@" + srv.Addr
-		}, "WRONGPASS", func(srv *redistest.Server) {
-			// The rotation: the user accepts the new password too.
-			srv.MustDo("ACL", "SETUSER", "api", ">new")
-		}},
+		// The fix of the first is the rotation: the user accepts the new password too.
+		{"a wrong password (WRONGPASS)", func(srv *redistest.Server) string { apiUser(srv, "old"); return "redis://api:new@" + srv.Addr }, "WRONGPASS", func(srv *redistest.Server) { srv.MustDo("ACL", "SETUSER", "api", ">new") }},
 		{"no password where one is required (NOAUTH)", func(srv *redistest.Server) string {
 			srv.MustDo("CONFIG", "SET", "requirepass", "right")
 			return "redis://" + srv.Addr
@@ -74,16 +69,8 @@ func TestReadyWhenRedisRefusesThePod(t *testing.T) {
 			srv.MustDo("CONFIG", "SET", "requirepass", "right")
 			return "redis://:wrong@" + srv.Addr
 		}, "WRONGPASS", nil},
-		{"a user who may not read (NOPERM)", func(srv *redistest.Server) string {
-			srv.MustDo("ACL", "SETUSER", "api", "on", ">pw", "~*", "&*", "+@all", "-hstrlen")
-			return "redis://api:pw@" + srv.Addr
-		}, "NOPERM", func(srv *redistest.Server) {
-			srv.MustDo("ACL", "SETUSER", "api", "+hstrlen")
-		}},
-		{"a user without the keys (NOPERM)", func(srv *redistest.Server) string {
-			srv.MustDo("ACL", "SETUSER", "api", "on", ">pw", "~other:*", "&*", "+@all")
-			return "redis://api:pw@" + srv.Addr
-		}, "NOPERM", nil},
+		{"a user who may not read (NOPERM)", func(srv *redistest.Server) string { return apiUser(srv, "pw", "-hstrlen") }, "NOPERM", func(srv *redistest.Server) { srv.MustDo("ACL", "SETUSER", "api", "+hstrlen") }},
+		{"a user without the keys (NOPERM)", func(srv *redistest.Server) string { return apiUser(srv, "pw", "resetkeys", "~other:*") }, "NOPERM", nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -103,17 +90,13 @@ func TestReadyWhenRedisRefusesThePod(t *testing.T) {
 			if got := refusedLines(hs); len(got) != 1 || !strings.Contains(got[0], tt.wantErr) {
 				t.Errorf("error lines %q, want one with %s", got, tt.wantErr)
 			}
-			if n := hs.logs.FilterMessage("ready without a load from redis").Len(); n != 0 {
-				t.Errorf("logged ready without a load %d times, want 0", n)
-			}
+			hs.wantLogged(t, "ready without a load from redis", 0)
 			if tt.fix == nil {
 				return
 			}
 			tt.fix(srv)
 			advanceUntil(t, clk, 100*time.Millisecond, "ready after the first load", func() bool { return opened.Load() == 1 })
-			if n := hs.logs.FilterMessage("ready").Len(); n != 1 {
-				t.Errorf("logged ready %d times, want 1", n)
-			}
+			hs.wantLogged(t, "ready", 1)
 		})
 	}
 }
@@ -125,7 +108,7 @@ func TestReadyWhenRedisRefusesThePod(t *testing.T) {
 func TestReadyRefusedThenAnOutage(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t)
-	srv.MustDo("ACL", "SETUSER", "api", "on", ">old", "~*", "&*", "+@all")
+	apiUser(srv, "old")
 	hs := start(t, "redis://api:new@"+srv.Addr, quiet)
 	testkit.Eventually(t, "the refusal", func() bool { return hs.h.Refusal() != nil })
 	failures := hs.h.Counts().Failures
@@ -142,7 +125,7 @@ func TestReadyRefusedThenAnOutage(t *testing.T) {
 		t.Errorf("Refusal() = nil during the outage that followed it, want the refusal")
 	}
 	srv.Restart()
-	srv.MustDo("ACL", "SETUSER", "api", "on", ">new", "~*", "&*", "+@all")
+	apiUser(srv, "new")
 	testkit.Eventually(t, "ready after the first load", func() bool { return opened.Load() == 1 })
 }
 
@@ -172,9 +155,7 @@ func TestReadyDuringAnOutage(t *testing.T) {
 			if took := clk.Now().Sub(base); took < hydrateTimeout {
 				t.Errorf("ready after %v, want the hydrate timeout, %v", took, hydrateTimeout)
 			}
-			if n := hs.logs.FilterMessage("ready without a load from redis").Len(); n != 1 {
-				t.Errorf("logged ready without a load %d times, want 1", n)
-			}
+			hs.wantLogged(t, "ready without a load from redis", 1)
 			if got := refusedLines(hs); len(got) != 0 {
 				t.Errorf("error lines %q for an outage, want none", got)
 			}
@@ -190,7 +171,5 @@ func TestReadyAfterFirstLoad(t *testing.T) {
 	opened := readiness(t, hs, hydrateTimeout)
 	hs.waitLoaded(t)
 	testkit.Eventually(t, "ready", func() bool { return opened.Load() == 1 })
-	if n := hs.logs.FilterMessage("ready").Len(); n != 1 {
-		t.Errorf("logged ready %d times, want 1", n)
-	}
+	hs.wantLogged(t, "ready", 1)
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/storytold/craft-releases/pkg/redis/hydrate"
+	"github.com/storytold/craft-releases/pkg/release"
 	"github.com/storytold/craft-releases/test/fakeclock"
 	"github.com/storytold/craft-releases/test/redistest"
 	"github.com/storytold/craft-releases/test/testkit"
@@ -29,15 +30,13 @@ func TestRefusedHashes(t *testing.T) {
 	hs.waitLoaded(t)
 
 	got, _ := hs.sink.state()
-	if g, w := describeAll(got), describeMap(map[string]string{"photocraft": describe(entry(now.Add(-time.Minute), "v0.5.0"))}); g != w {
+	if g, w := describeAll(got), describeAll(map[string]release.Entry{"photocraft": entry(now.Add(-time.Minute), "v0.5.0")}); g != w {
 		t.Errorf("sink after load:\n got %s\nwant %s", g, w)
 	}
 	if n := hs.h.Counts().Refused; n != 2 {
 		t.Errorf("refused %d reads, want 2", n)
 	}
-	if n := hs.logs.FilterMessage("redis entry refused, keeping what was known").Len(); n != 2 {
-		t.Errorf("logged %d refusals, want one for each app and writer", n)
-	}
+	hs.wantLogged(t, "redis entry refused, keeping what was known", 2) // one for each app and writer
 
 	// A 16 MiB release: the invalidation brings a re-read of its length
 	// alone, and photocraft keeps v0.5.0.
@@ -48,9 +47,7 @@ func TestRefusedHashes(t *testing.T) {
 	if got := netOutput(t, srv) - sent; got > 64<<10 {
 		t.Errorf("Redis sent the pod %d bytes, want a few KiB: the value was read", got)
 	}
-	if got, _ := hs.sink.state(); describe(got["photocraft"]) != describe(entry(now.Add(-time.Minute), "v0.5.0")) {
-		t.Errorf("photocraft = %s, want v0.5.0 kept", describe(got["photocraft"]))
-	}
+	hs.wantEntry(t, "photocraft", now.Add(-time.Minute), "v0.5.0", " kept")
 }
 
 // TestPodClockBehind: a pod whose clock runs an hour behind tells time by
@@ -63,10 +60,7 @@ func TestPodClockBehind(t *testing.T) {
 	put(t, srv, "photocraft", now, "v0.5.0")
 	hs := start(t, srv.URL(), quiet, hydrate.WithClock(fakeclock.New(now.Add(-time.Hour))))
 	hs.waitLoaded(t)
-	got, _ := hs.sink.state()
-	if describe(got["photocraft"]) != describe(entry(now, "v0.5.0")) {
-		t.Errorf("photocraft = %s, want v0.5.0: an honest fetch", describe(got["photocraft"]))
-	}
+	hs.wantEntry(t, "photocraft", now, "v0.5.0", ": an honest fetch")
 	if off := hs.h.Counts().ClockOffset; (off + time.Hour).Abs() > 5*time.Second {
 		t.Errorf("clock offset %v, want about -1h", off)
 	}
@@ -99,9 +93,7 @@ func TestClockSetRightBeforeAFutureHash(t *testing.T) {
 	refused := hs.h.Counts().Refused
 	hset(t, srv, "photocraft", "fetched_ms", ms(now.Add(time.Hour+5*time.Second)), "release", releaseJSON(t, "photocraft", "v6.6.6"))
 	testkit.Eventually(t, "the refusal of the hash from the future", func() bool { return hs.h.Counts().Refused > refused })
-	if got, _ := hs.sink.state(); describe(got["photocraft"]) != describe(entry(now.Add(time.Hour), "v0.5.0")) {
-		t.Errorf("photocraft = %s, want v0.5.0 kept", describe(got["photocraft"]))
-	}
+	hs.wantEntry(t, "photocraft", now.Add(time.Hour), "v0.5.0", " kept")
 }
 
 // netOutput is how many bytes srv has sent its clients.
