@@ -1,6 +1,7 @@
 package config_test
 
 import (
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -11,22 +12,19 @@ import (
 	"github.com/storytold/craft-releases/pkg/release"
 )
 
+// app is the release.App key, name, repo, on no channel and without a prefix.
+func app(key, name, repo string) release.App { return release.App{Key: key, Name: name, Repo: repo} }
+
 func TestDefaultApps(t *testing.T) {
-	// The table of docs/config.md, "The default apps", in its order.
-	want := []release.App{
-		{Key: "photocraft", Name: "PhotoCraft", Repo: "storytold/photocraft"},
-		{Key: "vectorcraft", Name: "VectorCraft", Repo: "storytold/vectorcraft"},
-		{Key: "filmcraft", Name: "FilmCraft", Repo: "storytold/filmcraft"},
-		{Key: "lightcraft", Name: "LightCraft", Repo: "storytold/lightcraft"},
-		{Key: "pdfcraft", Name: "PdfCraft", Repo: "storytold/pdfcraft"},
-		{Key: "effectcraft", Name: "EffectCraft", Repo: "storytold/effectcraft"},
-		{Key: "designcraft", Name: "DesignCraft", Repo: "storytold/designcraft"},
-		{Key: "wordcraft", Name: "WordCraft", Repo: "storytold/wordcraft"},
-		{Key: "deckcraft", Name: "DeckCraft", Repo: "storytold/deckcraft"},
-		{Key: "gridcraft", Name: "GridCraft", Repo: "storytold/gridcraft"},
-		{Key: "cadcraft", Name: "CADCraft", Repo: "storytold/cadcraft"},
-		{Key: "soundcraft", Name: "SoundCraft", Repo: "storytold/soundcraft"},
-		{Key: "artcraft-launcher", Name: "ArtCraft Launcher", Repo: "storytold/craft-launcher"},
+	// The table of docs/config.md, "The default apps", in its order: key,
+	// name, and the repo under storytold/ (the key's unless given).
+	var want []release.App
+	for _, a := range [][]string{{"photocraft", "PhotoCraft"}, {"vectorcraft", "VectorCraft"}, {"filmcraft", "FilmCraft"},
+		{"lightcraft", "LightCraft"}, {"pdfcraft", "PdfCraft"}, {"effectcraft", "EffectCraft"}, {"designcraft", "DesignCraft"},
+		{"wordcraft", "WordCraft"}, {"deckcraft", "DeckCraft"}, {"gridcraft", "GridCraft"}, {"cadcraft", "CADCraft"},
+		{"soundcraft", "SoundCraft"}, {"artcraft-launcher", "ArtCraft Launcher", "craft-launcher"}} {
+		repo := append(a, a[0])[2] // the key unless given
+		want = append(want, app(a[0], a[1], "storytold/"+repo))
 	}
 	got := config.DefaultApps()
 	if !reflect.DeepEqual(got, want) {
@@ -46,92 +44,49 @@ func TestDefaultApps(t *testing.T) {
 	}
 }
 
+// TestParseApps: a good list gives its apps, an error quotes the entry (each
+// key or repo case the part) and gives no apps.
 func TestParseApps(t *testing.T) {
-	tests := []struct {
-		name string
-		in   string
-		want []release.App
+	a, b := app("a", "A", "o/a"), app("b", "B", "o/b")
+	for _, tc := range []struct {
+		name, in string
+		want     []release.App
 	}{
 		{"empty is the defaults", "", config.DefaultApps()},
 		{"blank is the defaults", " \t\n", config.DefaultApps()},
-		{"one", "photocraft=PhotoCraft=storytold/photocraft",
-			[]release.App{{Key: "photocraft", Name: "PhotoCraft", Repo: "storytold/photocraft"}}},
-		{"order kept", "b=B=o/b,a=A=o/a",
-			[]release.App{{Key: "b", Name: "B", Repo: "o/b"}, {Key: "a", Name: "A", Repo: "o/a"}}},
-		{"entries and parts trimmed", "  a = Alpha App = org/alpha  ,\tb=B=org/b\n",
-			[]release.App{{Key: "a", Name: "Alpha App", Repo: "org/alpha"}, {Key: "b", Name: "B", Repo: "org/b"}}},
-		{"key lowercased", "PhotoCraft=PhotoCraft=storytold/photocraft",
-			[]release.App{{Key: "photocraft", Name: "PhotoCraft", Repo: "storytold/photocraft"}}},
-		{"key punctuation", "my.app_v2-beta=App=org/app",
-			[]release.App{{Key: "my.app_v2-beta", Name: "App", Repo: "org/app"}}},
-		{"repo case kept", "a=A=StoryTold/Photo.Craft_2-x",
-			[]release.App{{Key: "a", Name: "A", Repo: "StoryTold/Photo.Craft_2-x"}}},
-		{"name may hold non-ASCII and punctuation", "a=Fotó Craft (β) / 2=o/a",
-			[]release.App{{Key: "a", Name: "Fotó Craft (β) / 2", Repo: "o/a"}}},
-		{"trailing comma skipped", "a=A=o/a,",
-			[]release.App{{Key: "a", Name: "A", Repo: "o/a"}}},
-		{"empty entries skipped", ",a=A=o/a,, ,b=B=o/b",
-			[]release.App{{Key: "a", Name: "A", Repo: "o/a"}, {Key: "b", Name: "B", Repo: "o/b"}}},
+		{"one", "photocraft=PhotoCraft=storytold/photocraft", []release.App{app("photocraft", "PhotoCraft", "storytold/photocraft")}},
+		{"order kept", "b=B=o/b,a=A=o/a", []release.App{b, a}},
+		{"entries and parts trimmed", "  a = Alpha App = org/alpha  ,\tb=B=o/b\n", []release.App{app("a", "Alpha App", "org/alpha"), b}},
+		{"key lowercased", "PhotoCraft=PhotoCraft=storytold/photocraft", []release.App{app("photocraft", "PhotoCraft", "storytold/photocraft")}},
+		{"key punctuation", "my.app_v2-beta=App=org/app", []release.App{app("my.app_v2-beta", "App", "org/app")}},
+		{"repo case kept", "a=A=StoryTold/Photo.Craft_2-x", []release.App{app("a", "A", "StoryTold/Photo.Craft_2-x")}},
+		{"name may hold non-ASCII and punctuation", "a=Fotó Craft (β) / 2=o/a", []release.App{app("a", "Fotó Craft (β) / 2", "o/a")}},
+		{"trailing comma skipped", "a=A=o/a,", []release.App{a}},
+		{"empty entries skipped", ",a=A=o/a,, ,b=B=o/b", []release.App{a, b}},
+	} {
+		if got, err := config.ParseApps(tc.in); err != nil || !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("%s: ParseApps(%q) = %v, %v\nwant %v", tc.name, tc.in, got, err, tc.want)
+		}
 	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			got, err := config.ParseApps(tc.in)
-			if err != nil {
-				t.Fatalf("ParseApps(%q): %v", tc.in, err)
-			}
-			if !reflect.DeepEqual(got, tc.want) {
-				t.Errorf("ParseApps(%q):\n got %v\nwant %v", tc.in, got, tc.want)
-			}
-		})
+	bad := map[string]string{ // entry → what the error must contain
+		"a=A": `entry "a=A"`, "good=G=o/g,photocraft": `entry "photocraft"`, "a=A=o/a=x": `entry "a=A=o/a=x"`,
+		"=A=o/a": `entry "=A=o/a": empty key`, "\u212Aelvin=A=o/a": "key",
+		"a= =o/a": `entry "a= =o/a": empty name`, "a=A\x01B=o/a": "control character", "a=A\xffB=o/a": "invalid UTF-8",
+		"a=A=": `entry "a=A=": repo "" is not org/project`, "a=A=photocraft": `repo "photocraft" is not org/project`,
+		" , ,": "no app listed", "a=A=https://github.com/storytold/photocraft": `entry "a=A=https://github.com/storytold/photocraft"`,
+		"a=A=o/a,b=B=o/b,a=Again=o/c": `entry "a=Again=o/c": key "a" is already listed`,
+		"a=A=o/a,A=Again=o/c":         `entry "A=Again=o/c": key "a" is already listed`,
 	}
-}
-
-func TestParseAppsErrors(t *testing.T) {
-	tests := []struct {
-		name string
-		in   string
-		want string // the error must contain this; every entry error quotes the entry
-	}{
-		{"two parts", "a=A", `entry "a=A"`},
-		{"one part", "good=G=o/g,photocraft", `entry "photocraft"`},
-		{"four parts", "a=A=o/a=x", `entry "a=A=o/a=x"`},
-		{"empty key", "=A=o/a", `entry "=A=o/a": empty key`},
-		{"key with space", "my app=A=o/a", `entry "my app=A=o/a": key "my app"`},
-		{"key with colon", "a:b=A=o/a", `entry "a:b=A=o/a": key "a:b"`},
-		{"key with slash", "a/b=A=o/a", `key "a/b"`},
-		{"key with quote", `a"b=A=o/a`, `key "a\"b"`},
-		{"key with non-ASCII", "photocraftß=A=o/a", `key "photocraftß"`},
-		{"key with Kelvin sign", "\u212Aelvin=A=o/a", "key"},
-		{"empty name", "a= =o/a", `entry "a= =o/a": empty name`},
-		{"name with control character", "a=A\x01B=o/a", "control character"},
-		{"name with invalid UTF-8", "a=A\xffB=o/a", "invalid UTF-8"},
-		{"empty repo", "a=A=", `entry "a=A=": repo "" is not org/project`},
-		{"repo without slash", "a=A=photocraft", `repo "photocraft" is not org/project`},
-		{"repo with empty org", "a=A=/photocraft", `repo "/photocraft"`},
-		{"repo with empty project", "a=A=storytold/", `repo "storytold/"`},
-		{"repo with three parts", "a=A=storytold/photo/craft", `repo "storytold/photo/craft"`},
-		{"repo with space", "a=A=story told/photocraft", `repo "story told/photocraft"`},
-		{"repo with dot dot", "a=A=storytold/..", `repo "storytold/.."`},
-		{"repo with dot", "a=A=./photocraft", `repo "./photocraft"`},
-		{"repo with query", "a=A=storytold/photocraft?x", `repo "storytold/photocraft?x"`},
-		{"repo as URL", "a=A=https://github.com/storytold/photocraft", `entry "a=A=https://github.com/storytold/photocraft"`},
-		{"repeated key", "a=A=o/a,b=B=o/b,a=Again=o/c", `entry "a=Again=o/c": key "a" is already listed`},
-		{"repeated key in other case", "a=A=o/a,A=Again=o/c", `entry "A=Again=o/c": key "a" is already listed`},
-		{"only commas", " , ,", "no app listed"},
+	for _, key := range []string{"my app", "a:b", "a/b", `a"b`, "photocraftß"} {
+		bad[key+"=A=o/a"] = fmt.Sprintf("entry %q: key %q", key+"=A=o/a", key)
 	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			got, err := config.ParseApps(tc.in)
-			if err == nil {
-				t.Fatalf("ParseApps(%q) = %v, want an error containing %q", tc.in, got, tc.want)
-			}
-			if !strings.Contains(err.Error(), tc.want) {
-				t.Errorf("ParseApps(%q) error = %q, want it to contain %q", tc.in, err, tc.want)
-			}
-			if got != nil {
-				t.Errorf("ParseApps(%q) = %v with an error, want nil", tc.in, got)
-			}
-		})
+	for _, repo := range []string{"/photocraft", "storytold/", "storytold/photo/craft", "story told/photocraft", "storytold/..", "./photocraft", "storytold/photocraft?x"} {
+		bad["a=A="+repo] = fmt.Sprintf("entry %q: repo %q", "a=A="+repo, repo)
+	}
+	for in, want := range bad {
+		if got, err := config.ParseApps(in); err == nil || !strings.Contains(err.Error(), want) || got != nil {
+			t.Errorf("ParseApps(%q) = %v, %v; want no apps and an error containing %q", in, got, err, want)
+		}
 	}
 }
 

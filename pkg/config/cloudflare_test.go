@@ -41,7 +41,7 @@ func TestCloudflare(t *testing.T) {
 			if err != nil {
 				t.Fatalf("LoadAPI: %v", err)
 			}
-			p, _, err := config.LoadPoller(lookup(with(tt.vars, "REDIS_URL", "redis://127.0.0.1:6379")), acceptDSN)
+			p, _, err := config.LoadPoller(lookup(with(tt.vars, "REDIS_URL", "redis://127.0.0.1:6379")), checkDSN)
 			if err != nil {
 				t.Fatalf("LoadPoller: %v", err)
 			}
@@ -72,7 +72,7 @@ func TestCloudflare(t *testing.T) {
 	for _, tt := range bad {
 		t.Run(tt.name, func(t *testing.T) {
 			_, _, aErr := config.LoadAPI(lookup(tt.vars))
-			_, _, pErr := config.LoadPoller(lookup(with(tt.vars, "REDIS_URL", "redis://127.0.0.1:6379")), acceptDSN)
+			_, _, pErr := config.LoadPoller(lookup(with(tt.vars, "REDIS_URL", "redis://127.0.0.1:6379")), checkDSN)
 			for binary, err := range map[string]error{"api": aErr, "poller": pErr} {
 				if err == nil || !strings.Contains(err.Error(), tt.wantVar+":") {
 					t.Fatalf("%s: error %v, want one naming %s", binary, err, tt.wantVar)

@@ -48,7 +48,7 @@ func TestScheduleQuota(t *testing.T) {
 			for k, v := range tt.env {
 				env[k] = v
 			}
-			cfg, _, err := config.LoadPoller(func(k string) string { return env[k] }, acceptDSN)
+			cfg, _, err := config.LoadPoller(func(k string) string { return env[k] }, checkDSN)
 			if err != nil {
 				t.Fatal(err)
 			}

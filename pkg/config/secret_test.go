@@ -26,7 +26,7 @@ func TestConfigNeverPrintsSecrets(t *testing.T) {
 	if err != nil {
 		t.Fatalf("LoadAPI: %v", err)
 	}
-	p, _, err := config.LoadPoller(lookup(vars), acceptDSN)
+	p, _, err := config.LoadPoller(lookup(vars), checkDSN)
 	if err != nil {
 		t.Fatalf("LoadPoller: %v", err)
 	}
@@ -80,7 +80,7 @@ func TestFields(t *testing.T) {
 	if err != nil {
 		t.Fatalf("LoadAPI: %v", err)
 	}
-	p, _, err := config.LoadPoller(lookup(vars), acceptDSN)
+	p, _, err := config.LoadPoller(lookup(vars), checkDSN)
 	if err != nil {
 		t.Fatalf("LoadPoller: %v", err)
 	}

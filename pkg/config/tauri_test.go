@@ -23,17 +23,17 @@ func TestTauriPublicKeys(t *testing.T) {
 	const v = "CRAFT_APPS_RELEASE_TAURI_PUBKEYS"
 	for _, bin := range binaries {
 		t.Run(bin.name+"/good", func(t *testing.T) {
-			got := bin.load(map[string]string{v: " PhotoCraft = " + k1.PublicKey() + " ,, pdfcraft=" + k2.PublicKey()})
-			if got.err != nil {
-				t.Fatal(got.err)
+			got, _, err := bin.load(t, env(v, " PhotoCraft = "+k1.PublicKey()+" ,, pdfcraft="+k2.PublicKey()))
+			if err != nil {
+				t.Fatal(err)
 			}
-			if len(got.shared.PublicKeys) != 2 || got.shared.PublicKeys["photocraft"] != pub(k1) || got.shared.PublicKeys["pdfcraft"] != pub(k2) {
-				t.Errorf("keys: got %+v, want photocraft's and pdfcraft's", got.shared.PublicKeys)
+			if len(got.PublicKeys) != 2 || got.PublicKeys["photocraft"] != pub(k1) || got.PublicKeys["pdfcraft"] != pub(k2) {
+				t.Errorf("keys: got %+v, want photocraft's and pdfcraft's", got.PublicKeys)
 			}
 		})
 		t.Run(bin.name+"/blank", func(t *testing.T) {
-			if got := bin.load(map[string]string{v: " "}); got.err != nil || got.shared.PublicKeys != nil {
-				t.Errorf("got %v, %v; want no keys", got.shared.PublicKeys, got.err)
+			if got, _, err := bin.load(t, env(v, " ")); err != nil || got.PublicKeys != nil {
+				t.Errorf("got %v, %v; want no keys", got.PublicKeys, err)
 			}
 		})
 		for _, tc := range []struct{ name, value, want string }{
@@ -44,9 +44,8 @@ func TestTauriPublicKeys(t *testing.T) {
 			{"a signature, not a key", "photocraft=" + k1.Sign("x", []byte("x")), `key "photocraft": minisign public key`},
 		} {
 			t.Run(bin.name+"/"+tc.name, func(t *testing.T) {
-				got := bin.load(map[string]string{v: tc.value})
-				if got.err == nil || !strings.Contains(got.err.Error(), v+": "+tc.want) {
-					t.Errorf("error: got %v, want one containing %q", got.err, v+": "+tc.want)
+				if _, _, err := bin.load(t, env(v, tc.value)); err == nil || !strings.Contains(err.Error(), v+": "+tc.want) {
+					t.Errorf("error: got %v, want one containing %q", err, v+": "+tc.want)
 				}
 			})
 		}

@@ -23,9 +23,9 @@ func TestRedisTLS(t *testing.T) {
 		"REDIS_TLS_CERT_FILE": cert,
 		"REDIS_TLS_KEY_FILE":  key,
 	}
-	for _, bin := range []string{"api", "poller"} {
-		t.Run(bin, func(t *testing.T) {
-			s := loadShared(t, bin, vars)
+	for _, bin := range binaries {
+		t.Run(bin.name, func(t *testing.T) {
+			s := loadShared(t, bin.name, vars)
 			if s.Redis.TLS.Config() == nil {
 				t.Fatal("RedisTLS is nil, want the CA and the client certificate")
 			}
@@ -40,7 +40,7 @@ func TestRedisTLS(t *testing.T) {
 		})
 	}
 	// The private key is never printed: the settings print as the files.
-	p, _, err := config.LoadPoller(func(k string) string { return vars[k] }, acceptDSN)
+	p, _, err := config.LoadPoller(func(k string) string { return vars[k] }, checkDSN)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,10 +90,9 @@ func TestRedisTLSBad(t *testing.T) {
 		{"CA without REDIS_URL", map[string]string{"REDIS_URL": "", "REDIS_TLS_CA_FILE": ca.File}, "REDIS_TLS_CA_FILE: is set"},
 	}
 	for _, tc := range tests {
-		for _, bin := range []string{"api", "poller"} {
-			t.Run(tc.name+"/"+bin, func(t *testing.T) {
-				vars := with(tc.vars, "REDIS_URL", "rediss://r:6380", "CRAFT_APPS_RELEASE_COORDINATION_ENABLED", "false")
-				err := binaries[map[string]int{"api": 0, "poller": 1}[bin]].load(vars).err
+		for _, bin := range binaries {
+			t.Run(tc.name+"/"+bin.name, func(t *testing.T) {
+				_, _, err := bin.load(t, with(tc.vars, "REDIS_URL", "rediss://r:6380", coordVar, "false"))
 				if err == nil || !strings.Contains(err.Error(), tc.want) {
 					t.Errorf("load got %v, want an error containing %q", err, tc.want)
 				}
@@ -106,10 +105,10 @@ func TestRedisTLSBad(t *testing.T) {
 // problem reported, and the TLS files beside it are not blamed for it.
 func TestRedisURLReportedFirst(t *testing.T) {
 	ca := redistest.NewCA(t)
-	for _, bin := range []string{"api", "poller"} {
-		err := binaries[map[string]int{"api": 0, "poller": 1}[bin]].load(map[string]string{"REDIS_URL": "http://r:6379", "REDIS_TLS_CA_FILE": ca.File}).err
+	for _, bin := range binaries {
+		_, _, err := bin.load(t, env("REDIS_URL", "http://r:6379", "REDIS_TLS_CA_FILE", ca.File))
 		if err == nil || !strings.HasPrefix(err.Error(), "REDIS_URL: ") || strings.Contains(err.Error(), "REDIS_TLS_CA_FILE") {
-			t.Errorf("%s: load got %v, want one error, naming REDIS_URL", bin, err)
+			t.Errorf("%s: load got %v, want one error, naming REDIS_URL", bin.name, err)
 		}
 	}
 }
@@ -117,11 +116,17 @@ func TestRedisURLReportedFirst(t *testing.T) {
 // loadShared is bin's Shared settings from vars, failing the test on error.
 func loadShared(t *testing.T, bin string, vars map[string]string) config.Shared {
 	t.Helper()
-	got := binaries[map[string]int{"api": 0, "poller": 1}[bin]].load(vars)
-	if got.err != nil {
-		t.Fatalf("load %s: %v", bin, got.err)
+	for _, b := range binaries {
+		if b.name == bin {
+			got, _, err := b.load(t, vars)
+			if err != nil {
+				t.Fatalf("load %s: %v", bin, err)
+			}
+			return got.Shared
+		}
 	}
-	return got.shared
+	t.Fatalf("no binary %q", bin)
+	return config.Shared{}
 }
 
 func parseCert(t *testing.T, file string) *x509.Certificate {
