@@ -138,41 +138,25 @@ func FuzzParseApps(f *testing.F) {
 // are not modified.
 func TestWithPrereleases(t *testing.T) {
 	apps := config.DefaultApps()
-	marked := func(keys ...string) []string {
-		got, err := config.WithPrereleases(apps, strings.Join(keys, ","))
-		if err != nil {
-			t.Fatalf("WithPrereleases(%q): %v", keys, err)
-		}
+	for _, tt := range []struct {
+		list string
+		want []string
+	}{{"", nil}, {" ", nil}, {"PhotoCraft , artcraft-launcher,", []string{"photocraft", "artcraft-launcher"}}, {" * ", release.Keys(apps)}} {
+		got, err := config.WithPrereleases(apps, tt.list)
 		var pre []string
 		for _, a := range got {
 			if a.Prereleases {
 				pre = append(pre, a.Key)
 			}
 		}
-		return pre
-	}
-	for _, tt := range []struct {
-		list []string
-		want []string
-	}{
-		{nil, nil},
-		{[]string{" "}, nil},
-		{[]string{"PhotoCraft ", " artcraft-launcher", ""}, []string{"photocraft", "artcraft-launcher"}},
-		{[]string{" * "}, release.Keys(apps)},
-	} {
-		if got := marked(tt.list...); !reflect.DeepEqual(got, tt.want) {
-			t.Errorf("WithPrereleases(%q) marks %q, want %q", tt.list, got, tt.want)
+		if err != nil || !reflect.DeepEqual(pre, tt.want) {
+			t.Errorf("WithPrereleases(%q) marks %q, %v; want %q", tt.list, pre, err, tt.want)
 		}
 	}
-	for _, bad := range []struct{ list, want string }{
-		{"photocraft,nosuch", `key "nosuch" is not one of`},
-		{"photocraft,PHOTOCRAFT", `key "PHOTOCRAFT" is listed twice`},
-		{"*,photocraft", "* stands alone"},
-		{"photocraft,*", "* stands alone"},
-		{"\u212aelvin", "is not one of"},
-	} {
-		if _, err := config.WithPrereleases(apps, bad.list); err == nil || !strings.Contains(err.Error(), bad.want) {
-			t.Errorf("WithPrereleases(%q) = %v, want an error containing %q", bad.list, err, bad.want)
+	for list, want := range map[string]string{"photocraft,nosuch": `key "nosuch" is not one of`, "photocraft,PHOTOCRAFT": `key "PHOTOCRAFT" is listed twice`,
+		"*,photocraft": "* stands alone", "photocraft,*": "* stands alone", "\u212aelvin": "is not one of"} {
+		if _, err := config.WithPrereleases(apps, list); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("WithPrereleases(%q) = %v, want an error containing %q", list, err, want)
 		}
 	}
 	for _, a := range apps {
@@ -188,59 +172,41 @@ func TestWithPrereleases(t *testing.T) {
 // errors naming the key; the apps passed in are not modified.
 func TestWithTagPrefixes(t *testing.T) {
 	apps := config.DefaultApps()
-	for _, tt := range []struct {
-		name, list string
-		want       map[string]string // app key → prefix
-	}{
-		{"blank", " ", map[string]string{}},
-		{"one", "artcraft-launcher=artcraft-v", map[string]string{"artcraft-launcher": "artcraft-v"}},
-		{"two, trimmed, any case", " PhotoCraft = photocraft- ,artcraft-launcher=artcraft-v,",
-			map[string]string{"photocraft": "photocraft-", "artcraft-launcher": "artcraft-v"}},
-		{"a slash and a plus", "photocraft=release/+", map[string]string{"photocraft": "release/+"}},
-		{"at the bound", "photocraft=" + strings.Repeat("p", release.MaxTagPrefix), map[string]string{"photocraft": strings.Repeat("p", release.MaxTagPrefix)}},
+	bound := strings.Repeat("p", release.MaxTagPrefix)
+	for list, want := range map[string]map[string]string{ // app key → prefix
+		" ":                            {},
+		"artcraft-launcher=artcraft-v": {"artcraft-launcher": "artcraft-v"},
+		" PhotoCraft = photocraft- ,artcraft-launcher=artcraft-v,": {"photocraft": "photocraft-", "artcraft-launcher": "artcraft-v"},
+		"photocraft=release/+": {"photocraft": "release/+"},
+		"photocraft=" + bound:  {"photocraft": bound},
 	} {
-		t.Run(tt.name, func(t *testing.T) {
-			got, err := config.WithTagPrefixes(apps, tt.list)
-			if err != nil {
-				t.Fatalf("WithTagPrefixes(%q): %v", tt.list, err)
+		got, err := config.WithTagPrefixes(apps, list)
+		prefixes := map[string]string{}
+		for _, a := range got {
+			if a.TagPrefix != "" {
+				prefixes[a.Key] = a.TagPrefix
 			}
-			prefixes := map[string]string{}
-			for _, a := range got {
-				if a.TagPrefix != "" {
-					prefixes[a.Key] = a.TagPrefix
-				}
-			}
-			if !reflect.DeepEqual(prefixes, tt.want) {
-				t.Errorf("WithTagPrefixes(%q) gives %q, want %q", tt.list, prefixes, tt.want)
-			}
-		})
+		}
+		if err != nil || !reflect.DeepEqual(prefixes, want) {
+			t.Errorf("WithTagPrefixes(%q) gives %q, %v; want %q", list, prefixes, err, want)
+		}
 	}
-	for _, bad := range []struct{ name, list, want string }{
-		{"no =", "photocraft", `entry "photocraft": want key=prefix`},
-		{"unknown key", "photocraft=p-,nosuch=n-", `key "nosuch" is not one of`},
-		{"a key twice", "photocraft=p-,PHOTOCRAFT=q-", `key "PHOTOCRAFT" is listed twice`},
-		{"empty prefix", "photocraft=", `key "photocraft": empty prefix`},
-		{"blank prefix", "photocraft= ", `key "photocraft": empty prefix`},
-		{"empty key", "=p-", `key "" is not one of`},
-		{"a key with a non-ASCII letter", "\u212aelvin=k-", "is not one of"},
-		{"a second =", "photocraft=a=b", `prefix "a=b" is not`},
-		{"a space inside", "photocraft=a b", `prefix "a b" is not`},
-		{"a tab inside", "photocraft=a\tb", "is not 1 to 32 bytes"},
-		{"a control character", "photocraft=a\x1bb", "is not 1 to 32 bytes"},
-		{"a delete", "photocraft=a\x7fb", "is not 1 to 32 bytes"},
-		{"non-ASCII", "photocraft=фото-", "is not 1 to 32 bytes"},
-		{"a bidi override", "photocraft=a\u202eb", "is not 1 to 32 bytes"},
-		{"over the bound", "photocraft=" + strings.Repeat("p", release.MaxTagPrefix+1), "is not 1 to 32 bytes"},
-		{"two dots", "photocraft=a..", "can begin a git tag"},
-		{"a character git refuses", "photocraft=a~", "can begin a git tag"},
-		{"a leading dot", "photocraft=.v", "can begin a git tag"},
-		{"an empty component", "photocraft=a//", "can begin a git tag"},
-	} {
-		t.Run(bad.name, func(t *testing.T) {
-			if _, err := config.WithTagPrefixes(apps, bad.list); err == nil || !strings.Contains(err.Error(), bad.want) {
-				t.Errorf("WithTagPrefixes(%q) = %v, want an error containing %q", bad.list, err, bad.want)
-			}
-		})
+	bad := map[string]string{ // list → what the error must contain
+		"photocraft": `entry "photocraft": want key=prefix`, "photocraft=p-,nosuch=n-": `key "nosuch" is not one of`,
+		"photocraft=p-,PHOTOCRAFT=q-": `key "PHOTOCRAFT" is listed twice`, "photocraft=": `key "photocraft": empty prefix`,
+		"photocraft= ": `key "photocraft": empty prefix`, "=p-": `key "" is not one of`, "\u212aelvin=k-": "is not one of",
+		"photocraft=a=b": `prefix "a=b" is not`, "photocraft=a b": `prefix "a b" is not`,
+	}
+	for _, prefix := range []string{"a\tb", "a\x1bb", "a\x7fb", "фото-", "a\u202eb", bound + "p"} { // control, non-ASCII, over the bound
+		bad["photocraft="+prefix] = "is not 1 to 32 bytes"
+	}
+	for _, prefix := range []string{"a..", "a~", ".v", "a//"} { // what git refuses in a tag
+		bad["photocraft="+prefix] = "can begin a git tag"
+	}
+	for list, want := range bad {
+		if _, err := config.WithTagPrefixes(apps, list); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("WithTagPrefixes(%q) = %v, want an error containing %q", list, err, want)
+		}
 	}
 	for _, a := range apps {
 		if a.TagPrefix != "" {

@@ -233,6 +233,7 @@ func TestLoad(t *testing.T) {
 		{"enterprise api url", env(apiURLVar, "https://ghe.example.com/api/v3"), other("https://ghe.example.com/api/v3/", ""), nil, nil},
 		{"github without slash", env(apiURLVar, "https://api.github.com"), nil, nil, nil},
 		{"log level error in capitals", env("LOG_LEVEL", "ERROR"), func(c *common) { c.LogLevel = zapcore.ErrorLevel }, nil, nil},
+		{"log level debug", env("LOG_LEVEL", "debug"), func(c *common) { c.LogLevel = zapcore.DebugLevel }, nil, nil},
 		{"log format console", env("LOG_FORMAT", "console"), func(c *common) { c.LogFormat = "console" }, nil, nil},
 		{"log format json in capitals", env("LOG_FORMAT", "JSON"), nil, nil, nil},
 		{"polling disabled", env(polling, "false"), func(c *common) { c.Enabled = false }, nil, nil},

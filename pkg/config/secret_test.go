@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"reflect"
 	"strings"
 	"testing"
@@ -84,25 +85,11 @@ func TestFields(t *testing.T) {
 	if err != nil {
 		t.Fatalf("LoadPoller: %v", err)
 	}
-	common := map[string]any{
-		"redis_url":            "redis://user:[redacted]@127.0.0.1:6379/0",
-		"apps":                 []any{"a", "b"},
-		"github_api_url":       "https://api.github.com/",
-		"log_level":            "info",
-		"log_format":           "json",
-		"polling_enabled":      true,
-		"coordination_enabled": true,
-		"github_token_set":     true,
-		"poll_interval":        "2m0s",
-		"max_backoff":          "4h0m0s",
-		"startup_jitter":       "30s",
-		"tick":                 "30s",
-		"request_spacing":      "1s",
-		"shutdown_timeout":     "15s",
-		"cloudflare_purge":     false,
-		"tag_prefixes":         []any{"b=b-v"},
-		"tauri_pubkeys":        []any{"b=" + key.KeyID.String()},
-	}
+	both := map[string]any{"redis_url": "redis://user:[redacted]@127.0.0.1:6379/0", "apps": []any{"a", "b"},
+		"github_api_url": "https://api.github.com/", "log_level": "info", "log_format": "json", "polling_enabled": true,
+		"coordination_enabled": true, "github_token_set": true, "poll_interval": "2m0s", "max_backoff": "4h0m0s",
+		"startup_jitter": "30s", "tick": "30s", "request_spacing": "1s", "shutdown_timeout": "15s", "cloudflare_purge": false,
+		"tag_prefixes": []any{"b=b-v"}, "tauri_pubkeys": []any{"b=" + key.KeyID.String()}}
 	tests := []struct {
 		name   string
 		fields []zap.Field
@@ -124,12 +111,8 @@ func TestFields(t *testing.T) {
 				t.Fatalf("read log line %s: %v", line, err)
 			}
 			want := map[string]any{"level": "info", "msg": "settings"}
-			for k, v := range common {
-				want[k] = v
-			}
-			for k, v := range tc.extra {
-				want[k] = v
-			}
+			maps.Copy(want, both)
+			maps.Copy(want, tc.extra)
 			if !reflect.DeepEqual(got, want) {
 				t.Errorf("log line:\n got %v\nwant %v", got, want)
 			}
