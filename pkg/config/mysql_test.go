@@ -24,8 +24,7 @@ func TestLoadMySQL(t *testing.T) {
 	raised := func(v string) string { return v + "=0 is below the minimum 1: using 1" }
 	runLoads(t, []loadCase[config.MySQL]{
 		{"a dsn", env("MYSQL_DSN", dsn), withDSN(func(*config.MySQL) {}), nil, nil},
-		{"a url, as the check converts it", env("MYSQL_URL", "mysql://craft@db.internal/craft"),
-			func(m *config.MySQL) { m.DSN = "converted mysql://craft@db.internal/craft" }, nil, nil},
+		{"a url, as the check converts it", env("MYSQL_URL", "mysql://craft@db.internal/craft"), func(m *config.MySQL) { m.DSN = "converted mysql://craft@db.internal/craft" }, nil, nil},
 		{"every setting", env("MYSQL_DSN", dsn, "MYSQL_MAX_CONNECTIONS", "8", lifetime, "300", "MYSQL_QUERY_TIMEOUT_SECS", "2",
 			"MYSQL_POLLER_REPLICAS", "5", "CRAFT_APPS_META_REFRESH_SECS", "30"), withDSN(func(m *config.MySQL) {
 			m.MaxConns, m.MaxLifetime, m.QueryTimeout, m.Replicas, m.Refresh = 8, 300*time.Second, 2*time.Second, 5, 30*time.Second
@@ -36,16 +35,14 @@ func TestLoadMySQL(t *testing.T) {
 			m.MaxConns, m.MaxLifetime, m.QueryTimeout, m.Replicas, m.Refresh = 1, time.Second, time.Second, 1, time.Second
 		}), []string{raised("MYSQL_MAX_CONNECTIONS"), raised("MYSQL_POLLER_REPLICAS"), raised(lifetime),
 			raised("MYSQL_QUERY_TIMEOUT_SECS"), raised("CRAFT_APPS_META_REFRESH_SECS")}, nil},
-		{"the old name's warning names it", env("MYSQL_DSN", dsn, old, "0"), withDSN(func(m *config.MySQL) { m.MaxLifetime = time.Second }),
-			[]string{raised(old)}, nil},
+		{"the old name's warning names it", env("MYSQL_DSN", dsn, old, "0"), withDSN(func(m *config.MySQL) { m.MaxLifetime = time.Second }), []string{raised(old)}, nil},
 
 		{"nothing set", nil, nil, nil, []string{"MYSQL_DSN: unset, and so is MYSQL_URL"}},
 		{"connections not a number", env("MYSQL_DSN", dsn, "MYSQL_MAX_CONNECTIONS", "four"), nil, nil, []string{`MYSQL_MAX_CONNECTIONS: "four" is not a whole number`}},
 		{"connections too many", env("MYSQL_DSN", dsn, "MYSQL_MAX_CONNECTIONS", "9999999999"), nil, nil, []string{`MYSQL_MAX_CONNECTIONS: "9999999999" is too large`}},
 		{"lifetime with a unit", env("MYSQL_DSN", dsn, lifetime, "10m"), nil, nil, []string{lifetime + `: "10m" is not a whole number`}},
 		{"lifetime's old name with a unit", env("MYSQL_DSN", dsn, old, "10m"), nil, nil, []string{old + `: "10m" is not a whole number`}},
-		{"lifetime under both names", env("MYSQL_DSN", dsn, lifetime, "300", old, "300"), nil, nil,
-			[]string{lifetime + ": set, and so is its old name " + old + ": set only " + lifetime}},
+		{"lifetime under both names", env("MYSQL_DSN", dsn, lifetime, "300", old, "300"), nil, nil, []string{lifetime + ": set, and so is its old name " + old + ": set only " + lifetime}},
 		{"query timeout", env("MYSQL_DSN", dsn, "MYSQL_QUERY_TIMEOUT_SECS", "1.5"), nil, nil, []string{`MYSQL_QUERY_TIMEOUT_SECS: "1.5" is not a whole number`}},
 		{"replicas", env("MYSQL_DSN", dsn, "MYSQL_POLLER_REPLICAS", "x"), nil, nil, []string{`MYSQL_POLLER_REPLICAS: "x" is not a whole number`}},
 		{"refresh", env("MYSQL_DSN", dsn, "CRAFT_APPS_META_REFRESH_SECS", "1.5"), nil, nil, []string{`CRAFT_APPS_META_REFRESH_SECS: "1.5" is not a whole number`}},
