@@ -1,6 +1,7 @@
 package config_test
 
 import (
+	"maps"
 	"strings"
 	"testing"
 
@@ -14,17 +15,8 @@ const zone = "023e105f4ecef8ad9ca31a8372d0c353"
 // never quoting the token.
 func TestCloudflare(t *testing.T) {
 	const token = "cf-s3cret-token"
-	all := map[string]string{"CLOUDFLARE_API_TOKEN": token, "CLOUDFLARE_ZONE_ID": zone, "CRAFT_APPS_PUBLIC_URL": "https://API.example.com/"}
-	set := func(kv ...string) map[string]string {
-		m := map[string]string{}
-		for k, v := range all {
-			m[k] = v
-		}
-		for i := 0; i < len(kv); i += 2 {
-			m[kv[i]] = kv[i+1]
-		}
-		return m
-	}
+	all := env("CLOUDFLARE_API_TOKEN", token, "CLOUDFLARE_ZONE_ID", zone, "CRAFT_APPS_PUBLIC_URL", "https://API.example.com/")
+	set := func(kv ...string) map[string]string { m := maps.Clone(all); maps.Copy(m, env(kv...)); return m }
 	good := []struct {
 		name string
 		vars map[string]string
@@ -41,7 +33,7 @@ func TestCloudflare(t *testing.T) {
 			if err != nil {
 				t.Fatalf("LoadAPI: %v", err)
 			}
-			p, _, err := config.LoadPoller(lookup(with(tt.vars, "REDIS_URL", "redis://127.0.0.1:6379")), acceptDSN)
+			p, _, err := loadPoller(tt.vars)
 			if err != nil {
 				t.Fatalf("LoadPoller: %v", err)
 			}
@@ -72,7 +64,7 @@ func TestCloudflare(t *testing.T) {
 	for _, tt := range bad {
 		t.Run(tt.name, func(t *testing.T) {
 			_, _, aErr := config.LoadAPI(lookup(tt.vars))
-			_, _, pErr := config.LoadPoller(lookup(with(tt.vars, "REDIS_URL", "redis://127.0.0.1:6379")), acceptDSN)
+			_, _, pErr := loadPoller(tt.vars)
 			for binary, err := range map[string]error{"api": aErr, "poller": pErr} {
 				if err == nil || !strings.Contains(err.Error(), tt.wantVar+":") {
 					t.Fatalf("%s: error %v, want one naming %s", binary, err, tt.wantVar)

@@ -3,6 +3,7 @@ package config_test
 import (
 	"bytes"
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 
@@ -13,58 +14,44 @@ import (
 	"github.com/storytold/craft-releases/pkg/config"
 )
 
+// TestLogger: the logger writes the lines at LOG_LEVEL and above, as JSON
+// or for the console.
 func TestLogger(t *testing.T) {
-	tests := []struct {
-		name      string
-		vars      map[string]string
-		wantJSON  bool
-		wantDebug bool
+	for _, tc := range []struct {
+		level  zapcore.Level
+		format string
+		want   []string // the lines written, of debug, info, warn and error
 	}{
-		{"defaults: json at info", nil, true, false},
-		{"json at debug", map[string]string{"LOG_LEVEL": "debug"}, true, true},
-		{"console at info", map[string]string{"LOG_FORMAT": "console"}, false, false},
-		{"console at debug", map[string]string{"LOG_FORMAT": "console", "LOG_LEVEL": "debug"}, false, true},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			a, _, err := config.LoadAPI(lookup(tc.vars))
-			if err != nil {
-				t.Fatalf("LoadAPI(%q): %v", tc.vars, err)
-			}
-			var buf bytes.Buffer
-			log := a.Logger(&buf)
-			log.Debug("debug line")
-			log.Info("info line")
-			if err := log.Sync(); err != nil {
-				t.Fatalf("sync: %v", err)
-			}
-			out := buf.String()
-			if got := strings.Contains(out, "debug line"); got != tc.wantDebug {
-				t.Errorf("debug line written = %v, want %v:\n%s", got, tc.wantDebug, out)
-			}
-			if !strings.Contains(out, "info line") {
-				t.Errorf("info line missing:\n%s", out)
-			}
-			for line := range strings.Lines(out) {
-				if got := json.Valid([]byte(line)); got != tc.wantJSON {
-					t.Errorf("line %q is JSON = %v, want %v", line, got, tc.wantJSON)
-				}
-			}
-		})
-	}
-	t.Run("error level hides warnings", func(t *testing.T) {
-		a, _, err := config.LoadAPI(lookup(map[string]string{"LOG_LEVEL": "error"}))
-		if err != nil {
-			t.Fatalf("LoadAPI: %v", err)
-		}
+		{zapcore.InfoLevel, config.FormatJSON, []string{"info", "warn", "error"}},
+		{zapcore.DebugLevel, config.FormatJSON, []string{"debug", "info", "warn", "error"}},
+		{zapcore.InfoLevel, config.FormatConsole, []string{"info", "warn", "error"}},
+		{zapcore.DebugLevel, config.FormatConsole, []string{"debug", "info", "warn", "error"}},
+		{zapcore.ErrorLevel, config.FormatJSON, []string{"error"}},
+	} {
 		var buf bytes.Buffer
-		log := a.Logger(&buf)
+		log := config.Shared{LogLevel: tc.level, LogFormat: tc.format}.Logger(&buf)
+		log.Debug("debug line")
+		log.Info("info line")
 		log.Warn("warn line")
 		log.Error("error line")
-		if out := buf.String(); strings.Contains(out, "warn line") || !strings.Contains(out, "error line") {
-			t.Errorf("at error level got:\n%s\nwant the error line only", out)
+		if err := log.Sync(); err != nil {
+			t.Fatalf("sync: %v", err)
 		}
-	})
+		var got []string
+		for line := range strings.Lines(buf.String()) {
+			if json.Valid([]byte(line)) != (tc.format == config.FormatJSON) {
+				t.Errorf("%s at %v: line %q, want %s", tc.format, tc.level, line, tc.format)
+			}
+			for _, level := range []string{"debug", "info", "warn", "error"} {
+				if strings.Contains(line, level+" line") {
+					got = append(got, level)
+				}
+			}
+		}
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("%s at %v wrote the lines %q, want %q", tc.format, tc.level, got, tc.want)
+		}
+	}
 }
 
 func TestLogStart(t *testing.T) {

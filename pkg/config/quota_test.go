@@ -44,11 +44,7 @@ func TestScheduleQuota(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			env := map[string]string{"CRAFT_APPS_RELEASE_COORDINATION_ENABLED": "false"}
-			for k, v := range tt.env {
-				env[k] = v
-			}
-			cfg, _, err := config.LoadPoller(func(k string) string { return env[k] }, acceptDSN)
+			cfg, _, err := config.LoadPoller(lookup(with(tt.env, coordVar, "false")), checkDSN)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -93,12 +89,7 @@ func TestScheduleUsage(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var b bytes.Buffer
-			config.ScheduleUsage(&b, func(k string) string {
-				if k == "CRAFT_APPS_RELEASE_APPS" {
-					return tt.apps
-				}
-				return ""
-			})
+			config.ScheduleUsage(&b, lookup(env("CRAFT_APPS_RELEASE_APPS", tt.apps)))
 			for _, w := range tt.want {
 				if !strings.Contains(b.String(), w) {
 					t.Errorf("got %q, want it to contain %q", b.String(), w)

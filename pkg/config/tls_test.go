@@ -17,17 +17,12 @@ import (
 func TestRedisTLS(t *testing.T) {
 	ca := redistest.NewCA(t)
 	cert, key := ca.Issue("poller")
-	vars := map[string]string{
-		"REDIS_URL":           "rediss://redis.internal:6380",
-		"REDIS_TLS_CA_FILE":   ca.File,
-		"REDIS_TLS_CERT_FILE": cert,
-		"REDIS_TLS_KEY_FILE":  key,
-	}
-	for _, bin := range []string{"api", "poller"} {
-		t.Run(bin, func(t *testing.T) {
-			s := loadShared(t, bin, vars)
-			if s.Redis.TLS.Config() == nil {
-				t.Fatal("RedisTLS is nil, want the CA and the client certificate")
+	vars := env("REDIS_URL", "rediss://redis.internal:6380", "REDIS_TLS_CA_FILE", ca.File, "REDIS_TLS_CERT_FILE", cert, "REDIS_TLS_KEY_FILE", key)
+	for _, bin := range binaries {
+		t.Run(bin.name, func(t *testing.T) {
+			s, _, err := bin.load(t, vars)
+			if err != nil || s.Redis.TLS.Config() == nil {
+				t.Fatalf("RedisTLS is nil (error %v), want the CA and the client certificate", err)
 			}
 			if n := len(s.Redis.TLS.Config().Certificates); n != 1 {
 				t.Errorf("got %d client certificates, want 1", n)
@@ -40,7 +35,7 @@ func TestRedisTLS(t *testing.T) {
 		})
 	}
 	// The private key is never printed: the settings print as the files.
-	p, _, err := config.LoadPoller(func(k string) string { return vars[k] }, acceptDSN)
+	p, _, err := loadPoller(vars)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,11 +49,12 @@ func TestRedisTLS(t *testing.T) {
 			t.Errorf("printed settings show more than the files %q:\n%s", files, out)
 		}
 	}
-	if s := loadShared(t, "api", map[string]string{"REDIS_URL": "rediss://redis.internal:6380"}); s.Redis.TLS.Config() != nil {
-		t.Errorf("RedisTLS without REDIS_TLS_* = %v, want nil (rueidis's own: the system roots)", s.Redis.TLS)
+	if a, _, err := config.LoadAPI(lookup(env("REDIS_URL", "rediss://redis.internal:6380"))); err != nil || a.Redis.TLS.Config() != nil {
+		t.Errorf("RedisTLS without REDIS_TLS_* = %v (error %v), want nil (rueidis's own: the system roots)", a.Redis.TLS, err)
 	}
-	if s := loadShared(t, "api", map[string]string{"REDIS_URL": "rediss://r:6380", "REDIS_TLS_CA_FILE": ca.File}); s.Redis.TLS.Config() == nil || s.Redis.TLS.Config().RootCAs == nil || len(s.Redis.TLS.Config().Certificates) != 0 {
-		t.Errorf("RedisTLS with a CA alone = %+v, want roots and no certificate", s.Redis.TLS)
+	a, _, err := config.LoadAPI(lookup(env("REDIS_URL", "rediss://r:6380", "REDIS_TLS_CA_FILE", ca.File)))
+	if tls := a.Redis.TLS.Config(); err != nil || tls == nil || tls.RootCAs == nil || len(tls.Certificates) != 0 {
+		t.Errorf("RedisTLS with a CA alone = %+v (error %v), want roots and no certificate", a.Redis.TLS, err)
 	}
 }
 
@@ -90,10 +86,9 @@ func TestRedisTLSBad(t *testing.T) {
 		{"CA without REDIS_URL", map[string]string{"REDIS_URL": "", "REDIS_TLS_CA_FILE": ca.File}, "REDIS_TLS_CA_FILE: is set"},
 	}
 	for _, tc := range tests {
-		for _, bin := range []string{"api", "poller"} {
-			t.Run(tc.name+"/"+bin, func(t *testing.T) {
-				vars := with(tc.vars, "REDIS_URL", "rediss://r:6380", "CRAFT_APPS_RELEASE_COORDINATION_ENABLED", "false")
-				err := binaries[map[string]int{"api": 0, "poller": 1}[bin]].load(vars).err
+		for _, bin := range binaries {
+			t.Run(tc.name+"/"+bin.name, func(t *testing.T) {
+				_, _, err := bin.load(t, with(tc.vars, "REDIS_URL", "rediss://r:6380", coordVar, "false"))
 				if err == nil || !strings.Contains(err.Error(), tc.want) {
 					t.Errorf("load got %v, want an error containing %q", err, tc.want)
 				}
@@ -106,22 +101,12 @@ func TestRedisTLSBad(t *testing.T) {
 // problem reported, and the TLS files beside it are not blamed for it.
 func TestRedisURLReportedFirst(t *testing.T) {
 	ca := redistest.NewCA(t)
-	for _, bin := range []string{"api", "poller"} {
-		err := binaries[map[string]int{"api": 0, "poller": 1}[bin]].load(map[string]string{"REDIS_URL": "http://r:6379", "REDIS_TLS_CA_FILE": ca.File}).err
+	for _, bin := range binaries {
+		_, _, err := bin.load(t, env("REDIS_URL", "http://r:6379", "REDIS_TLS_CA_FILE", ca.File))
 		if err == nil || !strings.HasPrefix(err.Error(), "REDIS_URL: ") || strings.Contains(err.Error(), "REDIS_TLS_CA_FILE") {
-			t.Errorf("%s: load got %v, want one error, naming REDIS_URL", bin, err)
+			t.Errorf("%s: load got %v, want one error, naming REDIS_URL", bin.name, err)
 		}
 	}
-}
-
-// loadShared is bin's Shared settings from vars, failing the test on error.
-func loadShared(t *testing.T, bin string, vars map[string]string) config.Shared {
-	t.Helper()
-	got := binaries[map[string]int{"api": 0, "poller": 1}[bin]].load(vars)
-	if got.err != nil {
-		t.Fatalf("load %s: %v", bin, got.err)
-	}
-	return got.shared
 }
 
 func parseCert(t *testing.T, file string) *x509.Certificate {
