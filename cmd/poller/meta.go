@@ -19,11 +19,12 @@ import (
 	"github.com/storytold/craft-releases/pkg/release"
 )
 
-// metaRefresher returns the loop that publishes the renames and notices from
-// MySQL to pub every CRAFT_APPS_META_REFRESH_SECS, and what wakes it for a
-// refresh now; nil for both when MySQL is not configured. It opens the pool (without connecting) and logs its settings;
-// the loop checks the server's prepared-statement cap first, never fails on
-// MySQL trouble, and closes the pool when ctx ends.
+// metaRefresher returns the loop that publishes the renames, notices and
+// decisions from MySQL to pub every CRAFT_APPS_META_REFRESH_SECS, and what
+// wakes it for a refresh now; nil for both when MySQL is not configured. It
+// opens the pool (without connecting) and logs its settings; the loop
+// checks the server's prepared-statement cap first, never fails on MySQL
+// trouble, and closes the pool when ctx ends.
 func metaRefresher(cfg config.Poller, pub mysql.Publisher, log *zap.Logger, opts ...mysql.RefresherOption) (run func(context.Context) error, wake func(), err error) {
 	if !cfg.MySQL.Enabled() {
 		return nil, nil, nil
