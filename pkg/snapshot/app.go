@@ -34,8 +34,9 @@ type App struct {
 	// Rollout is the release being rolled out, nil when none is.
 	Rollout *Rollout
 	// Minimum is the lowest version an install may run ("" for none), and
-	// Critical the Tauri feed an updater below it is offered: the newest
-	// release, staged or not, marked critical.
+	// Critical the Tauri feed an updater below it is offered: the staged
+	// release (unless the rollout is halted), else the latest, marked
+	// critical.
 	Minimum  string
 	Critical *Feed
 	minimum  semver.Version
