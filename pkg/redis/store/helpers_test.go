@@ -137,8 +137,8 @@ func eachPath(t *testing.T, f func(t *testing.T, o on)) {
 	for _, p := range paths {
 		t.Run(p.name, func(t *testing.T) {
 			srv := redistest.Start(t)
-			o := on{srv: srv, a: newAdmin(t, srv), url: p.url(t, srv)}
-			o.s = newStore(t, o.url)
+			url := p.url(t, srv)
+			o := on{srv: srv, a: newAdmin(t, srv), url: url, s: newStore(t, url)}
 			f(t, o)
 			if got := o.s.Mode(); got != p.mode {
 				t.Errorf("Mode() = %v, want %v", got, p.mode)
