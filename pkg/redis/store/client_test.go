@@ -12,8 +12,6 @@ import (
 	"time"
 
 	"github.com/storytold/craft-releases/pkg/redis"
-	"github.com/storytold/craft-releases/pkg/release"
-	"github.com/storytold/craft-releases/pkg/schedule"
 	"github.com/storytold/craft-releases/test/fakeredis"
 	"github.com/storytold/craft-releases/test/redistest"
 	"github.com/storytold/craft-releases/test/testkit"
@@ -38,24 +36,9 @@ func TestSilentRedis(t *testing.T) {
 	w.watch.Store(true)
 	ctx := context.Background() // no deadline: any timeout is the Store's
 	e := fetch(at("12:00"), `"e"`, rel("v1"))
-	f := release.Entry{FailedAt: at("12:00"), Failures: 1}
-
-	tests := []struct {
-		name string
-		do   func() error
-	}{
-		{"load", func() error { _, _, err := s.Load(ctx, apps13); return err }},
-		{"load one app", func() error { _, _, err := s.LoadApp(ctx, "photocraft"); return err }},
-		{"status", func() error { _, _, err := s.Status(ctx, apps13); return err }},
-		{"claim", func() error { _, err := s.Claim(ctx, "photocraft", at("12:00"), time.Minute); return err }},
-		{"fetch", func() error { _, err := s.PutFetch(ctx, "photocraft", e); return err }},
-		{"304", func() error { _, err := s.PutNotModified(ctx, "photocraft", e); return err }},
-		{"failure", func() error { _, err := s.PutFailure(ctx, "photocraft", f); return err }},
-		{"backoff", func() error { return s.PutBackoff(ctx, schedule.Backoff{Until: at("13:00"), Trouble: 1}) }},
-		{"clear backoff", func() error { return s.PutBackoff(ctx, schedule.Backoff{}) }},
-		{"claim in a transaction", func() error { _, err := w.Claim(ctx, "photocraft", at("12:00"), time.Minute); return err }},
-		{"fetch in a transaction", func() error { _, err := w.PutFetch(ctx, "photocraft", e); return err }},
-	}
+	tests := append(callsOf(ctx, s),
+		call{"claim in a transaction", func() error { _, err := w.Claim(ctx, "photocraft", at("12:00"), time.Minute); return err }},
+		call{"fetch in a transaction", func() error { _, err := w.PutFetch(ctx, "photocraft", e); return err }})
 	for _, tt := range tests {
 		err := tt.do()
 		t.Logf("%s: %v", tt.name, err)
@@ -101,10 +84,8 @@ func isTimeout(err error) bool {
 func TestConnections(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t)
-	a := newAdmin(t, srv)
 	s := newStore(t, pollerURL(t, srv))
 	ctx := context.Background()
-
 	var wg sync.WaitGroup
 	errs := make(chan error, 64)
 	for i := range 16 {
@@ -128,7 +109,7 @@ func TestConnections(t *testing.T) {
 	if got := s.Mode(); got != ModeWatch {
 		t.Fatalf("Mode() = %v, want %v: the transactions' connection went unused", got, ModeWatch)
 	}
-	list, err := a.do("CLIENT", "LIST").ToString()
+	list, err := newAdmin(t, srv).do("CLIENT", "LIST").ToString()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,9 +133,7 @@ func TestWithoutClientTracking(t *testing.T) {
 	srv := redistest.Start(t, "--rename-command", "CLIENT", "")
 	s := newStore(t, srv.URL())
 	ctx := context.Background()
-	if ok, err := s.PutFetch(ctx, "photocraft", fetch(at("12:00"), "e", nil)); err != nil || !ok {
-		t.Fatalf("PutFetch = %v, %v; want true, nil", ok, err)
-	}
+	wrote(t)(s.PutFetch(ctx, "photocraft", fetch(at("12:00"), "e", nil)))
 	got, _, err := s.Load(ctx, apps13)
 	if err != nil {
 		t.Fatal(err)

@@ -9,10 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/zap"
-	"go.uber.org/zap/zapcore"
-	"go.uber.org/zap/zaptest/observer"
-
 	"github.com/storytold/craft-releases/test/redistest"
 )
 
@@ -92,19 +88,14 @@ func TestScriptRefusal(t *testing.T) {
 		wantMode WriteMode
 	}{
 		{name: "no @scripting", user: []string{"~*", "&*", "+@all", "-@scripting"}, wantMode: ModeWatch},
-		{name: "scripts renamed away", args: []string{"--rename-command", "EVALSHA", "", "--rename-command", "EVAL", ""},
-			wantMode: ModeWatch},
+		{name: "scripts renamed away", args: []string{"--rename-command", "EVALSHA", "", "--rename-command", "EVAL", ""}, wantMode: ModeWatch},
 		{name: "evalsha renamed away", args: []string{"--rename-command", "EVALSHA", ""}, wantMode: ModeWatch},
-
 		{name: "stopped", breakIt: func(srv *redistest.Server) { srv.Stop() }, wantErr: true, wantMode: ModeScript},
-		{name: "out of memory", breakIt: func(srv *redistest.Server) { srv.MustDo("CONFIG", "SET", "maxmemory", "1") },
-			wantErr: true, wantMode: ModeScript},
-		{name: "read-only replica", breakIt: func(srv *redistest.Server) { srv.MustDo("REPLICAOF", "127.0.0.1", "1") },
-			wantErr: true, wantMode: ModeScript},
+		{name: "out of memory", breakIt: func(srv *redistest.Server) { srv.MustDo("CONFIG", "SET", "maxmemory", "1") }, wantErr: true, wantMode: ModeScript},
+		{name: "read-only replica", breakIt: func(srv *redistest.Server) { srv.MustDo("REPLICAOF", "127.0.0.1", "1") }, wantErr: true, wantMode: ModeScript},
 		{name: "hset not allowed in scripts", user: []string{"~*", "&*", "+@all", "-hset"}, wantErr: true, wantMode: ModeScript},
 		{name: "key not allowed", user: []string{"~other:*", "&*", "+@all"}, wantErr: true, wantMode: ModeScript},
-		{name: "hset not allowed in transactions", user: []string{"~*", "&*", "+@all", "-@scripting", "-hset"},
-			wantErr: true, wantMode: ModeWatch},
+		{name: "hset not allowed in transactions", user: []string{"~*", "&*", "+@all", "-@scripting", "-hset"}, wantErr: true, wantMode: ModeWatch},
 	}
 	const app = "photocraft"
 	for _, tt := range tests {
@@ -112,17 +103,14 @@ func TestScriptRefusal(t *testing.T) {
 			srv := redistest.Start(t, tt.args...)
 			url := srv.URL()
 			if tt.user != nil {
-				srv.MustDo(append([]string{"ACL", "SETUSER", "poller", "on", ">pw"}, tt.user...)...)
-				url = "redis://poller:pw@" + srv.Addr
+				url = userURL(t, srv, "poller", tt.user...)
 			}
-			core, logs := observer.New(zapcore.WarnLevel)
-			s := newStore(t, withTimeout(url, 2*time.Second), WithLogger(zap.New(core)))
+			log, logs := observed()
+			s := newStore(t, withTimeout(url, 2*time.Second), WithLogger(log))
 			ctx := context.Background()
 			when := at("12:00")
 			if tt.breakIt != nil {
-				if ok, err := s.PutFetch(ctx, app, fetch(when, "e", nil)); err != nil || !ok {
-					t.Fatalf("first write = %v, %v; want true, nil", ok, err)
-				}
+				wrote(t)(s.PutFetch(ctx, app, fetch(when, "e", nil)))
 				tt.breakIt(srv)
 				when = when.Add(time.Minute)
 			}
@@ -130,19 +118,12 @@ func TestScriptRefusal(t *testing.T) {
 			if (err != nil) != tt.wantErr || ok == tt.wantErr {
 				t.Errorf("PutFetch = %v, %v; want written %v, error %v", ok, err, !tt.wantErr, tt.wantErr)
 			}
-			if err != nil {
-				t.Logf("PutFetch: %v", err)
-			}
 			if got := s.Mode(); got != tt.wantMode {
 				t.Errorf("Mode() = %v, want %v", got, tt.wantMode)
 			}
 			// One more write: the switch is announced once, not per write.
 			_, _ = s.PutFetch(ctx, app, fetch(when.Add(time.Minute), "e", nil))
-			wantWarnings := 0
-			if tt.wantMode == ModeWatch {
-				wantWarnings = 1
-			}
-			if got := logs.FilterMessageSnippet("watch/multi/exec").Len(); got != wantWarnings {
+			if got, wantWarnings := logs.FilterMessageSnippet("watch/multi/exec").Len(), map[bool]int{true: 1}[tt.wantMode == ModeWatch]; got != wantWarnings {
 				t.Errorf("got %d warnings about the switch, want %d", got, wantWarnings)
 			}
 		})
@@ -153,26 +134,19 @@ func TestScriptRefusal(t *testing.T) {
 // meanwhile (one down when the poller starts: TestRefusedRedisFailsAtOnce).
 func TestBackAfterStop(t *testing.T) {
 	t.Parallel()
-	srv := redistest.Start(t)
-	s := newStore(t, srv.URL())
+	o := started(t)
+	s := o.s
 	ctx := context.Background()
 	wrote(t)(s.PutFetch(ctx, "photocraft", fetch(at("12:00"), "e", nil)))
-	srv.Restart()
+	o.srv.Restart()
 	// The restart broke the connection; reads are retried on a new one.
 	if e, _, err := s.LoadApp(ctx, "photocraft"); err != nil || e.Fetched() {
 		t.Fatalf("LoadApp after a restart = %s, %v; want no fetch and no error", fmtEntry(e), err)
 	}
 	// The restarted Redis has forgotten the script, so EVALSHA is answered
 	// NOSCRIPT and the script is sent again.
-	got, err := s.PutNotModified(ctx, "photocraft", fetch(at("12:01"), "e", rel("v1")))
-	if err != nil || !got {
-		t.Fatalf("PutNotModified after a restart = %v, %v; want true, nil", got, err)
-	}
-	e, _, err := s.LoadApp(ctx, "photocraft")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if want := fetch(at("12:01"), "e", rel("v1")); !sameEntry(e, want) {
+	wrote(t)(s.PutNotModified(ctx, "photocraft", fetch(at("12:01"), "e", rel("v1"))))
+	if e, want := load(t, s, "photocraft"), fetch(at("12:01"), "e", rel("v1")); !sameEntry(e, want) {
 		t.Errorf("entry %s, want the republished %s", fmtEntry(e), fmtEntry(want))
 	}
 	if got := s.Mode(); got != ModeScript {

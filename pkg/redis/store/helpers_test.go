@@ -11,9 +11,13 @@ import (
 	"time"
 
 	"github.com/redis/rueidis"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/storytold/craft-releases/pkg/redis"
 	"github.com/storytold/craft-releases/pkg/release"
+	"github.com/storytold/craft-releases/pkg/schedule"
 	"github.com/storytold/craft-releases/test/redistest"
 	"github.com/storytold/craft-releases/test/testkit"
 )
@@ -40,12 +44,80 @@ var paths = []path{
 	{"watch", ModeWatch, pollerURL},
 }
 
-// pollerURL creates a Redis user that may do anything but run scripts, and
-// returns the URL that logs in as it.
+// pollerURL is userURL of a user "poller" that may do anything but run scripts.
 func pollerURL(t testing.TB, srv *redistest.Server) string {
 	t.Helper()
-	srv.MustDo("ACL", "SETUSER", "poller", "on", ">pw", "~*", "&*", "+@all", "-@scripting")
-	return "redis://poller:pw@" + srv.Addr
+	return userURL(t, srv, "poller", "~*", "&*", "+@all", "-@scripting")
+}
+
+// userURL creates the Redis user with the ACL rules and password pw, and
+// returns the URL that logs in as it.
+func userURL(t testing.TB, srv *redistest.Server, user string, rules ...string) string {
+	t.Helper()
+	srv.MustDo(append([]string{"ACL", "SETUSER", user, "on", ">pw"}, rules...)...)
+	return "redis://" + user + ":pw@" + srv.Addr
+}
+
+// started is a Redis server of the package's pool, its admin client and a
+// Store of poller-a logged in as the default user.
+func started(t testing.TB, opts ...Option) on {
+	t.Helper()
+	srv := redistest.Start(t)
+	return on{srv: srv, a: newAdmin(t, srv), url: srv.URL(), s: newStore(t, srv.URL(), opts...)}
+}
+
+// observed is a logger of warnings and what it logged.
+func observed() (*zap.Logger, *observer.ObservedLogs) {
+	core, logs := observer.New(zapcore.WarnLevel)
+	return zap.New(core), logs
+}
+
+// noDenials fails the test if Redis's ACL LOG holds a refusal.
+func noDenials(t testing.TB, srv *redistest.Server) {
+	t.Helper()
+	if denied := srv.Denied(); len(denied) > 0 {
+		t.Errorf("ACL LOG: %q", denied)
+	}
+}
+
+// hashOf is the hash the HSET pairs of writes leave on no key.
+func hashOf(writes ...write) map[string]string {
+	h := map[string]string{}
+	for _, w := range writes {
+		for i := 0; i+1 < len(w.pairs); i += 2 {
+			h[w.pairs[i]] = w.pairs[i+1]
+		}
+	}
+	return h
+}
+
+// call is one call of a Store to Redis, by name.
+type call struct {
+	name string
+	do   func() error
+}
+
+// callsOf are one call of each kind s makes to Redis.
+func callsOf(ctx context.Context, s *Store) []call {
+	e := fetch(at("12:00"), `"e"`, rel("v1"))
+	return []call{
+		{"load", func() error { _, _, err := s.Load(ctx, apps13); return err }},
+		{"load one app", func() error { _, _, err := s.LoadApp(ctx, "photocraft"); return err }},
+		{"status", func() error { _, _, err := s.Status(ctx, apps13); return err }},
+		{"claim", func() error { _, err := s.Claim(ctx, "photocraft", at("12:00"), time.Minute); return err }},
+		{"fetch", func() error { _, err := s.PutFetch(ctx, "photocraft", e); return err }},
+		{"304", func() error { _, err := s.PutNotModified(ctx, "photocraft", e); return err }},
+		{"failure", func() error {
+			_, err := s.PutFailure(ctx, "photocraft", release.Entry{FailedAt: at("12:00"), Failures: 1})
+			return err
+		}},
+		{"backoff", func() error { return s.PutBackoff(ctx, schedule.Backoff{Until: at("13:00"), Trouble: 1}) }},
+		{"clear backoff", func() error { return s.PutBackoff(ctx, schedule.Backoff{}) }},
+		{"deliver", func() error {
+			_, err := s.Deliver(ctx, []string{"guid-1"}, each(release.Refresh{At: t0}, "photocraft"))
+			return err
+		}},
+	}
 }
 
 // on is what a test of one write path gets: a Redis server of its own (from
@@ -65,8 +137,8 @@ func eachPath(t *testing.T, f func(t *testing.T, o on)) {
 	for _, p := range paths {
 		t.Run(p.name, func(t *testing.T) {
 			srv := redistest.Start(t)
-			o := on{srv: srv, a: newAdmin(t, srv), url: p.url(t, srv)}
-			o.s = newStore(t, o.url)
+			url := p.url(t, srv)
+			o := on{srv: srv, a: newAdmin(t, srv), url: url, s: newStore(t, url)}
 			f(t, o)
 			if got := o.s.Mode(); got != p.mode {
 				t.Errorf("Mode() = %v, want %v", got, p.mode)

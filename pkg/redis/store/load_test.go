@@ -132,66 +132,30 @@ func TestLoadIsTwoPipelines(t *testing.T) {
 	}
 }
 
-func TestPutBackoff(t *testing.T) {
-	srv := redistest.Start(t)
-	a := newAdmin(t, srv)
-	s := newStore(t, srv.URL())
-	ctx := context.Background()
-
-	tests := []struct {
+// TestBackoff: PutBackoff writes the backoff over whatever the key held, or
+// deletes it; ClearBackoff is a compare-and-delete on each path: the hash
+// goes only if it still reads as the backoff read before.
+func TestBackoff(t *testing.T) {
+	b13 := schedule.Backoff{Until: at("13:00"), Trouble: 2}
+	hash := func(until, trouble string) []string {
+		return []string{"v", "1", "until_ms", until, "trouble", trouble, "by", "poller-b"}
+	}
+	mine := func(until, trouble string) map[string]string {
+		return map[string]string{"v": "1", "until_ms": until, "trouble": trouble, "by": "poller-a"}
+	}
+	puts := []struct {
 		name   string
 		before []string // HSET pairs on the backoff key first
 		b      schedule.Backoff
 		want   map[string]string // nil: no key
 	}{
-		{"write", nil, schedule.Backoff{Until: at("13:00"), Trouble: 2},
-			map[string]string{"v": "1", "until_ms": ms(at("13:00")), "trouble": "2", "by": "poller-a"}},
-		{"overwrite a newer one", []string{"v", "1", "until_ms", ms(at("14:00")), "trouble", "5", "by", "poller-b"},
-			schedule.Backoff{Until: at("13:00"), Trouble: 1},
-			map[string]string{"v": "1", "until_ms": ms(at("13:00")), "trouble": "1", "by": "poller-a"}},
-		{"replace another format", []string{"v", "2", "until_ms", ms(at("14:00")), "scope", "all"},
-			schedule.Backoff{Until: at("13:00"), Trouble: 1},
-			map[string]string{"v": "1", "until_ms": ms(at("13:00")), "trouble": "1", "by": "poller-a"}},
-		{"clear", []string{"v", "1", "until_ms", ms(at("14:00")), "trouble", "5", "by", "poller-b"},
-			schedule.Backoff{}, nil},
+		{"write", nil, b13, mine(ms(at("13:00")), "2")},
+		{"overwrite a newer one", hash(ms(at("14:00")), "5"), schedule.Backoff{Until: at("13:00"), Trouble: 1}, mine(ms(at("13:00")), "1")},
+		{"replace another format", []string{"v", "2", "until_ms", ms(at("14:00")), "scope", "all"}, schedule.Backoff{Until: at("13:00"), Trouble: 1}, mine(ms(at("13:00")), "1")},
+		{"clear", hash(ms(at("14:00")), "5"), schedule.Backoff{}, nil},
 		{"clear nothing", nil, schedule.Backoff{}, nil},
 	}
-	for _, tt := range tests {
-		srv.MustDo("FLUSHALL")
-		if tt.before != nil {
-			a.hset(BackoffKey, tt.before...)
-		}
-		if err := s.PutBackoff(ctx, tt.b); err != nil {
-			t.Fatalf("%s: %v", tt.name, err)
-		}
-		raw := a.hgetall(BackoffKey)
-		if !maps.Equal(raw, tt.want) {
-			t.Errorf("%s: hash is %v, want %v", tt.name, raw, tt.want)
-		}
-		if tt.want == nil {
-			continue
-		}
-		if ttl := a.pttl(BackoffKey); ttl <= 23*time.Hour || ttl > 24*time.Hour {
-			t.Errorf("%s: TTL = %v, want about a day", tt.name, ttl)
-		}
-		_, got, err := s.Load(ctx, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !got.Until.Equal(tt.b.Until) || got.Trouble != tt.b.Trouble {
-			t.Errorf("%s: Load reads %+v, want %+v", tt.name, got, tt.b)
-		}
-	}
-}
-
-// TestClearBackoff is the compare-and-delete of the backoff on each path: the
-// hash goes only if it still reads as the backoff read before.
-func TestClearBackoff(t *testing.T) {
-	b13 := schedule.Backoff{Until: at("13:00"), Trouble: 2}
-	hash := func(until, trouble string) []string {
-		return []string{"v", "1", "until_ms", until, "trouble", trouble, "by", "poller-b"}
-	}
-	tests := []struct {
+	clears := []struct {
 		name   string
 		before []string // HSET pairs on the backoff key first; nil: no key
 		wrong  bool     // the key holds a string
@@ -212,10 +176,28 @@ func TestClearBackoff(t *testing.T) {
 		{"trouble of 19 digits reads as 0", hash(ms(at("13:00")), "1000000000000000002"), false, schedule.Backoff{Until: at("13:00")}, true},
 		{"until with a space reads as none", hash(" "+ms(at("13:00")), "2"), false, schedule.Backoff{Trouble: 2}, true},
 	}
+	ctx := context.Background()
+	// PutBackoff is no guarded write: one path.
+	one := started(t)
+	for _, tt := range puts {
+		one.a.seed(one.srv, BackoffKey, false, tt.before)
+		if err := one.s.PutBackoff(ctx, tt.b); err != nil {
+			t.Fatalf("%s: %v", tt.name, err)
+		}
+		if raw := one.a.hgetall(BackoffKey); !maps.Equal(raw, tt.want) {
+			t.Errorf("%s: hash is %v, want %v", tt.name, raw, tt.want)
+		}
+		if ttl := one.a.pttl(BackoffKey); tt.want != nil && (ttl <= 23*time.Hour || ttl > 24*time.Hour) {
+			t.Errorf("%s: TTL = %v, want about a day", tt.name, ttl)
+		}
+		if _, got, err := one.s.Load(ctx, nil); err != nil || !got.Until.Equal(tt.b.Until) || got.Trouble != tt.b.Trouble {
+			t.Errorf("%s: Load reads %+v, %v; want %+v", tt.name, got, err, tt.b)
+		}
+	}
 	eachPath(t, func(t *testing.T, o on) {
-		for _, tt := range tests {
+		for _, tt := range clears {
 			o.a.seed(o.srv, BackoffKey, tt.wrong, tt.before)
-			got, err := o.s.ClearBackoff(context.Background(), tt.read)
+			got, err := o.s.ClearBackoff(ctx, tt.read)
 			if err != nil || got != tt.want {
 				t.Errorf("%s: ClearBackoff = %v, %v; want %v", tt.name, got, err, tt.want)
 			}

@@ -36,11 +36,8 @@ func TestConcurrentWriters(t *testing.T) {
 			}
 			ctx := context.Background()
 
-			stop := make(chan struct{})
-			readerDone := make(chan error, 1)
-			go func() {
-				readerDone <- watchNeverGoesBack(ctx, a, key, stop)
-			}()
+			stop, readerDone := make(chan struct{}), make(chan error, 1)
+			go func() { readerDone <- watchNeverGoesBack(ctx, a, key, stop) }()
 
 			var (
 				mu      sync.Mutex
@@ -49,9 +46,7 @@ func TestConcurrentWriters(t *testing.T) {
 				wg      sync.WaitGroup
 				errs    = make(chan error, writers*writes)
 				written atomic.Int64
-				// changed[i]: store i got past a decision to write at least
-				// once, so it has run the script (or been refused it).
-				changed = make([]atomic.Bool, writers)
+				changed = make([]atomic.Bool, writers) // store i ran the script (or was refused it)
 			)
 			for i, s := range stores {
 				wg.Add(1)
@@ -164,11 +159,8 @@ func TestWatchRetries(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			srv := redistest.Start(t)
-			a := newAdmin(t, srv)
-			s := newStore(t, pollerURL(t, srv))
-			other := newStore(t, srv.URL())
-			ctx := context.Background()
+			o := started(t)
+			s, other, ctx := newStore(t, pollerURL(t, o.srv)), o.s, context.Background()
 			s.watch.Store(true)
 			var execs int
 			got, err := putFetchBeforeExec(ctx, s, app, fetch(tt.mine, "mine", nil), func() {
@@ -182,7 +174,7 @@ func TestWatchRetries(t *testing.T) {
 			if !errors.Is(err, tt.wantErr) || got != tt.want {
 				t.Errorf("PutFetch = %v, %v; want %v, %v", got, err, tt.want, tt.wantErr)
 			}
-			if final := decoded(a.hgetall(key)).FetchedAt; !final.Equal(tt.wantFinal) {
+			if final := decoded(o.a.hgetall(key)).FetchedAt; !final.Equal(tt.wantFinal) {
 				t.Errorf("fetched at %v, want %v", final, tt.wantFinal)
 			}
 		})
@@ -193,26 +185,17 @@ func TestWatchRetries(t *testing.T) {
 // on its connection, so another key's change does not abort the next write.
 func TestWatchLeavesNoWatch(t *testing.T) {
 	t.Parallel()
-	srv := redistest.Start(t)
-	s := newStore(t, pollerURL(t, srv))
-	other := newStore(t, srv.URL())
-	ctx := context.Background()
+	o := started(t)
+	s, other, ctx := newStore(t, pollerURL(t, o.srv)), o.s, context.Background()
 	s.watch.Store(true)
 	var execs int
 	count := func() { execs++ }
-
-	if ok, err := other.PutFetch(ctx, "photocraft", fetch(at("12:05"), "theirs", nil)); err != nil || !ok {
-		t.Fatalf("their PutFetch = %v, %v", ok, err)
-	}
+	wrote(t)(other.PutFetch(ctx, "photocraft", fetch(at("12:05"), "theirs", nil)))
 	if ok, err := putFetchBeforeExec(ctx, s, "photocraft", fetch(at("12:00"), "mine", nil), count); err != nil || ok {
 		t.Fatalf("refused PutFetch = %v, %v; want false, nil", ok, err)
 	}
-	if ok, err := other.PutFetch(ctx, "photocraft", fetch(at("12:06"), "theirs", nil)); err != nil || !ok {
-		t.Fatalf("their PutFetch = %v, %v", ok, err)
-	}
-	if ok, err := putFetchBeforeExec(ctx, s, "filmcraft", fetch(at("12:00"), "mine", nil), count); err != nil || !ok {
-		t.Fatalf("PutFetch of another app = %v, %v; want true, nil", ok, err)
-	}
+	wrote(t)(other.PutFetch(ctx, "photocraft", fetch(at("12:06"), "theirs", nil)))
+	wrote(t)(putFetchBeforeExec(ctx, s, "filmcraft", fetch(at("12:00"), "mine", nil), count))
 	if execs != 1 {
 		t.Errorf("the write took %d EXECs, want 1", execs)
 	}

@@ -9,8 +9,6 @@ import (
 	"time"
 
 	"go.uber.org/zap"
-	"go.uber.org/zap/zapcore"
-	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/storytold/craft-releases/pkg/release"
 	"github.com/storytold/craft-releases/test/fakeclock"
@@ -20,8 +18,8 @@ import (
 
 func TestDeliver(t *testing.T) {
 	t.Parallel()
-	srv := redistest.Start(t)
-	s, a := newStore(t, srv.URL()), newAdmin(t, srv)
+	o := started(t)
+	s, a := o.s, o.a
 	ctx := context.Background()
 	r := release.Refresh{At: t0, Tag: "v1.2.0"}
 
@@ -89,44 +87,36 @@ func TestDeliver(t *testing.T) {
 	if _, err := s.Deliver(ctx, nil, each(release.Refresh{At: t0}, "photocraft")); err == nil {
 		t.Error("a delivery without an id: no error")
 	}
-}
-
-func TestDeliverForgetsWhatItCouldNotRecord(t *testing.T) {
-	t.Parallel()
-	srv := redistest.Start(t)
-	// A user that may SET and DEL but not HSET: the delivery id is stored,
-	// the requests are refused.
-	srv.MustDo("ACL", "SETUSER", "api", "on", ">pw", "~*", "&*", "+@all", "-hset")
-	s := newStore(t, "redis://api:pw@"+srv.Addr)
-	a := newAdmin(t, srv)
-	if _, err := s.Deliver(context.Background(), []string{"guid-1", "sha256-aa"}, each(release.Refresh{At: t0}, "photocraft")); err == nil {
+	// A user that may SET and DEL but not HSET: the delivery ids are stored,
+	// the requests refused, and the ids forgotten, or a redelivery would be
+	// a duplicate.
+	noHSET := newStore(t, userURL(t, o.srv, "api", "~*", "&*", "+@all", "-hset"))
+	if _, err := noHSET.Deliver(ctx, []string{"guid-9", "sha256-99"}, each(release.Refresh{At: t0}, "photocraft")); err == nil {
 		t.Fatal("Deliver without HSET: no error")
 	}
-	if n, _ := a.do("EXISTS", DeliveryKey("guid-1"), DeliveryKey("sha256-aa")).AsInt64(); n != 0 {
-		t.Error("the delivery's keys stayed although its request was not recorded: a redelivery would be a duplicate")
+	if n, _ := a.do("EXISTS", DeliveryKey("guid-9"), DeliveryKey("sha256-99")).AsInt64(); n != 0 {
+		t.Error("the delivery's keys stayed although its request was not recorded")
 	}
 }
 
 func TestDecodeRefresh(t *testing.T) {
 	t.Parallel()
-	tests := []struct {
-		name string
-		h    map[string]string
-		ok   bool
-	}{
-		{"readable", map[string]string{"v": "1", "at_ms": "1790000000000", "tag": "v1"}, true},
-		{"no tag", map[string]string{"v": "1", "at_ms": "1790000000000"}, true},
-		{"no key", nil, false},
-		{"another version", map[string]string{"v": "2", "at_ms": "1790000000000"}, false},
-		{"a time that is not a number", map[string]string{"v": "1", "at_ms": "soon"}, false},
-		{"a zero time", map[string]string{"v": "1", "at_ms": "0"}, false},
-		{"30 s ahead", map[string]string{"v": "1", "at_ms": "1790000030000"}, true},
-		{"an hour ahead", map[string]string{"v": "1", "at_ms": "1790003600000"}, false},
-	}
 	now := time.UnixMilli(1790000000000)
-	for _, tt := range tests {
+	for name, tt := range map[string]struct {
+		h  map[string]string
+		ok bool
+	}{
+		"readable":                    {map[string]string{"v": "1", "at_ms": "1790000000000", "tag": "v1"}, true},
+		"no tag":                      {map[string]string{"v": "1", "at_ms": "1790000000000"}, true},
+		"no key":                      {nil, false},
+		"another version":             {map[string]string{"v": "2", "at_ms": "1790000000000"}, false},
+		"a time that is not a number": {map[string]string{"v": "1", "at_ms": "soon"}, false},
+		"a zero time":                 {map[string]string{"v": "1", "at_ms": "0"}, false},
+		"30 s ahead":                  {map[string]string{"v": "1", "at_ms": "1790000030000"}, true},
+		"an hour ahead":               {map[string]string{"v": "1", "at_ms": "1790003600000"}, false},
+	} {
 		if _, ok := DecodeRefresh(tt.h, now); ok != tt.ok {
-			t.Errorf("%s: ok %v, want %v", tt.name, ok, tt.ok)
+			t.Errorf("%s: ok %v, want %v", name, ok, tt.ok)
 		}
 	}
 }
@@ -140,23 +130,16 @@ func TestOversizedRefreshIsNotRead(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t)
 	a := newAdmin(t, srv)
-	core, logs := observer.New(zapcore.WarnLevel)
+	log, logs := observed()
 	counted := map[string]int{}
-	s := newStore(t, pollerURL(t, srv), WithRefusals(NewRefusals(zap.New(core), func(app string) { counted[app]++ })))
+	s := newStore(t, pollerURL(t, srv), WithRefusals(NewRefusals(log, func(app string) { counted[app]++ })))
 	ctx := context.Background()
 	big := strings.Repeat("v", 16<<20)
 	tests := []struct {
 		name  string
 		field string // the field of 16 MiB; "" for a key of another type
 		want  bool   // the request is read
-	}{
-		{"v", "v", false},
-		{"at_ms", "at_ms", false},
-		{"tag", "tag", false},
-		{"by", "by", false},
-		{"a field no request has", "junk", true},
-		{"a key of another type", "", false},
-	}
+	}{{"v", "v", false}, {"at_ms", "at_ms", false}, {"tag", "tag", false}, {"by", "by", false}, {"a field no request has", "junk", true}, {"a key of another type", "", false}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			// A writer of its own: a refusal is logged once per writer.
@@ -194,9 +177,7 @@ func TestOversizedRefreshIsNotRead(t *testing.T) {
 			}
 		})
 	}
-	if denied := srv.Denied(); len(denied) > 0 {
-		t.Errorf("ACL LOG: %q", denied)
-	}
+	noDenials(t, srv)
 }
 
 // watcher runs st.WatchRefreshes for apps until stop, which checks that it
@@ -274,9 +255,7 @@ func TestWatchRefreshes(t *testing.T) {
 		t.Error("an app the watcher was not given reached fn")
 	}
 	w.stop()
-	if denied := srv.Denied(); len(denied) > 0 {
-		t.Errorf("ACL LOG: %q", denied)
-	}
+	noDenials(t, srv)
 }
 
 // TestWatchRefreshesRescans: a request whose announcement was lost (written

@@ -7,8 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/storytold/craft-releases/pkg/release"
-	"github.com/storytold/craft-releases/pkg/schedule"
 	"github.com/storytold/craft-releases/test/redistest"
 	"github.com/storytold/craft-releases/test/testkit"
 )
@@ -30,26 +28,11 @@ func TestRefusedRedisFailsAtOnce(t *testing.T) {
 	url := pollerURL(t, srv)
 	srv.Stop()
 	never := newStore(t, withTimeout(url, timeout))
-	e := fetch(at("12:00"), `"e"`, rel("v1"))
 	for _, s := range []struct {
 		name  string
 		store *Store
 	}{{"a client that was connected", connected}, {"a client that never connected", never}} {
-		calls := []struct {
-			name string
-			do   func() error
-		}{
-			{"load", func() error { _, _, err := s.store.Load(ctx, apps13); return err }},
-			{"load one app", func() error { _, _, err := s.store.LoadApp(ctx, "photocraft"); return err }},
-			{"status", func() error { _, _, err := s.store.Status(ctx, apps13); return err }},
-			{"claim", func() error { _, err := s.store.Claim(ctx, "photocraft", at("12:00"), time.Minute); return err }},
-			{"fetch", func() error { _, err := s.store.PutFetch(ctx, "photocraft", e); return err }},
-			{"backoff", func() error { return s.store.PutBackoff(ctx, schedule.Backoff{Until: at("13:00"), Trouble: 1}) }},
-			{"deliver", func() error {
-				_, err := s.store.Deliver(ctx, []string{"guid-1"}, each(release.Refresh{At: t0}, "photocraft"))
-				return err
-			}},
-		}
+		calls := callsOf(ctx, s.store)
 		for _, c := range calls {
 			began := time.Now()
 			err := c.do()
@@ -78,8 +61,7 @@ func TestRefusedRedisFailsAtOnce(t *testing.T) {
 func TestRefused(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t)
-	srv.MustDo("ACL", "SETUSER", "poller", "on", ">pw", "~*", "&*", "+@all", "-hstrlen")
-	srv.MustDo("ACL", "SETUSER", "keyless", "on", ">pw", "~other:*", "&*", "+@all")
+	poller, keyless := userURL(t, srv, "poller", "~*", "&*", "+@all", "-hstrlen"), userURL(t, srv, "keyless", "~other:*", "&*", "+@all")
 	locked := redistest.Start(t)
 	locked.MustDo("CONFIG", "SET", "requirepass", "right")
 	down := redistest.Start(t)
@@ -91,8 +73,8 @@ func TestRefused(t *testing.T) {
 	}{
 		{"a wrong password (WRONGPASS)", "redis://poller:wrong@" + srv.Addr, true},
 		{"an unknown user (WRONGPASS)", "redis://nobody:pw@" + srv.Addr, true},
-		{"a command the user may not run (NOPERM)", "redis://poller:pw@" + srv.Addr, true},
-		{"keys the user may not read (NOPERM)", "redis://keyless:pw@" + srv.Addr, true},
+		{"a command the user may not run (NOPERM)", poller, true},
+		{"keys the user may not read (NOPERM)", keyless, true},
 		{"no password where one is required (NOAUTH)", "redis://" + locked.Addr, true},
 		{"a working user", "redis://:any@" + srv.Addr, false},
 		{"a refused connection", down.URL(), false},

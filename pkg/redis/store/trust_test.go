@@ -8,8 +8,6 @@ import (
 	"time"
 
 	"go.uber.org/zap"
-	"go.uber.org/zap/zapcore"
-	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/storytold/craft-releases/pkg/clock"
 	"github.com/storytold/craft-releases/pkg/release"
@@ -17,45 +15,11 @@ import (
 	"github.com/storytold/craft-releases/test/redistest"
 )
 
-// TestPoisonedHashes: whatever a hash that no poller wrote says (the codec's
-// table, TestDecodeApp, lists what a reader refuses), Load reads no fetch of
-// it, and a write of the app's own goes over it; each refusal is counted,
-// and logged once per app and writer.
-func TestPoisonedHashes(t *testing.T) {
-	t.Parallel()
-	srv := redistest.Start(t)
-	a := newAdmin(t, srv)
-	core, logs := observer.New(zapcore.WarnLevel)
-	counted := 0
-	s := newStore(t, srv.URL(), WithRefusals(NewRefusals(zap.New(core), func(app string) {
-		if app == "photocraft" {
-			counted++
-		}
-	})))
-	poisoned := hostileReleases(t)["with a download_url in another repository"]
-	for range 3 {
-		if e := a.readBack(s, "photocraft", "v", "1", "fetched_ms", ms(t0), "etag", `"e"`, "release", poisoned, "by", "intruder"); e.Fetched() || e.Release != nil {
-			t.Fatalf("read %s, want no fetch", fmtEntry(e))
-		}
-	}
-	if counted != 3 {
-		t.Errorf("counted %d refusals, want each of the 3 reads", counted)
-	}
-	if got := logs.FilterMessage("redis entry refused, keeping what was known").FilterField(zap.String("by", "intruder")).Len(); got != 1 {
-		t.Errorf("logged the refusal %d times, want once for the app and the writer", got)
-	}
-	// An honest fetch, older than the poisoned one, replaces it.
-	wrote(t)(s.PutFetch(context.Background(), "photocraft", fetch(t0.Add(-time.Hour), `"e2"`, rel("v0.9.0"))))
-	if e := load(t, s, "photocraft"); e.Release == nil || e.Release.Tag != "v0.9.0" {
-		t.Errorf("after the honest write, read %s", fmtEntry(e))
-	}
-}
-
 // TestRefusalLogIsQuoted: the writer and the reason of a refused hash come
 // from Redis; the refusal's log line shows them escaped, never raw.
 func TestRefusalLogIsQuoted(t *testing.T) {
-	core, logs := observer.New(zapcore.WarnLevel)
-	r := NewRefusals(zap.New(core), nil)
+	log, logs := observed()
+	r := NewRefusals(log, nil)
 	r.Note("photocraft", map[string]string{fieldBy: "EVIL\u202eDENWO\x1b[2J"}, errors.New("release: name \u0085\u202eexe.pdf"))
 	entries := logs.TakeAll()
 	if len(entries) != 1 {
@@ -70,28 +34,64 @@ func TestRefusalLogIsQuoted(t *testing.T) {
 	}
 }
 
-// TestOversizedFieldsAreNotRead: a 16 MiB release (or any field over its
-// bound) is refused from its length alone: Load reads a few bytes, not the
-// value, and a write goes over it on both paths.
-func TestOversizedFieldsAreNotRead(t *testing.T) {
+// TestRefusedFields: a hash that no poller wrote (the codec's table,
+// TestDecodeApp, lists what a reader refuses), or with a field over its
+// bound, reads as no fetch, the bound from its length alone: Load reads a
+// few bytes, not the value. Each refusal is counted, and logged once per app
+// and writer; a write of the app's own, even older, goes over it, on both
+// paths.
+func TestRefusedFields(t *testing.T) {
 	t.Parallel()
 	big := `{"tag":"` + strings.Repeat("v", 16<<20) + `"}`
 	good := encJSON(t, rel("v1.0.0"))
+	tests := []struct {
+		name, field, value string
+		fetched, refused   bool
+	}{
+		{"a poisoned release", "release", hostileReleases(t)["with a download_url in another repository"], false, true},
+		{"a release of 16 MiB", "release", big, false, true},
+		{"an etag of 16 MiB", "etag", big, false, true},
+		{"a writer of 16 MiB", "by", big, true, true},
+		{"a field of 16 MiB no hash has", "junk", big, true, false},
+	}
 	eachPath(t, func(t *testing.T, o on) {
-		for _, field := range []string{"release", "etag", "by", "junk"} {
+		for _, tt := range tests {
+			log, logs := observed()
+			counted := 0
+			s := newStore(t, o.url, WithRefusals(NewRefusals(log, func(app string) {
+				if app == "photocraft" {
+					counted++
+				}
+			})))
 			o.srv.MustDo("FLUSHALL")
-			o.a.hset(AppKey("photocraft"), "v", "1", "fetched_ms", ms(t0), "etag", `"e"`, "release", good, "by", "poller-b")
-			sent := netOutput(t, o.srv)
-			e := o.a.readBack(o.s, "photocraft", field, big)
-			if got := netOutput(t, o.srv) - sent; got > 64<<10 {
-				t.Errorf("%s: Redis sent %d bytes to read one app, want a few KiB: the value was read", field, got)
+			for range 3 {
+				o.a.hset(AppKey("photocraft"), "v", "1", "fetched_ms", ms(t0), "etag", `"e"`, "release", good, "by", "intruder")
+				sent := netOutput(t, o.srv)
+				e := o.a.readBack(s, "photocraft", tt.field, tt.value)
+				if got := netOutput(t, o.srv) - sent; got > 64<<10 {
+					t.Errorf("%s: Redis sent %d bytes to read one app, want a few KiB: the value was read", tt.name, got)
+				}
+				if e.Fetched() != tt.fetched || !tt.fetched && e.Release != nil {
+					t.Fatalf("%s: read %s, fetched want %v", tt.name, fmtEntry(e), tt.fetched)
+				}
 			}
-			if wantFetch := field == "by" || field == "junk"; e.Fetched() != wantFetch {
-				t.Errorf("%s of 16 MiB: read %s, fetched want %v", field, fmtEntry(e), wantFetch)
+			if want := map[bool]int{true: 3}[tt.refused]; counted != want {
+				t.Errorf("%s: counted %d refusals, want %d", tt.name, counted, want)
 			}
-			wrote(t)(o.s.PutFetch(context.Background(), "photocraft", fetch(t0.Add(time.Second), `"e2"`, rel("v2.0.0"))))
-			if e := load(t, o.s, "photocraft"); e.Release == nil || e.Release.Tag != "v2.0.0" {
-				t.Errorf("%s: after the write, read %s", field, fmtEntry(e))
+			logged := logs.FilterMessage("redis entry refused, keeping what was known")
+			if tt.field != "by" {
+				logged = logged.FilterField(zap.String("by", "intruder"))
+			}
+			if got, want := logged.Len(), map[bool]int{true: 1}[tt.refused]; got != want {
+				t.Errorf("%s: logged the refusal %d times, want %d", tt.name, got, want)
+			}
+			when := t0.Add(-time.Hour) // older than the refused fetch
+			if tt.fetched {
+				when = t0.Add(time.Second)
+			}
+			wrote(t)(o.s.PutFetch(context.Background(), "photocraft", fetch(when, `"e2"`, rel("v2.0.0"))))
+			if e := load(t, s, "photocraft"); e.Release == nil || e.Release.Tag != "v2.0.0" {
+				t.Errorf("%s: after the write, read %s", tt.name, fmtEntry(e))
 			}
 		}
 	})
