@@ -91,9 +91,7 @@ func TestDecisionSequences(t *testing.T) {
 		}
 	}
 	log, err := db.DecisionLog(context.Background(), "vectorcraft")
-	if err != nil {
-		t.Fatal(err)
-	}
+	must(t, err)
 	var actions []string
 	for _, d := range log {
 		actions = append(actions, fmt.Sprintf("%s %s %s by %s at %s", d.Ref(), d.Action, d.Version, d.By, d.CreatedAt.Format("15:04")))
@@ -120,9 +118,7 @@ func TestAddDecisionRefuses(t *testing.T) {
 		decide(t, db, mysql.Decision{App: "photocraft", Action: mysql.ActionWithdraw, Tag: fmt.Sprintf("v0.4.%d", i), Reason: "x"}, noon)
 	}
 	before, err := db.DecisionLog(ctx, "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	must(t, err)
 	tests := []struct {
 		name string
 		d    mysql.Decision
@@ -207,9 +203,7 @@ func TestConcurrentFirstDecisions(t *testing.T) {
 		}
 	}
 	log, err := db.DecisionLog(context.Background(), "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	must(t, err)
 	if len(log) != operators {
 		t.Errorf("%d decisions stored, want %d", len(log), operators)
 	}
@@ -229,9 +223,7 @@ func TestLiveSaysWhenDecisionsAreCut(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, skipped, err := db.Live(context.Background(), noon)
-	if err != nil {
-		t.Fatal(err)
-	}
+	must(t, err)
 	if !slices.Contains(skipped, fmt.Sprintf("decisions past the newest %d", mysql.MaxDecisions)) {
 		t.Errorf("skipped %q, want the cut named", skipped)
 	}

@@ -13,9 +13,7 @@ const dsnPassword = "s3cr@t/pw:?"
 
 func TestDSN(t *testing.T) {
 	dsn := "craft:" + dsnPassword + "@tcp(db.internal:3306)/craft?tls=true"
-	tests := []struct {
-		name, dsn, url, want string
-	}{
+	tests := []struct{ name, dsn, url, want string }{
 		{"nothing", "", "", ""},
 		{"a dsn", dsn, "", dsn},
 		{"a url", "", "mysql://craft:s3cr%40t%2Fpw%3A%3F@db.internal:3307/craft?tls=true",

@@ -39,9 +39,7 @@ func migratedDB(t testing.TB, srv *mariadbtest.Server) (*mysql.DB, mariadbtest.D
 func open(t testing.TB, dsn string) *mysql.DB {
 	t.Helper()
 	db, err := mysql.Open(dsn, mysql.Options{QueryTimeout: 5 * time.Second})
-	if err != nil {
-		t.Fatalf("open: %v", err)
-	}
+	must(t, err)
 	t.Cleanup(func() { db.Close() })
 	return db
 }
@@ -69,9 +67,15 @@ func addRename(t testing.TB, db *mysql.DB, r mysql.Rename, now time.Time) mysql.
 func raw(t testing.TB, d mariadbtest.Database) *sql.DB {
 	t.Helper()
 	db, err := sql.Open("mysql", d.DSN()+"?interpolateParams=true")
+	must(t, err)
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+// must stops the test at an unexpected error.
+func must(t testing.TB, err error) {
+	t.Helper()
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { db.Close() })
-	return db
 }

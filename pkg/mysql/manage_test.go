@@ -42,13 +42,9 @@ func TestAddRefusesBadInput(t *testing.T) {
 		})
 	}
 	notices, err := db.Notices(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	must(t, err)
 	renames, err := db.Renames(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	must(t, err)
 	if len(notices)+len(renames) != 0 {
 		t.Errorf("refused input was stored: %+v %+v", notices, renames)
 	}
@@ -71,16 +67,12 @@ func TestAddAndList(t *testing.T) {
 		t.Errorf("AddNotice returned %+v, want %+v", n, want)
 	}
 	notices, err := db.Notices(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	must(t, err)
 	if len(notices) != 1 || notices[0] != want {
 		t.Errorf("Notices() = %+v, want [%+v]", notices, want)
 	}
 	renames, err := db.Renames(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	must(t, err)
 	if len(renames) != 1 || renames[0] != r || r.Ref() != "app/1" {
 		t.Errorf("Renames() = %+v, want [%+v] (app/1)", renames, r)
 	}
@@ -121,17 +113,13 @@ func TestEnd(t *testing.T) {
 	// Nothing that was ended is live, now or later.
 	for _, at := range []time.Time{noon, noon.Add(2 * h)} {
 		m, _, err := db.Live(ctx, at)
-		if err != nil {
-			t.Fatal(err)
-		}
+		must(t, err)
 		if got := titles(m); len(got) != 0 {
 			t.Errorf("live at %v after ending everything: %q", at, got)
 		}
 	}
 	notices, err := db.Notices(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	must(t, err)
 	var states []string
 	for _, n := range notices {
 		states = append(states, n.Ref()+" "+n.State(noon)+" "+n.EndsAt.Format("15:04"))

@@ -68,9 +68,7 @@ func newRefresher(t testing.TB) (*mysql.Refresher, *fakeReader, *fakePublisher, 
 	core, logs := observer.New(zapcore.DebugLevel)
 	r, p, c := &fakeReader{}, &fakePublisher{}, fakeclock.New(noon)
 	f, err := mysql.NewRefresher(r, p, time.Minute, zap.New(core), c)
-	if err != nil {
-		t.Fatal(err)
-	}
+	must(t, err)
 	return f, r, p, c, logs
 }
 
@@ -197,9 +195,7 @@ func TestRefreshSkippedRows(t *testing.T) {
 	} {
 		c.Set(noon.Add(st.after))
 		r.set(oneAlert("good"), st.skipped, nil)
-		if err := f.Refresh(context.Background()); err != nil {
-			t.Fatal(err)
-		}
+		must(t, f.Refresh(context.Background()))
 		warns := logs.FilterLevelExact(zapcore.WarnLevel).All()
 		logs.TakeAll()
 		if st.wantWarn && (len(warns) != 1 || !slices.Equal(warns[0].ContextMap()["ids"].([]any), toAny(st.skipped))) {
@@ -252,9 +248,7 @@ func TestRunKeepsTheInterval(t *testing.T) {
 			c := fakeclock.New(noon)
 			r := &slowReader{clock: c, took: tc.took}
 			f, err := mysql.NewRefresher(r, &fakePublisher{}, time.Minute, nil, c)
-			if err != nil {
-				t.Fatal(err)
-			}
+			must(t, err)
 			ctx, cancel := context.WithCancel(context.Background())
 			done := make(chan error, 1)
 			go func() { done <- f.Run(ctx) }()
@@ -304,9 +298,7 @@ func TestWake(t *testing.T) {
 	c := fakeclock.New(noon)
 	r := &slowReader{clock: c}
 	f, err := mysql.NewRefresher(r, &fakePublisher{}, time.Minute, nil, c)
-	if err != nil {
-		t.Fatal(err)
-	}
+	must(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go func() { _ = f.Run(ctx) }()
@@ -367,9 +359,7 @@ func TestRefreshHandsOnWhatItRead(t *testing.T) {
 	r, p, c := &fakeReader{}, &fakePublisher{}, fakeclock.New(noon)
 	var got []release.Bulletin
 	f, err := mysql.NewRefresher(r, p, time.Minute, nil, c, mysql.WithOnPublish(func(m release.Bulletin) { got = append(got, m) }))
-	if err != nil {
-		t.Fatal(err)
-	}
+	must(t, err)
 	decided := release.Bulletin{Decisions: map[string]release.Decisions{"photocraft": {Rollout: &release.Rollout{Tag: "v1.0.0", Percent: 5}}}}
 	steps := []struct {
 		name      string

@@ -97,16 +97,12 @@ func TestAbsolute(t *testing.T) {
 			t.Parallel()
 			body := fill(tc.body)
 			got, err := electron.Absolute([]byte(body), craft())
-			if err != nil {
-				t.Fatalf("Absolute: %v", err)
-			}
+			must(t, err)
 			if want := fill(served(tc.body, tc.served)); string(got) != want {
 				t.Errorf("Absolute:\ngot\n%s\nwant\n%s", got, want)
 			}
 			f, err := electron.Parse(got)
-			if err != nil {
-				t.Fatalf("Parse of what Absolute served: %v", err)
-			}
+			must(t, err)
 			if want := absolute(tc.want); !reflect.DeepEqual(f, want) {
 				t.Errorf("Parse of what Absolute served:\ngot  %+v\nwant %+v", f, want)
 			}

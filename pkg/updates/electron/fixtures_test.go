@@ -4,6 +4,7 @@ import (
 	"crypto/sha512"
 	"encoding/base64"
 	"strings"
+	"testing"
 
 	"github.com/storytold/craft-releases/pkg/release"
 	"github.com/storytold/craft-releases/pkg/updates/electron"
@@ -224,3 +225,11 @@ releaseNotes:
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// must stops the test at an unexpected error.
+func must(t testing.TB, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}

@@ -14,9 +14,7 @@ func TestParse(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			got, err := electron.Parse([]byte(fill(tc.body)))
-			if err != nil {
-				t.Fatalf("Parse: %v", err)
-			}
+			must(t, err)
 			if !reflect.DeepEqual(got, tc.want) {
 				t.Errorf("Parse:\ngot  %+v\nwant %+v", got, tc.want)
 			}

@@ -57,16 +57,12 @@ func TestStage(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := electron.Stage([]byte(tc.body), tc.percent)
-			if err != nil {
-				t.Fatalf("Stage: %v", err)
-			}
+			must(t, err)
 			if string(got) != tc.want {
 				t.Fatalf("got\n%s\nwant\n%s", got, tc.want)
 			}
 			f, err := electron.Parse(got)
-			if err != nil {
-				t.Fatalf("Parse of what Stage wrote: %v", err)
-			}
+			must(t, err)
 			if p := f.StagingPercentage; tc.percent == 100 && p != nil || tc.percent < 100 && (p == nil || *p != tc.percent) {
 				t.Errorf("Parse reads stagingPercentage %v, want %d", p, tc.percent)
 			}
@@ -164,9 +160,7 @@ func TestStageClient(t *testing.T) {
 	files = append(files, []byte(stageFile+"stagingPercentage: 100\n"))
 
 	in, err := json.Marshal(map[string]any{"files": files, "ids": ids})
-	if err != nil {
-		t.Fatal(err)
-	}
+	must(t, err)
 	cmd := exec.CommandContext(t.Context(), "node", "-e", stagingCheck)
 	cmd.Dir = dir
 	cmd.Stdin = bytes.NewReader(in)

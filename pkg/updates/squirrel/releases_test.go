@@ -148,9 +148,7 @@ func TestParse(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r, err := squirrel.Parse([]byte(tc.body))
-			if err != nil {
-				t.Fatalf("Parse: %v", err)
-			}
+			must(t, err)
 			if got := r.Entries(); !slices.Equal(got, tc.want) {
 				t.Errorf("Parse = %+v\nwant    %+v", got, tc.want)
 			}
@@ -164,9 +162,7 @@ func TestParse(t *testing.T) {
 func TestParseRefuses(t *testing.T) {
 	line := func(file string) string { return shaFull + " " + file + " 100" }
 	good := line("App-1.2.0-full.nupkg")
-	for _, tc := range []struct {
-		name, body, want string
-	}{
+	for _, tc := range []struct{ name, body, want string }{
 		// The file.
 		{"empty", "", "no package: Squirrel.Windows refuses an empty RELEASES"},
 		{"blank lines only", "\n \r\n\t\n", "no package: Squirrel.Windows refuses an empty RELEASES"},
@@ -265,9 +261,7 @@ func TestParseRefuses(t *testing.T) {
 // its size.
 func TestCheck(t *testing.T) {
 	rel := photocraftRelease()
-	for _, tc := range []struct {
-		name, body, want string
-	}{
+	for _, tc := range []struct{ name, body, want string }{
 		{"names of the release", shaDelta + " PhotoCraft-1.2.0-delta.nupkg 5242880\n" + shaFull + " PhotoCraft-1.2.0-full.nupkg 104857600", ""},
 		{"download URLs of the release", shaFull + " " + url("PhotoCraft-1.2.0-full.nupkg") + " 104857600\n" + shaIA32 + " " + url("ia32.PhotoCraft-1.2.0-full.nupkg") + " 99000000", ""},
 		{"a package of an older release", shaFull + " PhotoCraft-1.1.0-full.nupkg 104857600\n" + shaFull + " PhotoCraft-1.2.0-full.nupkg 104857600", "line 1: PhotoCraft-1.1.0-full.nupkg is not an asset of release v1.2.0"},
@@ -280,9 +274,7 @@ func TestCheck(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r, err := squirrel.Parse([]byte(tc.body))
-			if err != nil {
-				t.Fatalf("Parse: %v", err)
-			}
+			must(t, err)
 			err = r.Check(rel)
 			if got := fmt.Sprint(err); tc.want == "" && err != nil || tc.want != "" && got != tc.want {
 				t.Errorf("Check = %v, want %q", err, tc.want)
@@ -295,9 +287,7 @@ func TestCheck(t *testing.T) {
 // release that did not pass release.Verify), serves no RELEASES.
 func TestCheckRelease(t *testing.T) {
 	r, err := squirrel.Parse([]byte(shaFull + " PhotoCraft-1.2.0-full.nupkg 104857600"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	must(t, err)
 	elsewhere := newRelease("1.2.0", map[string]int64{"PhotoCraft-1.2.0-full.nupkg": 104857600})
 	elsewhere.Assets[0].DownloadURL = release.DownloadURL("storytold/other", tag, "PhotoCraft-1.2.0-full.nupkg")
 	injected := newRelease("1.2.0", map[string]int64{"PhotoCraft-1.2.0-full.nupkg": 104857600})
@@ -342,9 +332,7 @@ func TestAbsolute(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r, err := squirrel.Parse([]byte(tc.body))
-			if err != nil {
-				t.Fatalf("Parse: %v", err)
-			}
+			must(t, err)
 			got, err := r.Absolute(rel)
 			if err != nil || string(got) != want {
 				t.Errorf("Absolute = %q, %v\nwant %q", got, err, want)
@@ -352,9 +340,7 @@ func TestAbsolute(t *testing.T) {
 		})
 	}
 	crlf, err := squirrel.Parse([]byte(shaIA32 + " ia32.PhotoCraft-1.2.0-full.nupkg 99000000\r\n"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	must(t, err)
 	if got, err := crlf.Absolute(rel); err != nil || string(got) != shaIA32+" "+url("ia32.PhotoCraft-1.2.0-full.nupkg")+" 99000000\n" {
 		t.Errorf("Absolute of a CR LF file = %q, %v", got, err)
 	}
@@ -418,4 +404,12 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("Parse of the served %q = %+v\nwant %+v", served, got, entries)
 		}
 	})
+}
+
+// must stops the test at an unexpected error.
+func must(t testing.TB, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
 }

@@ -51,9 +51,7 @@ func TestStage(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := squirrel.Stage([]byte(tc.body), tc.version, tc.percent)
-			if err != nil {
-				t.Fatalf("Stage: %v", err)
-			}
+			must(t, err)
 			if string(got) != tc.want {
 				t.Fatalf("got  %q\nwant %q", got, tc.want)
 			}
@@ -118,9 +116,7 @@ func clientRead(t testing.TB, line string) (file string, percent int) {
 func checkStaged(t testing.TB, body []byte, version string, percent int) {
 	t.Helper()
 	r, err := squirrel.Parse(body)
-	if err != nil {
-		t.Fatalf("Parse of what Stage wrote: %v", err)
-	}
+	must(t, err)
 	want := -1 // the client's reading of "no rollout"
 	if percent < 100 {
 		want = percent

@@ -11,9 +11,7 @@ import (
 // shaped to pass for updater bundles, reads as none. want is
 // "target/arch/bundle type", or "" for none.
 func TestParseBundle(t *testing.T) {
-	for _, tc := range []struct {
-		name, file, want string
-	}{
+	for _, tc := range []struct{ name, file, want string }{
 		{"nsis x64", "ArtCraft_0.41.0_x64-setup.exe", "windows/x86_64/nsis"},
 		{"nsis x86", "ArtCraft_0.41.0_x86-setup.exe", "windows/i686/nsis"},
 		{"nsis arm64", "ArtCraft_0.41.0_arm64-setup.exe", "windows/aarch64/nsis"},

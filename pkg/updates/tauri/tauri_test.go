@@ -20,10 +20,7 @@ const (
 // artCraft is a release of Tauri bundles as tauri-action uploads them. Of
 // the signature assets, those in signed are fetched and checked: the feed
 // may offer their bundles; the others failed or were refused.
-var artCraft = struct {
-	assets []string
-	signed []string
-}{
+var artCraft = struct{ assets, signed []string }{
 	assets: []string{
 		// Windows: x64 NSIS and two MSIs, x86 NSIS whose signature failed and
 		// an MSI, arm64 NSIS only.
@@ -170,9 +167,7 @@ func TestOffer(t *testing.T) {
 func mustJSON(t testing.TB, v any) string {
 	t.Helper()
 	b, err := json.Marshal(v)
-	if err != nil {
-		t.Fatal(err)
-	}
+	must(t, err)
 	return string(b)
 }
 
@@ -224,9 +219,7 @@ func TestNewer(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			rel := newRelease(tc.release, []string{"A_x64-setup.exe", "A_x64-setup.exe.sig"})
 			u, err := tauri.Offer(app, rel, signatures([]string{"A_x64-setup.exe.sig"}), tauri.Request{Target: "windows", Arch: "x86_64", BundleType: "nsis"})
-			if err != nil {
-				t.Fatal(err)
-			}
+			must(t, err)
 			if got := u.Newer(tc.current); got != tc.newer {
 				t.Errorf("release %s, current %q: Newer = %v, want %v", tc.release, tc.current, got, tc.newer)
 			}
@@ -240,9 +233,7 @@ func TestNewer(t *testing.T) {
 func TestStatic(t *testing.T) {
 	rel, sigs := newRelease("0.41.0", artCraft.assets), signatures(artCraft.signed)
 	m, err := tauri.Static(app, rel, sigs)
-	if err != nil {
-		t.Fatal(err)
-	}
+	must(t, err)
 	want := map[string]tauri.Platform{}
 	for key, name := range offered {
 		parts := strings.Split(key, "/")
@@ -295,13 +286,9 @@ func TestJSON(t *testing.T) {
 	rel := newRelease("v0.42.0-rc.1+b5", []string{"A_universal.app.tar.gz", "A_universal.app.tar.gz.sig"})
 	sigs := signatures([]string{"A_universal.app.tar.gz.sig"})
 	u, err := tauri.Offer(app, rel, sigs, tauri.Request{Target: "darwin", Arch: "aarch64", BundleType: "app"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	must(t, err)
 	m, err := tauri.Static(app, rel, sigs)
-	if err != nil {
-		t.Fatal(err)
-	}
+	must(t, err)
 	url := `"https://github.com/storytold/artcraft/releases/download/artcraft-v0.41.0/A_universal.app.tar.gz"`
 	sig := `"c2lnbmF0dXJlIG9mA_universal.app.tar.gz.sig"`
 	platform := `{"url":` + url + `,"signature":` + sig + `}`
@@ -370,5 +357,13 @@ func TestAwaiting(t *testing.T) {
 	}
 	if tauri.Awaiting(rel, sigs, tauri.Request{Target: "beos", Arch: "x86_64"}) {
 		t.Error("Awaiting(an unknown target) = true")
+	}
+}
+
+// must stops the test at an unexpected error.
+func must(t testing.TB, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
 	}
 }
