@@ -298,8 +298,7 @@ func TestJSON(t *testing.T) {
 		want string
 	}{
 		{"update", u, `{"version":"0.42.0-rc.1+b5","notes":"## Changes\n\n- faster","pub_date":"2026-03-01T12:00:00Z","url":` + url + `,"signature":` + sig + `}`},
-		{"latest.json", m, `{"version":"0.42.0-rc.1+b5","notes":"## Changes\n\n- faster","pub_date":"2026-03-01T12:00:00Z","platforms":{` +
-			`"darwin-aarch64":` + platform + `,"darwin-aarch64-app":` + platform + `,"darwin-x86_64":` + platform + `,"darwin-x86_64-app":` + platform + `}}`},
+		{"latest.json", m, `{"version":"0.42.0-rc.1+b5","notes":"## Changes\n\n- faster","pub_date":"2026-03-01T12:00:00Z","platforms":{"darwin-aarch64":` + platform + `,"darwin-aarch64-app":` + platform + `,"darwin-x86_64":` + platform + `,"darwin-x86_64-app":` + platform + `}}`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := mustJSON(t, tc.v); got != tc.want {
