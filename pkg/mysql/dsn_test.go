@@ -22,12 +22,10 @@ func TestDSN(t *testing.T) {
 		{"a url with an IPv6 host", "", "mysql://craft@[::1]/craft", "craft@tcp([::1]:3306)/craft"},
 	}
 	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			got, err := mysql.DSN(tc.dsn, tc.url)
-			if err != nil || got != tc.want {
-				t.Errorf("DSN(%q, %q) = %q, %v; want %q", tc.dsn, tc.url, got, err, tc.want)
-			}
-		})
+		got, err := mysql.DSN(tc.dsn, tc.url)
+		if err != nil || got != tc.want {
+			t.Errorf("%s: DSN(%q, %q) = %q, %v; want %q", tc.name, tc.dsn, tc.url, got, err, tc.want)
+		}
 	}
 }
 

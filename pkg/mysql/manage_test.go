@@ -101,12 +101,10 @@ func TestEnd(t *testing.T) {
 		{"no such rename", func() (bool, error) { return db.EndRename(ctx, mysql.KindAppRename, rename.ID, noon) }, false, mysql.ErrNotFound},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got, err := tt.end()
-			if got != tt.want || !errors.Is(err, tt.wantErr) {
-				t.Errorf("got %v, %v; want %v, %v", got, err, tt.want, tt.wantErr)
-			}
-		})
+		got, err := tt.end()
+		if got != tt.want || !errors.Is(err, tt.wantErr) {
+			t.Errorf("%s: got %v, %v; want %v, %v", tt.name, got, err, tt.want, tt.wantErr)
+		}
 	}
 
 	// Nothing that was ended is live, now or later.

@@ -159,12 +159,10 @@ func TestMacUpdateRefuses(t *testing.T) {
 		{"arch in capitals", macRelease("1.2.0", zips...), "ARM64", "unknown arch: want x64, arm64 or universal"},
 		{"no arch", macRelease("1.2.0", zips...), "", "unknown arch: want x64, arm64 or universal"},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			u, err := squirrel.MacUpdate(app, tc.rel, tc.arch)
-			if err == nil || err.Error() != tc.want {
-				t.Errorf("MacUpdate = %+v, %v; want the error %q", u, err, tc.want)
-			}
-		})
+		u, err := squirrel.MacUpdate(app, tc.rel, tc.arch)
+		if err == nil || err.Error() != tc.want {
+			t.Errorf("%s: MacUpdate = %+v, %v; want the error %q", tc.name, u, err, tc.want)
+		}
 	}
 }
 

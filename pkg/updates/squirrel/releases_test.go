@@ -100,15 +100,13 @@ func TestReleasesArch(t *testing.T) {
 		{"RELEASES ", "", false},
 		{"", "", false},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			arch, ok := squirrel.ReleasesArch(tc.name)
-			if arch != tc.arch || ok != tc.ok {
-				t.Errorf("ReleasesArch(%q) = %q, %v; want %q, %v", tc.name, arch, ok, tc.arch, tc.ok)
-			}
-			if got := squirrel.IsReleases(tc.name); got != tc.ok {
-				t.Errorf("IsReleases(%q) = %v, want %v", tc.name, got, tc.ok)
-			}
-		})
+		arch, ok := squirrel.ReleasesArch(tc.name)
+		if arch != tc.arch || ok != tc.ok {
+			t.Errorf("ReleasesArch(%q) = %q, %v; want %q, %v", tc.name, arch, ok, tc.arch, tc.ok)
+		}
+		if got := squirrel.IsReleases(tc.name); got != tc.ok {
+			t.Errorf("IsReleases(%q) = %v, want %v", tc.name, got, tc.ok)
+		}
 	}
 }
 
@@ -244,15 +242,13 @@ func TestParseRefuses(t *testing.T) {
 		{"a URL to no package", line(url("PhotoCraft.Setup.1.2.0.exe")), `line 1: file "PhotoCraft.Setup.1.2.0.exe": not a .nupkg`},
 		{"another scheme", line("file://C:/App-1.2.0-full.nupkg"), `line 1: file "file://C:/App-1.2.0-full.nupkg": not a file name`},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			r, err := squirrel.Parse([]byte(tc.body))
-			if err == nil || err.Error() != tc.want {
-				t.Errorf("Parse = %+v, %v; want the error %q", r.Entries(), err, tc.want)
-			}
-			if err != nil && len(err.Error()) > 300 {
-				t.Errorf("error of %d bytes: a hostile line is quoted in full", len(err.Error()))
-			}
-		})
+		r, err := squirrel.Parse([]byte(tc.body))
+		if err == nil || err.Error() != tc.want {
+			t.Errorf("%s: Parse = %+v, %v; want the error %q", tc.name, r.Entries(), err, tc.want)
+		}
+		if err != nil && len(err.Error()) > 300 {
+			t.Errorf("%s: error of %d bytes: a hostile line is quoted in full", tc.name, len(err.Error()))
+		}
 	}
 }
 
@@ -304,14 +300,12 @@ func TestCheckRelease(t *testing.T) {
 		{"a download URL with a line in it", injected, "asset PhotoCraft-1.2.0-full.nupkg: download URL not in release v1.2.0 of storytold/photocraft"},
 		{"no page on GitHub", noPage, "release v1.2.0: no page on GitHub"},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			if err := r.Check(tc.rel); fmt.Sprint(err) != tc.want {
-				t.Errorf("Check = %v, want %q", err, tc.want)
-			}
-			if b, err := r.Absolute(tc.rel); err == nil || b != nil {
-				t.Errorf("Absolute = %q, %v; want Check's error", b, err)
-			}
-		})
+		if err := r.Check(tc.rel); fmt.Sprint(err) != tc.want {
+			t.Errorf("%s: Check = %v, want %q", tc.name, err, tc.want)
+		}
+		if b, err := r.Absolute(tc.rel); err == nil || b != nil {
+			t.Errorf("%s: Absolute = %q, %v; want Check's error", tc.name, b, err)
+		}
 	}
 	if err := (squirrel.Releases{}).Check(photocraftRelease()); fmt.Sprint(err) != "no package" {
 		t.Errorf("Check of the zero Releases = %v, want no package", err)

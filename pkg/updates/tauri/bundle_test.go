@@ -73,14 +73,12 @@ func TestParseBundle(t *testing.T) {
 		{"over 200 bytes", strings.Repeat("A", 200) + "_x64-setup.exe", ""},
 		{"empty", "", ""},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			got := ""
-			if b, ok := parseBundle(tc.file); ok {
-				got = b.target + "/" + b.arch + "/" + b.bundleType
-			}
-			if got != tc.want {
-				t.Errorf("parseBundle(%q) = %q, want %q", tc.file, got, tc.want)
-			}
-		})
+		got := ""
+		if b, ok := parseBundle(tc.file); ok {
+			got = b.target + "/" + b.arch + "/" + b.bundleType
+		}
+		if got != tc.want {
+			t.Errorf("%s: parseBundle(%q) = %q, want %q", tc.name, tc.file, got, tc.want)
+		}
 	}
 }

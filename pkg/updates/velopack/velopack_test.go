@@ -154,12 +154,10 @@ func TestIsFeed(t *testing.T) {
 		{"control character", "releases.w\x00.json", ""},
 		{"empty", "", ""},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			got, ok := velopack.IsFeed(tc.file)
-			if got != tc.want || ok != (tc.want != "") {
-				t.Errorf("IsFeed(%q) = %q, %v; want %q", tc.file, got, ok, tc.want)
-			}
-		})
+		got, ok := velopack.IsFeed(tc.file)
+		if got != tc.want || ok != (tc.want != "") {
+			t.Errorf("%s: IsFeed(%q) = %q, %v; want %q", tc.name, tc.file, got, ok, tc.want)
+		}
 	}
 }
 
