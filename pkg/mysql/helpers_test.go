@@ -10,7 +10,6 @@ import (
 	"github.com/storytold/craft-releases/test/mariadbtest"
 )
 
-// noon is the clock of most tests.
 var noon = time.Date(2026, 10, 10, 12, 0, 0, 0, time.UTC)
 
 // migrated returns a pool on a fresh, migrated database of srv (the shared
@@ -35,7 +34,6 @@ func migratedDB(t testing.TB, srv *mariadbtest.Server) (*mysql.DB, mariadbtest.D
 	return db, d
 }
 
-// open returns a pool for dsn with a short query timeout, closed by t.Cleanup.
 func open(t testing.TB, dsn string) *mysql.DB {
 	t.Helper()
 	db, err := mysql.Open(dsn, mysql.Options{QueryTimeout: 5 * time.Second})
@@ -72,7 +70,6 @@ func raw(t testing.TB, d mariadbtest.Database) *sql.DB {
 	return db
 }
 
-// must stops the test at an unexpected error.
 func must(t testing.TB, err error) {
 	t.Helper()
 	if err != nil {

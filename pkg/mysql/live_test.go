@@ -142,7 +142,7 @@ func TestLiveKeepsTheNewest(t *testing.T) {
 func TestLiveSkipsBadRows(t *testing.T) {
 	db, d := migratedDB(t, nil)
 	good := addNotice(t, db, mysql.Notice{Kind: mysql.KindAlert, Title: "good"}, noon)
-	decide(t, db, mysql.Decision{App: "photocraft", Action: mysql.ActionRollout, Tag: "v0.6.0", Percent: 10}, noon)
+	decide(t, db, rollout("photocraft", "v0.6.0", 10), noon)
 	for _, q := range []string{
 		"INSERT INTO craft_alerts (title, created_at) VALUES (CONCAT('bell', CHAR(7)), '2026-10-01')",
 		"INSERT INTO craft_app_renames (old_name, new_name, created_at) VALUES ('Same', 'Same', '2026-10-01')",

@@ -26,8 +26,7 @@ func TestAddRefusesBadInput(t *testing.T) {
 		{"a notice that ended already", &mysql.Notice{Kind: mysql.KindAlert, Title: "x", EndsAt: noon.Add(-time.Second)}, nil, "end 2026-10-10T11:59:59Z is not in the future (now is 2026-10-10T12:00:00Z)"},
 		{"a notice ending now", &mysql.Notice{Kind: mysql.KindAlert, Title: "x", EndsAt: noon}, nil, "is not in the future"},
 		{"a rename without a new name", nil, &mysql.Rename{Kind: mysql.KindAppRename, OldName: "a"}, "new name is missing"},
-		{"a rename that ended already", nil, &mysql.Rename{Kind: mysql.KindRepoRename, OldName: "o/a", NewName: "o/b", EndsAt: noon.Add(-time.Hour)},
-			"is not in the future"},
+		{"a rename that ended already", nil, &mysql.Rename{Kind: mysql.KindRepoRename, OldName: "o/a", NewName: "o/b", EndsAt: noon.Add(-time.Hour)}, "is not in the future"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -15,7 +15,6 @@ import (
 	"github.com/storytold/craft-releases/test/mariadbtest"
 )
 
-// discard is a Publisher that accepts everything.
 type discard struct{}
 
 func (discard) PutMeta(context.Context, release.Bulletin, time.Time) (bool, error) { return true, nil }
@@ -163,7 +162,6 @@ func TestBudget(t *testing.T) {
 	}
 }
 
-// must stops the test at an unexpected error.
 func must(t testing.TB, err error) {
 	t.Helper()
 	if err != nil {

@@ -23,10 +23,7 @@ func TestCheck(t *testing.T) {
 	}{
 		{"an asset's name", file(name), ""},
 		{"an asset's download URL", file(url(name)), ""},
-		{"a legacy path and packages of assets", electron.File{
-			Version: "1.4.0", Path: name, SHA512: shaSetup,
-			Packages: []electron.Package{{Arch: "x64", Path: url("craft-1.4.0-x64.nsis.7z")}, {Arch: "arm64", Path: "craft-1.4.0-arm64.nsis.7z"}},
-		}, ""},
+		{"a legacy path and packages of assets", electron.File{Version: "1.4.0", Path: name, SHA512: shaSetup, Packages: []electron.Package{{Arch: "x64", Path: url("craft-1.4.0-x64.nsis.7z")}, {Arch: "arm64", Path: "craft-1.4.0-arm64.nsis.7z"}}}, ""},
 
 		{"a file the release does not carry", file("Craft-Setup-1.3.0.exe"), `files[0].url "Craft-Setup-1.3.0.exe": neither an asset of v1.4.0`},
 		{"a name in another case", file("craft-setup-1.4.0.exe"), "files[0].url"},

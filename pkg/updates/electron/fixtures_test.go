@@ -36,7 +36,6 @@ func craft() *release.Release {
 	return rel
 }
 
-// url is the download URL of craft's asset name.
 func url(name string) string { return release.DownloadURL(repo, tag, name) }
 
 // sum returns the sha512 electron-builder writes for a file holding s.
@@ -226,7 +225,6 @@ releaseNotes:
 
 func ptr[T any](v T) *T { return &v }
 
-// must stops the test at an unexpected error.
 func must(t testing.TB, err error) {
 	t.Helper()
 	if err != nil {

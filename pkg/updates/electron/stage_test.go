@@ -78,7 +78,6 @@ func TestStage(t *testing.T) {
 	}
 }
 
-// indent indents every line of s by two spaces.
 func indent(s string) string {
 	return "  " + strings.ReplaceAll(strings.TrimSuffix(s, "\n"), "\n", "\n  ") + "\n"
 }

@@ -135,7 +135,6 @@ func TestMacUpdateJSON(t *testing.T) {
 	}
 }
 
-// mustJSON returns v's JSON.
 func mustJSON(t testing.TB, v any) string {
 	t.Helper()
 	b, err := json.Marshal(v)
@@ -195,7 +194,7 @@ func TestNewer(t *testing.T) {
 		{"1.2.0", "latest", `version "latest": not SemVer`},
 	} {
 		t.Run(tc.release+"/"+tc.current, func(t *testing.T) {
-			u, err := squirrel.MacUpdate(app, macRelease(tc.release, "PhotoCraft-darwin-universal-"+trimV(tc.release)+".zip"), "arm64")
+			u, err := squirrel.MacUpdate(app, macRelease(tc.release, "PhotoCraft-darwin-universal-"+strings.TrimPrefix(tc.release, "v")+".zip"), "arm64")
 			must(t, err)
 			newer, err := u.Newer(tc.current)
 			got := map[bool]string{true: "200", false: "204"}[newer]
@@ -208,9 +207,6 @@ func TestNewer(t *testing.T) {
 		})
 	}
 }
-
-// trimV returns s without one leading "v".
-func trimV(s string) string { return strings.TrimPrefix(s, "v") }
 
 // ExampleMacUpdate: the answer to a Squirrel.Mac app on Apple silicon at
 // 1.1.0, from an electron-builder release.

@@ -2,6 +2,7 @@ package squirrel_test
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -52,18 +53,12 @@ func newRelease(version string, assets map[string]int64) *release.Release {
 		Tag: tag, Version: version, Name: "PhotoCraft 1.2.0", PublishedAt: published,
 		HTMLURL: release.TagURL(repo, tag), NotesMarkdown: "## Changes\n\n- faster",
 	}
-	names := make([]string, 0, len(assets))
-	for name := range assets {
-		names = append(names, name)
-	}
-	slices.Sort(names)
-	for _, name := range names {
+	for _, name := range slices.Sorted(maps.Keys(assets)) {
 		r.Assets = append(r.Assets, release.Asset{Name: name, SizeBytes: assets[name], DownloadURL: release.DownloadURL(repo, tag, name)})
 	}
 	return r
 }
 
-// photocraftRelease returns the release of photocraft, in its asset order.
 func photocraftRelease() *release.Release {
 	r := newRelease("1.2.0", nil)
 	for _, a := range photocraft {
@@ -145,8 +140,7 @@ func TestParse(t *testing.T) {
 		{"largest size", shaFull + " App-1.2.0-full.nupkg 9007199254740991", []squirrel.Entry{{SHA1: shaFull, Name: "App-1.2.0-full.nupkg", Size: release.MaxSizeBytes}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r, err := squirrel.Parse([]byte(tc.body))
-			must(t, err)
+			r := parsed(t, tc.body)
 			if got := r.Entries(); !slices.Equal(got, tc.want) {
 				t.Errorf("Parse = %+v\nwant    %+v", got, tc.want)
 			}
@@ -269,9 +263,7 @@ func TestCheck(t *testing.T) {
 		{"a size that is not the asset's", shaFull + " PhotoCraft-1.2.0-full.nupkg 104857601", "line 1: size 104857601, but asset PhotoCraft-1.2.0-full.nupkg has 104857600 bytes"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r, err := squirrel.Parse([]byte(tc.body))
-			must(t, err)
-			err = r.Check(rel)
+			err := parsed(t, tc.body).Check(rel)
 			if got := fmt.Sprint(err); tc.want == "" && err != nil || tc.want != "" && got != tc.want {
 				t.Errorf("Check = %v, want %q", err, tc.want)
 			}
@@ -282,8 +274,7 @@ func TestCheck(t *testing.T) {
 // TestCheckRelease: no release, or one whose asset points elsewhere (a
 // release that did not pass release.Verify), serves no RELEASES.
 func TestCheckRelease(t *testing.T) {
-	r, err := squirrel.Parse([]byte(shaFull + " PhotoCraft-1.2.0-full.nupkg 104857600"))
-	must(t, err)
+	r := parsed(t, shaFull+" PhotoCraft-1.2.0-full.nupkg 104857600")
 	elsewhere := newRelease("1.2.0", map[string]int64{"PhotoCraft-1.2.0-full.nupkg": 104857600})
 	elsewhere.Assets[0].DownloadURL = release.DownloadURL("storytold/other", tag, "PhotoCraft-1.2.0-full.nupkg")
 	injected := newRelease("1.2.0", map[string]int64{"PhotoCraft-1.2.0-full.nupkg": 104857600})
@@ -325,16 +316,13 @@ func TestAbsolute(t *testing.T) {
 		{"the served file again", want},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r, err := squirrel.Parse([]byte(tc.body))
-			must(t, err)
-			got, err := r.Absolute(rel)
+			got, err := parsed(t, tc.body).Absolute(rel)
 			if err != nil || string(got) != want {
 				t.Errorf("Absolute = %q, %v\nwant %q", got, err, want)
 			}
 		})
 	}
-	crlf, err := squirrel.Parse([]byte(shaIA32 + " ia32.PhotoCraft-1.2.0-full.nupkg 99000000\r\n"))
-	must(t, err)
+	crlf := parsed(t, shaIA32+" ia32.PhotoCraft-1.2.0-full.nupkg 99000000\r\n")
 	if got, err := crlf.Absolute(rel); err != nil || string(got) != shaIA32+" "+url("ia32.PhotoCraft-1.2.0-full.nupkg")+" 99000000\n" {
 		t.Errorf("Absolute of a CR LF file = %q, %v", got, err)
 	}
@@ -400,10 +388,17 @@ func FuzzParse(f *testing.F) {
 	})
 }
 
-// must stops the test at an unexpected error.
 func must(t testing.TB, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatal(err)
 	}
+}
+
+// parsed is the RELEASES file body as Parse reads it; a refusal stops t.
+func parsed(t testing.TB, body string) squirrel.Releases {
+	t.Helper()
+	r, err := squirrel.Parse([]byte(body))
+	must(t, err)
+	return r
 }

@@ -99,7 +99,6 @@ var (
 
 var published = release.NewTime(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
 
-// newRelease returns a release of app with tag, version and these assets.
 func newRelease(version string, assets []string) *release.Release {
 	r := &release.Release{
 		Tag: tag, Version: version, Name: "ArtCraft 0.41.0", PublishedAt: published,
@@ -112,7 +111,6 @@ func newRelease(version string, assets []string) *release.Release {
 	return r
 }
 
-// signatures returns a distinct text for each name.
 func signatures(names []string) tauri.Signatures {
 	s := tauri.Signatures{}
 	for _, n := range names {
@@ -163,7 +161,6 @@ func TestOffer(t *testing.T) {
 	}
 }
 
-// mustJSON returns v's JSON: an Update's exported fields.
 func mustJSON(t testing.TB, v any) string {
 	t.Helper()
 	b, err := json.Marshal(v)
@@ -355,7 +352,6 @@ func TestAwaiting(t *testing.T) {
 	}
 }
 
-// must stops the test at an unexpected error.
 func must(t testing.TB, err error) {
 	t.Helper()
 	if err != nil {

@@ -46,7 +46,6 @@ var assets = []asset{
 	{"releases.linux.json", 905, ""},
 }
 
-// newRelease returns release tag of repo with the given assets.
 func newRelease(assets []asset) *release.Release {
 	rel := &release.Release{Tag: tag, Version: strings.TrimPrefix(tag, "v")}
 	for _, a := range assets {
@@ -161,7 +160,6 @@ func TestIsFeed(t *testing.T) {
 	}
 }
 
-// must stops the test at an unexpected error.
 func must(t testing.TB, err error) {
 	t.Helper()
 	if err != nil {
