@@ -168,26 +168,37 @@ func mustJSON(t testing.TB, v any) string {
 	return string(b)
 }
 
-// TestOfferRefuses: what the feed answers with a 404 whatever the bundles.
-func TestOfferRefuses(t *testing.T) {
+// TestRefuses: what the feed, and latest.json for the cases without a
+// request, answer with a 404 whatever the bundles.
+func TestRefuses(t *testing.T) {
 	sigs := signatures(artCraft.signed)
-	windows := tauri.Request{Target: "windows", Arch: "x86_64", BundleType: "nsis"}
+	windows := &tauri.Request{Target: "windows", Arch: "x86_64", BundleType: "nsis"}
 	for _, tc := range []struct {
 		name string
 		rel  *release.Release
-		req  tauri.Request
+		sigs tauri.Signatures
+		req  *tauri.Request // nil: latest.json
 		want string
 	}{
-		{"no release", nil, windows, "artcraft-launcher has no release on GitHub"},
-		{"version not semver", newRelease("nightly", artCraft.assets), windows, "artcraft-launcher artcraft-v0.41.0 has no SemVer version"},
-		{"unknown target", newRelease("0.41.0", artCraft.assets), tauri.Request{Target: "macos", Arch: "x86_64", BundleType: "app"}, "unknown target: want darwin, linux or windows"},
-		{"target in capitals", newRelease("0.41.0", artCraft.assets), tauri.Request{Target: "Windows", Arch: "x86_64", BundleType: "nsis"}, "unknown target: want darwin, linux or windows"},
-		{"unknown arch", newRelease("0.41.0", artCraft.assets), tauri.Request{Target: "windows", Arch: "x64", BundleType: "nsis"}, "unknown arch: want x86_64, i686, aarch64, armv7 or riscv64"},
-		{"bundle type in capitals is unknown", newRelease("0.41.0", []string{"A_1.0.0_x64_en-US.msi", "A_1.0.0_x64_en-US.msi.sig"}), tauri.Request{Target: "windows", Arch: "x86_64", BundleType: "MSI"}, "artcraft-launcher artcraft-v0.41.0 has no signed updater bundle for windows x86_64 unknown"},
+		{"no release", nil, sigs, windows, "artcraft-launcher has no release on GitHub"},
+		{"version not semver", newRelease("nightly", artCraft.assets), sigs, windows, "artcraft-launcher artcraft-v0.41.0 has no SemVer version"},
+		{"unknown target", newRelease("0.41.0", artCraft.assets), sigs, &tauri.Request{Target: "macos", Arch: "x86_64", BundleType: "app"}, "unknown target: want darwin, linux or windows"},
+		{"target in capitals", newRelease("0.41.0", artCraft.assets), sigs, &tauri.Request{Target: "Windows", Arch: "x86_64", BundleType: "nsis"}, "unknown target: want darwin, linux or windows"},
+		{"unknown arch", newRelease("0.41.0", artCraft.assets), sigs, &tauri.Request{Target: "windows", Arch: "x64", BundleType: "nsis"}, "unknown arch: want x86_64, i686, aarch64, armv7 or riscv64"},
+		{"bundle type in capitals is unknown", newRelease("0.41.0", []string{"A_1.0.0_x64_en-US.msi", "A_1.0.0_x64_en-US.msi.sig"}), sigs, &tauri.Request{Target: "windows", Arch: "x86_64", BundleType: "MSI"}, "artcraft-launcher artcraft-v0.41.0 has no signed updater bundle for windows x86_64 unknown"},
+		{"latest.json of no release", nil, nil, nil, "artcraft-launcher has no release on GitHub"},
+		{"latest.json of a version not semver", newRelease("nightly", artCraft.assets), sigs, nil, "artcraft-launcher artcraft-v0.41.0 has no SemVer version"},
+		{"latest.json without a signature fetched", newRelease("0.41.0", artCraft.assets), nil, nil, "artcraft-launcher artcraft-v0.41.0 has no signed updater bundle"},
 	} {
-		u, err := tauri.Offer(app, tc.rel, sigs, tc.req)
+		var got any
+		var err error
+		if tc.req != nil {
+			got, err = tauri.Offer(app, tc.rel, tc.sigs, *tc.req)
+		} else {
+			got, err = tauri.Static(app, tc.rel, tc.sigs)
+		}
 		if err == nil || err.Error() != tc.want {
-			t.Errorf("%s: Offer = %+v, %v; want the error %q", tc.name, u, err, tc.want)
+			t.Errorf("%s: got %+v, %v; want the error %q", tc.name, got, err, tc.want)
 		}
 	}
 }
@@ -250,26 +261,6 @@ func TestStatic(t *testing.T) {
 	}
 	if m.Version != "0.41.0" || m.Notes != rel.NotesMarkdown || m.PubDate != published {
 		t.Errorf("Static = {%q %q %v}, want the release's version, notes and date", m.Version, m.Notes, m.PubDate)
-	}
-}
-
-// TestStaticRefuses: latest.json is a 404 for no release, a version that
-// is not semver, and no signed bundle at all.
-func TestStaticRefuses(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		rel  *release.Release
-		sigs tauri.Signatures
-		want string
-	}{
-		{"no release", nil, nil, "artcraft-launcher has no release on GitHub"},
-		{"version not semver", newRelease("nightly", artCraft.assets), signatures(artCraft.signed), "artcraft-launcher artcraft-v0.41.0 has no SemVer version"},
-		{"no signature fetched", newRelease("0.41.0", artCraft.assets), nil, "artcraft-launcher artcraft-v0.41.0 has no signed updater bundle"},
-	} {
-		m, err := tauri.Static(app, tc.rel, tc.sigs)
-		if err == nil || err.Error() != tc.want {
-			t.Errorf("%s: Static = %+v, %v; want the error %q", tc.name, m, err, tc.want)
-		}
 	}
 }
 
