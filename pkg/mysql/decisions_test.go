@@ -14,15 +14,26 @@ import (
 	"github.com/storytold/craft-releases/pkg/release"
 )
 
+// rollout, withdraw and restore are decisions as an operator enters them.
+func rollout(app, tag string, percent int) mysql.Decision {
+	return mysql.Decision{App: app, Action: mysql.ActionRollout, Tag: tag, Percent: percent}
+}
+
+func withdraw(app, tag, reason string) mysql.Decision {
+	return mysql.Decision{App: app, Action: mysql.ActionWithdraw, Tag: tag, Reason: reason}
+}
+
+func restore(app, tag string) mysql.Decision {
+	return mysql.Decision{App: app, Action: mysql.ActionRestore, Tag: tag}
+}
+
 func decide(t testing.TB, db *mysql.DB, d mysql.Decision, now time.Time) mysql.Decision {
 	t.Helper()
 	if d.By == "" {
 		d.By = "alice"
 	}
 	got, err := db.AddDecision(context.Background(), d, now)
-	if err != nil {
-		t.Fatalf("add %+v: %v", d, err)
-	}
+	must(t, err)
 	return got
 }
 
@@ -40,15 +51,6 @@ func decided(t testing.TB, db *mysql.DB) map[string]release.Decisions {
 // each step of what operators do.
 func TestDecisionSequences(t *testing.T) {
 	db := migrated(t, nil)
-	rollout := func(tag string, p int) mysql.Decision {
-		return mysql.Decision{App: "photocraft", Action: mysql.ActionRollout, Tag: tag, Percent: p}
-	}
-	withdraw := func(app, tag, reason string) mysql.Decision {
-		return mysql.Decision{App: app, Action: mysql.ActionWithdraw, Tag: tag, Reason: reason}
-	}
-	restore := func(app, tag string) mysql.Decision {
-		return mysql.Decision{App: app, Action: mysql.ActionRestore, Tag: tag}
-	}
 	staged := func(tag string, p int, more ...release.Withdrawal) map[string]release.Decisions {
 		return map[string]release.Decisions{"photocraft": {Rollout: &release.Rollout{Tag: tag, Percent: p}, Withdrawn: more}}
 	}
@@ -57,28 +59,19 @@ func TestDecisionSequences(t *testing.T) {
 		d    mysql.Decision
 		want map[string]release.Decisions
 	}{
-		{"start at 5 %", rollout("v0.6.0", 5), staged("v0.6.0", 5)},
-		{"raise to 20 %", rollout("v0.6.0", 20), staged("v0.6.0", 20)},
-		{"halt", rollout("v0.6.0", 0), staged("v0.6.0", 0)},
-		{"withdraw the staged tag", withdraw("photocraft", "v0.6.0", "crashes"),
-			staged("v0.6.0", 0, release.Withdrawal{Tag: "v0.6.0", Reason: "crashes"})},
-		{"end the rollout", mysql.Decision{App: "photocraft", Action: mysql.ActionRolloutEnd},
-			map[string]release.Decisions{"photocraft": {Withdrawn: []release.Withdrawal{{Tag: "v0.6.0", Reason: "crashes"}}}}},
-		{"withdraw another, in order", withdraw("photocraft", "v0.5.9", "bad\nsignature"),
-			map[string]release.Decisions{"photocraft": {Withdrawn: []release.Withdrawal{{Tag: "v0.6.0", Reason: "crashes"}, {Tag: "v0.5.9", Reason: "bad\nsignature"}}}}},
-		{"withdraw the first again, with a new reason", withdraw("photocraft", "v0.6.0", "crashes on macOS"),
-			map[string]release.Decisions{"photocraft": {Withdrawn: []release.Withdrawal{{Tag: "v0.5.9", Reason: "bad\nsignature"}, {Tag: "v0.6.0", Reason: "crashes on macOS"}}}}},
-		{"restore one", restore("photocraft", "v0.5.9"),
-			map[string]release.Decisions{"photocraft": {Withdrawn: []release.Withdrawal{{Tag: "v0.6.0", Reason: "crashes on macOS"}}}}},
-		{"a minimum for another app", mysql.Decision{App: "vectorcraft", Action: mysql.ActionMinimum, Version: "1.2.0", Reason: "old format"},
-			map[string]release.Decisions{"photocraft": {Withdrawn: []release.Withdrawal{{Tag: "v0.6.0", Reason: "crashes on macOS"}}},
-				"vectorcraft": {Minimum: &release.Minimum{Version: "1.2.0", Reason: "old format"}}}},
-		{"restore the last", restore("photocraft", "v0.6.0"),
-			map[string]release.Decisions{"vectorcraft": {Minimum: &release.Minimum{Version: "1.2.0", Reason: "old format"}}}},
-		{"raise the minimum", mysql.Decision{App: "vectorcraft", Action: mysql.ActionMinimum, Version: "1.3.0-rc.1", Reason: "newer"},
-			map[string]release.Decisions{"vectorcraft": {Minimum: &release.Minimum{Version: "1.3.0-rc.1", Reason: "newer"}}}},
+		{"start at 5 %", rollout("photocraft", "v0.6.0", 5), staged("v0.6.0", 5)},
+		{"raise to 20 %", rollout("photocraft", "v0.6.0", 20), staged("v0.6.0", 20)},
+		{"halt", rollout("photocraft", "v0.6.0", 0), staged("v0.6.0", 0)},
+		{"withdraw the staged tag", withdraw("photocraft", "v0.6.0", "crashes"), staged("v0.6.0", 0, release.Withdrawal{Tag: "v0.6.0", Reason: "crashes"})},
+		{"end the rollout", mysql.Decision{App: "photocraft", Action: mysql.ActionRolloutEnd}, map[string]release.Decisions{"photocraft": {Withdrawn: []release.Withdrawal{{Tag: "v0.6.0", Reason: "crashes"}}}}},
+		{"withdraw another, in order", withdraw("photocraft", "v0.5.9", "bad\nsignature"), map[string]release.Decisions{"photocraft": {Withdrawn: []release.Withdrawal{{Tag: "v0.6.0", Reason: "crashes"}, {Tag: "v0.5.9", Reason: "bad\nsignature"}}}}},
+		{"withdraw the first again, with a new reason", withdraw("photocraft", "v0.6.0", "crashes on macOS"), map[string]release.Decisions{"photocraft": {Withdrawn: []release.Withdrawal{{Tag: "v0.5.9", Reason: "bad\nsignature"}, {Tag: "v0.6.0", Reason: "crashes on macOS"}}}}},
+		{"restore one", restore("photocraft", "v0.5.9"), map[string]release.Decisions{"photocraft": {Withdrawn: []release.Withdrawal{{Tag: "v0.6.0", Reason: "crashes on macOS"}}}}},
+		{"a minimum for another app", mysql.Decision{App: "vectorcraft", Action: mysql.ActionMinimum, Version: "1.2.0", Reason: "old format"}, map[string]release.Decisions{"photocraft": {Withdrawn: []release.Withdrawal{{Tag: "v0.6.0", Reason: "crashes on macOS"}}}, "vectorcraft": {Minimum: &release.Minimum{Version: "1.2.0", Reason: "old format"}}}},
+		{"restore the last", restore("photocraft", "v0.6.0"), map[string]release.Decisions{"vectorcraft": {Minimum: &release.Minimum{Version: "1.2.0", Reason: "old format"}}}},
+		{"raise the minimum", mysql.Decision{App: "vectorcraft", Action: mysql.ActionMinimum, Version: "1.3.0-rc.1", Reason: "newer"}, map[string]release.Decisions{"vectorcraft": {Minimum: &release.Minimum{Version: "1.3.0-rc.1", Reason: "newer"}}}},
 		{"clear it", mysql.Decision{App: "vectorcraft", Action: mysql.ActionMinimumClear}, map[string]release.Decisions{}},
-		{"a new rollout after all that", rollout("v0.7.0", 100), staged("v0.7.0", 100)},
+		{"a new rollout after all that", rollout("photocraft", "v0.7.0", 100), staged("v0.7.0", 100)},
 	}
 	for i, st := range steps {
 		at := noon.Add(time.Duration(i) * time.Minute)
@@ -91,9 +84,7 @@ func TestDecisionSequences(t *testing.T) {
 		}
 	}
 	log, err := db.DecisionLog(context.Background(), "vectorcraft")
-	if err != nil {
-		t.Fatal(err)
-	}
+	must(t, err)
 	var actions []string
 	for _, d := range log {
 		actions = append(actions, fmt.Sprintf("%s %s %s by %s at %s", d.Ref(), d.Action, d.Version, d.By, d.CreatedAt.Format("15:04")))
@@ -115,14 +106,12 @@ func show(m map[string]release.Decisions) string {
 func TestAddDecisionRefuses(t *testing.T) {
 	db := migrated(t, nil)
 	ctx := context.Background()
-	decide(t, db, mysql.Decision{App: "photocraft", Action: mysql.ActionWithdraw, Tag: "v0.5.0", Reason: "x"}, noon)
+	decide(t, db, withdraw("photocraft", "v0.5.0", "x"), noon)
 	for i := range mysql.MaxWithdrawn - 1 {
-		decide(t, db, mysql.Decision{App: "photocraft", Action: mysql.ActionWithdraw, Tag: fmt.Sprintf("v0.4.%d", i), Reason: "x"}, noon)
+		decide(t, db, withdraw("photocraft", fmt.Sprintf("v0.4.%d", i), "x"), noon)
 	}
 	before, err := db.DecisionLog(ctx, "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	must(t, err)
 	tests := []struct {
 		name string
 		d    mysql.Decision
@@ -131,32 +120,25 @@ func TestAddDecisionRefuses(t *testing.T) {
 		{"no app", mysql.Decision{Action: mysql.ActionRollout, Tag: "v1", Percent: 5}, []string{"app is missing"}},
 		{"an app that is no key", mysql.Decision{App: "Photo Craft", Action: mysql.ActionRolloutEnd}, []string{`app "Photo Craft" is not an app key`}},
 		{"an unknown action", mysql.Decision{App: "a", Action: "delete"}, []string{`action "delete" is not one of`}},
-		{"a percent over 100", mysql.Decision{App: "a", Action: mysql.ActionRollout, Tag: "v1", Percent: 101}, []string{"percent 101 is not from 0 to 100"}},
-		{"a negative percent", mysql.Decision{App: "a", Action: mysql.ActionRollout, Tag: "v1", Percent: -1}, []string{"percent -1 is not from 0 to 100"}},
+		{"a percent over 100", rollout("a", "v1", 101), []string{"percent 101 is not from 0 to 100"}},
+		{"a negative percent", rollout("a", "v1", -1), []string{"percent -1 is not from 0 to 100"}},
 		{"a rollout without a tag", mysql.Decision{App: "a", Action: mysql.ActionRollout, Percent: 5}, []string{"tag is missing"}},
-		{"a tag that is no git ref", mysql.Decision{App: "a", Action: mysql.ActionRollout, Tag: "v1 .2", Percent: 5}, []string{`tag "v1 .2" is not a git tag`}},
-		{"a tag over the limit", mysql.Decision{App: "a", Action: mysql.ActionRollout, Tag: "v" + strings.Repeat("1", 64), Percent: 5},
-			[]string{"is not a git tag of at most 64 bytes"}},
-		{"a withdrawal without a reason", mysql.Decision{App: "a", Action: mysql.ActionWithdraw, Tag: "v1", Reason: " "}, []string{"reason is missing"}},
+		{"a tag that is no git ref", rollout("a", "v1 .2", 5), []string{`tag "v1 .2" is not a git tag`}},
+		{"a tag over the limit", mysql.Decision{App: "a", Action: mysql.ActionRollout, Tag: "v" + strings.Repeat("1", 64), Percent: 5}, []string{"is not a git tag of at most 64 bytes"}},
+		{"a withdrawal without a reason", withdraw("a", "v1", " "), []string{"reason is missing"}},
 		{"a minimum that is not SemVer", mysql.Decision{App: "a", Action: mysql.ActionMinimum, Version: "v1.2", Reason: "x"},
 			[]string{`version "v1.2" is not a SemVer version such as 1.2.0 (no leading v)`}},
 		{"a minimum without a version", mysql.Decision{App: "a", Action: mysql.ActionMinimum, Reason: "x"}, []string{"version is missing"}},
-		{"a reason over the limit", mysql.Decision{App: "a", Action: mysql.ActionMinimum, Version: "1.0.0", Reason: strings.Repeat("r", 1001)},
-			[]string{"reason is 1001 characters long; the limit is 1000"}},
-		{"a reason with a right-to-left override", mysql.Decision{App: "a", Action: mysql.ActionWithdraw, Tag: "v1", Reason: "\u202ex"},
-			[]string{"reason holds the bidirectional formatting character U+202E"}},
+		{"a reason over the limit", mysql.Decision{App: "a", Action: mysql.ActionMinimum, Version: "1.0.0", Reason: strings.Repeat("r", 1001)}, []string{"reason is 1001 characters long; the limit is 1000"}},
+		{"a reason with a right-to-left override", withdraw("a", "v1", "\u202ex"), []string{"reason holds the bidirectional formatting character U+202E"}},
 		{"nobody deciding", mysql.Decision{App: "a", Action: mysql.ActionRolloutEnd, By: " "}, []string{"who decided is missing"}},
 		{"who on two lines", mysql.Decision{App: "a", Action: mysql.ActionRolloutEnd, By: "a\nb"}, []string{"who decided holds the control character U+000A"}},
-		{"a field the action does not take", mysql.Decision{App: "a", Action: mysql.ActionMinimumClear, Tag: "v1", Percent: 3, Version: "1.0.0"},
-			[]string{"minimum_clear takes no tag", "minimum_clear takes no percent", "minimum_clear takes no version"}},
+		{"a field the action does not take", mysql.Decision{App: "a", Action: mysql.ActionMinimumClear, Tag: "v1", Percent: 3, Version: "1.0.0"}, []string{"minimum_clear takes no tag", "minimum_clear takes no percent", "minimum_clear takes no version"}},
 		{"ending no rollout", mysql.Decision{App: "photocraft", Action: mysql.ActionRolloutEnd}, []string{"photocraft has no rollout to end"}},
-		{"restoring a tag not withdrawn", mysql.Decision{App: "photocraft", Action: mysql.ActionRestore, Tag: "v0.6.0"},
-			[]string{"v0.6.0 of photocraft is not withdrawn"}},
-		{"restoring another app's tag", mysql.Decision{App: "vectorcraft", Action: mysql.ActionRestore, Tag: "v0.5.0"},
-			[]string{"v0.5.0 of vectorcraft is not withdrawn"}},
+		{"restoring a tag not withdrawn", restore("photocraft", "v0.6.0"), []string{"v0.6.0 of photocraft is not withdrawn"}},
+		{"restoring another app's tag", restore("vectorcraft", "v0.5.0"), []string{"v0.5.0 of vectorcraft is not withdrawn"}},
 		{"clearing no minimum", mysql.Decision{App: "photocraft", Action: mysql.ActionMinimumClear}, []string{"photocraft has no minimum version to clear"}},
-		{"one withdrawal too many", mysql.Decision{App: "photocraft", Action: mysql.ActionWithdraw, Tag: "v0.6.0", Reason: "x"},
-			[]string{"photocraft already has 10 tags withdrawn, the most it may have: restore one first"}},
+		{"one withdrawal too many", withdraw("photocraft", "v0.6.0", "x"), []string{"photocraft already has 10 tags withdrawn, the most it may have: restore one first"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -180,7 +162,7 @@ func TestAddDecisionRefuses(t *testing.T) {
 	}
 	// Withdrawing a tag that is withdrawn already changes its reason, even
 	// at the limit.
-	decide(t, db, mysql.Decision{App: "photocraft", Action: mysql.ActionWithdraw, Tag: "v0.5.0", Reason: "y"}, noon)
+	decide(t, db, withdraw("photocraft", "v0.5.0", "y"), noon)
 	_, err = db.AddDecision(ctx, mysql.Decision{App: "photocraft", Action: mysql.ActionRolloutEnd, By: "a"}, noon)
 	if !errors.Is(err, mysql.ErrUndecided) {
 		t.Errorf("ending no rollout: %v, want ErrUndecided", err)
@@ -207,9 +189,7 @@ func TestConcurrentFirstDecisions(t *testing.T) {
 		}
 	}
 	log, err := db.DecisionLog(context.Background(), "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	must(t, err)
 	if len(log) != operators {
 		t.Errorf("%d decisions stored, want %d", len(log), operators)
 	}
@@ -229,9 +209,7 @@ func TestLiveSaysWhenDecisionsAreCut(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, skipped, err := db.Live(context.Background(), noon)
-	if err != nil {
-		t.Fatal(err)
-	}
+	must(t, err)
 	if !slices.Contains(skipped, fmt.Sprintf("decisions past the newest %d", mysql.MaxDecisions)) {
 		t.Errorf("skipped %q, want the cut named", skipped)
 	}

@@ -35,14 +35,10 @@ func startPod(t testing.TB, redisURL string) *apiPod {
 	t.Helper()
 	snap := snapshot.New(flowApps, nil)
 	o, err := redis.Parse(redisURL)
-	if err != nil {
-		t.Fatal(err)
-	}
+	must(t, err)
 	h, err := hydrate.New(o, flowApps, snap, nil,
 		hydrate.WithMeta(snap))
-	if err != nil {
-		t.Fatal(err)
-	}
+	must(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
@@ -95,23 +91,17 @@ func TestRoundTrip(t *testing.T) {
 
 	redisSrv := redistest.Start(t)
 	client, err := redis.OpenURL(redisSrv.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
+	must(t, err)
 	t.Cleanup(client.Close)
 	st := store.New(client, "poller-a", nil)
 	core, logs := observer.New(zapcore.DebugLevel)
 	clock := fakeclock.New(noon)
 	f, err := mysql.NewRefresher(db, st, time.Minute, zap.New(core), clock)
-	if err != nil {
-		t.Fatal(err)
-	}
+	must(t, err)
 	ctx := context.Background()
 
 	pod := startPod(t, redisSrv.URL())
-	if err := f.Refresh(ctx); err != nil {
-		t.Fatalf("refresh: %v", err)
-	}
+	must(t, f.Refresh(ctx))
 	pod.waitBody(t, wireRenames+","+wireNotices)
 
 	// MySQL stops.
@@ -126,13 +116,9 @@ func TestRoundTrip(t *testing.T) {
 		t.Errorf("warnings during the outage: %d, want 1", len(warns))
 	}
 	c, err := client.Client(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	must(t, err)
 	hash, err := c.Do(ctx, c.B().Hgetall().Key(store.MetaKey).Build()).AsStrMap()
-	if err != nil {
-		t.Fatal(err)
-	}
+	must(t, err)
 	if _, readAt := store.DecodeMeta(hash); !readAt.Equal(noon) {
 		t.Errorf("during the outage Redis holds the read of %v, want the last good one, %v", readAt, noon)
 	}
@@ -147,9 +133,7 @@ func TestRoundTrip(t *testing.T) {
 		t.Fatalf("end the alert after the restart: %v, %v", ended, err)
 	}
 	clock.Set(noon.Add(5 * time.Minute))
-	if err := f.Refresh(ctx); err != nil {
-		t.Fatalf("refresh after the restart: %v", err)
-	}
+	must(t, f.Refresh(ctx))
 	pod.waitBody(t, wireRenames+`,"important_notices":{"announcements":[{"title":"Welcome, DocuCraft"`)
 	pod.waitBody(t, wireNoAlert)
 	late.waitBody(t, wireNoAlert)

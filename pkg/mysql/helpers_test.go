@@ -10,7 +10,6 @@ import (
 	"github.com/storytold/craft-releases/test/mariadbtest"
 )
 
-// noon is the clock of most tests.
 var noon = time.Date(2026, 10, 10, 12, 0, 0, 0, time.UTC)
 
 // migrated returns a pool on a fresh, migrated database of srv (the shared
@@ -35,13 +34,10 @@ func migratedDB(t testing.TB, srv *mariadbtest.Server) (*mysql.DB, mariadbtest.D
 	return db, d
 }
 
-// open returns a pool for dsn with a short query timeout, closed by t.Cleanup.
 func open(t testing.TB, dsn string) *mysql.DB {
 	t.Helper()
 	db, err := mysql.Open(dsn, mysql.Options{QueryTimeout: 5 * time.Second})
-	if err != nil {
-		t.Fatalf("open: %v", err)
-	}
+	must(t, err)
 	t.Cleanup(func() { db.Close() })
 	return db
 }
@@ -69,9 +65,14 @@ func addRename(t testing.TB, db *mysql.DB, r mysql.Rename, now time.Time) mysql.
 func raw(t testing.TB, d mariadbtest.Database) *sql.DB {
 	t.Helper()
 	db, err := sql.Open("mysql", d.DSN()+"?interpolateParams=true")
+	must(t, err)
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+func must(t testing.TB, err error) {
+	t.Helper()
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { db.Close() })
-	return db
 }

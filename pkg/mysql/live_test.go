@@ -60,9 +60,7 @@ func TestLiveWindows(t *testing.T) {
 	}
 
 	m, skipped, err := db.Live(context.Background(), noon)
-	if err != nil {
-		t.Fatal(err)
-	}
+	must(t, err)
 	want := []string{
 		"app:DocuCraft",
 		"repo:storytold/docucraft",
@@ -78,9 +76,7 @@ func TestLiveWindows(t *testing.T) {
 
 	// An hour and a half later the schedule has moved on.
 	later, _, err := db.Live(context.Background(), noon.Add(90*time.Minute))
-	if err != nil {
-		t.Fatal(err)
-	}
+	must(t, err)
 	want = []string{
 		"app:DocuCraft", "app:Scheduled",
 		"announcement:open window", "announcement:started, no end", "announcement:starts exactly now",
@@ -105,14 +101,10 @@ func TestLiveShape(t *testing.T) {
 	addNotice(t, db, mysql.Notice{Kind: mysql.KindAlert, Title: "No link"}, created)
 
 	m, _, err := db.Live(context.Background(), noon)
-	if err != nil {
-		t.Fatal(err)
-	}
+	must(t, err)
 	got, err := release.Marshal(release.Info{Success: true, ReleaseInfo: release.Catalog{Apps: map[string]release.AppInfo{}},
 		AppRenames: m.AppRenames, RepoRenames: m.RepoRenames, ImportantNotices: m.Notices})
-	if err != nil {
-		t.Fatal(err)
-	}
+	must(t, err)
 	want := `{"success":true,"release_info":{"apps":{},"last_fetched":null},` +
 		`"app_renames":[{"old_name":"PdfCraft","old_name_lower":"pdfcraft","new_name":"DocuCraft","new_name_lower":"docucraft","description":"PdfCraft is now DocuCraft.","renamed_at":"2026-09-01T08:30:00.123Z"}],` +
 		`"repo_renames":[{"old_name":"storytold/pdfcraft","new_name":"storytold/docucraft","renamed_at":null}],` +
@@ -135,9 +127,7 @@ func TestLiveKeepsTheNewest(t *testing.T) {
 	addNotice(t, db, mysql.Notice{Kind: mysql.KindAlert, Title: "alert"}, noon)
 
 	m, _, err := db.Live(context.Background(), noon)
-	if err != nil {
-		t.Fatal(err)
-	}
+	must(t, err)
 	a := m.Notices.Announcements
 	if len(a) != mysql.MaxLive || a[0].Title != "n005" || a[len(a)-1].Title != fmt.Sprintf("n%03d", mysql.MaxLive+4) {
 		t.Errorf("announcements: %q; want the %d newest, n005 to n%03d", titles(m), mysql.MaxLive, mysql.MaxLive+4)
@@ -152,7 +142,7 @@ func TestLiveKeepsTheNewest(t *testing.T) {
 func TestLiveSkipsBadRows(t *testing.T) {
 	db, d := migratedDB(t, nil)
 	good := addNotice(t, db, mysql.Notice{Kind: mysql.KindAlert, Title: "good"}, noon)
-	decide(t, db, mysql.Decision{App: "photocraft", Action: mysql.ActionRollout, Tag: "v0.6.0", Percent: 10}, noon)
+	decide(t, db, rollout("photocraft", "v0.6.0", 10), noon)
 	for _, q := range []string{
 		"INSERT INTO craft_alerts (title, created_at) VALUES (CONCAT('bell', CHAR(7)), '2026-10-01')",
 		"INSERT INTO craft_app_renames (old_name, new_name, created_at) VALUES ('Same', 'Same', '2026-10-01')",
@@ -166,9 +156,7 @@ func TestLiveSkipsBadRows(t *testing.T) {
 		}
 	}
 	m, skipped, err := db.Live(context.Background(), noon)
-	if err != nil {
-		t.Fatal(err)
-	}
+	must(t, err)
 	if got, want := titles(m), []string{"alert:" + good.Title}; !slices.Equal(got, want) {
 		t.Errorf("live: got %q, want %q", got, want)
 	}
@@ -187,9 +175,7 @@ func TestSchemaRefusesBadRows(t *testing.T) {
 	decision := func(values string) string {
 		return "INSERT INTO craft_release_decisions (app, action, tag, percent, decided_by, created_at) VALUES (" + values + ", NOW(3))"
 	}
-	tests := []struct {
-		name, insert string
-	}{
+	tests := []struct{ name, insert string }{
 		{"an alert with an http link", "INSERT INTO craft_alerts (title, web_link, created_at) VALUES ('t', 'http://x', NOW())"},
 		{"an announcement without a title", "INSERT INTO craft_announcements (title, created_at) VALUES ('', NOW())"},
 		{"a window that ends before it starts", "INSERT INTO craft_alerts (title, starts_at, ends_at, created_at) VALUES ('t', '2026-10-02', '2026-10-01', NOW())"},

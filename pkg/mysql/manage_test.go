@@ -23,12 +23,10 @@ func TestAddRefusesBadInput(t *testing.T) {
 		want string
 	}{
 		{"a notice without a title", &mysql.Notice{Kind: mysql.KindAlert}, nil, "title is missing"},
-		{"a notice that ended already", &mysql.Notice{Kind: mysql.KindAlert, Title: "x", EndsAt: noon.Add(-time.Second)}, nil,
-			"end 2026-10-10T11:59:59Z is not in the future (now is 2026-10-10T12:00:00Z)"},
+		{"a notice that ended already", &mysql.Notice{Kind: mysql.KindAlert, Title: "x", EndsAt: noon.Add(-time.Second)}, nil, "end 2026-10-10T11:59:59Z is not in the future (now is 2026-10-10T12:00:00Z)"},
 		{"a notice ending now", &mysql.Notice{Kind: mysql.KindAlert, Title: "x", EndsAt: noon}, nil, "is not in the future"},
 		{"a rename without a new name", nil, &mysql.Rename{Kind: mysql.KindAppRename, OldName: "a"}, "new name is missing"},
-		{"a rename that ended already", nil, &mysql.Rename{Kind: mysql.KindRepoRename, OldName: "o/a", NewName: "o/b", EndsAt: noon.Add(-time.Hour)},
-			"is not in the future"},
+		{"a rename that ended already", nil, &mysql.Rename{Kind: mysql.KindRepoRename, OldName: "o/a", NewName: "o/b", EndsAt: noon.Add(-time.Hour)}, "is not in the future"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -42,13 +40,9 @@ func TestAddRefusesBadInput(t *testing.T) {
 		})
 	}
 	notices, err := db.Notices(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	must(t, err)
 	renames, err := db.Renames(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	must(t, err)
 	if len(notices)+len(renames) != 0 {
 		t.Errorf("refused input was stored: %+v %+v", notices, renames)
 	}
@@ -71,16 +65,12 @@ func TestAddAndList(t *testing.T) {
 		t.Errorf("AddNotice returned %+v, want %+v", n, want)
 	}
 	notices, err := db.Notices(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	must(t, err)
 	if len(notices) != 1 || notices[0] != want {
 		t.Errorf("Notices() = %+v, want [%+v]", notices, want)
 	}
 	renames, err := db.Renames(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	must(t, err)
 	if len(renames) != 1 || renames[0] != r || r.Ref() != "app/1" {
 		t.Errorf("Renames() = %+v, want [%+v] (app/1)", renames, r)
 	}
@@ -110,28 +100,22 @@ func TestEnd(t *testing.T) {
 		{"no such rename", func() (bool, error) { return db.EndRename(ctx, mysql.KindAppRename, rename.ID, noon) }, false, mysql.ErrNotFound},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got, err := tt.end()
-			if got != tt.want || !errors.Is(err, tt.wantErr) {
-				t.Errorf("got %v, %v; want %v, %v", got, err, tt.want, tt.wantErr)
-			}
-		})
+		got, err := tt.end()
+		if got != tt.want || !errors.Is(err, tt.wantErr) {
+			t.Errorf("%s: got %v, %v; want %v, %v", tt.name, got, err, tt.want, tt.wantErr)
+		}
 	}
 
 	// Nothing that was ended is live, now or later.
 	for _, at := range []time.Time{noon, noon.Add(2 * h)} {
 		m, _, err := db.Live(ctx, at)
-		if err != nil {
-			t.Fatal(err)
-		}
+		must(t, err)
 		if got := titles(m); len(got) != 0 {
 			t.Errorf("live at %v after ending everything: %q", at, got)
 		}
 	}
 	notices, err := db.Notices(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	must(t, err)
 	var states []string
 	for _, n := range notices {
 		states = append(states, n.Ref()+" "+n.State(noon)+" "+n.EndsAt.Format("15:04"))

@@ -37,15 +37,11 @@ func (r *fakeReader) Live(_ context.Context, now time.Time) (release.Bulletin, [
 
 func (r *fakeReader) set(m release.Bulletin, skipped []string, err error) {
 	r.mu.Lock()
+	defer r.mu.Unlock()
 	r.m, r.skipped, r.err = m, skipped, err
-	r.mu.Unlock()
 }
 
-func (r *fakeReader) count() int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return len(r.reads)
-}
+func (r *fakeReader) count() int { r.mu.Lock(); defer r.mu.Unlock(); return len(r.reads) }
 
 // fakePublisher records when it is given a read and answers as the test
 // set. Only the loop under test calls it.
@@ -63,14 +59,12 @@ func (p *fakePublisher) PutMeta(_ context.Context, _ release.Bulletin, at time.T
 	return !p.refused, nil
 }
 
-func newRefresher(t testing.TB) (*mysql.Refresher, *fakeReader, *fakePublisher, *fakeclock.Clock, *observer.ObservedLogs) {
+func newRefresher(t testing.TB, opts ...mysql.RefresherOption) (*mysql.Refresher, *fakeReader, *fakePublisher, *fakeclock.Clock, *observer.ObservedLogs) {
 	t.Helper()
 	core, logs := observer.New(zapcore.DebugLevel)
 	r, p, c := &fakeReader{}, &fakePublisher{}, fakeclock.New(noon)
-	f, err := mysql.NewRefresher(r, p, time.Minute, zap.New(core), c)
-	if err != nil {
-		t.Fatal(err)
-	}
+	f, err := mysql.NewRefresher(r, p, time.Minute, zap.New(core), c, opts...)
+	must(t, err)
 	return f, r, p, c, logs
 }
 
@@ -197,9 +191,7 @@ func TestRefreshSkippedRows(t *testing.T) {
 	} {
 		c.Set(noon.Add(st.after))
 		r.set(oneAlert("good"), st.skipped, nil)
-		if err := f.Refresh(context.Background()); err != nil {
-			t.Fatal(err)
-		}
+		must(t, f.Refresh(context.Background()))
 		warns := logs.FilterLevelExact(zapcore.WarnLevel).All()
 		logs.TakeAll()
 		if st.wantWarn && (len(warns) != 1 || !slices.Equal(warns[0].ContextMap()["ids"].([]any), toAny(st.skipped))) {
@@ -234,6 +226,20 @@ func (r *slowReader) Live(ctx context.Context, now time.Time) (release.Bulletin,
 	return r.fakeReader.Live(ctx, now)
 }
 
+// runLoop runs a Refresher's loop on a fake clock at noon, over a reader
+// whose reads take took; done gets what Run returns once cancel is called.
+func runLoop(t testing.TB, took time.Duration) (f *mysql.Refresher, r *slowReader, c *fakeclock.Clock, done chan error, cancel func()) {
+	t.Helper()
+	c = fakeclock.New(noon)
+	r = &slowReader{clock: c, took: took}
+	f, err := mysql.NewRefresher(r, &fakePublisher{}, time.Minute, nil, c)
+	must(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	done = make(chan error, 1)
+	go func() { done <- f.Run(ctx) }()
+	return f, r, c, done, cancel
+}
+
 // TestRunKeepsTheInterval runs the loop on the fake clock: a read at once,
 // then one every interval after the first (a read that takes longer than the
 // interval skips the times it missed), and none before its time.
@@ -249,15 +255,7 @@ func TestRunKeepsTheInterval(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			c := fakeclock.New(noon)
-			r := &slowReader{clock: c, took: tc.took}
-			f, err := mysql.NewRefresher(r, &fakePublisher{}, time.Minute, nil, c)
-			if err != nil {
-				t.Fatal(err)
-			}
-			ctx, cancel := context.WithCancel(context.Background())
-			done := make(chan error, 1)
-			go func() { done <- f.Run(ctx) }()
+			_, r, c, done, cancel := runLoop(t, tc.took)
 			for i := range tc.want {
 				parked(t, c)
 				if got := r.count(); got != i+1 {
@@ -301,15 +299,8 @@ func TestRunKeepsTheInterval(t *testing.T) {
 // TestWake: a Wake brings a read before the interval, a second after the
 // last read at the soonest, and wakes that arrive meanwhile are one.
 func TestWake(t *testing.T) {
-	c := fakeclock.New(noon)
-	r := &slowReader{clock: c}
-	f, err := mysql.NewRefresher(r, &fakePublisher{}, time.Minute, nil, c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
+	f, r, c, _, cancel := runLoop(t, 0)
 	defer cancel()
-	go func() { _ = f.Run(ctx) }()
 	parked(t, c)
 	c.Set(noon.Add(300 * time.Millisecond))
 	for range 3 {
@@ -364,12 +355,8 @@ func TestNewRefresherRefuses(t *testing.T) {
 // TestRefreshHandsOnWhatItRead: WithOnPublish's callback gets every read,
 // whatever Redis does with it, and nothing when MySQL fails.
 func TestRefreshHandsOnWhatItRead(t *testing.T) {
-	r, p, c := &fakeReader{}, &fakePublisher{}, fakeclock.New(noon)
 	var got []release.Bulletin
-	f, err := mysql.NewRefresher(r, p, time.Minute, nil, c, mysql.WithOnPublish(func(m release.Bulletin) { got = append(got, m) }))
-	if err != nil {
-		t.Fatal(err)
-	}
+	f, r, p, _, _ := newRefresher(t, mysql.WithOnPublish(func(m release.Bulletin) { got = append(got, m) }))
 	decided := release.Bulletin{Decisions: map[string]release.Decisions{"photocraft": {Rollout: &release.Rollout{Tag: "v1.0.0", Percent: 5}}}}
 	steps := []struct {
 		name      string

@@ -15,7 +15,6 @@ import (
 	"github.com/storytold/craft-releases/test/mariadbtest"
 )
 
-// discard is a Publisher that accepts everything.
 type discard struct{}
 
 func (discard) PutMeta(context.Context, release.Bulletin, time.Time) (bool, error) { return true, nil }
@@ -31,9 +30,7 @@ func TestNoServerSidePreparedStatements(t *testing.T) {
 	srv := mariadbtest.Shared(t)
 	d := srv.NewDatabase(t)
 	db, err := Open(d.DSN(), Options{MaxConns: 4})
-	if err != nil {
-		t.Fatal(err)
-	}
+	must(t, err)
 	defer db.Close()
 	ctx := context.Background()
 	now := time.Date(2026, 10, 10, 12, 0, 0, 0, time.UTC)
@@ -41,9 +38,7 @@ func TestNoServerSidePreparedStatements(t *testing.T) {
 		t.Fatal(err)
 	}
 	alert, err := db.AddNotice(ctx, Notice{Kind: KindAlert, Title: "t", Link: "https://a.example/?q='x'"}, now)
-	if err != nil {
-		t.Fatal(err)
-	}
+	must(t, err)
 	if _, err := db.AddRename(ctx, Rename{Kind: KindAppRename, OldName: "a'b", NewName: `c"d\e`}, now); err != nil {
 		t.Fatal(err)
 	}
@@ -55,9 +50,7 @@ func TestNoServerSidePreparedStatements(t *testing.T) {
 	}
 
 	f, err := NewRefresher(db, discard{}, time.Minute, nil, fakeclock.New(now))
-	if err != nil {
-		t.Fatal(err)
-	}
+	must(t, err)
 	const goroutines, refreshes = 4, 50
 	var wg sync.WaitGroup
 	errs := make(chan error, goroutines*refreshes)
@@ -120,14 +113,10 @@ func TestNoServerSidePreparedStatements(t *testing.T) {
 	// The same reads through a pool that lets database/sql prepare: the
 	// measures above would have seen it.
 	cfg, err := mysqldriver.ParseDSN(d.DSN())
-	if err != nil {
-		t.Fatal(err)
-	}
+	must(t, err)
 	cfg.ParseTime = true
 	connector, err := mysqldriver.NewConnector(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	must(t, err)
 	plain := &DB{db: sql.OpenDB(connector), opts: db.opts}
 	defer plain.Close()
 	before := srv.GlobalStatus(t, "Com_stmt_prepare")
@@ -144,14 +133,10 @@ func TestNoServerSidePreparedStatements(t *testing.T) {
 func TestBudget(t *testing.T) {
 	srv := mariadbtest.Shared(t)
 	db, err := Open(srv.NewDatabase(t).DSN(), Options{MaxConns: 4})
-	if err != nil {
-		t.Fatal(err)
-	}
+	must(t, err)
 	defer db.Close()
 	b, err := db.Budget(context.Background(), 3)
-	if err != nil {
-		t.Fatal(err)
-	}
+	must(t, err)
 	if want := (Budget{Max: 16382, Held: 0, Fleet: 12}); b != want {
 		t.Errorf("Budget(3 replicas × 4 connections) = %+v, want %+v (MariaDB's default cap)", b, want)
 	}
@@ -174,5 +159,12 @@ func TestBudget(t *testing.T) {
 		if got := tt.b.Tight(); got != tt.want {
 			t.Errorf("%s: %+v.Tight() = %v, want %v", tt.name, tt.b, got, tt.want)
 		}
+	}
+}
+
+func must(t testing.TB, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
 	}
 }

@@ -47,9 +47,7 @@ func TestSilentServer(t *testing.T) {
 		}
 	}()
 	db, err := mysql.Open("craft:pw@tcp("+l.Addr().String()+")/craft", mysql.Options{QueryTimeout: time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
+	must(t, err)
 	defer db.Close()
 	if err := live(t, db); err == nil {
 		t.Fatal("Live against a silent server worked; want an error")
@@ -62,9 +60,7 @@ func TestSlowQuery(t *testing.T) {
 	testkit.Integration(t)
 	d := mariadbtest.Shared(t).NewDatabase(t)
 	db, err := mysql.Open(d.DSN(), mysql.Options{QueryTimeout: time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
+	must(t, err)
 	defer db.Close()
 	ctx := context.Background()
 	if _, err := db.Migrate(ctx); err != nil {
@@ -73,9 +69,7 @@ func TestSlowQuery(t *testing.T) {
 	addNotice(t, db, mysql.Notice{Kind: mysql.KindAlert, Title: "t"}, noon.Add(-time.Hour))
 
 	conn, err := raw(t, d).Conn(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	must(t, err)
 	defer conn.Close()
 	if _, err := conn.ExecContext(ctx, "LOCK TABLES craft_alerts WRITE"); err != nil {
 		t.Fatal(err)

@@ -23,10 +23,7 @@ func TestCheck(t *testing.T) {
 	}{
 		{"an asset's name", file(name), ""},
 		{"an asset's download URL", file(url(name)), ""},
-		{"a legacy path and packages of assets", electron.File{
-			Version: "1.4.0", Path: name, SHA512: shaSetup,
-			Packages: []electron.Package{{Arch: "x64", Path: url("craft-1.4.0-x64.nsis.7z")}, {Arch: "arm64", Path: "craft-1.4.0-arm64.nsis.7z"}},
-		}, ""},
+		{"a legacy path and packages of assets", electron.File{Version: "1.4.0", Path: name, SHA512: shaSetup, Packages: []electron.Package{{Arch: "x64", Path: url("craft-1.4.0-x64.nsis.7z")}, {Arch: "arm64", Path: "craft-1.4.0-arm64.nsis.7z"}}}, ""},
 
 		{"a file the release does not carry", file("Craft-Setup-1.3.0.exe"), `files[0].url "Craft-Setup-1.3.0.exe": neither an asset of v1.4.0`},
 		{"a name in another case", file("craft-setup-1.4.0.exe"), "files[0].url"},
@@ -97,16 +94,12 @@ func TestAbsolute(t *testing.T) {
 			t.Parallel()
 			body := fill(tc.body)
 			got, err := electron.Absolute([]byte(body), craft())
-			if err != nil {
-				t.Fatalf("Absolute: %v", err)
-			}
+			must(t, err)
 			if want := fill(served(tc.body, tc.served)); string(got) != want {
 				t.Errorf("Absolute:\ngot\n%s\nwant\n%s", got, want)
 			}
 			f, err := electron.Parse(got)
-			if err != nil {
-				t.Fatalf("Parse of what Absolute served: %v", err)
-			}
+			must(t, err)
 			if want := absolute(tc.want); !reflect.DeepEqual(f, want) {
 				t.Errorf("Parse of what Absolute served:\ngot  %+v\nwant %+v", f, want)
 			}

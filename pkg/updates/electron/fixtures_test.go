@@ -4,6 +4,7 @@ import (
 	"crypto/sha512"
 	"encoding/base64"
 	"strings"
+	"testing"
 
 	"github.com/storytold/craft-releases/pkg/release"
 	"github.com/storytold/craft-releases/pkg/updates/electron"
@@ -35,7 +36,6 @@ func craft() *release.Release {
 	return rel
 }
 
-// url is the download URL of craft's asset name.
 func url(name string) string { return release.DownloadURL(repo, tag, name) }
 
 // sum returns the sha512 electron-builder writes for a file holding s.
@@ -224,3 +224,10 @@ releaseNotes:
 }
 
 func ptr[T any](v T) *T { return &v }
+
+func must(t testing.TB, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}

@@ -50,7 +50,6 @@ func FuzzParse(f *testing.F) {
 	})
 }
 
-// downloads returns the relative downloads of f.
 func downloads(f electron.File) []string {
 	var names []string
 	add := func(u string) {

@@ -14,9 +14,7 @@ func TestParse(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			got, err := electron.Parse([]byte(fill(tc.body)))
-			if err != nil {
-				t.Fatalf("Parse: %v", err)
-			}
+			must(t, err)
 			if !reflect.DeepEqual(got, tc.want) {
 				t.Errorf("Parse:\ngot  %+v\nwant %+v", got, tc.want)
 			}
@@ -27,7 +25,6 @@ func TestParse(t *testing.T) {
 // one is a file with one download, as electron-builder writes it.
 const one = "version: 1.4.0\nfiles:\n  - url: Craft-Setup-1.4.0.exe\n    sha512: $SETUP\n"
 
-// withVersion is one at version v.
 func withVersion(v string) string { return strings.Replace(one, "1.4.0", v, 1) }
 
 // refused are channel files Parse refuses, with a piece of its error, and

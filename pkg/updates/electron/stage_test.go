@@ -3,6 +3,7 @@ package electron_test
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os/exec"
 	"reflect"
 	"strings"
@@ -26,47 +27,50 @@ const (
 
 func TestStage(t *testing.T) {
 	tests := []struct {
-		name    string
-		body    string
-		percent int
-		want    string
+		name, body string
+		percent    int
+		want, err  string // err: a piece of Stage's error, for a file or percentage it refuses
 	}{
-		{"written before the first key", stageFile, 10, "stagingPercentage: 10\n" + stageFile},
-		{"none", stageFile, 0, "stagingPercentage: 0\n" + stageFile},
-		{"everyone, nothing staged", stageFile, 100, stageFile},
-		{"the publisher's replaced", stageHead + "stagingPercentage: 50\n" + stageTail, 25,
-			stageHead + "stagingPercentage: 25\n" + stageTail},
-		{"the publisher's removed", stageHead + "stagingPercentage: 50 # half\n" + stageTail, 100, stageFile},
-		{"removed on its two lines", stageHead + "stagingPercentage:\n  50\n" + stageTail, 100, stageFile},
-		{"removed on the last line", stageFile + "stagingPercentage: 50", 100, stageFile},
-		{"replaced on the next line", stageFile + "stagingPercentage:\n  50\n", 5, stageFile + "stagingPercentage:\n  5\n"},
-		{"an empty null given a value", stageFile + "stagingPercentage: # later\n", 5, stageFile + "stagingPercentage: 5 # later\n"},
-		{"an empty null at the end", stageFile + "stagingPercentage:", 5, stageFile + "stagingPercentage: 5"},
-		{"a null given a value", stageFile + "stagingPercentage: ~\n", 5, stageFile + "stagingPercentage: 5\n"},
-		{"a null is everyone", stageFile + "stagingPercentage: null\n", 100, stageFile + "stagingPercentage: null\n"},
-		{"comments and a document start before", "# built by electron-builder\n---\n" + stageFile, 10,
-			"# built by electron-builder\n---\nstagingPercentage: 10\n" + stageFile},
-		{"CR LF", strings.ReplaceAll(stageFile, "\n", "\r\n"), 10, "stagingPercentage: 10\r\n" + strings.ReplaceAll(stageFile, "\n", "\r\n")},
-		{"indented", indent(stageFile), 10, indent("stagingPercentage: 10\n" + stageFile)},
-		{"braces", stageFlow, 10, "{stagingPercentage: 10, " + stageFlow[1:]},
-		{"braces, replaced", strings.Replace(stageFlow, "{", "{stagingPercentage: 50, ", 1), 10,
-			strings.Replace(stageFlow, "{", "{stagingPercentage: 10, ", 1)},
-		{"braces, everyone", strings.Replace(stageFlow, "{", "{stagingPercentage: 50, ", 1), 100,
-			strings.Replace(stageFlow, "{", "{stagingPercentage: null, ", 1)},
+		{"written before the first key", stageFile, 10, "stagingPercentage: 10\n" + stageFile, ""},
+		{"none", stageFile, 0, "stagingPercentage: 0\n" + stageFile, ""},
+		{"everyone, nothing staged", stageFile, 100, stageFile, ""},
+		{"the publisher's replaced", stageHead + "stagingPercentage: 50\n" + stageTail, 25, stageHead + "stagingPercentage: 25\n" + stageTail, ""},
+		{"the publisher's removed", stageHead + "stagingPercentage: 50 # half\n" + stageTail, 100, stageFile, ""},
+		{"removed on its two lines", stageHead + "stagingPercentage:\n  50\n" + stageTail, 100, stageFile, ""},
+		{"removed on the last line", stageFile + "stagingPercentage: 50", 100, stageFile, ""},
+		{"replaced on the next line", stageFile + "stagingPercentage:\n  50\n", 5, stageFile + "stagingPercentage:\n  5\n", ""},
+		{"an empty null given a value", stageFile + "stagingPercentage: # later\n", 5, stageFile + "stagingPercentage: 5 # later\n", ""},
+		{"an empty null at the end", stageFile + "stagingPercentage:", 5, stageFile + "stagingPercentage: 5", ""},
+		{"a null given a value", stageFile + "stagingPercentage: ~\n", 5, stageFile + "stagingPercentage: 5\n", ""},
+		{"a null is everyone", stageFile + "stagingPercentage: null\n", 100, stageFile + "stagingPercentage: null\n", ""},
+		{"comments and a document start before", "# built by electron-builder\n---\n" + stageFile, 10, "# built by electron-builder\n---\nstagingPercentage: 10\n" + stageFile, ""},
+		{"CR LF", strings.ReplaceAll(stageFile, "\n", "\r\n"), 10, "stagingPercentage: 10\r\n" + strings.ReplaceAll(stageFile, "\n", "\r\n"), ""},
+		{"indented", indent(stageFile), 10, indent("stagingPercentage: 10\n" + stageFile), ""},
+		{"braces", stageFlow, 10, "{stagingPercentage: 10, " + stageFlow[1:], ""},
+		{"braces, replaced", strings.Replace(stageFlow, "{", "{stagingPercentage: 50, ", 1), 10, strings.Replace(stageFlow, "{", "{stagingPercentage: 10, ", 1), ""},
+		{"braces, everyone", strings.Replace(stageFlow, "{", "{stagingPercentage: 50, ", 1), 100, strings.Replace(stageFlow, "{", "{stagingPercentage: null, ", 1), ""},
+
+		{"below 0", stageFile, -1, "", "not 0 to 100"},
+		{"above 100", stageFile, 101, "", "not 0 to 100"},
+		{"a file Parse refuses", stageFile + "stagingPercentage: 150\n", 10, "", "not an integer from 0 to 100"},
+		{"no file", "", 10, "", "empty"},
+		{"an explicit first key", "? version\n: 1.4.0\n" + stageFile[len("version: 1.4.0\n"):], 10, "", "does not start its line"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := electron.Stage([]byte(tc.body), tc.percent)
-			if err != nil {
-				t.Fatalf("Stage: %v", err)
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("got %q, %v; want an error with %q", got, err, tc.err)
+				}
+				return
 			}
+			must(t, err)
 			if string(got) != tc.want {
 				t.Fatalf("got\n%s\nwant\n%s", got, tc.want)
 			}
 			f, err := electron.Parse(got)
-			if err != nil {
-				t.Fatalf("Parse of what Stage wrote: %v", err)
-			}
+			must(t, err)
 			if p := f.StagingPercentage; tc.percent == 100 && p != nil || tc.percent < 100 && (p == nil || *p != tc.percent) {
 				t.Errorf("Parse reads stagingPercentage %v, want %d", p, tc.percent)
 			}
@@ -74,32 +78,8 @@ func TestStage(t *testing.T) {
 	}
 }
 
-// indent indents every line of s by two spaces.
 func indent(s string) string {
 	return "  " + strings.ReplaceAll(strings.TrimSuffix(s, "\n"), "\n", "\n  ") + "\n"
-}
-
-func TestStageRefused(t *testing.T) {
-	tests := []struct {
-		name    string
-		body    string
-		percent int
-		want    string
-	}{
-		{"below 0", stageFile, -1, "not 0 to 100"},
-		{"above 100", stageFile, 101, "not 0 to 100"},
-		{"a file Parse refuses", stageFile + "stagingPercentage: 150\n", 10, "not an integer from 0 to 100"},
-		{"no file", "", 10, "empty"},
-		{"an explicit first key", "? version\n: 1.4.0\n" + stageFile[len("version: 1.4.0\n"):], 10, "does not start its line"},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			got, err := electron.Stage([]byte(tc.body), tc.percent)
-			if err == nil || !strings.Contains(err.Error(), tc.want) {
-				t.Fatalf("got %q, %v; want an error with %q", got, err, tc.want)
-			}
-		})
-	}
 }
 
 // stagingCheck is electron-updater's own reading of channel files (js-yaml
@@ -148,7 +128,7 @@ func TestStageClient(t *testing.T) {
 	}
 	ids := make([]string, len(vals))
 	for i, v := range vals {
-		ids[i] = "3e0e1d5a-9b7c-4c1e-8f00-1234" + strings.ToLower(strings.TrimPrefix(hex8(v), "0x"))
+		ids[i] = fmt.Sprintf("3e0e1d5a-9b7c-4c1e-8f00-1234%08x", v)
 	}
 
 	percents := []int{0, 10, 50, 100}
@@ -164,9 +144,7 @@ func TestStageClient(t *testing.T) {
 	files = append(files, []byte(stageFile+"stagingPercentage: 100\n"))
 
 	in, err := json.Marshal(map[string]any{"files": files, "ids": ids})
-	if err != nil {
-		t.Fatal(err)
-	}
+	must(t, err)
 	cmd := exec.CommandContext(t.Context(), "node", "-e", stagingCheck)
 	cmd.Dir = dir
 	cmd.Stdin = bytes.NewReader(in)
@@ -204,16 +182,6 @@ func TestStageClient(t *testing.T) {
 	if last := answers[len(percents)].Match; last[7] {
 		t.Errorf("a written 100: id %s gets the update; the test's premise is wrong", ids[7])
 	}
-}
-
-// hex8 writes v as 8 hex digits.
-func hex8(v uint32) string {
-	const digits = "0123456789abcdef"
-	b := make([]byte, 8)
-	for i := range b {
-		b[7-i] = digits[v>>(4*i)&0xf]
-	}
-	return string(b)
 }
 
 // FuzzStage feeds Stage any text and percentage: it never panics, and of a

@@ -15,9 +15,7 @@ import (
 // Squirrel.Mac, of the release's version, and their arch; anything else is
 // none.
 func TestMacZipArch(t *testing.T) {
-	for _, tc := range []struct {
-		name, version, arch string
-	}{
+	for _, tc := range []struct{ name, version, arch string }{
 		// electron-builder: x64 without its arch by default.
 		{"PhotoCraft-1.2.0-mac.zip", "1.2.0", "x64"},
 		{"PhotoCraft-1.2.0-x64-mac.zip", "1.2.0", "x64"},
@@ -122,9 +120,7 @@ func TestMacUpdateJSON(t *testing.T) {
 	rel := macRelease("1.2.0", "PhotoCraft-1.2.0-mac.zip")
 	rel.PublishedAt = release.NewTime(time.Date(2026, 3, 1, 12, 0, 0, 250_000_000, time.FixedZone("CET", 3600)))
 	u, err := squirrel.MacUpdate(app, rel, "x64")
-	if err != nil {
-		t.Fatal(err)
-	}
+	must(t, err)
 	want := `{"url":"https://github.com/storytold/photocraft/releases/download/v1.2.0/PhotoCraft-1.2.0-mac.zip","name":"PhotoCraft 1.2.0","notes":"## Changes\n\n- faster","pub_date":"2026-03-01T11:00:00Z"}`
 	if got := mustJSON(t, u); got != want {
 		t.Errorf("MacUpdate = %s\nwant %s", got, want)
@@ -139,13 +135,10 @@ func TestMacUpdateJSON(t *testing.T) {
 	}
 }
 
-// mustJSON returns v's JSON.
 func mustJSON(t testing.TB, v any) string {
 	t.Helper()
 	b, err := json.Marshal(v)
-	if err != nil {
-		t.Fatal(err)
-	}
+	must(t, err)
 	return string(b)
 }
 
@@ -165,12 +158,10 @@ func TestMacUpdateRefuses(t *testing.T) {
 		{"arch in capitals", macRelease("1.2.0", zips...), "ARM64", "unknown arch: want x64, arm64 or universal"},
 		{"no arch", macRelease("1.2.0", zips...), "", "unknown arch: want x64, arm64 or universal"},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			u, err := squirrel.MacUpdate(app, tc.rel, tc.arch)
-			if err == nil || err.Error() != tc.want {
-				t.Errorf("MacUpdate = %+v, %v; want the error %q", u, err, tc.want)
-			}
-		})
+		u, err := squirrel.MacUpdate(app, tc.rel, tc.arch)
+		if err == nil || err.Error() != tc.want {
+			t.Errorf("%s: MacUpdate = %+v, %v; want the error %q", tc.name, u, err, tc.want)
+		}
 	}
 }
 
@@ -203,10 +194,8 @@ func TestNewer(t *testing.T) {
 		{"1.2.0", "latest", `version "latest": not SemVer`},
 	} {
 		t.Run(tc.release+"/"+tc.current, func(t *testing.T) {
-			u, err := squirrel.MacUpdate(app, macRelease(tc.release, "PhotoCraft-darwin-universal-"+trimV(tc.release)+".zip"), "arm64")
-			if err != nil {
-				t.Fatal(err)
-			}
+			u, err := squirrel.MacUpdate(app, macRelease(tc.release, "PhotoCraft-darwin-universal-"+strings.TrimPrefix(tc.release, "v")+".zip"), "arm64")
+			must(t, err)
 			newer, err := u.Newer(tc.current)
 			got := map[bool]string{true: "200", false: "204"}[newer]
 			if err != nil {
@@ -218,9 +207,6 @@ func TestNewer(t *testing.T) {
 		})
 	}
 }
-
-// trimV returns s without one leading "v".
-func trimV(s string) string { return strings.TrimPrefix(s, "v") }
 
 // ExampleMacUpdate: the answer to a Squirrel.Mac app on Apple silicon at
 // 1.1.0, from an electron-builder release.

@@ -2,6 +2,7 @@ package squirrel_test
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -52,18 +53,12 @@ func newRelease(version string, assets map[string]int64) *release.Release {
 		Tag: tag, Version: version, Name: "PhotoCraft 1.2.0", PublishedAt: published,
 		HTMLURL: release.TagURL(repo, tag), NotesMarkdown: "## Changes\n\n- faster",
 	}
-	names := make([]string, 0, len(assets))
-	for name := range assets {
-		names = append(names, name)
-	}
-	slices.Sort(names)
-	for _, name := range names {
+	for _, name := range slices.Sorted(maps.Keys(assets)) {
 		r.Assets = append(r.Assets, release.Asset{Name: name, SizeBytes: assets[name], DownloadURL: release.DownloadURL(repo, tag, name)})
 	}
 	return r
 }
 
-// photocraftRelease returns the release of photocraft, in its asset order.
 func photocraftRelease() *release.Release {
 	r := newRelease("1.2.0", nil)
 	for _, a := range photocraft {
@@ -100,15 +95,13 @@ func TestReleasesArch(t *testing.T) {
 		{"RELEASES ", "", false},
 		{"", "", false},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			arch, ok := squirrel.ReleasesArch(tc.name)
-			if arch != tc.arch || ok != tc.ok {
-				t.Errorf("ReleasesArch(%q) = %q, %v; want %q, %v", tc.name, arch, ok, tc.arch, tc.ok)
-			}
-			if got := squirrel.IsReleases(tc.name); got != tc.ok {
-				t.Errorf("IsReleases(%q) = %v, want %v", tc.name, got, tc.ok)
-			}
-		})
+		arch, ok := squirrel.ReleasesArch(tc.name)
+		if arch != tc.arch || ok != tc.ok {
+			t.Errorf("ReleasesArch(%q) = %q, %v; want %q, %v", tc.name, arch, ok, tc.arch, tc.ok)
+		}
+		if got := squirrel.IsReleases(tc.name); got != tc.ok {
+			t.Errorf("IsReleases(%q) = %v, want %v", tc.name, got, tc.ok)
+		}
 	}
 }
 
@@ -147,10 +140,7 @@ func TestParse(t *testing.T) {
 		{"largest size", shaFull + " App-1.2.0-full.nupkg 9007199254740991", []squirrel.Entry{{SHA1: shaFull, Name: "App-1.2.0-full.nupkg", Size: release.MaxSizeBytes}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r, err := squirrel.Parse([]byte(tc.body))
-			if err != nil {
-				t.Fatalf("Parse: %v", err)
-			}
+			r := parsed(t, tc.body)
 			if got := r.Entries(); !slices.Equal(got, tc.want) {
 				t.Errorf("Parse = %+v\nwant    %+v", got, tc.want)
 			}
@@ -164,9 +154,7 @@ func TestParse(t *testing.T) {
 func TestParseRefuses(t *testing.T) {
 	line := func(file string) string { return shaFull + " " + file + " 100" }
 	good := line("App-1.2.0-full.nupkg")
-	for _, tc := range []struct {
-		name, body, want string
-	}{
+	for _, tc := range []struct{ name, body, want string }{
 		// The file.
 		{"empty", "", "no package: Squirrel.Windows refuses an empty RELEASES"},
 		{"blank lines only", "\n \r\n\t\n", "no package: Squirrel.Windows refuses an empty RELEASES"},
@@ -248,15 +236,13 @@ func TestParseRefuses(t *testing.T) {
 		{"a URL to no package", line(url("PhotoCraft.Setup.1.2.0.exe")), `line 1: file "PhotoCraft.Setup.1.2.0.exe": not a .nupkg`},
 		{"another scheme", line("file://C:/App-1.2.0-full.nupkg"), `line 1: file "file://C:/App-1.2.0-full.nupkg": not a file name`},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			r, err := squirrel.Parse([]byte(tc.body))
-			if err == nil || err.Error() != tc.want {
-				t.Errorf("Parse = %+v, %v; want the error %q", r.Entries(), err, tc.want)
-			}
-			if err != nil && len(err.Error()) > 300 {
-				t.Errorf("error of %d bytes: a hostile line is quoted in full", len(err.Error()))
-			}
-		})
+		r, err := squirrel.Parse([]byte(tc.body))
+		if err == nil || err.Error() != tc.want {
+			t.Errorf("%s: Parse = %+v, %v; want the error %q", tc.name, r.Entries(), err, tc.want)
+		}
+		if err != nil && len(err.Error()) > 300 {
+			t.Errorf("%s: error of %d bytes: a hostile line is quoted in full", tc.name, len(err.Error()))
+		}
 	}
 }
 
@@ -265,9 +251,7 @@ func TestParseRefuses(t *testing.T) {
 // its size.
 func TestCheck(t *testing.T) {
 	rel := photocraftRelease()
-	for _, tc := range []struct {
-		name, body, want string
-	}{
+	for _, tc := range []struct{ name, body, want string }{
 		{"names of the release", shaDelta + " PhotoCraft-1.2.0-delta.nupkg 5242880\n" + shaFull + " PhotoCraft-1.2.0-full.nupkg 104857600", ""},
 		{"download URLs of the release", shaFull + " " + url("PhotoCraft-1.2.0-full.nupkg") + " 104857600\n" + shaIA32 + " " + url("ia32.PhotoCraft-1.2.0-full.nupkg") + " 99000000", ""},
 		{"a package of an older release", shaFull + " PhotoCraft-1.1.0-full.nupkg 104857600\n" + shaFull + " PhotoCraft-1.2.0-full.nupkg 104857600", "line 1: PhotoCraft-1.1.0-full.nupkg is not an asset of release v1.2.0"},
@@ -279,11 +263,7 @@ func TestCheck(t *testing.T) {
 		{"a size that is not the asset's", shaFull + " PhotoCraft-1.2.0-full.nupkg 104857601", "line 1: size 104857601, but asset PhotoCraft-1.2.0-full.nupkg has 104857600 bytes"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r, err := squirrel.Parse([]byte(tc.body))
-			if err != nil {
-				t.Fatalf("Parse: %v", err)
-			}
-			err = r.Check(rel)
+			err := parsed(t, tc.body).Check(rel)
 			if got := fmt.Sprint(err); tc.want == "" && err != nil || tc.want != "" && got != tc.want {
 				t.Errorf("Check = %v, want %q", err, tc.want)
 			}
@@ -294,10 +274,7 @@ func TestCheck(t *testing.T) {
 // TestCheckRelease: no release, or one whose asset points elsewhere (a
 // release that did not pass release.Verify), serves no RELEASES.
 func TestCheckRelease(t *testing.T) {
-	r, err := squirrel.Parse([]byte(shaFull + " PhotoCraft-1.2.0-full.nupkg 104857600"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := parsed(t, shaFull+" PhotoCraft-1.2.0-full.nupkg 104857600")
 	elsewhere := newRelease("1.2.0", map[string]int64{"PhotoCraft-1.2.0-full.nupkg": 104857600})
 	elsewhere.Assets[0].DownloadURL = release.DownloadURL("storytold/other", tag, "PhotoCraft-1.2.0-full.nupkg")
 	injected := newRelease("1.2.0", map[string]int64{"PhotoCraft-1.2.0-full.nupkg": 104857600})
@@ -314,14 +291,12 @@ func TestCheckRelease(t *testing.T) {
 		{"a download URL with a line in it", injected, "asset PhotoCraft-1.2.0-full.nupkg: download URL not in release v1.2.0 of storytold/photocraft"},
 		{"no page on GitHub", noPage, "release v1.2.0: no page on GitHub"},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			if err := r.Check(tc.rel); fmt.Sprint(err) != tc.want {
-				t.Errorf("Check = %v, want %q", err, tc.want)
-			}
-			if b, err := r.Absolute(tc.rel); err == nil || b != nil {
-				t.Errorf("Absolute = %q, %v; want Check's error", b, err)
-			}
-		})
+		if err := r.Check(tc.rel); fmt.Sprint(err) != tc.want {
+			t.Errorf("%s: Check = %v, want %q", tc.name, err, tc.want)
+		}
+		if b, err := r.Absolute(tc.rel); err == nil || b != nil {
+			t.Errorf("%s: Absolute = %q, %v; want Check's error", tc.name, b, err)
+		}
 	}
 	if err := (squirrel.Releases{}).Check(photocraftRelease()); fmt.Sprint(err) != "no package" {
 		t.Errorf("Check of the zero Releases = %v, want no package", err)
@@ -341,20 +316,13 @@ func TestAbsolute(t *testing.T) {
 		{"the served file again", want},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r, err := squirrel.Parse([]byte(tc.body))
-			if err != nil {
-				t.Fatalf("Parse: %v", err)
-			}
-			got, err := r.Absolute(rel)
+			got, err := parsed(t, tc.body).Absolute(rel)
 			if err != nil || string(got) != want {
 				t.Errorf("Absolute = %q, %v\nwant %q", got, err, want)
 			}
 		})
 	}
-	crlf, err := squirrel.Parse([]byte(shaIA32 + " ia32.PhotoCraft-1.2.0-full.nupkg 99000000\r\n"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	crlf := parsed(t, shaIA32+" ia32.PhotoCraft-1.2.0-full.nupkg 99000000\r\n")
 	if got, err := crlf.Absolute(rel); err != nil || string(got) != shaIA32+" "+url("ia32.PhotoCraft-1.2.0-full.nupkg")+" 99000000\n" {
 		t.Errorf("Absolute of a CR LF file = %q, %v", got, err)
 	}
@@ -418,4 +386,19 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("Parse of the served %q = %+v\nwant %+v", served, got, entries)
 		}
 	})
+}
+
+func must(t testing.TB, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// parsed is the RELEASES file body as Parse reads it; a refusal stops t.
+func parsed(t testing.TB, body string) squirrel.Releases {
+	t.Helper()
+	r, err := squirrel.Parse([]byte(body))
+	must(t, err)
+	return r
 }

@@ -23,67 +23,48 @@ func TestStage(t *testing.T) {
 	tests := []struct {
 		name, body, version string
 		percent             int
-		want                string
+		want, err           string // err: a piece of Stage's error, for a file, version or percentage it refuses
 	}{
-		{"served, every package of the release", full120 + "\n" + delta120 + "\n", "1.2.0", 10,
-			full120 + " # 10%\n" + delta120 + " # 10%\n"},
-		{"none", full120 + "\n", "1.2.0", 0, full120 + " # 0%\n"},
-		{"the publisher's rollout replaced", full120 + " # 50%\n" + delta120 + "\t#\t5%\n", "1.2.0", 25,
-			full120 + " # 25%\n" + delta120 + " # 25%\n"},
-		{"everyone: the rollout removed", full120 + " # 50%\n" + delta120 + "\n", "1.2.0", 100,
-			full120 + "\n" + delta120 + "\n"},
-		{"everyone, nothing staged", full120 + "\n", "1.2.0", 100, full120 + "\n"},
-		{"other releases untouched", full110 + " # 30%\n" + full120 + "\n", "1.2.0", 10,
-			full110 + " # 30%\n" + full120 + " # 10%\n"},
-		{"the older release staged", full110 + "\n" + full120 + "\n", "1.1.0", 90,
-			full110 + " # 90%\n" + full120 + "\n"},
-		{"byte order mark, CR LF, blank lines, no last line feed", "\uFEFF" + full110 + "\r\n\r\n \t\n" + full120 + "\r\n" + delta120, "1.2.0", 10,
-			"\uFEFF" + full110 + "\r\n\r\n \t\n" + full120 + " # 10%\n" + delta120 + " # 10%"},
-		{"a staged first line after a byte order mark", "\uFEFF" + full120 + "\n", "1.2.0", 5, "\uFEFF" + full120 + " # 5%\n"},
-		{"CR LF kept at 100", full120 + "\r\n", "1.2.0", 100, full120 + "\r\n"},
-		{"a leading v", full120 + "\n", "v1.2.0", 10, full120 + " # 10%\n"},
-		{"fewer numbers", full120 + "\n", "1.2", 10, full120 + " # 10%\n"},
-		{"four numbers", full120 + "\n", "1.2.0.0", 10, full120 + " # 10%\n"},
-		{"SemVer pre-release and build", beta + "\n" + full120 + "\n", "1.2.0-beta.2+build.7", 10,
-			beta + " # 10%\n" + full120 + "\n"},
-		{"a tag in another case", beta + "\n", "1.2.0-BETA2", 10, beta + " # 10%\n"},
+		{"served, every package of the release", full120 + "\n" + delta120 + "\n", "1.2.0", 10, full120 + " # 10%\n" + delta120 + " # 10%\n", ""},
+		{"none", full120 + "\n", "1.2.0", 0, full120 + " # 0%\n", ""},
+		{"the publisher's rollout replaced", full120 + " # 50%\n" + delta120 + "\t#\t5%\n", "1.2.0", 25, full120 + " # 25%\n" + delta120 + " # 25%\n", ""},
+		{"everyone: the rollout removed", full120 + " # 50%\n" + delta120 + "\n", "1.2.0", 100, full120 + "\n" + delta120 + "\n", ""},
+		{"everyone, nothing staged", full120 + "\n", "1.2.0", 100, full120 + "\n", ""},
+		{"other releases untouched", full110 + " # 30%\n" + full120 + "\n", "1.2.0", 10, full110 + " # 30%\n" + full120 + " # 10%\n", ""},
+		{"the older release staged", full110 + "\n" + full120 + "\n", "1.1.0", 90, full110 + " # 90%\n" + full120 + "\n", ""},
+		{"byte order mark, CR LF, blank lines, no last line feed", "\uFEFF" + full110 + "\r\n\r\n \t\n" + full120 + "\r\n" + delta120, "1.2.0", 10, "\uFEFF" + full110 + "\r\n\r\n \t\n" + full120 + " # 10%\n" + delta120 + " # 10%", ""},
+		{"a staged first line after a byte order mark", "\uFEFF" + full120 + "\n", "1.2.0", 5, "\uFEFF" + full120 + " # 5%\n", ""},
+		{"CR LF kept at 100", full120 + "\r\n", "1.2.0", 100, full120 + "\r\n", ""},
+		{"a leading v", full120 + "\n", "v1.2.0", 10, full120 + " # 10%\n", ""},
+		{"fewer numbers", full120 + "\n", "1.2", 10, full120 + " # 10%\n", ""},
+		{"four numbers", full120 + "\n", "1.2.0.0", 10, full120 + " # 10%\n", ""},
+		{"SemVer pre-release and build", beta + "\n" + full120 + "\n", "1.2.0-beta.2+build.7", 10, beta + " # 10%\n" + full120 + "\n", ""},
+		{"a tag in another case", beta + "\n", "1.2.0-BETA2", 10, beta + " # 10%\n", ""},
+
+		{"below 0", full120, "1.2.0", -1, "", "not 0 to 100"},
+		{"above 100", full120, "1.2.0", 101, "", "not 0 to 100"},
+		{"no version", full120, "", 10, "", "not one a package's name carries"},
+		{"not a version", full120, "1.2.0-beta_2", 10, "", "not one a package's name carries"},
+		{"a file Parse refuses", full120 + " # comment\n", "1.2.0", 10, "", `a "#" that is not a staged rollout`},
+		{"an empty file", "", "1.2.0", 10, "", "no package"},
+		{"no package of the version", full110 + "\n" + full120 + "\n", "1.3.0", 10, "", `no package of version "1.3.0"`},
+		{"another tag", beta + "\n", "1.2.0-beta3", 10, "", "no package of version"},
+		{"a release, not its pre-release", beta + "\n", "1.2.0", 10, "", "no package of version"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := squirrel.Stage([]byte(tc.body), tc.version, tc.percent)
-			if err != nil {
-				t.Fatalf("Stage: %v", err)
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("got %q, %v; want an error with %q", got, err, tc.err)
+				}
+				return
 			}
+			must(t, err)
 			if string(got) != tc.want {
 				t.Fatalf("got  %q\nwant %q", got, tc.want)
 			}
 			checkStaged(t, got, tc.version, tc.percent)
-		})
-	}
-}
-
-func TestStageRefused(t *testing.T) {
-	tests := []struct {
-		name, body, version string
-		percent             int
-		want                string
-	}{
-		{"below 0", full120, "1.2.0", -1, "not 0 to 100"},
-		{"above 100", full120, "1.2.0", 101, "not 0 to 100"},
-		{"no version", full120, "", 10, "not one a package's name carries"},
-		{"not a version", full120, "1.2.0-beta_2", 10, "not one a package's name carries"},
-		{"a file Parse refuses", full120 + " # comment\n", "1.2.0", 10, `a "#" that is not a staged rollout`},
-		{"an empty file", "", "1.2.0", 10, "no package"},
-		{"no package of the version", full110 + "\n" + full120 + "\n", "1.3.0", 10, `no package of version "1.3.0"`},
-		{"another tag", beta + "\n", "1.2.0-beta3", 10, "no package of version"},
-		{"a release, not its pre-release", beta + "\n", "1.2.0", 10, "no package of version"},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			got, err := squirrel.Stage([]byte(tc.body), tc.version, tc.percent)
-			if err == nil || !strings.Contains(err.Error(), tc.want) {
-				t.Fatalf("got %q, %v; want an error with %q", got, err, tc.want)
-			}
 		})
 	}
 }
@@ -118,9 +99,7 @@ func clientRead(t testing.TB, line string) (file string, percent int) {
 func checkStaged(t testing.TB, body []byte, version string, percent int) {
 	t.Helper()
 	r, err := squirrel.Parse(body)
-	if err != nil {
-		t.Fatalf("Parse of what Stage wrote: %v", err)
-	}
+	must(t, err)
 	want := -1 // the client's reading of "no rollout"
 	if percent < 100 {
 		want = percent

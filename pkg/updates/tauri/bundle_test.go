@@ -11,9 +11,7 @@ import (
 // shaped to pass for updater bundles, reads as none. want is
 // "target/arch/bundle type", or "" for none.
 func TestParseBundle(t *testing.T) {
-	for _, tc := range []struct {
-		name, file, want string
-	}{
+	for _, tc := range []struct{ name, file, want string }{
 		{"nsis x64", "ArtCraft_0.41.0_x64-setup.exe", "windows/x86_64/nsis"},
 		{"nsis x86", "ArtCraft_0.41.0_x86-setup.exe", "windows/i686/nsis"},
 		{"nsis arm64", "ArtCraft_0.41.0_arm64-setup.exe", "windows/aarch64/nsis"},
@@ -75,14 +73,12 @@ func TestParseBundle(t *testing.T) {
 		{"over 200 bytes", strings.Repeat("A", 200) + "_x64-setup.exe", ""},
 		{"empty", "", ""},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			got := ""
-			if b, ok := parseBundle(tc.file); ok {
-				got = b.target + "/" + b.arch + "/" + b.bundleType
-			}
-			if got != tc.want {
-				t.Errorf("parseBundle(%q) = %q, want %q", tc.file, got, tc.want)
-			}
-		})
+		got := ""
+		if b, ok := parseBundle(tc.file); ok {
+			got = b.target + "/" + b.arch + "/" + b.bundleType
+		}
+		if got != tc.want {
+			t.Errorf("%s: parseBundle(%q) = %q, want %q", tc.name, tc.file, got, tc.want)
+		}
 	}
 }

@@ -20,10 +20,7 @@ const (
 // artCraft is a release of Tauri bundles as tauri-action uploads them. Of
 // the signature assets, those in signed are fetched and checked: the feed
 // may offer their bundles; the others failed or were refused.
-var artCraft = struct {
-	assets []string
-	signed []string
-}{
+var artCraft = struct{ assets, signed []string }{
 	assets: []string{
 		// Windows: x64 NSIS and two MSIs, x86 NSIS whose signature failed and
 		// an MSI, arm64 NSIS only.
@@ -102,7 +99,6 @@ var (
 
 var published = release.NewTime(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
 
-// newRelease returns a release of app with tag, version and these assets.
 func newRelease(version string, assets []string) *release.Release {
 	r := &release.Release{
 		Tag: tag, Version: version, Name: "ArtCraft 0.41.0", PublishedAt: published,
@@ -115,7 +111,6 @@ func newRelease(version string, assets []string) *release.Release {
 	return r
 }
 
-// signatures returns a distinct text for each name.
 func signatures(names []string) tauri.Signatures {
 	s := tauri.Signatures{}
 	for _, n := range names {
@@ -166,39 +161,45 @@ func TestOffer(t *testing.T) {
 	}
 }
 
-// mustJSON returns v's JSON: an Update's exported fields.
 func mustJSON(t testing.TB, v any) string {
 	t.Helper()
 	b, err := json.Marshal(v)
-	if err != nil {
-		t.Fatal(err)
-	}
+	must(t, err)
 	return string(b)
 }
 
-// TestOfferRefuses: what the feed answers with a 404 whatever the bundles.
-func TestOfferRefuses(t *testing.T) {
+// TestRefuses: what the feed, and latest.json for the cases without a
+// request, answer with a 404 whatever the bundles.
+func TestRefuses(t *testing.T) {
 	sigs := signatures(artCraft.signed)
-	windows := tauri.Request{Target: "windows", Arch: "x86_64", BundleType: "nsis"}
+	windows := &tauri.Request{Target: "windows", Arch: "x86_64", BundleType: "nsis"}
 	for _, tc := range []struct {
 		name string
 		rel  *release.Release
-		req  tauri.Request
+		sigs tauri.Signatures
+		req  *tauri.Request // nil: latest.json
 		want string
 	}{
-		{"no release", nil, windows, "artcraft-launcher has no release on GitHub"},
-		{"version not semver", newRelease("nightly", artCraft.assets), windows, "artcraft-launcher artcraft-v0.41.0 has no SemVer version"},
-		{"unknown target", newRelease("0.41.0", artCraft.assets), tauri.Request{Target: "macos", Arch: "x86_64", BundleType: "app"}, "unknown target: want darwin, linux or windows"},
-		{"target in capitals", newRelease("0.41.0", artCraft.assets), tauri.Request{Target: "Windows", Arch: "x86_64", BundleType: "nsis"}, "unknown target: want darwin, linux or windows"},
-		{"unknown arch", newRelease("0.41.0", artCraft.assets), tauri.Request{Target: "windows", Arch: "x64", BundleType: "nsis"}, "unknown arch: want x86_64, i686, aarch64, armv7 or riscv64"},
-		{"bundle type in capitals is unknown", newRelease("0.41.0", []string{"A_1.0.0_x64_en-US.msi", "A_1.0.0_x64_en-US.msi.sig"}), tauri.Request{Target: "windows", Arch: "x86_64", BundleType: "MSI"}, "artcraft-launcher artcraft-v0.41.0 has no signed updater bundle for windows x86_64 unknown"},
+		{"no release", nil, sigs, windows, "artcraft-launcher has no release on GitHub"},
+		{"version not semver", newRelease("nightly", artCraft.assets), sigs, windows, "artcraft-launcher artcraft-v0.41.0 has no SemVer version"},
+		{"unknown target", newRelease("0.41.0", artCraft.assets), sigs, &tauri.Request{Target: "macos", Arch: "x86_64", BundleType: "app"}, "unknown target: want darwin, linux or windows"},
+		{"target in capitals", newRelease("0.41.0", artCraft.assets), sigs, &tauri.Request{Target: "Windows", Arch: "x86_64", BundleType: "nsis"}, "unknown target: want darwin, linux or windows"},
+		{"unknown arch", newRelease("0.41.0", artCraft.assets), sigs, &tauri.Request{Target: "windows", Arch: "x64", BundleType: "nsis"}, "unknown arch: want x86_64, i686, aarch64, armv7 or riscv64"},
+		{"bundle type in capitals is unknown", newRelease("0.41.0", []string{"A_1.0.0_x64_en-US.msi", "A_1.0.0_x64_en-US.msi.sig"}), sigs, &tauri.Request{Target: "windows", Arch: "x86_64", BundleType: "MSI"}, "artcraft-launcher artcraft-v0.41.0 has no signed updater bundle for windows x86_64 unknown"},
+		{"latest.json of no release", nil, nil, nil, "artcraft-launcher has no release on GitHub"},
+		{"latest.json of a version not semver", newRelease("nightly", artCraft.assets), sigs, nil, "artcraft-launcher artcraft-v0.41.0 has no SemVer version"},
+		{"latest.json without a signature fetched", newRelease("0.41.0", artCraft.assets), nil, nil, "artcraft-launcher artcraft-v0.41.0 has no signed updater bundle"},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			u, err := tauri.Offer(app, tc.rel, sigs, tc.req)
-			if err == nil || err.Error() != tc.want {
-				t.Errorf("Offer = %+v, %v; want the error %q", u, err, tc.want)
-			}
-		})
+		var got any
+		var err error
+		if tc.req != nil {
+			got, err = tauri.Offer(app, tc.rel, tc.sigs, *tc.req)
+		} else {
+			got, err = tauri.Static(app, tc.rel, tc.sigs)
+		}
+		if err == nil || err.Error() != tc.want {
+			t.Errorf("%s: got %+v, %v; want the error %q", tc.name, got, err, tc.want)
+		}
 	}
 }
 
@@ -224,9 +225,7 @@ func TestNewer(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			rel := newRelease(tc.release, []string{"A_x64-setup.exe", "A_x64-setup.exe.sig"})
 			u, err := tauri.Offer(app, rel, signatures([]string{"A_x64-setup.exe.sig"}), tauri.Request{Target: "windows", Arch: "x86_64", BundleType: "nsis"})
-			if err != nil {
-				t.Fatal(err)
-			}
+			must(t, err)
 			if got := u.Newer(tc.current); got != tc.newer {
 				t.Errorf("release %s, current %q: Newer = %v, want %v", tc.release, tc.current, got, tc.newer)
 			}
@@ -240,9 +239,7 @@ func TestNewer(t *testing.T) {
 func TestStatic(t *testing.T) {
 	rel, sigs := newRelease("0.41.0", artCraft.assets), signatures(artCraft.signed)
 	m, err := tauri.Static(app, rel, sigs)
-	if err != nil {
-		t.Fatal(err)
-	}
+	must(t, err)
 	want := map[string]tauri.Platform{}
 	for key, name := range offered {
 		parts := strings.Split(key, "/")
@@ -267,41 +264,15 @@ func TestStatic(t *testing.T) {
 	}
 }
 
-// TestStaticRefuses: latest.json is a 404 for no release, a version that
-// is not semver, and no signed bundle at all.
-func TestStaticRefuses(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		rel  *release.Release
-		sigs tauri.Signatures
-		want string
-	}{
-		{"no release", nil, nil, "artcraft-launcher has no release on GitHub"},
-		{"version not semver", newRelease("nightly", artCraft.assets), signatures(artCraft.signed), "artcraft-launcher artcraft-v0.41.0 has no SemVer version"},
-		{"no signature fetched", newRelease("0.41.0", artCraft.assets), nil, "artcraft-launcher artcraft-v0.41.0 has no signed updater bundle"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			m, err := tauri.Static(app, tc.rel, tc.sigs)
-			if err == nil || err.Error() != tc.want {
-				t.Errorf("Static = %+v, %v; want the error %q", m, err, tc.want)
-			}
-		})
-	}
-}
-
 // TestJSON: the two answers' bytes, with the keys the updater reads and
 // pub_date in RFC 3339.
 func TestJSON(t *testing.T) {
 	rel := newRelease("v0.42.0-rc.1+b5", []string{"A_universal.app.tar.gz", "A_universal.app.tar.gz.sig"})
 	sigs := signatures([]string{"A_universal.app.tar.gz.sig"})
 	u, err := tauri.Offer(app, rel, sigs, tauri.Request{Target: "darwin", Arch: "aarch64", BundleType: "app"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	must(t, err)
 	m, err := tauri.Static(app, rel, sigs)
-	if err != nil {
-		t.Fatal(err)
-	}
+	must(t, err)
 	url := `"https://github.com/storytold/artcraft/releases/download/artcraft-v0.41.0/A_universal.app.tar.gz"`
 	sig := `"c2lnbmF0dXJlIG9mA_universal.app.tar.gz.sig"`
 	platform := `{"url":` + url + `,"signature":` + sig + `}`
@@ -311,8 +282,7 @@ func TestJSON(t *testing.T) {
 		want string
 	}{
 		{"update", u, `{"version":"0.42.0-rc.1+b5","notes":"## Changes\n\n- faster","pub_date":"2026-03-01T12:00:00Z","url":` + url + `,"signature":` + sig + `}`},
-		{"latest.json", m, `{"version":"0.42.0-rc.1+b5","notes":"## Changes\n\n- faster","pub_date":"2026-03-01T12:00:00Z","platforms":{` +
-			`"darwin-aarch64":` + platform + `,"darwin-aarch64-app":` + platform + `,"darwin-x86_64":` + platform + `,"darwin-x86_64-app":` + platform + `}}`},
+		{"latest.json", m, `{"version":"0.42.0-rc.1+b5","notes":"## Changes\n\n- faster","pub_date":"2026-03-01T12:00:00Z","platforms":{"darwin-aarch64":` + platform + `,"darwin-aarch64-app":` + platform + `,"darwin-x86_64":` + platform + `,"darwin-x86_64-app":` + platform + `}}`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := mustJSON(t, tc.v); got != tc.want {
@@ -370,5 +340,12 @@ func TestAwaiting(t *testing.T) {
 	}
 	if tauri.Awaiting(rel, sigs, tauri.Request{Target: "beos", Arch: "x86_64"}) {
 		t.Error("Awaiting(an unknown target) = true")
+	}
+}
+
+func must(t testing.TB, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
 	}
 }

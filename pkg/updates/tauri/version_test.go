@@ -24,17 +24,15 @@ func TestParseVersion(t *testing.T) {
 		{"capital V", "V1.2.3", false},
 		{"over 256 bytes with its vs", strings.Repeat("v", 252) + "1.0.0", false},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			v, ok := tauri.ParseVersion(tc.s)
-			if ok != tc.ok {
-				t.Errorf("ParseVersion(%q) ok = %v, want %v", tc.s, ok, tc.ok)
-			}
-			if got, want := v.String(), strings.TrimLeft(tc.s, "v"); ok && got != want {
-				t.Errorf("ParseVersion(%q).String() = %q, want %q", tc.s, got, want)
-			}
-			if w, _ := tauri.ParseVersion(strings.TrimLeft(tc.s, "v")); ok && v.Compare(w) != 0 {
-				t.Errorf("ParseVersion(%q) Compare %s = %d, want 0", tc.s, w, v.Compare(w))
-			}
-		})
+		v, ok := tauri.ParseVersion(tc.s)
+		if ok != tc.ok {
+			t.Errorf("%s: ParseVersion(%q) ok = %v, want %v", tc.name, tc.s, ok, tc.ok)
+		}
+		if got, want := v.String(), strings.TrimLeft(tc.s, "v"); ok && got != want {
+			t.Errorf("%s: ParseVersion(%q).String() = %q, want %q", tc.name, tc.s, got, want)
+		}
+		if w, _ := tauri.ParseVersion(strings.TrimLeft(tc.s, "v")); ok && v.Compare(w) != 0 {
+			t.Errorf("%s: ParseVersion(%q) Compare %s = %d, want 0", tc.name, tc.s, w, v.Compare(w))
+		}
 	}
 }

@@ -142,13 +142,9 @@ func TestAbsolute(t *testing.T) {
 		t.Run(tc.file, func(t *testing.T) {
 			body := readFile(t, tc.file)
 			f, err := velopack.Parse(body)
-			if err != nil {
-				t.Fatalf("Parse: %v", err)
-			}
+			must(t, err)
 			got, err := velopack.Absolute(body, f, rel)
-			if err != nil {
-				t.Fatalf("Absolute: %v", err)
-			}
+			must(t, err)
 			want := string(body)
 			for _, n := range tc.names {
 				if strings.Count(want, n[0]) != 1 {
@@ -160,9 +156,7 @@ func TestAbsolute(t *testing.T) {
 				t.Errorf("Absolute:\n%s\nwant\n%s", got, want)
 			}
 			g, err := velopack.Parse(got)
-			if err != nil {
-				t.Fatalf("Parse of Absolute's output: %v", err)
-			}
+			must(t, err)
 			if w := absolute(f); !slices.Equal(g.Assets, w.Assets) {
 				t.Errorf("Parse of Absolute's output:\n%+v\nwant\n%+v", g.Assets, w.Assets)
 			}
@@ -176,13 +170,9 @@ func TestAbsoluteEscapes(t *testing.T) {
 	name := "Art&Craft's +beta-0.42.0-full.nupkg"
 	body := with(`"ArtCraft-0.42.0-full.nupkg"`, `"Art\u0026Craft\u0027s \u002Bbeta\u002d0.42.0-full.nupkg"`)
 	f, err := velopack.Parse([]byte(body))
-	if err != nil {
-		t.Fatalf("Parse: %v", err)
-	}
+	must(t, err)
 	got, err := velopack.Absolute([]byte(body), f, newRelease([]asset{{name, 48213377, ""}}))
-	if err != nil {
-		t.Fatalf("Absolute: %v", err)
-	}
+	must(t, err)
 	if want := with(`"ArtCraft-0.42.0-full.nupkg"`, `"`+url(name)+`"`); string(got) != want {
 		t.Errorf("Absolute:\n%s\nwant\n%s", got, want)
 	}
@@ -194,16 +184,12 @@ func TestAbsoluteRefuses(t *testing.T) {
 	rel := newRelease(assets)
 	body := []byte(base)
 	f, err := velopack.Parse(body)
-	if err != nil {
-		t.Fatalf("Parse: %v", err)
-	}
+	must(t, err)
 	other := velopack.Feed{Assets: slices.Clone(f.Assets)}
 	other.Assets[0].Version = "0.43.0"
 	big := []byte(with(`"hi"`, `"`+strings.Repeat("a", velopack.MaxFeed-len(base))+`"`))
 	bigFeed, err := velopack.Parse(big)
-	if err != nil {
-		t.Fatalf("Parse of a feed of MaxFeed bytes: %v", err)
-	}
+	must(t, err)
 	for _, tc := range []struct {
 		name string
 		body []byte
@@ -218,12 +204,10 @@ func TestAbsoluteRefuses(t *testing.T) {
 		{"not a feed", []byte("{}"), velopack.Feed{}, rel, `no "Assets"`},
 		{"over MaxFeed once absolute", big, bigFeed, rel, "over"},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			got, err := velopack.Absolute(tc.body, tc.f, tc.rel)
-			if err == nil || !strings.Contains(err.Error(), tc.want) {
-				t.Errorf("Absolute = %.60q, %v; want an error about %q", got, err, tc.want)
-			}
-		})
+		got, err := velopack.Absolute(tc.body, tc.f, tc.rel)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: Absolute = %.60q, %v; want an error about %q", tc.name, got, err, tc.want)
+		}
 	}
 }
 

@@ -62,13 +62,9 @@ func TestClient(t *testing.T) {
 	}
 	body := []byte(`{"Assets":[` + strings.Join(entries, ",") + `]}`)
 	f, err := velopack.Parse(body)
-	if err != nil {
-		t.Fatalf("Parse: %v", err)
-	}
+	must(t, err)
 	served, err := velopack.Absolute(body, f, newRelease(packages))
-	if err != nil {
-		t.Fatalf("Absolute: %v", err)
-	}
+	must(t, err)
 
 	urls, requests := serve(t, served)
 	got := check(t, urls...)[0]

@@ -46,7 +46,6 @@ var assets = []asset{
 	{"releases.linux.json", 905, ""},
 }
 
-// newRelease returns release tag of repo with the given assets.
 func newRelease(assets []asset) *release.Release {
 	rel := &release.Release{Tag: tag, Version: strings.TrimPrefix(tag, "v")}
 	for _, a := range assets {
@@ -64,9 +63,7 @@ func url(name string) string { return release.DownloadURL(repo, tag, name) }
 func readFile(t testing.TB, name string) []byte {
 	t.Helper()
 	b, err := os.ReadFile(name)
-	if err != nil {
-		t.Fatal(err)
-	}
+	must(t, err)
 	return b
 }
 
@@ -117,9 +114,7 @@ func TestParse(t *testing.T) {
 	for _, fx := range fixtures {
 		t.Run(fx.file, func(t *testing.T) {
 			got, err := velopack.Parse(readFile(t, fx.file))
-			if err != nil {
-				t.Fatalf("Parse: %v", err)
-			}
+			must(t, err)
 			if !slices.Equal(got.Assets, fx.want.Assets) {
 				t.Errorf("Parse:\n%+v\nwant\n%+v", got.Assets, fx.want.Assets)
 			}
@@ -134,9 +129,7 @@ func TestParse(t *testing.T) {
 // TestIsFeed: the feed assets are releases.{channel}.json, the channel as
 // vpk allows it and GitHub keeps it; nothing else is one.
 func TestIsFeed(t *testing.T) {
-	for _, tc := range []struct {
-		name, file, want string
-	}{
+	for _, tc := range []struct{ name, file, want string }{
 		{"windows", "releases.win.json", "win"},
 		{"macos", "releases.osx.json", "osx"},
 		{"linux", "releases.linux.json", "linux"},
@@ -160,11 +153,16 @@ func TestIsFeed(t *testing.T) {
 		{"control character", "releases.w\x00.json", ""},
 		{"empty", "", ""},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			got, ok := velopack.IsFeed(tc.file)
-			if got != tc.want || ok != (tc.want != "") {
-				t.Errorf("IsFeed(%q) = %q, %v; want %q", tc.file, got, ok, tc.want)
-			}
-		})
+		got, ok := velopack.IsFeed(tc.file)
+		if got != tc.want || ok != (tc.want != "") {
+			t.Errorf("%s: IsFeed(%q) = %q, %v; want %q", tc.name, tc.file, got, ok, tc.want)
+		}
+	}
+}
+
+func must(t testing.TB, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
 	}
 }
