@@ -44,15 +44,14 @@ func TestRoutes(t *testing.T) {
 		return map[string]string{"Allow": "GET, HEAD, OPTIONS", "Vary": vary}
 	}
 	for _, tt := range []struct {
-		name         string
-		opts         Options
-		panics       bool // the Renderer panics
-		method, path string
-		header       http.Header
-		wantStatus   int
-		wantBody     string // "" to skip
-		wantRoute    string // as observed; "" for none
-		wantHeader   map[string]string
+		name                string
+		opts                Options
+		panics              bool // the Renderer panics
+		method, path        string
+		header              http.Header
+		wantStatus          int
+		wantBody, wantRoute string // "" to skip; as observed, "" for none
+		wantHeader          map[string]string
 	}{
 		{name: "release_info while not ready", method: "GET", path: ri, wantStatus: 200, wantRoute: ri},
 		{name: "release_info HEAD", method: "HEAD", path: ri, wantStatus: 200, wantRoute: ri},

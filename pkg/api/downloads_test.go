@@ -100,13 +100,11 @@ func TestReleaseInfoApp(t *testing.T) {
 	cur := snap.Current()
 	photo, film := cur.Apps["photocraft"], cur.Apps["filmcraft"]
 	for _, tt := range []struct {
-		name       string
-		method     string
-		key        string
-		header     http.Header
-		wantStatus int
-		wantBody   []byte
-		wantHeader map[string]string
+		name, method, key string
+		header            http.Header
+		wantStatus        int
+		wantBody          []byte
+		wantHeader        map[string]string
 	}{
 		{"fetched", "GET", "photocraft", nil, 200, photo.Body(), map[string]string{
 			"Cache-Control": "public, max-age=60, stale-while-revalidate=30, stale-if-error=86400", "Etag": photo.ETag, "Vary": "Accept-Encoding",

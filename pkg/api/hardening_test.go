@@ -114,12 +114,11 @@ func TestOnlyTheWebhookTakesABody(t *testing.T) {
 	with := New(fixed{rendering(t, true)}, new(daemon.Gate), zap.NewNop(), Options{Webhook: webhook})
 	without := New(fixed{rendering(t, true)}, new(daemon.Gate), zap.NewNop(), Options{})
 	for _, tt := range []struct {
-		name         string
-		s            *Server
-		method, path string
-		body         string
-		wantStatus   int
-		wantClose    bool
+		name               string
+		s                  *Server
+		method, path, body string
+		wantStatus         int
+		wantClose          bool
 	}{
 		{"POST of the endpoint", with, "POST", routes.ReleaseInfoPath, "x", 405, true},
 		{"POST of an unknown path", with, "POST", "/nope", "x", 404, true},
