@@ -43,16 +43,15 @@ func TestRoutes(t *testing.T) {
 	options := func(vary string) map[string]string {
 		return map[string]string{"Allow": "GET, HEAD, OPTIONS", "Vary": vary}
 	}
-	tests := []struct {
-		name         string
-		opts         Options
-		panics       bool // the Renderer panics
-		method, path string
-		header       http.Header
-		wantStatus   int
-		wantBody     string // "" to skip
-		wantRoute    string // as observed; "" for none
-		wantHeader   map[string]string
+	for _, tt := range []struct {
+		name                string
+		opts                Options
+		panics              bool // the Renderer panics
+		method, path        string
+		header              http.Header
+		wantStatus          int
+		wantBody, wantRoute string // "" to skip; as observed, "" for none
+		wantHeader          map[string]string
 	}{
 		{name: "release_info while not ready", method: "GET", path: ri, wantStatus: 200, wantRoute: ri},
 		{name: "release_info HEAD", method: "HEAD", path: ri, wantStatus: 200, wantRoute: ri},
@@ -89,8 +88,7 @@ func TestRoutes(t *testing.T) {
 		{name: "a handler's error", method: "GET", path: "/fail/error", wantStatus: 500, wantRoute: "/fail/error"},
 		{name: "a handler's HTTP error", method: "GET", path: "/fail/teapot", wantStatus: 418, wantRoute: "/fail/teapot"},
 		{name: "a handler's panic", panics: true, method: "GET", path: ri, wantStatus: 500, wantRoute: ri},
-	}
-	for _, tt := range tests {
+	} {
 		t.Run(tt.name, func(t *testing.T) {
 			obs := &recorder{}
 			opts := tt.opts
@@ -151,55 +149,40 @@ type panicking struct{}
 
 func (panicking) Current() *snapshot.Rendering { panic("boom") }
 
-func TestRecover(t *testing.T) {
+// TestLogs: a request is logged at debug level only, with its method,
+// path and status; a handler's panic is logged once with its value, and
+// answered 500 (whose headers TestRoutes pins).
+func TestLogs(t *testing.T) {
 	t.Parallel()
-	core, logs := observer.New(zapcore.DebugLevel)
-	s := New(panicking{}, new(daemon.Gate), zap.New(core), Options{})
-	rec := httptest.NewRecorder()
-
-	s.ServeHTTP(rec, httptest.NewRequest("GET", routes.ReleaseInfoPath, nil))
-
-	if rec.Code != http.StatusInternalServerError || rec.Header().Get("Cache-Control") != "no-store" {
-		t.Errorf("status %d, Cache-Control %q; want 500, no-store", rec.Code, rec.Header().Get("Cache-Control"))
-	}
-	panics := logs.FilterMessage("panic").AllUntimed()
-	if len(panics) != 1 {
-		t.Fatalf("panic log lines: got %d, want 1 (all: %v)", len(panics), logs.AllUntimed())
-	}
-	if got := panics[0].ContextMap()["err"]; got != "boom" {
-		t.Errorf("panic err field: got %v, want boom", got)
-	}
-	if got := logs.FilterMessage("request").AllUntimed(); len(got) != 1 || got[0].ContextMap()["status"] != int64(500) {
-		t.Errorf("access log: got %v, want one line with status 500", got)
-	}
-}
-
-func TestAccessLog(t *testing.T) {
-	t.Parallel()
-	tests := []struct {
-		name  string
-		level zapcore.Level
-		want  int // access log lines for one request
+	ok := fixed{rendering(t, true)}
+	for _, tt := range []struct {
+		name            string
+		level           zapcore.Level
+		r               Renderer
+		status          int
+		lines, panicked int
 	}{
-		{"debug", zapcore.DebugLevel, 1},
-		{"info", zapcore.InfoLevel, 0},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			core, logs := observer.New(tt.level)
-			s := New(fixed{rendering(t, true)}, new(daemon.Gate), zap.New(core), Options{})
-			s.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("GET", routes.ReleaseInfoPath, nil))
-			lines := logs.FilterMessage("request").AllUntimed()
-			if len(lines) != tt.want {
-				t.Fatalf("access log lines: got %d, want %d", len(lines), tt.want)
-			}
-			if tt.want == 1 {
-				f := lines[0].ContextMap()
-				if f["method"] != "GET" || f["path"] != routes.ReleaseInfoPath || f["status"] != int64(200) {
-					t.Errorf("access log fields: got %v, want method GET, path %s, status 200", f, routes.ReleaseInfoPath)
-				}
-			}
-		})
+		{"debug", zapcore.DebugLevel, ok, 200, 1, 0},
+		{"info", zapcore.InfoLevel, ok, 200, 0, 0},
+		{"a panic", zapcore.DebugLevel, panicking{}, 500, 1, 1},
+	} {
+		core, logs := observer.New(tt.level)
+		rec := httptest.NewRecorder()
+		New(tt.r, new(daemon.Gate), zap.New(core), Options{}).ServeHTTP(rec, httptest.NewRequest("GET", routes.ReleaseInfoPath, nil))
+		if rec.Code != tt.status {
+			t.Errorf("%s: status %d, want %d", tt.name, rec.Code, tt.status)
+		}
+		lines := logs.FilterMessage("request").AllUntimed()
+		if len(lines) != tt.lines {
+			t.Fatalf("%s: access log lines: got %d, want %d", tt.name, len(lines), tt.lines)
+		}
+		if f := lines; len(f) == 1 && (f[0].ContextMap()["method"] != "GET" || f[0].ContextMap()["path"] != routes.ReleaseInfoPath || f[0].ContextMap()["status"] != int64(tt.status)) {
+			t.Errorf("%s: access log fields: got %v, want method GET, path %s, status %d", tt.name, f[0].ContextMap(), routes.ReleaseInfoPath, tt.status)
+		}
+		panics := logs.FilterMessage("panic").AllUntimed()
+		if len(panics) != tt.panicked || tt.panicked == 1 && panics[0].ContextMap()["err"] != "boom" {
+			t.Errorf("%s: panic log lines %v, want %d with err boom (all: %v)", tt.name, panics, tt.panicked, logs.AllUntimed())
+		}
 	}
 }
 

@@ -19,10 +19,9 @@ func TestAppImageZsync(t *testing.T) {
 	const base = "/v1/craft_apps/updates/"
 	const zsync = "https://github.com/storytold/photocraft/releases/download/v1.0.0/photocraft-1.0.0-linux-x86_64.AppImage.zsync"
 	for _, tt := range []struct {
-		name, target    string
-		code            int
-		location, cache string
-		body            string
+		name, target          string
+		code                  int
+		location, cache, body string
 	}{
 		{"x86_64", base + "photocraft/appimage/x86_64.zsync", 302, zsync, snapshot.CacheControlFetched, ""},
 		{"with a channel", base + "photocraft/appimage/x86_64.zsync?channel=prerelease&noCache=1", 302, zsync, "private, max-age=60", ""},

@@ -28,6 +28,17 @@ func (d *discard) Header() http.Header         { return d.h }
 func (d *discard) Write(b []byte) (int, error) { return len(b), nil }
 func (d *discard) WriteHeader(int)             {}
 
+// allocsPerRequest is how many allocations h makes to serve one request.
+func allocsPerRequest(h http.Handler, method, target string, header http.Header) float64 {
+	req := httptest.NewRequest(method, target, nil)
+	req.Header = header
+	w := &discard{h: make(http.Header, 8)}
+	return testing.AllocsPerRun(100, func() {
+		clear(w.h)
+		h.ServeHTTP(w, req)
+	})
+}
+
 // defaultApps returns a rendering of 13 apps, each with 10 assets (of 10
 // platforms), the six updater bundles of a Tauri app with their signatures,
 // and 2 KiB of notes.
@@ -141,16 +152,7 @@ func TestReleaseInfoAllocs(t *testing.T) {
 		t.Skip("the race detector changes allocation counts: task test-allocs runs this without it")
 	}
 	s, paths := hotPaths(t)
-	allocs := func(method, path string, header http.Header) float64 {
-		req := httptest.NewRequest(method, path, nil)
-		req.Header = header
-		w := &discard{h: make(http.Header, 8)}
-		return testing.AllocsPerRun(100, func() {
-			clear(w.h)
-			s.ServeHTTP(w, req)
-		})
-	}
-	baseline := allocs("GET", "/bench/noop", nil)
+	baseline := allocsPerRequest(s, "GET", "/bench/noop", nil)
 	for _, tt := range paths {
 		t.Run(tt.name, func(t *testing.T) {
 			req := httptest.NewRequest(tt.method, tt.path, nil)
@@ -159,7 +161,7 @@ func TestReleaseInfoAllocs(t *testing.T) {
 			if s.ServeHTTP(rec, req); rec.Code != tt.status {
 				t.Fatalf("status: got %d, want %d", rec.Code, tt.status)
 			}
-			if got := allocs(tt.method, tt.path, tt.header); got > baseline {
+			if got := allocsPerRequest(s, tt.method, tt.path, tt.header); got > baseline {
 				t.Errorf("allocations per request: got %v, want at most echo's own %v", got, baseline)
 			}
 		})

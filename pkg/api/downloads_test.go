@@ -37,13 +37,9 @@ func releaseOf(repo, tag string, names ...string) *release.Release {
 		Assets: []release.Asset{}}
 	for _, n := range names {
 		r.Assets = append(r.Assets, release.Asset{Name: n, SizeBytes: 1234,
-			DownloadURL: downloadURL(repo, tag, n), Platform: release.ParseAsset(n)})
+			DownloadURL: release.DownloadURL(repo, tag, n), Platform: release.ParseAsset(n)})
 	}
 	return r
-}
-
-func downloadURL(repo, tag, name string) string {
-	return "https://github.com/" + repo + "/releases/download/" + tag + "/" + name
 }
 
 // downloads returns a snapshot of four apps: photocraft with a full release
@@ -103,14 +99,12 @@ func TestReleaseInfoApp(t *testing.T) {
 	s := New(snap, new(daemon.Gate), zap.NewNop(), Options{})
 	cur := snap.Current()
 	photo, film := cur.Apps["photocraft"], cur.Apps["filmcraft"]
-	tests := []struct {
-		name       string
-		method     string
-		key        string
-		header     http.Header
-		wantStatus int
-		wantBody   []byte
-		wantHeader map[string]string
+	for _, tt := range []struct {
+		name, method, key string
+		header            http.Header
+		wantStatus        int
+		wantBody          []byte
+		wantHeader        map[string]string
 	}{
 		{"fetched", "GET", "photocraft", nil, 200, photo.Body(), map[string]string{
 			"Cache-Control": "public, max-age=60, stale-while-revalidate=30, stale-if-error=86400", "Etag": photo.ETag, "Vary": "Accept-Encoding",
@@ -125,8 +119,7 @@ func TestReleaseInfoApp(t *testing.T) {
 			[]byte(`{"success":false,"error":"unknown app \"` + strings.Repeat("a", 64) + `…\""}`), nil},
 		{"keys are case-sensitive", "GET", "PhotoCraft", nil, 404, []byte(`{"success":false,"error":"unknown app \"PhotoCraft\""}`), nil},
 		{"unknown HEAD", "HEAD", "nope", nil, 404, nil, nil},
-	}
-	for _, tt := range tests {
+	} {
 		t.Run(tt.name, func(t *testing.T) {
 			rec := serve(t, s, tt.method, routes.ReleaseInfoPath+"/"+tt.key, tt.header)
 			if rec.Code != tt.wantStatus {
@@ -147,8 +140,8 @@ func TestReleaseInfoApp(t *testing.T) {
 func TestDownload(t *testing.T) {
 	t.Parallel()
 	s := New(downloads(t), new(daemon.Gate), zap.NewNop(), Options{})
-	photo := func(name string) string { return downloadURL("storytold/photocraft", "v1.0.0", name) }
-	beta := func(name string) string { return downloadURL("storytold/photocraft", "v1.1.0-beta.1", name) }
+	photo := func(name string) string { return release.DownloadURL("storytold/photocraft", "v1.0.0", name) }
+	beta := func(name string) string { return release.DownloadURL("storytold/photocraft", "v1.1.0-beta.1", name) }
 	const (
 		public  = "public, max-age=60, stale-while-revalidate=30, stale-if-error=86400"
 		private = "private, max-age=60"
@@ -157,16 +150,11 @@ func TestDownload(t *testing.T) {
 		`{"os":"windows","arch":"arm64","package_type":"msi"},{"os":"macos","arch":"universal","package_type":"dmg"},` +
 		`{"os":"linux","arch":"x64","package_type":"deb"},{"os":"linux","arch":"arm64","package_type":"app_image"},` +
 		`{"os":"linux","arch":"x64","package_type":"app_image"},{"os":"freebsd","arch":"x64","package_type":"tar_gz"}]`
-	tests := []struct {
-		name      string
-		method    string
-		target    string // below /v1/craft_apps/download/
-		ua        string
-		status    int
-		location  string
-		cache     string
-		vary      string
-		wantError string // the error body, for answers other than 302
+	for _, tt := range []struct {
+		name, method, target, ua string // target below /v1/craft_apps/download/
+		status                   int
+		location, cache, vary    string
+		wantError                string // the error body, for answers other than 302
 	}{
 		{"explicit", "GET", "photocraft?os=windows&arch=x64&package=msi", uaMac, 302, photo("photocraft-1.0.0-windows-x64.msi"), public, "", ""},
 		{"explicit HEAD", "HEAD", "photocraft?os=windows&arch=x64&package=msi", "", 302, photo("photocraft-1.0.0-windows-x64.msi"), public, "", ""},
@@ -177,7 +165,7 @@ func TestDownload(t *testing.T) {
 
 		{"prerelease", "GET", "photocraft?os=windows&arch=x64&package=msi&channel=prerelease", "", 302, beta("photocraft-1.1.0-beta.1-windows-x64.msi"), private, "", ""},
 		{"stable channel", "GET", "photocraft?os=windows&arch=x64&package=msi&channel=stable", "", 302, photo("photocraft-1.0.0-windows-x64.msi"), private, "", ""},
-		{"prerelease of an app without the channel", "GET", "webcraft?os=web&channel=prerelease", "", 302, downloadURL("storytold/webcraft", "v2", "webcraft-web-2.zip"), private, "", ""},
+		{"prerelease of an app without the channel", "GET", "webcraft?os=web&channel=prerelease", "", 302, release.DownloadURL("storytold/webcraft", "v2", "webcraft-web-2.zip"), private, "", ""},
 		{"no pre-release, no release", "GET", "vectorcraft?os=windows&arch=x64&channel=prerelease", "", 404, "", "no-store", "", `{"success":false,"error":"vectorcraft has no release on GitHub"}`},
 		{"bad channel", "GET", "photocraft?os=windows&arch=x64&channel=beta", "", 400, "", "no-store", "", `{"success":false,"error":"bad channel \"beta\": want one of stable, prerelease"}`},
 		{"no asset in the pre-release", "GET", "photocraft?os=freebsd&arch=x64&channel=prerelease", "", 404, "", "no-store", "",
@@ -193,8 +181,7 @@ func TestDownload(t *testing.T) {
 			`{"success":false,"error":"photocraft v1.0.0 has no asset for windows/x86 (msi, portable_zip); see platforms","platforms":` + photoPlatforms + `}`},
 		{"curl names no os", "GET", "photocraft", uaCurl, 400, "", "no-store", "User-Agent",
 			`{"success":false,"error":"no os given and the User-Agent names none: add os=windows, os=macos, os=linux, os=freebsd, os=web","platforms":` + photoPlatforms + `}`},
-	}
-	for _, tt := range tests {
+	} {
 		t.Run(tt.name, func(t *testing.T) {
 			h := http.Header{}
 			if tt.ua != "" {
@@ -233,34 +220,25 @@ func TestPage(t *testing.T) {
 	snap := downloads(t)
 	s := New(snap, new(daemon.Gate), zap.NewNop(), Options{})
 	pg := snap.Current().Page
-	tests := []struct {
-		name   string
-		method string
+	for _, tt := range []struct {
 		header http.Header
 		status int
 		body   []byte
-		etag   string
-	}{
-		{"plain", "GET", nil, 200, pg.Body(), pg.ETag},
-		{"304", "GET", http.Header{"If-None-Match": {pg.ETag}}, 304, nil, pg.ETag},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			rec := serve(t, s, tt.method, "/", tt.header)
-			if rec.Code != tt.status || !bytes.Equal(rec.Body.Bytes(), tt.body) {
-				t.Fatalf("got %d %.80q, want %d %.80q", rec.Code, rec.Body.Bytes(), tt.status, tt.body)
+	}{{nil, 200, pg.Body()}, {http.Header{"If-None-Match": {pg.ETag}}, 304, nil}} {
+		rec := serve(t, s, "GET", "/", tt.header)
+		if rec.Code != tt.status || !bytes.Equal(rec.Body.Bytes(), tt.body) {
+			t.Fatalf("got %d %.80q, want %d %.80q", rec.Code, rec.Body.Bytes(), tt.status, tt.body)
+		}
+		want := map[string]string{"Etag": pg.ETag, "Vary": "Accept-Encoding", "Cache-Control": "no-store",
+			"Content-Security-Policy": page.ContentSecurityPolicy(), "Referrer-Policy": "no-referrer", "Content-Type": ""}
+		if tt.status == 200 {
+			want["Content-Type"] = "text/html; charset=utf-8"
+		}
+		for k, v := range want {
+			if got := rec.Header().Get(k); got != v {
+				t.Errorf("%d: %s: got %q, want %q", tt.status, k, got, v)
 			}
-			want := map[string]string{"Etag": tt.etag, "Vary": "Accept-Encoding", "Cache-Control": "no-store",
-				"Content-Security-Policy": page.ContentSecurityPolicy(), "Referrer-Policy": "no-referrer"}
-			if tt.status == 200 {
-				want["Content-Type"] = "text/html; charset=utf-8"
-			}
-			for k, v := range want {
-				if got := rec.Header().Get(k); got != v {
-					t.Errorf("%s: got %q, want %q", k, got, v)
-				}
-			}
-		})
+		}
 	}
 	if csp := page.ContentSecurityPolicy(); !strings.HasPrefix(csp, "default-src 'none';") || strings.Contains(csp, "script") {
 		t.Errorf("Content-Security-Policy %q: want default-src 'none' and no script source", csp)

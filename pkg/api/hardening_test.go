@@ -77,7 +77,7 @@ func TestBodyOnGetRefused(t *testing.T) {
 	t.Parallel()
 	obs := &recorder{}
 	addr := serveOnLoopback(t, New(fixed{rendering(t, true)}, new(daemon.Gate), zap.NewNop(), Options{Observer: obs}))
-	tests := []struct {
+	for _, tt := range []struct {
 		name, raw  string
 		wantStatus int
 		wantClosed bool
@@ -88,8 +88,7 @@ func TestBodyOnGetRefused(t *testing.T) {
 		{"GET of an unknown path with a body", "GET /nope HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\n\r\nx", 400, true},
 		{"GET with Content-Length 0", "GET " + routes.ReleaseInfoPath + " HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n", 200, false},
 		{"GET without a body", "GET " + routes.ReleaseInfoPath + " HTTP/1.1\r\nHost: x\r\n\r\n", 200, false},
-	}
-	for _, tt := range tests {
+	} {
 		t.Run(tt.name, func(t *testing.T) {
 			status, conn, closed := roundTrip(t, addr, tt.raw)
 			if status != tt.wantStatus || closed != tt.wantClosed {
@@ -114,13 +113,12 @@ func TestOnlyTheWebhookTakesABody(t *testing.T) {
 	})
 	with := New(fixed{rendering(t, true)}, new(daemon.Gate), zap.NewNop(), Options{Webhook: webhook})
 	without := New(fixed{rendering(t, true)}, new(daemon.Gate), zap.NewNop(), Options{})
-	tests := []struct {
-		name         string
-		s            *Server
-		method, path string
-		body         string
-		wantStatus   int
-		wantClose    bool
+	for _, tt := range []struct {
+		name               string
+		s                  *Server
+		method, path, body string
+		wantStatus         int
+		wantClose          bool
 	}{
 		{"POST of the endpoint", with, "POST", routes.ReleaseInfoPath, "x", 405, true},
 		{"POST of an unknown path", with, "POST", "/nope", "x", 404, true},
@@ -128,8 +126,7 @@ func TestOnlyTheWebhookTakesABody(t *testing.T) {
 		{"the webhook", with, "POST", routes.WebhookPath, "{}", 202, false},
 		{"the webhook's path without one", without, "POST", routes.WebhookPath, "{}", 404, true},
 		{"POST without a body", with, "POST", routes.ReleaseInfoPath, "", 405, false},
-	}
-	for _, tt := range tests {
+	} {
 		t.Run(tt.name, func(t *testing.T) {
 			w := httptest.NewRecorder()
 			tt.s.ServeHTTP(w, httptest.NewRequest(tt.method, tt.path, strings.NewReader(tt.body)))

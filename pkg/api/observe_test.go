@@ -53,7 +53,7 @@ func TestObserverRoutes(t *testing.T) {
 		routes.TauriPath, routes.TauriAnyPath, routes.TauriManifestPath, routes.AppImagePath,
 		routes.SquirrelMacPath, routes.SquirrelWindowsPath, routes.SquirrelWindowsArchPath, routes.VelopackPath, routes.ElectronPath,
 		"/", routes.OpenAPIPath, "/healthz", "/readyz"}
-	tests := []struct {
+	for _, tt := range []struct {
 		name  string
 		build func(daemon.Observer)
 		want  []string
@@ -67,8 +67,7 @@ func TestObserverRoutes(t *testing.T) {
 		{"health with metrics", func(o daemon.Observer) {
 			daemon.NewHealth(new(daemon.Gate), metrics, zap.NewNop(), o)
 		}, []string{daemon.UnmatchedRoute, "/healthz", "/readyz", "/metrics"}},
-	}
-	for _, tt := range tests {
+	} {
 		t.Run(tt.name, func(t *testing.T) {
 			obs := &recorder{}
 			tt.build(obs)

@@ -202,7 +202,7 @@ func TestReleaseInfoWire(t *testing.T) {
 
 func TestAcceptsGzip(t *testing.T) {
 	t.Parallel()
-	tests := []struct {
+	for _, tt := range []struct {
 		name   string
 		values []string
 		want   bool
@@ -238,20 +238,17 @@ func TestAcceptsGzip(t *testing.T) {
 		{"empty weight ignored", []string{"gzip;q="}, false},
 		{"malformed weight ignored, other gzip counts", []string{"gzip;q=x, gzip;q=0.3"}, true},
 		{"empty elements", []string{",, ,gzip,"}, true},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if got := acceptsGzip(tt.values); got != tt.want {
-				t.Errorf("acceptsGzip(%q): got %v, want %v", tt.values, got, tt.want)
-			}
-		})
+	} {
+		if got := acceptsGzip(tt.values); got != tt.want {
+			t.Errorf("%s: acceptsGzip(%q): got %v, want %v", tt.name, tt.values, got, tt.want)
+		}
 	}
 }
 
 func TestNoneMatch(t *testing.T) {
 	t.Parallel()
 	const etag = `"abc"`
-	tests := []struct {
+	for _, tt := range []struct {
 		name   string
 		values []string
 		want   bool
@@ -274,13 +271,10 @@ func TestNoneMatch(t *testing.T) {
 		{"malformed line, next line still read", []string{`x`, `"abc"`}, true},
 		{"unterminated", []string{`"abc`}, false},
 		{"space inside a tag", []string{`"a bc"`, `"ab c"`}, false},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if got := noneMatch(tt.values, etag); got != tt.want {
-				t.Errorf("noneMatch(%q, %s): got %v, want %v", tt.values, etag, got, tt.want)
-			}
-		})
+	} {
+		if got := noneMatch(tt.values, etag); got != tt.want {
+			t.Errorf("%s: noneMatch(%q, %s): got %v, want %v", tt.name, tt.values, etag, got, tt.want)
+		}
 	}
 }
 

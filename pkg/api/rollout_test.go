@@ -1,13 +1,13 @@
 package api
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"maps"
 	"math"
 	"net/http"
 	"net/http/httptest"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -23,32 +23,57 @@ import (
 	"github.com/storytold/craft-releases/test/testkit"
 )
 
+// photoRelease returns photocraft's release of version, published hours
+// after t0, with a signed NSIS installer and openapitest's updater files,
+// and the companions of both.
+func photoRelease(version string, hours int) (*release.Release, *release.Companions) {
+	const repo = "storytold/photocraft"
+	r, sigs := signedRelease(repo, "v"+version, hours, "PhotoCraft_"+version+"_x64-setup.exe")
+	r.HTMLURL = release.TagURL(repo, r.Tag)
+	companions, files := sigs.Map(), map[string]string{}
+	for name, body := range openapitest.UpdaterFiles {
+		name, body = strings.ReplaceAll(name, "1.0.0", version), strings.ReplaceAll(body, "1.0.0", version)
+		r.Assets = append(r.Assets, release.Asset{Name: name, SizeBytes: int64(len(body)), DownloadURL: release.DownloadURL(repo, r.Tag, name)})
+		files[name] = body
+	}
+	for _, name := range companion.Files(r) {
+		companions[name] = files[name]
+	}
+	return r, release.NewCompanions(companions)
+}
+
 // rolloutServer serves photocraft with a latest release 2.0.0 and, in its
-// history, 1.0.0, each with a signed NSIS installer, under decisions d.
+// history, 1.0.0, each a photoRelease, under decisions d.
 func rolloutServer(t *testing.T, d release.Decisions, obs FeedObserver) *Server {
 	t.Helper()
 	app := release.App{Key: "photocraft", Name: "PhotoCraft", Repo: "storytold/photocraft"}
-	newRel := func(version string, hours int) (*release.Release, *release.Companions) {
-		tag, exe := "v"+version, "PhotoCraft_"+version+"_x64-setup.exe"
-		r := &release.Release{Tag: tag, Version: version, PublishedAt: release.NewTime(t0.Add(time.Duration(hours) * time.Hour))}
-		for _, name := range []string{exe, exe + ".sig"} {
-			r.Assets = append(r.Assets, release.Asset{Name: name, DownloadURL: release.DownloadURL(app.Repo, tag, name)})
-		}
-		return r, release.NewCompanions(map[string]string{exe + ".sig": "dW50cnVzdGVk" + version})
-	}
-	v1, sigs1 := newRel("1.0.0", 1)
-	v2, sigs2 := newRel("2.0.0", 2)
+	v1, c1 := photoRelease("1.0.0", 1)
+	v2, c2 := photoRelease("2.0.0", 2)
 	s := snapshot.New([]release.App{app}, fakeclock.New(t0.Add(24*time.Hour)))
 	s.SetAll(map[string]release.Entry{
-		app.Key: {FetchedAt: t0, Release: v2, Companions: sigs2},
+		app.Key: {FetchedAt: t0, Release: v2, Companions: c2},
 		app.HistoryEntry().Key: {FetchedAt: t0, History: release.NewHistory([]*release.Release{v2, v1}).
-			WithCompanions(map[string]*release.Companions{v1.Tag: sigs1})},
+			WithCompanions(map[string]*release.Companions{v1.Tag: c1})},
 	}, t0)
 	s.SetMeta(release.Bulletin{Decisions: map[string]release.Decisions{app.Key: d}})
 	return New(s, new(daemon.Gate), zap.NewNop(), Options{Feeds: obs})
 }
 
 const rolloutNSIS = "/v1/craft_apps/updates/photocraft/tauri/windows/x86_64/nsis"
+
+// installIDs returns an install id in photocraft's v2.0.0 rollout at
+// percent and one outside it.
+func installIDs(percent int) (in, out string) {
+	for i := 0; in == "" || out == ""; i++ {
+		switch id := fmt.Sprint("install-", i); {
+		case release.Bucket("photocraft", "v2.0.0", id) < percent:
+			in = cmp.Or(in, id)
+		default:
+			out = cmp.Or(out, id)
+		}
+	}
+	return in, out
+}
 
 // offeredVersion returns the version a Tauri answer offers, "204" for none,
 // or its status and body.
@@ -81,19 +106,12 @@ func offeredVersion(t *testing.T, srv *Server, target string, header http.Header
 // version below the minimum gets the newest release, critical.
 func TestRolloutFeed(t *testing.T) {
 	t.Parallel()
-	in, out := "", ""
-	for i := 0; in == "" || out == ""; i++ {
-		id := fmt.Sprintf("install-%d", i)
-		if release.Bucket("photocraft", "v2.0.0", id) < 30 {
-			in = firstOf(in, id)
-		} else {
-			out = firstOf(out, id)
-		}
-	}
+	in, out := installIDs(30)
 	obs := &feedCounts{}
 	srv := rolloutServer(t, release.Decisions{Rollout: &release.Rollout{Tag: "v2.0.0", Percent: 30},
 		Minimum: &release.Minimum{Version: "1.0.0", Reason: "a data loss bug"}}, obs)
 	header := func(id string) http.Header { return http.Header{"X-Install-Id": {id}} }
+	const private, badID = "private, max-age=60", `400 {"success":false,"error":"bad install id: want 1 to 128 visible ASCII characters"}`
 	doc := openapitest.Load(t, openAPIDoc)
 	for _, tt := range []struct {
 		name, target string
@@ -101,18 +119,18 @@ func TestRolloutFeed(t *testing.T) {
 		want, cache  string
 	}{
 		{"no id", rolloutNSIS, nil, "1.0.0", snapshot.CacheControlFetched},
-		{"an id in the rollout, by header", rolloutNSIS, header(in), "2.0.0", "private, max-age=60"},
-		{"an id outside it, by header", rolloutNSIS, header(out), "1.0.0", "private, max-age=60"},
-		{"install_id", rolloutNSIS + "?install_id=" + in, nil, "2.0.0", "private, max-age=60"},
-		{"stagingId", rolloutNSIS + "?stagingId=" + in, nil, "2.0.0", "private, max-age=60"},
-		{"the header wins", rolloutNSIS + "?install_id=" + in, header(out), "1.0.0", "private, max-age=60"},
-		{"an empty header does not", rolloutNSIS + "?install_id=" + in, header(""), "2.0.0", "private, max-age=60"},
-		{"up to date outside", rolloutNSIS + "?current_version=1.0.0&install_id=" + out, nil, "204", "private, max-age=60"},
-		{"below the minimum outside", rolloutNSIS + "?current_version=0.9.0&install_id=" + out, nil, "2.0.0 critical", "private, max-age=60"},
+		{"an id in the rollout, by header", rolloutNSIS, header(in), "2.0.0", private},
+		{"an id outside it, by header", rolloutNSIS, header(out), "1.0.0", private},
+		{"install_id", rolloutNSIS + "?install_id=" + in, nil, "2.0.0", private},
+		{"stagingId", rolloutNSIS + "?stagingId=" + in, nil, "2.0.0", private},
+		{"the header wins", rolloutNSIS + "?install_id=" + in, header(out), "1.0.0", private},
+		{"an empty header does not", rolloutNSIS + "?install_id=" + in, header(""), "2.0.0", private},
+		{"up to date outside", rolloutNSIS + "?current_version=1.0.0&install_id=" + out, nil, "204", private},
+		{"below the minimum outside", rolloutNSIS + "?current_version=0.9.0&install_id=" + out, nil, "2.0.0 critical", private},
 		{"below the minimum without an id", rolloutNSIS + "?current_version=0.9.0", nil, "2.0.0 critical", snapshot.CacheControlFetched},
-		{"a bad id", rolloutNSIS, header("a b"), `400 {"success":false,"error":"bad install id: want 1 to 128 visible ASCII characters"}`, "no-store"},
-		{"a long id", rolloutNSIS + "?install_id=" + strings.Repeat("a", 129), nil, `400 {"success":false,"error":"bad install id: want 1 to 128 visible ASCII characters"}`, "no-store"},
-		{"the longest id", rolloutNSIS + "?install_id=" + strings.Repeat("a", 128), nil, "", "private, max-age=60"},
+		{"a bad id", rolloutNSIS, header("a b"), badID, "no-store"},
+		{"a long id", rolloutNSIS + "?install_id=" + strings.Repeat("a", 129), nil, badID, "no-store"},
+		{"the longest id", rolloutNSIS + "?install_id=" + strings.Repeat("a", 128), nil, "", private},
 	} {
 		got, resp := offeredVersion(t, srv, tt.target, tt.header)
 		if !strings.Contains(tt.target, strings.Repeat("a", 129)) { // a request the document's schema refuses
@@ -130,18 +148,7 @@ func TestRolloutFeed(t *testing.T) {
 			t.Errorf("%s: Vary %q does not name X-Install-Id", tt.name, v)
 		}
 	}
-	for _, want := range []string{"photocraft tauri staged OK", "photocraft tauri previous OK", "photocraft tauri below_minimum OK", "photocraft tauri none Bad Request"} {
-		if !slices.Contains(obs.got, want) {
-			t.Errorf("the observer was not told %q; it was told %q", want, obs.got)
-		}
-	}
-}
-
-func firstOf(have, id string) string {
-	if have != "" {
-		return have
-	}
-	return id
+	obs.want(t, "photocraft tauri staged OK", "photocraft tauri previous OK", "photocraft tauri below_minimum OK", "photocraft tauri none Bad Request")
 }
 
 // TestRolloutShares: over 10,000 installs, the share that the Tauri feed
@@ -166,14 +173,13 @@ func TestRolloutShares(t *testing.T) {
 		}
 		if share := 100 * float64(n) / installs; math.Abs(share-float64(percent)) > 1 {
 			t.Errorf("at %d %%: %.1f %% of installs were offered the staged release", percent, share)
-		} else {
-			t.Logf("at %d %%: %.1f %% of %d installs offered the staged release", percent, share, installs)
 		}
 	}
 }
 
 // TestWithdrawnEverywhere: a withdrawn latest release is in no answer:
-// release_info, the download links and the feed offer the release before.
+// release_info, the download links and the feed offer the release before;
+// a bad install id is refused without a rollout too.
 func TestWithdrawnEverywhere(t *testing.T) {
 	t.Parallel()
 	obs := &feedCounts{}
@@ -181,7 +187,6 @@ func TestWithdrawnEverywhere(t *testing.T) {
 	if got, _ := offeredVersion(t, srv, rolloutNSIS, nil); got != "1.0.0" {
 		t.Errorf("feed: %s, want 1.0.0", got)
 	}
-	// A bad install id is refused without a rollout too.
 	if got, _ := offeredVersion(t, srv, rolloutNSIS+"?install_id=a%20b", nil); !strings.HasPrefix(got, "400 ") {
 		t.Errorf("a bad id without a rollout: %s, want a 400", got)
 	}
@@ -193,9 +198,7 @@ func TestWithdrawnEverywhere(t *testing.T) {
 	if loc := rec.Header().Get("Location"); strings.Contains(loc, "2.0.0") {
 		t.Errorf("download link to %s", loc)
 	}
-	if !slices.Contains(obs.got, "photocraft tauri withdrawn_skipped OK") {
-		t.Errorf("the observer was told %q", obs.got)
-	}
+	obs.want(t, "photocraft tauri withdrawn_skipped OK")
 }
 
 // TestRolloutUpdaters: the updaters that stage themselves get the staged
@@ -205,64 +208,26 @@ func TestWithdrawnEverywhere(t *testing.T) {
 // the minimum version gets the staged release whatever its bucket.
 func TestRolloutUpdaters(t *testing.T) {
 	t.Parallel()
-	app := release.App{Key: "photocraft", Name: "PhotoCraft", Repo: "storytold/photocraft"}
-	newRel := func(version string, hours int) (*release.Release, *release.Companions) {
-		tag := "v" + version
-		r := &release.Release{Tag: tag, Version: version, HTMLURL: release.TagURL(app.Repo, tag),
-			PublishedAt: release.NewTime(t0.Add(time.Duration(hours) * time.Hour))}
-		files := map[string]string{}
-		for name, body := range openapitest.UpdaterFiles {
-			name, body = strings.ReplaceAll(name, "1.0.0", version), strings.ReplaceAll(body, "1.0.0", version)
-			r.Assets = append(r.Assets, release.Asset{Name: name, SizeBytes: int64(len(body)), DownloadURL: release.DownloadURL(app.Repo, tag, name)})
-			files[name] = body
-		}
-		companions := map[string]string{}
-		for _, name := range companion.Files(r) {
-			companions[name] = files[name]
-		}
-		return r, release.NewCompanions(companions)
-	}
-	v1, c1 := newRel("1.0.0", 1)
-	v2, c2 := newRel("2.0.0", 2)
-	s := snapshot.New([]release.App{app}, fakeclock.New(t0.Add(24*time.Hour)))
-	s.SetAll(map[string]release.Entry{
-		app.Key: {FetchedAt: t0, Release: v2, Companions: c2},
-		app.HistoryEntry().Key: {FetchedAt: t0, History: release.NewHistory([]*release.Release{v2, v1}).
-			WithCompanions(map[string]*release.Companions{v1.Tag: c1})},
-	}, t0)
-	s.SetMeta(release.Bulletin{Decisions: map[string]release.Decisions{app.Key: {Rollout: &release.Rollout{Tag: "v2.0.0", Percent: 25},
-		Minimum: &release.Minimum{Version: "0.9.0", Reason: "r"}}}})
-	srv := New(s, new(daemon.Gate), zap.NewNop(), Options{})
-	in, out := "", ""
-	for i := 0; in == "" || out == ""; i++ {
-		id := fmt.Sprintf("install-%d", i)
-		if release.Bucket(app.Key, "v2.0.0", id) < 25 {
-			in = firstOf(in, id)
-		} else {
-			out = firstOf(out, id)
-		}
-	}
+	srv := rolloutServer(t, release.Decisions{Rollout: &release.Rollout{Tag: "v2.0.0", Percent: 25},
+		Minimum: &release.Minimum{Version: "0.9.0", Reason: "r"}}, nil)
+	in, out := installIDs(25)
 	const (
-		updates  = "/v1/craft_apps/updates/photocraft/"
-		mac      = updates + "squirrel-mac/x64/"
-		velopack = updates + "velopack/releases.linux.json"
+		updates, private = "/v1/craft_apps/updates/photocraft/", "private, max-age=60"
+		mac, velopack    = updates + "squirrel-mac/x64/", updates + "velopack/releases.linux.json"
 	)
-	for _, tt := range []struct {
-		name, target, want, cache string
-	}{
-		{"RELEASES, no id", updates + "squirrel-win/RELEASES",
-			release.DownloadURL(app.Repo, "v2.0.0", "photocraft-2.0.0-full.nupkg") + " 5 # 25%", snapshot.CacheControlFetched},
-		{"RELEASES below the minimum", updates + "squirrel-win/RELEASES?id=photocraft&localVersion=0.8.0",
-			release.DownloadURL(app.Repo, "v2.0.0", "photocraft-2.0.0-full.nupkg") + " 5\n", snapshot.CacheControlFetched},
+	nupkg := release.DownloadURL("storytold/photocraft", "v2.0.0", "photocraft-2.0.0-full.nupkg")
+	for _, tt := range []struct{ name, target, want, cache string }{
+		{"RELEASES, no id", updates + "squirrel-win/RELEASES", nupkg + " 5 # 25%", snapshot.CacheControlFetched},
+		{"RELEASES below the minimum", updates + "squirrel-win/RELEASES?id=photocraft&localVersion=0.8.0", nupkg + " 5\n", snapshot.CacheControlFetched},
 		{"latest.yml, no id", updates + "electron/latest.yml", "stagingPercentage: 25\nversion: 2.0.0", snapshot.CacheControlFetched},
 		{"latest.yml, any id", updates + "electron/latest.yml?install_id=a%20b", "stagingPercentage: 25\nversion: 2.0.0", snapshot.CacheControlFetched},
-		{"Squirrel.Mac in the rollout", mac + "1.0.0?install_id=" + in, "photocraft-2.0.0-mac.zip", "private, max-age=60"},
-		{"Squirrel.Mac outside it", mac + "0.9.5?install_id=" + out, "photocraft-1.0.0-mac.zip", "private, max-age=60"},
-		{"Squirrel.Mac below the minimum", mac + "0.8.0?install_id=" + out, "photocraft-2.0.0-mac.zip", "private, max-age=60"},
+		{"Squirrel.Mac in the rollout", mac + "1.0.0?install_id=" + in, "photocraft-2.0.0-mac.zip", private},
+		{"Squirrel.Mac outside it", mac + "0.9.5?install_id=" + out, "photocraft-1.0.0-mac.zip", private},
+		{"Squirrel.Mac below the minimum", mac + "0.8.0?install_id=" + out, "photocraft-2.0.0-mac.zip", private},
 		{"Velopack without an id", velopack, "PhotoCraft-1.0.0-linux-full.nupkg", snapshot.CacheControlFetched},
-		{"Velopack's stagingId in the rollout", velopack + "?stagingId=" + in, "PhotoCraft-2.0.0-linux-full.nupkg", "private, max-age=60"},
-		{"Velopack's stagingId outside it", velopack + "?localVersion=0.9.5&stagingId=" + out, "PhotoCraft-1.0.0-linux-full.nupkg", "private, max-age=60"},
-		{"Velopack below the minimum", velopack + "?localVersion=0.8.0&stagingId=" + out, "PhotoCraft-2.0.0-linux-full.nupkg", "private, max-age=60"},
+		{"Velopack's stagingId in the rollout", velopack + "?stagingId=" + in, "PhotoCraft-2.0.0-linux-full.nupkg", private},
+		{"Velopack's stagingId outside it", velopack + "?localVersion=0.9.5&stagingId=" + out, "PhotoCraft-1.0.0-linux-full.nupkg", private},
+		{"Velopack below the minimum", velopack + "?localVersion=0.8.0&stagingId=" + out, "PhotoCraft-2.0.0-linux-full.nupkg", private},
 	} {
 		rec := serve(t, srv, http.MethodGet, tt.target, nil)
 		if rec.Code != http.StatusOK || !strings.Contains(rec.Body.String(), tt.want) {
@@ -281,19 +246,11 @@ func TestRolloutAllocs(t *testing.T) {
 		t.Skip("the race detector changes allocation counts: task test-allocs runs this without it")
 	}
 	srv := rolloutServer(t, release.Decisions{Rollout: &release.Rollout{Tag: "v2.0.0", Percent: 30}}, nil)
-	allocs := func(target string, header http.Header) float64 {
-		req := httptest.NewRequest(http.MethodGet, target, nil)
-		req.Header = header
-		w := &discard{h: make(http.Header, 8)}
-		return testing.AllocsPerRun(100, func() {
-			clear(w.h)
-			srv.ServeHTTP(w, req)
-		})
-	}
-	without := allocs(rolloutNSIS, http.Header{})
+	const id = "0f8fad5b-d9cb-469f-a165-70867728950e"
+	without := allocsPerRequest(srv, http.MethodGet, rolloutNSIS, http.Header{})
 	for name, got := range map[string]float64{
-		"header": allocs(rolloutNSIS, http.Header{"X-Install-Id": {"0f8fad5b-d9cb-469f-a165-70867728950e"}}),
-		"query":  allocs(rolloutNSIS+"?install_id=0f8fad5b-d9cb-469f-a165-70867728950e", http.Header{}),
+		"header": allocsPerRequest(srv, http.MethodGet, rolloutNSIS, http.Header{"X-Install-Id": {id}}),
+		"query":  allocsPerRequest(srv, http.MethodGet, rolloutNSIS+"?install_id="+id, http.Header{}),
 	} {
 		if got > without {
 			t.Errorf("%s: %v allocations per request, want at most %v, as without an id", name, got, without)

@@ -29,6 +29,32 @@ func (f *feedCounts) Feed(app, feed, decision string, code int) {
 	f.got = append(f.got, app+" "+feed+" "+decision+" "+http.StatusText(code))
 }
 
+// want fails t unless the observer was told each of want.
+func (f *feedCounts) want(t *testing.T, want ...string) {
+	t.Helper()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, w := range want {
+		if !slices.Contains(f.got, w) {
+			t.Errorf("the observer was not told %q; it was told %q", w, f.got)
+		}
+	}
+}
+
+// signedRelease returns a release of repo at tag, published hours after t0,
+// with each bundle and its .sig asset, and the signatures' text.
+func signedRelease(repo, tag string, hours int, bundles ...string) (*release.Release, *release.Companions) {
+	r := &release.Release{Tag: tag, Version: tag[strings.LastIndex(tag, "v")+1:], NotesMarkdown: "Faster.",
+		PublishedAt: release.NewTime(t0.Add(time.Duration(hours) * time.Hour))}
+	sigs := map[string]string{}
+	for _, b := range bundles {
+		r.Assets = append(r.Assets, release.Asset{Name: b, DownloadURL: release.DownloadURL(repo, tag, b)},
+			release.Asset{Name: b + ".sig", DownloadURL: release.DownloadURL(repo, tag, b+".sig")})
+		sigs[b+".sig"] = "dW50cnVzdGVk" + b
+	}
+	return r, release.NewCompanions(sigs)
+}
+
 // tauriServer serves the launcher, on the pre-release channel, with a
 // release 1.0.0 of a signed NSIS installer and AppImage and a pre-release
 // 1.1.0-beta.1 of a signed AppImage; and photocraft, never fetched.
@@ -36,20 +62,9 @@ func tauriServer(t *testing.T, obs FeedObserver) (*Server, *snapshot.App) {
 	t.Helper()
 	launcher := release.App{Key: "artcraft-launcher", Name: "ArtCraft Launcher", Repo: "storytold/craft-launcher", Prereleases: true}
 	s := snapshot.New([]release.App{launcher, {Key: "photocraft", Name: "PhotoCraft", Repo: "storytold/photocraft"}}, fakeclock.New(t0))
-	newRel := func(tag string, hours int, names ...string) (*release.Release, *release.Companions) {
-		r := &release.Release{Tag: tag, Version: strings.TrimPrefix(tag, "artcraft-v"), NotesMarkdown: "Faster.",
-			PublishedAt: release.NewTime(t0.Add(time.Duration(hours) * time.Hour)), Prerelease: hours > 0}
-		sigs := map[string]string{}
-		for _, n := range names {
-			for _, name := range []string{n, n + ".sig"} {
-				r.Assets = append(r.Assets, release.Asset{Name: name, DownloadURL: release.DownloadURL(launcher.Repo, tag, name)})
-			}
-			sigs[n+".sig"] = "dW50cnVzdGVk" + n
-		}
-		return r, release.NewCompanions(sigs)
-	}
-	stable, stableSigs := newRel("artcraft-v1.0.0", 0, "ArtCraft_1.0.0_x64-setup.exe", "ArtCraft_1.0.0_amd64.AppImage")
-	beta, betaSigs := newRel("artcraft-v1.1.0-beta.1", 1, "ArtCraft_1.1.0-beta.1_amd64.AppImage")
+	stable, stableSigs := signedRelease(launcher.Repo, "artcraft-v1.0.0", 0, "ArtCraft_1.0.0_x64-setup.exe", "ArtCraft_1.0.0_amd64.AppImage")
+	beta, betaSigs := signedRelease(launcher.Repo, "artcraft-v1.1.0-beta.1", 1, "ArtCraft_1.1.0-beta.1_amd64.AppImage")
+	beta.Prerelease = true
 	s.SetAll(map[string]release.Entry{
 		launcher.Key:                   {FetchedAt: t0, Release: stable, Companions: stableSigs},
 		launcher.PrereleaseEntry().Key: {FetchedAt: t0, Release: beta, Companions: betaSigs},
@@ -144,14 +159,8 @@ func TestTauriAnswers(t *testing.T) {
 		t.Errorf("If-None-Match of the gzip ETag: %d, want 304", again.Code)
 	}
 
-	obs.mu.Lock()
-	defer obs.mu.Unlock()
-	for _, want := range []string{"artcraft-launcher tauri none OK", "artcraft-launcher tauri none No Content", "artcraft-launcher tauri none Bad Request",
-		"(unknown) tauri none Not Found", "photocraft tauri none Not Found", "artcraft-launcher tauri_static none OK", "artcraft-launcher tauri none Not Modified"} {
-		if !slices.Contains(obs.got, want) {
-			t.Errorf("the observer was not told %q; it was told %q", want, obs.got)
-		}
-	}
+	obs.want(t, "artcraft-launcher tauri none OK", "artcraft-launcher tauri none No Content", "artcraft-launcher tauri none Bad Request",
+		"(unknown) tauri none Not Found", "photocraft tauri none Not Found", "artcraft-launcher tauri_static none OK", "artcraft-launcher tauri none Not Modified")
 }
 
 // TestQueryValue: the first non-empty value, unescaped as a form value.
@@ -178,18 +187,10 @@ func TestTauriCarriedNotCached(t *testing.T) {
 	t.Parallel()
 	launcher := release.App{Key: "artcraft-launcher", Name: "ArtCraft Launcher", Repo: "storytold/craft-launcher"}
 	s := snapshot.New([]release.App{launcher}, fakeclock.New(t0))
-	for i, v := range []string{"1.0.0", "2.0.0"} {
-		tag, name := "v"+v, "ArtCraft_"+v+"_x64-setup.exe"
-		r := &release.Release{Tag: tag, Version: v, PublishedAt: release.NewTime(t0.Add(time.Duration(i) * time.Hour))}
-		for _, n := range []string{name, name + ".sig"} {
-			r.Assets = append(r.Assets, release.Asset{Name: n, DownloadURL: release.DownloadURL(launcher.Repo, tag, n)})
-		}
-		var sigs *release.Companions
-		if i == 0 {
-			sigs = release.NewCompanions(map[string]string{name + ".sig": "dW50cnVzdGVk"})
-		}
-		s.Set(launcher.Key, release.Entry{FetchedAt: t0.Add(time.Duration(i) * time.Hour), Release: r, Companions: sigs})
-	}
+	v1, sigs := signedRelease(launcher.Repo, "v1.0.0", 0, "ArtCraft_1.0.0_x64-setup.exe")
+	v2, _ := signedRelease(launcher.Repo, "v2.0.0", 1, "ArtCraft_2.0.0_x64-setup.exe")
+	s.Set(launcher.Key, release.Entry{FetchedAt: t0, Release: v1, Companions: sigs})
+	s.Set(launcher.Key, release.Entry{FetchedAt: t0.Add(time.Hour), Release: v2})
 	srv := New(s, new(daemon.Gate), zap.NewNop(), Options{})
 	for _, q := range []string{"", "?channel=stable", "?channel=prerelease&current_version=1.0.0"} {
 		rec := serve(t, srv, http.MethodGet, "/v1/craft_apps/updates/artcraft-launcher/tauri/windows/x86_64/nsis"+q, nil)

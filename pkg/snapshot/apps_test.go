@@ -28,30 +28,6 @@ func gunzip(t testing.TB, b []byte) []byte {
 	return plain
 }
 
-// TestAppsRenderOncePerChange checks that an app whose fetch did not move
-// keeps its part of the rendering, and one whose fetch moved gets a new one.
-func TestAppsRenderOncePerChange(t *testing.T) {
-	t.Parallel()
-	s := snapshot.New([]release.App{photocraft, launcher}, fakeclock.New(t0.Add(24*time.Hour)))
-	s.SetAll(map[string]release.Entry{
-		"photocraft":        {FetchedAt: t0, Release: rel("v1")},
-		"artcraft-launcher": {FetchedAt: t0, Release: rel("v1")},
-	}, time.Now())
-	before := s.Current()
-	s.Set("photocraft", release.Entry{FetchedAt: t0.Add(time.Minute), Release: rel("v2")})
-	after := s.Current()
-	if after.Apps["artcraft-launcher"] != before.Apps["artcraft-launcher"] {
-		t.Errorf("the launcher did not change, but its part was rendered again")
-	}
-	if after.Apps["photocraft"] == before.Apps["photocraft"] || after.Apps["photocraft"].ETag == before.Apps["photocraft"].ETag {
-		t.Errorf("photocraft changed, but its part did not")
-	}
-	s.SetMeta(release.Bulletin{RepoRenames: []release.RepoRename{{OldName: "a/b", NewName: "a/c"}}})
-	if meta := s.Current(); meta.Apps["photocraft"] != after.Apps["photocraft"] || meta.ETag == after.ETag {
-		t.Errorf("renames: the full answer must change and the apps' parts must not")
-	}
-}
-
 // TestDownloads: which download URLs the door (release.Verify, as the GitHub
 // parser and the Redis decoder apply it) lets in, beyond what
 // release.TestVerify and TestDownloadRepo pin, and that the snapshot offers
@@ -59,7 +35,7 @@ func TestAppsRenderOncePerChange(t *testing.T) {
 func TestDownloads(t *testing.T) {
 	t.Parallel()
 	const base = "https://github.com/storytold/photocraft/releases/download/v1/"
-	tests := []struct {
+	for _, tt := range []struct {
 		name    string
 		url     string
 		trusted bool
@@ -78,8 +54,7 @@ func TestDownloads(t *testing.T) {
 		{"CRLF", base + "a-1-linux-x64.deb\r\nSet-Cookie: x=y", false},
 		{"space", base + "a 1-linux-x64.deb", false},
 		{"DEL", base + "a-1-linux-x64.deb\x7f", false},
-	}
-	for _, tt := range tests {
+	} {
 		t.Run(tt.name, func(t *testing.T) {
 			r := rel("v1")
 			r.HTMLURL = release.TagURL(photocraft.Repo, "v1")

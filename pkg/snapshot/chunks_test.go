@@ -115,64 +115,28 @@ func checkRendering(t *testing.T, r *snapshot.Rendering, apps []release.App, ent
 
 // TestManyApps renders more apps than one chunk holds: every answer is what
 // a whole rendering would be, byte for byte, after the first load, after a
-// 304 poll of one app, a new release of another, and new notices; an answer
-// of several chunks is joined once, every call returning the same slice.
+// 304 poll of one app, a new release of another, and new notices. A poll
+// replaces the polled app's answer and, of each answer's chunks, only its
+// own and the full answer's last (which holds last_fetched): the work does
+// not grow with the apps. New notices change the full answer and no app's.
+// An answer of several chunks is joined once, every call the same slice.
 func TestManyApps(t *testing.T) {
 	t.Parallel()
-	apps, entries := fleet(70)
+	apps, entries := fleet(100)
 	s := snapshot.New(apps, fakeclock.New(t0.Add(24*time.Hour)))
 	s.SetAll(entries, time.Now())
 	m := release.Bulletin{AppRenames: []release.AppRename{}, RepoRenames: []release.RepoRename{},
 		Notices: release.Notices{Announcements: []release.Announcement{}, Alerts: []release.Alert{}}}
 	checkRendering(t, s.Current(), apps, entries, m)
-	if n := len(s.Chunks().JSON); n < 2 {
-		t.Errorf("body of 70 apps: %d chunks, want several", n)
-	}
 
-	polled := entries[apps[5].Key]
-	polled.FetchedAt = polled.FetchedAt.Add(time.Hour)
-	entries[apps[5].Key] = polled
-	s.Set(apps[5].Key, polled)
-	checkRendering(t, s.Current(), apps, entries, m)
-
-	released := release.Entry{FetchedAt: t0.Add(2 * time.Hour), Release: rel("v9")}
-	entries[apps[3].Key] = released // one that was never fetched: now complete
-	s.Set(apps[3].Key, released)
-	for i := 10; i < len(apps); i += 7 {
-		e := release.Entry{FetchedAt: t0.Add(3 * time.Hour), Release: rel("v8")}
-		entries[apps[i].Key] = e
-		s.Set(apps[i].Key, e)
-	}
-	m.Notices.Alerts = []release.Alert{{Title: "maintenance", Body: "tonight"}}
-	s.SetMeta(m)
-	checkRendering(t, s.Current(), apps, entries, m)
-	cur := s.Current()
-	if !cur.Complete {
-		t.Errorf("Complete: got false with every app fetched")
-	}
-	for name, get := range map[string]func() []byte{"body": cur.Body, "gzip": cur.Gzip, "page": cur.Page.Body, "page gzip": cur.Page.Gzip} {
-		if a, b := get(), get(); len(a) == 0 || &a[0] != &b[0] || len(a) != len(b) {
-			t.Errorf("%s: two calls returned different slices, want the one joined once", name)
-		}
-	}
-}
-
-// TestPollRebuildsOneChunk checks that a 304 poll of one app (only its
-// app_last_fetched moves) leaves every other app's answer and every chunk
-// of the answers but the app's own and the full answer's last (which holds
-// last_fetched) as they were: the work does not grow with the apps.
-func TestPollRebuildsOneChunk(t *testing.T) {
-	t.Parallel()
-	apps, entries := fleet(100)
-	s := snapshot.New(apps, fakeclock.New(t0.Add(24*time.Hour)))
-	s.SetAll(entries, time.Now())
 	before, chunksBefore := s.Current(), s.Chunks()
 	polled := apps[40].Key
 	e := entries[polled]
 	e.FetchedAt = e.FetchedAt.Add(time.Hour)
+	entries[polled] = e
 	s.Set(polled, e)
 	after, chunksAfter := s.Current(), s.Chunks()
-
+	checkRendering(t, after, apps, entries, m)
 	for _, d := range []struct {
 		name          string
 		before, after [][]byte
@@ -201,8 +165,36 @@ func TestPollRebuildsOneChunk(t *testing.T) {
 			t.Errorf("app %s: answer replaced %v, want replaced only for the polled app", key, a != before.Apps[key])
 		}
 	}
-	if before.ETag == after.ETag || before.Page.ETag == after.Page.ETag || before.GzipETag == after.GzipETag {
+	if before.ETag == after.ETag || before.Page.ETag == after.Page.ETag || before.GzipETag == after.GzipETag || before.Apps[polled].ETag == after.Apps[polled].ETag {
 		t.Errorf("ETags did not change with app_last_fetched")
+	}
+
+	released := release.Entry{FetchedAt: t0.Add(2 * time.Hour), Release: rel("v9")}
+	entries[apps[3].Key] = released // one that was never fetched: now complete
+	s.Set(apps[3].Key, released)
+	for i := 10; i < len(apps); i += 7 {
+		e := release.Entry{FetchedAt: t0.Add(3 * time.Hour), Release: rel("v8")}
+		entries[apps[i].Key] = e
+		s.Set(apps[i].Key, e)
+	}
+	checkRendering(t, s.Current(), apps, entries, m)
+	before = s.Current()
+	m.Notices.Alerts = []release.Alert{{Title: "maintenance", Body: "tonight"}}
+	s.SetMeta(m)
+	cur := s.Current()
+	checkRendering(t, cur, apps, entries, m)
+	for key, a := range cur.Apps {
+		if a != before.Apps[key] || cur.ETag == before.ETag {
+			t.Fatalf("notices: the full answer must change (ETag %s, was %s) and app %s's must not", cur.ETag, before.ETag, key)
+		}
+	}
+	if !cur.Complete {
+		t.Errorf("Complete: got false with every app fetched")
+	}
+	for name, get := range map[string]func() []byte{"body": cur.Body, "gzip": cur.Gzip, "page": cur.Page.Body, "page gzip": cur.Page.Gzip} {
+		if a, b := get(), get(); len(a) == 0 || &a[0] != &b[0] || len(a) != len(b) {
+			t.Errorf("%s: two calls returned different slices, want the one joined once", name)
+		}
 	}
 }
 
@@ -308,25 +300,4 @@ func notes(rnd *rand.Rand, words []string) string {
 		b.WriteByte('\n')
 	}
 	return b.String()[:2048]
-}
-
-// BenchmarkRender measures one re-render of the 13 default apps with
-// realistic releases after a new release of one: its object and page
-// section compressed, the chunks that hold them joined, every ETag.
-func BenchmarkRender(b *testing.B) {
-	apps, entries := realisticApps()
-	s := snapshot.New(apps, fakeclock.New(t0.Add(24*time.Hour)))
-	s.SetAll(entries, time.Now())
-	e := entries["photocraft"]
-	b.ReportAllocs()
-	for i := 0; b.Loop(); i++ {
-		// Every Set is strictly newer, with another release.
-		e.FetchedAt = e.FetchedAt.Add(time.Millisecond)
-		r := *e.Release
-		r.Name = "photocraft " + strconv.Itoa(i)
-		e.Release = &r
-		s.Set("photocraft", e)
-	}
-	b.ReportMetric(float64(len(s.Current().Body())), "body-bytes")
-	b.ReportMetric(float64(len(s.Current().Gzip())), "gzip-bytes")
 }

@@ -18,17 +18,12 @@ import (
 // renders the app again, and no decision leaves the bytes as they were.
 func TestDecisions(t *testing.T) {
 	t.Parallel()
-	v1, v2, v3 := tauriRelease("1.0.0", 1), tauriRelease("2.0.0", 2), tauriRelease("3.0.0", 3)
-	for _, r := range []*release.Release{v2, v3} {
-		r.HTMLURL = release.TagURL(launcher.Repo, r.Tag)
-		r.Assets = append(r.Assets, release.Asset{Name: "RELEASES", DownloadURL: release.DownloadURL(launcher.Repo, r.Tag, "RELEASES")})
-		r.Assets = append(r.Assets, release.Asset{Name: "A-" + r.Version + "-full.nupkg", SizeBytes: 5, DownloadURL: release.DownloadURL(launcher.Repo, r.Tag, "A-"+r.Version+"-full.nupkg")})
+	staged := func(version string, hours int) *release.Release {
+		return tauriRelease(version, hours, "RELEASES", "A-"+version+"-full.nupkg")
 	}
+	v1, v2, v3 := tauriRelease("1.0.0", 1), staged("2.0.0", 2), staged("3.0.0", 3)
 	sigs := func(r *release.Release) map[string]string {
-		m := map[string]string{}
-		for _, name := range signed(r, ".sig").Names() {
-			m[name], _ = signed(r, ".sig").Get(name)
-		}
+		m := signed(r, ".sig").Map()
 		m["RELEASES"] = strings.Repeat("a", 40) + " A-" + r.Version + "-full.nupkg 5\n"
 		return m
 	}
@@ -43,34 +38,29 @@ func TestDecisions(t *testing.T) {
 		launcher.HistoryEntry().Key + "x": {FetchedAt: t0}, // not an entry: ignored
 	}, t0)
 	plain := string(s.Current().Apps[launcher.Key].Body())
+	const releasesLine = "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa https://github.com/storytold/craft-launcher/releases/download/v3.0.0/A-3.0.0-full.nupkg 5 # "
 
 	type want struct {
 		latest, rollout, minimum string // the wire's tags and version; "" for null
 		percent                  int
 		tauri, staged, critical  string // versions the feeds offer ("" for no feed)
-		releasesLine             string // the staged RELEASES' line ("" for no rollout)
+		releasesLine             string // the staged RELEASES' share ("" for no rollout)
 		withdrawn                bool
 		unfound                  string // comma-separated
 	}
+	rollout := func(percent int) *release.Rollout { return &release.Rollout{Tag: "v3.0.0", Percent: percent} }
+	minimum := &release.Minimum{Version: "2.5.0", Reason: "r"}
 	for _, tt := range []struct {
 		name string
 		d    release.Decisions
 		want want
 	}{
 		{"no decision", release.Decisions{}, want{latest: "v3.0.0", tauri: "3.0.0"}},
-		{"the latest withdrawn", release.Decisions{Withdrawn: []release.Withdrawal{{Tag: "v3.0.0", Reason: "crashes"}}},
-			want{latest: "v2.0.0", tauri: "2.0.0", withdrawn: true}},
-		{"staged at 10 %", release.Decisions{Rollout: &release.Rollout{Tag: "v3.0.0", Percent: 10}},
-			want{latest: "v2.0.0", rollout: "v3.0.0", percent: 10, tauri: "2.0.0", staged: "3.0.0",
-				releasesLine: strings.Repeat("a", 40) + " https://github.com/storytold/craft-launcher/releases/download/v3.0.0/A-3.0.0-full.nupkg 5 # 10%\n"}},
-		{"halted, with a minimum: offered to nobody", release.Decisions{Rollout: &release.Rollout{Tag: "v3.0.0", Percent: 0}, Minimum: &release.Minimum{Version: "2.5.0", Reason: "r"}},
-			want{latest: "v2.0.0", rollout: "v3.0.0", minimum: "2.5.0", tauri: "2.0.0", staged: "3.0.0", critical: "2.0.0",
-				releasesLine: strings.Repeat("a", 40) + " https://github.com/storytold/craft-launcher/releases/download/v3.0.0/A-3.0.0-full.nupkg 5 # 0%\n"}},
-		{"staged at 10 %, with a minimum", release.Decisions{Rollout: &release.Rollout{Tag: "v3.0.0", Percent: 10}, Minimum: &release.Minimum{Version: "2.5.0", Reason: "r"}},
-			want{latest: "v2.0.0", rollout: "v3.0.0", minimum: "2.5.0", percent: 10, tauri: "2.0.0", staged: "3.0.0", critical: "3.0.0",
-				releasesLine: strings.Repeat("a", 40) + " https://github.com/storytold/craft-launcher/releases/download/v3.0.0/A-3.0.0-full.nupkg 5 # 10%\n"}},
-		{"a tag nobody has", release.Decisions{Rollout: &release.Rollout{Tag: "v9.0.0", Percent: 10}},
-			want{latest: "v3.0.0", tauri: "3.0.0", unfound: "v9.0.0"}},
+		{"the latest withdrawn", release.Decisions{Withdrawn: []release.Withdrawal{{Tag: "v3.0.0", Reason: "crashes"}}}, want{latest: "v2.0.0", tauri: "2.0.0", withdrawn: true}},
+		{"staged at 10 %", release.Decisions{Rollout: rollout(10)}, want{latest: "v2.0.0", rollout: "v3.0.0", percent: 10, tauri: "2.0.0", staged: "3.0.0", releasesLine: "10%\n"}},
+		{"halted, with a minimum: offered to nobody", release.Decisions{Rollout: rollout(0), Minimum: minimum}, want{latest: "v2.0.0", rollout: "v3.0.0", minimum: "2.5.0", tauri: "2.0.0", staged: "3.0.0", critical: "2.0.0", releasesLine: "0%\n"}},
+		{"staged at 10 %, with a minimum", release.Decisions{Rollout: rollout(10), Minimum: minimum}, want{latest: "v2.0.0", rollout: "v3.0.0", minimum: "2.5.0", percent: 10, tauri: "2.0.0", staged: "3.0.0", critical: "3.0.0", releasesLine: "10%\n"}},
+		{"a tag nobody has", release.Decisions{Rollout: &release.Rollout{Tag: "v9.0.0", Percent: 10}}, want{latest: "v3.0.0", tauri: "3.0.0", unfound: "v9.0.0"}},
 	} {
 		s.SetMeta(release.Bulletin{Decisions: map[string]release.Decisions{launcher.Key: tt.d}})
 		app := s.Current().Apps[launcher.Key]
@@ -99,7 +89,7 @@ func TestDecisions(t *testing.T) {
 		}
 		if app.Rollout != nil {
 			got.staged = offered(t, app.Rollout.Tauri.Offer(windows))
-			got.releasesLine = string(app.Rollout.Updates.Releases("").Body()) + app.Rollout.Updates.Releases("").Err
+			got.releasesLine = strings.TrimPrefix(string(app.Rollout.Updates.Releases("").Body())+app.Rollout.Updates.Releases("").Err, releasesLine)
 			if app.Rollout.Track.Release != v3 {
 				t.Errorf("%s: the rollout's downloads are of %v", tt.name, app.Rollout.Track.Release)
 			}

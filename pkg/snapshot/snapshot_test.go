@@ -3,6 +3,7 @@ package snapshot_test
 import (
 	"bytes"
 	"encoding/json"
+	"maps"
 	"strconv"
 	"strings"
 	"testing"
@@ -43,28 +44,15 @@ func TestWireExample(t *testing.T) {
 	x64 := "x64"
 	const dl = "https://github.com/storytold/photocraft/releases/download/v0.5.0/"
 	s := snapshot.New([]release.App{photocraft, launcher}, fakeclock.New(t0.Add(24*time.Hour)))
-	s.Set("photocraft", release.Entry{
-		FetchedAt: t0.Add(123 * time.Millisecond),
-		ETag:      `"abc"`,
-		Release: &release.Release{
-			Tag:           "v0.5.0",
-			Version:       "0.5.0",
-			Name:          "PhotoCraft v0.5.0",
-			PublishedAt:   release.NewTime(time.Date(2026, 10, 8, 14, 52, 50, 0, time.UTC)),
-			HTMLURL:       "https://github.com/storytold/photocraft/releases/tag/v0.5.0",
-			NotesMarkdown: "Notes",
-			Assets: []release.Asset{
-				{
-					Name: "photocraft-0.5.0-windows-x64.msi", SizeBytes: 7,
-					DownloadURL: dl + "photocraft-0.5.0-windows-x64.msi",
-					SHA256:      &sum,
-					Platform:    &release.Platform{OS: "windows", Arch: &x64, PackageType: "msi"},
-				},
-				{Name: "SHA256SUMS.txt", SizeBytes: 2048, DownloadURL: dl + "SHA256SUMS.txt"},
-			},
+	s.Set("photocraft", release.Entry{FetchedAt: t0.Add(123 * time.Millisecond), ETag: `"abc"`, Release: &release.Release{
+		Tag: "v0.5.0", Version: "0.5.0", Name: "PhotoCraft v0.5.0", PublishedAt: release.NewTime(time.Date(2026, 10, 8, 14, 52, 50, 0, time.UTC)),
+		HTMLURL: "https://github.com/storytold/photocraft/releases/tag/v0.5.0", NotesMarkdown: "Notes",
+		Assets: []release.Asset{
+			{Name: "photocraft-0.5.0-windows-x64.msi", SizeBytes: 7, DownloadURL: dl + "photocraft-0.5.0-windows-x64.msi", SHA256: &sum,
+				Platform: &release.Platform{OS: "windows", Arch: &x64, PackageType: "msi"}},
+			{Name: "SHA256SUMS.txt", SizeBytes: 2048, DownloadURL: dl + "SHA256SUMS.txt"},
 		},
-	})
-
+	}})
 	want := testkit.WireExample(t)
 	if got := s.Current().Body(); !bytes.Equal(got, want) {
 		t.Errorf("body:\n got %s\nwant %s", got, want)
@@ -75,7 +63,7 @@ func TestSet(t *testing.T) {
 	t.Parallel()
 	v1 := release.Entry{FetchedAt: t0, ETag: `"e1"`, Release: rel("v1")}
 	later := t0.Add(time.Minute)
-	tests := []struct {
+	for _, tt := range []struct {
 		name       string
 		before     release.Entry // set first, when fetched or failed
 		app        string
@@ -95,8 +83,7 @@ func TestSet(t *testing.T) {
 		{"failure of a never fetched app renders nothing", release.Entry{}, "photocraft", release.Entry{FailedAt: t0, Failures: 1}, false, time.Time{}, ""},
 		{"claim renders nothing", v1, "photocraft", release.Entry{ClaimedAt: later}, false, t0, "v1"},
 		{"unknown app ignored", v1, "vectorcraft", release.Entry{FetchedAt: later, Release: rel("v9")}, false, t0, "v1"},
-	}
-	for _, tt := range tests {
+	} {
 		t.Run(tt.name, func(t *testing.T) {
 			s := snapshot.New([]release.App{photocraft, launcher}, fakeclock.New(t0.Add(time.Hour)))
 			if tt.before != (release.Entry{}) {
@@ -139,7 +126,7 @@ func TestSet(t *testing.T) {
 func TestSetAll(t *testing.T) {
 	t.Parallel()
 	at := func(m int) time.Time { return t0.Add(time.Duration(m) * time.Minute) }
-	tests := []struct {
+	for _, tt := range []struct {
 		name        string
 		entries     map[string]release.Entry
 		wantRenders uint64
@@ -159,8 +146,7 @@ func TestSetAll(t *testing.T) {
 			"photocraft": {FetchedAt: t0, Release: rel("v9")}, "filmcraft": {}, "vectorcraft": {FetchedAt: at(60)},
 		}, 0, false, map[string]time.Time{"photocraft": t0}},
 		{"empty renders nothing", nil, 0, false, map[string]time.Time{"photocraft": t0}},
-	}
-	for _, tt := range tests {
+	} {
 		t.Run(tt.name, func(t *testing.T) {
 			s := snapshot.New([]release.App{photocraft, launcher, filmcraft}, fakeclock.New(t0.Add(24*time.Hour)))
 			s.Set("photocraft", release.Entry{FetchedAt: t0, Release: rel("v1")})
@@ -190,7 +176,7 @@ func TestSetAll(t *testing.T) {
 func TestLastFetched(t *testing.T) {
 	t.Parallel()
 	const public = "public, max-age=60, stale-while-revalidate=30, stale-if-error=86400"
-	tests := []struct {
+	for _, tt := range []struct {
 		name         string
 		apps         []release.App
 		fetched      map[string]time.Time
@@ -205,8 +191,7 @@ func TestLastFetched(t *testing.T) {
 		{"all fetched: the oldest", []release.App{photocraft, launcher, filmcraft}, map[string]time.Time{
 			"photocraft": t0.Add(time.Minute), "artcraft-launcher": t0.Add(120 * time.Millisecond), "filmcraft": t0.Add(time.Hour),
 		}, `"2026-10-10T12:00:00.120Z"`, true, public},
-	}
-	for _, tt := range tests {
+	} {
 		t.Run(tt.name, func(t *testing.T) {
 			s := snapshot.New(tt.apps, fakeclock.New(t0.Add(24*time.Hour)))
 			for app, at := range tt.fetched {
@@ -255,7 +240,7 @@ func TestSetMeta(t *testing.T) {
 		`"alerts":[{"title":"Update","body":"Please update","maybe_web_link":"https://example.invalid/notice","created_at":null}]}}`
 	const emptyJSON = `"app_renames":[],"repo_renames":[],"important_notices":{"announcements":[],"alerts":[]}}`
 
-	tests := []struct {
+	for _, tt := range []struct {
 		name        string
 		before      *release.Bulletin
 		meta        release.Bulletin
@@ -271,8 +256,7 @@ func TestSetMeta(t *testing.T) {
 		{name: "lists render", meta: full, wantRenders: 1, wantSuffix: fullJSON},
 		{name: "same lists render nothing", before: &full, meta: full, wantRenders: 0, wantSuffix: fullJSON},
 		{name: "cleared lists render", before: &full, meta: release.Bulletin{}, wantRenders: 1, wantSuffix: emptyJSON},
-	}
-	for _, tt := range tests {
+	} {
 		t.Run(tt.name, func(t *testing.T) {
 			s := snapshot.New([]release.App{photocraft}, fakeclock.New(t0.Add(24*time.Hour)))
 			s.Set("photocraft", release.Entry{FetchedAt: t0, Release: &release.Release{Tag: "v1"}})
@@ -312,27 +296,15 @@ func TestNewListsConfiguredApps(t *testing.T) {
 	dup := release.App{Key: "photocraft", Name: "Other", Repo: "storytold/other"}
 	s := snapshot.New([]release.App{photocraft, launcher, dup}, fakeclock.New(t0))
 	r := s.Current()
-	if r == nil {
-		t.Fatal("Current: got nil before any Set")
+	if r == nil || s.Renders() != 1 || !r.RenderedAt.Equal(t0) {
+		t.Fatalf("after New: %v, %d renders; want a rendering at %v, one render", r, s.Renders(), t0)
 	}
-	if got := s.Renders(); got != 1 {
-		t.Errorf("Renders after New: got %d, want 1", got)
-	}
-	if !r.RenderedAt.Equal(t0) {
-		t.Errorf("RenderedAt: got %v, want %v", r.RenderedAt, t0)
-	}
-	apps := decode(t, r).ReleaseInfo.Apps
 	want := map[string]release.AppInfo{
 		"photocraft":        {Name: "PhotoCraft", Repo: "storytold/photocraft"},
 		"artcraft-launcher": {Name: "ArtCraft Launcher", Repo: "storytold/craft-launcher"},
 	}
-	if len(apps) != len(want) {
-		t.Errorf("apps: got %d, want %d", len(apps), len(want))
-	}
-	for k, w := range want {
-		if got := apps[k]; got != w {
-			t.Errorf("apps[%s]: got %+v, want %+v", k, got, w)
-		}
+	if apps := decode(t, r).ReleaseInfo.Apps; !maps.Equal(apps, want) {
+		t.Errorf("apps: got %+v, want %+v", apps, want)
 	}
 }
 

@@ -2,6 +2,7 @@ package snapshot_test
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
@@ -11,17 +12,22 @@ import (
 	"github.com/storytold/craft-releases/test/fakeclock"
 )
 
-// tauriRelease returns a release of the launcher tagged "v"+version with a
-// Windows NSIS bundle and a Linux AppImage, each with its .sig asset.
-func tauriRelease(version string, hours int) *release.Release {
+// built returns app's release "v"+version, published hours after t0, with
+// a 5-byte asset of each name.
+func built(app release.App, version string, hours int, names ...string) *release.Release {
 	r := rel("v" + version)
-	r.PublishedAt = release.NewTime(t0.Add(time.Duration(hours) * time.Hour))
-	for _, name := range []string{"A_" + version + "_x64-setup.exe", "A_" + version + "_amd64.AppImage"} {
-		for _, n := range []string{name, name + ".sig"} {
-			r.Assets = append(r.Assets, release.Asset{Name: n, DownloadURL: release.DownloadURL(launcher.Repo, r.Tag, n)})
-		}
+	r.PublishedAt, r.HTMLURL = release.NewTime(t0.Add(time.Duration(hours)*time.Hour)), release.TagURL(app.Repo, r.Tag)
+	for _, n := range names {
+		r.Assets = append(r.Assets, release.Asset{Name: n, SizeBytes: 5, DownloadURL: release.DownloadURL(app.Repo, r.Tag, n)})
 	}
 	return r
+}
+
+// tauriRelease returns a release of the launcher with a Windows NSIS bundle
+// and a Linux AppImage, each with its .sig asset, and more files named.
+func tauriRelease(version string, hours int, more ...string) *release.Release {
+	exe, image := "A_"+version+"_x64-setup.exe", "A_"+version+"_amd64.AppImage"
+	return built(launcher, version, hours, append([]string{exe, exe + ".sig", image, image + ".sig"}, more...)...)
 }
 
 // signed returns signatures of the release's bundles named by suffix.
@@ -29,7 +35,7 @@ func signed(r *release.Release, suffixes ...string) *release.Companions {
 	m := map[string]string{}
 	for _, a := range r.Assets {
 		for _, s := range suffixes {
-			if len(a.Name) > len(s) && a.Name[len(a.Name)-len(s):] == s {
+			if len(a.Name) > len(s) && strings.HasSuffix(a.Name, s) {
 				m[a.Name] = "c2ln" + a.Name
 			}
 		}
@@ -57,7 +63,8 @@ func offered(t *testing.T, o *snapshot.Offer) string {
 
 // TestFeed: the feed follows the release and its signatures as they
 // arrive, keeps an older release's update while a new release's signature
-// is fetched, and renders an answer again only when its bytes change.
+// is fetched (but not a newer release's), and renders an answer again only
+// when its bytes change.
 func TestFeed(t *testing.T) {
 	t.Parallel()
 	s := snapshot.New([]release.App{launcher}, fakeclock.New(t0.Add(24*time.Hour)))
@@ -106,26 +113,19 @@ func TestFeed(t *testing.T) {
 		t.Error("the same update was rendered again")
 	}
 
+	// A release that goes back (the newest deleted) does not wait with the
+	// newer release's update.
+	s.Set(launcher.Key, release.Entry{FetchedAt: t0.Add(150 * time.Minute), Release: v1})
+	if got, want := offered(t, feed().Offer(windows)), "404 artcraft-launcher v1.0.0 has no signed updater bundle for windows x86_64 nsis"; got != want {
+		t.Errorf("back to v1.0.0: %s, want %s", got, want)
+	}
+
 	// A release whose signature is not published has nothing to wait for.
 	v3 := tauriRelease("3.0.0", 3)
 	v3.Assets = v3.Assets[:1] // the NSIS installer alone, no .sig
 	s.Set(launcher.Key, release.Entry{FetchedAt: t0.Add(3 * time.Hour), Release: v3})
 	if got, want := offered(t, feed().Offer(windows)), "404 artcraft-launcher v3.0.0 has no signed updater bundle for windows x86_64 nsis"; got != want {
 		t.Errorf("unsigned release: %s, want %s", got, want)
-	}
-}
-
-// TestFeedKeepsNoNewerRelease: a release that goes back (the newest one
-// deleted) is not waited for with the newer release's update.
-func TestFeedKeepsNoNewerRelease(t *testing.T) {
-	t.Parallel()
-	s := snapshot.New([]release.App{launcher}, fakeclock.New(t0.Add(24*time.Hour)))
-	v1, v2 := tauriRelease("1.0.0", 0), tauriRelease("2.0.0", 1)
-	s.Set(launcher.Key, release.Entry{FetchedAt: t0, Release: v2, Companions: signed(v2, ".sig")})
-	s.Set(launcher.Key, release.Entry{FetchedAt: t0.Add(time.Hour), Release: v1})
-	o := s.Current().Apps[launcher.Key].Tauri.Offer(windows)
-	if got, want := offered(t, o), "404 artcraft-launcher v1.0.0 has no signed updater bundle for windows x86_64 nsis"; got != want {
-		t.Errorf("windows: %s, want %s", got, want)
 	}
 }
 

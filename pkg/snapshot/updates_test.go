@@ -10,15 +10,10 @@ import (
 	"github.com/storytold/craft-releases/test/fakeclock"
 )
 
-// squirrelRelease returns a release of photocraft tagged "v"+version with a
-// full package, the RELEASES that names it and an x64 macOS zip.
+// squirrelRelease returns a release of photocraft with a full package, the
+// RELEASES that names it and an x64 macOS zip.
 func squirrelRelease(version string, hours int) *release.Release {
-	r := rel("v" + version)
-	r.PublishedAt, r.HTMLURL = release.NewTime(t0.Add(time.Duration(hours)*time.Hour)), release.TagURL(photocraft.Repo, r.Tag)
-	for _, name := range []string{"photocraft-" + version + "-full.nupkg", "RELEASES", "PhotoCraft-" + version + "-mac.zip"} {
-		r.Assets = append(r.Assets, release.Asset{Name: name, SizeBytes: 5, DownloadURL: release.DownloadURL(photocraft.Repo, r.Tag, name)})
-	}
-	return r
+	return built(photocraft, version, hours, "photocraft-"+version+"-full.nupkg", "RELEASES", "PhotoCraft-"+version+"-mac.zip")
 }
 
 // releasesOf is the RELEASES text of squirrelRelease(version).
