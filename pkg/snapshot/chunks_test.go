@@ -226,6 +226,28 @@ func TestETagOfOneChunk(t *testing.T) {
 	}
 }
 
+// BenchmarkRender measures one re-render of the 13 default apps with
+// realistic releases after a new release of one: its object and page
+// section compressed, the chunks that hold them joined, every ETag
+// (docs/operations.md, "Sizing").
+func BenchmarkRender(b *testing.B) {
+	apps, entries := realisticApps()
+	s := snapshot.New(apps, fakeclock.New(t0.Add(24*time.Hour)))
+	s.SetAll(entries, time.Now())
+	e := entries["photocraft"]
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		// Every Set is strictly newer, with another release.
+		e.FetchedAt = e.FetchedAt.Add(time.Millisecond)
+		r := *e.Release
+		r.Name = "photocraft " + strconv.Itoa(i)
+		e.Release = &r
+		s.Set("photocraft", e)
+	}
+	b.ReportMetric(float64(len(s.Current().Body())), "body-bytes")
+	b.ReportMetric(float64(len(s.Current().Gzip())), "gzip-bytes")
+}
+
 // BenchmarkPoll measures the render of a 304 poll, which moves only one
 // app's app_last_fetched, at 13 and at 1,000 apps: its CPU should not grow
 // with the apps.
