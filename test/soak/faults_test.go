@@ -350,7 +350,6 @@ func (s *soak) killPrimary(_ *fault, old string, _ func() time.Duration) string 
 		old, promoted.Addr, held(failover), held(time.Since(began)))
 }
 
-// sentinelsAgree waits, at most waitFor, until ok holds for every sentinel.
 func (s *soak) sentinelsAgree(ok func(*redistest.Sentinel) bool) bool {
 	return testkit.Within(waitFor, func() bool {
 		return !slices.ContainsFunc(s.sentinels, func(st *redistest.Sentinel) bool { return !ok(st) })

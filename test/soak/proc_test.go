@@ -168,11 +168,11 @@ type processStats struct {
 // scrape reads the process's goroutines and memory from its metrics.
 func scrape(p *proc) (processStats, error) {
 	res, body, err := testkit.Ask(defaultClient, p.metrics)
+	if err == nil && res.StatusCode != http.StatusOK {
+		err = fmt.Errorf("GET %s: %d", p.metrics, res.StatusCode)
+	}
 	if err != nil {
 		return processStats{}, err
-	}
-	if res.StatusCode != http.StatusOK {
-		return processStats{}, fmt.Errorf("GET %s: %d", p.metrics, res.StatusCode)
 	}
 	st := processStats{At: time.Now()}
 	want := map[string]*float64{"go_goroutines": &st.Goroutines, "go_memstats_heap_inuse_bytes": &st.HeapInuse,
@@ -312,9 +312,7 @@ func (g *redisGate) Addr(target string) string { return g.addrs[target] }
 func (g *redisGate) Stall() {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if g.resume == nil {
-		g.resume = make(chan struct{})
-	}
+	g.resume = cmp.Or(g.resume, make(chan struct{}))
 }
 
 // Resume ends a stall and closes every connection open during it (a healed
