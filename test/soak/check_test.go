@@ -2,6 +2,7 @@ package soak
 
 import (
 	"bufio"
+	"cmp"
 	"fmt"
 	"net/http"
 	"os"
@@ -12,6 +13,8 @@ import (
 	"time"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/storytold/craft-releases/pkg/release"
 )
 
 // report is every figure of a soak, written as summary.json.
@@ -116,7 +119,6 @@ func (r *report) fail(format string, args ...any) {
 	r.Failures = append(r.Failures, fmt.Sprintf(format, args...))
 }
 
-// check runs every check on what was recorded.
 func (s *soak) check() report {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -163,14 +165,10 @@ func (s *soak) check() report {
 // alone, and no more "back" lines than warnings.
 func (s *soak) checkOutageLogs(r *report) {
 	for _, p := range s.procs {
-		from, to := p.started, p.endedAt()
-		if to.IsZero() {
-			to = time.Now()
-		}
-		outages := 0
+		life, outages := window{p.started, cmp.Or(p.endedAt(), time.Now())}, 0
 		for _, f := range s.faults {
 			reaches := f.Kind == faultPrimaryKill || (f.Kind == faultSilent && p.role == "poller" && f.Slot == p.slot)
-			if reaches && !f.Start.After(to) && !f.End.Before(from) {
+			if reaches && f.window().overlaps(life) {
 				outages++
 			}
 		}
@@ -189,7 +187,7 @@ func (s *soak) checkOutageLogs(r *report) {
 	}
 }
 
-// example counts a failure of a kind in n and keeps the first ten in examples.
+// example counts a failure in n and keeps the first ten in examples.
 func example(n *int, examples *[]string, format string, args ...any) {
 	if *n++; len(*examples) < 10 {
 		*examples = append(*examples, fmt.Sprintf(format, args...))
@@ -295,7 +293,7 @@ func (s *soak) clockSetBack(t time.Time, app string, d time.Duration) bool {
 // after at and were answered 200 or 304 was answered; false if none was.
 func (s *soak) fetchedAfter(app string, at time.Time) (time.Time, bool) {
 	var first time.Time
-	repo := repoOfApp(app)
+	repo := apps[slices.IndexFunc(apps, func(a release.App) bool { return a.Key == app })].Repo
 	for _, q := range s.requests {
 		if q.Repo == repo && q.At.After(at) && (q.Status == http.StatusOK || q.Status == http.StatusNotModified) &&
 			(first.IsZero() || q.Done.Before(first)) {
@@ -303,15 +301,6 @@ func (s *soak) fetchedAfter(app string, at time.Time) (time.Time, bool) {
 		}
 	}
 	return first, !first.IsZero()
-}
-
-func repoOfApp(key string) string {
-	for _, a := range apps {
-		if a.Key == key {
-			return a.Repo
-		}
-	}
-	return ""
 }
 
 // checkLag finds, for every release published during the soak and every pod,
@@ -386,35 +375,31 @@ func (s *soak) checkWebhookLag(r *report) {
 // after: a backoff holds webhook refreshes too (docs/operations.md, "GitHub
 // webhook"), and a fault's may outlast it.
 func (s *soak) underFault(at time.Time, shadow time.Duration) bool {
-	var windows []backoff
+	var windows []window
 	for _, f := range s.faults {
-		windows = append(windows, backoff{f.Start, f.End})
+		windows = append(windows, f.window())
 	}
 	for _, p := range s.procs {
 		p.mu.Lock()
 		windows = append(windows, p.backoffs...)
 		p.mu.Unlock()
 	}
-	return slices.ContainsFunc(windows, func(w backoff) bool {
-		return !at.Before(w.From.Add(-time.Second)) && at.Before(w.Until.Add(shadow))
-	})
+	return slices.ContainsFunc(windows, func(w window) bool { return window{w.From.Add(-time.Second), w.Until.Add(shadow)}.has(at) })
 }
 
 // checkGitHub checks the requests against the rules of docs/scheduling.md.
 func (s *soak) checkGitHub(r *report) {
-	byRepo := make(map[string][]ghRequest)
+	byRepo, underLoad := make(map[string][]ghRequest), map[string]int{}
 	for _, q := range s.requests {
 		r.GitHubRequests++
 		r.GitHubByStatus[outcome(q)]++
 		byRepo[q.Repo] = append(byRepo[q.Repo], q)
+		if (window{s.began, s.loadEnded}).has(q.At) {
+			underLoad[q.Repo]++
+		}
 	}
 	for _, a := range apps {
-		n := 0
-		for _, q := range byRepo[a.Repo] {
-			if !q.At.Before(s.began) && q.At.Before(s.loadEnded) {
-				n++
-			}
-		}
+		n := underLoad[a.Repo]
 		load := appLoad{Requests: n, PerInterval: float64(n) / (s.loadEnded.Sub(s.began).Seconds() / interval.Seconds())}
 		r.PerApp[a.Key] = load
 		r.MaxPerAppPerInterval = max(r.MaxPerAppPerInterval, load.PerInterval)
@@ -442,10 +427,10 @@ func (s *soak) checkGitHub(r *report) {
 		if f.Kind != faultRateLimit {
 			continue
 		}
-		w := windowFigure{Start: f.Start, Reset: f.End, Inside: map[string]int{},
-			RedisTrouble: s.redisTrouble(f.Start.Add(-interval), f.End.Add(resetMargin))}
+		_, trouble := s.faultIn(f.Start.Add(-interval), f.End.Add(resetMargin), func(k string) bool { return redisFault(k) || k == faultPollerKill })
+		w := windowFigure{Start: f.Start, Reset: f.End, Inside: map[string]int{}, RedisTrouble: trouble}
 		for _, q := range s.requests {
-			if !q.At.Before(f.Start) && q.At.Before(f.End) {
+			if f.window().has(q.At) {
 				w.Inside[q.Poller]++
 				w.Backoff = w.Backoff || q.Status == http.StatusForbidden
 			}
@@ -457,7 +442,7 @@ func (s *soak) checkGitHub(r *report) {
 			}
 		}
 		for _, q := range s.requests {
-			if w.Backoff && !q.At.Before(f.End) && q.At.Before(f.End.Add(resetMargin-slack)) {
+			if w.Backoff && (window{f.End, f.End.Add(resetMargin - slack)}).has(q.At) {
 				if w.AfterReset++; !w.RedisTrouble {
 					r.fail("%s asked %s at %s, %.2fs after the rate limit's reset, inside the fleet backoff (reset + R = %v)",
 						q.Poller, q.Repo, s.rel(q.At), q.At.Sub(f.End).Seconds(), resetMargin)
@@ -516,16 +501,11 @@ func (s *soak) deliveredBefore(repo string, at time.Time) (webhookDelivery, bool
 // and a tick), overlaps [from, to].
 func (s *soak) faultIn(from, to time.Time, match func(string) bool) (fault, bool) {
 	for _, f := range s.faults {
-		if match(f.Kind) && !f.Start.After(to) && !f.End.Add(redisCall+longestTick).Before(from) {
+		if match(f.Kind) && (window{f.Start, f.End.Add(redisCall + longestTick)}).overlaps(window{from, to}) {
 			return f, true
 		}
 	}
 	return fault{}, false
-}
-
-func (s *soak) redisTrouble(from, to time.Time) bool {
-	_, ok := s.faultIn(from, to, func(k string) bool { return redisFault(k) || k == faultPollerKill })
-	return ok
 }
 
 func (s *soak) checkFlushes(r *report) {
@@ -580,10 +560,8 @@ func outcome(q ghRequest) string {
 	return "error"
 }
 
-// rel is t as seconds since the soak began, for messages.
 func (s *soak) rel(t time.Time) string { return fmt.Sprintf("t=%.1fs", t.Sub(s.began).Seconds()) }
 
-// Summary is the report's totals in a few lines.
 func (r *report) Summary() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "soak of %v, seed %d: report in %s\n", r.Settings.Duration, r.Settings.Seed, r.Settings.Report)
@@ -610,17 +588,14 @@ func (r *report) Summary() string {
 	return b.String()
 }
 
-// checkLogs fails the soak for every log of a process that holds a line a
-// terminal could be made to misshow (docs/operations.md, "When something
-// goes wrong").
+// checkLogs fails the soak for every log that holds a line a terminal could
+// be made to misshow (docs/operations.md, "When something goes wrong").
 func (s *soak) checkLogs(r *report) {
 	found, err := scanLogs(s.logs)
 	if err != nil {
-		r.fail("scan the logs: %v", err)
+		found = append(found, "scan the logs: "+err.Error())
 	}
-	for _, f := range found {
-		r.fail("%s", f)
-	}
+	r.Failures = append(r.Failures, found...)
 }
 
 // scanLogs reads every file in dir and returns, for each one with lines that

@@ -85,14 +85,17 @@ func requestAt(t0 time.Time, sec float64, status int) ghRequest {
 // poller: each must catch what it is for and pass what the rules allow.
 func TestChecks(t *testing.T) {
 	t0 := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
-	f1, f2 := t0.Add(-time.Second), t0.Add(11*time.Second)
+	at := func(sec float64) time.Time { return t0.Add(time.Duration(sec * float64(time.Second))) }
+	f1, f2 := at(-1), at(11)
 	good := []podAnswer{answerAt(t0, 1, 1, f1), answerAt(t0, 12, 2, f2), answerAt(t0, 20, 2, f2)}
 	paced := []ghRequest{requestAt(t0, 0, 200), requestAt(t0, 8, 304), requestAt(t0, 16, 200)}
+	twice := append(paced[:3:3], requestAt(t0, 16.5, 304))
 	// Redis's clock an hour back from 12 s to 13 s; GitHub fails until the
 	// app is fetched again at 33 s, which pods have hydrated by 44 s.
-	step := fault{Kind: faultClockStep, Start: t0.Add(12 * time.Second), End: t0.Add(13 * time.Second), Step: -time.Hour}
+	step := []fault{{Kind: faultClockStep, Start: at(12), End: at(13), Step: -time.Hour}}
 	stepped := []ghRequest{requestAt(t0, 0, 200), requestAt(t0, 8, 304), requestAt(t0, 12.2, 200), requestAt(t0, 20, 500), requestAt(t0, 33, 304)}
-	delivered := []webhookDelivery{{App: apps[0].Key, Repo: apps[0].Repo, Tag: tagOf(2), At: t0.Add(10 * time.Second), Status: 202}}
+	delivered := []webhookDelivery{{App: apps[0].Key, Repo: apps[0].Repo, Tag: tagOf(2), At: at(10), Status: 202}}
+	limited := []fault{{Kind: faultRateLimit, Start: at(29), End: at(35)}}
 	tests := []struct {
 		name       string
 		answers    []podAnswer
@@ -100,46 +103,41 @@ func TestChecks(t *testing.T) {
 		faults     []fault
 		flushes    []flushRepair
 		deliveries []webhookDelivery
-		backoffs   []backoff
+		backoffs   []window
 		want       string // in a failure; "" for none
 	}{
 		{name: "all well", answers: good, requests: paced},
-		{name: "a bad answer", answers: append(good[:3:3], podAnswer{Pod: "api-1#1", Start: t0.Add(30 * time.Second), End: t0.Add(30 * time.Second), Bad: "status 500"}),
+		{name: "a bad answer", answers: append(good[:3:3], podAnswer{Pod: "api-1#1", Start: at(30), End: at(30), Bad: "status 500"}),
 			requests: paced, want: "not 200 with a valid body"},
 		{name: "an older release after a newer one", answers: append(good[:3:3], answerAt(t0, 30, 1, f1)), requests: paced, want: "regressions"},
 		{name: "an older fetch time after a newer one", answers: append(good[:3:3], answerAt(t0, 30, 2, f1)), requests: paced, want: "regressions"},
-		{name: "answers in flight together may cross", answers: append(good[:3:3], podAnswer{Pod: "api-1#1", Start: t0.Add(11900 * time.Millisecond), End: t0.Add(12100 * time.Millisecond), Status: 200,
+		{name: "answers in flight together may cross", answers: append(good[:3:3], podAnswer{Pod: "api-1#1", Start: at(11.9), End: at(12.1), Status: 200,
 			Tags: map[string]int{apps[0].Key: 1}, Fetched: map[string]time.Time{apps[0].Key: f1}}), requests: paced},
 		{name: "a release never served", answers: good[:1], requests: paced, want: "never reached"},
-		{name: "an app asked twice in a tick", answers: good, requests: append(paced[:3:3], requestAt(t0, 16.5, 304)), want: "with no fault to explain it"},
-		{name: "an app asked twice while Redis was flushed", answers: good, requests: append(paced[:3:3], requestAt(t0, 16.5, 304)),
-			faults: []fault{{Kind: faultFlush, Start: t0.Add(15 * time.Second), End: t0.Add(15 * time.Second)}}},
+		{name: "an app asked twice in a tick", answers: good, requests: twice, want: "with no fault to explain it"},
+		{name: "an app asked twice while Redis was flushed", answers: good, requests: twice, faults: []fault{{Kind: faultFlush, Start: at(15), End: at(15)}}},
 		{name: "a retry after a rate limit", answers: good, requests: []ghRequest{requestAt(t0, 0, 403), requestAt(t0, 2, 200)}},
-		{name: "two requests inside a rate-limit window", answers: good,
-			requests: []ghRequest{requestAt(t0, 30, 403), requestAt(t0, 31, 403)},
-			faults:   []fault{{Kind: faultRateLimit, Start: t0.Add(29 * time.Second), End: t0.Add(35 * time.Second)}},
-			want:     "inside the rate-limit window"},
-		{name: "a request after the reset inside the fleet backoff", answers: good,
-			requests: []ghRequest{requestAt(t0, 30, 403), requestAt(t0, 36, 200)},
-			faults:   []fault{{Kind: faultRateLimit, Start: t0.Add(29 * time.Second), End: t0.Add(35 * time.Second)}},
-			want:     "inside the fleet backoff"},
+		{name: "two requests inside a rate-limit window", answers: good, faults: limited,
+			requests: []ghRequest{requestAt(t0, 30, 403), requestAt(t0, 31, 403)}, want: "inside the rate-limit window"},
+		{name: "a request after the reset inside the fleet backoff", answers: good, faults: limited,
+			requests: []ghRequest{requestAt(t0, 30, 403), requestAt(t0, 36, 200)}, want: "inside the fleet backoff"},
 		{name: "a slow flush repair", answers: good, requests: paced,
-			flushes: []flushRepair{{At: t0.Add(5 * time.Second), Took: 8 * time.Second, Repaired: true}}, want: "FLUSHALL"},
+			flushes: []flushRepair{{At: at(5), Took: 8 * time.Second, Repaired: true}}, want: "FLUSHALL"},
 		{name: "a release delivered by webhook, served at once", requests: paced, deliveries: delivered,
 			answers: []podAnswer{answerAt(t0, 1, 1, f1), answerAt(t0, 10.1, 2, f2), answerAt(t0, 20, 2, f2)}},
 		{name: "a release delivered by webhook, served 2 s later", answers: good, requests: paced, deliveries: delivered,
 			want: "want under 1s with the webhook"},
 		{name: "a release delivered by webhook during a fault, served 2 s later", answers: good, requests: paced, deliveries: delivered,
-			faults: []fault{{Kind: faultGitHub500, Start: t0.Add(9 * time.Second), End: t0.Add(11 * time.Second)}}},
+			faults: []fault{{Kind: faultGitHub500, Start: at(9), End: at(11)}}},
 		{name: "a release delivered by webhook during a fleet backoff, served 2 s later", answers: good, requests: paced, deliveries: delivered,
-			backoffs: []backoff{{From: t0.Add(5 * time.Second), Until: t0.Add(11 * time.Second)}}},
+			backoffs: []window{{From: at(5), Until: at(11)}}},
 		{name: "a fetch time set back by a Redis clock step, until the app is fetched again", requests: stepped,
-			faults: []fault{step}, answers: append(good[:2:2], answerAt(t0, 12.5, 2, f2.Add(-time.Hour)), answerAt(t0, 43, 2, f2.Add(-time.Hour)))},
+			faults: step, answers: append(good[:2:2], answerAt(t0, 12.5, 2, f2.Add(-time.Hour)), answerAt(t0, 43, 2, f2.Add(-time.Hour)))},
 		{name: "a fetch time set back by a Redis clock step, after the app was fetched again", requests: stepped,
-			faults: []fault{step}, answers: append(good[:2:2], answerAt(t0, 12.5, 2, f2.Add(-time.Hour)), answerAt(t0, 45, 2, f2.Add(-time.Hour))),
+			faults: step, answers: append(good[:2:2], answerAt(t0, 12.5, 2, f2.Add(-time.Hour)), answerAt(t0, 45, 2, f2.Add(-time.Hour))),
 			want: "regressions"},
-		{name: "an app asked again after a webhook delivery", answers: good, requests: append(paced[:3:3], requestAt(t0, 16.5, 304)),
-			deliveries: []webhookDelivery{{App: apps[0].Key, Repo: apps[0].Repo, Tag: tagOf(3), At: t0.Add(16400 * time.Millisecond), Status: 202}}},
+		{name: "an app asked again after a webhook delivery", answers: good, requests: twice,
+			deliveries: []webhookDelivery{{App: apps[0].Key, Repo: apps[0].Repo, Tag: tagOf(3), At: at(16.4), Status: 202}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -23,30 +23,99 @@ import (
 	"github.com/storytold/craft-releases/test/testkit"
 )
 
-// The kinds of fault, in the order of the legend.
+// The kinds of fault the checks tell apart.
 const (
 	faultPollerKill  = "poller-kill"
 	faultPrimaryKill = "primary-kill"
 	faultFlush       = "flushall"
 	faultSilent      = "redis-silent"
 	faultGitHub500   = "github-500"
-	faultSlow        = "github-slow"
 	faultRateLimit   = "github-rate-limit"
 	faultGarbage     = "github-garbage"
-	faultNotFound    = "github-404"
-	faultAhead       = "redis-clock-ahead"
-	faultPoison      = "redis-poison"
-	faultOversized   = "redis-oversized"
-	faultFlood       = "webhook-unsigned-flood"
-	faultReplay      = "webhook-replay-storm"
 	faultClockStep   = "redis-clock-step"
-	faultQuotaFar    = "github-quota-far"
-	faultBigRefresh  = "redis-oversized-refresh"
 )
 
-var faultKinds = []string{faultPollerKill, faultPrimaryKill, faultFlush, faultSilent,
-	faultGitHub500, faultSlow, faultRateLimit, faultGarbage, faultNotFound, faultAhead, faultPoison, faultOversized,
-	faultFlood, faultReplay, faultClockStep, faultQuotaFar, faultBigRefresh}
+// faultRun injects a fault, holds it for hold() if it lasts, puts the system
+// back and says what it did; it records in f the poller slot it hit and a step.
+type faultRun func(s *soak, f *fault, hold func() time.Duration) string
+
+// faultTable holds every kind of fault, in the order of the legend.
+var faultTable = []struct {
+	kind string
+	run  faultRun
+}{
+	{faultPollerKill, func(s *soak, f *fault, _ func() time.Duration) string {
+		slot, pause := 1+s.faultRand.IntN(3), time.Duration(300+s.faultRand.IntN(1700))*time.Millisecond
+		var p *proc
+		s.locked(func() { p = s.pollers[slot-1] })
+		p.kill()
+		time.Sleep(pause)
+		if err := s.startProc("poller", slot); err != nil {
+			s.problem("restart poller %d: %v", slot, err)
+		}
+		f.Slot = slot
+		return fmt.Sprintf("SIGKILL %s, started again after %v", p.name, pause)
+	}},
+	{faultPrimaryKill, onPrimary((*soak).killPrimary)},
+	{faultFlush, onPrimary((*soak).flush)},
+	{faultSilent, func(s *soak, f *fault, hold func() time.Duration) string {
+		f.Slot = 1 + s.faultRand.IntN(3)
+		g := s.redisGates[f.Slot-1]
+		return fmt.Sprintf("redis silent for poller-%d for %s", f.Slot, held(holding(hold(), g.Stall, g.Resume)))
+	}},
+	{faultGitHub500, githubAnswers(func(time.Duration) []ghAnswer { return []ghAnswer{{"500", fakegithub.ServerError()}} })},
+	{"github-slow", githubAnswers(func(delay time.Duration) []ghAnswer {
+		return []ghAnswer{{"held back " + delay.String(), fakegithub.Slow(delay)}}
+	})},
+	{faultRateLimit, func(s *soak, f *fault, hold func() time.Duration) string {
+		// The reset is announced in whole seconds; the window ends there.
+		reset := time.Now().Add(hold()).Truncate(time.Second).Add(time.Second)
+		s.githubFault(f.Kind, fakegithub.RateLimit(reset), time.Until(reset))
+		return "rate limited, reset at " + reset.Format("15:04:05")
+	}},
+	{faultGarbage, githubAnswers(func(time.Duration) []ghAnswer {
+		return []ghAnswer{
+			{"200 with JSON cut off", fakegithub.Malformed()},
+			{"200 with an HTML page", fakegithub.Raw("<html><body>Unicorn!</body></html>")},
+			{"200 with wrong types", fakegithub.Raw(`{"tag_name":5,"assets":"none","draft":"no"}`)},
+			{"200 with a release one byte over the size limit", fakegithub.Oversized(github.MaxBody + 1)},
+		}
+	})},
+	// Shorter than an interval: a blip, which must cost no release.
+	{"github-404", githubAnswers(func(time.Duration) []ghAnswer { return []ghAnswer{{"404", fakegithub.Status(http.StatusNotFound)}} })},
+	{"redis-clock-ahead", onPrimary((*soak).tamper)},
+	{"redis-poison", onPrimary((*soak).tamper)},
+	{"redis-oversized", onPrimary((*soak).tamper)},
+	{"webhook-unsigned-flood", func(s *soak, _ *fault, hold func() time.Duration) string { return s.floodUnsigned(hold()) }},
+	{"webhook-replay-storm", onPrimary((*soak).replayStorm)},
+	{faultClockStep, func(s *soak, f *fault, hold func() time.Duration) string {
+		// Both ways: ahead, then back to the true time; or back, then ahead to it.
+		d := hold()
+		f.Step = time.Hour * time.Duration(1-2*s.faultRand.IntN(2))
+		holding(d, func() { s.redisClock.Set(f.Step) }, func() { s.redisClock.Set(0) })
+		return fmt.Sprintf("redis's clock %v off for %s, then put right", f.Step, held(d))
+	}},
+	{"github-quota-far", func(s *soak, _ *fault, hold func() time.Duration) string {
+		// Believed, a quota nearly spent with a reset ten years away would
+		// pace the fleet to an interval of decades.
+		d := holding(hold(), func() {
+			s.gh.SetQuota(fakegithub.Quota{Limit: 5000, Remaining: 1, Reset: time.Now().AddDate(10, 0, 0)})
+		},
+			func() {
+				s.gh.SetQuota(fakegithub.Quota{Limit: 5000, Remaining: 4999, Reset: time.Now().Add(time.Hour)})
+			})
+		return "1 request left, reset in ten years, for " + held(d)
+	}},
+	{"redis-oversized-refresh", onPrimary((*soak).bigRefresh)},
+}
+
+// faultKinds are the kinds of faultTable, in its order.
+var faultKinds = func() (kinds []string) {
+	for _, k := range faultTable {
+		kinds = append(kinds, k.kind)
+	}
+	return kinds
+}()
 
 // redisFault reports whether a kind of fault cuts pollers off from the
 // fleet's state in Redis (so they may ask GitHub on their own).
@@ -66,6 +135,8 @@ type fault struct {
 	Step   time.Duration `json:"step_ns,omitempty"`     // how far faultClockStep set Redis's clock off, then back
 }
 
+func (f fault) window() window { return window{f.Start, f.End} }
+
 // flushRepair is how long after a FLUSHALL every app's entry was back.
 type flushRepair struct {
 	At       time.Time     `json:"at"`
@@ -83,12 +154,11 @@ const intruder = "intruder\u202e\x1b]0;pwned\a\u0085"
 // the same seeded source, so a seed gives the same schedule.
 func (s *soak) injectFaults(d time.Duration) {
 	end := time.Now().Add(d)
-	// A short soak holds each fault for less, so that it sees every kind.
 	longest := 6 * time.Second
-	if d < time.Minute {
+	if d < time.Minute { // a short soak holds each fault for less, so that it sees every kind
 		longest = 2500 * time.Millisecond
 	}
-	var cycle []string
+	var cycle []int
 	for {
 		time.Sleep(time.Duration(250+s.faultRand.IntN(750)) * time.Millisecond)
 		if time.Until(end) < 2*time.Second {
@@ -96,136 +166,75 @@ func (s *soak) injectFaults(d time.Duration) {
 			return
 		}
 		if len(cycle) == 0 {
-			cycle = slices.Clone(faultKinds)
+			cycle = make([]int, len(faultTable))
+			for i := range cycle {
+				cycle[i] = i
+			}
 			s.faultRand.Shuffle(len(cycle), func(i, j int) { cycle[i], cycle[j] = cycle[j], cycle[i] })
 		}
-		if cycle[0] == faultPrimaryKill {
+		k := faultTable[cycle[0]]
+		if cycle = cycle[1:]; k.kind == faultPrimaryKill {
 			s.waitHealthyReplica() // the last failover's replica, before a new one
 		}
-		f := fault{Kind: cycle[0], Start: time.Now()}
-		cycle = cycle[1:]
-		f.Detail, f.Slot = s.inject(&f, min(time.Until(end), longest))
+		f, upTo := fault{Kind: k.kind, Start: time.Now()}, min(time.Until(end), longest)
+		f.Detail = k.run(s, &f, func() time.Duration { // 1.5 s … upTo
+			return 1500*time.Millisecond + time.Duration(s.faultRand.Int64N(int64(max(upTo-1500*time.Millisecond, time.Millisecond))))
+		})
 		f.End = time.Now()
 		s.locked(func() { s.faults = append(s.faults, f) })
 		s.t.Logf("fault %-17s %5.1fs  %s", f.Kind, f.End.Sub(f.Start).Seconds(), f.Detail)
 	}
 }
 
-// inject runs the fault f, lasting up to about upTo, and returns what it did
-// and the poller slot it hit (0: none in particular).
-func (s *soak) inject(f *fault, upTo time.Duration) (string, int) {
-	hold := func() time.Duration { // 1.5 s … upTo
-		return 1500*time.Millisecond + time.Duration(s.faultRand.Int64N(int64(max(upTo-1500*time.Millisecond, time.Millisecond))))
+func held(d time.Duration) string { return d.Round(time.Millisecond).String() }
+
+// holding runs start, waits d, runs stop and returns d.
+func holding(d time.Duration, start, stop func()) time.Duration {
+	start()
+	time.Sleep(d)
+	stop()
+	return d
+}
+
+// onPrimary runs fn on the primary the sentinels name, if they name one.
+func onPrimary(fn func(s *soak, f *fault, addr string, hold func() time.Duration) string) faultRun {
+	return func(s *soak, f *fault, hold func() time.Duration) string {
+		addr, err := s.sentinels[0].MasterAddr()
+		if err != nil {
+			s.problem("ask a sentinel for the primary: %v", err)
+		}
+		if addr == "" {
+			return "no primary known"
+		}
+		return fn(s, f, addr, hold)
 	}
-	held := func(d time.Duration) string { return d.Round(time.Millisecond).String() }
-	switch f.Kind {
-	case faultPollerKill:
-		slot, pause := 1+s.faultRand.IntN(3), time.Duration(300+s.faultRand.IntN(1700))*time.Millisecond
-		var p *proc
-		s.locked(func() { p = s.pollers[slot-1] })
-		p.kill()
-		time.Sleep(pause)
-		if err := s.startProc("poller", slot); err != nil {
-			s.problem("restart poller %d: %v", slot, err)
-		}
-		return fmt.Sprintf("SIGKILL %s, started again after %v", p.name, pause), slot
+}
 
-	case faultPrimaryKill:
-		return s.killPrimary(), 0
+type ghAnswer struct {
+	what  string
+	fault fakegithub.Fault
+}
 
-	case faultFlush:
-		return s.flush(), 0
-
-	case faultSilent:
-		slot, d := 1+s.faultRand.IntN(3), hold()
-		s.redisGates[slot-1].Stall()
-		time.Sleep(d)
-		s.redisGates[slot-1].Resume()
-		return fmt.Sprintf("redis silent for poller-%d for %s", slot, held(d)), slot
-
-	case faultGitHub500, faultSlow, faultGarbage, faultNotFound:
-		delay := time.Duration(1000+s.faultRand.IntN(6000)) * time.Millisecond
-		type answer struct {
-			what  string
-			fault fakegithub.Fault
-		}
-		answers := map[string][]answer{
-			faultGitHub500: {{"500", fakegithub.ServerError()}},
-			faultSlow:      {{"held back " + delay.String(), fakegithub.Slow(delay)}},
-			faultGarbage: {
-				{"200 with JSON cut off", fakegithub.Malformed()},
-				{"200 with an HTML page", fakegithub.Raw("<html><body>Unicorn!</body></html>")},
-				{"200 with wrong types", fakegithub.Raw(`{"tag_name":5,"assets":"none","draft":"no"}`)},
-				{"200 with a release one byte over the size limit", fakegithub.Oversized(github.MaxBody + 1)},
-			},
-			// Shorter than an interval: a blip, which must cost no release.
-			faultNotFound: {{"404", fakegithub.Status(http.StatusNotFound)}},
-		}[f.Kind]
-		a, d := answers[s.faultRand.IntN(len(answers))], hold()
+// githubAnswers makes every GitHub answer one of answers(delay), drawn, for a
+// drawn hold.
+func githubAnswers(answers func(delay time.Duration) []ghAnswer) faultRun {
+	return func(s *soak, f *fault, hold func() time.Duration) string {
+		as := answers(time.Duration(1000+s.faultRand.IntN(6000)) * time.Millisecond)
+		a, d := as[s.faultRand.IntN(len(as))], hold()
 		s.githubFault(f.Kind, a.fault, d)
-		return fmt.Sprintf("every answer %s, for %s", a.what, held(d)), 0
-
-	case faultRateLimit:
-		// The reset is announced in whole seconds; the window ends there.
-		reset := time.Now().Add(hold()).Truncate(time.Second).Add(time.Second)
-		s.githubFault(f.Kind, fakegithub.RateLimit(reset), time.Until(reset))
-		return "rate limited, reset at " + reset.Format("15:04:05"), 0
-
-	case faultAhead, faultPoison, faultOversized:
-		return s.tamper(f.Kind), 0
-
-	case faultFlood:
-		return s.floodUnsigned(hold()), 0
-
-	case faultReplay:
-		return s.replayStorm(hold()), 0
-
-	case faultClockStep:
-		// Both ways: ahead, then back to the true time; or back, then ahead to it.
-		d := hold()
-		f.Step = time.Hour * time.Duration(1-2*s.faultRand.IntN(2))
-		s.redisClock.Set(f.Step)
-		time.Sleep(d)
-		s.redisClock.Set(0)
-		return fmt.Sprintf("redis's clock %v off for %s, then put right", f.Step, held(d)), 0
-
-	case faultQuotaFar:
-		// A quota nearly spent with a reset ten years away: believed, it
-		// would pace the fleet to an interval of decades.
-		d := hold()
-		s.gh.SetQuota(fakegithub.Quota{Limit: 5000, Remaining: 1, Reset: time.Now().AddDate(10, 0, 0)})
-		time.Sleep(d)
-		s.gh.SetQuota(fakegithub.Quota{Limit: 5000, Remaining: 4999, Reset: time.Now().Add(time.Hour)})
-		return "1 request left, reset in ten years, for " + held(d), 0
-
-	case faultBigRefresh:
-		return s.bigRefresh(hold()), 0
+		return fmt.Sprintf("every answer %s, for %s", a.what, held(d))
 	}
-	panic("unknown fault " + f.Kind)
 }
 
 // githubFault makes every GitHub answer f for d.
 func (s *soak) githubFault(kind string, f fakegithub.Fault, d time.Duration) {
-	s.locked(func() { s.githubNow = kind })
-	s.gh.Stick(fakegithub.AnyRepo, f)
-	time.Sleep(d)
-	s.gh.Unstick(fakegithub.AnyRepo)
-	s.locked(func() { s.githubNow = "" })
+	holding(d, func() { s.locked(func() { s.githubNow = kind }); s.gh.Stick(fakegithub.AnyRepo, f) },
+		func() { s.gh.Unstick(fakegithub.AnyRepo); s.locked(func() { s.githubNow = "" }) })
 }
 
-// primaryAddr is the primary the sentinels name, "" (a problem of the
-// harness) when they do not answer.
-func (s *soak) primaryAddr() string {
-	addr, err := s.sentinels[0].MasterAddr()
-	if err != nil {
-		s.problem("ask a sentinel for the primary: %v", err)
-	}
-	return addr
-}
-
-// query sends a command to the Redis at addr; an error is a problem of the
+// redisDo sends a command to the Redis at addr; an error is a problem of the
 // harness.
-func (s *soak) query(addr string, args ...string) (any, bool) {
+func (s *soak) redisDo(addr string, args ...string) (any, bool) {
 	v, err := redistest.Query(addr, args...)
 	if err != nil {
 		s.problem("%s on %s: %v", strings.Join(args[:min(2, len(args))], " "), addr, err)
@@ -233,17 +242,21 @@ func (s *soak) query(addr string, args ...string) (any, bool) {
 	return v, err == nil
 }
 
+// repaired waits, well past repairBound so that the figure says how long it
+// took, until the reply to args on addr satisfies ok; it returns the time
+// since from.
+func repaired(from time.Time, addr string, ok func(any) bool, args ...string) (time.Duration, bool) {
+	done := testkit.Within(interval+repairBound, func() bool { v, err := redistest.Query(addr, args...); return err == nil && ok(v) })
+	return time.Since(from), done
+}
+
 // tamper writes to one app's hash what no honest poller writes, with a tag
 // that was never published, so that an answer serving it is a bad one:
-// faultAhead, a fetch and a claim from a clock an hour ahead; faultPoison, a
-// release whose download URL is in another repository; faultOversized, a
-// 16 MiB release. It measures how long until a poller's write replaced it,
-// which the rules bound by the next tick of any poller (repairBound).
-func (s *soak) tamper(kind string) string {
-	addr := s.primaryAddr()
-	if addr == "" {
-		return "no primary known"
-	}
+// redis-clock-ahead, a fetch and a claim from a clock an hour ahead;
+// redis-poison, a release whose download URL is in another repository;
+// redis-oversized, a 16 MiB release. A poller's write must replace it by the
+// next tick of any poller (repairBound).
+func (s *soak) tamper(f *fault, addr string, _ func() time.Duration) string {
 	a := apps[s.faultRand.IntN(len(apps))]
 	tag := tagOf(1000 + s.faultRand.IntN(1000))
 	rel, err := github.ParseRelease(a, fakegithub.NewRelease(a.Repo, tag).JSON())
@@ -252,47 +265,38 @@ func (s *soak) tamper(kind string) string {
 		s.problem("the fake's %s %s as stored: %v", a.Repo, tag, err)
 		return "no release"
 	}
-	value, at, what := string(b), time.Now(), ""
-	switch kind {
-	case faultAhead:
-		at, what = at.Add(time.Hour), "a fetch and a claim an hour ahead"
-	case faultPoison:
+	value, at, what := string(b), time.Now(), "a fetch and a claim an hour ahead"
+	switch f.Kind {
+	case "redis-clock-ahead":
+		at = at.Add(time.Hour)
+	case "redis-poison":
 		value = strings.ReplaceAll(value, "/"+a.Repo+"/releases/download/", "/attacker/evil/releases/download/")
 		what = "a release whose downloads are in another repository"
-	case faultOversized:
+	case "redis-oversized":
 		value, what = `{"tag":"`+tag+`","name":"`+strings.Repeat("x", 16<<20)+`"}`, "a 16 MiB release"
 	}
 	ms, key := strconv.FormatInt(at.UnixMilli(), 10), store.AppKey(a.Key)
-	if _, ok := s.query(addr, "HSET", key, "v", "1", "fetched_ms", ms, "etag", `"tampered"`,
+	if _, ok := s.redisDo(addr, "HSET", key, "v", "1", "fetched_ms", ms, "etag", `"tampered"`,
 		"release", value, "claimed_ms", ms, "by", intruder); !ok {
 		return "HSET failed"
 	}
-	began := time.Now()
-	if !testkit.Within(interval+repairBound, func() bool {
-		by, err := redistest.Query(addr, "HGET", key, "by")
-		return err == nil && by != intruder
-	}) {
+	took, ok := repaired(time.Now(), addr, func(by any) bool { return by != intruder }, "HGET", key, "by")
+	if took = took.Round(time.Millisecond); !ok {
 		s.problem("%s of %s: no poller replaced it within %v", what, a.Key, interval+repairBound)
 		return fmt.Sprintf("%s for %s %s: not replaced", what, a.Key, tag)
-	}
-	took := time.Since(began).Round(time.Millisecond)
-	if took > repairBound {
+	} else if took > repairBound {
 		s.problem("%s of %s replaced after %v, want within the next tick (%v)", what, a.Key, took, repairBound)
 	}
 	return fmt.Sprintf("%s for %s %s, replaced by a poller after %v", what, a.Key, tag, took)
 }
 
 // bigRefresh writes a refresh request with a 16 MiB tag, as an API pod's
-// Redis user may, and announces it, for d; then deletes it. Every poller
+// Redis user may, and announces it, for hold(); then deletes it. Every poller
 // reads refresh requests bounded (docs/redis.md, "What a reader refuses"), so
 // what the primary sends its clients meanwhile stays far below one copy of
 // the field (its replica gets one, by replication, which is not counted).
-func (s *soak) bigRefresh(d time.Duration) string {
-	addr := s.primaryAddr()
-	if addr == "" {
-		return "no primary known"
-	}
-	a := apps[s.faultRand.IntN(len(apps))]
+func (s *soak) bigRefresh(_ *fault, addr string, hold func() time.Duration) string {
+	d, a := hold(), apps[s.faultRand.IntN(len(apps))]
 	key := store.RefreshKey(a.Key)
 	sent := func() int64 {
 		info, err := redistest.Info(addr, "stats")
@@ -304,29 +308,26 @@ func (s *soak) bigRefresh(d time.Duration) string {
 		return all - repl
 	}
 	before := sent()
-	if _, ok := s.query(addr, "HSET", key, "v", "1", "at_ms", strconv.FormatInt(time.Now().UnixMilli(), 10),
+	if _, ok := s.redisDo(addr, "HSET", key, "v", "1", "at_ms", strconv.FormatInt(time.Now().UnixMilli(), 10),
 		"tag", strings.Repeat("x", 16<<20), "by", "intruder"); !ok {
 		return "HSET failed"
 	}
-	s.query(addr, "PUBLISH", store.RefreshChannel, a.Key)
+	s.redisDo(addr, "PUBLISH", store.RefreshChannel, a.Key)
 	time.Sleep(d)
 	out := sent() - before
-	s.query(addr, "DEL", key)
+	s.redisDo(addr, "DEL", key)
 	if out > 4<<20 {
 		s.problem("a 16 MiB refresh request of %s: the primary sent its clients %d bytes meanwhile, want far less than the field", a.Key, out)
 	}
-	return fmt.Sprintf("a 16 MiB refresh request of %s for %v: the primary sent its clients %d bytes meanwhile", a.Key, d.Round(time.Millisecond), out)
+	return fmt.Sprintf("a 16 MiB refresh request of %s for %v: the primary sent its clients %d bytes meanwhile", a.Key, held(d), out)
 }
 
-// killPrimary kills the primary with SIGKILL, waits until every sentinel
+// killPrimary kills the primary old with SIGKILL, waits until every sentinel
 // names the replica, and starts the old primary again, empty, as a replica of
 // the new one, waiting until it is in sync.
-func (s *soak) killPrimary() string {
-	old := s.primaryAddr()
+func (s *soak) killPrimary(_ *fault, old string, _ func() time.Duration) string {
 	victim, promoted := s.primary, s.replica
 	switch old {
-	case "":
-		return "no primary known"
 	case s.replica.Addr:
 		victim, promoted = s.replica, s.primary
 	case s.primary.Addr:
@@ -346,10 +347,9 @@ func (s *soak) killPrimary() string {
 		s.problem("%s did not come back as a replica of %s within %v", old, promoted.Addr, waitFor)
 	}
 	return fmt.Sprintf("SIGKILL the primary %s; sentinels promoted %s after %v; old primary back as a replica after %v",
-		old, promoted.Addr, failover.Round(time.Millisecond), time.Since(began).Round(time.Millisecond))
+		old, promoted.Addr, held(failover), held(time.Since(began)))
 }
 
-// sentinelsAgree waits, at most waitFor, until ok holds for every sentinel.
 func (s *soak) sentinelsAgree(ok func(*redistest.Sentinel) bool) bool {
 	return testkit.Within(waitFor, func() bool {
 		return !slices.ContainsFunc(s.sentinels, func(st *redistest.Sentinel) bool { return !ok(st) })
@@ -370,30 +370,21 @@ func (s *soak) waitHealthyReplica() {
 
 // flush sends FLUSHALL to the primary and measures how long until every
 // app's entry is back (the backoff hash is deleted on a good round anyway).
-func (s *soak) flush() string {
-	addr := s.primaryAddr()
-	if addr == "" {
-		return "no primary known"
-	}
+func (s *soak) flush(_ *fault, addr string, _ func() time.Duration) string {
 	exists := []string{"EXISTS"}
 	for _, a := range apps {
 		exists = append(exists, store.AppKey(a.Key))
 	}
-	at := time.Now()
-	if _, ok := s.query(addr, "FLUSHALL"); !ok {
+	rep := flushRepair{At: time.Now()}
+	if _, ok := s.redisDo(addr, "FLUSHALL"); !ok {
 		return "FLUSHALL failed"
 	}
-	// Wait well past the bound, so that the figure says how long it took.
-	rep := flushRepair{At: at, Repaired: testkit.Within(interval+repairBound, func() bool {
-		n, err := redistest.Query(addr, exists...)
-		return err == nil && n == int64(len(apps))
-	})}
-	rep.Took = time.Since(at)
+	rep.Took, rep.Repaired = repaired(rep.At, addr, func(n any) bool { return n == int64(len(apps)) }, exists...)
 	s.locked(func() { s.flushes = append(s.flushes, rep) })
 	if !rep.Repaired {
-		return fmt.Sprintf("FLUSHALL on %s: entries not all back after %v", addr, rep.Took.Round(time.Millisecond))
+		return fmt.Sprintf("FLUSHALL on %s: entries not all back after %v", addr, held(rep.Took))
 	}
-	return fmt.Sprintf("FLUSHALL on %s: every entry back after %v", addr, rep.Took.Round(time.Millisecond))
+	return fmt.Sprintf("FLUSHALL on %s: every entry back after %v", addr, held(rep.Took))
 }
 
 // The webhook the soak delivers: GitHub's, for every release it publishes.
@@ -495,15 +486,11 @@ func (s *soak) floodUnsigned(d time.Duration) string {
 }
 
 // replayStorm replays one signed delivery of an app's current release under
-// a new delivery id each time, from replayers senders to every pod, for d,
-// and checks that the storm recorded one delivery id, its first: a replay
-// adds no key to Redis.
-func (s *soak) replayStorm(d time.Duration) string {
-	addr := s.primaryAddr()
-	if addr == "" {
-		return "no primary known"
-	}
-	a := apps[s.faultRand.IntN(len(apps))]
+// a new delivery id each time, from replayers senders to every pod, for
+// hold(), and checks that the storm recorded one delivery id, its first: a
+// replay adds no key to Redis.
+func (s *soak) replayStorm(_ *fault, addr string, hold func() time.Duration) string {
+	d, a := hold(), apps[s.faultRand.IntN(len(apps))]
 	var n int
 	s.locked(func() { n = s.latest[a.Key] })
 	storm := fmt.Sprintf("replay-%d-", deliveryIDs.Add(1))
@@ -525,7 +512,7 @@ func (s *soak) replayStorm(d time.Duration) string {
 	s.locked(func() {
 		s.replayed = append(s.replayed, webhookDelivery{App: a.Key, Repo: a.Repo, Tag: tagOf(n), At: start, Status: http.StatusAccepted})
 	})
-	keys, ok := s.query(addr, "KEYS", store.DeliveryKey(storm+"*"))
+	keys, ok := s.redisDo(addr, "KEYS", store.DeliveryKey(storm+"*"))
 	kept, _ := keys.([]any)
 	if !ok {
 		return "KEYS failed"

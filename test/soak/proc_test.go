@@ -41,12 +41,16 @@ type proc struct {
 	err      error
 	killed   bool
 	logged   map[string]int // log lines by message
-	backoffs []backoff      // each fleet backoff it logged setting
+	backoffs []window       // each fleet backoff its "poll round" lines set, from when one was read
 }
 
-// backoff is a fleet backoff that a poller's "poll round" line set
-// (docs/operations.md, "When something goes wrong"), from when it was read.
-type backoff struct{ From, Until time.Time }
+// window is a span of time, From included, Until not.
+type window struct{ From, Until time.Time }
+
+func (w window) has(t time.Time) bool { return !t.Before(w.From) && t.Before(w.Until) }
+
+// overlaps reports whether w and o share an instant, ends included.
+func (w window) overlaps(o window) bool { return !w.From.After(o.Until) && !w.Until.Before(o.From) }
 
 // launch starts path with env, plus HTTP_ADDR and METRICS_ADDR (which the
 // poller does not read) on free loopback ports, its output appended to
@@ -88,7 +92,7 @@ func launch(name, role string, slot int, path, logPath string, env map[string]st
 			p.mu.Lock()
 			p.logged[rec.Msg]++
 			if now := time.Now(); rec.Msg == "poll round" && rec.Backoff > 0 {
-				p.backoffs = append(p.backoffs, backoff{now, now.Add(time.Duration(rec.Backoff * float64(time.Second)))})
+				p.backoffs = append(p.backoffs, window{now, now.Add(time.Duration(rec.Backoff * float64(time.Second)))})
 			}
 			p.mu.Unlock()
 			if rec.Msg == "listening" && rec.Addr != "" {
@@ -118,7 +122,6 @@ func launch(name, role string, slot int, path, logPath string, env map[string]st
 	}
 }
 
-// kill sends SIGKILL and waits for the exit.
 func (p *proc) kill() {
 	p.mu.Lock()
 	p.killed = true
@@ -147,22 +150,14 @@ func (p *proc) stop() error {
 	return p.err
 }
 
-func (p *proc) alive() bool {
-	select {
-	case <-p.exited:
-		return false
-	default:
-		return true
-	}
-}
+func (p *proc) alive() bool { return p.endedAt().IsZero() }
 
 // count returns how many of its log lines had the message msg.
 func (p *proc) count(msg string) int { p.mu.Lock(); defer p.mu.Unlock(); return p.logged[msg] }
 
-// endedAt is when the process exited, or the zero time while it runs.
+// endedAt is zero while p runs.
 func (p *proc) endedAt() time.Time { p.mu.Lock(); defer p.mu.Unlock(); return p.ended }
 
-// processStats is what the soak reads of a process's metrics.
 type processStats struct {
 	At         time.Time `json:"at"`
 	Goroutines float64   `json:"goroutines"`
@@ -173,11 +168,11 @@ type processStats struct {
 // scrape reads the process's goroutines and memory from its metrics.
 func scrape(p *proc) (processStats, error) {
 	res, body, err := testkit.Ask(defaultClient, p.metrics)
+	if err == nil && res.StatusCode != http.StatusOK {
+		err = fmt.Errorf("GET %s: %d", p.metrics, res.StatusCode)
+	}
 	if err != nil {
 		return processStats{}, err
-	}
-	if res.StatusCode != http.StatusOK {
-		return processStats{}, fmt.Errorf("GET %s: %d", p.metrics, res.StatusCode)
 	}
 	st := processStats{At: time.Now()}
 	want := map[string]*float64{"go_goroutines": &st.Goroutines, "go_memstats_heap_inuse_bytes": &st.HeapInuse,
@@ -220,17 +215,18 @@ type ghRequest struct {
 }
 
 // newGithubGate starts a poller slot's way to the fake GitHub at target: a
-// reverse proxy that records each request with the slot's current poller
-// instance, who (the fake alone cannot tell pollers apart), and the GitHub
-// fault in force.
-func newGithubGate(target string, who, fault func() string, record func(ghRequest)) (*httptest.Server, error) {
+// reverse proxy that records each request, which arrived fills in with the
+// slot's current poller instance (the fake alone cannot tell pollers apart)
+// and the GitHub fault in force.
+func newGithubGate(target string, arrived func(*ghRequest), record func(ghRequest)) (*httptest.Server, error) {
 	u, err := url.Parse(target)
 	if err != nil {
 		return nil, err
 	}
 	transport := &http.Transport{Proxy: nil, MaxIdleConnsPerHost: 16}
 	return httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		q := ghRequest{Poller: who(), Repo: repoOf(r.URL.Path), At: time.Now(), Fault: fault()}
+		q := ghRequest{Repo: repoOf(r.URL.Path), At: time.Now()}
+		arrived(&q)
 		(&httputil.ReverseProxy{
 			Transport: transport,
 			Rewrite:   func(pr *httputil.ProxyRequest) { pr.SetURL(u) },
@@ -308,7 +304,7 @@ func newRedisGate(sentinels, servers []string) (*redisGate, error) {
 	return g, nil
 }
 
-// Addr returns the proxy address that stands for the real address target.
+// Addr returns the proxy's address for the real address target.
 func (g *redisGate) Addr(target string) string { return g.addrs[target] }
 
 // Stall makes Redis silent for the gate's poller until Resume: connections
@@ -316,9 +312,7 @@ func (g *redisGate) Addr(target string) string { return g.addrs[target] }
 func (g *redisGate) Stall() {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if g.resume == nil {
-		g.resume = make(chan struct{})
-	}
+	g.resume = cmp.Or(g.resume, make(chan struct{}))
 }
 
 // Resume ends a stall and closes every connection open during it (a healed
@@ -335,7 +329,6 @@ func (g *redisGate) Resume() {
 	}
 }
 
-// Close stops every proxy and closes every connection.
 func (g *redisGate) Close() {
 	g.Stall()
 	g.Resume()

@@ -20,7 +20,6 @@ import (
 	"gonum.org/v1/plot/vg/vgimg"
 )
 
-// reportFiles are the entries a soak writes into the report directory.
 var reportFiles = []string{"summary.json", "answers.jsonl", "github.jsonl", "timeline.png", "logs"}
 
 // writeReport writes the report directory: summary.json (every figure and
@@ -40,7 +39,6 @@ func (s *soak) writeReport(r *report) error {
 	return s.timeline(r, filepath.Join(s.set.Report, "timeline.png"))
 }
 
-// writeJSON writes each item as a JSON line, or indented.
 func writeJSON[T any](path string, indent bool, items ...T) error {
 	f, err := os.Create(path)
 	if err != nil {
@@ -81,6 +79,7 @@ func (s *soak) timeline(r *report, path string) error {
 	sec := func(t time.Time) float64 { return t.Sub(s.began).Seconds() }
 	end := math.Ceil(sec(s.loadEnded))
 	bands := faultBars{faults: s.faults, sec: sec}
+	var errs []error // of addSeries
 
 	pf := newPanel("Faults injected (seeded schedule)", "", end, nil)
 	pf.Y.Min, pf.Y.Max = -0.5, float64(len(faultKinds))-0.5
@@ -89,7 +88,7 @@ func (s *soak) timeline(r *report, path string) error {
 
 	pa := newPanel("Answers per second, per API pod (bad answers in black)", "answers/s", end, bands)
 	pa.Y.Min, pa.Y.Max = 0, float64(workersPerPod)*float64(time.Second/loadPace)*1.5
-	perSecond := func(name string, c color.Color, keep func(podAnswer) bool) error {
+	perSecond := func(name string, c color.Color, keep func(podAnswer) bool) {
 		pts := make(plotter.XYs, int(end)+1)
 		for i := range pts {
 			pts[i].X = float64(i) + 0.5
@@ -99,16 +98,12 @@ func (s *soak) timeline(r *report, path string) error {
 				pts[b].Y++
 			}
 		}
-		return addSeries(pa, name, pts, c, nil)
+		errs = append(errs, addSeries(pa, name, pts, c, nil))
 	}
 	for i, pod := range s.pods {
-		if err := perSecond(pod.name, seriesColor[i], func(a podAnswer) bool { return a.Pod == pod.name }); err != nil {
-			return err
-		}
+		perSecond(pod.name, seriesColor[i], func(a podAnswer) bool { return a.Pod == pod.name })
 	}
-	if err := perSecond(fmt.Sprintf("bad (%d)", r.BadAnswers), color.Black, func(a podAnswer) bool { return a.Bad != "" }); err != nil {
-		return err
-	}
+	perSecond(fmt.Sprintf("bad (%d)", r.BadAnswers), color.Black, func(a podAnswer) bool { return a.Bad != "" })
 
 	pg := newPanel(fmt.Sprintf("GitHub requests, one row per app, one mark per request (%d in all; interval %v)", r.GitHubRequests, interval), "", end, bands)
 	pg.Y.Min, pg.Y.Max = -0.7, float64(len(apps))+0.2
@@ -128,9 +123,7 @@ func (s *soak) timeline(r *report, path string) error {
 				pts = append(pts, plotter.XY{X: sec(q.At), Y: y - 0.3 + 0.2*float64(i)})
 			}
 		}
-		if err := addSeries(pg, fmt.Sprintf("%s (%d)", class, len(pts)), pts, seriesColor[i], draw.BoxGlyph{}); err != nil {
-			return err
-		}
+		errs = append(errs, addSeries(pg, fmt.Sprintf("%s (%d)", class, len(pts)), pts, seriesColor[i], draw.BoxGlyph{}))
 	}
 
 	worst := r.WorstLag.LagS[r.WorstLagPod]
@@ -145,9 +138,10 @@ func (s *soak) timeline(r *report, path string) error {
 				pts = append(pts, plotter.XY{X: sec(rl.At), Y: lag})
 			}
 		}
-		if err := addSeries(pl, pod.name, pts, seriesColor[i], shapes[i%len(shapes)]); err != nil {
-			return err
-		}
+		errs = append(errs, addSeries(pl, pod.name, pts, seriesColor[i], shapes[i%len(shapes)]))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return err
 	}
 
 	img := vgimg.NewWith(vgimg.UseWH(14*vg.Inch, 13*vg.Inch), vgimg.UseDPI(110))

@@ -94,7 +94,6 @@ const (
 	rssBound = 128 << 20
 )
 
-// settings are what the environment chooses.
 type settings struct {
 	Duration time.Duration `json:"duration"`
 	Seed     uint64        `json:"seed"`
@@ -135,7 +134,7 @@ func appsEnv() string {
 	return strings.Join(parts, ",")
 }
 
-// soak is the deployment under test and everything recorded about it.
+// soak is the deployment and everything recorded about it.
 type soak struct {
 	t          *testing.T
 	set        settings
@@ -165,14 +164,12 @@ type soak struct {
 	began, loadEnded, faultsEnd, settled time.Time
 }
 
-// locked runs fn holding s.mu.
 func (s *soak) locked(fn func()) { s.mu.Lock(); defer s.mu.Unlock(); fn() }
 
 func (s *soak) problem(format string, args ...any) {
 	s.locked(func() { s.problems = append(s.problems, fmt.Sprintf(format, args...)) })
 }
 
-// publication is one release the fake GitHub started serving.
 type publication struct {
 	App string    `json:"app"`
 	N   int       `json:"n"`
@@ -184,11 +181,10 @@ func tagOf(n int) string { return "v2.0." + strconv.Itoa(n) }
 
 // numberOf is the release number of a tag the soak published, or 0.
 func numberOf(tag string) int {
-	n, err := strconv.Atoi(strings.TrimPrefix(tag, "v2.0."))
-	if err != nil || !strings.HasPrefix(tag, "v2.0.") {
-		return 0
+	if n, err := strconv.Atoi(strings.TrimPrefix(tag, "v2.0.")); err == nil && strings.HasPrefix(tag, "v2.0.") {
+		return n
 	}
-	return n
+	return 0
 }
 
 func TestSoak(t *testing.T) {
@@ -203,11 +199,8 @@ func TestSoak(t *testing.T) {
 		faultRand: rand.New(rand.NewPCG(set.Seed, 1)), publishRand: rand.New(rand.NewPCG(set.Seed, 2)),
 		pollers: make([]*proc, 3), latest: map[string]int{}, stats: map[string][]processStats{},
 	}
-	if err := os.MkdirAll(s.logs, 0o755); err != nil {
-		t.Fatal(err)
-	}
 	t.Logf("soak: %v, seed %d, report in %s", set.Duration, set.Seed, set.Report)
-	if err := buildBinaries(s.bins); err != nil {
+	if err := errors.Join(os.MkdirAll(s.logs, 0o755), buildBinaries(s.bins)); err != nil {
 		t.Fatal(err)
 	}
 	s.start()
@@ -223,19 +216,18 @@ func TestSoak(t *testing.T) {
 	wg.Go(func() { s.load(loadCtx) })
 	wg.Go(func() { every(loadCtx, 2*time.Second, s.sampleAll) })
 	pubCtx, stopPublishing := context.WithTimeout(loadCtx, quietLead+set.Duration)
-	published := make(chan struct{})
-	go func() {
-		defer close(published)
+	var publishing sync.WaitGroup
+	publishing.Go(func() {
 		every(pubCtx, publishEvery, func() { // a new release of a random app, and its webhook
 			a := apps[s.publishRand.IntN(len(apps))]
 			s.deliverRelease(s.publishOne(a), a.Repo)
 		})
-	}()
+	})
 
 	time.Sleep(quietLead) // releases delivered with nothing broken: the webhook path's own lag
 	s.injectFaults(set.Duration)
 	stopPublishing()
-	<-published // settle waits for the last release published
+	publishing.Wait() // settle waits for the last release published
 	s.locked(func() { s.faultsEnd = time.Now() })
 	if s.waitServing(settleBound) == nil {
 		s.locked(func() { s.settled = time.Now() })
@@ -280,25 +272,20 @@ func (s *soak) start() {
 		s.publishOne(a)
 	}
 	for slot := 1; slot <= 3; slot++ {
-		g, err := newGithubGate(s.gh.URL(),
-			func() string {
-				s.mu.Lock()
-				defer s.mu.Unlock()
+		g, err := newGithubGate(s.gh.URL(), func(q *ghRequest) {
+			q.Poller = fmt.Sprintf("poller-%d#?", slot)
+			s.locked(func() {
 				if p := s.pollers[slot-1]; p != nil {
-					return p.name
+					q.Poller = p.name
 				}
-				return fmt.Sprintf("poller-%d#?", slot)
-			},
-			func() string { s.mu.Lock(); defer s.mu.Unlock(); return s.githubNow },
-			func(r ghRequest) { s.locked(func() { s.requests = append(s.requests, r) }) })
-		if err != nil {
+				q.Fault = s.githubNow
+			})
+		}, func(q ghRequest) { s.locked(func() { s.requests = append(s.requests, q) }) })
+		rg, err2 := newRedisGate(sentinels, []string{s.primary.Addr, s.replica.Addr})
+		if err = errors.Join(err, err2); err != nil {
 			s.t.Fatal(err)
 		}
 		s.t.Cleanup(g.Close)
-		rg, err := newRedisGate(sentinels, []string{s.primary.Addr, s.replica.Addr})
-		if err != nil {
-			s.t.Fatal(err)
-		}
 		s.t.Cleanup(rg.Close)
 		s.ghGates, s.redisGates = append(s.ghGates, g), append(s.redisGates, rg)
 	}
@@ -315,10 +302,7 @@ func (s *soak) start() {
 // poller through its slot's gates, a pod on the sentinels.
 func (s *soak) startProc(role string, slot int) error {
 	key := role + "-" + strconv.Itoa(slot)
-	var name string
-	s.locked(func() {
-		name = fmt.Sprintf("%s#%d", key, 1+len(slices.DeleteFunc(slices.Clone(s.procs), func(p *proc) bool { return !strings.HasPrefix(p.name, key+"#") })))
-	})
+	name := fmt.Sprintf("%s#%d", key, 1+len(slices.DeleteFunc(s.procsNow(), func(p *proc) bool { return !strings.HasPrefix(p.name, key+"#") })))
 	env := map[string]string{
 		"REDIS_URL":               redistest.SentinelURL(masterName, s.sentinels...),
 		"CRAFT_APPS_RELEASE_APPS": appsEnv(),
@@ -354,7 +338,6 @@ func (s *soak) startProc(role string, slot int) error {
 	return nil
 }
 
-// publishOne makes the fake GitHub serve the next release of a.
 func (s *soak) publishOne(a release.App) publication {
 	var n int
 	s.locked(func() { n = s.latest[a.Key] + 1 })
@@ -364,7 +347,6 @@ func (s *soak) publishOne(a release.App) publication {
 	return p
 }
 
-// every calls fn every d until ctx ends.
 func every(ctx context.Context, d time.Duration, fn func()) {
 	tk := time.NewTicker(d)
 	defer tk.Stop()
@@ -378,39 +360,29 @@ func every(ctx context.Context, d time.Duration, fn func()) {
 	}
 }
 
-// allLive returns every process that runs now.
-func (s *soak) allLive() []*proc {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return slices.DeleteFunc(slices.Clone(s.procs), func(p *proc) bool { return !p.alive() })
-}
-
 // sampleAll scrapes every live process (one killed a moment ago is skipped).
 func (s *soak) sampleAll() {
-	for _, p := range s.allLive() {
+	for _, p := range slices.DeleteFunc(s.procsNow(), func(p *proc) bool { return !p.alive() }) {
 		if st, err := scrape(p); err == nil {
 			s.locked(func() { s.stats[p.name] = append(s.stats[p.name], st) })
 		}
 	}
 }
 
-// waitServing waits, at most d, until every pod serves the latest release
-// of every app; it returns why not when they still do not.
+// waitServing waits, at most d, until every pod serves a good answer with
+// the latest release of every app; it returns why not when they still do not.
 func (s *soak) waitServing(d time.Duration) error {
 	for deadline := time.Now().Add(d); ; time.Sleep(100 * time.Millisecond) {
-		var latest map[string]int
-		s.locked(func() { latest = maps.Clone(s.latest) })
 		var why error
 		for _, p := range s.pods {
-			answer, _, err := fetchInfo(defaultClient, p)
-			for i := 0; err == nil && i < len(apps); i++ {
-				if r := answer.info.ReleaseInfo.Apps[apps[i].Key].LatestRelease; r == nil || numberOf(r.Tag) < latest[apps[i].Key] {
-					err = fmt.Errorf("%s is not at %s", apps[i].Key, tagOf(latest[apps[i].Key]))
+			a, latest := s.ask(defaultClient, p), s.latestNow()
+			for i := 0; a.Bad == "" && i < len(apps); i++ {
+				if k := apps[i].Key; a.Tags[k] < latest[k] {
+					a.Bad = fmt.Sprintf("%s is not at %s", k, tagOf(latest[k]))
 				}
 			}
-			if err != nil {
-				why = fmt.Errorf("%s: %w", p.name, err)
-				break
+			if a.Bad != "" && why == nil {
+				why = fmt.Errorf("%s: %s", p.name, a.Bad)
 			}
 		}
 		if why == nil || time.Now().After(deadline) {
@@ -419,11 +391,20 @@ func (s *soak) waitServing(d time.Duration) error {
 	}
 }
 
+func (s *soak) latestNow() (latest map[string]int) {
+	s.locked(func() { latest = maps.Clone(s.latest) })
+	return latest
+}
+
+func (s *soak) procsNow() (procs []*proc) {
+	s.locked(func() { procs = slices.Clone(s.procs) })
+	return procs
+}
+
 // stopAll stops every process with SIGTERM; a process that does not exit 0
 // is a failure (a killed poller instance was already gone).
 func (s *soak) stopAll(rep *report) {
-	var procs []*proc
-	s.locked(func() { procs = slices.Clone(s.procs) })
+	procs := s.procsNow()
 	var wg sync.WaitGroup
 	errs := make([]error, len(procs))
 	for i, p := range procs {
@@ -444,7 +425,6 @@ var (
 	identityClient = &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{Proxy: nil, DisableCompression: true, MaxIdleConnsPerHost: 4}}
 )
 
-// podAnswer is one answer of a pod to the load.
 type podAnswer struct {
 	Pod        string
 	Start, End time.Time
@@ -472,7 +452,7 @@ func (s *soak) load(ctx context.Context) {
 	wg.Wait()
 }
 
-// ask sends one request to pod p and judges the answer.
+// ask asks pod p once and judges the answer.
 func (s *soak) ask(client *http.Client, p *proc) podAnswer {
 	a := podAnswer{Pod: p.name, Start: time.Now()}
 	answer, status, err := fetchInfo(client, p)
@@ -481,9 +461,7 @@ func (s *soak) ask(client *http.Client, p *proc) podAnswer {
 		a.Bad = err.Error()
 		return a
 	}
-	info := answer.info
-	var latest map[string]int
-	s.locked(func() { latest = maps.Clone(s.latest) })
+	info, latest := answer.info, s.latestNow()
 	a.Tags, a.Fetched = make(map[string]int, len(apps)), make(map[string]time.Time, len(apps))
 	if len(info.ReleaseInfo.Apps) != len(apps) {
 		a.Bad = fmt.Sprintf("%d apps listed, want %d", len(info.ReleaseInfo.Apps), len(apps))
