@@ -110,11 +110,7 @@ func (e *events) add(s string) {
 	e.list = append(e.list, s)
 }
 
-func (e *events) all() []string {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return slices.Clone(e.list)
-}
+func (e *events) all() []string { e.mu.Lock(); defer e.mu.Unlock(); return slices.Clone(e.list) }
 
 // setClock moves c to at, which must not be in its past.
 func setClock(t testing.TB, c *fakeclock.Clock, at time.Time) {
@@ -168,12 +164,23 @@ func bytesOf(text string) companionAnswer {
 
 var companionFailure = companionAnswer{a: failed()}
 
-// steady answers a 200 the first time an entry is asked, a 304 after.
-func steady(_ release.App, etag string, _ time.Time) release.Answer {
-	if etag != "" {
+// etag is the ETag of the one release, v1.0.0, that steady serves.
+const etag = `"e1"`
+
+// steady answers every entry a 200 the first time, a 304 after: v2 and v1
+// for a history, app's v1.0.0 as the store takes it for a release.
+func steady(app release.App, sent string, _ time.Time) release.Answer {
+	switch {
+	case sent != "":
 		return notModified()
+	case app.Channel == release.HistoryChannel:
+		return historyAnswer(`"h1"`, datedAt("v2", 1), datedAt("v1", 2))
 	}
-	return fetched("v1", `"e"`)
+	a := fetched("v1.0.0", etag)
+	a.Release.Version, a.Release.Name = "1.0.0", app.Name+" v1.0.0"
+	a.Release.PublishedAt = release.NewTime(t0)
+	a.Release.HTMLURL = "https://github.com/" + app.Repo + "/releases/tag/v1.0.0"
+	return a
 }
 
 func (s *fakeSource) Latest(_ context.Context, app release.App, etag string) release.Answer {
@@ -226,10 +233,7 @@ func (s *fakeSource) take() (asked []string, at []time.Time) {
 	return asked, at
 }
 
-func (s *fakeSource) takeAsked() []string {
-	asked, _ := s.take()
-	return asked
-}
+func (s *fakeSource) takeAsked() []string { asked, _ := s.take(); return asked }
 
 func (s *fakeSource) takeSigs() []string {
 	s.mu.Lock()
@@ -296,11 +300,7 @@ func (f *fakeFleet) set(app string, e release.Entry) {
 	f.entries[app] = e
 }
 
-func (f *fakeFleet) setBackoff(b schedule.Backoff) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.backoff = b
-}
+func (f *fakeFleet) setBackoff(b schedule.Backoff) { f.mu.Lock(); defer f.mu.Unlock(); f.backoff = b }
 
 func (f *fakeFleet) setErr(err error, ops ...string) {
 	f.mu.Lock()
@@ -530,13 +530,11 @@ func (o *fakeObserver) RedisError(op poller.Op)   { o.add("redis_error %s", op) 
 func (o *fakeObserver) Round(m poller.Mode, took time.Duration, b schedule.Backoff) {
 	o.add("round %s %v %s %d", m, took, since(b.Until), b.Trouble)
 }
-func (o *fakeObserver) Refreshed(app string, took time.Duration) { o.add("refreshed %s %v", app, took) }
-func (o *fakeObserver) ClockOffset(d time.Duration)              { o.add("offset %v", d) }
-func (o *fakeObserver) Paced(d time.Duration)                    { o.add("paced %v", d) }
-func (o *fakeObserver) RefreshesDeferred(why string, n int)      { o.add("deferred %s %d", why, n) }
-func (o *fakeObserver) Companion(_, outcome string, _ release.Answer) {
-	o.add("companion %s", outcome)
-}
+func (o *fakeObserver) Refreshed(app string, took time.Duration)      { o.add("refreshed %s %v", app, took) }
+func (o *fakeObserver) ClockOffset(d time.Duration)                   { o.add("offset %v", d) }
+func (o *fakeObserver) Paced(d time.Duration)                         { o.add("paced %v", d) }
+func (o *fakeObserver) RefreshesDeferred(why string, n int)           { o.add("deferred %s %d", why, n) }
+func (o *fakeObserver) Companion(_, outcome string, _ release.Answer) { o.add("companion %s", outcome) }
 
 func (o *fakeObserver) Entry(app string, e release.Entry) {
 	tag := "never"
@@ -699,34 +697,9 @@ func (h *harness) ticks(t testing.TB, from, until time.Duration, answer func(tim
 	}
 }
 
-// roundLine is what a tick's "poll round" log line says.
-type roundLine struct {
-	Mode        string
-	Fetched     int64
-	Unchanged   int64
-	Failed      int64
-	RateLimited bool
-	Backoff     time.Duration
-	Trouble     int64
-}
-
-func parseRound(t testing.TB, e observer.LoggedEntry) roundLine {
-	t.Helper()
-	m := e.ContextMap()
-	var r roundLine
-	var ok [7]bool
-	r.Mode, ok[0] = m["mode"].(string)
-	r.Fetched, ok[1] = m["fetched"].(int64)
-	r.Unchanged, ok[2] = m["unchanged"].(int64)
-	r.Failed, ok[3] = m["failed"].(int64)
-	r.RateLimited, ok[4] = m["rate_limited"].(bool)
-	r.Backoff, ok[5] = m["backoff"].(time.Duration)
-	r.Trouble, ok[6] = m["trouble"].(int64)
-	if slices.Contains(ok[:], false) {
-		t.Fatalf("round log line fields = %v, want mode, fetched, unchanged, failed, rate_limited, backoff, trouble", m)
-	}
-	return r
-}
+// roundLine is what a tick's "poll round" log line says, each field of its
+// type: mode, fetched, unchanged, failed, rate_limited, backoff, trouble.
+type roundLine [7]any
 
 // tickLogs splits the log entries since the last call into the round lines
 // and the messages of the warnings.
@@ -736,7 +709,8 @@ func (h *harness) tickLogs(t testing.TB) (rounds []roundLine, warns []string, al
 	for _, e := range all {
 		switch {
 		case e.Message == "poll round":
-			rounds = append(rounds, parseRound(t, e))
+			m := e.ContextMap()
+			rounds = append(rounds, roundLine{m["mode"], m["fetched"], m["unchanged"], m["failed"], m["rate_limited"], m["backoff"], m["trouble"]})
 		case e.Level == zapcore.WarnLevel:
 			warns = append(warns, e.Message)
 		}
@@ -772,16 +746,6 @@ func wantFields(t testing.TB, what string, got, want map[string]any) {
 			t.Errorf("%s: field %s = %v, want %v", what, k, g, w)
 		}
 	}
-}
-
-// containsAll reports whether every string of want is in got.
-func containsAll(got []string, want ...string) bool {
-	for _, w := range want {
-		if !slices.Contains(got, w) {
-			return false
-		}
-	}
-	return true
 }
 
 // mentions returns the calls that contain s.

@@ -25,21 +25,6 @@ func historyAnswer(etag string, rels ...*release.Release) release.Answer {
 	return release.Answer{Outcome: release.Fetched, ETag: etag, History: release.NewHistory(rels), Remaining: -1}
 }
 
-// steadily answers every entry a 200 the first time, a 304 after: v2 for a
-// release, v2 and v1 for a history.
-func steadily(app release.App, etag string, _ time.Time) release.Answer {
-	switch {
-	case etag != "":
-		return notModified()
-	case app.Channel == release.HistoryChannel:
-		return historyAnswer(`"h1"`, datedAt("v2", 1), datedAt("v1", 2))
-	}
-	return fetched("v2", `"e"`)
-}
-
-// quiet drops the logs of a long run.
-func quiet(c *poller.Config) { c.Logger = zap.NewNop() }
-
 // TestRequestsPerEntry: at the production interval, every entry polled
 // costs one GitHub request per I − M, the first round included: an app's
 // own, its pre-release channel's, and the history of an app with decisions,
@@ -65,8 +50,8 @@ func TestRequestsPerEntry(t *testing.T) {
 			for i := range list {
 				list[i].Prereleases = tt.prereleases
 			}
-			h := newHarness(t, nil, nil, false, quiet, func(c *poller.Config) { c.Apps = release.Entries(list) })
-			h.source.otherwise = steadily
+			h := newHarness(t, nil, nil, false, func(c *poller.Config) { c.Apps, c.Logger = release.Entries(list), zap.NewNop() })
+			h.source.otherwise = steady
 			h.p.SetDecided(tt.decided)
 			for end := at(time.Duration(tt.hours) * time.Hour); h.clock.Now().Before(end); {
 				h.p.Tick(context.Background())
@@ -105,7 +90,7 @@ func TestRequestsPerEntry(t *testing.T) {
 // decisions, GitHub answering steadily.
 func historyHarness(t *testing.T, fleet *fakeFleet, opts ...func(*poller.Config)) *harness {
 	h := newHarness(t, []string{"a", "b"}, fleet, fleet != nil, append([]func(*poller.Config){withHistory}, opts...)...)
-	h.source.otherwise = steadily
+	h.source.otherwise = steady
 	h.p.SetDecided([]string{"a"})
 	return h
 }
@@ -210,7 +195,7 @@ func TestHistoryRepaired(t *testing.T) {
 // and the ticks after it do not, until the decision is known.
 func TestHistoryRefresh(t *testing.T) {
 	h := newHarness(t, []string{"a", "b", "c"}, nil, false, withHistory)
-	h.source.otherwise = steadily
+	h.source.otherwise = steady
 	h.p.SetDecided([]string{"a"})
 	h.tick(t, 0, nil)
 	h.source.take()
@@ -219,7 +204,7 @@ func TestHistoryRefresh(t *testing.T) {
 		request(h, key, time.Minute, "")
 	}
 	h.p.RefreshRound(context.Background())
-	if got, want := h.source.takeAsked(), []string{`a("e")`, `a:history("h1")`, "b:history", `c("e")`}; !slices.Equal(got, want) {
+	if got, want := h.source.takeAsked(), []string{`a("e1")`, `a:history("h1")`, "b:history", `c("e1")`}; !slices.Equal(got, want) {
 		t.Errorf("refresh round asked %v, want %v", got, want)
 	}
 	h.ticks(t, time.Minute+timing.Tick, time.Minute+timing.Interval+timing.Tick, nil, nil)
