@@ -74,8 +74,7 @@ func TestCompanions(t *testing.T) {
 			nil, 1, nil, map[string]string{nameA: sigA, nameB: sigB}, nil},
 		{"a new release whose B is signed by another key: A kept, B refused", timing.Interval, answers{"artcraft": tauriRelease("v2")},
 			map[int64][]companionAnswer{
-				1: {bytesOf(sigA2)},
-				2: {bytesOf(other.Sign("ArtCraft_v2_x64-setup.exe", []byte("nsis 2"))), bytesOf("not a signature")},
+				1: {bytesOf(sigA2)}, 2: {bytesOf(other.Sign("ArtCraft_v2_x64-setup.exe", []byte("nsis 2"))), bytesOf("not a signature")},
 			}, 1, []string{"1", "2"}, map[string]string{nameA2: sigA2}, []string{poller.CompanionStored, poller.CompanionRefused}},
 		{"a refused one is not asked again at the next tick", timing.Tick, nil,
 			nil, 0, nil, map[string]string{nameA2: sigA2}, nil},

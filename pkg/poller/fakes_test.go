@@ -30,13 +30,7 @@ var t0 = time.Date(2026, 10, 10, 12, 0, 0, 0, time.UTC)
 
 // timing is the production timing without a token: I = 1800 s, so M = 30 s,
 // C = F = R = 60 s.
-var timing = schedule.Timing{
-	Interval:      1800 * time.Second,
-	MaxBackoff:    4 * time.Hour,
-	Tick:          30 * time.Second,
-	Spacing:       time.Second,
-	StartupJitter: 30 * time.Second,
-}
+var timing = schedule.Timing{Interval: 1800 * s, MaxBackoff: 4 * time.Hour, Tick: 30 * s, Spacing: s, StartupJitter: 30 * s}
 
 const s = time.Second
 

@@ -80,8 +80,7 @@ func (f *fleet) add(name, url string, coordinate bool, seed uint64) *member {
 		store: store.New(conn, name, f.apps), logs: logs, sink: &fakeSink{}}
 	p, err := poller.New(poller.Config{
 		Apps: f.apps, Timing: f.timing, Source: m.source, Fleet: m.store, ReadTimeout: conn.Timeout(),
-		Coordinate: coordinate, Sink: m.sink, Logger: zap.New(core), Clock: f.clock,
-		Rand: rand.New(rand.NewPCG(seed, 0x5eed)).Float64,
+		Coordinate: coordinate, Sink: m.sink, Logger: zap.New(core), Clock: f.clock, Rand: rand.New(rand.NewPCG(seed, 0x5eed)).Float64,
 	})
 	if err != nil {
 		f.t.Fatalf("poller.New: %v", err)

@@ -144,8 +144,7 @@ func TestHistoryKept(t *testing.T) {
 		failures int // in a row
 	}{
 		{"the list", historyAnswer(`"h1"`, datedAt("v2", 1), datedAt("v1", 2)), []string{"v2", "v1"}, 0},
-		{"a malformed list", failed(), []string{"v2", "v1"}, 1},
-		{"a 404", notFound(), []string{"v2", "v1"}, 2},
+		{"a malformed list", failed(), []string{"v2", "v1"}, 1}, {"a 404", notFound(), []string{"v2", "v1"}, 2},
 		{"a newer list", historyAnswer(`"h2"`, datedAt("v3", 0), datedAt("v2", 1)), []string{"v3", "v2"}, 0},
 	}
 	for i, st := range steps {

@@ -72,23 +72,14 @@ func TestRunSequence(t *testing.T) {
 		want              []string
 		warns             []string
 	}{
-		{
-			name:  "coordinated: the start-up load comes before the jitter",
-			fleet: true, coordinate: true, u: 0.5,
+		{name: "coordinated: the start-up load comes before the jitter", fleet: true, coordinate: true, u: 0.5,
 			want: []string{
-				"Load", "loaded false", "wait 15s",
-				"Load", "loaded true", "LoadApp a", "Claim a", "ask a", "PutFetch a", "wait 30s",
+				"Load", "loaded false", "wait 15s", "Load", "loaded true", "LoadApp a", "Claim a", "ask a", "PutFetch a", "wait 30s",
 				"Load", "loaded true", "wait 30s",
-			},
-		},
-		{
-			name:  "coordinated with Redis down: the load is tried, then the poller goes on alone",
+			}},
+		{name: "coordinated with Redis down: the load is tried, then the poller goes on alone",
 			fleet: true, coordinate: true, loadErr: errors.New("connection refused"), u: 0.5,
-			want: []string{
-				"Load", "loaded false", "wait 15s",
-				"Load", "loaded true", "ask a", "wait 30s",
-				"Load", "loaded true", "wait 30s",
-			},
+			want:  []string{"Load", "loaded false", "wait 15s", "Load", "loaded true", "ask a", "wait 30s", "Load", "loaded true", "wait 30s"},
 			warns: []string{"redis unavailable"},
 		},
 		{name: "standalone: no load, the jitter first", u: 0.5, want: []string{"wait 15s", "ask a", "wait 30s", "wait 30s"}},
