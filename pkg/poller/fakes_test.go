@@ -25,7 +25,6 @@ import (
 	"github.com/storytold/craft-releases/test/fakeclock"
 )
 
-// t0 is when every test starts.
 var t0 = time.Date(2026, 10, 10, 12, 0, 0, 0, time.UTC)
 
 // timing is the production timing without a token: I = 1800 s, so M = 30 s,
@@ -54,8 +53,7 @@ func numbered(prefix string, n, width int) []string {
 	return keys
 }
 
-func at(d time.Duration) time.Time { return t0.Add(d) }
-
+func at(d time.Duration) time.Time    { return t0.Add(d) }
 func rel(tag string) *release.Release { return &release.Release{Tag: tag} }
 
 func fetched(tag, etag string) release.Answer {
@@ -80,7 +78,6 @@ func rateLimited(retryAt time.Time) release.Answer {
 	return release.Answer{Outcome: release.RateLimited, RetryAt: retryAt, Err: errors.New("HTTP 403"), Remaining: 0}
 }
 
-// all answers a for each key.
 func all(keys []string, a func() release.Answer) map[string]release.Answer {
 	m := make(map[string]release.Answer, len(keys))
 	for _, k := range keys {
@@ -90,23 +87,14 @@ func all(keys []string, a func() release.Answer) map[string]release.Answer {
 }
 
 // events records, in order, what the fakes saw, for tests about sequence.
-type events struct {
-	mu   sync.Mutex
-	list []string
-}
+type events struct{ fakeObserver }
 
 func (e *events) add(s string) {
-	if e == nil {
-		return
+	if e != nil {
+		e.fakeObserver.add("%s", s)
 	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	e.list = append(e.list, s)
 }
 
-func (e *events) all() []string { e.mu.Lock(); defer e.mu.Unlock(); return slices.Clone(e.list) }
-
-// setClock moves c to at, which must not be in its past.
 func setClock(t testing.TB, c *fakeclock.Clock, at time.Time) {
 	t.Helper()
 	if now := c.Now(); at.Before(now) {
@@ -453,7 +441,6 @@ func (f *fakeFleet) ClearBackoff(_ context.Context, read schedule.Backoff) (bool
 	return true, nil
 }
 
-// fakeSink records every Set.
 type fakeSink struct {
 	mu   sync.Mutex
 	sets []string
@@ -504,7 +491,6 @@ func (o *fakeObserver) add(format string, args ...any) {
 	o.calls = append(o.calls, fmt.Sprintf(format, args...))
 }
 
-// since is t as an offset from t0, or "never" when zero.
 func since(t time.Time) string {
 	if t.IsZero() {
 		return "never"
@@ -566,7 +552,6 @@ func (o *fakeObserver) take(kind string) []string {
 	return taken
 }
 
-// durations parses the calls of kind, each a duration.
 func (o *fakeObserver) durations(t testing.TB, kind string) []time.Duration {
 	t.Helper()
 	var out []time.Duration
@@ -612,7 +597,6 @@ type harness struct {
 	changes   []string // Config.Changes calls, as "app old→new"
 }
 
-// tagOf is r's tag, or "none" for no release.
 func tagOf(r *release.Release) string {
 	if r == nil {
 		return "none"
@@ -712,10 +696,8 @@ func (h *harness) tickLogs(t testing.TB) (rounds []roundLine, warns []string, al
 	return rounds, warns, all
 }
 
-// logged counts the log lines of message msg.
 func (h *harness) logged(msg string) int { return h.logs.FilterMessage(msg).Len() }
 
-// fields returns the fields of the first log line of message msg among logs.
 func fields(logs []observer.LoggedEntry, msg string) map[string]any {
 	for _, e := range logs {
 		if e.Message == msg {
@@ -725,7 +707,6 @@ func fields(logs []observer.LoggedEntry, msg string) map[string]any {
 	return nil
 }
 
-// wantFields checks that got holds want's fields with their values.
 func wantFields(t testing.TB, what string, got, want map[string]any) {
 	t.Helper()
 	for k, w := range want {
@@ -742,7 +723,6 @@ func wantFields(t testing.TB, what string, got, want map[string]any) {
 	}
 }
 
-// mentions returns the calls that contain s.
 func mentions(calls []string, s string) []string {
 	var out []string
 	for _, c := range calls {

@@ -13,9 +13,6 @@ import (
 	"time"
 
 	"github.com/redis/rueidis"
-	"go.uber.org/zap"
-	"go.uber.org/zap/zapcore"
-	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/storytold/craft-releases/pkg/poller"
 	"github.com/storytold/craft-releases/pkg/redis"
@@ -30,18 +27,13 @@ import (
 // to park on the clock: a guard against a hang, not a performance figure.
 const settleWait = 30 * time.Second
 
-// member is one poller of a fleet, with a GitHub and a Redis client of its own.
+// member is one poller of a fleet, with a Redis client of its own.
 type member struct {
-	name   string
-	source *fakeSource
-	conn   *redis.Conn
-	store  *store.Store
-	logs   *observer.ObservedLogs
-	sink   *fakeSink
+	*harness
+	name  string
+	conn  *redis.Conn
+	store *store.Store
 }
-
-// count returns how many of the member's log entries have message msg.
-func (m *member) count(msg string) int { return m.logs.FilterMessage(msg).Len() }
 
 // fleet is several pollers running their real Run loops on one fake clock,
 // sharing a real Store on a real redis-server. It moves the clock only when
@@ -75,19 +67,15 @@ func (f *fleet) add(name, url string, coordinate bool, seed uint64) *member {
 	if err != nil {
 		f.t.Fatalf("redis.OpenURL: %v", err)
 	}
-	core, logs := observer.New(zapcore.InfoLevel)
-	m := &member{name: name, source: &fakeSource{clock: f.clock, otherwise: steady}, conn: conn,
-		store: store.New(conn, name, f.apps), logs: logs, sink: &fakeSink{}}
-	p, err := poller.New(poller.Config{
-		Apps: f.apps, Timing: f.timing, Source: m.source, Fleet: m.store, ReadTimeout: conn.Timeout(),
-		Coordinate: coordinate, Sink: m.sink, Logger: zap.New(core), Clock: f.clock, Rand: rand.New(rand.NewPCG(seed, 0x5eed)).Float64,
+	m := &member{name: name, conn: conn, store: store.New(conn, name, f.apps)}
+	m.harness = newHarness(f.t, thirteen, nil, coordinate, func(c *poller.Config) {
+		c.Timing, c.Fleet, c.ReadTimeout, c.Clock = f.timing, m.store, conn.Timeout(), f.clock
+		c.Rand = rand.New(rand.NewPCG(seed, 0x5eed)).Float64
 	})
-	if err != nil {
-		f.t.Fatalf("poller.New: %v", err)
-	}
+	m.source.clock, m.source.otherwise = f.clock, steady
 	f.members = append(f.members, m)
 	f.wg.Go(func() {
-		if err := p.Run(f.ctx); err != nil {
+		if err := m.p.Run(f.ctx); err != nil {
 			f.t.Errorf("%s: Run: %v", name, err)
 		}
 	})
@@ -291,7 +279,7 @@ func TestRequestsPerAppPerInterval(t *testing.T) {
 				if got := m.store.Mode(); tt.coordinate && got != mode {
 					t.Errorf("%s: store mode %v, want %v", m.name, got, mode)
 				}
-				if n := m.count("redis unavailable"); n != 0 {
+				if n := m.logged("redis unavailable"); n != 0 {
 					t.Errorf("%s: %d redis warnings, want none", m.name, n)
 				}
 			}
@@ -336,10 +324,10 @@ func TestRedisStoppedAndRestarted(t *testing.T) {
 			t.Errorf("%s asked %s during the outage, want a revalidation of %s (a 304)", a.poller, a.call, etag)
 		}
 	}
-	if got := first.count("redis unavailable"); got != 1 {
+	if got := first.logged("redis unavailable"); got != 1 {
 		t.Errorf("%d \"redis unavailable\" warnings in %v of outage, want 1", got, outage)
 	}
-	if got := first.count("redis is back"); got != 0 {
+	if got := first.logged("redis is back"); got != 0 {
 		t.Errorf("%d \"redis is back\" while Redis is down, want 0", got)
 	}
 
@@ -349,10 +337,10 @@ func TestRedisStoppedAndRestarted(t *testing.T) {
 	// From memory: the 304s of the outage's last interval.
 	f.shared(srv.URL(), up.Add(-interval))
 	f.runFor(interval)
-	if got := first.count("redis is back"); got != 1 {
+	if got := first.logged("redis is back"); got != 1 {
 		t.Errorf("%d \"redis is back\" after the restart, want 1", got)
 	}
-	if got := first.count("redis unavailable"); got != 1 {
+	if got := first.logged("redis unavailable"); got != 1 {
 		t.Errorf("%d \"redis unavailable\" warnings in all, want 1", got)
 	}
 	shared := f.shared(srv.URL(), up)
@@ -417,9 +405,9 @@ func TestRedisFlushed(t *testing.T) {
 		}
 	}
 	const line = "redis entries written back from memory"
-	before := f.members[0].count(line) + f.members[1].count(line)
+	before := f.members[0].logged(line) + f.members[1].logged(line)
 	f.runFor(2 * timing.Interval)
-	if got := f.members[0].count(line) + f.members[1].count(line); before == 0 || got != before {
+	if got := f.members[0].logged(line) + f.members[1].logged(line); before == 0 || got != before {
 		t.Errorf("%d write-back lines at the repair, %d after two more intervals, want at least 1 and no more", before, got)
 	}
 }

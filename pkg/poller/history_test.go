@@ -96,7 +96,8 @@ func historyHarness(t *testing.T, fleet *fakeFleet, opts ...func(*poller.Config)
 }
 
 // TestHistoryNewlyDecided: an app that gains a decision has its history
-// asked for at the next tick, and shared; once it loses it, its history is
+// asked for at the next tick, and shared, and after a flush written back from
+// memory without a request to GitHub; once it loses it, its history is
 // neither asked for, read nor repaired.
 func TestHistoryNewlyDecided(t *testing.T) {
 	h := historyHarness(t, newFleet())
@@ -124,9 +125,24 @@ func TestHistoryNewlyDecided(t *testing.T) {
 		t.Errorf("changes %q, want b's history as v1→v2", h.changes)
 	}
 
+	want := h.fleet.entry("b:history")
+	for _, key := range []string{"a", "a:history", "b", "b:history"} { // a flush
+		h.fleet.set(key, release.Entry{})
+	}
+	h.tick(t, 2*timing.Tick, nil)
+	if got := h.source.takeAsked(); len(got) != 0 {
+		t.Errorf("after a flush asked GitHub %v, want nothing (all fresh)", got)
+	}
+	if got := h.fleet.entry("b:history"); !got.FetchedAt.Equal(want.FetchedAt) || !slices.Equal(got.History.Tags(), want.History.Tags()) {
+		t.Errorf("after the flush: %+v, want %+v written back", got, want)
+	}
+	if calls := h.fleet.takeCalls(); slices.Contains(calls, "PutFetch a:history") {
+		t.Errorf("a's history written back without a decision: %v", calls)
+	}
+
 	h.p.SetDecided(nil)
 	h.fleet.set("b:history", release.Entry{})
-	h.ticks(t, 2*timing.Tick, 2*timing.Tick+2*timing.Interval, nil, nil)
+	h.ticks(t, 3*timing.Tick, 3*timing.Tick+2*timing.Interval, nil, nil)
 	if got := mentions(append(h.source.takeAsked(), h.fleet.takeCalls()...), "history"); got != nil {
 		t.Errorf("without a decision: %q, want nothing of the history", got)
 	}
@@ -158,32 +174,6 @@ func TestHistoryKept(t *testing.T) {
 		if got := e.History.Tags(); !slices.Equal(got, st.tags) || failures != st.failures {
 			t.Errorf("%s: history %q, %d failures in a row; want %q, %d", st.name, got, failures, st.tags, st.failures)
 		}
-	}
-}
-
-// TestHistoryRepaired: a flushed Redis gets the history back from memory at
-// the next tick, without a request to GitHub.
-func TestHistoryRepaired(t *testing.T) {
-	h := historyHarness(t, newFleet())
-	h.tick(t, 0, nil)
-	h.source.take()
-	want := h.fleet.entry("a:history")
-	if !want.Fetched() {
-		t.Fatal("history not shared")
-	}
-	for _, key := range []string{"a", "a:history", "b"} {
-		h.fleet.set(key, release.Entry{})
-	}
-	h.fleet.takeCalls()
-	h.tick(t, timing.Tick, nil)
-	if got := h.source.takeAsked(); len(got) != 0 {
-		t.Errorf("asked GitHub %v, want nothing (all fresh)", got)
-	}
-	if got := h.fleet.entry("a:history"); !got.FetchedAt.Equal(want.FetchedAt) || !slices.Equal(got.History.Tags(), want.History.Tags()) {
-		t.Errorf("after the flush: %+v, want %+v written back", got, want)
-	}
-	if calls := h.fleet.takeCalls(); slices.Contains(calls, "PutFetch b:history") {
-		t.Errorf("b's history written: %v", calls)
 	}
 }
 

@@ -126,7 +126,7 @@ func TestRunSequence(t *testing.T) {
 			if err := h.p.Run(ctx); err != nil {
 				t.Fatalf("Run() = %v, want nil", err)
 			}
-			if got := ev.all(); !slices.Equal(got, tt.want) {
+			if got := ev.take(""); !slices.Equal(got, tt.want) {
 				t.Errorf("events:\n got %q\nwant %q", got, tt.want)
 			}
 			if !isClosed(h.p.Loaded()) {
