@@ -77,7 +77,7 @@ func runScenario(t *testing.T, sc scenario) {
 			want = []roundLine{*st.round}
 		}
 		if !slices.Equal(rounds, want) {
-			t.Errorf("step %d (at %v): round lines %+v, want %+v", i, st.at, rounds, want)
+			t.Errorf("step %d (at %v): round lines %#v, want %#v", i, st.at, rounds, want)
 		}
 		check("warnings", warns, st.warns)
 		if got := h.obs.take(""); st.observed != nil {

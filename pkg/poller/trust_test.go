@@ -17,17 +17,29 @@ import (
 // repository that answers 404 for good keeps its release through the per-app
 // retries, each 404 a failure that names the status, until the 404s have
 // lasted a whole interval and three requests: then "no release", once, with
-// a warning that names the tag it drops.
+// a warning that names the tag it drops. Before, a 404 or two between good
+// answers loses nothing, and the run of 404s starts again after a good one.
 func TestNotFoundKeepsTheRelease(t *testing.T) {
 	h := newHarness(t, []string{"a"}, nil, false)
 	h.tick(t, 0, answers{"a": fetched("v1", "e1")})
+	const blips = 6 * time.Hour // two 404s in every other interval, 304s between
+	h.ticks(t, timing.Interval-timing.Tick, blips, func(d time.Duration) release.Answer {
+		return map[bool]release.Answer{true: notFound(), false: notModified()}[(d/timing.Interval)%2 == 0]
+	}, func(d time.Duration) {
+		if e := h.sink.entry("a"); e.Release == nil || e.Release.Tag != "v1" {
+			t.Fatalf("at %v: release lost to a blip: %+v", d, e)
+		}
+	})
+	if n := h.obs.take(""); len(mentions(n, "answer a failed")) < 2*int(blips/timing.Interval/2)-2 {
+		t.Fatalf("blips observed %q, want two 404s in every other interval", n)
+	}
 	h.logs.TakeAll()
-	h.obs.take("")
 	h.obs.take("entry")
+	h.source.take()
 
 	var firstAsked, dropped time.Duration
 	var fourOhFours int
-	h.ticks(t, timing.Interval-timing.Tick, 3*time.Hour, func(time.Duration) release.Answer { return notFound() }, func(d time.Duration) {
+	h.ticks(t, blips, blips+3*time.Hour, func(time.Duration) release.Answer { return notFound() }, func(d time.Duration) {
 		if len(h.source.takeAsked()) == 0 {
 			return
 		}
@@ -74,29 +86,6 @@ func TestNotFoundKeepsTheRelease(t *testing.T) {
 	}
 	if got := h.obs.take("entry"); len(got) == 0 || got[len(got)-1] != "a none ok" {
 		t.Errorf("entries observed %q, want the last one without a release", got)
-	}
-}
-
-// TestNotFoundBlip: a 404 or two between good answers loses nothing, and
-// the run of 404s starts again after a good answer.
-func TestNotFoundBlip(t *testing.T) {
-	h := newHarness(t, []string{"a"}, nil, false)
-	h.tick(t, 0, answers{"a": fetched("v1", "e1")})
-	blips := 0
-	h.ticks(t, timing.Interval-timing.Tick, 12*time.Hour, func(d time.Duration) release.Answer {
-		// Two 404s in every interval, then GitHub answers again.
-		if (d/timing.Interval)%2 == 0 {
-			blips++
-			return notFound()
-		}
-		return notModified()
-	}, func(d time.Duration) {
-		if e := h.sink.entry("a"); e.Release == nil || e.Release.Tag != "v1" {
-			t.Fatalf("at %v: release lost to a blip: %+v", d, e)
-		}
-	})
-	if blips == 0 {
-		t.Fatal("no 404 was answered")
 	}
 }
 
