@@ -30,6 +30,12 @@ func TestRedisOutageLogs(t *testing.T) {
 			[]string{"redis unavailable 5s", "redis entries written back from memory", "redis is back 35s"}},
 		{"an outage after Redis came back is a new one, warned at once", "Load", []bool{true, false, true}, time.Minute, 0,
 			[]string{"redis unavailable 0s", "redis entries written back from memory", "redis is back 1m0s", "redis unavailable 0s"}},
+		// After a failover: reads work while every write is refused, and a is
+		// due at every tick; the outage's reminders count from its start.
+		{"writes refused at every tick are one outage, over once a tick works", "Claim", []bool{true, true, true, false}, timing.Interval, 0,
+			[]string{"redis unavailable 0s", "redis entries written back from memory", "redis unavailable 30m0s",
+				"redis entries written back from memory", "redis unavailable 1h0m0s", "redis entries written back from memory",
+				"redis is back 1h30m0s"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
