@@ -89,7 +89,7 @@ func TestCompanions(t *testing.T) {
 		if got := h.source.takeAsked(); len(got) != st.asked {
 			t.Errorf("%s: releases asked %q, want %d", st.name, got, st.asked)
 		}
-		if got := h.source.takeSigs(); !slices.Equal(got, st.sigAsked) {
+		if got := h.source.sigAsked.take(); !slices.Equal(got, st.sigAsked) {
 			t.Errorf("%s: companions asked %v, want %v", st.name, got, st.sigAsked)
 		}
 		if got := fleet.entry("artcraft").Companions.Map(); !maps.Equal(got, st.kept) {
@@ -171,7 +171,7 @@ func TestCompanionsRateLimited(t *testing.T) {
 	h := companionHarness(t, []string{"artcraft", "b"}, nil)
 	h.source.answer(1, companionAnswer{a: rateLimited(at(time.Hour))})
 	h.tick(t, 0, answers{"artcraft": tauriRelease("v1"), "b": fetched("v1", `"b"`)})
-	if got := h.source.takeSigs(); !slices.Equal(got, []string{"1"}) {
+	if got := h.source.sigAsked.take(); !slices.Equal(got, []string{"1"}) {
 		t.Errorf("companions asked: got %v, want [1]", got)
 	}
 	if got := h.source.takeAsked(); !slices.Equal(got, []string{"artcraft"}) {
@@ -195,7 +195,7 @@ func TestCompanionsAfterRestart(t *testing.T) {
 	if got := h.source.takeAsked(); !slices.Equal(got, []string{"artcraft"}) {
 		t.Errorf("releases asked: got %v, want [artcraft] without an etag", got)
 	}
-	if got := h.source.takeSigs(); !slices.Equal(got, []string{"1", "2"}) {
+	if got := h.source.sigAsked.take(); !slices.Equal(got, []string{"1", "2"}) {
 		t.Errorf("companions asked: got %v, want [1 2]", got)
 	}
 	h.tick(t, timing.Interval, answers{"artcraft": notModified()})
@@ -214,7 +214,7 @@ func TestCompanionsFailingForHours(t *testing.T) {
 	h.ticks(t, timing.Tick, hours*time.Hour, func(time.Duration) release.Answer { return notModified() }, nil)
 	// Each of the two: the waits double from a minute to the interval (31
 	// minutes in all), then one request an interval.
-	asked := len(h.source.takeSigs())
+	asked := len(h.source.sigAsked.take())
 	if want := 2 * (5 + (hours*60-31)/30 + 1); asked > want || asked < 2*hours {
 		t.Errorf("%d companion requests in %d h, want at most %d (and at least %d)", asked, hours, want, 2*hours)
 	}

@@ -86,13 +86,27 @@ func all(keys []string, a func() release.Answer) map[string]release.Answer {
 	return m
 }
 
-// events records, in order, what the fakes saw, for tests about sequence.
-type events struct{ fakeObserver }
+// recorder is a list of what a fake saw, in order, that a test takes; a nil
+// recorder keeps nothing.
+type recorder struct {
+	mu   sync.Mutex
+	list []string
+}
 
-func (e *events) add(s string) {
-	if e != nil {
-		e.fakeObserver.add("%s", s)
+func (r *recorder) add(s string) {
+	if r != nil {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		r.list = append(r.list, s)
 	}
+}
+
+func (r *recorder) take() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := r.list
+	r.list = nil
+	return out
 }
 
 func setClock(t testing.TB, c *fakeclock.Clock, at time.Time) {
@@ -130,9 +144,9 @@ type fakeSource struct {
 	otherwise func(app release.App, etag string, now time.Time) release.Answer
 	asked     []string
 	at        []time.Time
-	events    *events
+	events    *recorder
 	sigs      map[int64][]companionAnswer
-	sigAsked  []string
+	sigAsked  recorder
 }
 
 type companionAnswer struct {
@@ -189,7 +203,7 @@ func (s *fakeSource) Latest(_ context.Context, app release.App, etag string) rel
 func (s *fakeSource) Companion(_ context.Context, _ release.App, ref release.AssetRef, limit int64) ([]byte, release.Answer) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.sigAsked = append(s.sigAsked, strconv.FormatInt(ref.ID, 10))
+	s.sigAsked.add(strconv.FormatInt(ref.ID, 10))
 	q := s.sigs[ref.ID]
 	if len(q) == 0 || limit != minisign.MaxSignatureText {
 		return nil, release.Answer{Outcome: release.Failed, Err: errors.New("unscripted companion"), Remaining: -1}
@@ -217,14 +231,6 @@ func (s *fakeSource) take() (asked []string, at []time.Time) {
 
 func (s *fakeSource) takeAsked() []string { asked, _ := s.take(); return asked }
 
-func (s *fakeSource) takeSigs() []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	out := s.sigAsked
-	s.sigAsked = nil
-	return out
-}
-
 // fakeFleet is the shared state in memory, with docs/redis.md's guarded writes in
 // their simplest form: a time more than release.MaxSkew ahead of the writer's
 // reads as absent, and a fetch's signatures merged as the store merges them.
@@ -234,8 +240,8 @@ type fakeFleet struct {
 	entries map[string]release.Entry
 	backoff schedule.Backoff
 	errs    map[string]error // by operation: the error that call returns
-	calls   []string
-	events  *events
+	calls   recorder
+	events  *recorder
 	// during, if set, runs after a call is recorded and before it acts: the
 	// moment another pod may write.
 	during func(f *fakeFleet, op, arg string)
@@ -266,7 +272,7 @@ func (f *fakeFleet) call(op, arg string) error {
 	if arg != "" {
 		name += " " + arg
 	}
-	f.calls = append(f.calls, name)
+	f.calls.add(name)
 	err, during := f.errs[op], f.during
 	f.mu.Unlock()
 	f.events.add(name)
@@ -296,14 +302,6 @@ func (f *fakeFleet) entry(app string) release.Entry {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.entries[app]
-}
-
-func (f *fakeFleet) takeCalls() []string {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	c := f.calls
-	f.calls = nil
-	return c
 }
 
 func (f *fakeFleet) Load(_ context.Context, apps []string) (map[string]release.Entry, schedule.Backoff, error) {
@@ -443,26 +441,18 @@ func (f *fakeFleet) ClearBackoff(_ context.Context, read schedule.Backoff) (bool
 
 type fakeSink struct {
 	mu   sync.Mutex
-	sets []string
+	sets recorder
 	last map[string]release.Entry
 }
 
 func (s *fakeSink) Set(app string, e release.Entry) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.sets = append(s.sets, app)
+	s.sets.add(app)
 	if s.last == nil {
 		s.last = map[string]release.Entry{}
 	}
 	s.last[app] = e
-}
-
-func (s *fakeSink) takeSets() []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	sets := s.sets
-	s.sets = nil
-	return sets
 }
 
 func (s *fakeSink) entry(app string) release.Entry {
@@ -586,7 +576,7 @@ type harness struct {
 	apps   []string
 	clock  *fakeclock.Clock
 	waits  []time.Duration // every wait asked of the clock
-	events *events         // the waits, the requests and the fleet's calls, when set
+	events *recorder       // the waits, the requests and the fleet's calls, when set
 	// afterWait, if set, is called after each wait with the clock's time.
 	afterWait func(now time.Time)
 	source    *fakeSource

@@ -106,7 +106,7 @@ func TestHistoryNewlyDecided(t *testing.T) {
 	if got := h.source.takeAsked(); !slices.Equal(got, []string{"a", "b"}) {
 		t.Fatalf("first tick asked %v, want a and b", got)
 	}
-	h.fleet.takeCalls()
+	h.fleet.calls.take()
 
 	h.p.SetDecided([]string{"b"})
 	h.tick(t, timing.Tick, nil)
@@ -116,7 +116,7 @@ func TestHistoryNewlyDecided(t *testing.T) {
 	if got := h.fleet.entry("b:history").History.Tags(); !slices.Equal(got, []string{"v2", "v1"}) {
 		t.Errorf("shared history %q, want v2, v1", got)
 	}
-	if calls := h.fleet.takeCalls(); !slices.Contains(calls, "PutFetch b:history") {
+	if calls := h.fleet.calls.take(); !slices.Contains(calls, "PutFetch b:history") {
 		t.Errorf("fleet calls %v, want b's history written", calls)
 	}
 	// What the app serves under a decision may change with its history:
@@ -136,14 +136,14 @@ func TestHistoryNewlyDecided(t *testing.T) {
 	if got := h.fleet.entry("b:history"); !got.FetchedAt.Equal(want.FetchedAt) || !slices.Equal(got.History.Tags(), want.History.Tags()) {
 		t.Errorf("after the flush: %+v, want %+v written back", got, want)
 	}
-	if calls := h.fleet.takeCalls(); slices.Contains(calls, "PutFetch a:history") {
+	if calls := h.fleet.calls.take(); slices.Contains(calls, "PutFetch a:history") {
 		t.Errorf("a's history written back without a decision: %v", calls)
 	}
 
 	h.p.SetDecided(nil)
 	h.fleet.set("b:history", release.Entry{})
 	h.ticks(t, 3*timing.Tick, 3*timing.Tick+2*timing.Interval, nil, nil)
-	if got := mentions(append(h.source.takeAsked(), h.fleet.takeCalls()...), "history"); got != nil {
+	if got := mentions(append(h.source.takeAsked(), h.fleet.calls.take()...), "history"); got != nil {
 		t.Errorf("without a decision: %q, want nothing of the history", got)
 	}
 }
@@ -223,7 +223,7 @@ func TestHistoryCompanions(t *testing.T) {
 		h.source.answer(int64(2-i), bytesOf(sigs[r.Tag]))
 	}
 	h.tick(t, 0, answers{"artcraft:history": a})
-	if got := h.source.takeSigs(); !reflect.DeepEqual(got, []string{"2", "1"}) {
+	if got := h.source.sigAsked.take(); !reflect.DeepEqual(got, []string{"2", "1"}) {
 		t.Errorf("companions asked: got %v, want v2's then v1's", got)
 	}
 	for _, e := range []release.Entry{h.sink.entry("artcraft:history"), h.fleet.entry("artcraft:history")} {
@@ -235,7 +235,7 @@ func TestHistoryCompanions(t *testing.T) {
 		}
 	}
 	h.tick(t, timing.Interval, answers{"artcraft:history": notModified()})
-	if got := h.source.takeSigs(); len(got) != 0 {
+	if got := h.source.sigAsked.take(); len(got) != 0 {
 		t.Errorf("after a 304, companions asked: %v, want none", got)
 	}
 	if got := h.sink.entry("artcraft:history").History.CompanionsOf("v1").Len(); got != 1 {

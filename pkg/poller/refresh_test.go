@@ -23,7 +23,7 @@ func refreshHarness(t *testing.T, fleet *fakeFleet) *harness {
 	h.obs.take("")
 	h.logs.TakeAll()
 	if fleet != nil {
-		fleet.takeCalls()
+		fleet.calls.take()
 	}
 	setClock(t, h.clock, at(time.Minute))
 	return h
@@ -198,14 +198,14 @@ func TestRefreshRound(t *testing.T) {
 					st.before(t, h)
 				}
 				if fleet != nil {
-					fleet.takeCalls()
+					fleet.calls.take()
 				}
 				asked, next := refreshRound(t, h, st.at, st.answers)
 				if !slices.Equal(asked, st.asked) || next != st.next {
 					t.Errorf("at %v: asked %q, next attempt at %v; want %q, %v (-1: none)", st.at, asked, next, st.asked, st.next)
 				}
 				if st.calls != nil {
-					if got := fleet.takeCalls(); !slices.Equal(got, st.calls) {
+					if got := fleet.calls.take(); !slices.Equal(got, st.calls) {
 						t.Errorf("at %v: fleet calls %q, want %q", st.at, got, st.calls)
 					}
 				}

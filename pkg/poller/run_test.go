@@ -92,7 +92,7 @@ func TestRunSequence(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			ev := &events{}
+			ev := &recorder{}
 			var fleet *fakeFleet
 			if tt.fleet {
 				fleet = newFleet()
@@ -126,7 +126,7 @@ func TestRunSequence(t *testing.T) {
 			if err := h.p.Run(ctx); err != nil {
 				t.Fatalf("Run() = %v, want nil", err)
 			}
-			if got := ev.take(""); !slices.Equal(got, tt.want) {
+			if got := ev.take(); !slices.Equal(got, tt.want) {
 				t.Errorf("events:\n got %q\nwant %q", got, tt.want)
 			}
 			if !isClosed(h.p.Loaded()) {

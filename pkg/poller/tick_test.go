@@ -68,9 +68,9 @@ func runScenario(t *testing.T, sc scenario) {
 		}
 		check("asked", h.source.takeAsked(), st.asked)
 		if fleet != nil {
-			check("fleet calls", fleet.takeCalls(), st.calls)
+			check("fleet calls", fleet.calls.take(), st.calls)
 		}
-		check("sink sets", h.sink.takeSets(), st.sets)
+		check("sink sets", h.sink.sets.take(), st.sets)
 		rounds, warns, _ := h.tickLogs(t)
 		var want []roundLine
 		if st.round != nil {
@@ -546,7 +546,7 @@ func TestTickCancelled(t *testing.T) {
 				if got, want := h.obs.take(""), []string{"round coordinated 0s 1h0m0s 1"}; !slices.Equal(got, want) {
 					t.Fatalf("first tick observed %q, want %q", got, want)
 				}
-				h.fleet.takeCalls()
+				h.fleet.calls.take()
 				h.logs.TakeAll()
 			}
 			ctx, cancel := context.WithCancel(context.Background())
@@ -562,10 +562,10 @@ func TestTickCancelled(t *testing.T) {
 			if got := h.obs.take(""); !slices.Equal(got, tt.observed) {
 				t.Errorf("observed %q, want %q", got, tt.observed)
 			}
-			if got := h.fleet.takeCalls(); !slices.Equal(got, tt.calls) {
+			if got := h.fleet.calls.take(); !slices.Equal(got, tt.calls) {
 				t.Errorf("fleet calls %q, want %q", got, tt.calls)
 			}
-			if got := h.sink.takeSets(); got != nil {
+			if got := h.sink.sets.take(); got != nil {
 				t.Errorf("sink sets %q, want none", got)
 			}
 			var logged []string
