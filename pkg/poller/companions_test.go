@@ -165,42 +165,34 @@ func TestCompanionsChanges(t *testing.T) {
 	}
 }
 
-// TestCompanionsRateLimited checks that a rate limit on a companion ends the
-// round, as one on a release does.
-func TestCompanionsRateLimited(t *testing.T) {
-	h := companionHarness(t, []string{"artcraft", "b"}, nil)
-	h.source.answer(1, companionAnswer{a: rateLimited(at(time.Hour))})
-	h.tick(t, 0, answers{"artcraft": tauriRelease("v1"), "b": fetched("v1", `"b"`)})
-	if got := h.source.sigAsked.take(); !slices.Equal(got, []string{"1"}) {
-		t.Errorf("companions asked: got %v, want [1]", got)
-	}
-	if got := h.source.takeAsked(); !slices.Equal(got, []string{"artcraft"}) {
-		t.Errorf("releases asked: got %v, want [artcraft] (the round stopped)", got)
-	}
-}
-
 // TestCompanionsAfterRestart checks that a poller that holds a release
 // without the ids of its missing companions (it started after the 200)
 // asks for the release unconditionally when it is due, and then fetches
-// them; once they are kept, it revalidates as usual.
+// them; once they are kept, it revalidates as usual. A rate limit on a
+// companion ends the round, as one on a release does.
 func TestCompanionsAfterRestart(t *testing.T) {
 	fleet := newFleet()
 	v1 := tauriRelease("v1")
 	fleet.set("artcraft", release.Entry{FetchedAt: at(-time.Hour), ETag: v1.ETag, Release: v1.Release})
-	h := companionHarness(t, []string{"artcraft"}, fleet)
+	h := companionHarness(t, []string{"artcraft", "b"}, fleet)
 	key := testkit.NewMinisignKey(t)
-	h.source.answer(1, bytesOf(key.Sign("a", nil)))
+	h.source.answer(1, bytesOf(key.Sign("a", nil)), companionAnswer{a: rateLimited(at(time.Hour))})
 	h.source.answer(2, bytesOf(key.Sign("b", nil)))
-	h.tick(t, 0, answers{"artcraft": v1})
-	if got := h.source.takeAsked(); !slices.Equal(got, []string{"artcraft"}) {
-		t.Errorf("releases asked: got %v, want [artcraft] without an etag", got)
+	steps := []struct {
+		name        string
+		at          time.Duration
+		answers     answers
+		asked, sigs []string
+	}{
+		{"after the restart: without an etag", 0, answers{"artcraft": v1, "b": fetched("v1", `"b"`)}, []string{"artcraft", "b"}, []string{"1", "2"}},
+		{"once kept", timing.Interval, answers{"artcraft": notModified(), "b": notModified()}, []string{`artcraft("v1")`, `b("b")`}, nil},
+		{"a companion rate-limited stops the round", 2 * timing.Interval, answers{"artcraft": tauriRelease("v2")}, []string{`artcraft("v1")`}, []string{"1"}},
 	}
-	if got := h.source.sigAsked.take(); !slices.Equal(got, []string{"1", "2"}) {
-		t.Errorf("companions asked: got %v, want [1 2]", got)
-	}
-	h.tick(t, timing.Interval, answers{"artcraft": notModified()})
-	if got := h.source.takeAsked(); !slices.Equal(got, []string{`artcraft("v1")`}) {
-		t.Errorf("releases asked once kept: got %v, want [artcraft(\"v1\")]", got)
+	for _, st := range steps {
+		h.tick(t, st.at, st.answers)
+		if got, sigs := h.source.takeAsked(), h.source.sigAsked.take(); !slices.Equal(got, st.asked) || !slices.Equal(sigs, st.sigs) {
+			t.Errorf("%s: releases asked %q, companions %q; want %q, %q", st.name, got, sigs, st.asked, st.sigs)
+		}
 	}
 }
 

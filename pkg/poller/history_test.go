@@ -39,7 +39,6 @@ func TestRequestsPerEntry(t *testing.T) {
 		hours       int
 		lo, hi      int // requests per entry in that time
 	}{
-		{name: "13 apps", apps: 13, hours: 10, lo: 20, hi: 21},
 		{name: "13 apps with their pre-releases", apps: 13, prereleases: true, hours: 10, lo: 20, hi: 21},
 		{name: "1,000 apps, one with decisions", apps: 1000, decided: []string{"app0421"}, hours: 3, lo: 6, hi: 7},
 	}
