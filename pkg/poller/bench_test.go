@@ -29,6 +29,6 @@ func BenchmarkTickCoordinatedIdle(b *testing.B) {
 	ctx := context.Background()
 	for b.Loop() {
 		p.Tick(ctx)
-		fleet.takeCalls()
+		fleet.calls.take()
 	}
 }

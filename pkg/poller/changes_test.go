@@ -2,7 +2,6 @@ package poller_test
 
 import (
 	"context"
-	"errors"
 	"slices"
 	"testing"
 	"time"
@@ -15,8 +14,6 @@ import (
 // only app_last_fetched, a 304, a failure or an entry read from the fleet
 // (one purge per change, none for a poll that changes nothing).
 func TestChanges(t *testing.T) {
-	failed := release.Answer{Outcome: release.Failed, Err: errors.New("boom"), Remaining: -1}
-	notModified := release.Answer{Outcome: release.NotModified, Remaining: -1}
 	type poll struct {
 		poller int // which of the two pollers polls
 		answer release.Answer
@@ -31,8 +28,8 @@ func TestChanges(t *testing.T) {
 		{name: "standalone", polls: []poll{
 			{0, fetched("v1", "e1"), []string{"a none→v1"}},
 			{0, fetched("v1", "e2"), nil},
-			{0, notModified, nil},
-			{0, failed, nil},
+			{0, notModified(), nil},
+			{0, failed(), nil},
 			{0, fetched("v2", "e3"), []string{"a v1→v2"}},
 			{0, fetched("", "e4"), []string{"a v2→none"}},
 		}},
@@ -41,14 +38,14 @@ func TestChanges(t *testing.T) {
 			{1, fetched("v1", "e1"), nil},
 			{1, fetched("v2", "e2"), []string{"a v1→v2"}},
 			{0, fetched("v2", "e2"), nil},
-			{0, notModified, nil},
-			{1, failed, nil},
+			{0, notModified(), nil},
+			{1, failed(), nil},
 		}},
 		{name: "two pollers coordinated", fleet: true, coordinate: true, polls: []poll{
 			{0, fetched("v1", "e1"), []string{"a none→v1"}},
 			{1, fetched("v2", "e2"), []string{"a v1→v2"}},
 			{0, fetched("v2", "e3"), nil},
-			{0, notModified, nil},
+			{0, notModified(), nil},
 		}},
 	}
 	for _, tt := range tests {

@@ -74,8 +74,7 @@ func TestCompanions(t *testing.T) {
 			nil, 1, nil, map[string]string{nameA: sigA, nameB: sigB}, nil},
 		{"a new release whose B is signed by another key: A kept, B refused", timing.Interval, answers{"artcraft": tauriRelease("v2")},
 			map[int64][]companionAnswer{
-				1: {bytesOf(sigA2)},
-				2: {bytesOf(other.Sign("ArtCraft_v2_x64-setup.exe", []byte("nsis 2"))), bytesOf("not a signature")},
+				1: {bytesOf(sigA2)}, 2: {bytesOf(other.Sign("ArtCraft_v2_x64-setup.exe", []byte("nsis 2"))), bytesOf("not a signature")},
 			}, 1, []string{"1", "2"}, map[string]string{nameA2: sigA2}, []string{poller.CompanionStored, poller.CompanionRefused}},
 		{"a refused one is not asked again at the next tick", timing.Tick, nil,
 			nil, 0, nil, map[string]string{nameA2: sigA2}, nil},
@@ -90,7 +89,7 @@ func TestCompanions(t *testing.T) {
 		if got := h.source.takeAsked(); len(got) != st.asked {
 			t.Errorf("%s: releases asked %q, want %d", st.name, got, st.asked)
 		}
-		if got := h.source.takeSigs(); !slices.Equal(got, st.sigAsked) {
+		if got := h.source.sigAsked.take(); !slices.Equal(got, st.sigAsked) {
 			t.Errorf("%s: companions asked %v, want %v", st.name, got, st.sigAsked)
 		}
 		if got := fleet.entry("artcraft").Companions.Map(); !maps.Equal(got, st.kept) {
@@ -166,42 +165,34 @@ func TestCompanionsChanges(t *testing.T) {
 	}
 }
 
-// TestCompanionsRateLimited checks that a rate limit on a companion ends the
-// round, as one on a release does.
-func TestCompanionsRateLimited(t *testing.T) {
-	h := companionHarness(t, []string{"artcraft", "b"}, nil)
-	h.source.answer(1, companionAnswer{a: rateLimited(at(time.Hour))})
-	h.tick(t, 0, answers{"artcraft": tauriRelease("v1"), "b": fetched("v1", `"b"`)})
-	if got := h.source.takeSigs(); !slices.Equal(got, []string{"1"}) {
-		t.Errorf("companions asked: got %v, want [1]", got)
-	}
-	if got := h.source.takeAsked(); !slices.Equal(got, []string{"artcraft"}) {
-		t.Errorf("releases asked: got %v, want [artcraft] (the round stopped)", got)
-	}
-}
-
 // TestCompanionsAfterRestart checks that a poller that holds a release
 // without the ids of its missing companions (it started after the 200)
 // asks for the release unconditionally when it is due, and then fetches
-// them; once they are kept, it revalidates as usual.
+// them; once they are kept, it revalidates as usual. A rate limit on a
+// companion ends the round, as one on a release does.
 func TestCompanionsAfterRestart(t *testing.T) {
 	fleet := newFleet()
 	v1 := tauriRelease("v1")
 	fleet.set("artcraft", release.Entry{FetchedAt: at(-time.Hour), ETag: v1.ETag, Release: v1.Release})
-	h := companionHarness(t, []string{"artcraft"}, fleet)
+	h := companionHarness(t, []string{"artcraft", "b"}, fleet)
 	key := testkit.NewMinisignKey(t)
-	h.source.answer(1, bytesOf(key.Sign("a", nil)))
+	h.source.answer(1, bytesOf(key.Sign("a", nil)), companionAnswer{a: rateLimited(at(time.Hour))})
 	h.source.answer(2, bytesOf(key.Sign("b", nil)))
-	h.tick(t, 0, answers{"artcraft": v1})
-	if got := h.source.takeAsked(); !slices.Equal(got, []string{"artcraft"}) {
-		t.Errorf("releases asked: got %v, want [artcraft] without an etag", got)
+	steps := []struct {
+		name        string
+		at          time.Duration
+		answers     answers
+		asked, sigs []string
+	}{
+		{"after the restart: without an etag", 0, answers{"artcraft": v1, "b": fetched("v1", `"b"`)}, []string{"artcraft", "b"}, []string{"1", "2"}},
+		{"once kept", timing.Interval, answers{"artcraft": notModified(), "b": notModified()}, []string{`artcraft("v1")`, `b("b")`}, nil},
+		{"a companion rate-limited stops the round", 2 * timing.Interval, answers{"artcraft": tauriRelease("v2")}, []string{`artcraft("v1")`}, []string{"1"}},
 	}
-	if got := h.source.takeSigs(); !slices.Equal(got, []string{"1", "2"}) {
-		t.Errorf("companions asked: got %v, want [1 2]", got)
-	}
-	h.tick(t, timing.Interval, answers{"artcraft": notModified()})
-	if got := h.source.takeAsked(); !slices.Equal(got, []string{`artcraft("v1")`}) {
-		t.Errorf("releases asked once kept: got %v, want [artcraft(\"v1\")]", got)
+	for _, st := range steps {
+		h.tick(t, st.at, st.answers)
+		if got, sigs := h.source.takeAsked(), h.source.sigAsked.take(); !slices.Equal(got, st.asked) || !slices.Equal(sigs, st.sigs) {
+			t.Errorf("%s: releases asked %q, companions %q; want %q, %q", st.name, got, sigs, st.asked, st.sigs)
+		}
 	}
 }
 
@@ -215,7 +206,7 @@ func TestCompanionsFailingForHours(t *testing.T) {
 	h.ticks(t, timing.Tick, hours*time.Hour, func(time.Duration) release.Answer { return notModified() }, nil)
 	// Each of the two: the waits double from a minute to the interval (31
 	// minutes in all), then one request an interval.
-	asked := len(h.source.takeSigs())
+	asked := len(h.source.sigAsked.take())
 	if want := 2 * (5 + (hours*60-31)/30 + 1); asked > want || asked < 2*hours {
 		t.Errorf("%d companion requests in %d h, want at most %d (and at least %d)", asked, hours, want, 2*hours)
 	}

@@ -25,18 +25,11 @@ import (
 	"github.com/storytold/craft-releases/test/fakeclock"
 )
 
-// t0 is when every test starts.
 var t0 = time.Date(2026, 10, 10, 12, 0, 0, 0, time.UTC)
 
 // timing is the production timing without a token: I = 1800 s, so M = 30 s,
 // C = F = R = 60 s.
-var timing = schedule.Timing{
-	Interval:      1800 * time.Second,
-	MaxBackoff:    4 * time.Hour,
-	Tick:          30 * time.Second,
-	Spacing:       time.Second,
-	StartupJitter: 30 * time.Second,
-}
+var timing = schedule.Timing{Interval: 1800 * s, MaxBackoff: 4 * time.Hour, Tick: 30 * s, Spacing: s, StartupJitter: 30 * s}
 
 const s = time.Second
 
@@ -60,8 +53,7 @@ func numbered(prefix string, n, width int) []string {
 	return keys
 }
 
-func at(d time.Duration) time.Time { return t0.Add(d) }
-
+func at(d time.Duration) time.Time    { return t0.Add(d) }
 func rel(tag string) *release.Release { return &release.Release{Tag: tag} }
 
 func fetched(tag, etag string) release.Answer {
@@ -86,7 +78,6 @@ func rateLimited(retryAt time.Time) release.Answer {
 	return release.Answer{Outcome: release.RateLimited, RetryAt: retryAt, Err: errors.New("HTTP 403"), Remaining: 0}
 }
 
-// all answers a for each key.
 func all(keys []string, a func() release.Answer) map[string]release.Answer {
 	m := make(map[string]release.Answer, len(keys))
 	for _, k := range keys {
@@ -95,28 +86,29 @@ func all(keys []string, a func() release.Answer) map[string]release.Answer {
 	return m
 }
 
-// events records, in order, what the fakes saw, for tests about sequence.
-type events struct {
+// recorder is a list of what a fake saw, in order, that a test takes; a nil
+// recorder keeps nothing.
+type recorder struct {
 	mu   sync.Mutex
 	list []string
 }
 
-func (e *events) add(s string) {
-	if e == nil {
-		return
+func (r *recorder) add(s string) {
+	if r != nil {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		r.list = append(r.list, s)
 	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	e.list = append(e.list, s)
 }
 
-func (e *events) all() []string {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return slices.Clone(e.list)
+func (r *recorder) take() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := r.list
+	r.list = nil
+	return out
 }
 
-// setClock moves c to at, which must not be in its past.
 func setClock(t testing.TB, c *fakeclock.Clock, at time.Time) {
 	t.Helper()
 	if now := c.Now(); at.Before(now) {
@@ -152,9 +144,9 @@ type fakeSource struct {
 	otherwise func(app release.App, etag string, now time.Time) release.Answer
 	asked     []string
 	at        []time.Time
-	events    *events
+	events    *recorder
 	sigs      map[int64][]companionAnswer
-	sigAsked  []string
+	sigAsked  recorder
 }
 
 type companionAnswer struct {
@@ -168,12 +160,23 @@ func bytesOf(text string) companionAnswer {
 
 var companionFailure = companionAnswer{a: failed()}
 
-// steady answers a 200 the first time an entry is asked, a 304 after.
-func steady(_ release.App, etag string, _ time.Time) release.Answer {
-	if etag != "" {
+// etag is the ETag of the one release, v1.0.0, that steady serves.
+const etag = `"e1"`
+
+// steady answers every entry a 200 the first time, a 304 after: v2 and v1
+// for a history, app's v1.0.0 as the store takes it for a release.
+func steady(app release.App, sent string, _ time.Time) release.Answer {
+	switch {
+	case sent != "":
 		return notModified()
+	case app.Channel == release.HistoryChannel:
+		return historyAnswer(`"h1"`, datedAt("v2", 1), datedAt("v1", 2))
 	}
-	return fetched("v1", `"e"`)
+	a := fetched("v1.0.0", etag)
+	a.Release.Version, a.Release.Name = "1.0.0", app.Name+" v1.0.0"
+	a.Release.PublishedAt = release.NewTime(t0)
+	a.Release.HTMLURL = "https://github.com/" + app.Repo + "/releases/tag/v1.0.0"
+	return a
 }
 
 func (s *fakeSource) Latest(_ context.Context, app release.App, etag string) release.Answer {
@@ -200,7 +203,7 @@ func (s *fakeSource) Latest(_ context.Context, app release.App, etag string) rel
 func (s *fakeSource) Companion(_ context.Context, _ release.App, ref release.AssetRef, limit int64) ([]byte, release.Answer) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.sigAsked = append(s.sigAsked, strconv.FormatInt(ref.ID, 10))
+	s.sigAsked.add(strconv.FormatInt(ref.ID, 10))
 	q := s.sigs[ref.ID]
 	if len(q) == 0 || limit != minisign.MaxSignatureText {
 		return nil, release.Answer{Outcome: release.Failed, Err: errors.New("unscripted companion"), Remaining: -1}
@@ -226,18 +229,7 @@ func (s *fakeSource) take() (asked []string, at []time.Time) {
 	return asked, at
 }
 
-func (s *fakeSource) takeAsked() []string {
-	asked, _ := s.take()
-	return asked
-}
-
-func (s *fakeSource) takeSigs() []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	out := s.sigAsked
-	s.sigAsked = nil
-	return out
-}
+func (s *fakeSource) takeAsked() []string { asked, _ := s.take(); return asked }
 
 // fakeFleet is the shared state in memory, with docs/redis.md's guarded writes in
 // their simplest form: a time more than release.MaxSkew ahead of the writer's
@@ -248,8 +240,8 @@ type fakeFleet struct {
 	entries map[string]release.Entry
 	backoff schedule.Backoff
 	errs    map[string]error // by operation: the error that call returns
-	calls   []string
-	events  *events
+	calls   recorder
+	events  *recorder
 	// during, if set, runs after a call is recorded and before it acts: the
 	// moment another pod may write.
 	during func(f *fakeFleet, op, arg string)
@@ -280,7 +272,7 @@ func (f *fakeFleet) call(op, arg string) error {
 	if arg != "" {
 		name += " " + arg
 	}
-	f.calls = append(f.calls, name)
+	f.calls.add(name)
 	err, during := f.errs[op], f.during
 	f.mu.Unlock()
 	f.events.add(name)
@@ -296,11 +288,7 @@ func (f *fakeFleet) set(app string, e release.Entry) {
 	f.entries[app] = e
 }
 
-func (f *fakeFleet) setBackoff(b schedule.Backoff) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.backoff = b
-}
+func (f *fakeFleet) setBackoff(b schedule.Backoff) { f.mu.Lock(); defer f.mu.Unlock(); f.backoff = b }
 
 func (f *fakeFleet) setErr(err error, ops ...string) {
 	f.mu.Lock()
@@ -314,14 +302,6 @@ func (f *fakeFleet) entry(app string) release.Entry {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.entries[app]
-}
-
-func (f *fakeFleet) takeCalls() []string {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	c := f.calls
-	f.calls = nil
-	return c
 }
 
 func (f *fakeFleet) Load(_ context.Context, apps []string) (map[string]release.Entry, schedule.Backoff, error) {
@@ -459,29 +439,20 @@ func (f *fakeFleet) ClearBackoff(_ context.Context, read schedule.Backoff) (bool
 	return true, nil
 }
 
-// fakeSink records every Set.
 type fakeSink struct {
 	mu   sync.Mutex
-	sets []string
+	sets recorder
 	last map[string]release.Entry
 }
 
 func (s *fakeSink) Set(app string, e release.Entry) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.sets = append(s.sets, app)
+	s.sets.add(app)
 	if s.last == nil {
 		s.last = map[string]release.Entry{}
 	}
 	s.last[app] = e
-}
-
-func (s *fakeSink) takeSets() []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	sets := s.sets
-	s.sets = nil
-	return sets
 }
 
 func (s *fakeSink) entry(app string) release.Entry {
@@ -510,7 +481,6 @@ func (o *fakeObserver) add(format string, args ...any) {
 	o.calls = append(o.calls, fmt.Sprintf(format, args...))
 }
 
-// since is t as an offset from t0, or "never" when zero.
 func since(t time.Time) string {
 	if t.IsZero() {
 		return "never"
@@ -530,13 +500,11 @@ func (o *fakeObserver) RedisError(op poller.Op)   { o.add("redis_error %s", op) 
 func (o *fakeObserver) Round(m poller.Mode, took time.Duration, b schedule.Backoff) {
 	o.add("round %s %v %s %d", m, took, since(b.Until), b.Trouble)
 }
-func (o *fakeObserver) Refreshed(app string, took time.Duration) { o.add("refreshed %s %v", app, took) }
-func (o *fakeObserver) ClockOffset(d time.Duration)              { o.add("offset %v", d) }
-func (o *fakeObserver) Paced(d time.Duration)                    { o.add("paced %v", d) }
-func (o *fakeObserver) RefreshesDeferred(why string, n int)      { o.add("deferred %s %d", why, n) }
-func (o *fakeObserver) Companion(_, outcome string, _ release.Answer) {
-	o.add("companion %s", outcome)
-}
+func (o *fakeObserver) Refreshed(app string, took time.Duration)      { o.add("refreshed %s %v", app, took) }
+func (o *fakeObserver) ClockOffset(d time.Duration)                   { o.add("offset %v", d) }
+func (o *fakeObserver) Paced(d time.Duration)                         { o.add("paced %v", d) }
+func (o *fakeObserver) RefreshesDeferred(why string, n int)           { o.add("deferred %s %d", why, n) }
+func (o *fakeObserver) Companion(_, outcome string, _ release.Answer) { o.add("companion %s", outcome) }
 
 func (o *fakeObserver) Entry(app string, e release.Entry) {
 	tag := "never"
@@ -574,7 +542,6 @@ func (o *fakeObserver) take(kind string) []string {
 	return taken
 }
 
-// durations parses the calls of kind, each a duration.
 func (o *fakeObserver) durations(t testing.TB, kind string) []time.Duration {
 	t.Helper()
 	var out []time.Duration
@@ -609,7 +576,7 @@ type harness struct {
 	apps   []string
 	clock  *fakeclock.Clock
 	waits  []time.Duration // every wait asked of the clock
-	events *events         // the waits, the requests and the fleet's calls, when set
+	events *recorder       // the waits, the requests and the fleet's calls, when set
 	// afterWait, if set, is called after each wait with the clock's time.
 	afterWait func(now time.Time)
 	source    *fakeSource
@@ -620,7 +587,6 @@ type harness struct {
 	changes   []string // Config.Changes calls, as "app old→new"
 }
 
-// tagOf is r's tag, or "none" for no release.
 func tagOf(r *release.Release) string {
 	if r == nil {
 		return "none"
@@ -699,34 +665,9 @@ func (h *harness) ticks(t testing.TB, from, until time.Duration, answer func(tim
 	}
 }
 
-// roundLine is what a tick's "poll round" log line says.
-type roundLine struct {
-	Mode        string
-	Fetched     int64
-	Unchanged   int64
-	Failed      int64
-	RateLimited bool
-	Backoff     time.Duration
-	Trouble     int64
-}
-
-func parseRound(t testing.TB, e observer.LoggedEntry) roundLine {
-	t.Helper()
-	m := e.ContextMap()
-	var r roundLine
-	var ok [7]bool
-	r.Mode, ok[0] = m["mode"].(string)
-	r.Fetched, ok[1] = m["fetched"].(int64)
-	r.Unchanged, ok[2] = m["unchanged"].(int64)
-	r.Failed, ok[3] = m["failed"].(int64)
-	r.RateLimited, ok[4] = m["rate_limited"].(bool)
-	r.Backoff, ok[5] = m["backoff"].(time.Duration)
-	r.Trouble, ok[6] = m["trouble"].(int64)
-	if slices.Contains(ok[:], false) {
-		t.Fatalf("round log line fields = %v, want mode, fetched, unchanged, failed, rate_limited, backoff, trouble", m)
-	}
-	return r
-}
+// roundLine is what a tick's "poll round" log line says, each field of its
+// type: mode, fetched, unchanged, failed, rate_limited, backoff, trouble.
+type roundLine [7]any
 
 // tickLogs splits the log entries since the last call into the round lines
 // and the messages of the warnings.
@@ -736,7 +677,8 @@ func (h *harness) tickLogs(t testing.TB) (rounds []roundLine, warns []string, al
 	for _, e := range all {
 		switch {
 		case e.Message == "poll round":
-			rounds = append(rounds, parseRound(t, e))
+			m := e.ContextMap()
+			rounds = append(rounds, roundLine{m["mode"], m["fetched"], m["unchanged"], m["failed"], m["rate_limited"], m["backoff"], m["trouble"]})
 		case e.Level == zapcore.WarnLevel:
 			warns = append(warns, e.Message)
 		}
@@ -744,10 +686,8 @@ func (h *harness) tickLogs(t testing.TB) (rounds []roundLine, warns []string, al
 	return rounds, warns, all
 }
 
-// logged counts the log lines of message msg.
 func (h *harness) logged(msg string) int { return h.logs.FilterMessage(msg).Len() }
 
-// fields returns the fields of the first log line of message msg among logs.
 func fields(logs []observer.LoggedEntry, msg string) map[string]any {
 	for _, e := range logs {
 		if e.Message == msg {
@@ -757,7 +697,6 @@ func fields(logs []observer.LoggedEntry, msg string) map[string]any {
 	return nil
 }
 
-// wantFields checks that got holds want's fields with their values.
 func wantFields(t testing.TB, what string, got, want map[string]any) {
 	t.Helper()
 	for k, w := range want {
@@ -774,17 +713,6 @@ func wantFields(t testing.TB, what string, got, want map[string]any) {
 	}
 }
 
-// containsAll reports whether every string of want is in got.
-func containsAll(got []string, want ...string) bool {
-	for _, w := range want {
-		if !slices.Contains(got, w) {
-			return false
-		}
-	}
-	return true
-}
-
-// mentions returns the calls that contain s.
 func mentions(calls []string, s string) []string {
 	var out []string
 	for _, c := range calls {

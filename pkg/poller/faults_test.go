@@ -12,46 +12,6 @@ import (
 	"github.com/storytold/craft-releases/test/fakeclock"
 )
 
-// TestReadOnlyRedisIsOneOutage is Redis after a failover: reads work while
-// every write answers READONLY, and some app is due at every tick. That is
-// one outage, warned once, and Redis is back only after the first whole tick
-// without an error, when every entry is written back.
-func TestReadOnlyRedisIsOneOutage(t *testing.T) {
-	fleet := newFleet()
-	for i, app := range thirteen {
-		// Due one after the other, one per tick.
-		fleet.set(app, release.Entry{FetchedAt: at(-(timing.Interval - timing.SkewMargin()) + time.Duration(i)*timing.Tick),
-			ETag: "x1", Release: rel("v1")})
-	}
-	writes := []string{"Claim", "PutFetch", "PutNotModified", "PutFailure", "PutBackoff", "ClearBackoff"}
-	fleet.setErr(errReadOnly, writes...)
-	h := newHarness(t, thirteen, fleet, true)
-	const outage = 10 * time.Minute
-	var tick time.Duration
-	for ; tick < outage; tick += timing.Tick {
-		h.tick(t, tick, all(thirteen, notModified))
-	}
-	if asked := h.source.takeAsked(); len(asked) != len(thirteen) {
-		t.Errorf("asked %d times in %v, want each of the %d apps once: %q", len(asked), outage, len(thirteen), asked)
-	}
-	if got := h.logged("redis unavailable"); got != 1 {
-		t.Errorf("%d \"redis unavailable\" warnings in %v of READONLY writes, want 1", got, outage)
-	}
-	if got := h.logged("redis is back"); got != 0 {
-		t.Errorf("%d \"redis is back\" while writes fail, want 0", got)
-	}
-	fleet.setErr(nil, writes...)
-	h.tick(t, tick, nil)
-	if got := h.logged("redis is back"); got != 1 {
-		t.Errorf("%d \"redis is back\" after a tick with writes working, want 1", got)
-	}
-	for _, app := range thirteen {
-		if got, want := fleet.entry(app).FetchedAt, h.sink.entry(app).FetchedAt; !got.Equal(want) {
-			t.Errorf("%s: shared fetch at %v, want memory's %v", app, since(got), since(want))
-		}
-	}
-}
-
 // silentFleet is a Redis that answers no read: each read fails once its
 // context's deadline has passed, or its own call timeout when that comes
 // first, as the Store's reads do. A deadline, set on the wall clock, is

@@ -13,9 +13,6 @@ import (
 	"time"
 
 	"github.com/redis/rueidis"
-	"go.uber.org/zap"
-	"go.uber.org/zap/zapcore"
-	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/storytold/craft-releases/pkg/poller"
 	"github.com/storytold/craft-releases/pkg/redis"
@@ -30,34 +27,13 @@ import (
 // to park on the clock: a guard against a hang, not a performance figure.
 const settleWait = 30 * time.Second
 
-// etag is the ETag of the one release, v1.0.0, that GitHub serves a fleet.
-const etag = `"e1"`
-
-// revalidated answers a 304 to etag and app's release v1.0.0, as the store
-// takes it, to any other request.
-func revalidated(app release.App, sent string, _ time.Time) release.Answer {
-	if sent == etag {
-		return notModified()
-	}
-	a := fetched("v1.0.0", etag)
-	a.Release.Version, a.Release.Name = "1.0.0", app.Name+" v1.0.0"
-	a.Release.PublishedAt = release.NewTime(t0)
-	a.Release.HTMLURL = "https://github.com/" + app.Repo + "/releases/tag/v1.0.0"
-	return a
-}
-
-// member is one poller of a fleet, with a GitHub and a Redis client of its own.
+// member is one poller of a fleet, with a Redis client of its own.
 type member struct {
-	name   string
-	source *fakeSource
-	conn   *redis.Conn
-	store  *store.Store
-	logs   *observer.ObservedLogs
-	sink   *fakeSink
+	*harness
+	name  string
+	conn  *redis.Conn
+	store *store.Store
 }
-
-// count returns how many of the member's log entries have message msg.
-func (m *member) count(msg string) int { return m.logs.FilterMessage(msg).Len() }
 
 // fleet is several pollers running their real Run loops on one fake clock,
 // sharing a real Store on a real redis-server. It moves the clock only when
@@ -91,20 +67,15 @@ func (f *fleet) add(name, url string, coordinate bool, seed uint64) *member {
 	if err != nil {
 		f.t.Fatalf("redis.OpenURL: %v", err)
 	}
-	core, logs := observer.New(zapcore.InfoLevel)
-	m := &member{name: name, source: &fakeSource{clock: f.clock, otherwise: revalidated}, conn: conn,
-		store: store.New(conn, name, f.apps), logs: logs, sink: &fakeSink{}}
-	p, err := poller.New(poller.Config{
-		Apps: f.apps, Timing: f.timing, Source: m.source, Fleet: m.store, ReadTimeout: conn.Timeout(),
-		Coordinate: coordinate, Sink: m.sink, Logger: zap.New(core), Clock: f.clock,
-		Rand: rand.New(rand.NewPCG(seed, 0x5eed)).Float64,
+	m := &member{name: name, conn: conn, store: store.New(conn, name, f.apps)}
+	m.harness = newHarness(f.t, thirteen, nil, coordinate, func(c *poller.Config) {
+		c.Timing, c.Fleet, c.ReadTimeout, c.Clock = f.timing, m.store, conn.Timeout(), f.clock
+		c.Rand = rand.New(rand.NewPCG(seed, 0x5eed)).Float64
 	})
-	if err != nil {
-		f.t.Fatalf("poller.New: %v", err)
-	}
+	m.source.clock, m.source.otherwise = f.clock, steady
 	f.members = append(f.members, m)
 	f.wg.Go(func() {
-		if err := p.Run(f.ctx); err != nil {
+		if err := m.p.Run(f.ctx); err != nil {
 			f.t.Errorf("%s: Run: %v", name, err)
 		}
 	})
@@ -179,10 +150,7 @@ type ask struct {
 	at           time.Time
 }
 
-func (a ask) app() string {
-	app, _, _ := strings.Cut(a.call, "(")
-	return app
-}
+func (a ask) app() string { app, _, _ := strings.Cut(a.call, "("); return app }
 
 // asked returns the requests of every poller made in [from, to).
 func (f *fleet) asked(from, to time.Time) []ask {
@@ -311,7 +279,7 @@ func TestRequestsPerAppPerInterval(t *testing.T) {
 				if got := m.store.Mode(); tt.coordinate && got != mode {
 					t.Errorf("%s: store mode %v, want %v", m.name, got, mode)
 				}
-				if n := m.count("redis unavailable"); n != 0 {
+				if n := m.logged("redis unavailable"); n != 0 {
 					t.Errorf("%s: %d redis warnings, want none", m.name, n)
 				}
 			}
@@ -356,10 +324,10 @@ func TestRedisStoppedAndRestarted(t *testing.T) {
 			t.Errorf("%s asked %s during the outage, want a revalidation of %s (a 304)", a.poller, a.call, etag)
 		}
 	}
-	if got := first.count("redis unavailable"); got != 1 {
+	if got := first.logged("redis unavailable"); got != 1 {
 		t.Errorf("%d \"redis unavailable\" warnings in %v of outage, want 1", got, outage)
 	}
-	if got := first.count("redis is back"); got != 0 {
+	if got := first.logged("redis is back"); got != 0 {
 		t.Errorf("%d \"redis is back\" while Redis is down, want 0", got)
 	}
 
@@ -369,10 +337,10 @@ func TestRedisStoppedAndRestarted(t *testing.T) {
 	// From memory: the 304s of the outage's last interval.
 	f.shared(srv.URL(), up.Add(-interval))
 	f.runFor(interval)
-	if got := first.count("redis is back"); got != 1 {
+	if got := first.logged("redis is back"); got != 1 {
 		t.Errorf("%d \"redis is back\" after the restart, want 1", got)
 	}
-	if got := first.count("redis unavailable"); got != 1 {
+	if got := first.logged("redis unavailable"); got != 1 {
 		t.Errorf("%d \"redis unavailable\" warnings in all, want 1", got)
 	}
 	shared := f.shared(srv.URL(), up)
@@ -437,9 +405,9 @@ func TestRedisFlushed(t *testing.T) {
 		}
 	}
 	const line = "redis entries written back from memory"
-	before := f.members[0].count(line) + f.members[1].count(line)
+	before := f.members[0].logged(line) + f.members[1].logged(line)
 	f.runFor(2 * timing.Interval)
-	if got := f.members[0].count(line) + f.members[1].count(line); before == 0 || got != before {
+	if got := f.members[0].logged(line) + f.members[1].logged(line); before == 0 || got != before {
 		t.Errorf("%d write-back lines at the repair, %d after two more intervals, want at least 1 and no more", before, got)
 	}
 }
@@ -459,7 +427,8 @@ func (c countingConn) Client(ctx context.Context) (rueidis.Client, error) {
 }
 
 // countingClient counts the round trips made through a rueidis client: each
-// Do and DoMulti, dedicated connections included.
+// Do and DoMulti (a dedicated connection's commands would show in INFO
+// commandstats).
 type countingClient struct {
 	rueidis.Client
 	trips *atomic.Int64
@@ -473,27 +442,6 @@ func (c countingClient) Do(ctx context.Context, cmd rueidis.Completed) rueidis.R
 func (c countingClient) DoMulti(ctx context.Context, cmds ...rueidis.Completed) []rueidis.RedisResult {
 	c.trips.Add(1)
 	return c.Client.DoMulti(ctx, cmds...)
-}
-
-func (c countingClient) Dedicated(fn func(rueidis.DedicatedClient) error) error {
-	return c.Client.Dedicated(func(d rueidis.DedicatedClient) error {
-		return fn(countingDedicated{DedicatedClient: d, trips: c.trips})
-	})
-}
-
-type countingDedicated struct {
-	rueidis.DedicatedClient
-	trips *atomic.Int64
-}
-
-func (c countingDedicated) Do(ctx context.Context, cmd rueidis.Completed) rueidis.RedisResult {
-	c.trips.Add(1)
-	return c.DedicatedClient.Do(ctx, cmd)
-}
-
-func (c countingDedicated) DoMulti(ctx context.Context, cmds ...rueidis.Completed) []rueidis.RedisResult {
-	c.trips.Add(1)
-	return c.DedicatedClient.DoMulti(ctx, cmds...)
 }
 
 // TestIdleTickIsThreeRoundTrips: a coordinated poller of 13 apps on a real
@@ -513,7 +461,7 @@ func TestIdleTickIsThreeRoundTrips(t *testing.T) {
 	h := newHarness(t, thirteen, nil, true, func(c *poller.Config) {
 		c.Fleet = store.New(countingConn{Conn: conn, trips: trips}, "poller-1", c.Apps)
 	})
-	h.source.otherwise = revalidated
+	h.source.otherwise = steady
 	h.tick(t, 0, nil)
 	if got := h.source.takeAsked(); len(got) != len(thirteen) {
 		t.Fatalf("the first tick asked %q, want every app", got)

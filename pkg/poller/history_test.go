@@ -25,21 +25,6 @@ func historyAnswer(etag string, rels ...*release.Release) release.Answer {
 	return release.Answer{Outcome: release.Fetched, ETag: etag, History: release.NewHistory(rels), Remaining: -1}
 }
 
-// steadily answers every entry a 200 the first time, a 304 after: v2 for a
-// release, v2 and v1 for a history.
-func steadily(app release.App, etag string, _ time.Time) release.Answer {
-	switch {
-	case etag != "":
-		return notModified()
-	case app.Channel == release.HistoryChannel:
-		return historyAnswer(`"h1"`, datedAt("v2", 1), datedAt("v1", 2))
-	}
-	return fetched("v2", `"e"`)
-}
-
-// quiet drops the logs of a long run.
-func quiet(c *poller.Config) { c.Logger = zap.NewNop() }
-
 // TestRequestsPerEntry: at the production interval, every entry polled
 // costs one GitHub request per I − M, the first round included: an app's
 // own, its pre-release channel's, and the history of an app with decisions,
@@ -54,7 +39,6 @@ func TestRequestsPerEntry(t *testing.T) {
 		hours       int
 		lo, hi      int // requests per entry in that time
 	}{
-		{name: "13 apps", apps: 13, hours: 10, lo: 20, hi: 21},
 		{name: "13 apps with their pre-releases", apps: 13, prereleases: true, hours: 10, lo: 20, hi: 21},
 		{name: "1,000 apps, one with decisions", apps: 1000, decided: []string{"app0421"}, hours: 3, lo: 6, hi: 7},
 	}
@@ -65,8 +49,8 @@ func TestRequestsPerEntry(t *testing.T) {
 			for i := range list {
 				list[i].Prereleases = tt.prereleases
 			}
-			h := newHarness(t, nil, nil, false, quiet, func(c *poller.Config) { c.Apps = release.Entries(list) })
-			h.source.otherwise = steadily
+			h := newHarness(t, nil, nil, false, func(c *poller.Config) { c.Apps, c.Logger = release.Entries(list), zap.NewNop() })
+			h.source.otherwise = steady
 			h.p.SetDecided(tt.decided)
 			for end := at(time.Duration(tt.hours) * time.Hour); h.clock.Now().Before(end); {
 				h.p.Tick(context.Background())
@@ -105,13 +89,14 @@ func TestRequestsPerEntry(t *testing.T) {
 // decisions, GitHub answering steadily.
 func historyHarness(t *testing.T, fleet *fakeFleet, opts ...func(*poller.Config)) *harness {
 	h := newHarness(t, []string{"a", "b"}, fleet, fleet != nil, append([]func(*poller.Config){withHistory}, opts...)...)
-	h.source.otherwise = steadily
+	h.source.otherwise = steady
 	h.p.SetDecided([]string{"a"})
 	return h
 }
 
 // TestHistoryNewlyDecided: an app that gains a decision has its history
-// asked for at the next tick, and shared; once it loses it, its history is
+// asked for at the next tick, and shared, and after a flush written back from
+// memory without a request to GitHub; once it loses it, its history is
 // neither asked for, read nor repaired.
 func TestHistoryNewlyDecided(t *testing.T) {
 	h := historyHarness(t, newFleet())
@@ -120,7 +105,7 @@ func TestHistoryNewlyDecided(t *testing.T) {
 	if got := h.source.takeAsked(); !slices.Equal(got, []string{"a", "b"}) {
 		t.Fatalf("first tick asked %v, want a and b", got)
 	}
-	h.fleet.takeCalls()
+	h.fleet.calls.take()
 
 	h.p.SetDecided([]string{"b"})
 	h.tick(t, timing.Tick, nil)
@@ -130,7 +115,7 @@ func TestHistoryNewlyDecided(t *testing.T) {
 	if got := h.fleet.entry("b:history").History.Tags(); !slices.Equal(got, []string{"v2", "v1"}) {
 		t.Errorf("shared history %q, want v2, v1", got)
 	}
-	if calls := h.fleet.takeCalls(); !slices.Contains(calls, "PutFetch b:history") {
+	if calls := h.fleet.calls.take(); !slices.Contains(calls, "PutFetch b:history") {
 		t.Errorf("fleet calls %v, want b's history written", calls)
 	}
 	// What the app serves under a decision may change with its history:
@@ -139,10 +124,25 @@ func TestHistoryNewlyDecided(t *testing.T) {
 		t.Errorf("changes %q, want b's history as v1→v2", h.changes)
 	}
 
+	want := h.fleet.entry("b:history")
+	for _, key := range []string{"a", "a:history", "b", "b:history"} { // a flush
+		h.fleet.set(key, release.Entry{})
+	}
+	h.tick(t, 2*timing.Tick, nil)
+	if got := h.source.takeAsked(); len(got) != 0 {
+		t.Errorf("after a flush asked GitHub %v, want nothing (all fresh)", got)
+	}
+	if got := h.fleet.entry("b:history"); !got.FetchedAt.Equal(want.FetchedAt) || !slices.Equal(got.History.Tags(), want.History.Tags()) {
+		t.Errorf("after the flush: %+v, want %+v written back", got, want)
+	}
+	if calls := h.fleet.calls.take(); slices.Contains(calls, "PutFetch a:history") {
+		t.Errorf("a's history written back without a decision: %v", calls)
+	}
+
 	h.p.SetDecided(nil)
 	h.fleet.set("b:history", release.Entry{})
-	h.ticks(t, 2*timing.Tick, 2*timing.Tick+2*timing.Interval, nil, nil)
-	if got := mentions(append(h.source.takeAsked(), h.fleet.takeCalls()...), "history"); got != nil {
+	h.ticks(t, 3*timing.Tick, 3*timing.Tick+2*timing.Interval, nil, nil)
+	if got := mentions(append(h.source.takeAsked(), h.fleet.calls.take()...), "history"); got != nil {
 		t.Errorf("without a decision: %q, want nothing of the history", got)
 	}
 }
@@ -159,8 +159,7 @@ func TestHistoryKept(t *testing.T) {
 		failures int // in a row
 	}{
 		{"the list", historyAnswer(`"h1"`, datedAt("v2", 1), datedAt("v1", 2)), []string{"v2", "v1"}, 0},
-		{"a malformed list", failed(), []string{"v2", "v1"}, 1},
-		{"a 404", notFound(), []string{"v2", "v1"}, 2},
+		{"a malformed list", failed(), []string{"v2", "v1"}, 1}, {"a 404", notFound(), []string{"v2", "v1"}, 2},
 		{"a newer list", historyAnswer(`"h2"`, datedAt("v3", 0), datedAt("v2", 1)), []string{"v3", "v2"}, 0},
 	}
 	for i, st := range steps {
@@ -177,32 +176,6 @@ func TestHistoryKept(t *testing.T) {
 	}
 }
 
-// TestHistoryRepaired: a flushed Redis gets the history back from memory at
-// the next tick, without a request to GitHub.
-func TestHistoryRepaired(t *testing.T) {
-	h := historyHarness(t, newFleet())
-	h.tick(t, 0, nil)
-	h.source.take()
-	want := h.fleet.entry("a:history")
-	if !want.Fetched() {
-		t.Fatal("history not shared")
-	}
-	for _, key := range []string{"a", "a:history", "b"} {
-		h.fleet.set(key, release.Entry{})
-	}
-	h.fleet.takeCalls()
-	h.tick(t, timing.Tick, nil)
-	if got := h.source.takeAsked(); len(got) != 0 {
-		t.Errorf("asked GitHub %v, want nothing (all fresh)", got)
-	}
-	if got := h.fleet.entry("a:history"); !got.FetchedAt.Equal(want.FetchedAt) || !slices.Equal(got.History.Tags(), want.History.Tags()) {
-		t.Errorf("after the flush: %+v, want %+v written back", got, want)
-	}
-	if calls := h.fleet.takeCalls(); slices.Contains(calls, "PutFetch b:history") {
-		t.Errorf("b's history written: %v", calls)
-	}
-}
-
 // TestHistoryRefresh: a refresh request for a decided app asks for its
 // history too, at once; one for an app without decisions does not; one
 // that names the history entry of an app this poller knows no decision of
@@ -210,7 +183,7 @@ func TestHistoryRepaired(t *testing.T) {
 // and the ticks after it do not, until the decision is known.
 func TestHistoryRefresh(t *testing.T) {
 	h := newHarness(t, []string{"a", "b", "c"}, nil, false, withHistory)
-	h.source.otherwise = steadily
+	h.source.otherwise = steady
 	h.p.SetDecided([]string{"a"})
 	h.tick(t, 0, nil)
 	h.source.take()
@@ -219,7 +192,7 @@ func TestHistoryRefresh(t *testing.T) {
 		request(h, key, time.Minute, "")
 	}
 	h.p.RefreshRound(context.Background())
-	if got, want := h.source.takeAsked(), []string{`a("e")`, `a:history("h1")`, "b:history", `c("e")`}; !slices.Equal(got, want) {
+	if got, want := h.source.takeAsked(), []string{`a("e1")`, `a:history("h1")`, "b:history", `c("e1")`}; !slices.Equal(got, want) {
 		t.Errorf("refresh round asked %v, want %v", got, want)
 	}
 	h.ticks(t, time.Minute+timing.Tick, time.Minute+timing.Interval+timing.Tick, nil, nil)
@@ -249,7 +222,7 @@ func TestHistoryCompanions(t *testing.T) {
 		h.source.answer(int64(2-i), bytesOf(sigs[r.Tag]))
 	}
 	h.tick(t, 0, answers{"artcraft:history": a})
-	if got := h.source.takeSigs(); !reflect.DeepEqual(got, []string{"2", "1"}) {
+	if got := h.source.sigAsked.take(); !reflect.DeepEqual(got, []string{"2", "1"}) {
 		t.Errorf("companions asked: got %v, want v2's then v1's", got)
 	}
 	for _, e := range []release.Entry{h.sink.entry("artcraft:history"), h.fleet.entry("artcraft:history")} {
@@ -261,7 +234,7 @@ func TestHistoryCompanions(t *testing.T) {
 		}
 	}
 	h.tick(t, timing.Interval, answers{"artcraft:history": notModified()})
-	if got := h.source.takeSigs(); len(got) != 0 {
+	if got := h.source.sigAsked.take(); len(got) != 0 {
 		t.Errorf("after a 304, companions asked: %v, want none", got)
 	}
 	if got := h.sink.entry("artcraft:history").History.CompanionsOf("v1").Len(); got != 1 {

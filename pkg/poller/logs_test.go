@@ -30,6 +30,12 @@ func TestRedisOutageLogs(t *testing.T) {
 			[]string{"redis unavailable 5s", "redis entries written back from memory", "redis is back 35s"}},
 		{"an outage after Redis came back is a new one, warned at once", "Load", []bool{true, false, true}, time.Minute, 0,
 			[]string{"redis unavailable 0s", "redis entries written back from memory", "redis is back 1m0s", "redis unavailable 0s"}},
+		// After a failover: reads work while every write is refused, and a is
+		// due at every tick; the outage's reminders count from its start.
+		{"writes refused at every tick are one outage, over once a tick works", "Claim", []bool{true, true, true, false}, timing.Interval, 0,
+			[]string{"redis unavailable 0s", "redis entries written back from memory", "redis unavailable 30m0s",
+				"redis entries written back from memory", "redis unavailable 1h0m0s", "redis entries written back from memory",
+				"redis is back 1h30m0s"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -94,29 +100,21 @@ func TestGitHubWarnings(t *testing.T) {
 		want   []string
 		fields map[string]any // of the last warning
 	}{
-		{
-			name: "first run, GitHub unreachable", now: failing(thirteen...),
+		{name: "first run, GitHub unreachable", now: failing(thirteen...),
 			want:   []string{"every github request failed, no app has a release yet"},
 			fields: map[string]any{"failed": int64(13), "no_release_yet": int64(13), "err": "HTTP 502", "retry_in": time.Minute},
 		},
-		{
-			name: "every request failing after releases were fetched", before: failing(), now: failing(thirteen...),
+		{name: "every request failing after releases were fetched", before: failing(), now: failing(thirteen...),
 			want:   []string{"every github request failed, serving the last releases fetched"},
 			fields: map[string]any{"failed": int64(13), "no_release_yet": int64(0), "err": "HTTP 502", "retry_in": time.Minute},
 		},
-		{
-			name: "one app failing among healthy ones", now: failing("m"),
-			want:   []string{"github request failed"},
+		{name: "one app failing among healthy ones", now: failing("m"), want: []string{"github request failed"},
 			fields: map[string]any{"app": "m", "repo": "storytold/m", "failures": int64(1), "err": "HTTP 502"},
 		},
-		{
-			name: "two apps failing among healthy ones", now: failing("c", "m"),
-			want:   []string{"github request failed", "github request failed"},
-			fields: map[string]any{"app": "m", "repo": "storytold/m"},
+		{name: "two apps failing among healthy ones", now: failing("c", "m"),
+			want: []string{"github request failed", "github request failed"}, fields: map[string]any{"app": "m", "repo": "storytold/m"},
 		},
-		{
-			name: "a rate limit", now: answers{"a": rateLimited(at(2 * time.Hour))},
-			want:   []string{"github rate limit"},
+		{name: "a rate limit", now: answers{"a": rateLimited(at(2 * time.Hour))}, want: []string{"github rate limit"},
 			fields: map[string]any{"app": "a", "repo": "storytold/a", "retry_at": at(2 * time.Hour), "err": "HTTP 403"},
 		},
 	}

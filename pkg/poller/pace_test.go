@@ -6,9 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/zap"
-	"go.uber.org/zap/zaptest/observer"
-
 	"github.com/storytold/craft-releases/pkg/poller"
 	"github.com/storytold/craft-releases/pkg/release"
 	"github.com/storytold/craft-releases/pkg/schedule"
@@ -16,12 +13,9 @@ import (
 
 // pacedHarness is a poller over keys with GitHub's hourly quota of 5,000,
 // GitHub announcing what headers(now) says is left on every answer (a 200
-// the first time, then 304s), and its info logs in logs.
-func pacedHarness(t *testing.T, keys []string, tm schedule.Timing, headers func(now time.Time) (int, time.Time)) (*harness, *observer.ObservedLogs) {
-	core, logs := observer.New(zap.InfoLevel)
-	h := newHarness(t, keys, nil, false, func(c *poller.Config) {
-		c.Timing, c.QuotaPerHour, c.Logger = tm, 5000, zap.New(core)
-	})
+// the first time, then 304s).
+func pacedHarness(t *testing.T, keys []string, tm schedule.Timing, headers func(now time.Time) (int, time.Time)) *harness {
+	h := newHarness(t, keys, nil, false, func(c *poller.Config) { c.Timing, c.QuotaPerHour = tm, 5000 })
 	h.source.otherwise = func(app release.App, etag string, now time.Time) release.Answer {
 		remaining, reset := headers(now)
 		if remaining < 0 {
@@ -29,7 +23,7 @@ func pacedHarness(t *testing.T, keys []string, tm schedule.Timing, headers func(
 		}
 		return quota(steady(app, etag, now), remaining, reset)
 	}
-	return h, logs
+	return h
 }
 
 // askedAt returns, by app, when each was asked.
@@ -52,7 +46,7 @@ func TestPacingAtProductionNumbers(t *testing.T) {
 	var hour time.Time // the window being spent
 	used, denied := 0, 0
 	tm := schedule.Timing{Interval: 120 * time.Second, MaxBackoff: 4 * time.Hour, Tick: 30 * time.Second}
-	h, logs := pacedHarness(t, numbered("app", 1000, 4), tm, func(now time.Time) (int, time.Time) {
+	h := pacedHarness(t, numbered("app", 1000, 4), tm, func(now time.Time) (int, time.Time) {
 		if w := now.Truncate(time.Hour); !w.Equal(hour) {
 			hour, used = w, 0
 		}
@@ -72,7 +66,7 @@ func TestPacingAtProductionNumbers(t *testing.T) {
 	if got := lastPaced(t, h); got != 930*time.Second {
 		t.Errorf("effective interval reported last %v, want 930s", got)
 	}
-	if n := logs.FilterMessage("schedule paced to github quota").Len(); n != 1 {
+	if n := h.logged("schedule paced to github quota"); n != 1 {
 		t.Errorf("logged the pacing %d times, want once", n)
 	}
 	// Every app is asked no sooner than the paced interval allows (930 s −
@@ -118,7 +112,7 @@ func longestGap(asked map[string][]time.Time, from, to time.Time) time.Duration 
 // one, each change said once.
 func TestPacingBoundedByHeaders(t *testing.T) {
 	oneLeft := true
-	h, logs := pacedHarness(t, thirteen, timing, func(now time.Time) (int, time.Time) {
+	h := pacedHarness(t, thirteen, timing, func(now time.Time) (int, time.Time) {
 		if oneLeft {
 			return 1, now.Add(time.Hour)
 		}
@@ -147,8 +141,8 @@ func TestPacingBoundedByHeaders(t *testing.T) {
 	if got, limit := longestGap(askedAt(h), changed.Add(timing.MaxBackoff+timing.Tick), h.clock.Now()), timing.Interval+timing.Tick; got > limit {
 		t.Errorf("an app went %v without a request after normal headers, want at most %v", got, limit)
 	}
-	paced := logs.FilterMessage("schedule paced to github quota").Len()
-	back := logs.FilterMessage("schedule back to its interval").Len()
+	paced := h.logged("schedule paced to github quota")
+	back := h.logged("schedule back to its interval")
 	if paced != 1 || back != 1 {
 		t.Errorf("logged pacing %d times and its end %d times, want once each", paced, back)
 	}

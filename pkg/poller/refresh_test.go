@@ -23,7 +23,7 @@ func refreshHarness(t *testing.T, fleet *fakeFleet) *harness {
 	h.obs.take("")
 	h.logs.TakeAll()
 	if fleet != nil {
-		fleet.takeCalls()
+		fleet.calls.take()
 	}
 	setClock(t, h.clock, at(time.Minute))
 	return h
@@ -70,8 +70,7 @@ func TestRefreshRound(t *testing.T) {
 		steps []rstep
 		check func(t *testing.T, h *harness)
 	}{
-		{
-			name: "a fresh app is fetched at once, an unknown one ignored, and a request done asks nothing more",
+		{name: "a fresh app is fetched at once, an unknown one ignored, and a request done asks nothing more",
 			steps: []rstep{
 				{at: m, before: func(_ *testing.T, h *harness) {
 					request(h, "photocraft", m, "v2")
@@ -86,10 +85,8 @@ func TestRefreshRound(t *testing.T) {
 				if got := h.obs.take(""); !slices.Contains(got, "refreshed photocraft 0s") {
 					t.Errorf("observed %q, want a refreshed photocraft", got)
 				}
-			},
-		},
-		{
-			name: "a tag not served yet is asked again at 2, 5 and 15 s, then given up",
+			}},
+		{name: "a tag not served yet is asked again at 2, 5 and 15 s, then given up",
 			steps: []rstep{
 				{at: m, reqs: []release.Refresh{{Tag: "v2"}},
 					answers: answers{"photocraft": notModified()}, asked: []string{`photocraft("e1")`}, next: m + 2*s},
@@ -98,10 +95,8 @@ func TestRefreshRound(t *testing.T) {
 				{at: m + 5*s, answers: answers{"photocraft": notModified()}, asked: []string{`photocraft("e1")`}, next: m + 15*s},
 				{at: m + 15*s, answers: answers{"photocraft": notModified()}, asked: []string{`photocraft("e1")`}, next: none},
 				{at: m + time.Hour, next: none},
-			},
-		},
-		{
-			name: "a retry that gets the tag ends the request",
+			}},
+		{name: "a retry that gets the tag ends the request",
 			steps: []rstep{
 				{at: m, reqs: []release.Refresh{{Tag: "v2"}},
 					answers: answers{"photocraft": notModified()}, asked: []string{`photocraft("e1")`}, next: m + 2*s},
@@ -111,10 +106,8 @@ func TestRefreshRound(t *testing.T) {
 				if got := h.sink.entry("photocraft").Release; tagOf(got) != "v2" {
 					t.Errorf("served %s, want v2", tagOf(got))
 				}
-			},
-		},
-		{
-			name: "a burst is one fetch, and one more a second after the last",
+			}},
+		{name: "a burst is one fetch, and one more a second after the last",
 			steps: []rstep{
 				{at: m + 10*ms, before: func(_ *testing.T, h *harness) {
 					for i := range 10 {
@@ -127,18 +120,15 @@ func TestRefreshRound(t *testing.T) {
 					}
 				}, next: m + 1010*ms},
 				{at: m + 1010*ms, answers: answers{"photocraft": notModified()}, asked: []string{`photocraft("e1")`}, next: none},
-			},
-		},
-		{
-			name: "the fleet backoff holds a request", fleet: true,
+			}},
+		{name: "the fleet backoff holds a request", fleet: true,
 			steps: []rstep{{at: m, before: func(_ *testing.T, h *harness) {
 				h.fleet.setBackoff(schedule.Backoff{Until: at(time.Hour), Trouble: 1})
 				h.p.Tick(context.Background()) // reads it
 				request(h, "photocraft", m, "")
 			}, next: time.Hour}},
 		},
-		{
-			name: "a failing app's own retry holds a request",
+		{name: "a failing app's own retry holds a request",
 			steps: []rstep{
 				{at: 1774 * s, before: func(t *testing.T, h *harness) {
 					// vectorcraft is due at I − M: it fails 1773 s in, and is retried F − M = 30 s after.
@@ -149,24 +139,20 @@ func TestRefreshRound(t *testing.T) {
 					request(h, "vectorcraft", 1774*s, "")
 				}, next: 1803 * s},
 				{at: 1803 * s, answers: answers{"vectorcraft": fetched("v1", `"e1"`)}, asked: []string{`vectorcraft("e1")`}, next: none},
-			},
-		},
-		{
-			name: "a rate limit backs the fleet off", fleet: true,
+			}},
+		{name: "a rate limit backs the fleet off", fleet: true,
 			steps: []rstep{{at: m, before: func(_ *testing.T, h *harness) {
 				request(h, "photocraft", m, "")
 				request(h, "vectorcraft", m, "")
 			}, answers: answers{"photocraft": rateLimited(at(30 * m))}, asked: []string{`photocraft("e1")`}, next: 31 * m,
 				calls: []string{"LoadApp photocraft", "Claim photocraft", "PutBackoff until 31m0s trouble 1"}}},
 		},
-		{
-			name: "a claim from before the request does not keep us off", fleet: true,
+		{name: "a claim from before the request does not keep us off", fleet: true,
 			steps: []rstep{{at: m, reqs: []release.Refresh{{}},
 				answers: answers{"photocraft": notModified()}, asked: []string{`photocraft("e1")`}, next: none,
 				calls: []string{"LoadApp photocraft", "Claim photocraft", "PutNotModified photocraft"}}},
 		},
-		{
-			name: "another poller's claim for the request keeps us off until it lapses or its fetch arrives", fleet: true,
+		{name: "another poller's claim for the request keeps us off until it lapses or its fetch arrives", fleet: true,
 			steps: []rstep{
 				{at: m + 20*ms, before: func(_ *testing.T, h *harness) {
 					e := h.fleet.entry("photocraft")
@@ -180,10 +166,8 @@ func TestRefreshRound(t *testing.T) {
 					h.fleet.set("photocraft", e)
 					h.p.Tick(context.Background()) // reads it
 				}, next: none},
-			},
-		},
-		{
-			name: "a claim lost in a race", fleet: true,
+			}},
+		{name: "a claim lost in a race", fleet: true,
 			steps: []rstep{{at: m + 10*ms, before: func(_ *testing.T, h *harness) {
 				h.fleet.during = func(f *fakeFleet, op, arg string) {
 					if op == "Claim" {
@@ -214,14 +198,14 @@ func TestRefreshRound(t *testing.T) {
 					st.before(t, h)
 				}
 				if fleet != nil {
-					fleet.takeCalls()
+					fleet.calls.take()
 				}
 				asked, next := refreshRound(t, h, st.at, st.answers)
 				if !slices.Equal(asked, st.asked) || next != st.next {
 					t.Errorf("at %v: asked %q, next attempt at %v; want %q, %v (-1: none)", st.at, asked, next, st.asked, st.next)
 				}
 				if st.calls != nil {
-					if got := fleet.takeCalls(); !slices.Equal(got, st.calls) {
+					if got := fleet.calls.take(); !slices.Equal(got, st.calls) {
 						t.Errorf("at %v: fleet calls %q, want %q", st.at, got, st.calls)
 					}
 				}

@@ -72,23 +72,14 @@ func TestRunSequence(t *testing.T) {
 		want              []string
 		warns             []string
 	}{
-		{
-			name:  "coordinated: the start-up load comes before the jitter",
-			fleet: true, coordinate: true, u: 0.5,
+		{name: "coordinated: the start-up load comes before the jitter", fleet: true, coordinate: true, u: 0.5,
 			want: []string{
-				"Load", "loaded false", "wait 15s",
-				"Load", "loaded true", "LoadApp a", "Claim a", "ask a", "PutFetch a", "wait 30s",
+				"Load", "loaded false", "wait 15s", "Load", "loaded true", "LoadApp a", "Claim a", "ask a", "PutFetch a", "wait 30s",
 				"Load", "loaded true", "wait 30s",
-			},
-		},
-		{
-			name:  "coordinated with Redis down: the load is tried, then the poller goes on alone",
+			}},
+		{name: "coordinated with Redis down: the load is tried, then the poller goes on alone",
 			fleet: true, coordinate: true, loadErr: errors.New("connection refused"), u: 0.5,
-			want: []string{
-				"Load", "loaded false", "wait 15s",
-				"Load", "loaded true", "ask a", "wait 30s",
-				"Load", "loaded true", "wait 30s",
-			},
+			want:  []string{"Load", "loaded false", "wait 15s", "Load", "loaded true", "ask a", "wait 30s", "Load", "loaded true", "wait 30s"},
 			warns: []string{"redis unavailable"},
 		},
 		{name: "standalone: no load, the jitter first", u: 0.5, want: []string{"wait 15s", "ask a", "wait 30s", "wait 30s"}},
@@ -101,7 +92,7 @@ func TestRunSequence(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			ev := &events{}
+			ev := &recorder{}
 			var fleet *fakeFleet
 			if tt.fleet {
 				fleet = newFleet()
@@ -135,7 +126,7 @@ func TestRunSequence(t *testing.T) {
 			if err := h.p.Run(ctx); err != nil {
 				t.Fatalf("Run() = %v, want nil", err)
 			}
-			if got := ev.all(); !slices.Equal(got, tt.want) {
+			if got := ev.take(); !slices.Equal(got, tt.want) {
 				t.Errorf("events:\n got %q\nwant %q", got, tt.want)
 			}
 			if !isClosed(h.p.Loaded()) {
@@ -149,29 +140,45 @@ func TestRunSequence(t *testing.T) {
 }
 
 // TestRunCancel cancels a running poller while it waits: Run returns nil,
-// the tick in progress stops, and nothing of the poller is left running.
+// the tick in progress stops, and nothing of the poller is left running. A
+// refresh request that arrives while Run waits between two ticks is fetched
+// at once, and Run goes back to waiting for the tick.
 func TestRunCancel(t *testing.T) {
 	tests := []struct {
-		name   string
-		fire   int // waits that pass before the one cancelled
-		parked time.Duration
-		asked  []string
+		name    string
+		fire    int // waits that pass before the one cancelled
+		parked  time.Duration
+		refresh time.Duration // if set, a refresh arrives a second in, and Run waits this long again
+		asked   []string
 	}{
 		{name: "during the start-up jitter", fire: 0, parked: 15 * time.Second},
 		{name: "during the spacing of a round", fire: 1, parked: time.Second, asked: []string{"a"}},
 		// 30 s from the tick's start, of which the round's spacing took 1 s.
 		{name: "between two ticks", fire: 2, parked: 29 * time.Second, asked: []string{"a", "b"}},
+		// The abandoned wait counts until the clock passes it, and ends when the new one does.
+		{name: "between two ticks, after a refresh", fire: 2, parked: 29 * time.Second, refresh: 28 * time.Second,
+			asked: []string{"a", "b", `a("e1")`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			h := newHarness(t, []string{"a", "b"}, nil, false)
 			h.clock.Skip(tt.fire)
-			h.source.script = answers{"a": fetched("v1", "e1"), "b": fetched("v1", "e1")}
+			h.source.script = answers{"a": fetched("v1", `"e1"`), "b": fetched("v1", `"e1"`)}
 			ctx, cancel := context.WithCancel(context.Background())
 			done := make(chan error)
 			go func() { done <- h.p.Run(ctx) }()
 			if got := parked(t, h.clock, 1); got != tt.parked {
 				t.Errorf("parked in a wait of %v, want %v", got, tt.parked)
+			}
+			if tt.refresh != 0 {
+				h.source.mu.Lock()
+				h.source.script = answers{"a": fetched("v2", `"e2"`)}
+				h.source.mu.Unlock()
+				h.clock.Advance(time.Second)
+				h.p.Refresh("a", release.Refresh{At: h.clock.Now(), Tag: "v2"})
+				if got := parked(t, h.clock, 2); got != tt.refresh {
+					t.Errorf("parked again in a wait of %v, want the %v left to the next tick", got, tt.refresh)
+				}
 			}
 			cancel()
 			if err := <-done; err != nil {
@@ -199,34 +206,4 @@ func pollerGoroutines() string {
 		}
 	}
 	return strings.Join(leaks, "\n\n")
-}
-
-// TestRunWakesForARefresh: a request that arrives while Run waits between
-// two ticks is fetched at once, and Run goes back to waiting for the tick.
-func TestRunWakesForARefresh(t *testing.T) {
-	h := newHarness(t, []string{"a"}, nil, false)
-	h.clock.Skip(1)
-	h.source.script = answers{"a": fetched("v1", `"e1"`)}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error)
-	go func() { done <- h.p.Run(ctx) }()
-	if got := parked(t, h.clock, 1); got != 30*time.Second {
-		t.Fatalf("parked in a wait of %v, want the 30 s to the next tick", got)
-	}
-	h.source.mu.Lock()
-	h.source.script = answers{"a": fetched("v2", `"e2"`)}
-	h.source.mu.Unlock()
-	h.clock.Advance(time.Second)
-	h.p.Refresh("a", release.Refresh{At: h.clock.Now(), Tag: "v2"})
-	// The abandoned wait counts until the clock passes it, and ends when the new one does.
-	if got := parked(t, h.clock, 2); got != 29*time.Second {
-		t.Errorf("parked again in a wait of %v, want the 29 s left to the next tick", got)
-	}
-	cancel()
-	if err := <-done; err != nil {
-		t.Errorf("Run() = %v, want nil", err)
-	}
-	if asked := h.source.takeAsked(); !slices.Equal(asked, []string{"a", `a("e1")`}) {
-		t.Errorf("asked %q, want the tick's request and the refresh's", asked)
-	}
 }

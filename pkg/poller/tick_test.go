@@ -68,16 +68,16 @@ func runScenario(t *testing.T, sc scenario) {
 		}
 		check("asked", h.source.takeAsked(), st.asked)
 		if fleet != nil {
-			check("fleet calls", fleet.takeCalls(), st.calls)
+			check("fleet calls", fleet.calls.take(), st.calls)
 		}
-		check("sink sets", h.sink.takeSets(), st.sets)
+		check("sink sets", h.sink.sets.take(), st.sets)
 		rounds, warns, _ := h.tickLogs(t)
 		var want []roundLine
 		if st.round != nil {
 			want = []roundLine{*st.round}
 		}
 		if !slices.Equal(rounds, want) {
-			t.Errorf("step %d (at %v): round lines %+v, want %+v", i, st.at, rounds, want)
+			t.Errorf("step %d (at %v): round lines %#v, want %#v", i, st.at, rounds, want)
 		}
 		check("warnings", warns, st.warns)
 		if got := h.obs.take(""); st.observed != nil {
@@ -133,80 +133,57 @@ func TestTickStandalone(t *testing.T) {
 	const sa = "standalone"
 	failedWarn := []string{"github request failed"}
 	runScenarios(t, []scenario{
-		{
-			name: "due apps are asked in order, one spacing apart",
-			apps: []string{"a", "b", "c"},
+		{name: "due apps are asked in order, one spacing apart", apps: []string{"a", "b", "c"},
 			steps: []step{{
 				answers: answers{"a": fetched("v1", "e1"), "b": fetched("v1", "e1"), "c": fetched("", "")},
 				asked:   []string{"a", "b", "c"}, sets: []string{"a", "b", "c"}, round: round(sa, 3, 0, 0, false, 0, 0),
 				waits: []time.Duration{s, s},
 				entries: map[string]release.Entry{
-					"a": {FetchedAt: t0, ETag: "e1", Release: rel("v1")},
-					"b": {FetchedAt: at(1 * s), ETag: "e1", Release: rel("v1")},
+					"a": {FetchedAt: t0, ETag: "e1", Release: rel("v1")}, "b": {FetchedAt: at(1 * s), ETag: "e1", Release: rel("v1")},
 					"c": {FetchedAt: at(2 * s)},
-				},
-			}},
-		},
-		{
-			name: "one app's entry through every answer",
-			apps: []string{"a"},
+				}}}},
+		{name: "one app's entry through every answer", apps: []string{"a"},
 			steps: []step{
-				{
-					answers: answers{"a": notFound()}, asked: []string{"a"}, sets: []string{"a"}, round: round(sa, 1, 0, 0, false, 0, 0),
+				{answers: answers{"a": notFound()}, asked: []string{"a"}, sets: []string{"a"}, round: round(sa, 1, 0, 0, false, 0, 0),
 					waits: []time.Duration{}, entries: map[string]release.Entry{"a": {FetchedAt: t0}}, // never had a release: no failure
 				},
-				{
-					at: 1800 * s, answers: answers{"a": notModified()}, asked: []string{"a"}, sets: []string{"a"}, warns: failedWarn,
+				{at: 1800 * s, answers: answers{"a": notModified()}, asked: []string{"a"}, sets: []string{"a"}, warns: failedWarn,
 					round:   round(sa, 0, 0, 1, false, time.Minute, 1), // a 304 to a request without an etag
 					entries: map[string]release.Entry{"a": {FetchedAt: t0, FailedAt: at(1800 * s), Failures: 1}},
 				},
 				{at: 1859 * s},
-				{
-					at: 1860 * s, answers: answers{"a": fetched("v1", "e1")}, asked: []string{"a"}, sets: []string{"a"},
+				{at: 1860 * s, answers: answers{"a": fetched("v1", "e1")}, asked: []string{"a"}, sets: []string{"a"},
 					round:   round(sa, 1, 0, 0, false, 0, 0),
 					entries: map[string]release.Entry{"a": {FetchedAt: at(1860 * s), ETag: "e1", Release: rel("v1"), FailedAt: at(1800 * s), Failures: 1}},
 				},
-				{
-					at: 3630 * s, answers: answers{"a": failed()}, asked: []string{"a(e1)"}, sets: []string{"a"}, warns: failedWarn,
+				{at: 3630 * s, answers: answers{"a": failed()}, asked: []string{"a(e1)"}, sets: []string{"a"}, warns: failedWarn,
 					round:   round(sa, 0, 0, 1, false, time.Minute, 1), // keeps the good release
 					entries: map[string]release.Entry{"a": {FetchedAt: at(1860 * s), ETag: "e1", Release: rel("v1"), FailedAt: at(3630 * s), Failures: 1}},
 				},
-				{
-					at: 3690 * s, answers: answers{"a": notModified()}, asked: []string{"a(e1)"}, sets: []string{"a"},
+				{at: 3690 * s, answers: answers{"a": notModified()}, asked: []string{"a(e1)"}, sets: []string{"a"},
 					round:   round(sa, 0, 1, 0, false, 0, 0), // only moves the fetch time
 					entries: map[string]release.Entry{"a": {FetchedAt: at(3690 * s), ETag: "e1", Release: rel("v1"), FailedAt: at(3630 * s), Failures: 1}},
 				},
-				{
-					at: 5490 * s, answers: answers{"a": fetched("", "")}, asked: []string{"a(e1)"}, sets: []string{"a"},
+				{at: 5490 * s, answers: answers{"a": fetched("", "")}, asked: []string{"a(e1)"}, sets: []string{"a"},
 					round:   round(sa, 1, 0, 0, false, 0, 0), // forgets the release and the etag
 					entries: map[string]release.Entry{"a": {FetchedAt: at(5490 * s), FailedAt: at(3630 * s), Failures: 1}},
-				},
-			},
-		},
+				}}},
 		{
 			// A round whose only request failed, beside a healthy app, sets no fleet backoff.
-			name: "a failing app counts its failures in a row, and alone sets no backoff",
-			apps: []string{"a", "b"},
+			name: "a failing app counts its failures in a row, and alone sets no backoff", apps: []string{"a", "b"},
 			steps: []step{
-				{
-					answers: answers{"a": failed(), "b": fetched("v1", "e1")}, asked: []string{"a", "b"}, sets: []string{"a", "b"},
+				{answers: answers{"a": failed(), "b": fetched("v1", "e1")}, asked: []string{"a", "b"}, sets: []string{"a", "b"},
 					warns: failedWarn, round: round(sa, 1, 0, 1, false, 0, 0),
 				},
-				{
-					at: 30 * s, answers: answers{"a": failed()}, asked: []string{"a"}, sets: []string{"a"}, warns: failedWarn,
+				{at: 30 * s, answers: answers{"a": failed()}, asked: []string{"a"}, sets: []string{"a"}, warns: failedWarn,
 					round: round(sa, 0, 0, 1, false, 0, 0), entries: map[string]release.Entry{"a": {FailedAt: at(30 * s), Failures: 2}},
 				},
 				{at: 120 * s, answers: answers{"a": fetched("v1", "e2")}, asked: []string{"a"}, sets: []string{"a"}, round: round(sa, 1, 0, 0, false, 0, 0)},
-				{
-					at: 1890 * s, answers: answers{"a": failed(), "b": notModified()}, asked: []string{"a(e2)", "b(e1)"}, sets: []string{"a", "b"},
+				{at: 1890 * s, answers: answers{"a": failed(), "b": notModified()}, asked: []string{"a(e2)", "b(e1)"}, sets: []string{"a", "b"},
 					warns: failedWarn, round: round(sa, 0, 1, 1, false, 0, 0),
 					entries: map[string]release.Entry{"a": {FetchedAt: at(120 * s), ETag: "e2", Release: rel("v1"), FailedAt: at(1890 * s), Failures: 1}},
-				},
-			},
-		},
-		{
-			name: "all-failed rounds back off, the backoff holds every app, and a good round clears it",
-			apps: []string{"a"},
+				}}},
+		{name: "all-failed rounds back off, the backoff holds every app, and a good round clears it", apps: []string{"a"},
 			steps: []step{
 				{answers: answers{"a": failed()}, asked: []string{"a"}, sets: []string{"a"}, warns: failedWarn, round: round(sa, 0, 0, 1, false, time.Minute, 1)},
 				{at: 59 * s},
@@ -214,48 +191,36 @@ func TestTickStandalone(t *testing.T) {
 				{at: 180 * s, answers: answers{"a": fetched("v1", "e1")}, asked: []string{"a"}, sets: []string{"a"}, round: round(sa, 1, 0, 0, false, 0, 0)},
 				// The next bad round starts over.
 				{at: 1950 * s, answers: answers{"a": failed()}, asked: []string{"a(e1)"}, sets: []string{"a"}, warns: failedWarn, round: round(sa, 0, 0, 1, false, time.Minute, 1)},
-			},
-		},
-		{
-			name: "a rate limit stops the round, without another wait, and holds every app until the backoff ends",
+			}},
+		{name: "a rate limit stops the round, without another wait, and holds every app until the backoff ends",
 			apps: []string{"a", "b", "c"},
 			steps: []step{
-				{
-					answers: answers{"a": fetched("v1", "e1"), "b": rateLimited(at(1*s + 50*time.Minute))},
-					asked:   []string{"a", "b"}, sets: []string{"a"}, warns: []string{"github rate limit"},
+				{answers: answers{"a": fetched("v1", "e1"), "b": rateLimited(at(1*s + 50*time.Minute))},
+					asked: []string{"a", "b"}, sets: []string{"a"}, warns: []string{"github rate limit"},
 					round: round(sa, 1, 0, 0, true, 51*time.Minute, 1), waits: []time.Duration{s},
 				},
 				{at: 51 * time.Minute},
-				{
-					at:      51*time.Minute + 1*s,
-					answers: answers{"a": notModified(), "b": fetched("v1", "e1"), "c": fetched("v1", "e1")},
-					asked:   []string{"a(e1)", "b", "c"}, sets: []string{"a", "b", "c"}, round: round(sa, 2, 1, 0, false, 0, 0),
-				},
-			},
-		},
-		{
-			name: "the Observer hears every answer with its quota, every fetch and every round with its backoff",
+				{at: 51*time.Minute + 1*s, answers: answers{"a": notModified(), "b": fetched("v1", "e1"), "c": fetched("v1", "e1")},
+					asked: []string{"a(e1)", "b", "c"}, sets: []string{"a", "b", "c"}, round: round(sa, 2, 1, 0, false, 0, 0),
+				}}},
+		{name: "the Observer hears every answer with its quota, every fetch and every round with its backoff",
 			apps: []string{"a", "b", "c", "d"},
 			steps: []step{
-				{
-					answers: answers{
-						"a": quota(fetched("v1", "e1"), 59, at(time.Hour)),
-						// No ETag was sent: the 304 counts as a failure, its quota stays.
-						"b": quota(notModified(), 58, at(time.Hour)),
-						"c": failed(),
-						"d": quota(rateLimited(at(50*time.Minute)), 0, at(50*time.Minute)),
-					},
+				{answers: answers{
+					"a": quota(fetched("v1", "e1"), 59, at(time.Hour)),
+					// No ETag was sent: the 304 counts as a failure, its quota stays.
+					"b": quota(notModified(), 58, at(time.Hour)), "c": failed(),
+					"d": quota(rateLimited(at(50*time.Minute)), 0, at(50*time.Minute)),
+				},
 					asked: []string{"a", "b", "c", "d"}, sets: []string{"a", "b", "c"},
 					warns: []string{"github request failed", "github request failed", "github rate limit"},
 					round: round(sa, 1, 0, 2, true, 50*time.Minute+57*s, 1),
 					observed: []string{
 						"answer a fetched 59 1h0m0s", "fetched a 0s", "answer b failed 58 1h0m0s", "answer c failed -1 never",
 						"answer d rate_limited 0 50m0s", "round standalone 3s 51m0s 1",
-					},
-				},
+					}},
 				{at: 10 * time.Minute, observed: []string{"round standalone 0s 51m0s 1"}},
-				{
-					at: 52 * time.Minute,
+				{at: 52 * time.Minute,
 					answers: answers{
 						"a": quota(notModified(), 57, at(2*time.Hour)), "b": fetched("", ""), "c": fetched("v3", "e3"), "d": fetched("v4", "e4"),
 					},
@@ -264,11 +229,9 @@ func TestTickStandalone(t *testing.T) {
 						"answer a not_modified 57 2h0m0s", "fetched a 52m0s", "answer b fetched -1 never", "fetched b 52m1s",
 						"answer c fetched -1 never", "fetched c 52m2s", "answer d fetched -1 never", "fetched d 52m3s",
 						"round standalone 3s never 0",
-					},
-				},
+					}},
 				{at: 53 * time.Minute, round: idle(sa), observed: []string{"round standalone 0s never 0"}},
-			},
-		},
+			}},
 	})
 }
 
@@ -280,37 +243,25 @@ func TestTickCoordinated(t *testing.T) {
 		calls: []string{"Load", "LoadApp a", "Claim a", "PutFetch a"}, sets: []string{"a"}, round: round(co, 1, 0, 0, false, 0, 0),
 	}
 	runScenarios(t, []scenario{
-		{
-			name: "every outcome is claimed first and shared",
-			apps: []string{"a", "b", "c"}, fleet: func(*fakeFleet) {}, coordinate: true,
+		{name: "every outcome is claimed first and shared", apps: []string{"a", "b", "c"}, fleet: func(*fakeFleet) {}, coordinate: true,
 			steps: []step{
-				{
-					answers: answers{"a": fetched("v1", "e1"), "b": fetched("v1", "e1"), "c": failed()},
-					asked:   []string{"a", "b", "c"},
+				{answers: answers{"a": fetched("v1", "e1"), "b": fetched("v1", "e1"), "c": failed()}, asked: []string{"a", "b", "c"},
 					calls: []string{"Load", "LoadApp a", "Claim a", "PutFetch a", "LoadApp b", "Claim b", "PutFetch b",
 						"LoadApp c", "Claim c", "PutFailure c"},
 					sets: []string{"a", "b", "c"}, warns: failedWarn, round: round(co, 2, 0, 1, false, 0, 0),
 					entries: map[string]release.Entry{
-						"shared a": {FetchedAt: t0, ETag: "e1", Release: rel("v1")},
-						"shared c": {FailedAt: at(2 * s), Failures: 1},
-					},
-				},
-				{
-					at:      1772 * s,
-					answers: answers{"a": notModified(), "b": notModified(), "c": failed()},
-					asked:   []string{"a(e1)", "b(e1)", "c"},
+						"shared a": {FetchedAt: t0, ETag: "e1", Release: rel("v1")}, "shared c": {FailedAt: at(2 * s), Failures: 1},
+					}},
+				{at: 1772 * s, answers: answers{"a": notModified(), "b": notModified(), "c": failed()},
+					asked: []string{"a(e1)", "b(e1)", "c"},
 					calls: []string{"Load", "LoadApp a", "Claim a", "PutNotModified a", "LoadApp b", "Claim b", "PutNotModified b",
 						"LoadApp c", "Claim c", "PutFailure c"},
 					sets: []string{"a", "b", "c"}, warns: failedWarn, round: round(co, 0, 2, 1, false, 0, 0),
 					entries: map[string]release.Entry{
 						"shared a": {FetchedAt: at(1772 * s), ETag: "e1", Release: rel("v1")},
 						"shared c": {FailedAt: at(1774 * s), Failures: 2},
-					},
-				},
-			},
-		},
-		{
-			name: "the Observer hears what the fleet knows, claims won and lost, and refused writes of each kind",
+					}}}},
+		{name: "the Observer hears what the fleet knows, claims won and lost, and refused writes of each kind",
 			apps: []string{"a", "b", "c", "d", "e"}, coordinate: true,
 			fleet: func(f *fakeFleet) {
 				f.set("a", release.Entry{ClaimedAt: at(-10 * s)})
@@ -328,8 +279,7 @@ func TestTickCoordinated(t *testing.T) {
 				}
 			},
 			steps: []step{{
-				answers: answers{"c": fetched("v1", "e1"), "d": notModified(), "e": failed()},
-				asked:   []string{"c", "d(e0)", "e"},
+				answers: answers{"c": fetched("v1", "e1"), "d": notModified(), "e": failed()}, asked: []string{"c", "d(e0)", "e"},
 				calls: []string{"Load", "LoadApp a", "Claim a", "LoadApp c", "Claim c", "PutFetch c",
 					"LoadApp d", "Claim d", "PutNotModified d", "LoadApp e", "Claim e", "PutFailure e"},
 				sets: []string{"b", "d", "c", "d", "e"}, warns: failedWarn, round: round(co, 1, 1, 1, false, 0, 0),
@@ -341,10 +291,8 @@ func TestTickCoordinated(t *testing.T) {
 				},
 				// A refused write still moves memory.
 				entries: map[string]release.Entry{"c": {FetchedAt: t0, ETag: "e1", Release: rel("v1")}},
-			}},
-		},
-		{
-			name: "another pod's fresh fetch, read at the load or at the re-read, makes the app not due",
+			}}},
+		{name: "another pod's fresh fetch, read at the load or at the re-read, makes the app not due",
 			apps: []string{"a", "b", "c"}, coordinate: true,
 			fleet: func(f *fakeFleet) {
 				f.set("a", release.Entry{FetchedAt: at(-10 * s), ETag: "x1", Release: rel("vX")})
@@ -358,23 +306,17 @@ func TestTickCoordinated(t *testing.T) {
 				answers: answers{"c": fetched("v1", "e1")}, asked: []string{"c"},
 				calls: []string{"Load", "LoadApp b", "LoadApp c", "Claim c", "PutFetch c"}, sets: []string{"a", "b", "c"},
 				round: round(co, 1, 0, 0, false, 0, 0), entries: map[string]release.Entry{"a": {FetchedAt: at(-10 * s), ETag: "x1", Release: rel("vX")}},
-			}},
-		},
-		{
-			name: "a refused claim skips the app until the claim lapses",
-			apps: []string{"a", "b"}, coordinate: true,
+			}}},
+		{name: "a refused claim skips the app until the claim lapses", apps: []string{"a", "b"}, coordinate: true,
 			fleet: func(f *fakeFleet) { f.set("a", release.Entry{ClaimedAt: at(-10 * s)}) },
 			steps: []step{
-				{
-					answers: answers{"b": fetched("v1", "e1")}, asked: []string{"b"},
+				{answers: answers{"b": fetched("v1", "e1")}, asked: []string{"b"},
 					calls: []string{"Load", "LoadApp a", "Claim a", "LoadApp b", "Claim b", "PutFetch b"}, sets: []string{"b"}, round: round(co, 1, 0, 0, false, 0, 0),
 				},
 				{at: 49 * s, calls: []string{"Load", "LoadApp a", "Claim a"}, round: idle(co)},
 				func() step { st := fetchA; st.at = 50 * s; return st }(),
-			},
-		},
-		{
-			name: "the fleet backoff is honoured and reported, and a good round deletes the one it read, not another pod's",
+			}},
+		{name: "the fleet backoff is honoured and reported, and a good round deletes the one it read, not another pod's",
 			apps: []string{"a"}, coordinate: true,
 			fleet: func(f *fakeFleet) {
 				f.setBackoff(schedule.Backoff{Until: at(10 * time.Minute), Trouble: 2})
@@ -387,17 +329,13 @@ func TestTickCoordinated(t *testing.T) {
 			steps: []step{
 				{calls: []string{"Load"}, observed: []string{"round coordinated 0s 10m0s 2"}},
 				{at: 10*time.Minute - 1, calls: []string{"Load"}},
-				{
-					at: 10 * time.Minute, answers: answers{"a": fetched("v1", "e1")}, asked: []string{"a"},
+				{at: 10 * time.Minute, answers: answers{"a": fetched("v1", "e1")}, asked: []string{"a"},
 					calls: []string{"Load", "LoadApp a", "Claim a", "PutFetch a", "ClearBackoff read 10m0s trouble 2"},
 					sets:  []string{"a"}, round: round(co, 1, 0, 0, false, 0, 0),
 				},
 				{at: 10*time.Minute + 30*s, calls: []string{"Load"}, observed: []string{"round coordinated 0s 1h0m0s 3"}},
-			},
-		},
-		{
-			name: "a backoff that another pod sets mid-round stops the round and stands",
-			apps: []string{"a", "b"}, coordinate: true,
+			}},
+		{name: "a backoff that another pod sets mid-round stops the round and stands", apps: []string{"a", "b"}, coordinate: true,
 			fleet: func(f *fakeFleet) {
 				f.during = func(f *fakeFleet, op, arg string) {
 					if op == "LoadApp" && arg == "b" {
@@ -406,31 +344,23 @@ func TestTickCoordinated(t *testing.T) {
 				}
 			},
 			steps: []step{
-				{
-					answers: answers{"a": fetched("v1", "e1")}, asked: []string{"a"},
+				{answers: answers{"a": fetched("v1", "e1")}, asked: []string{"a"},
 					calls: []string{"Load", "LoadApp a", "Claim a", "PutFetch a", "LoadApp b"}, sets: []string{"a"},
 					// b's re-check comes after the spacing, so the round ends 1 s in.
 					round: round(co, 1, 0, 0, false, time.Hour-time.Second, 3),
 				},
 				// It stands: the next tick reads it, unchanged.
 				{at: 30 * s, calls: []string{"Load"}, observed: []string{"round coordinated 0s 1h0m0s 3"}},
-			},
-		},
-		{
-			name: "a rate limit is shared as the fleet backoff",
-			apps: []string{"a"}, fleet: func(*fakeFleet) {}, coordinate: true,
+			}},
+		{name: "a rate limit is shared as the fleet backoff", apps: []string{"a"}, fleet: func(*fakeFleet) {}, coordinate: true,
 			steps: []step{
-				{
-					answers: answers{"a": rateLimited(at(50 * time.Minute))}, asked: []string{"a"},
+				{answers: answers{"a": rateLimited(at(50 * time.Minute))}, asked: []string{"a"},
 					calls: []string{"Load", "LoadApp a", "Claim a", "PutBackoff until 51m0s trouble 1"},
 					warns: []string{"github rate limit"}, round: round(co, 0, 0, 0, true, 51*time.Minute, 1),
 				},
 				{at: 50 * time.Minute, calls: []string{"Load"}},
-			},
-		},
-		{
-			name: "a failed read runs the tick standalone, without the fleet backoff",
-			apps: []string{"a", "b"}, coordinate: true,
+			}},
+		{name: "a failed read runs the tick standalone, without the fleet backoff", apps: []string{"a", "b"}, coordinate: true,
 			fleet: func(f *fakeFleet) {
 				f.setErr(errRedisDown, "Load")
 				f.setBackoff(schedule.Backoff{Until: at(time.Hour), Trouble: 1})
@@ -441,22 +371,16 @@ func TestTickCoordinated(t *testing.T) {
 				round: round(sa, 1, 0, 1, false, 0, 0),
 				observed: []string{"redis_error load", "answer a fetched -1 never", "fetched a 0s", "answer b failed -1 never",
 					"round standalone 1s never 0"},
-			}},
-		},
-		{
-			name: "a failed re-read: the app is still asked, the rest of the round is standalone",
-			apps: []string{"a", "b"}, coordinate: true,
-			fleet: func(f *fakeFleet) { f.setErr(errRedisDown, "LoadApp") },
+			}}},
+		{name: "a failed re-read: the app is still asked, the rest of the round is standalone",
+			apps: []string{"a", "b"}, coordinate: true, fleet: func(f *fakeFleet) { f.setErr(errRedisDown, "LoadApp") },
 			steps: []step{{
 				answers: answers{"a": rateLimited(time.Time{})}, asked: []string{"a"},
 				calls: []string{"Load", "LoadApp a"}, warns: []string{"redis unavailable", "github rate limit"},
 				round:    round(sa, 0, 0, 0, true, 30*time.Minute, 1),
 				observed: []string{"redis_error load_app", "answer a rate_limited 0 never", "round standalone 0s 30m0s 1"},
-			}},
-		},
-		{
-			name: "a failed claim: the app is still asked, the rest of the round is standalone",
-			apps: []string{"a", "b"}, coordinate: true,
+			}}},
+		{name: "a failed claim: the app is still asked, the rest of the round is standalone", apps: []string{"a", "b"}, coordinate: true,
 			fleet: func(f *fakeFleet) { f.setErr(errRedisDown, "Claim") },
 			steps: []step{{
 				answers: answers{"a": fetched("v1", "e1"), "b": fetched("v1", "e1")}, asked: []string{"a", "b"},
@@ -464,12 +388,9 @@ func TestTickCoordinated(t *testing.T) {
 				round: round(sa, 2, 0, 0, false, 0, 0),
 				observed: []string{"redis_error claim", "answer a fetched -1 never", "fetched a 0s", "answer b fetched -1 never",
 					"fetched b 1s", "round standalone 1s never 0"},
-			}},
-		},
-		{
-			name: "a failed shared write: memory still moves, the rest of the round is standalone",
-			apps: []string{"a", "b"}, coordinate: true,
-			fleet: func(f *fakeFleet) { f.setErr(errRedisDown, "PutFetch") },
+			}}},
+		{name: "a failed shared write: memory still moves, the rest of the round is standalone",
+			apps: []string{"a", "b"}, coordinate: true, fleet: func(f *fakeFleet) { f.setErr(errRedisDown, "PutFetch") },
 			steps: []step{{
 				answers: answers{"a": fetched("v1", "e1"), "b": failed()}, asked: []string{"a", "b"},
 				calls: []string{"Load", "LoadApp a", "Claim a", "PutFetch a"}, sets: []string{"a", "b"},
@@ -477,11 +398,8 @@ func TestTickCoordinated(t *testing.T) {
 				observed: []string{"claim won", "answer a fetched -1 never", "redis_error put_fetch", "fetched a 0s",
 					"answer b failed -1 never", "round standalone 1s never 0"},
 				entries: map[string]release.Entry{"a": {FetchedAt: t0, ETag: "e1", Release: rel("v1")}},
-			}},
-		},
-		{
-			name: "a failed failure write: the rest of the round is standalone",
-			apps: []string{"a", "b"}, coordinate: true,
+			}}},
+		{name: "a failed failure write: the rest of the round is standalone", apps: []string{"a", "b"}, coordinate: true,
 			fleet: func(f *fakeFleet) { f.setErr(errRedisDown, "PutFailure") },
 			steps: []step{{
 				answers: answers{"a": failed(), "b": fetched("v1", "e1")}, asked: []string{"a", "b"},
@@ -489,11 +407,8 @@ func TestTickCoordinated(t *testing.T) {
 				warns: []string{"redis unavailable", "github request failed"}, round: round(sa, 1, 0, 1, false, 0, 0),
 				observed: []string{"claim won", "answer a failed -1 never", "redis_error put_failure",
 					"answer b fetched -1 never", "fetched b 1s", "round standalone 1s never 0"},
-			}},
-		},
-		{
-			name: "a failed backoff write is Redis trouble",
-			apps: []string{"a"}, coordinate: true,
+			}}},
+		{name: "a failed backoff write is Redis trouble", apps: []string{"a"}, coordinate: true,
 			fleet: func(f *fakeFleet) { f.setErr(errRedisDown, "PutBackoff") },
 			steps: []step{{
 				answers: answers{"a": failed()}, asked: []string{"a"},
@@ -501,38 +416,28 @@ func TestTickCoordinated(t *testing.T) {
 				sets:  []string{"a"}, warns: []string{"redis unavailable", "github request failed"},
 				round:    round(sa, 0, 0, 1, false, time.Minute, 1),
 				observed: []string{"claim won", "answer a failed -1 never", "redis_error put_backoff", "round standalone 0s 1m0s 1"},
-			}},
-		},
-		{
-			name: "a failed 304 write leaves memory ahead, and an older shared entry is written back, never read back",
+			}}},
+		{name: "a failed 304 write leaves memory ahead, and an older shared entry is written back, never read back",
 			apps: []string{"a"}, fleet: func(*fakeFleet) {}, coordinate: true,
 			steps: []step{
 				fetchA,
-				{
-					at: 1770 * s, before: func(h *harness) { h.fleet.setErr(errRedisDown, "PutNotModified") },
+				{at: 1770 * s, before: func(h *harness) { h.fleet.setErr(errRedisDown, "PutNotModified") },
 					answers: answers{"a": notModified()}, asked: []string{"a(e1)"},
 					calls: []string{"Load", "LoadApp a", "Claim a", "PutNotModified a"}, sets: []string{"a"},
 					warns: []string{"redis unavailable"}, round: round(sa, 0, 1, 0, false, 0, 0),
 					observed: []string{"claim won", "answer a not_modified -1 never", "redis_error put_not_modified",
 						"fetched a 29m30s", "round standalone 0s never 0"},
 				},
-				{
-					at: 1800 * s, before: func(h *harness) { h.fleet.setErr(nil, "PutNotModified") },
+				{at: 1800 * s, before: func(h *harness) { h.fleet.setErr(nil, "PutNotModified") },
 					calls: []string{"Load", "PutFetch a"}, round: idle(co),
 					entries: map[string]release.Entry{
 						"a":        {FetchedAt: at(1770 * s), ETag: "e1", Release: rel("v1")},
 						"shared a": {FetchedAt: at(1770 * s), ETag: "e1", Release: rel("v1")},
-					},
-				},
-			},
-		},
-		{
-			name: "a flushed fleet is written back from memory at the next tick, without asking GitHub",
+					}}}},
+		{name: "a flushed fleet is written back from memory at the next tick, without asking GitHub",
 			apps: []string{"a", "b", "c"}, fleet: func(*fakeFleet) {}, coordinate: true,
 			steps: []step{
-				{
-					answers: answers{"a": fetched("v1", "e1"), "b": fetched("v2", "e2"), "c": failed()},
-					asked:   []string{"a", "b", "c"},
+				{answers: answers{"a": fetched("v1", "e1"), "b": fetched("v2", "e2"), "c": failed()}, asked: []string{"a", "b", "c"},
 					calls: []string{"Load", "LoadApp a", "Claim a", "PutFetch a", "LoadApp b", "Claim b", "PutFetch b",
 						"LoadApp c", "Claim c", "PutFailure c"},
 					sets: []string{"a", "b", "c"}, warns: failedWarn, round: round(co, 2, 0, 1, false, 0, 0),
@@ -544,10 +449,8 @@ func TestTickCoordinated(t *testing.T) {
 					entries: map[string]release.Entry{
 						"shared a": {FetchedAt: t0, ETag: "e1", Release: rel("v1")},
 						"shared b": {FetchedAt: at(1 * s), ETag: "e2", Release: rel("v2")},
-					},
-				},
-				{
-					at: 60 * s, answers: answers{"c": fetched("v3", "e3")}, asked: []string{"c"},
+					}},
+				{at: 60 * s, answers: answers{"c": fetched("v3", "e3")}, asked: []string{"c"},
 					calls: []string{"Load", "LoadApp c", "Claim c", "PutFetch c"}, sets: []string{"c"}, round: round(co, 1, 0, 0, false, 0, 0),
 				},
 				{
@@ -574,11 +477,8 @@ func TestTickCoordinated(t *testing.T) {
 					},
 					calls:   []string{"Load", "PutFetch a", "PutFetch b", "PutFetch c"},
 					entries: map[string]release.Entry{"shared c": {FetchedAt: at(60 * s), ETag: "e3", Release: rel("v3")}},
-				},
-			},
-		},
-		{
-			name: "a refused shared write still moves memory, and the fleet's newer entry is read next",
+				}}},
+		{name: "a refused shared write still moves memory, and the fleet's newer entry is read next",
 			apps: []string{"a"}, coordinate: true,
 			fleet: func(f *fakeFleet) {
 				f.during = func(f *fakeFleet, op, _ string) {
@@ -597,31 +497,24 @@ func TestTickCoordinated(t *testing.T) {
 					return st
 				}(),
 				{at: 30 * s, calls: []string{"Load"}, sets: []string{"a"}, round: idle(co)},
-			},
-		},
-		{
-			name: "uncoordinated pollers never read the fleet but share their results",
-			apps: []string{"a", "b"},
+			}},
+		{name: "uncoordinated pollers never read the fleet but share their results", apps: []string{"a", "b"},
 			fleet: func(f *fakeFleet) {
 				f.set("a", release.Entry{FetchedAt: at(-10 * s), ETag: "x1", Release: rel("vX"), ClaimedAt: at(-10 * s)})
 				f.setBackoff(schedule.Backoff{Until: at(time.Hour), Trouble: 1})
 			},
 			steps: []step{
-				{
-					answers: answers{"a": fetched("v1", "e1"), "b": rateLimited(time.Time{})}, asked: []string{"a", "b"},
+				{answers: answers{"a": fetched("v1", "e1"), "b": rateLimited(time.Time{})}, asked: []string{"a", "b"},
 					calls: []string{"PutFetch a"}, sets: []string{"a"}, warns: []string{"github rate limit"},
 					round: round("uncoordinated", 1, 0, 0, true, 30*time.Minute, 1),
 					observed: []string{"answer a fetched -1 never", "fetched a 0s", "answer b rate_limited 0 never",
 						"round uncoordinated 1s 30m1s 1"},
 				},
 				{at: 30 * time.Minute},
-				{
-					at: 30*time.Minute + 1*s, answers: answers{"a": notModified(), "b": failed()},
+				{at: 30*time.Minute + 1*s, answers: answers{"a": notModified(), "b": failed()},
 					asked: []string{"a(e1)", "b"}, calls: []string{"PutNotModified a", "PutFailure b"}, sets: []string{"a", "b"},
 					warns: failedWarn, round: round("uncoordinated", 0, 1, 1, false, 0, 0),
-				},
-			},
-		},
+				}}},
 	})
 }
 
@@ -653,7 +546,7 @@ func TestTickCancelled(t *testing.T) {
 				if got, want := h.obs.take(""), []string{"round coordinated 0s 1h0m0s 1"}; !slices.Equal(got, want) {
 					t.Fatalf("first tick observed %q, want %q", got, want)
 				}
-				h.fleet.takeCalls()
+				h.fleet.calls.take()
 				h.logs.TakeAll()
 			}
 			ctx, cancel := context.WithCancel(context.Background())
@@ -669,10 +562,10 @@ func TestTickCancelled(t *testing.T) {
 			if got := h.obs.take(""); !slices.Equal(got, tt.observed) {
 				t.Errorf("observed %q, want %q", got, tt.observed)
 			}
-			if got := h.fleet.takeCalls(); !slices.Equal(got, tt.calls) {
+			if got := h.fleet.calls.take(); !slices.Equal(got, tt.calls) {
 				t.Errorf("fleet calls %q, want %q", got, tt.calls)
 			}
-			if got := h.sink.takeSets(); got != nil {
+			if got := h.sink.sets.take(); got != nil {
 				t.Errorf("sink sets %q, want none", got)
 			}
 			var logged []string

@@ -4,31 +4,42 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/storytold/craft-releases/pkg/clock"
 	"github.com/storytold/craft-releases/pkg/poller"
 	"github.com/storytold/craft-releases/pkg/release"
-	"github.com/storytold/craft-releases/test/fakeclock"
 )
 
 // TestNotFoundKeepsTheRelease: at the defaults (I = 30 min, F = 60 s), a
 // repository that answers 404 for good keeps its release through the per-app
 // retries, each 404 a failure that names the status, until the 404s have
 // lasted a whole interval and three requests: then "no release", once, with
-// a warning that names the tag it drops.
+// a warning that names the tag it drops. Before, a 404 or two between good
+// answers loses nothing, and the run of 404s starts again after a good one.
 func TestNotFoundKeepsTheRelease(t *testing.T) {
 	h := newHarness(t, []string{"a"}, nil, false)
 	h.tick(t, 0, answers{"a": fetched("v1", "e1")})
+	const blips = 6 * time.Hour // two 404s in every other interval, 304s between
+	h.ticks(t, timing.Interval-timing.Tick, blips, func(d time.Duration) release.Answer {
+		return map[bool]release.Answer{true: notFound(), false: notModified()}[(d/timing.Interval)%2 == 0]
+	}, func(d time.Duration) {
+		if e := h.sink.entry("a"); e.Release == nil || e.Release.Tag != "v1" {
+			t.Fatalf("at %v: release lost to a blip: %+v", d, e)
+		}
+	})
+	if n := h.obs.take(""); len(mentions(n, "answer a failed")) < 2*int(blips/timing.Interval/2)-2 {
+		t.Fatalf("blips observed %q, want two 404s in every other interval", n)
+	}
 	h.logs.TakeAll()
-	h.obs.take("")
 	h.obs.take("entry")
+	h.source.take()
 
 	var firstAsked, dropped time.Duration
 	var fourOhFours int
-	h.ticks(t, timing.Interval-timing.Tick, 3*time.Hour, func(time.Duration) release.Answer { return notFound() }, func(d time.Duration) {
+	h.ticks(t, blips, blips+3*time.Hour, func(time.Duration) release.Answer { return notFound() }, func(d time.Duration) {
 		if len(h.source.takeAsked()) == 0 {
 			return
 		}
@@ -78,29 +89,6 @@ func TestNotFoundKeepsTheRelease(t *testing.T) {
 	}
 }
 
-// TestNotFoundBlip: a 404 or two between good answers loses nothing, and
-// the run of 404s starts again after a good answer.
-func TestNotFoundBlip(t *testing.T) {
-	h := newHarness(t, []string{"a"}, nil, false)
-	h.tick(t, 0, answers{"a": fetched("v1", "e1")})
-	blips := 0
-	h.ticks(t, timing.Interval-timing.Tick, 12*time.Hour, func(d time.Duration) release.Answer {
-		// Two 404s in every interval, then GitHub answers again.
-		if (d/timing.Interval)%2 == 0 {
-			blips++
-			return notFound()
-		}
-		return notModified()
-	}, func(d time.Duration) {
-		if e := h.sink.entry("a"); e.Release == nil || e.Release.Tag != "v1" {
-			t.Fatalf("at %v: release lost to a blip: %+v", d, e)
-		}
-	})
-	if blips == 0 {
-		t.Fatal("no 404 was answered")
-	}
-}
-
 // TestClockSkew: a coordinated poller on a clock.Corrected measures its
 // clock against Redis's before every load. Within release.MaxSkew it keeps
 // its own time, silently; beyond, it tells time by Redis from that tick on,
@@ -108,16 +96,11 @@ func TestNotFoundBlip(t *testing.T) {
 func TestClockSkew(t *testing.T) {
 	for _, skew := range []time.Duration{5 * s, -5 * s, 40 * s, -40 * s, time.Hour, -time.Hour} {
 		t.Run(skew.String(), func(t *testing.T) {
-			redis := fakeclock.New(t0.Add(-skew))
-			var told *clock.Corrected
-			fleet := newFleet()
-			h := newHarness(t, []string{"a"}, fleet, true, func(c *poller.Config) {
-				told = clock.NewCorrected(c.Clock)
-				c.Clock = told
-			})
-			node := h.clock
+			var off atomic.Int64
+			off.Store(int64(-skew))
+			h, told := correctedHarness(t, &off)
+			node, redis := h.clock, h.fleet.redis
 			h.source.clock = told
-			fleet.redis, fleet.of = redis, told
 			far := skew.Abs() > release.MaxSkew
 			for i := range 3 {
 				h.p.Tick(context.Background())
@@ -128,7 +111,6 @@ func TestClockSkew(t *testing.T) {
 				if got := told.Now(); got.Sub(want).Abs() > time.Second {
 					t.Fatalf("tick %d: the poller's time is %v off Redis's, want %v", i, got.Sub(redis.Now()), want.Sub(redis.Now()))
 				}
-				redis.Advance(timing.Tick)
 				node.Advance(timing.Tick)
 			}
 			if got := h.obs.durations(t, "offset"); len(got) != 3 || (got[0]-skew).Abs() > time.Second || (got[2]-skew).Abs() > time.Second {
@@ -138,12 +120,7 @@ func TestClockSkew(t *testing.T) {
 			if got := h.logged("clock differs from redis's"); got != want {
 				t.Errorf("warned %d times, want %d", got, want)
 			}
-			// The node's clock is put right.
-			if skew > 0 {
-				redis.Advance(skew)
-			} else {
-				node.Advance(-skew)
-			}
+			off.Store(0) // the clocks are put right
 			h.p.Tick(context.Background())
 			if got := h.logged("clock agrees with redis's again"); got != want {
 				t.Errorf("told %d times that the clocks agree again, want %d", got, want)
@@ -155,24 +132,22 @@ func TestClockSkew(t *testing.T) {
 	}
 }
 
-// steppingClock is Redis's clock: its node's, off by a step that a test
-// changes as Redis's clock is set right.
-type steppingClock struct {
-	node clock.Clock
-	mu   sync.Mutex
-	step time.Duration
-}
+// nowFunc is a clock read from a function.
+type nowFunc func() time.Time
 
-func (c *steppingClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.node.Now().Add(c.step)
-}
+func (f nowFunc) Now() time.Time { return f() }
 
-func (c *steppingClock) set(d time.Duration) {
-	c.mu.Lock()
-	c.step = d
-	c.mu.Unlock()
+// correctedHarness is a coordinated poller over a that tells time by a
+// clock.Corrected, and Redis's clock off the node's by the offset in off.
+func correctedHarness(t *testing.T, off *atomic.Int64) (*harness, *clock.Corrected) {
+	var told *clock.Corrected
+	h := newHarness(t, []string{"a"}, newFleet(), true, func(c *poller.Config) {
+		told = clock.NewCorrected(c.Clock)
+		c.Clock = told
+	})
+	h.fleet.redis = nowFunc(func() time.Time { return h.clock.Now().Add(time.Duration(off.Load())) })
+	h.fleet.of = told
+	return h, told
 }
 
 // TestRedisClockSteps runs a poller at the production timing for five hours
@@ -185,14 +160,10 @@ func (c *steppingClock) set(d time.Duration) {
 func TestRedisClockSteps(t *testing.T) {
 	for _, off := range []time.Duration{time.Hour, -time.Hour} {
 		t.Run(off.String(), func(t *testing.T) {
-			fleet := newFleet()
-			var told *clock.Corrected
-			h := newHarness(t, []string{"a"}, fleet, true, func(c *poller.Config) {
-				told = clock.NewCorrected(c.Clock)
-				c.Clock = told
-			})
-			redis := &steppingClock{node: h.clock, step: off}
-			fleet.redis, fleet.of = redis, told
+			var step atomic.Int64
+			step.Store(int64(off))
+			h, _ := correctedHarness(t, &step)
+			fleet := h.fleet
 			var lost []string // "vN shared|sunk as vM": a release not passed on
 			n := 0
 			h.source.otherwise = func(release.App, string, time.Time) release.Answer {
@@ -212,7 +183,7 @@ func TestRedisClockSteps(t *testing.T) {
 			defer cancel()
 			h.afterWait = func(now time.Time) {
 				if !now.Before(stepAt) {
-					redis.set(0)
+					step.Store(0)
 				}
 				if now.Sub(t0) > 5*time.Hour {
 					cancel()
