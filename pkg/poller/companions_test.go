@@ -189,10 +189,19 @@ func TestCompanionsAfterRestart(t *testing.T) {
 		{"a companion rate-limited stops the round", 2 * timing.Interval, answers{"artcraft": tauriRelease("v2")}, []string{`artcraft("v1")`}, []string{"1"}},
 	}
 	for _, st := range steps {
+		h.logs.TakeAll()
 		h.tick(t, st.at, st.answers)
 		if got, sigs := h.source.takeAsked(), h.source.sigAsked.take(); !slices.Equal(got, st.asked) || !slices.Equal(sigs, st.sigs) {
 			t.Errorf("%s: releases asked %q, companions %q; want %q, %q", st.name, got, sigs, st.asked, st.sigs)
 		}
+	}
+	// The companion's rate limit is the round's, as a release's is: the
+	// round says so and the fleet backs off.
+	if rounds, _, _ := h.tickLogs(t); len(rounds) != 1 || rounds[0][4] != true {
+		t.Errorf("the rate-limited round logged %v, want rate_limited", rounds)
+	}
+	if until := fleet.backoff.Until; !until.After(at(2 * timing.Interval)) {
+		t.Errorf("fleet backoff until %v, want one after the rate-limited round", until)
 	}
 }
 
