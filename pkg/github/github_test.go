@@ -268,46 +268,86 @@ func TestLatestHeaders(t *testing.T) {
 	}
 }
 
-// TestLatestRevalidation: an answer's ETag revalidates it until a new
-// release, whose version is its tag's by the app's tag prefix.
-func TestLatestRevalidation(t *testing.T) {
-	gh := fakegithub.New(t)
-	c := newClient(t, gh, github.Options{})
-	gh.Publish(repo, fakegithub.NewRelease(repo, "artcraft-v0.41.0"))
-	app := app
-	app.TagPrefix = "artcraft-v"
-
-	first := c.Latest(context.Background(), app, "")
-	if first.Outcome != release.Fetched || first.Release == nil || first.Release.Version != "0.41.0" {
-		t.Fatalf("first = %v %+v (err %v), want fetched version 0.41.0", first.Outcome, first.Release, first.Err)
-	}
-	if first.ETag == "" || first.ETag != gh.ETag(repo) {
-		t.Fatalf("first ETag = %q, want the fake's %q", first.ETag, gh.ETag(repo))
-	}
-
-	second := c.Latest(context.Background(), app, first.ETag)
-	if second.Outcome != release.NotModified || second.Release != nil || second.Err != nil {
-		t.Errorf("second = %v %+v (err %v), want not modified", second.Outcome, second.Release, second.Err)
-	}
-
-	gh.Publish(repo, fakegithub.NewRelease(repo, "v0.6.0"))
-	third := c.Latest(context.Background(), app, first.ETag)
-	if third.Outcome != release.Fetched || third.Release == nil || third.Release.Tag != "v0.6.0" {
-		t.Errorf("third = %v %+v (err %v), want fetched v0.6.0", third.Outcome, third.Release, third.Err)
-	}
-	if third.ETag == first.ETag || third.ETag != gh.ETag(repo) {
-		t.Errorf("third ETag = %q, want the new %q", third.ETag, gh.ETag(repo))
-	}
-
-	reqs := gh.Requests()
-	wantINM := []string{"", first.ETag, first.ETag}
-	if len(reqs) != len(wantINM) {
-		t.Fatalf("%d requests, want %d", len(reqs), len(wantINM))
-	}
-	for i, r := range reqs {
-		if r.IfNoneMatch != wantINM[i] {
-			t.Errorf("request %d: If-None-Match = %q, want %q", i, r.IfNoneMatch, wantINM[i])
+// TestRevalidation: each kind of entry asks its own route with the ETag of
+// its last answer, gets a 304 until that route's answer changes, reads its
+// versions by the app's tag prefix, and names the route when it fails.
+func TestRevalidation(t *testing.T) {
+	artcraft := app
+	artcraft.TagPrefix = "artcraft-v"
+	held := func(a release.Answer) string {
+		if a.Release != nil {
+			return fmt.Sprintf("%s as %s, history %v", a.Release.Tag, a.Release.Version, a.History != nil)
 		}
+		if a.History != nil {
+			return strings.Join(a.History.Tags(), " ")
+		}
+		return ""
+	}
+	for _, tt := range []struct {
+		name, route, path, first, changed string
+		entry                             release.App
+		fault                             fakegithub.Fault // after the change
+		wantFault                         release.Outcome
+		wantErr                           string
+	}{
+		{"latest", repo, "/repos/" + repo + "/releases/latest", "artcraft-v1.0.0 as 1.0.0, history false", "artcraft-v1.1.0 as 1.1.0, history false",
+			artcraft, fakegithub.RateLimit(now.Add(time.Hour)), release.RateLimited, "latest release " + repo + ": rate limited"},
+		{"prerelease", fakegithub.List(repo), "/repos/" + repo + "/releases", "artcraft-v2.0.0-beta.1 as 2.0.0-beta.1, history false", "",
+			artcraft.PrereleaseEntry(), fakegithub.RateLimit(now.Add(time.Hour)), release.RateLimited, "releases " + repo + ": rate limited"},
+		{"history", fakegithub.List(repo), "/repos/" + repo + "/releases", "artcraft-v2.0.0-beta.1 artcraft-v1.0.0", "artcraft-v1.1.0",
+			artcraft.HistoryEntry(), fakegithub.Status(200), release.Failed, "releases " + repo + ": decode"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			gh := fakegithub.New(t)
+			c := newClient(t, gh, github.Options{})
+			gh.Publish(repo, stable("artcraft-v1.0.0", 0))
+			gh.SetList(repo, pre("artcraft-v2.0.0-beta.1", 1), stable("artcraft-v1.0.0", 0))
+			other := fakegithub.List(repo)
+			if tt.route != repo {
+				other = repo
+			}
+
+			first := c.Latest(context.Background(), tt.entry, "")
+			if first.Outcome != release.Fetched || held(first) != tt.first {
+				t.Fatalf("first = %v %q (err %v), want fetched %q", first.Outcome, held(first), first.Err, tt.first)
+			}
+			if first.History != nil {
+				for _, r := range first.History.Releases {
+					if len(first.HistoryAssets[r.Tag]) != len(r.Assets) {
+						t.Errorf("%s: %d asset refs for %d assets", r.Tag, len(first.HistoryAssets[r.Tag]), len(r.Assets))
+					}
+				}
+			}
+			if first.ETag == "" || first.ETag != gh.ETag(tt.route) || first.ETag == gh.ETag(other) {
+				t.Fatalf("first ETag = %q, want the route's %q", first.ETag, gh.ETag(tt.route))
+			}
+			if a := c.Latest(context.Background(), tt.entry, first.ETag); a.Outcome != release.NotModified || held(a) != "" || a.Err != nil {
+				t.Errorf("revalidated = %v %q (err %v), want not modified", a.Outcome, held(a), a.Err)
+			}
+			gh.Publish(repo, stable("artcraft-v1.1.0", 2))
+			gh.SetList(repo, stable("artcraft-v1.1.0", 2))
+			changed := c.Latest(context.Background(), tt.entry, first.ETag)
+			if changed.Outcome != release.Fetched || held(changed) != tt.changed {
+				t.Errorf("changed = %v %q (err %v), want fetched %q", changed.Outcome, held(changed), changed.Err, tt.changed)
+			}
+			if changed.ETag == first.ETag || changed.ETag != gh.ETag(tt.route) {
+				t.Errorf("changed ETag = %q, want the new %q", changed.ETag, gh.ETag(tt.route))
+			}
+			gh.Queue(tt.route, tt.fault)
+			if a := c.Latest(context.Background(), tt.entry, changed.ETag); a.Outcome != tt.wantFault || held(a) != "" || !strings.Contains(errText(a.Err), tt.wantErr) {
+				t.Errorf("after %d = %v %q (err %v), want %v with %q", tt.fault.Status, a.Outcome, held(a), a.Err, tt.wantFault, tt.wantErr)
+			}
+			reqs := gh.Requests()
+			wantINM := []string{"", first.ETag, first.ETag, changed.ETag}
+			if len(reqs) != len(wantINM) {
+				t.Fatalf("%d requests, want %d", len(reqs), len(wantINM))
+			}
+			for i, r := range reqs {
+				if r.Repo != tt.route || r.Path != tt.path || r.IfNoneMatch != wantINM[i] {
+					t.Errorf("request %d: %s %s If-None-Match %q; want %s with %q", i, r.Repo, r.Path, r.IfNoneMatch, tt.path, wantINM[i])
+				}
+			}
+		})
 	}
 }
 
