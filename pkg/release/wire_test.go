@@ -18,15 +18,11 @@ func exampleInfo() release.Info {
 	msi := "photocraft-0.5.0-windows-x64.msi"
 	apps := make(map[string]release.AppInfo)
 	apps["photocraft"] = release.AppInfo{
-		Name: "PhotoCraft",
-		Repo: "storytold/photocraft",
+		Name: "PhotoCraft", Repo: "storytold/photocraft",
 		LatestRelease: &release.Release{
-			Tag:           "v0.5.0",
-			Version:       "0.5.0",
-			Name:          "PhotoCraft v0.5.0",
-			PublishedAt:   release.NewTime(time.Date(2026, 10, 8, 14, 52, 50, 0, time.UTC)),
-			HTMLURL:       "https://github.com/storytold/photocraft/releases/tag/v0.5.0",
-			NotesMarkdown: "Notes",
+			Tag: "v0.5.0", Version: "0.5.0", Name: "PhotoCraft v0.5.0", NotesMarkdown: "Notes",
+			PublishedAt: release.NewTime(time.Date(2026, 10, 8, 14, 52, 50, 0, time.UTC)),
+			HTMLURL:     "https://github.com/storytold/photocraft/releases/tag/v0.5.0",
 			Assets: []release.Asset{
 				{Name: msi, SizeBytes: 7, DownloadURL: download + msi, SHA256: &sum, Platform: release.ParseAsset(msi)},
 				{Name: "SHA256SUMS.txt", SizeBytes: 2048, DownloadURL: download + "SHA256SUMS.txt", Platform: release.ParseAsset("SHA256SUMS.txt")},
@@ -36,14 +32,8 @@ func exampleInfo() release.Info {
 	}
 	apps["artcraft-launcher"] = release.AppInfo{Name: "ArtCraft Launcher", Repo: "storytold/craft-launcher"}
 	return release.Info{
-		Success:     true,
-		ReleaseInfo: release.Catalog{Apps: apps},
-		AppRenames:  []release.AppRename{},
-		RepoRenames: []release.RepoRename{},
-		ImportantNotices: release.Notices{
-			Announcements: []release.Announcement{},
-			Alerts:        []release.Alert{},
-		},
+		Success: true, ReleaseInfo: release.Catalog{Apps: apps}, AppRenames: []release.AppRename{}, RepoRenames: []release.RepoRename{},
+		ImportantNotices: release.Notices{Announcements: []release.Announcement{}, Alerts: []release.Alert{}},
 	}
 }
 
@@ -78,8 +68,7 @@ func TestMarshal(t *testing.T) {
 		{"quote and control character", "\"\n", `"\"\n"`},
 		{"non-ASCII kept", "PhotoCraft … ünïcode", `"PhotoCraft … ünïcode"`},
 		{"repo rename key order", release.RepoRename{OldName: "org/old", NewName: "org/new"}, `{"old_name":"org/old","new_name":"org/new","renamed_at":null}`},
-		{"app rename key order", release.AppRename{OldName: "A", OldNameLower: "a", NewName: "B", NewNameLower: "b", Description: "d"},
-			`{"old_name":"A","old_name_lower":"a","new_name":"B","new_name_lower":"b","description":"d","renamed_at":null}`},
+		{"app rename key order", release.AppRename{OldName: "A", OldNameLower: "a", NewName: "B", NewNameLower: "b", Description: "d"}, `{"old_name":"A","old_name_lower":"a","new_name":"B","new_name_lower":"b","description":"d","renamed_at":null}`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
