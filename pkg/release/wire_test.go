@@ -10,9 +10,11 @@ import (
 	"github.com/storytold/craft-releases/test/testkit"
 )
 
-// exampleInfo builds the docs/wire.md example as values, inserting the apps in
-// the reverse of their wire order to show the keys come out sorted.
-func exampleInfo() release.Info {
+// TestWireExample: the docs/wire.md example built as values (the apps in
+// the reverse of their wire order, so the keys come out sorted) marshals to
+// its bytes, and read back into the wire types writes the same bytes again:
+// what the service stores in Redis and reads back is stable.
+func TestWireExample(t *testing.T) {
 	sum := "8a5edab282632443219e051e4ade2d1d5bbc671c781051bf1437897cbdfea0f1"
 	const download = "https://github.com/storytold/photocraft/releases/download/v0.5.0/"
 	msi := "photocraft-0.5.0-windows-x64.msi"
@@ -31,22 +33,16 @@ func exampleInfo() release.Info {
 		AppLastFetched: release.NewTime(time.Date(2026, 10, 10, 12, 0, 0, 123e6, time.UTC)),
 	}
 	apps["artcraft-launcher"] = release.AppInfo{Name: "ArtCraft Launcher", Repo: "storytold/craft-launcher"}
-	return release.Info{
+	built := release.Info{
 		Success: true, ReleaseInfo: release.Catalog{Apps: apps}, AppRenames: []release.AppRename{}, RepoRenames: []release.RepoRename{},
 		ImportantNotices: release.Notices{Announcements: []release.Announcement{}, Alerts: []release.Alert{}},
 	}
-}
-
-// TestWireExample: the docs/wire.md example built as values marshals to its
-// bytes, and read back into the wire types writes the same bytes again:
-// what the service stores in Redis and reads back is stable.
-func TestWireExample(t *testing.T) {
 	want := testkit.WireExample(t)
 	var read release.Info
 	if err := json.Unmarshal(want, &read); err != nil {
 		t.Fatalf("json.Unmarshal(example): %v", err)
 	}
-	for name, info := range map[string]release.Info{"built": exampleInfo(), "read back": read} {
+	for name, info := range map[string]release.Info{"built": built, "read back": read} {
 		if got, err := release.Marshal(info); err != nil || !bytes.Equal(got, want) {
 			t.Errorf("Marshal(%s example) = %s, %v\nwant %s", name, got, err, want)
 		}
