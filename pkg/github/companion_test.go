@@ -40,29 +40,23 @@ func TestCompanion(t *testing.T) {
 	reset := time.Unix(1_900_000_000, 0).UTC()
 	foreign := fakegithub.New(t)
 	tests := []struct {
-		name     string
-		content  []byte
-		digest   string            // announced; "good" is content's
-		redirect bool              // the fake redirects to its objects stand-in
-		fault    *fakegithub.Fault // queued for the asset
-		opts     github.Options
-		cancel   bool // the context is cancelled before the call
-		want     release.Outcome
-		wantErr  string
-		requests int // the fake's requests, redirect included
+		name, digest, wantErr string // digest announced; "good" is content's
+		content               []byte
+		redirect, cancel      bool              // the fake redirects to its objects stand-in; the context is cancelled before the call
+		fault                 *fakegithub.Fault // queued for the asset
+		opts                  github.Options
+		want                  release.Outcome
+		requests              int // the fake's requests, redirect included
 	}{
 		{name: "bytes at once", content: content, digest: "good", want: release.Fetched, requests: 1},
 		{name: "no digest announced", content: content, want: release.Fetched, requests: 1},
 		{name: "302 to the api's own host", content: content, digest: "good", redirect: true, want: release.Fetched, requests: 2},
 		{name: "302 to a foreign host", content: content, fault: ptr(fakegithub.Redirect(foreign.URL() + "repos/x/y/releases/assets/7")), want: release.Failed, wantErr: "not an asset host", requests: 1},
-		{name: "302 to an asset host over http", content: content, fault: ptr(fakegithub.Redirect("http://objects.githubusercontent.com/x")),
-			want: release.Failed, wantErr: "not an asset host", requests: 1},
+		{name: "302 to an asset host over http", content: content, fault: ptr(fakegithub.Redirect("http://objects.githubusercontent.com/x")), want: release.Failed, wantErr: "not an asset host", requests: 1},
 		{name: "oversized", content: []byte(strings.Repeat("a", sigLimit+1)), want: release.Failed, wantErr: "over 4096", requests: 1},
-		{name: "oversized without a length", fault: ptr(fakegithub.Fault{Status: 200, Body: []byte(strings.Repeat("a", sigLimit+1)), Header: map[string][]string{"Content-Length": nil}}), content: content,
-			want: release.Failed, wantErr: "over 4096", requests: 1},
+		{name: "oversized without a length", fault: ptr(fakegithub.Fault{Status: 200, Body: []byte(strings.Repeat("a", sigLimit+1)), Header: map[string][]string{"Content-Length": nil}}), content: content, want: release.Failed, wantErr: "over 4096", requests: 1},
 		{name: "digest mismatch", content: content, digest: digestOf([]byte("other")), want: release.Failed, wantErr: "sha256", requests: 1},
-		{name: "slow", content: content, fault: ptr(fakegithub.Slow(time.Hour)), opts: github.Options{RequestTimeout: 200 * time.Millisecond},
-			want: release.Failed, wantErr: "deadline exceeded", requests: 1},
+		{name: "slow", content: content, fault: ptr(fakegithub.Slow(time.Hour)), opts: github.Options{RequestTimeout: 200 * time.Millisecond}, want: release.Failed, wantErr: "deadline exceeded", requests: 1},
 		{name: "rate limited", content: content, fault: ptr(fakegithub.RateLimit(now.Add(time.Hour))), want: release.RateLimited, wantErr: "rate limited", requests: 1},
 		{name: "not found", want: release.NotFound, wantErr: "HTTP 404", requests: 1},
 		{name: "server error", content: content, fault: ptr(fakegithub.ServerError()), want: release.Failed, wantErr: "HTTP 500", requests: 1},

@@ -86,9 +86,8 @@ func (f roundTripperFunc) RoundTrip(r *http.Request) (*http.Response, error) { r
 // whole included, stops one byte past MaxBody.
 func TestCappedBody(t *testing.T) {
 	tests := []struct {
-		name string
-		size int
-		want int
+		name       string
+		size, want int
 	}{
 		{"small", 10, 10},
 		{"at the limit", MaxBody, MaxBody},

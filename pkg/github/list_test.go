@@ -1,7 +1,6 @@
 package github_test
 
 import (
-	"context"
 	"encoding/json"
 	"reflect"
 	"slices"
@@ -209,47 +208,4 @@ func FuzzParsePrereleases(f *testing.F) {
 			}
 		}
 	})
-}
-
-// TestPrereleaseChannel: an entry of the channel asks for the list with an
-// ETag of its own, revalidates it with a 304, is rate limited as the latest
-// release is, and has its version by the app's tag prefix.
-func TestPrereleaseChannel(t *testing.T) {
-	gh := fakegithub.New(t)
-	c := newClient(t, gh, github.Options{})
-	artcraft := app
-	artcraft.TagPrefix = "artcraft-v"
-	entry := artcraft.PrereleaseEntry()
-	gh.Publish(repo, fakegithub.NewRelease(repo, "v1.0.0"))
-	gh.SetList(repo, pre("artcraft-v2.0.0-beta.1", 1), fakegithub.NewRelease(repo, "v1.0.0"))
-
-	first := c.Latest(context.Background(), entry, "")
-	if first.Outcome != release.Fetched || first.Release == nil || first.Release.Version != "2.0.0-beta.1" {
-		t.Fatalf("first = %v %+v (err %v), want fetched version 2.0.0-beta.1", first.Outcome, first.Release, first.Err)
-	}
-	if first.ETag == "" || first.ETag != gh.ETag(fakegithub.List(repo)) || first.ETag == gh.ETag(repo) {
-		t.Fatalf("ETag = %q, want the list's %q", first.ETag, gh.ETag(fakegithub.List(repo)))
-	}
-	if a := c.Latest(context.Background(), entry, first.ETag); a.Outcome != release.NotModified {
-		t.Errorf("revalidated = %v (err %v), want not modified", a.Outcome, a.Err)
-	}
-	gh.SetList(repo, fakegithub.NewRelease(repo, "v1.0.0"))
-	if a := c.Latest(context.Background(), entry, first.ETag); a.Outcome != release.Fetched || a.Release != nil {
-		t.Errorf("no pre-release left = %v %+v (err %v), want fetched, nil", a.Outcome, a.Release, a.Err)
-	}
-	gh.Queue(fakegithub.List(repo), fakegithub.RateLimit(now.Add(time.Hour)))
-	a := c.Latest(context.Background(), entry, first.ETag)
-	if a.Outcome != release.RateLimited || !strings.Contains(errText(a.Err), "releases "+repo+": rate limited") {
-		t.Errorf("rate limited = %v (err %v), want rate limited naming the list", a.Outcome, a.Err)
-	}
-	reqs := gh.Requests()
-	for i, want := range []string{"", first.ETag, first.ETag, first.ETag} {
-		r := reqs[i]
-		if r.Repo != fakegithub.List(repo) || r.Path != "/repos/"+repo+"/releases" || r.Header.Get("If-None-Match") != want {
-			t.Errorf("request %d: %s %s If-None-Match %q; want the list with %q", i, r.Repo, r.Path, r.IfNoneMatch, want)
-		}
-	}
-	if n := gh.Count(repo); n != 0 {
-		t.Errorf("%d requests for the latest release, want none", n)
-	}
 }

@@ -1,6 +1,7 @@
 package github_test
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -134,8 +135,7 @@ func TestParseReleaseFields(t *testing.T) {
 		{"name of bidi characters only is the tag", map[string]any{"name": "\u202e\u2066"}, name, "v1.2.3"},
 
 		{"notes missing", nil, notes, ""},
-		{"notes keep line breaks and tabs, no other control or bidi character", map[string]any{"body": "a\r\n\tb\x1b[31m\u202ec\x00"},
-			notes, "a\r\n\tb[31mc"},
+		{"notes keep line breaks and tabs, no other control or bidi character", map[string]any{"body": "a\r\n\tb\x1b[31m\u202ec\x00"}, notes, "a\r\n\tb[31mc"},
 		{"notes null", map[string]any{"body": json.RawMessage("null")}, notes, ""},
 		{"notes kept", map[string]any{"body": "## Fixed\n* things"}, notes, "## Fixed\n* things"},
 		{"notes of 64 KiB kept", map[string]any{"body": long("b", 65536)}, notes, long("b", 65536)},
@@ -324,18 +324,11 @@ func TestParseReleaseAssetDigests(t *testing.T) {
 			if len(r.Assets) != 1 {
 				t.Fatalf("%d assets, want 1", len(r.Assets))
 			}
-			if got := deref(r.Assets[0].SHA256); got != tt.want {
-				t.Errorf("sha256 = %q, want %q", got, tt.want)
+			if got := cmp.Or(r.Assets[0].SHA256, new(string)); *got != tt.want {
+				t.Errorf("sha256 = %q, want %q", *got, tt.want)
 			}
 		})
 	}
-}
-
-func deref(s *string) string {
-	if s == nil {
-		return ""
-	}
-	return *s
 }
 
 func TestParseReleaseAssetList(t *testing.T) {
@@ -355,9 +348,7 @@ func TestParseReleaseAssetList(t *testing.T) {
 		{"null", json.RawMessage("null"), []string{}},
 		{"empty", []any{}, []string{}},
 		{"all dropped", []any{asset(map[string]any{"name": ""}), json.RawMessage("null")}, []string{}},
-		{"order kept", []any{
-			asset(map[string]any{"name": "b.msi"}), asset(map[string]any{"name": ".x"}), asset(map[string]any{"name": "a.msi"}),
-		}, []string{"b.msi", "a.msi"}},
+		{"order kept", []any{asset(map[string]any{"name": "b.msi"}), asset(map[string]any{"name": ".x"}), asset(map[string]any{"name": "a.msi"})}, []string{"b.msi", "a.msi"}},
 		{"first 200 that remain", append([]any{asset(map[string]any{"name": ".dropped"})}, named(250)...), names(0, 200)},
 		{"exactly 200", named(200), names(0, 200)},
 	}

@@ -12,7 +12,8 @@ import (
 )
 
 // TestRelease: a tag is found among the published releases, wherever it is
-// listed; a draft, an unknown tag or a failed answer is not.
+// listed; a draft, an unknown tag or a failed answer is not. Draft finds a
+// draft of the tag in the list, and no published or unknown release.
 func TestRelease(t *testing.T) {
 	gh := fakegithub.New(t)
 	gh.Publish(repo, fakegithub.NewRelease(repo, "v0.6.0"))
@@ -63,23 +64,13 @@ func TestRelease(t *testing.T) {
 	if n := gh.Count(fakegithub.TagOf(repo, "release/v0.4.0")); n != 1 {
 		t.Errorf("requests for release/v0.4.0: %d, want 1", n)
 	}
-}
-
-// TestDraft: a draft of the tag is found in the release list; a published
-// release of it, or no release of it, is no draft.
-func TestDraft(t *testing.T) {
-	gh := fakegithub.New(t)
-	draft := fakegithub.NewRelease(repo, "v0.7.0")
-	draft.Draft = true
-	gh.SetList(repo, draft, fakegithub.NewRelease(repo, "v0.6.0"))
-	c := newClient(t, gh, github.Options{})
 	for tag, want := range map[string]bool{"v0.7.0": true, "v0.6.0": false, "v9.9.9": false} {
-		if got, err := c.Draft(context.Background(), app, tag); err != nil || got != want {
+		if got, err := c.Draft(ctx, app, tag); err != nil || got != want {
 			t.Errorf("Draft(%s) = %v, %v; want %v", tag, got, err, want)
 		}
 	}
 	gh.Queue(fakegithub.List(repo), fakegithub.Fault{Status: 502})
-	if _, err := c.Draft(context.Background(), app, "v0.7.0"); err == nil || !strings.Contains(err.Error(), "HTTP 502") {
+	if _, err := c.Draft(ctx, app, "v0.7.0"); err == nil || !strings.Contains(err.Error(), "HTTP 502") {
 		t.Errorf("Draft on a 502: %v, want the error", err)
 	}
 }

@@ -21,8 +21,7 @@ func TestPolled(t *testing.T) {
 	hist := func(a release.App) release.App {
 		return release.App{Key: a.Key + ":history", Name: a.Name, Repo: a.Repo, Channel: release.HistoryChannel, TagPrefix: a.TagPrefix}
 	}
-	want := []release.App{apps[0], hist(apps[0]), apps[1], {Key: "b:prerelease", Name: "B", Repo: "o/b", Channel: release.Prerelease, TagPrefix: "b-v"},
-		hist(apps[1]), apps[2], hist(apps[2])}
+	want := []release.App{apps[0], hist(apps[0]), apps[1], {Key: "b:prerelease", Name: "B", Repo: "o/b", Channel: release.Prerelease, TagPrefix: "b-v"}, hist(apps[1]), apps[2], hist(apps[2])}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("Entries = %+v, want %+v", got, want)
 	}

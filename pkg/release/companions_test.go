@@ -54,22 +54,20 @@ func TestMergeSignatures(t *testing.T) {
 	}
 }
 
-// TestSignaturesUnionConflict checks that a name both hold with different
-// texts keeps the smaller one, whichever side holds it.
-func TestSignaturesUnionConflict(t *testing.T) {
-	a := release.NewCompanions(map[string]string{"x.sig": "AAA"})
-	b := release.NewCompanions(map[string]string{"x.sig": "BBB", "y.sig": "C"})
-	for _, got := range []*release.Companions{a.Union(b), b.Union(a)} {
+// TestCompanionsUnionEqual: in a union, a name both hold with different
+// texts keeps the smaller one, whichever side holds it; Equal wants the
+// same names with the same texts.
+func TestCompanionsUnionEqual(t *testing.T) {
+	x := release.NewCompanions(map[string]string{"x.sig": "AAA"})
+	y := release.NewCompanions(map[string]string{"x.sig": "BBB", "y.sig": "C"})
+	for _, got := range []*release.Companions{x.Union(y), y.Union(x)} {
 		if want := map[string]string{"x.sig": "AAA", "y.sig": "C"}; !reflect.DeepEqual(got.Map(), want) {
-			t.Errorf("got %v, want %v", got.Map(), want)
+			t.Errorf("union: got %v, want %v", got.Map(), want)
 		}
 	}
-	if got := a.Union(nil); got != a {
-		t.Errorf("a.Union(nil) = %p, want a itself (%p)", got, a)
+	if got := x.Union(nil); got != x {
+		t.Errorf("x.Union(nil) = %p, want x itself (%p)", got, x)
 	}
-}
-
-func TestCompanionsEqual(t *testing.T) {
 	a := release.NewCompanions(map[string]string{"x.sig": "1", "y.sig": "2"})
 	for _, tc := range []struct {
 		name string

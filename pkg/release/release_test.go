@@ -25,36 +25,23 @@ func TestEntryMerge(t *testing.T) {
 		e, o E
 		want E
 	}{
-		{"newer fetch replaces the fetch part", time.Time{}, ours, E{FetchedAt: at(time.Second), ETag: `"e2"`, Release: fresh},
-			E{FetchedAt: at(time.Second), ETag: `"e2"`, Release: fresh, FailedAt: failed, Failures: 2, ClaimedAt: claimed}},
-		{"newer fetch of no release clears the release", time.Time{}, ours, E{FetchedAt: at(time.Second)},
-			E{FetchedAt: at(time.Second), FailedAt: failed, Failures: 2, ClaimedAt: claimed}},
+		{"newer fetch replaces the fetch part", time.Time{}, ours, E{FetchedAt: at(time.Second), ETag: `"e2"`, Release: fresh}, E{FetchedAt: at(time.Second), ETag: `"e2"`, Release: fresh, FailedAt: failed, Failures: 2, ClaimedAt: claimed}},
+		{"newer fetch of no release clears the release", time.Time{}, ours, E{FetchedAt: at(time.Second)}, E{FetchedAt: at(time.Second), FailedAt: failed, Failures: 2, ClaimedAt: claimed}},
 		{"equal fetch time keeps ours", time.Time{}, ours, E{FetchedAt: t0, ETag: `"e2"`, Release: fresh}, ours},
 		{"older fetch keeps ours", time.Time{}, ours, E{FetchedAt: at(-time.Hour), ETag: `"e0"`, Release: fresh}, ours},
 		{"never fetched keeps ours", time.Time{}, ours, E{}, ours},
 		{"fetch into an empty entry", time.Time{}, E{}, E{FetchedAt: t0, ETag: `"e1"`, Release: old}, E{FetchedAt: t0, ETag: `"e1"`, Release: old}},
-		{"newer failure replaces the failure part only", time.Time{}, ours,
-			E{FetchedAt: at(-time.Hour), ETag: `"e0"`, FailedAt: at(3 * time.Minute), Failures: 3},
-			E{FetchedAt: t0, ETag: `"e1"`, Release: old, FailedAt: at(3 * time.Minute), Failures: 3, ClaimedAt: claimed}},
+		{"newer failure replaces the failure part only", time.Time{}, ours, E{FetchedAt: at(-time.Hour), ETag: `"e0"`, FailedAt: at(3 * time.Minute), Failures: 3}, E{FetchedAt: t0, ETag: `"e1"`, Release: old, FailedAt: at(3 * time.Minute), Failures: 3, ClaimedAt: claimed}},
 		{"equal failure time keeps ours", time.Time{}, ours, E{FailedAt: failed, Failures: 9}, ours},
 		{"older failure keeps ours", time.Time{}, ours, E{FailedAt: at(time.Second), Failures: 1}, ours},
-		{"fetch and failure merge independently", time.Time{}, ours,
-			E{FetchedAt: at(time.Hour), ETag: `"e3"`, Release: fresh, FailedAt: at(time.Second), Failures: 1},
-			E{FetchedAt: at(time.Hour), ETag: `"e3"`, Release: fresh, FailedAt: failed, Failures: 2, ClaimedAt: claimed}},
-		{"newer claim", time.Time{}, ours, E{ClaimedAt: at(time.Hour)},
-			E{FetchedAt: t0, ETag: `"e1"`, Release: old, FailedAt: failed, Failures: 2, ClaimedAt: at(time.Hour)}},
+		{"fetch and failure merge independently", time.Time{}, ours, E{FetchedAt: at(time.Hour), ETag: `"e3"`, Release: fresh, FailedAt: at(time.Second), Failures: 1}, E{FetchedAt: at(time.Hour), ETag: `"e3"`, Release: fresh, FailedAt: failed, Failures: 2, ClaimedAt: claimed}},
+		{"newer claim", time.Time{}, ours, E{ClaimedAt: at(time.Hour)}, E{FetchedAt: t0, ETag: `"e1"`, Release: old, FailedAt: failed, Failures: 2, ClaimedAt: at(time.Hour)}},
 		{"older claim keeps ours", time.Time{}, ours, E{ClaimedAt: t0}, ours},
-		{"after a clock set back, an honest fetch replaces one from the future", setBack, ours,
-			E{FetchedAt: setBack, ETag: `"e2"`, Release: fresh},
-			E{FetchedAt: setBack, ETag: `"e2"`, Release: fresh, FailedAt: failed, Failures: 2, ClaimedAt: claimed}},
-		{"after a clock set back, honest failure and claim replace ones from the future", setBack, ours,
-			E{FailedAt: setBack, Failures: 1, ClaimedAt: setBack},
-			E{FetchedAt: t0, ETag: `"e1"`, Release: old, FailedAt: setBack, Failures: 1, ClaimedAt: setBack}},
-		{"a time within MaxSkew ahead is believed", at(-release.MaxSkew), ours,
-			E{FetchedAt: at(-time.Hour), ETag: `"e2"`, Release: fresh}, ours},
+		{"after a clock set back, an honest fetch replaces one from the future", setBack, ours, E{FetchedAt: setBack, ETag: `"e2"`, Release: fresh}, E{FetchedAt: setBack, ETag: `"e2"`, Release: fresh, FailedAt: failed, Failures: 2, ClaimedAt: claimed}},
+		{"after a clock set back, honest failure and claim replace ones from the future", setBack, ours, E{FailedAt: setBack, Failures: 1, ClaimedAt: setBack}, E{FetchedAt: t0, ETag: `"e1"`, Release: old, FailedAt: setBack, Failures: 1, ClaimedAt: setBack}},
+		{"a time within MaxSkew ahead is believed", at(-release.MaxSkew), ours, E{FetchedAt: at(-time.Hour), ETag: `"e2"`, Release: fresh}, ours},
 		{"a part from the future stays while nothing replaces it", setBack, ours, E{}, ours},
-		{"of two parts from the future the later one wins", setBack, ours,
-			E{FetchedAt: at(-time.Second), ETag: `"e2"`, Release: fresh}, ours},
+		{"of two parts from the future the later one wins", setBack, ours, E{FetchedAt: at(-time.Second), ETag: `"e2"`, Release: fresh}, ours},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -83,10 +70,9 @@ func TestEntryMergeOrder(t *testing.T) {
 func TestEntryFailing(t *testing.T) {
 	t0 := time.Date(2026, 10, 10, 12, 0, 0, 0, time.UTC)
 	tests := []struct {
-		name    string
-		e       release.Entry
-		failing bool
-		fetched bool
+		name             string
+		e                release.Entry
+		failing, fetched bool
 	}{
 		{"never anything", release.Entry{}, false, false},
 		{"fetched only", release.Entry{FetchedAt: t0}, false, true},
@@ -108,20 +94,9 @@ func TestEntryFailing(t *testing.T) {
 }
 
 func TestOutcomeString(t *testing.T) {
-	tests := []struct {
-		o    release.Outcome
-		want string
-	}{
-		{release.Failed, "failed"},
-		{release.NotModified, "not_modified"},
-		{release.Fetched, "fetched"},
-		{release.RateLimited, "rate_limited"},
-	}
-	for _, tc := range tests {
-		t.Run(tc.want, func(t *testing.T) {
-			if got := tc.o.String(); got != tc.want {
-				t.Errorf("Outcome(%d).String() = %q, want %q", int(tc.o), got, tc.want)
-			}
-		})
+	for o, want := range map[release.Outcome]string{release.Failed: "failed", release.NotModified: "not_modified", release.Fetched: "fetched", release.RateLimited: "rate_limited"} {
+		if got := o.String(); got != want {
+			t.Errorf("Outcome(%d).String() = %q, want %q", int(o), got, want)
+		}
 	}
 }

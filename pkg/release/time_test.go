@@ -67,9 +67,8 @@ func TestNewTime(t *testing.T) {
 // and writes back to the same; anything else is an error.
 func TestTimeUnmarshalJSON(t *testing.T) {
 	tests := []struct {
-		name string
-		in   string
-		want time.Time // zero: an error
+		name, in string
+		want     time.Time // zero: an error
 	}{
 		{"whole seconds", `"2026-10-08T14:52:50Z"`, time.Date(2026, 10, 8, 14, 52, 50, 0, time.UTC)},
 		{"milliseconds", `"2026-10-10T12:00:00.123Z"`, time.Date(2026, 10, 10, 12, 0, 0, 123e6, time.UTC)},

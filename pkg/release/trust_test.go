@@ -10,11 +10,10 @@ import (
 
 func TestClean(t *testing.T) {
 	tests := []struct {
-		name  string
-		s     string
-		limit int
-		notes bool
-		want  string
+		name, s string
+		limit   int
+		notes   bool
+		want    string
 	}{
 		{"fits", "abc", 3, false, "abc"},
 		{"empty", "", 3, false, ""},
@@ -69,9 +68,7 @@ func good() *release.Release {
 }
 
 func TestVersionOf(t *testing.T) {
-	tests := []struct {
-		name, tag, prefix, want string
-	}{
+	tests := []struct{ name, tag, prefix, want string }{
 		{"v", "v1.2.3", "", "1.2.3"},
 		{"V", "V1.2.3", "", "1.2.3"},
 		{"no v", "1.2.3", "", "1.2.3"},
@@ -183,9 +180,7 @@ func TestVerify(t *testing.T) {
 		{"a short sha256", func(r *release.Release) { r.Assets[0].SHA256 = str("ab") }},
 		{"a platform the name does not say", func(r *release.Release) { r.Assets[0].Platform = &release.Platform{OS: "linux", PackageType: "deb"} }},
 		{"an arch the name does not say", func(r *release.Release) {
-			p := *r.Assets[0].Platform
-			p.Arch = str("arm64")
-			r.Assets[0].Platform = &p
+			r.Assets[0].Platform = &release.Platform{OS: "windows", Arch: str("arm64"), PackageType: "msi"}
 		}},
 		{"a platform for a name without one", func(r *release.Release) { r.Assets[1].Platform = r.Assets[0].Platform }},
 		{"no platform for a name with one", func(r *release.Release) { r.Assets[0].Platform = nil }},

@@ -37,9 +37,7 @@ func TestBidi(t *testing.T) {
 
 func TestDownloadRepo(t *testing.T) {
 	dl := "https://github.com/o/p/releases/download/"
-	tests := []struct {
-		url, tag, name, want string
-	}{
+	tests := []struct{ url, tag, name, want string }{
 		{dl + "v1/a.msi", "v1", "a.msi", "o/p"},
 		{dl + "release/1.0/a%20b.msi", "release/1.0", "a b.msi", "o/p"},
 		{dl + "v1/../../../../x/y/releases/download/v1/a.msi", "v1", "a.msi", ""},
