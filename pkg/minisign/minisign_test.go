@@ -43,9 +43,7 @@ func newKey(t testing.TB) key {
 func (k key) sign(t testing.TB, message string, legacy bool) string {
 	t.Helper()
 	file := filepath.Join(k.dir, "ArtCraft_0.41.0_x64-setup.exe")
-	if err := os.WriteFile(file, []byte(message), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	must(t, os.WriteFile(file, []byte(message), 0o600))
 	args := []string{"-S", "-s", k.secret, "-m", file, "-x", file + ".minisig",
 		"-c", "signature from tauri secret key", "-t", "timestamp:1700000000\tfile:ArtCraft_0.41.0_x64-setup.exe"}
 	if legacy {
@@ -65,19 +63,22 @@ func run(t testing.TB, name string, args ...string) {
 func readFile(t testing.TB, path string) string {
 	t.Helper()
 	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	must(t, err)
 	return string(b)
 }
 
 func decode(t testing.TB, s string) string {
 	t.Helper()
 	b, err := base64.StdEncoding.DecodeString(s)
+	must(t, err)
+	return string(b)
+}
+
+func must(t testing.TB, err error) {
+	t.Helper()
 	if err != nil {
 		t.Fatal(err)
 	}
-	return string(b)
 }
 
 func encode(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }
@@ -88,15 +89,11 @@ func encode(s string) string { return base64.StdEncoding.EncodeToString([]byte(s
 func TestSignatureOfItsKey(t *testing.T) {
 	k := newKey(t)
 	pub, err := minisign.ParsePublicKey(k.pub)
-	if err != nil {
-		t.Fatalf("ParsePublicKey: %v", err)
-	}
+	must(t, err)
 	// The id as minisign prints it in the key's comment, without leading zeros.
 	printed := strings.Fields(k.file)[5]
 	id, err := strconv.ParseUint(printed, 16, 64)
-	if err != nil {
-		t.Fatalf("key comment %q: %v", k.file, err)
-	}
+	must(t, err)
 	if got := binary.LittleEndian.Uint64(pub.KeyID[:]); got != id {
 		t.Errorf("key id %016X, want minisign's %s", got, printed)
 	}
@@ -117,9 +114,7 @@ func TestSignatureOfItsKey(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			text := k.sign(t, "bundle bytes", tc.legacy)
 			s, err := minisign.ParseSignature([]byte(tc.around + text + tc.around))
-			if err != nil {
-				t.Fatalf("ParseSignature: %v", err)
-			}
+			must(t, err)
 			if s.Text != text {
 				t.Errorf("Text = %q, want the .sig without white space %q", s.Text, text)
 			}
@@ -138,9 +133,7 @@ func TestSignatureOfItsKey(t *testing.T) {
 			// What the feed serves, decoded as the updater does, verifies
 			// the signed bytes.
 			sig := filepath.Join(t.TempDir(), "served.minisig")
-			if err := os.WriteFile(sig, []byte(decode(t, s.Text)), 0o600); err != nil {
-				t.Fatal(err)
-			}
+			must(t, os.WriteFile(sig, []byte(decode(t, s.Text)), 0o600))
 			run(t, "minisign", "-V", "-q", "-p", filepath.Join(k.dir, "k.pub"), "-m", filepath.Join(k.dir, "ArtCraft_0.41.0_x64-setup.exe"), "-x", sig)
 		})
 	}
@@ -152,16 +145,11 @@ func TestSignatureOfItsKey(t *testing.T) {
 func TestSignatureOfAnotherKey(t *testing.T) {
 	app, other := newKey(t), newKey(t)
 	pub, err := minisign.ParsePublicKey(app.pub)
-	if err != nil {
-		t.Fatal(err)
-	}
+	must(t, err)
 	// relabel puts the app's key id on other's signature.
 	relabel := func(box string) string {
 		lines := strings.Split(box, "\n")
-		b, err := base64.StdEncoding.DecodeString(lines[1])
-		if err != nil {
-			t.Fatal(err)
-		}
+		b := []byte(decode(t, lines[1]))
 		copy(b[2:10], pub.KeyID[:])
 		lines[1] = base64.StdEncoding.EncodeToString(b)
 		return strings.Join(lines, "\n")
@@ -177,9 +165,7 @@ func TestSignatureOfAnotherKey(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s, err := minisign.ParseSignature([]byte(tc.sig))
-			if err != nil {
-				t.Fatalf("ParseSignature: %v", err)
-			}
+			must(t, err)
 			if err := pub.Check(s); !errors.Is(err, tc.want) {
 				t.Errorf("Check: %v, want %v", err, tc.want)
 			}
@@ -202,11 +188,7 @@ func TestHostileSignature(t *testing.T) {
 	}
 	// sigLine is line 2 with its decoded bytes changed by f.
 	sigLine := func(f func([]byte) []byte) string {
-		b, err := base64.StdEncoding.DecodeString(lines[1])
-		if err != nil {
-			t.Fatal(err)
-		}
-		return line(1, base64.StdEncoding.EncodeToString(f(b)))
+		return line(1, base64.StdEncoding.EncodeToString(f([]byte(decode(t, lines[1])))))
 	}
 	for _, tc := range []struct {
 		name string
@@ -249,10 +231,7 @@ func TestHostileSignature(t *testing.T) {
 func TestHostilePublicKey(t *testing.T) {
 	k := newKey(t)
 	lines := strings.Split(strings.TrimSuffix(k.file, "\n"), "\n")
-	keyBytes, err := base64.StdEncoding.DecodeString(lines[1])
-	if err != nil {
-		t.Fatal(err)
-	}
+	keyBytes := []byte(decode(t, lines[1]))
 	if _, err := minisign.ParsePublicKey(encode(strings.TrimSuffix(k.file, "\n"))); err != nil {
 		t.Errorf("ParsePublicKey(without the final line feed): %v", err)
 	}
