@@ -125,9 +125,8 @@ var refused = []struct {
 // otherwise than the other client, or that vpk never writes, each for its
 // reason.
 func TestParseRefuses(t *testing.T) {
-	if _, err := velopack.Parse([]byte(base)); err != nil {
-		t.Fatalf("Parse of the base feed: %v", err)
-	}
+	_, err := velopack.Parse([]byte(base))
+	must(t, err)
 	for _, tc := range refused {
 		t.Run(tc.name, func(t *testing.T) {
 			f, err := velopack.Parse([]byte(tc.body))
