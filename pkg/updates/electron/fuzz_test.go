@@ -41,9 +41,7 @@ func FuzzParse(f *testing.F) {
 			return
 		}
 		got, err := electron.Parse(served)
-		if err != nil {
-			t.Fatalf("Parse of what Absolute served: %v\n%s", err, served)
-		}
+		must(t, err)
 		if want := absolute(file); !reflect.DeepEqual(got, want) {
 			t.Fatalf("Parse of what Absolute served:\ngot  %+v\nwant %+v", got, want)
 		}
