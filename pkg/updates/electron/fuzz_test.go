@@ -2,7 +2,6 @@ package electron_test
 
 import (
 	"reflect"
-	"strings"
 	"testing"
 
 	"github.com/storytold/craft-releases/pkg/release"
@@ -28,11 +27,11 @@ func FuzzParse(f *testing.F) {
 			return
 		}
 		rel := &release.Release{Tag: tag}
-		for _, name := range downloads(file) {
-			if release.GoodAssetName(name) {
-				rel.Assets = append(rel.Assets, release.Asset{Name: name, DownloadURL: url(name)})
+		relative(file, func(name *string) {
+			if release.GoodAssetName(*name) {
+				rel.Assets = append(rel.Assets, release.Asset{Name: *name, DownloadURL: url(*name)})
 			}
-		}
+		})
 		served, err := electron.Absolute([]byte(body), rel)
 		if checked := electron.Check(file, rel); (err == nil) != (checked == nil) {
 			t.Fatalf("Absolute: %v, but Check: %v", err, checked)
@@ -46,23 +45,4 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("Parse of what Absolute served:\ngot  %+v\nwant %+v", got, want)
 		}
 	})
-}
-
-func downloads(f electron.File) []string {
-	var names []string
-	add := func(u string) {
-		if !strings.Contains(u, "://") {
-			names = append(names, u)
-		}
-	}
-	for _, d := range f.Files {
-		add(d.URL)
-	}
-	for _, p := range f.Packages {
-		add(p.Path)
-	}
-	if f.Path != "" {
-		add(f.Path)
-	}
-	return names
 }

@@ -30,31 +30,21 @@ const (
 // and Electron Forge publish them: x64 with a delta and the bare RELEASES,
 // ia32 with Forge's prefix, arm64's RELEASES under electron-builder's name,
 // and the macOS zips; by name, the asset's size.
-var photocraft = []struct {
-	name string
-	size int64
-}{
-	{"PhotoCraft-1.2.0-delta.nupkg", 5242880}, {"PhotoCraft-1.2.0-full.nupkg", 104857600}, {"PhotoCraft.Setup.1.2.0.exe", 110000000}, {"RELEASES", 162},
-	{"ia32.PhotoCraft-1.2.0-full.nupkg", 99000000}, {"ia32.RELEASES", 87}, {"RELEASES-arm64", 80},
-	{"PhotoCraft-1.2.0-arm64-mac.zip", 120000000}, {"PhotoCraft-1.2.0-mac.zip", 121000000},
+var photocraft = map[string]int64{
+	"PhotoCraft-1.2.0-delta.nupkg": 5242880, "PhotoCraft-1.2.0-full.nupkg": 104857600, "PhotoCraft.Setup.1.2.0.exe": 110000000, "RELEASES": 162,
+	"ia32.PhotoCraft-1.2.0-full.nupkg": 99000000, "ia32.RELEASES": 87, "RELEASES-arm64": 80,
+	"PhotoCraft-1.2.0-arm64-mac.zip": 120000000, "PhotoCraft-1.2.0-mac.zip": 121000000,
 }
 
 var published = release.NewTime(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
 
-// newRelease returns release tag of repo with these assets, by name and size.
+// newRelease returns release tag of repo with these assets, by name and
+// size, in name order.
 func newRelease(version string, assets map[string]int64) *release.Release {
 	r := &release.Release{Tag: tag, Version: version, Name: "PhotoCraft 1.2.0", PublishedAt: published,
 		HTMLURL: release.TagURL(repo, tag), NotesMarkdown: "## Changes\n\n- faster"}
 	for _, name := range slices.Sorted(maps.Keys(assets)) {
 		r.Assets = append(r.Assets, release.Asset{Name: name, SizeBytes: assets[name], DownloadURL: release.DownloadURL(repo, tag, name)})
-	}
-	return r
-}
-
-func photocraftRelease() *release.Release {
-	r := newRelease("1.2.0", nil)
-	for _, a := range photocraft {
-		r.Assets = append(r.Assets, release.Asset{Name: a.name, SizeBytes: a.size, DownloadURL: release.DownloadURL(repo, tag, a.name)})
 	}
 	return r
 }
@@ -239,7 +229,7 @@ func TestParseRefuses(t *testing.T) {
 // names one of its packages, by name or by its exact download URL, with
 // its size.
 func TestCheck(t *testing.T) {
-	rel := photocraftRelease()
+	rel := newRelease("1.2.0", photocraft)
 	for _, tc := range []struct{ name, body, want string }{
 		{"names of the release", shaDelta + " PhotoCraft-1.2.0-delta.nupkg 5242880\n" + shaFull + " PhotoCraft-1.2.0-full.nupkg 104857600", ""},
 		{"download URLs of the release", shaFull + " " + url("PhotoCraft-1.2.0-full.nupkg") + " 104857600\n" + shaIA32 + " " + url("ia32.PhotoCraft-1.2.0-full.nupkg") + " 99000000", ""},
@@ -285,7 +275,7 @@ func TestCheckRelease(t *testing.T) {
 			t.Errorf("%s: Absolute = %q, %v; want Check's error", tc.name, b, err)
 		}
 	}
-	if err := (squirrel.Releases{}).Check(photocraftRelease()); fmt.Sprint(err) != "no package" {
+	if err := (squirrel.Releases{}).Check(newRelease("1.2.0", photocraft)); fmt.Sprint(err) != "no package" {
 		t.Errorf("Check of the zero Releases = %v, want no package", err)
 	}
 }
@@ -294,7 +284,7 @@ func TestCheckRelease(t *testing.T) {
 // download URL, deltas kept, hashes, sizes and rollouts as written, LF
 // line ends, whatever the file's own.
 func TestAbsolute(t *testing.T) {
-	rel := photocraftRelease()
+	rel := newRelease("1.2.0", photocraft)
 	want := shaDelta + " https://github.com/storytold/photocraft/releases/download/v1.2.0/PhotoCraft-1.2.0-delta.nupkg 5242880 # 10%\n" +
 		shaUpper + " https://github.com/storytold/photocraft/releases/download/v1.2.0/PhotoCraft-1.2.0-full.nupkg 104857600 # 10%\n"
 	for _, tc := range []struct{ name, body, want string }{
