@@ -43,9 +43,7 @@ func newKey(t testing.TB) key {
 func (k key) sign(t testing.TB, message string, legacy bool) string {
 	t.Helper()
 	file := filepath.Join(k.dir, "ArtCraft_0.41.0_x64-setup.exe")
-	if err := os.WriteFile(file, []byte(message), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	must(t, os.WriteFile(file, []byte(message), 0o600))
 	args := []string{"-S", "-s", k.secret, "-m", file, "-x", file + ".minisig",
 		"-c", "signature from tauri secret key", "-t", "timestamp:1700000000\tfile:ArtCraft_0.41.0_x64-setup.exe"}
 	if legacy {
@@ -65,19 +63,22 @@ func run(t testing.TB, name string, args ...string) {
 func readFile(t testing.TB, path string) string {
 	t.Helper()
 	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	must(t, err)
 	return string(b)
 }
 
 func decode(t testing.TB, s string) string {
 	t.Helper()
 	b, err := base64.StdEncoding.DecodeString(s)
+	must(t, err)
+	return string(b)
+}
+
+func must(t testing.TB, err error) {
+	t.Helper()
 	if err != nil {
 		t.Fatal(err)
 	}
-	return string(b)
 }
 
 func encode(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }
@@ -88,15 +89,11 @@ func encode(s string) string { return base64.StdEncoding.EncodeToString([]byte(s
 func TestSignatureOfItsKey(t *testing.T) {
 	k := newKey(t)
 	pub, err := minisign.ParsePublicKey(k.pub)
-	if err != nil {
-		t.Fatalf("ParsePublicKey: %v", err)
-	}
+	must(t, err)
 	// The id as minisign prints it in the key's comment, without leading zeros.
 	printed := strings.Fields(k.file)[5]
 	id, err := strconv.ParseUint(printed, 16, 64)
-	if err != nil {
-		t.Fatalf("key comment %q: %v", k.file, err)
-	}
+	must(t, err)
 	if got := binary.LittleEndian.Uint64(pub.KeyID[:]); got != id {
 		t.Errorf("key id %016X, want minisign's %s", got, printed)
 	}
@@ -117,9 +114,7 @@ func TestSignatureOfItsKey(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			text := k.sign(t, "bundle bytes", tc.legacy)
 			s, err := minisign.ParseSignature([]byte(tc.around + text + tc.around))
-			if err != nil {
-				t.Fatalf("ParseSignature: %v", err)
-			}
+			must(t, err)
 			if s.Text != text {
 				t.Errorf("Text = %q, want the .sig without white space %q", s.Text, text)
 			}
@@ -138,9 +133,7 @@ func TestSignatureOfItsKey(t *testing.T) {
 			// What the feed serves, decoded as the updater does, verifies
 			// the signed bytes.
 			sig := filepath.Join(t.TempDir(), "served.minisig")
-			if err := os.WriteFile(sig, []byte(decode(t, s.Text)), 0o600); err != nil {
-				t.Fatal(err)
-			}
+			must(t, os.WriteFile(sig, []byte(decode(t, s.Text)), 0o600))
 			run(t, "minisign", "-V", "-q", "-p", filepath.Join(k.dir, "k.pub"), "-m", filepath.Join(k.dir, "ArtCraft_0.41.0_x64-setup.exe"), "-x", sig)
 		})
 	}
@@ -152,16 +145,11 @@ func TestSignatureOfItsKey(t *testing.T) {
 func TestSignatureOfAnotherKey(t *testing.T) {
 	app, other := newKey(t), newKey(t)
 	pub, err := minisign.ParsePublicKey(app.pub)
-	if err != nil {
-		t.Fatal(err)
-	}
+	must(t, err)
 	// relabel puts the app's key id on other's signature.
 	relabel := func(box string) string {
 		lines := strings.Split(box, "\n")
-		b, err := base64.StdEncoding.DecodeString(lines[1])
-		if err != nil {
-			t.Fatal(err)
-		}
+		b := []byte(decode(t, lines[1]))
 		copy(b[2:10], pub.KeyID[:])
 		lines[1] = base64.StdEncoding.EncodeToString(b)
 		return strings.Join(lines, "\n")
@@ -175,15 +163,11 @@ func TestSignatureOfAnotherKey(t *testing.T) {
 		{"another key relabelled", encode(relabel(decode(t, other.sign(t, "bundle bytes", false)))), minisign.ErrForged},
 		{"trusted comment changed", encode(strings.Replace(decode(t, app.sign(t, "bundle bytes", false)), "timestamp:1700000000", "timestamp:1700000001", 1)), minisign.ErrForged},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			s, err := minisign.ParseSignature([]byte(tc.sig))
-			if err != nil {
-				t.Fatalf("ParseSignature: %v", err)
-			}
-			if err := pub.Check(s); !errors.Is(err, tc.want) {
-				t.Errorf("Check: %v, want %v", err, tc.want)
-			}
-		})
+		s, err := minisign.ParseSignature([]byte(tc.sig))
+		must(t, err)
+		if err := pub.Check(s); !errors.Is(err, tc.want) {
+			t.Errorf("%s: Check: %v, want %v", tc.name, err, tc.want)
+		}
 	}
 }
 
@@ -202,11 +186,7 @@ func TestHostileSignature(t *testing.T) {
 	}
 	// sigLine is line 2 with its decoded bytes changed by f.
 	sigLine := func(f func([]byte) []byte) string {
-		b, err := base64.StdEncoding.DecodeString(lines[1])
-		if err != nil {
-			t.Fatal(err)
-		}
-		return line(1, base64.StdEncoding.EncodeToString(f(b)))
+		return line(1, base64.StdEncoding.EncodeToString(f([]byte(decode(t, lines[1])))))
 	}
 	for _, tc := range []struct {
 		name string
@@ -235,12 +215,9 @@ func TestHostileSignature(t *testing.T) {
 		{"signature line not base64", line(1, "RWQ!"), "line 2: not padded standard base64"},
 		{"global signature short", line(3, base64.StdEncoding.EncodeToString(make([]byte, 63))), "line 4: 63 bytes, want 64"},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			_, err := minisign.ParseSignature([]byte(tc.text))
-			if err == nil || !strings.Contains(err.Error(), tc.want) {
-				t.Errorf("ParseSignature: %v, want an error containing %q", err, tc.want)
-			}
-		})
+		if _, err := minisign.ParseSignature([]byte(tc.text)); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: ParseSignature: %v, want an error containing %q", tc.name, err, tc.want)
+		}
 	}
 }
 
@@ -249,10 +226,7 @@ func TestHostileSignature(t *testing.T) {
 func TestHostilePublicKey(t *testing.T) {
 	k := newKey(t)
 	lines := strings.Split(strings.TrimSuffix(k.file, "\n"), "\n")
-	keyBytes, err := base64.StdEncoding.DecodeString(lines[1])
-	if err != nil {
-		t.Fatal(err)
-	}
+	keyBytes := []byte(decode(t, lines[1]))
 	if _, err := minisign.ParsePublicKey(encode(strings.TrimSuffix(k.file, "\n"))); err != nil {
 		t.Errorf("ParsePublicKey(without the final line feed): %v", err)
 	}
@@ -271,12 +245,9 @@ func TestHostilePublicKey(t *testing.T) {
 		{"short key", withKey(keyBytes[:41]), "41 bytes, want 42"},
 		{"a third line", encode(k.file + "x\n"), "3 lines, want 2"},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			_, err := minisign.ParsePublicKey(tc.b64)
-			if err == nil || !strings.Contains(err.Error(), tc.want) {
-				t.Errorf("ParsePublicKey: %v, want an error containing %q", err, tc.want)
-			}
-		})
+		if _, err := minisign.ParsePublicKey(tc.b64); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: ParsePublicKey: %v, want an error containing %q", tc.name, err, tc.want)
+		}
 	}
 }
 

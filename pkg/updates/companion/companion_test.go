@@ -66,15 +66,13 @@ func TestCheck(t *testing.T) {
 		{"the .sig of no bundle", "notes.txt.sig", sig, nil, "error: no companion"},
 		{"no asset of the release", "B_1.0.0_x64-setup.exe.sig", sig, nil, "error: no companion"},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			got, err := companion.Check(rel, tc.asset, []byte(tc.body), tc.key)
-			if err != nil {
-				got = "error: " + err.Error()
-			}
-			if got != tc.want && !(strings.HasPrefix(tc.want, "error: ") && strings.Contains(got, strings.TrimPrefix(tc.want, "error: "))) {
-				t.Errorf("Check = %q, want %q", got, tc.want)
-			}
-		})
+		got, err := companion.Check(rel, tc.asset, []byte(tc.body), tc.key)
+		if err != nil {
+			got = "error: " + err.Error()
+		}
+		if got != tc.want && !(strings.HasPrefix(tc.want, "error: ") && strings.Contains(got, strings.TrimPrefix(tc.want, "error: "))) {
+			t.Errorf("%s: Check = %q, want %q", tc.name, got, tc.want)
+		}
 	}
 	if got := companion.Limit(rel, "A_1.0.0_x64-setup.exe.sig"); got != minisign.MaxSignatureText {
 		t.Errorf("Limit(.sig) = %d, want %d", got, minisign.MaxSignatureText)

@@ -51,25 +51,29 @@ func TestCheck(t *testing.T) {
 	}
 }
 
-// absolute returns f with each download made its asset's URL.
-func absolute(f electron.File) electron.File {
-	abs := func(u string) string {
-		if strings.Contains(u, "://") {
-			return u
-		}
-		return url(u)
-	}
+// relative calls fn on each download of a copy of f named by its asset's
+// name (its files' URLs, its packages' paths, its legacy path), and returns
+// the copy.
+func relative(f electron.File, fn func(name *string)) electron.File {
 	f.Files, f.Packages = slices.Clone(f.Files), slices.Clone(f.Packages)
+	var all []*string
 	for i := range f.Files {
-		f.Files[i].URL = abs(f.Files[i].URL)
+		all = append(all, &f.Files[i].URL)
 	}
 	for i := range f.Packages {
-		f.Packages[i].Path = abs(f.Packages[i].Path)
+		all = append(all, &f.Packages[i].Path)
 	}
-	if f.Path != "" {
-		f.Path = abs(f.Path)
+	for _, u := range append(all, &f.Path) {
+		if *u != "" && !strings.Contains(*u, "://") {
+			fn(u)
+		}
 	}
 	return f
+}
+
+// absolute returns f with each download made its asset's URL.
+func absolute(f electron.File) electron.File {
+	return relative(f, func(name *string) { *name = url(*name) })
 }
 
 // served is tc.served, or body with each relative download at the end of

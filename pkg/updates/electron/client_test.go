@@ -22,9 +22,7 @@ func TestClient(t *testing.T) {
 	var served []string
 	for _, tc := range valid {
 		body, err := electron.Absolute([]byte(fill(tc.body)), craft())
-		if err != nil {
-			t.Fatalf("%s: Absolute: %v", tc.name, err)
-		}
+		must(t, err)
 		served = append(served, string(body))
 	}
 	// A query on the feed URL is copied onto every download (newUrlFromBase).

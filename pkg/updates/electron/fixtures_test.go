@@ -46,26 +46,16 @@ func sum(s string) string {
 
 // Checksums of the fixtures' files, by a short name.
 var (
-	shaSetup   = sum("setup")
-	shaWeb     = sum("web")
-	sha7zX64   = sum("x64.7z")
-	sha7zARM   = sum("arm64.7z")
-	shaZipARM  = sum("arm64.zip")
-	shaDMGARM  = sum("arm64.dmg")
-	shaZipX64  = sum("x64.zip")
-	shaDMGX64  = sum("x64.dmg")
-	shaAppX64  = sum("x64.AppImage")
-	shaQuoted  = sum("quoted")
-	shaUnknown = sum("not an asset")
+	shaSetup, shaWeb, sha7zX64, sha7zARM, shaQuoted = sum("setup"), sum("web"), sum("x64.7z"), sum("arm64.7z"), sum("quoted")
+	shaZipARM, shaDMGARM, shaZipX64, shaDMGX64      = sum("arm64.zip"), sum("arm64.dmg"), sum("x64.zip"), sum("x64.dmg")
+	shaAppX64                                       = sum("x64.AppImage")
 )
 
 // fill replaces each $NAME in s with the checksum of that name.
 func fill(s string) string {
-	return strings.NewReplacer(
-		"$SETUP", shaSetup, "$WEB", shaWeb, "$7ZX64", sha7zX64, "$7ZARM", sha7zARM,
+	return strings.NewReplacer("$SETUP", shaSetup, "$WEB", shaWeb, "$7ZX64", sha7zX64, "$7ZARM", sha7zARM,
 		"$ZIPARM", shaZipARM, "$DMGARM", shaDMGARM, "$ZIPX64", shaZipX64, "$DMGX64", shaDMGX64,
-		"$APPX64", shaAppX64, "$QUOTED", shaQuoted, "$UNKNOWN", shaUnknown,
-	).Replace(s)
+		"$APPX64", shaAppX64, "$QUOTED", shaQuoted).Replace(s)
 }
 
 // valid are channel files as electron-builder writes them, and what they
@@ -79,8 +69,7 @@ var valid = []struct {
 	served string
 }{
 	{
-		name: "windows nsis",
-		body: `version: 1.4.0
+		"windows nsis", `version: 1.4.0
 files:
   - url: Craft-Setup-1.4.0.exe
     sha512: $SETUP
@@ -89,15 +78,11 @@ files:
 path: Craft-Setup-1.4.0.exe
 sha512: $SETUP
 releaseDate: '2026-11-02T10:11:12.345Z'
-`,
-		want: electron.File{
-			Version: "1.4.0", Files: []electron.Download{{URL: "Craft-Setup-1.4.0.exe", SHA512: shaSetup}},
-			Path: "Craft-Setup-1.4.0.exe", SHA512: shaSetup, ReleaseDate: "2026-11-02T10:11:12.345Z",
-		},
+`, electron.File{Version: "1.4.0", Files: []electron.Download{{URL: "Craft-Setup-1.4.0.exe", SHA512: shaSetup}},
+			Path: "Craft-Setup-1.4.0.exe", SHA512: shaSetup, ReleaseDate: date}, "",
 	},
 	{
-		name: "windows web installer with packages",
-		body: `version: 1.4.0
+		"windows web installer with packages", `version: 1.4.0
 files:
   - url: Craft-Web-Setup-1.4.0.exe
     sha512: $WEB
@@ -116,20 +101,12 @@ packages:
 path: Craft-Web-Setup-1.4.0.exe
 sha512: $WEB
 releaseDate: '2026-11-02T10:11:12.345Z'
-`,
-		want: electron.File{
-			Version: "1.4.0", Files: []electron.Download{{URL: "Craft-Web-Setup-1.4.0.exe", SHA512: shaWeb}},
-			Path: "Craft-Web-Setup-1.4.0.exe", SHA512: shaWeb,
-			Packages: []electron.Package{
-				{Arch: "x64", Path: "craft-1.4.0-x64.nsis.7z", SHA512: sha7zX64},
-				{Arch: "arm64", Path: "craft-1.4.0-arm64.nsis.7z", SHA512: sha7zARM},
-			},
-			ReleaseDate: "2026-11-02T10:11:12.345Z",
-		},
+`, electron.File{Version: "1.4.0", Files: []electron.Download{{URL: "Craft-Web-Setup-1.4.0.exe", SHA512: shaWeb}},
+			Path: "Craft-Web-Setup-1.4.0.exe", SHA512: shaWeb, ReleaseDate: date, Packages: []electron.Package{
+				{Arch: "x64", Path: "craft-1.4.0-x64.nsis.7z", SHA512: sha7zX64}, {Arch: "arm64", Path: "craft-1.4.0-arm64.nsis.7z", SHA512: sha7zARM}}}, "",
 	},
 	{
-		name: "mac zip and dmg for each arch, notes and a staged rollout",
-		body: `version: 1.4.0
+		"mac zip and dmg for each arch, notes and a staged rollout", `version: 1.4.0
 files:
   - url: Craft-1.4.0-arm64-mac.zip
     sha512: $ZIPARM
@@ -151,22 +128,14 @@ releaseNotes: |-
   ## What's new
   - Faster exports: url: and #tags are text here
 stagingPercentage: 25
-`,
-		want: electron.File{
-			Version: "1.4.0",
-			Files: []electron.Download{
-				{URL: "Craft-1.4.0-arm64-mac.zip", SHA512: shaZipARM}, {URL: "Craft-1.4.0-arm64.dmg", SHA512: shaDMGARM},
-				{URL: "Craft-1.4.0-mac.zip", SHA512: shaZipX64}, {URL: "Craft-1.4.0.dmg", SHA512: shaDMGX64},
-			},
-			Path: "Craft-1.4.0-arm64-mac.zip", SHA512: shaZipARM, ReleaseDate: "2026-11-02T10:11:12.345Z",
-			ReleaseName:       "Craft 1.4.0 — “Lumière”",
-			ReleaseNotes:      "## What's new\n- Faster exports: url: and #tags are text here",
-			StagingPercentage: ptr(25),
-		},
+`, electron.File{Version: "1.4.0", Files: []electron.Download{
+			{URL: "Craft-1.4.0-arm64-mac.zip", SHA512: shaZipARM}, {URL: "Craft-1.4.0-arm64.dmg", SHA512: shaDMGARM},
+			{URL: "Craft-1.4.0-mac.zip", SHA512: shaZipX64}, {URL: "Craft-1.4.0.dmg", SHA512: shaDMGX64}},
+			Path: "Craft-1.4.0-arm64-mac.zip", SHA512: shaZipARM, ReleaseDate: date, ReleaseName: "Craft 1.4.0 — “Lumière”",
+			ReleaseNotes: "## What's new\n- Faster exports: url: and #tags are text here", StagingPercentage: ptr(25)}, "",
 	},
 	{
-		name: "linux appimage, absolute urls already",
-		body: `version: 1.4.0
+		"linux appimage, absolute urls already", `version: 1.4.0
 files:
   - url: ` + url("Craft-1.4.0.AppImage") + `
     sha512: $APPX64
@@ -175,15 +144,11 @@ files:
 path: ` + url("Craft-1.4.0.AppImage") + `
 sha512: $APPX64
 releaseDate: '2026-11-02T10:11:12.345Z'
-`,
-		want: electron.File{
-			Version: "1.4.0", Files: []electron.Download{{URL: url("Craft-1.4.0.AppImage"), SHA512: shaAppX64}},
-			Path: url("Craft-1.4.0.AppImage"), SHA512: shaAppX64, ReleaseDate: "2026-11-02T10:11:12.345Z",
-		},
+`, electron.File{Version: "1.4.0", Files: []electron.Download{{URL: url("Craft-1.4.0.AppImage"), SHA512: shaAppX64}},
+			Path: url("Craft-1.4.0.AppImage"), SHA512: shaAppX64, ReleaseDate: date}, "",
 	},
 	{
-		name: "legacy path only, pre-release version, notes as a list",
-		body: `# written by hand
+		"legacy path only, pre-release version, notes as a list", `# written by hand
 version: v1.4.0-beta.2+build.7
 path: Craft-Setup-1.4.0.exe
 sha512: $SETUP
@@ -192,29 +157,21 @@ releaseNotes:
     note: Fixes
   - version: 1.4.0-beta.1
     note: null
-`,
-		want: electron.File{
-			Version: "v1.4.0-beta.2+build.7", Path: "Craft-Setup-1.4.0.exe", SHA512: shaSetup,
-			NotesList: []electron.Note{{Version: "1.4.0-beta.2", Note: "Fixes"}, {Version: "1.4.0-beta.1"}},
-		},
+`, electron.File{Version: "v1.4.0-beta.2+build.7", Path: "Craft-Setup-1.4.0.exe", SHA512: shaSetup,
+			NotesList: []electron.Note{{Version: "1.4.0-beta.2", Note: "Fixes"}, {Version: "1.4.0-beta.1"}}}, "",
 	},
 	{
-		name: "quoted, flow style, CRLF and comments",
-		body: "version: '1.4.0'   # the version\r\n" +
+		"quoted, flow style, CRLF and comments", "version: '1.4.0'   # the version\r\n" +
 			"files: [{url: 'Craft''s Setup 1.4.0.exe', sha512: \"$QUOTED\"}, {sha512: $SETUP, url: Craft-Setup-1.4.0.exe}]\r\n" +
 			"path: \"Craft-Setup-1.4.0.exe\" # legacy\r\n" +
 			"sha512: '$SETUP'\r\n" +
 			"packages: {x64: {path: " + url("craft-1.4.0-x64.nsis.7z") + ", sha512: $7ZX64}}\r\n" +
 			"unknownKey: {nested: [1, 2, {deeper: x}]}\r\n",
-		want: electron.File{
-			Version: "1.4.0",
-			Files:   []electron.Download{{URL: "Craft's Setup 1.4.0.exe", SHA512: shaQuoted}, {URL: "Craft-Setup-1.4.0.exe", SHA512: shaSetup}},
-			Path:    "Craft-Setup-1.4.0.exe", SHA512: shaSetup,
-			Packages: []electron.Package{{Arch: "x64", Path: url("craft-1.4.0-x64.nsis.7z"), SHA512: sha7zX64}},
-		},
+		electron.File{Version: "1.4.0", Files: []electron.Download{{URL: "Craft's Setup 1.4.0.exe", SHA512: shaQuoted}, {URL: "Craft-Setup-1.4.0.exe", SHA512: shaSetup}},
+			Path: "Craft-Setup-1.4.0.exe", SHA512: shaSetup, Packages: []electron.Package{{Arch: "x64", Path: url("craft-1.4.0-x64.nsis.7z"), SHA512: sha7zX64}}},
 		// Each in its style; a plain URL in a flow mapping is quoted, where
 		// a "," would end it; an absolute URL stays as written.
-		served: "version: '1.4.0'   # the version\r\n" +
+		"version: '1.4.0'   # the version\r\n" +
 			"files: [{url: '" + url("Craft's Setup 1.4.0.exe") + "', sha512: \"$QUOTED\"}, {sha512: $SETUP, url: '" + url("Craft-Setup-1.4.0.exe") + "'}]\r\n" +
 			"path: \"" + url("Craft-Setup-1.4.0.exe") + "\" # legacy\r\n" +
 			"sha512: '$SETUP'\r\n" +
@@ -222,6 +179,9 @@ releaseNotes:
 			"unknownKey: {nested: [1, 2, {deeper: x}]}\r\n",
 	},
 }
+
+// date is the fixtures' releaseDate.
+const date = "2026-11-02T10:11:12.345Z"
 
 func ptr[T any](v T) *T { return &v }
 

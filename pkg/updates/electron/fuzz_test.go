@@ -2,7 +2,6 @@ package electron_test
 
 import (
 	"reflect"
-	"strings"
 	"testing"
 
 	"github.com/storytold/craft-releases/pkg/release"
@@ -28,11 +27,11 @@ func FuzzParse(f *testing.F) {
 			return
 		}
 		rel := &release.Release{Tag: tag}
-		for _, name := range downloads(file) {
-			if release.GoodAssetName(name) {
-				rel.Assets = append(rel.Assets, release.Asset{Name: name, DownloadURL: url(name)})
+		relative(file, func(name *string) {
+			if release.GoodAssetName(*name) {
+				rel.Assets = append(rel.Assets, release.Asset{Name: *name, DownloadURL: url(*name)})
 			}
-		}
+		})
 		served, err := electron.Absolute([]byte(body), rel)
 		if checked := electron.Check(file, rel); (err == nil) != (checked == nil) {
 			t.Fatalf("Absolute: %v, but Check: %v", err, checked)
@@ -41,30 +40,9 @@ func FuzzParse(f *testing.F) {
 			return
 		}
 		got, err := electron.Parse(served)
-		if err != nil {
-			t.Fatalf("Parse of what Absolute served: %v\n%s", err, served)
-		}
+		must(t, err)
 		if want := absolute(file); !reflect.DeepEqual(got, want) {
 			t.Fatalf("Parse of what Absolute served:\ngot  %+v\nwant %+v", got, want)
 		}
 	})
-}
-
-func downloads(f electron.File) []string {
-	var names []string
-	add := func(u string) {
-		if !strings.Contains(u, "://") {
-			names = append(names, u)
-		}
-	}
-	for _, d := range f.Files {
-		add(d.URL)
-	}
-	for _, p := range f.Packages {
-		add(p.Path)
-	}
-	if f.Path != "" {
-		add(f.Path)
-	}
-	return names
 }

@@ -135,9 +135,7 @@ func TestStageClient(t *testing.T) {
 	var files [][]byte
 	for _, p := range percents {
 		staged, err := electron.Stage([]byte(stageHead+"stagingPercentage: 30\n"+stageTail), p)
-		if err != nil {
-			t.Fatalf("Stage %d: %v", p, err)
-		}
+		must(t, err)
 		files = append(files, staged)
 	}
 	// The publisher's own 100, for the install it leaves out.

@@ -55,12 +55,9 @@ func TestMacZipArch(t *testing.T) {
 		{"photocraft-1.2.0-macos-arm64.zip", "1.2.0", ""}, // the Craft naming: no Squirrel zip
 		{"Photo\u202eCraft-1.2.0-mac.zip", "1.2.0", ""},
 	} {
-		t.Run(tc.name+"@"+tc.version, func(t *testing.T) {
-			arch, ok := squirrel.MacZipArch(tc.name, tc.version)
-			if arch != tc.arch || ok != (tc.arch != "") {
-				t.Errorf("MacZipArch(%q, %q) = %q, %v; want %q", tc.name, tc.version, arch, ok, tc.arch)
-			}
-		})
+		if arch, ok := squirrel.MacZipArch(tc.name, tc.version); arch != tc.arch || ok != (tc.arch != "") {
+			t.Errorf("MacZipArch(%q, %q) = %q, %v; want %q", tc.name, tc.version, arch, ok, tc.arch)
+		}
 	}
 }
 
@@ -96,19 +93,14 @@ func TestMacUpdate(t *testing.T) {
 		{"no macOS zip", []string{"PhotoCraft-1.2.0.dmg", "PhotoCraft-1.2.0-full.nupkg", "RELEASES"}, map[string]string{"x64": "", "arm64": "", "universal": ""}},
 	} {
 		for _, arch := range []string{"x64", "arm64", "universal"} {
-			t.Run(tc.name+"/"+arch, func(t *testing.T) {
-				u, err := squirrel.MacUpdate(app, macRelease("1.2.0", tc.assets...), arch)
-				want := tc.want[arch]
-				if want == "" {
-					if wantErr := "photocraft v1.2.0 has no macOS zip for " + arch; err == nil || err.Error() != wantErr {
-						t.Errorf("MacUpdate = %+v, %v; want the error %q", u, err, wantErr)
-					}
-					return
+			u, err := squirrel.MacUpdate(app, macRelease("1.2.0", tc.assets...), arch)
+			if want := tc.want[arch]; want == "" {
+				if wantErr := "photocraft v1.2.0 has no macOS zip for " + arch; err == nil || err.Error() != wantErr {
+					t.Errorf("%s, %s: MacUpdate = %+v, %v; want the error %q", tc.name, arch, u, err, wantErr)
 				}
-				if err != nil || u.URL != url(want) {
-					t.Errorf("MacUpdate = %+v, %v; want %s", u, err, want)
-				}
-			})
+			} else if err != nil || u.URL != url(want) {
+				t.Errorf("%s, %s: MacUpdate = %+v, %v; want %s", tc.name, arch, u, err, want)
+			}
 		}
 	}
 }
@@ -126,9 +118,8 @@ func TestMacUpdateJSON(t *testing.T) {
 		t.Errorf("MacUpdate = %s\nwant %s", got, want)
 	}
 	rel.PublishedAt, rel.Name = nil, ""
-	if u, err = squirrel.MacUpdate(app, rel, "x64"); err != nil {
-		t.Fatal(err)
-	}
+	u, err = squirrel.MacUpdate(app, rel, "x64")
+	must(t, err)
 	want = `{"url":"https://github.com/storytold/photocraft/releases/download/v1.2.0/PhotoCraft-1.2.0-mac.zip","name":"v1.2.0","notes":"## Changes\n\n- faster"}`
 	if got := mustJSON(t, u); got != want {
 		t.Errorf("MacUpdate = %s\nwant %s", got, want)
@@ -193,18 +184,16 @@ func TestNewer(t *testing.T) {
 		{"1.2.0", "V1.2.0", `version "V1.2.0": not SemVer`},
 		{"1.2.0", "latest", `version "latest": not SemVer`},
 	} {
-		t.Run(tc.release+"/"+tc.current, func(t *testing.T) {
-			u, err := squirrel.MacUpdate(app, macRelease(tc.release, "PhotoCraft-darwin-universal-"+strings.TrimPrefix(tc.release, "v")+".zip"), "arm64")
-			must(t, err)
-			newer, err := u.Newer(tc.current)
-			got := map[bool]string{true: "200", false: "204"}[newer]
-			if err != nil {
-				got = err.Error()
-			}
-			if got != tc.want {
-				t.Errorf("Newer(%q) of %s = %v, %v; want %s", tc.current, tc.release, newer, err, tc.want)
-			}
-		})
+		u, err := squirrel.MacUpdate(app, macRelease(tc.release, "PhotoCraft-darwin-universal-"+strings.TrimPrefix(tc.release, "v")+".zip"), "arm64")
+		must(t, err)
+		newer, err := u.Newer(tc.current)
+		got := map[bool]string{true: "200", false: "204"}[newer]
+		if err != nil {
+			got = err.Error()
+		}
+		if got != tc.want {
+			t.Errorf("Newer(%q) of %s = %v, %v; want %s", tc.current, tc.release, newer, err, tc.want)
+		}
 	}
 }
 

@@ -30,39 +30,21 @@ const (
 // and Electron Forge publish them: x64 with a delta and the bare RELEASES,
 // ia32 with Forge's prefix, arm64's RELEASES under electron-builder's name,
 // and the macOS zips; by name, the asset's size.
-var photocraft = []struct {
-	name string
-	size int64
-}{
-	{"PhotoCraft-1.2.0-delta.nupkg", 5242880},
-	{"PhotoCraft-1.2.0-full.nupkg", 104857600},
-	{"PhotoCraft.Setup.1.2.0.exe", 110000000},
-	{"RELEASES", 162},
-	{"ia32.PhotoCraft-1.2.0-full.nupkg", 99000000},
-	{"ia32.RELEASES", 87},
-	{"RELEASES-arm64", 80},
-	{"PhotoCraft-1.2.0-arm64-mac.zip", 120000000},
-	{"PhotoCraft-1.2.0-mac.zip", 121000000},
+var photocraft = map[string]int64{
+	"PhotoCraft-1.2.0-delta.nupkg": 5242880, "PhotoCraft-1.2.0-full.nupkg": 104857600, "PhotoCraft.Setup.1.2.0.exe": 110000000, "RELEASES": 162,
+	"ia32.PhotoCraft-1.2.0-full.nupkg": 99000000, "ia32.RELEASES": 87, "RELEASES-arm64": 80,
+	"PhotoCraft-1.2.0-arm64-mac.zip": 120000000, "PhotoCraft-1.2.0-mac.zip": 121000000,
 }
 
 var published = release.NewTime(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
 
-// newRelease returns release tag of repo with these assets, by name and size.
+// newRelease returns release tag of repo with these assets, by name and
+// size, in name order.
 func newRelease(version string, assets map[string]int64) *release.Release {
-	r := &release.Release{
-		Tag: tag, Version: version, Name: "PhotoCraft 1.2.0", PublishedAt: published,
-		HTMLURL: release.TagURL(repo, tag), NotesMarkdown: "## Changes\n\n- faster",
-	}
+	r := &release.Release{Tag: tag, Version: version, Name: "PhotoCraft 1.2.0", PublishedAt: published,
+		HTMLURL: release.TagURL(repo, tag), NotesMarkdown: "## Changes\n\n- faster"}
 	for _, name := range slices.Sorted(maps.Keys(assets)) {
 		r.Assets = append(r.Assets, release.Asset{Name: name, SizeBytes: assets[name], DownloadURL: release.DownloadURL(repo, tag, name)})
-	}
-	return r
-}
-
-func photocraftRelease() *release.Release {
-	r := newRelease("1.2.0", nil)
-	for _, a := range photocraft {
-		r.Assets = append(r.Assets, release.Asset{Name: a.name, SizeBytes: a.size, DownloadURL: release.DownloadURL(repo, tag, a.name)})
 	}
 	return r
 }
@@ -139,12 +121,9 @@ func TestParse(t *testing.T) {
 		{"id with dashes and numbers", shaFull + " photo-craft-2-1.2.0-full.nupkg 100", []squirrel.Entry{named("photo-craft-2-1.2.0-full.nupkg")}},
 		{"largest size", shaFull + " App-1.2.0-full.nupkg 9007199254740991", []squirrel.Entry{{SHA1: shaFull, Name: "App-1.2.0-full.nupkg", Size: release.MaxSizeBytes}}},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			r := parsed(t, tc.body)
-			if got := r.Entries(); !slices.Equal(got, tc.want) {
-				t.Errorf("Parse = %+v\nwant    %+v", got, tc.want)
-			}
-		})
+		if got := parsed(t, tc.body).Entries(); !slices.Equal(got, tc.want) {
+			t.Errorf("%s: Parse = %+v\nwant    %+v", tc.name, got, tc.want)
+		}
 	}
 }
 
@@ -250,7 +229,7 @@ func TestParseRefuses(t *testing.T) {
 // names one of its packages, by name or by its exact download URL, with
 // its size.
 func TestCheck(t *testing.T) {
-	rel := photocraftRelease()
+	rel := newRelease("1.2.0", photocraft)
 	for _, tc := range []struct{ name, body, want string }{
 		{"names of the release", shaDelta + " PhotoCraft-1.2.0-delta.nupkg 5242880\n" + shaFull + " PhotoCraft-1.2.0-full.nupkg 104857600", ""},
 		{"download URLs of the release", shaFull + " " + url("PhotoCraft-1.2.0-full.nupkg") + " 104857600\n" + shaIA32 + " " + url("ia32.PhotoCraft-1.2.0-full.nupkg") + " 99000000", ""},
@@ -262,12 +241,10 @@ func TestCheck(t *testing.T) {
 		{"a URL escaped otherwise", shaFull + " https://github.com/storytold/photocraft/releases/download/v1.2.0/PhotoCraft%2D1.2.0-full.nupkg 104857600", `line 1: URL "https://github.com/storytold/photocraft/releases/download/v1.2.0/PhotoCraft%2D1.2.0-full.nupkg": not the download URL of PhotoCraft-1.2.0-full.nupkg in release v1.2.0`},
 		{"a size that is not the asset's", shaFull + " PhotoCraft-1.2.0-full.nupkg 104857601", "line 1: size 104857601, but asset PhotoCraft-1.2.0-full.nupkg has 104857600 bytes"},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			err := parsed(t, tc.body).Check(rel)
-			if got := fmt.Sprint(err); tc.want == "" && err != nil || tc.want != "" && got != tc.want {
-				t.Errorf("Check = %v, want %q", err, tc.want)
-			}
-		})
+		err := parsed(t, tc.body).Check(rel)
+		if got := fmt.Sprint(err); tc.want == "" && err != nil || tc.want != "" && got != tc.want {
+			t.Errorf("%s: Check = %v, want %q", tc.name, err, tc.want)
+		}
 	}
 }
 
@@ -298,7 +275,7 @@ func TestCheckRelease(t *testing.T) {
 			t.Errorf("%s: Absolute = %q, %v; want Check's error", tc.name, b, err)
 		}
 	}
-	if err := (squirrel.Releases{}).Check(photocraftRelease()); fmt.Sprint(err) != "no package" {
+	if err := (squirrel.Releases{}).Check(newRelease("1.2.0", photocraft)); fmt.Sprint(err) != "no package" {
 		t.Errorf("Check of the zero Releases = %v, want no package", err)
 	}
 }
@@ -307,24 +284,18 @@ func TestCheckRelease(t *testing.T) {
 // download URL, deltas kept, hashes, sizes and rollouts as written, LF
 // line ends, whatever the file's own.
 func TestAbsolute(t *testing.T) {
-	rel := photocraftRelease()
+	rel := newRelease("1.2.0", photocraft)
 	want := shaDelta + " https://github.com/storytold/photocraft/releases/download/v1.2.0/PhotoCraft-1.2.0-delta.nupkg 5242880 # 10%\n" +
 		shaUpper + " https://github.com/storytold/photocraft/releases/download/v1.2.0/PhotoCraft-1.2.0-full.nupkg 104857600 # 10%\n"
-	for _, tc := range []struct{ name, body string }{
-		{"file names", shaDelta + " PhotoCraft-1.2.0-delta.nupkg 5242880 # 10%\n" + shaUpper + " PhotoCraft-1.2.0-full.nupkg 104857600 # 10%"},
-		{"URLs, BOM, blank lines and tabs", "\uFEFF\n" + shaDelta + "\t" + url("PhotoCraft-1.2.0-delta.nupkg") + " 5242880  #  10%\n\n" + shaUpper + " PhotoCraft-1.2.0-full.nupkg\t104857600 # 10%\n\n"},
-		{"the served file again", want},
+	for _, tc := range []struct{ name, body, want string }{
+		{"file names", shaDelta + " PhotoCraft-1.2.0-delta.nupkg 5242880 # 10%\n" + shaUpper + " PhotoCraft-1.2.0-full.nupkg 104857600 # 10%", want},
+		{"URLs, BOM, blank lines and tabs", "\uFEFF\n" + shaDelta + "\t" + url("PhotoCraft-1.2.0-delta.nupkg") + " 5242880  #  10%\n\n" + shaUpper + " PhotoCraft-1.2.0-full.nupkg\t104857600 # 10%\n\n", want},
+		{"the served file again", want, want},
+		{"CR LF", shaIA32 + " ia32.PhotoCraft-1.2.0-full.nupkg 99000000\r\n", shaIA32 + " " + url("ia32.PhotoCraft-1.2.0-full.nupkg") + " 99000000\n"},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			got, err := parsed(t, tc.body).Absolute(rel)
-			if err != nil || string(got) != want {
-				t.Errorf("Absolute = %q, %v\nwant %q", got, err, want)
-			}
-		})
-	}
-	crlf := parsed(t, shaIA32+" ia32.PhotoCraft-1.2.0-full.nupkg 99000000\r\n")
-	if got, err := crlf.Absolute(rel); err != nil || string(got) != shaIA32+" "+url("ia32.PhotoCraft-1.2.0-full.nupkg")+" 99000000\n" {
-		t.Errorf("Absolute of a CR LF file = %q, %v", got, err)
+		if got, err := parsed(t, tc.body).Absolute(rel); err != nil || string(got) != tc.want {
+			t.Errorf("%s: Absolute = %q, %v\nwant %q", tc.name, got, err, tc.want)
+		}
 	}
 }
 
@@ -376,9 +347,7 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("Absolute(%q): %v", body, err)
 		}
 		again, err := squirrel.Parse(served)
-		if err != nil {
-			t.Fatalf("Parse of the served %q: %v", served, err)
-		}
+		must(t, err)
 		for i := range entries {
 			entries[i].URL = url(entries[i].Name)
 		}

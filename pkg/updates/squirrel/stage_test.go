@@ -159,9 +159,7 @@ func FuzzStage(f *testing.F) {
 			return
 		}
 		after, err := squirrel.Parse(got)
-		if err != nil {
-			t.Fatalf("Parse of what Stage wrote: %v\n%q", err, got)
-		}
+		must(t, err)
 		b, a := before.Entries(), after.Entries()
 		if len(a) != len(b) {
 			t.Fatalf("%d entries, want %d", len(a), len(b))

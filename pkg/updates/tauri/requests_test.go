@@ -4,6 +4,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/storytold/craft-releases/pkg/release"
 	"github.com/storytold/craft-releases/pkg/updates/tauri"
 )
 
@@ -51,19 +52,11 @@ func TestRequests(t *testing.T) {
 		}
 	}
 
-	for _, tc := range []struct {
-		name   string
-		assets []string
-	}{
-		{"no bundles", []string{"ArtCraft_0.41.0_universal.dmg", "latest.json", "SHA256SUMS.txt"}},
-		{"no assets", nil},
-	} {
-		if got := tauri.Requests(newRelease("0.41.0", tc.assets)); got != nil {
-			t.Errorf("Requests of a release with %s = %v, want none", tc.name, got)
+	// No bundles, no assets, no release.
+	for i, rel := range []*release.Release{newRelease("0.41.0", []string{"ArtCraft_0.41.0_universal.dmg", "latest.json", "SHA256SUMS.txt"}), newRelease("0.41.0", nil), nil} {
+		if got := tauri.Requests(rel); got != nil {
+			t.Errorf("Requests of release %d = %v, want none", i, got)
 		}
-	}
-	if got := tauri.Requests(nil); got != nil {
-		t.Errorf("Requests(nil) = %v, want none", got)
 	}
 }
 

@@ -22,79 +22,56 @@ func feedOf(name string) velopack.Feed {
 // TestCheck: a feed may be served for a release when every package it
 // names is an asset of the release, by name or by download URL, of the
 // size and digest GitHub has for it; any other name, another host or
-// repository, a path, is refused.
+// repository, a path, is refused. A SHA256 in either case, or where one
+// side has none, is not.
 func TestCheck(t *testing.T) {
 	const full = "ArtCraft-0.42.0-full.nupkg"
-	rel := newRelease(assets)
+	lower := strings.ToLower(fullSHA256)
 	for _, tc := range []struct {
 		name, file, want string // want: a word of the error, "" for none
+		github           *asset // the one asset of the release, and sha256 the feed's; nil for assets
+		sha256           string
 	}{
-		{"name of an asset", full, ""},
-		{"download URL of an asset", url(full), ""},
+		{"name of an asset", full, "", nil, ""},
+		{"download URL of an asset", url(full), "", nil, ""},
+		{"same digest", full, "", &asset{full, 48213377, lower}, fullSHA256},
+		{"same digest, lowercase", full, "", &asset{full, 48213377, lower}, lower},
+		{"no digest on github", full, "", &asset{full, 48213377, ""}, fullSHA256},
+		{"no SHA256 in the feed", full, "", &asset{full, 48213377, lower}, ""},
 
-		{"no asset of the release", "ArtCraft-0.41.0-full.nupkg", "no asset of v0.42.0"},
-		{"name in another case", "artcraft-0.42.0-full.nupkg", "no asset of"},
-		{"name with a query", full + "?x=1", "no asset of"},
-		{"parent directory", "../" + full, "a path"},
-		{"dot dot", "..", "a path"},
-		{"windows path", `..\` + full, "a path"},
-		{"subdirectory", "packages/" + full, "a path"},
-		{"absolute path", "/" + full, "a path"},
-		{"another host", "https://example.com/storytold/artcraft/releases/download/v0.42.0/" + full, "https://github.com"},
-		{"a subdomain", "https://objects.github.com/storytold/artcraft/releases/download/v0.42.0/" + full, "https://github.com"},
-		{"user info", "https://github.com@example.com/storytold/artcraft/releases/download/v0.42.0/" + full, "https://github.com"},
-		{"plain http", "http://github.com/storytold/artcraft/releases/download/v0.42.0/" + full, "https://github.com"},
-		{"scheme-relative", "//github.com/storytold/artcraft/releases/download/v0.42.0/" + full, "https://github.com"},
-		{"another scheme", "file:///etc/passwd", "https://github.com"},
-		{"another repository", "https://github.com/storytold/photocraft/releases/download/v0.42.0/" + full, "outside the release's repository"},
-		{"another organisation", "https://github.com/evil/artcraft/releases/download/v0.42.0/" + full, "outside the release's repository"},
-		{"a prefix of the repository", "https://github.com/storytold/artcraft-evil/releases/download/v0.42.0/" + full, "outside the release's repository"},
-		{"out of the repository by dot segments", "https://github.com/storytold/artcraft/releases/download/../../../evil/x/releases/download/v0.42.0/" + full, "no asset of v0.42.0"},
-		{"another release", "https://github.com/storytold/artcraft/releases/download/v0.41.0/" + full, "no asset of v0.42.0"},
-		{"a query", url(full) + "?raw=1", "no asset of"},
-		{"a fragment", url(full) + "#x", "no asset of"},
-		{"escaped otherwise", strings.Replace(url(full), "ArtCraft", "Art%43raft", 1), "no asset of"},
+		{"another size", full, "is 48213378 bytes", &asset{full, 48213378, lower}, fullSHA256},
+		{"another digest", full, "SHA256", &asset{full, 48213377, strings.ToLower(deltaSHA256)}, fullSHA256},
+		{"no asset of the release", "ArtCraft-0.41.0-full.nupkg", "no asset of v0.42.0", nil, ""},
+		{"name in another case", "artcraft-0.42.0-full.nupkg", "no asset of", nil, ""},
+		{"name with a query", full + "?x=1", "no asset of", nil, ""},
+		{"parent directory", "../" + full, "a path", nil, ""},
+		{"dot dot", "..", "a path", nil, ""},
+		{"windows path", `..\` + full, "a path", nil, ""},
+		{"subdirectory", "packages/" + full, "a path", nil, ""},
+		{"absolute path", "/" + full, "a path", nil, ""},
+		{"another host", "https://example.com/storytold/artcraft/releases/download/v0.42.0/" + full, "https://github.com", nil, ""},
+		{"a subdomain", "https://objects.github.com/storytold/artcraft/releases/download/v0.42.0/" + full, "https://github.com", nil, ""},
+		{"user info", "https://github.com@example.com/storytold/artcraft/releases/download/v0.42.0/" + full, "https://github.com", nil, ""},
+		{"plain http", "http://github.com/storytold/artcraft/releases/download/v0.42.0/" + full, "https://github.com", nil, ""},
+		{"scheme-relative", "//github.com/storytold/artcraft/releases/download/v0.42.0/" + full, "https://github.com", nil, ""},
+		{"another scheme", "file:///etc/passwd", "https://github.com", nil, ""},
+		{"another repository", "https://github.com/storytold/photocraft/releases/download/v0.42.0/" + full, "outside the release's repository", nil, ""},
+		{"another organisation", "https://github.com/evil/artcraft/releases/download/v0.42.0/" + full, "outside the release's repository", nil, ""},
+		{"a prefix of the repository", "https://github.com/storytold/artcraft-evil/releases/download/v0.42.0/" + full, "outside the release's repository", nil, ""},
+		{"out of the repository by dot segments", "https://github.com/storytold/artcraft/releases/download/../../../evil/x/releases/download/v0.42.0/" + full, "no asset of v0.42.0", nil, ""},
+		{"another release", "https://github.com/storytold/artcraft/releases/download/v0.41.0/" + full, "no asset of v0.42.0", nil, ""},
+		{"a query", url(full) + "?raw=1", "no asset of", nil, ""},
+		{"a fragment", url(full) + "#x", "no asset of", nil, ""},
+		{"escaped otherwise", strings.Replace(url(full), "ArtCraft", "Art%43raft", 1), "no asset of", nil, ""},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			wantErr(t, velopack.Check(feedOf(tc.file), rel), tc.want)
-		})
-	}
-}
-
-// wantErr fails t unless err is nil for want "", or else says want.
-func wantErr(t *testing.T, err error, want string) {
-	t.Helper()
-	switch {
-	case want == "" && err != nil:
-		t.Errorf("Check: %v, want nil", err)
-	case want != "" && (err == nil || !strings.Contains(err.Error(), want)):
-		t.Errorf("Check: %v, want an error about %q", err, want)
-	}
-}
-
-// TestCheckAgrees: a package whose size or SHA256 is not what GitHub has
-// for its asset is refused; a SHA256 in either case, or where one side has
-// none, is not.
-func TestCheckAgrees(t *testing.T) {
-	const full = "ArtCraft-0.42.0-full.nupkg"
-	for _, tc := range []struct {
-		name   string
-		asset  asset
-		sha256 string // the feed's
-		want   string
-	}{
-		{"same", asset{full, 48213377, strings.ToLower(fullSHA256)}, fullSHA256, ""},
-		{"same, lowercase", asset{full, 48213377, strings.ToLower(fullSHA256)}, strings.ToLower(fullSHA256), ""},
-		{"no digest on github", asset{full, 48213377, ""}, fullSHA256, ""},
-		{"no SHA256 in the feed", asset{full, 48213377, strings.ToLower(fullSHA256)}, "", ""},
-		{"another size", asset{full, 48213378, strings.ToLower(fullSHA256)}, fullSHA256, "is 48213378 bytes"},
-		{"another digest", asset{full, 48213377, strings.ToLower(deltaSHA256)}, fullSHA256, "SHA256"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			f := feedOf(full)
-			f.Assets[0].SHA256 = tc.sha256
-			wantErr(t, velopack.Check(f, newRelease([]asset{tc.asset})), tc.want)
-		})
+		f, rel := feedOf(tc.file), newRelease(assets)
+		if tc.github != nil {
+			f.Assets[0].SHA256, rel = tc.sha256, newRelease([]asset{*tc.github})
+		}
+		err := velopack.Check(f, rel)
+		if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
+			t.Errorf("%s: Check: %v, want an error about %q", tc.name, err, tc.want)
+		}
 	}
 	if err := velopack.Check(feedOf(full), nil); err == nil {
 		t.Error("Check of no release = nil, want an error")
@@ -121,34 +98,39 @@ func absolute(f velopack.Feed) velopack.Feed {
 }
 
 // TestAbsolute: the served feed is the publisher's file, byte for byte,
-// but for each FileName's value, which is the package's download URL; it
-// reads as the same feed with absolute names.
+// but for each FileName's value, which is the package's download URL (a
+// value written with escapes replaced whole, the URL written as a JSON
+// string); it reads as the same feed with absolute names.
 func TestAbsolute(t *testing.T) {
-	rel := newRelease(assets)
+	const escaped = "Art&Craft's +beta-0.42.0-full.nupkg"
 	for _, tc := range []struct {
-		file string
+		name string
+		body []byte
+		rel  *release.Release
 		// names are the FileName values as the file writes them, and the
 		// download URLs that replace them.
 		names [][2]string
 	}{
-		{"testdata/releases.win.json", [][2]string{
+		{"releases.win.json", readFile(t, "testdata/releases.win.json"), newRelease(assets), [][2]string{
 			{`"FileName": "ArtCraft-0.42.0-full.nupkg"`, `"FileName": "` + url("ArtCraft-0.42.0-full.nupkg") + `"`},
 			{`"FileName": "ArtCraft-0.42.0-delta.nupkg"`, `"FileName": "` + url("ArtCraft-0.42.0-delta.nupkg") + `"`},
 		}},
-		{"testdata/releases.linux.json", [][2]string{
+		{"releases.linux.json", readFile(t, "testdata/releases.linux.json"), newRelease(assets), [][2]string{
 			{`"FileName":"ArtCraft-0.42.0-linux-delta.nupkg"`, `"FileName":"` + url("ArtCraft-0.42.0-linux-delta.nupkg") + `"`},
 		}},
+		{"escapes", []byte(with(`"ArtCraft-0.42.0-full.nupkg"`, `"Art\u0026Craft\u0027s \u002Bbeta\u002d0.42.0-full.nupkg"`)), newRelease([]asset{{escaped, 48213377, ""}}), [][2]string{
+			{`"Art\u0026Craft\u0027s \u002Bbeta\u002d0.42.0-full.nupkg"`, `"` + url(escaped) + `"`},
+		}},
 	} {
-		t.Run(tc.file, func(t *testing.T) {
-			body := readFile(t, tc.file)
-			f, err := velopack.Parse(body)
+		t.Run(tc.name, func(t *testing.T) {
+			f, err := velopack.Parse(tc.body)
 			must(t, err)
-			got, err := velopack.Absolute(body, f, rel)
+			got, err := velopack.Absolute(tc.body, f, tc.rel)
 			must(t, err)
-			want := string(body)
+			want := string(tc.body)
 			for _, n := range tc.names {
 				if strings.Count(want, n[0]) != 1 {
-					t.Fatalf("%s is not once in %s", n[0], tc.file)
+					t.Fatalf("%s is not once in the body", n[0])
 				}
 				want = strings.Replace(want, n[0], n[1], 1)
 			}
@@ -161,20 +143,6 @@ func TestAbsolute(t *testing.T) {
 				t.Errorf("Parse of Absolute's output:\n%+v\nwant\n%+v", g.Assets, w.Assets)
 			}
 		})
-	}
-}
-
-// TestAbsoluteEscapes: a FileName written with escapes is replaced whole,
-// its value as the decoder read it, and the URL written as a JSON string.
-func TestAbsoluteEscapes(t *testing.T) {
-	name := "Art&Craft's +beta-0.42.0-full.nupkg"
-	body := with(`"ArtCraft-0.42.0-full.nupkg"`, `"Art\u0026Craft\u0027s \u002Bbeta\u002d0.42.0-full.nupkg"`)
-	f, err := velopack.Parse([]byte(body))
-	must(t, err)
-	got, err := velopack.Absolute([]byte(body), f, newRelease([]asset{{name, 48213377, ""}}))
-	must(t, err)
-	if want := with(`"ArtCraft-0.42.0-full.nupkg"`, `"`+url(name)+`"`); string(got) != want {
-		t.Errorf("Absolute:\n%s\nwant\n%s", got, want)
 	}
 }
 
@@ -247,9 +215,7 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("Absolute of a feed that Check accepts: %v", err)
 		}
 		g, err := velopack.Parse(out)
-		if err != nil {
-			t.Fatalf("Parse of Absolute's output: %v\n%s", err, out)
-		}
+		must(t, err)
 		if w := absolute(feed); !slices.Equal(g.Assets, w.Assets) {
 			t.Fatalf("Parse of Absolute's output:\n%+v\nwant\n%+v", g.Assets, w.Assets)
 		}

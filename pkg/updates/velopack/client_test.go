@@ -50,10 +50,8 @@ func serve(t testing.TB, bodies ...[]byte) (urls []string, requests func() []str
 // serves, offers the newest full package, at its GitHub download URL.
 func TestClient(t *testing.T) {
 	testkit.Integration(t)
-	var packages []asset
-	for _, name := range []string{"ArtCraft-0.42.0-delta.nupkg", "ArtCraft-0.41.5-full.nupkg", "ArtCraft-0.42.0-full.nupkg", "ArtCraft-0.41.9-delta.nupkg"} {
-		packages = append(packages, asset{name, 1000, ""})
-	}
+	packages := []asset{{"ArtCraft-0.42.0-delta.nupkg", 1000, ""}, {"ArtCraft-0.41.5-full.nupkg", 1000, ""},
+		{"ArtCraft-0.42.0-full.nupkg", 1000, ""}, {"ArtCraft-0.41.9-delta.nupkg", 1000, ""}}
 	var entries []string
 	for _, p := range packages {
 		version, kind, _ := strings.Cut(strings.TrimSuffix(strings.TrimPrefix(p.name, "ArtCraft-"), ".nupkg"), "-")
