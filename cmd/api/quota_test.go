@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"io"
-	"net"
 	"strings"
 	"testing"
 
@@ -17,15 +16,11 @@ import (
 func TestQuotaWarningAtStartUp(t *testing.T) {
 	t.Parallel()
 	for channels, rph := range map[string]float64{"": 173.3, "*": 346.7} {
-		taken, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer taken.Close()
+		taken := testkit.Listen(t)
 		vars := map[string]string{"HTTP_ADDR": taken.Addr().String(), "CRAFT_APPS_RELEASE_POLL_INTERVAL_SECS": "300",
 			"CRAFT_APPS_RELEASE_PRERELEASE_APPS": channels}
 		logs := &testkit.Buffer{}
-		err = run(context.Background(), nil, func(k string) string { return vars[k] }, io.Discard, logs)
+		err := run(context.Background(), nil, func(k string) string { return vars[k] }, io.Discard, logs)
 		if err == nil || !strings.Contains(err.Error(), "listen") {
 			t.Fatalf("run got %v, want the port taken", err)
 		}

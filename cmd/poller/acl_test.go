@@ -14,12 +14,13 @@ import (
 
 // TestPollerAsItsLeastPrivilegeUser runs the poller as the user of
 // store.PollerACL (docs/operations.md) through everything it does with Redis:
-// claims and fetches, 304s, a failure, the fleet backoff, the meta from MySQL,
-// then `poller status`, `poller backoff clear` and `poller rollout` (which
-// publishes the decision and asks the pollers for the app's history). Redis
-// denies it nothing (its
-// ACL LOG stays empty) and the guarded-write script is never refused: a new
-// command the poller sends fails here, not in a deploy.
+// claims and fetches, 304s, a failure, the fleet backoff, the meta from MySQL
+// (its pool logged once, without the password, and the statement cap
+// checked), then `poller status`, `poller backoff clear` and `poller rollout`
+// (which publishes the decision and asks the pollers for the app's history).
+// Redis denies it nothing (its ACL LOG stays empty) and the guarded-write
+// script is never refused: a new command the poller sends fails here, not in
+// a deploy.
 func TestPollerAsItsLeastPrivilegeUser(t *testing.T) {
 	t.Parallel()
 	d := mariadbtest.Shared(t).NewDatabase(t)
@@ -63,6 +64,16 @@ func TestPollerAsItsLeastPrivilegeUser(t *testing.T) {
 	if err := p.Stop(); err != nil {
 		t.Fatalf("run: %v", err)
 	}
+	logs := p.Logs.String()
+	for _, want := range []string{`"msg":"mysql pool"`, `"max_connections":4`, `"max_lifetime":600`, `"interpolate_params":true`,
+		`"msg":"prepared statements within the server's cap"`, `"max_prepared_stmt_count":16382`, `"fleet_worst_case":12`} {
+		if !strings.Contains(logs, want) {
+			t.Errorf("logs lack %s:\n%s", want, logs)
+		}
+	}
+	if n := strings.Count(logs, `"msg":"mysql pool"`); n != 1 || strings.Contains(logs, d.Password) {
+		t.Errorf("%d pool lines (want 1), or the logs hold the MySQL password:\n%s", n, logs)
+	}
 
 	if out := mustCommand(t, vars, "status"); !strings.Contains(out, "v0.5.0") || !strings.Contains(out, "fleet backoff: ACTIVE") {
 		t.Errorf("status as the poller's user:\n%s", out)
@@ -80,7 +91,7 @@ func TestPollerAsItsLeastPrivilegeUser(t *testing.T) {
 	if denied := rs.Denied(); len(denied) > 0 {
 		t.Errorf("Redis denied the poller's user (store.PollerACL lacks a right):\n%s", strings.Join(denied, "\n"))
 	}
-	if strings.Contains(p.Logs.String(), "refused the guarded-write script") {
+	if strings.Contains(logs, "refused the guarded-write script") {
 		t.Errorf("the script was refused under store.PollerACL:\n%s", p.Logs)
 	}
 }

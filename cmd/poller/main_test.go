@@ -3,7 +3,10 @@ package main
 import (
 	"context"
 	"io"
+	"math"
 	"net/http"
+	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -42,25 +45,47 @@ func ready(base string) func() bool {
 	return func() bool { return testkit.Status(base+"/readyz") == http.StatusOK }
 }
 
+// TestPollerPublishesToRedisAndStatusShowsIt: a coordinated poller, ready
+// after its start-up load, writes both apps' fetches to Redis under its
+// hostname, `poller status` shows them, and /metrics serves a series of each
+// collector the binary wires (pkg/metrics's tests pin the rest of each) and
+// no API series.
 func TestPollerPublishesToRedisAndStatusShowsIt(t *testing.T) {
 	t.Parallel()
 	gh := fakegithub.New(t)
 	gh.Publish("storytold/photocraft", fakegithub.NewRelease("storytold/photocraft", "v0.5.0"))
+	gh.SetQuota(fakegithub.Quota{Limit: 5000, Remaining: 4321, Reset: time.Now().Add(time.Hour)})
 	rs := redistest.Start(t)
 	vars := env(gh, rs.URL())
+	// The interval of 60 s makes one round in the test's lifetime.
 	base, p := startPoller(t, vars)
-
 	testkit.Eventually(t, "readyz turns 200 after the start-up load", ready(base))
-	// A claim makes the key before its fetch is written: wait for both
-	// fetches.
-	testkit.Eventually(t, "both apps' fetches are in Redis", func() bool {
-		for _, app := range []string{"photocraft", "vectorcraft"} {
-			if n, err := rs.Do("HEXISTS", store.AppKey(app), "fetched_ms"); err != nil || n != "1" {
-				return false
-			}
-		}
-		return true
+	testkit.Eventually(t, "the first round ended", func() bool {
+		return testkit.Scrape(t, base+"/metrics")[`craft_poller_mode{mode="coordinated"}`] == 1
 	})
+
+	got := testkit.Scrape(t, base+"/metrics")
+	testkit.WantSamples(t, got, map[string]float64{
+		`craft_build_info{binary="poller",goversion="` + runtime.Version() + `",version="dev"}`: 1,
+		`craft_poll_interval_seconds`:                                            60,
+		`craft_poller_github_requests_total{app="photocraft",outcome="fetched"}`: 1,
+		`craft_poller_github_quota_remaining`:                                    4321,
+		`craft_poller_claims_total{result="won"}`:                                2,
+		`craft_poller_redis_errors_total{op="put_fetch"}`:                        0,
+	}, "craft_api_") // and no API series
+	// Redis keeps whole milliseconds; the poller knows the nanosecond.
+	for _, app := range []string{"photocraft", "vectorcraft"} {
+		series := `craft_poller_app_fetched_timestamp_seconds{app="` + app + `"}`
+		// An integer reply, which Do returns whole.
+		reply := rs.MustDo("EVAL", "return tonumber(redis.call('HGET', KEYS[1], 'fetched_ms'))", "1", store.AppKey(app))
+		ms, err := strconv.ParseFloat(reply, 64)
+		if err != nil {
+			t.Fatalf("fetched_ms of %s: %q: %v", app, reply, err)
+		}
+		if v, ok := got[series]; !ok || math.Abs(v*1000-ms-0.5) > 0.501 {
+			t.Errorf("%s: got %v (present %v), want fetched_ms %v in seconds", series, v, ok, ms)
+		}
+	}
 	if by := rs.MustDo("HGET", store.AppKey("photocraft"), "by"); by == "" {
 		t.Errorf("by is empty, want the hostname")
 	}
@@ -71,7 +96,6 @@ func TestPollerPublishesToRedisAndStatusShowsIt(t *testing.T) {
 			t.Errorf("status output lacks %q:\n%s", want, table)
 		}
 	}
-
 	if err := p.Stop(); err != nil {
 		t.Errorf("run after cancel got %v, want nil", err)
 	}
@@ -81,8 +105,9 @@ func TestPollerPublishesToRedisAndStatusShowsIt(t *testing.T) {
 }
 
 // TestPollerStartsWithRedisDownAndCarriesOnStandalone: with nothing
-// listening at REDIS_URL the poller is ready after its failed start-up load,
-// asks GitHub anyway in standalone rounds, and counts each failed load.
+// listening at REDIS_URL the poller is ready after its failed start-up load
+// (an outage, not a refusal), asks GitHub anyway in standalone rounds, and
+// counts each failed load.
 func TestPollerStartsWithRedisDownAndCarriesOnStandalone(t *testing.T) {
 	t.Parallel()
 	gh := fakegithub.New(t)
@@ -93,7 +118,7 @@ func TestPollerStartsWithRedisDownAndCarriesOnStandalone(t *testing.T) {
 		return testkit.Scrape(t, base+"/metrics")[`craft_poller_mode{mode="standalone"}`] == 1
 	})
 	got := testkit.Scrape(t, base+"/metrics")
-	wantSeries(t, got, map[string]float64{
+	testkit.WantSamples(t, got, map[string]float64{
 		`craft_poller_github_requests_total{app="photocraft",outcome="fetched"}`: 1,
 		`craft_poller_mode{mode="coordinated"}`:                                  0,
 		`craft_poller_claims_total{result="won"}`:                                0,
@@ -102,8 +127,8 @@ func TestPollerStartsWithRedisDownAndCarriesOnStandalone(t *testing.T) {
 	if n := got[`craft_poller_redis_errors_total{op="load"}`]; n < 2 {
 		t.Errorf(`craft_poller_redis_errors_total{op="load"}: got %v, want at least 2`, n)
 	}
-	if n := strings.Count(p.Logs.String(), "redis unavailable"); n != 1 {
-		t.Errorf("got %d redis warnings, want exactly 1 within 10 minutes", n)
+	if n := strings.Count(p.Logs.String(), "redis unavailable"); n != 1 || strings.Contains(p.Logs.String(), "staying unready") {
+		t.Errorf("got %d redis warnings, want exactly 1 within 10 minutes, and no refusal:\n%s", n, p.Logs)
 	}
 }
 
@@ -129,7 +154,7 @@ func TestPollerWithASilentRedis(t *testing.T) {
 
 // TestBadSettingsStopThePoller: the poller, and `poller migrate` alike, stop
 // at start-up naming every wrong variable, the DSN check's (pkg/mysql's
-// TestDSNBad) beside config's, and never quote the password; without
+// TestDSN) beside config's, and never quote the password; without
 // REDIS_URL while coordinating the error names it.
 func TestBadSettingsStopThePoller(t *testing.T) {
 	t.Parallel()

@@ -40,84 +40,6 @@ func mustCommand(t testing.TB, vars map[string]string, args ...string) string {
 	return out.String()
 }
 
-// TestSubcommands runs each operator command line of docs/operations.md and
-// the README through run, as the binary does: main hands them on to package
-// admin, whose own tests go through every case.
-func TestSubcommands(t *testing.T) {
-	t.Parallel()
-	rs := redistest.Start(t)
-	vars := map[string]string{"MYSQL_DSN": mariadbtest.Shared(t).NewDatabase(t).DSN(), "REDIS_URL": rs.URL(), "USER": "alice"}
-	steps := []struct {
-		args []string
-		want string // in the output
-	}{
-		{[]string{"migrate"}, "schema at version 2"},
-		{[]string{"notices", "add", "--kind", "alert", "--title", "Maintenance"}, "added alert/1 (live)"},
-		{[]string{"notices", "list", "--all"}, `"Maintenance"`},
-		{[]string{"notices", "end", "alert/1"}, "ended alert/1"},
-		{[]string{"renames", "add", "--kind", "app", "--old", "PdfCraft", "--new", "DocuCraft"}, "added app/1 (live)"},
-		{[]string{"renames", "list"}, `"DocuCraft"`},
-		{[]string{"renames", "end", "app/1"}, "ended app/1"},
-		{[]string{"minimum", "photocraft", "--version", "0.5.0", "--reason", "the old format is gone"}, "published to Redis"},
-		{[]string{"minimum", "list"}, `"the old format is gone"`},
-		{[]string{"minimum", "photocraft", "--clear"}, "minimum version of photocraft cleared by alice"},
-		{[]string{"status"}, "fleet backoff: none"},
-		{[]string{"backoff"}, "fleet backoff: none"},
-		{[]string{"backoff", "clear", "--by", "alice"}, "nothing to clear"},
-	}
-	for _, st := range steps {
-		if out := mustCommand(t, vars, st.args...); !strings.Contains(out, st.want) {
-			t.Errorf("poller %s printed:\n%s\nwant %q", strings.Join(st.args, " "), out, st.want)
-		}
-	}
-	if err := run(context.Background(), []string{"bogus"}, func(string) string { return "" }, io.Discard, io.Discard); err == nil || !strings.Contains(err.Error(), `unknown argument "bogus"`) {
-		t.Errorf("poller bogus: %v, want an unknown argument", err)
-	}
-}
-
-// TestPollerPublishesMeta runs the poller with MySQL: it logs its pool once
-// without the password, checks the statement cap, and publishes the live
-// notices to Redis while it polls GitHub.
-func TestPollerPublishesMeta(t *testing.T) {
-	t.Parallel()
-	d := mariadbtest.Shared(t).NewDatabase(t)
-	mysql := map[string]string{"MYSQL_DSN": d.DSN()}
-	mustCommand(t, mysql, "migrate")
-	mustCommand(t, mysql, "notices", "add", "--kind", "alert", "--title", "Hello from MySQL")
-
-	gh := fakegithub.New(t)
-	gh.Publish("storytold/photocraft", fakegithub.NewRelease("storytold/photocraft", "v0.5.0"))
-	rs := redistest.Start(t)
-	vars := env(gh, rs.URL())
-	vars["MYSQL_DSN"] = d.DSN()
-	vars["CRAFT_APPS_META_REFRESH_SECS"] = "1"
-	_, p := startPoller(t, vars)
-
-	testkit.Eventually(t, "the alert is in Redis", func() bool {
-		return strings.Contains(hget(t, rs, store.MetaKey, "alerts"), `"title":"Hello from MySQL"`)
-	})
-	testkit.Eventually(t, "photocraft is in Redis", func() bool {
-		n, err := rs.Do("EXISTS", store.AppKey("photocraft"))
-		return err == nil && n == "1"
-	})
-	if err := p.Stop(); err != nil {
-		t.Fatalf("run: %v", err)
-	}
-	out := p.Logs.String()
-	for _, want := range []string{`"msg":"mysql pool"`, `"max_connections":4`, `"max_lifetime":600`, `"interpolate_params":true`,
-		`"msg":"prepared statements within the server's cap"`, `"max_prepared_stmt_count":16382`, `"fleet_worst_case":12`} {
-		if !strings.Contains(out, want) {
-			t.Errorf("logs lack %s:\n%s", want, out)
-		}
-	}
-	if n := strings.Count(out, `"msg":"mysql pool"`); n != 1 {
-		t.Errorf("%d pool lines, want 1", n)
-	}
-	if strings.Contains(out, d.Password) {
-		t.Errorf("the logs hold the MySQL password:\n%s", out)
-	}
-}
-
 // TestPollerPollsWithMySQLDown: with a MySQL that hangs up on every
 // connection the poller still polls GitHub and shares what it fetches, and
 // warns once however many refreshes fail.
@@ -208,15 +130,21 @@ type noSource struct{}
 
 func (noSource) Latest(context.Context, release.App, string) release.Answer { return release.Answer{} }
 
-// TestFollowDecisions: each Bulletin read from MySQL purges what the apps
-// whose decisions changed serve, once per change, and nothing else; the
-// first, at start, purges nothing.
-func TestFollowDecisions(t *testing.T) {
-	apps := []release.App{{Key: "artcraft", Repo: "o/a"}, {Key: "photocraft", Repo: "o/p"}}
+// idlePoller is a poller of apps that never asks GitHub.
+func idlePoller(t testing.TB, apps ...release.App) *poller.Poller {
+	t.Helper()
 	p, err := poller.New(poller.Config{Apps: release.Entries(apps), Source: noSource{}, Timing: schedule.Timing{Interval: time.Minute, Tick: time.Second}})
 	if err != nil {
 		t.Fatal(err)
 	}
+	return p
+}
+
+// TestFollowDecisions: each Bulletin read from MySQL purges what the apps
+// whose decisions changed serve, once per change, and nothing else; the
+// first, at start, purges nothing.
+func TestFollowDecisions(t *testing.T) {
+	p := idlePoller(t, release.App{Key: "artcraft", Repo: "o/a"}, release.App{Key: "photocraft", Repo: "o/p"})
 	var purged []string
 	follow := followDecisions(p, func(app string, _, _ *release.Release) { purged = append(purged, app) }, zap.NewNop())
 	staged := release.Decisions{Rollout: &release.Rollout{Tag: "v2", Percent: 10}}
@@ -246,11 +174,7 @@ func TestFollowDecisions(t *testing.T) {
 // once however often the watch hands it; one for the app itself (a
 // webhook's) does not.
 func TestRefreshingWakesForAHistory(t *testing.T) {
-	apps := []release.App{{Key: "artcraft", Repo: "o/a"}}
-	p, err := poller.New(poller.Config{Apps: release.Entries(apps), Source: noSource{}, Timing: schedule.Timing{Interval: time.Minute, Tick: time.Second}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := idlePoller(t, release.App{Key: "artcraft", Repo: "o/a"})
 	woken := 0
 	refresh := refreshing(p, func() { woken++ })
 	refresh("artcraft", release.Refresh{At: time.Now()})

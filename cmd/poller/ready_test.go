@@ -10,36 +10,24 @@ import (
 	"github.com/storytold/craft-releases/test/testkit"
 )
 
-// TestReadinessRefusedVersusOutage: a poller rolled out with a wrong Redis
+// TestReadinessWithAWrongPassword: a poller rolled out with a wrong Redis
 // password stays unready and says why, so the rollout stalls with the old
-// pollers coordinating, and is ready once Redis accepts it; a poller facing
-// a Redis outage is ready and runs standalone, as before.
-func TestReadinessRefusedVersusOutage(t *testing.T) {
+// pollers coordinating, and is ready once Redis accepts it (an outage is
+// TestPollerStartsWithRedisDownAndCarriesOnStandalone).
+func TestReadinessWithAWrongPassword(t *testing.T) {
 	t.Parallel()
-	gh := fakegithub.New(t)
-	t.Run("a wrong password", func(t *testing.T) {
-		rs := redistest.Start(t)
-		rs.MustDo("ACL", "SETUSER", "poller", "on", ">old", "~*", "&*", "+@all")
-		base, p := startPoller(t, env(gh, "redis://poller:new-secret@"+rs.Addr))
-		testkit.Eventually(t, "the error line", func() bool {
-			return strings.Contains(p.Logs.String(), "redis refuses this poller, staying unready")
-		})
-		if got := testkit.Status(base + "/readyz"); got != http.StatusServiceUnavailable {
-			t.Fatalf("readyz got %d, want 503 while Redis refuses the poller", got)
-		}
-		if out := p.Logs.String(); !strings.Contains(out, `"err":"status: WRONGPASS`) || strings.Contains(out, "new-secret") {
-			t.Errorf("want the error line to name WRONGPASS and never the password:\n%s", out)
-		}
-		rs.MustDo("ACL", "SETUSER", "poller", ">new-secret")
-		testkit.Eventually(t, "ready once Redis accepts it", ready(base))
+	rs := redistest.Start(t)
+	rs.MustDo("ACL", "SETUSER", "poller", "on", ">old", "~*", "&*", "+@all")
+	base, p := startPoller(t, env(fakegithub.New(t), "redis://poller:new-secret@"+rs.Addr))
+	testkit.Eventually(t, "the error line", func() bool {
+		return strings.Contains(p.Logs.String(), "redis refuses this poller, staying unready")
 	})
-	t.Run("redis refusing connections", func(t *testing.T) {
-		rs := redistest.Start(t)
-		rs.Stop()
-		base, p := startPoller(t, env(gh, rs.URL()))
-		testkit.Eventually(t, "ready", ready(base))
-		if strings.Contains(p.Logs.String(), "staying unready") {
-			t.Errorf("an outage logged a refusal:\n%s", p.Logs)
-		}
-	})
+	if got := testkit.Status(base + "/readyz"); got != http.StatusServiceUnavailable {
+		t.Fatalf("readyz got %d, want 503 while Redis refuses the poller", got)
+	}
+	if out := p.Logs.String(); !strings.Contains(out, `"err":"status: WRONGPASS`) || strings.Contains(out, "new-secret") {
+		t.Errorf("want the error line to name WRONGPASS and never the password:\n%s", out)
+	}
+	rs.MustDo("ACL", "SETUSER", "poller", ">new-secret")
+	testkit.Eventually(t, "ready once Redis accepts it", ready(base))
 }

@@ -24,14 +24,9 @@ import (
 
 var flowApps = []release.App{{Key: "pdfcraft", Name: "PdfCraft", Repo: "storytold/pdfcraft"}}
 
-// apiPod is an API pod's side: a snapshot fed by a Hydrator, as cmd/api
-// wires them.
-type apiPod struct {
-	snap *snapshot.Snapshot
-	h    *hydrate.Hydrator
-}
-
-func startPod(t testing.TB, redisURL string) *apiPod {
+// startPod starts an API pod's side: a snapshot fed by a Hydrator, as
+// cmd/api wires them.
+func startPod(t testing.TB, redisURL string) *snapshot.Snapshot {
 	t.Helper()
 	snap := snapshot.New(flowApps, nil)
 	o, err := redis.Parse(redisURL)
@@ -49,13 +44,13 @@ func startPod(t testing.TB, redisURL string) *apiPod {
 		cancel()
 		<-done
 	})
-	return &apiPod{snap: snap, h: h}
+	return snap
 }
 
 // waitBody waits until the pod serves a body containing want.
-func (p *apiPod) waitBody(t testing.TB, want string) {
+func waitBody(t testing.TB, pod *snapshot.Snapshot, want string) {
 	t.Helper()
-	body := func() string { return string(p.snap.Current().Body()) }
+	body := func() string { return string(pod.Current().Body()) }
 	if !testkit.Within(20*time.Second, func() bool { return strings.Contains(body(), want) }) {
 		t.Fatalf("the pod never served %s; it serves %s", want, body())
 	}
@@ -102,7 +97,7 @@ func TestRoundTrip(t *testing.T) {
 
 	pod := startPod(t, redisSrv.URL())
 	must(t, f.Refresh(ctx))
-	pod.waitBody(t, wireRenames+","+wireNotices)
+	waitBody(t, pod, wireRenames+","+wireNotices)
 
 	// MySQL stops.
 	mysqlSrv.Stop()
@@ -123,8 +118,8 @@ func TestRoundTrip(t *testing.T) {
 		t.Errorf("during the outage Redis holds the read of %v, want the last good one, %v", readAt, noon)
 	}
 	late := startPod(t, redisSrv.URL())
-	late.waitBody(t, wireRenames+","+wireNotices)
-	pod.waitBody(t, wireRenames+","+wireNotices)
+	waitBody(t, late, wireRenames+","+wireNotices)
+	waitBody(t, pod, wireRenames+","+wireNotices)
 
 	// MySQL is back with everything it held; the alert is ended.
 	mysqlSrv.Restart(t)
@@ -134,9 +129,9 @@ func TestRoundTrip(t *testing.T) {
 	}
 	clock.Set(noon.Add(5 * time.Minute))
 	must(t, f.Refresh(ctx))
-	pod.waitBody(t, wireRenames+`,"important_notices":{"announcements":[{"title":"Welcome, DocuCraft"`)
-	pod.waitBody(t, wireNoAlert)
-	late.waitBody(t, wireNoAlert)
+	waitBody(t, pod, wireRenames+`,"important_notices":{"announcements":[{"title":"Welcome, DocuCraft"`)
+	waitBody(t, pod, wireNoAlert)
+	waitBody(t, late, wireNoAlert)
 	if back := logs.FilterMessage("mysql is back").All(); len(back) != 1 {
 		t.Errorf("recovery lines: %d, want 1", len(back))
 	}

@@ -27,16 +27,17 @@ func migratedDB(t testing.TB, srv *mariadbtest.Server) (*mysql.DB, mariadbtest.D
 		srv = mariadbtest.Shared(t)
 	}
 	d := srv.NewDatabase(t)
-	db := open(t, d.DSN())
+	db := open(t, d.DSN(), 5*time.Second)
 	if _, err := db.Migrate(context.Background()); err != nil {
 		t.Fatalf("migrate: %v", err)
 	}
 	return db, d
 }
 
-func open(t testing.TB, dsn string) *mysql.DB {
+// open returns a pool whose queries end after timeout, closed by t.Cleanup.
+func open(t testing.TB, dsn string, timeout time.Duration) *mysql.DB {
 	t.Helper()
-	db, err := mysql.Open(dsn, mysql.Options{QueryTimeout: 5 * time.Second})
+	db, err := mysql.Open(dsn, mysql.Options{QueryTimeout: timeout})
 	must(t, err)
 	t.Cleanup(func() { db.Close() })
 	return db

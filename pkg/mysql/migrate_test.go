@@ -4,14 +4,13 @@ import (
 	"context"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/storytold/craft-releases/test/mariadbtest"
 )
 
 func TestMigrate(t *testing.T) {
-	srv := mariadbtest.Shared(t)
-	d := srv.NewDatabase(t)
-	db := open(t, d.DSN())
+	db := open(t, mariadbtest.Shared(t).NewDatabase(t).DSN(), 5*time.Second)
 	ctx := context.Background()
 	if _, _, err := db.Live(ctx, noon); err == nil {
 		t.Error("Live on a database without the schema worked; want an error")

@@ -3,8 +3,8 @@ package mysql_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"reflect"
-	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -194,7 +194,7 @@ func TestRefreshSkippedRows(t *testing.T) {
 		must(t, f.Refresh(context.Background()))
 		warns := logs.FilterLevelExact(zapcore.WarnLevel).All()
 		logs.TakeAll()
-		if st.wantWarn && (len(warns) != 1 || !slices.Equal(warns[0].ContextMap()["ids"].([]any), toAny(st.skipped))) {
+		if st.wantWarn && (len(warns) != 1 || fmt.Sprintf("%q", warns[0].ContextMap()["ids"]) != fmt.Sprintf("%q", st.skipped)) {
 			t.Errorf("at +%v: warnings %+v, want one listing %q", st.after, warns, st.skipped)
 		}
 		if !st.wantWarn && len(warns) != 0 {
@@ -204,14 +204,6 @@ func TestRefreshSkippedRows(t *testing.T) {
 	if got := len(p.puts); got != 4 {
 		t.Errorf("published %d times, want 4: bad rows never stop the good ones", got)
 	}
-}
-
-func toAny(s []string) []any {
-	out := make([]any, len(s))
-	for i, v := range s {
-		out[i] = v
-	}
-	return out
 }
 
 // slowReader is a fakeReader whose reads take took on the clock.

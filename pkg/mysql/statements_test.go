@@ -34,14 +34,12 @@ func TestNoServerSidePreparedStatements(t *testing.T) {
 	defer db.Close()
 	ctx := context.Background()
 	now := time.Date(2026, 10, 10, 12, 0, 0, 0, time.UTC)
-	if _, err := db.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
+	_, err = db.Migrate(ctx)
+	must(t, err)
 	alert, err := db.AddNotice(ctx, Notice{Kind: KindAlert, Title: "t", Link: "https://a.example/?q='x'"}, now)
 	must(t, err)
-	if _, err := db.AddRename(ctx, Rename{Kind: KindAppRename, OldName: "a'b", NewName: `c"d\e`}, now); err != nil {
-		t.Fatal(err)
-	}
+	_, err = db.AddRename(ctx, Rename{Kind: KindAppRename, OldName: "a'b", NewName: `c"d\e`}, now)
+	must(t, err)
 
 	held := srv.GlobalStatus(t, "Prepared_stmt_count")
 	prepared := srv.GlobalStatus(t, "Com_stmt_prepare")
@@ -78,21 +76,17 @@ func TestNoServerSidePreparedStatements(t *testing.T) {
 		t.Fatalf("refresh: %v", err)
 	}
 	// The subcommands' queries and the start-up check.
-	if _, err := db.Notices(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := db.Renames(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := db.EndNotice(ctx, KindAlert, alert.ID, now); err != nil {
-		t.Fatal(err)
-	}
+	_, err = db.Notices(ctx)
+	must(t, err)
+	_, err = db.Renames(ctx)
+	must(t, err)
+	_, err = db.EndNotice(ctx, KindAlert, alert.ID, now)
+	must(t, err)
 	if _, err := db.EndNotice(ctx, KindAlert, 999, now); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("EndNotice of nothing = %v, want ErrNotFound", err)
 	}
-	if _, err := db.Budget(ctx, 3); err != nil {
-		t.Fatal(err)
-	}
+	_, err = db.Budget(ctx, 3)
+	must(t, err)
 
 	tests := []struct {
 		name      string
@@ -121,9 +115,8 @@ func TestNoServerSidePreparedStatements(t *testing.T) {
 	defer plain.Close()
 	before := srv.GlobalStatus(t, "Com_stmt_prepare")
 	for range 5 {
-		if _, _, err := plain.Live(ctx, now); err != nil {
-			t.Fatal(err)
-		}
+		_, _, err := plain.Live(ctx, now)
+		must(t, err)
 	}
 	if got := srv.GlobalStatus(t, "Com_stmt_prepare") - before; got < 5 {
 		t.Errorf("without interpolateParams: Com_stmt_prepare moved by %d, want at least 5", got)

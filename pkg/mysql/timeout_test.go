@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/storytold/craft-releases/pkg/mysql"
-	"github.com/storytold/craft-releases/test/mariadbtest"
 	"github.com/storytold/craft-releases/test/testkit"
 )
 
@@ -46,9 +45,7 @@ func TestSilentServer(t *testing.T) {
 			t.Cleanup(func() { c.Close() })
 		}
 	}()
-	db, err := mysql.Open("craft:pw@tcp("+l.Addr().String()+")/craft", mysql.Options{QueryTimeout: time.Second})
-	must(t, err)
-	defer db.Close()
+	db := open(t, "craft:pw@tcp("+l.Addr().String()+")/craft", time.Second)
 	if err := live(t, db); err == nil {
 		t.Fatal("Live against a silent server worked; want an error")
 	}
@@ -58,14 +55,9 @@ func TestSilentServer(t *testing.T) {
 // query timeout ends it, and the pool works again once the lock is gone.
 func TestSlowQuery(t *testing.T) {
 	testkit.Integration(t)
-	d := mariadbtest.Shared(t).NewDatabase(t)
-	db, err := mysql.Open(d.DSN(), mysql.Options{QueryTimeout: time.Second})
-	must(t, err)
-	defer db.Close()
+	_, d := migratedDB(t, nil)
+	db := open(t, d.DSN(), time.Second)
 	ctx := context.Background()
-	if _, err := db.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
 	addNotice(t, db, mysql.Notice{Kind: mysql.KindAlert, Title: "t"}, noon.Add(-time.Hour))
 
 	conn, err := raw(t, d).Conn(ctx)
@@ -74,8 +66,7 @@ func TestSlowQuery(t *testing.T) {
 	if _, err := conn.ExecContext(ctx, "LOCK TABLES craft_alerts WRITE"); err != nil {
 		t.Fatal(err)
 	}
-	err = live(t, db)
-	if !errors.Is(err, context.DeadlineExceeded) {
+	if err := live(t, db); !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("Live on a locked table = %v, want the query timeout", err)
 	}
 	if _, err := conn.ExecContext(ctx, "UNLOCK TABLES"); err != nil {

@@ -86,16 +86,20 @@ func TestBackoffCommand(t *testing.T) {
 		t.Errorf("clear a backoff set by a hostile name: logs %q, %v; want set_by escaped", logs, err)
 	}
 
-	if _, _, err := backoff("clear", "now"); err == nil || !strings.Contains(err.Error(), `got "clear now", want no argument, clear, or clear --by NAME`) {
-		t.Errorf("two arguments: got %v, want an error", err)
-	}
-	if _, _, err := backoff("reset"); err == nil || !strings.Contains(err.Error(), `got "reset"`) {
-		t.Errorf("an unknown verb: got %v, want an error", err)
-	}
-	vars["REDIS_URL"] = ""
-	vars["CRAFT_APPS_RELEASE_COORDINATION_ENABLED"] = "false"
-	if _, _, err := backoff(); err == nil || !strings.Contains(err.Error(), "REDIS_URL is empty") {
-		t.Errorf("no Redis: got %v, want an error naming REDIS_URL", err)
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"clear", "now"}, `got "clear now", want no argument, clear, or clear --by NAME`},
+		{[]string{"reset"}, `got "reset"`},
+		{nil, "REDIS_URL is empty"}, // with REDIS_URL unset, below
+	} {
+		if tt.args == nil {
+			vars["REDIS_URL"], vars["CRAFT_APPS_RELEASE_COORDINATION_ENABLED"] = "", "false"
+		}
+		if _, _, err := backoff(tt.args...); err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("backoff %q: got %v, want an error containing %q", tt.args, err, tt.want)
+		}
 	}
 }
 

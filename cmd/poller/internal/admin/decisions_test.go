@@ -20,21 +20,15 @@ import (
 
 const photocraft = "storytold/photocraft"
 
-// decisionWorld is what the decision verbs talk to: a migrated MariaDB
-// database, a redis-server and a fake GitHub where photocraft has v0.6.0
-// (latest), v0.5.0, the pre-release v0.7.0-beta.1 and the draft v0.8.0.
-type decisionWorld struct {
-	vars map[string]string
-	gh   *fakegithub.Server
-	db   *mysql.DB
-	meta func() release.Bulletin // what Redis holds
-	// refresh is the refresh request Redis holds for an entry key (zero
-	// for none).
-	refresh func(key string) release.Refresh
-}
-
-func newDecisionWorld(t *testing.T) decisionWorld {
-	t.Helper()
+// TestDecisionCommands: against a migrated database, a redis-server and a
+// fake GitHub where photocraft has v0.6.0 (latest), v0.5.0, the pre-release
+// v0.7.0-beta.1 and the draft v0.8.0, an operator starts a release at 5 %,
+// raises it, halts it, withdraws it, requires a minimum version and undoes
+// each, one command at a time; each is logged in MySQL and reaches Redis at
+// once, and the listings show it. Bad input is refused naming the argument,
+// and nothing is written. The rules on a decision itself are pkg/mysql's
+// (TestAddDecisionRefuses); one refusal of each verb shows they apply here.
+func TestDecisionCommands(t *testing.T) {
 	gh := fakegithub.New(t)
 	gh.Publish(photocraft, fakegithub.NewRelease(photocraft, "v0.6.0"))
 	beta := fakegithub.NewRelease(photocraft, "v0.7.0-beta.1")
@@ -44,53 +38,39 @@ func newDecisionWorld(t *testing.T) decisionWorld {
 	gh.SetList(photocraft, draft, beta, fakegithub.NewRelease(photocraft, "v0.6.0"), fakegithub.NewRelease(photocraft, "v0.5.0"))
 	rs := redistest.Start(t)
 	dsn := mariadbtest.Shared(t).NewDatabase(t).DSN()
-	w := decisionWorld{
-		vars: map[string]string{"MYSQL_DSN": dsn, "REDIS_URL": rs.URL(), "CRAFT_APPS_RELEASE_GITHUB_API_URL": gh.URL(), "USER": "alice"},
-		gh:   gh,
-	}
-	mustCommand(t, w.vars, "migrate")
+	vars := map[string]string{"MYSQL_DSN": dsn, "REDIS_URL": rs.URL(), "CRAFT_APPS_RELEASE_GITHUB_API_URL": gh.URL(), "USER": "alice"}
+	mustCommand(t, vars, "migrate")
 	db, err := mysql.Open(dsn, mysql.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	w.db = db
 	client, err := redis.OpenURL(rs.URL())
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(client.Close)
-	w.meta = func() release.Bulletin {
-		c, err := client.Client(context.Background())
+	ctx := context.Background()
+	meta := func() release.Bulletin { // what Redis holds
+		c, err := client.Client(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
-		h, err := c.Do(context.Background(), c.B().Hgetall().Key(store.MetaKey).Build()).AsStrMap()
+		h, err := c.Do(ctx, c.B().Hgetall().Key(store.MetaKey).Build()).AsStrMap()
 		if err != nil {
 			t.Fatal(err)
 		}
 		m, _ := store.DecodeMeta(h)
 		return m
 	}
-	st := store.New(client, "test", release.Entries([]release.App{{Key: "photocraft", Repo: photocraft}}))
-	w.refresh = func(key string) release.Refresh {
-		r, err := st.Refreshes(context.Background(), []string{key})
+	shared := store.New(client, "test", release.Entries([]release.App{{Key: "photocraft", Repo: photocraft}}))
+	historyRefresh := func() release.Refresh { // the refresh request Redis holds for photocraft's history
+		r, err := shared.Refreshes(ctx, []string{"photocraft:history"})
 		if err != nil {
 			t.Fatal(err)
 		}
-		return r[key]
+		return r["photocraft:history"]
 	}
-	return w
-}
-
-// TestDecisionCommands: an operator starts a release at 5 %, raises it,
-// halts it, withdraws it, requires a minimum version and undoes each, one
-// command at a time; each is logged in MySQL and reaches Redis at once, and
-// the listings show it. Bad input is refused naming the argument, and
-// nothing is written. The rules on a decision itself are pkg/mysql's
-// (TestAddDecisionRefuses); one refusal of each verb shows they apply here.
-func TestDecisionCommands(t *testing.T) {
-	w := newDecisionWorld(t)
 	const (
 		staged5  = `{"photocraft":{"rollout":{"tag":"v0.6.0","percent":5}}}`
 		crashes  = `{"tag":"v0.6.0","reason":"crashes at start"}`
@@ -127,7 +107,7 @@ func TestDecisionCommands(t *testing.T) {
 		{args: []string{"withdraw", "photocraft", "--tag", "v0.6.0", "--reason", strings.Repeat("r", 1001)},
 			err: "withdraw: --reason is 1001 characters long; the limit is 1000"},
 		{args: []string{"withdraw", "photocraft", "--tag", "v0.6.0", "--reason", "x"},
-			before: func() { w.gh.Queue(fakegithub.TagOf(photocraft, "v0.6.0"), fakegithub.ServerError()) },
+			before: func() { gh.Queue(fakegithub.TagOf(photocraft, "v0.6.0"), fakegithub.ServerError()) },
 			err:    `withdraw: --tag "v0.6.0": could not check it on GitHub, nothing written (try again): release v0.6.0 of storytold/photocraft: HTTP 500`},
 		{args: []string{"withdraw", "list", "photocraft"}, err: `withdraw list: unexpected argument "photocraft"`},
 		{args: []string{"minimum", "photocraft", "--version", "v0.5", "--reason", "x"},
@@ -165,23 +145,22 @@ func TestDecisionCommands(t *testing.T) {
 			want: []string{"minimum version of photocraft: 0.5.0 by alice (decision/10)", "stored, but not published now (",
 				"the pollers publish it within 1m0s"}, decisions: onlyBeta + `}`},
 	}
-	ctx := context.Background()
 	for _, st := range steps {
 		args := strings.Join(st.args, " ")
 		if st.before != nil {
 			st.before()
 		}
-		vars := w.vars
+		stepVars := vars
 		if st.redisDown {
-			vars = maps.Clone(w.vars)
-			vars["REDIS_URL"] = "redis://127.0.0.1:1"
+			stepVars = maps.Clone(vars)
+			stepVars["REDIS_URL"] = "redis://127.0.0.1:1"
 		}
-		logBefore, err := w.db.DecisionLog(ctx, "")
+		logBefore, err := db.DecisionLog(ctx, "")
 		if err != nil {
 			t.Fatal(err)
 		}
-		redisBefore, asksBefore, start := w.meta().Decisions, w.gh.Count(fakegithub.AnyRepo), time.Now()
-		out, err := command(t, vars, st.args...)
+		redisBefore, asksBefore, start := meta().Decisions, gh.Count(fakegithub.AnyRepo), time.Now()
+		out, err := command(t, stepVars, st.args...)
 		took := time.Since(start)
 		switch {
 		case st.err == "" && err != nil:
@@ -190,7 +169,7 @@ func TestDecisionCommands(t *testing.T) {
 			t.Errorf("poller %s: %v, want an error containing %q", args, err, st.err)
 		}
 		checkOutput(t, st.args, out, st.want, nil)
-		logAfter, err := w.db.DecisionLog(ctx, "")
+		logAfter, err := db.DecisionLog(ctx, "")
 		wrote := 0
 		if st.err == "" && st.args[1] != "list" {
 			wrote = 1
@@ -199,7 +178,7 @@ func TestDecisionCommands(t *testing.T) {
 			t.Errorf("after poller %s, the log holds %d rows (%v), want %d", args, len(logAfter), err, len(logBefore)+wrote)
 		}
 		if st.err != "" {
-			if got := w.meta().Decisions; !reflect.DeepEqual(got, redisBefore) {
+			if got := meta().Decisions; !reflect.DeepEqual(got, redisBefore) {
 				t.Errorf("poller %s was refused but Redis now holds %+v, want %+v", args, got, redisBefore)
 			}
 			continue
@@ -209,25 +188,25 @@ func TestDecisionCommands(t *testing.T) {
 			if err := json.Unmarshal([]byte(st.decisions), &want); err != nil {
 				t.Fatal(err)
 			}
-			if got := w.meta().Decisions; !reflect.DeepEqual(got, want) {
+			if got := meta().Decisions; !reflect.DeepEqual(got, want) {
 				t.Errorf("after poller %s, Redis holds %+v, want %+v", args, got, want)
 			}
 		}
-		if len(logAfter) > 0 && w.refresh("photocraft:history").At.IsZero() {
+		if len(logAfter) > 0 && historyRefresh().At.IsZero() {
 			t.Errorf("after poller %s, no refresh request for photocraft's history", args)
 		}
-		if got := w.gh.Count(fakegithub.AnyRepo) - asksBefore; got != st.asks {
+		if got := gh.Count(fakegithub.AnyRepo) - asksBefore; got != st.asks {
 			t.Errorf("poller %s made %d requests to GitHub, want %d", args, got, st.asks)
 		}
 		if st.redisDown && took > 10*time.Second {
 			t.Errorf("poller %s took %v with Redis down", args, took)
 		}
 	}
-	if out := mustCommand(t, w.vars, "withdraw", "list", "--all"); strings.Contains(out, "rollout") || strings.Count(out, "\n") != 4 {
+	if out := mustCommand(t, vars, "withdraw", "list", "--all"); strings.Contains(out, "rollout") || strings.Count(out, "\n") != 4 {
 		t.Errorf("withdraw list --all printed:\n%s\nwant the three withdraw and restore rows", out)
 	}
 	// A draft may be staged before it is published.
-	if out := mustCommand(t, w.vars, "rollout", "photocraft", "--tag", "v0.8.0", "--percent", "5"); !strings.Contains(out, "v0.8.0 is a draft") {
+	if out := mustCommand(t, vars, "rollout", "photocraft", "--tag", "v0.8.0", "--percent", "5"); !strings.Contains(out, "v0.8.0 is a draft") {
 		t.Errorf("rollout of a draft printed:\n%s\nwant it staged, a draft", out)
 	}
 }
