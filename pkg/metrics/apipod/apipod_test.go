@@ -37,19 +37,11 @@ func TestAPI(t *testing.T) {
 		hydrator apipod.Hydrator
 		want     map[string]float64
 	}{
+		// Never fetched is no fetch time at all, not 0 (data 56 years old).
+		{name: "cold standalone pod: never fetched, one render, no hydrator series", want: map[string]float64{`craft_api_apps_unfetched`: 2, `craft_api_renders_total`: 1}},
 		{
-			// Never fetched is no fetch time at all, not 0 (data 56 years old).
-			name: "cold standalone pod: never fetched, one render, no hydrator series",
-			want: map[string]float64{
-				`craft_api_apps_unfetched`: 2,
-				`craft_api_renders_total`:  1,
-			},
-		},
-		{
-			name: "one app fetched: last_fetched is still null",
-			entries: []map[string]release.Entry{
-				{"a": {FetchedAt: t0, ETag: `"e"`, Release: v1}, "not-configured": {FetchedAt: t0}},
-			},
+			name:    "one app fetched: last_fetched is still null",
+			entries: []map[string]release.Entry{{"a": {FetchedAt: t0, ETag: `"e"`, Release: v1}, "not-configured": {FetchedAt: t0}}},
 			want: map[string]float64{
 				`craft_api_app_fetched_timestamp_seconds{app="a"}`: unix(0),
 				`craft_api_apps_unfetched`:                         1,
