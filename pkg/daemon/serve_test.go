@@ -164,24 +164,14 @@ func TestTimeouts(t *testing.T) {
 		}
 	}
 
-	half := dial(t, addr)
-	if _, err := io.WriteString(half, "GET /healthz HTTP/1.1\r\nHost: x\r\n"); err != nil {
-		t.Fatal(err)
-	}
-	closed("headers never ended", half)
+	closed("headers never ended", dialSend(t, addr, "GET /healthz HTTP/1.1\r\nHost: x\r\n"))
 
-	body := dial(t, addr)
-	if _, err := io.WriteString(body, "POST /slow HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\nx"); err != nil {
-		t.Fatal(err)
-	}
+	body := dialSend(t, addr, "POST /slow HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\nx")
 	if res, err := http.ReadResponse(bufio.NewReader(body), nil); err != nil || res.StatusCode != http.StatusUnauthorized {
 		t.Errorf("a body that stopped: %v, %v; want the handler's read cut off, then its answer", res, err)
 	}
 
-	unread := dial(t, addr)
-	if _, err := io.WriteString(unread, "GET /flood HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil {
-		t.Fatal(err)
-	}
+	dialSend(t, addr, "GET /flood HTTP/1.1\r\nHost: x\r\n\r\n")
 	select {
 	case err := <-stuck:
 		if !errors.Is(err, os.ErrDeadlineExceeded) {
