@@ -92,11 +92,8 @@ func TestPoller(t *testing.T) {
 					p.WriteRefused(op)
 				}
 			},
-			changed: map[string]float64{
-				`craft_poller_writes_refused_total{kind="fetch"}`:        1,
-				`craft_poller_writes_refused_total{kind="not_modified"}`: 2,
-				`craft_poller_writes_refused_total{kind="failure"}`:      1,
-			},
+			changed: map[string]float64{`craft_poller_writes_refused_total{kind="fetch"}`: 1, `craft_poller_writes_refused_total{kind="not_modified"}`: 2,
+				`craft_poller_writes_refused_total{kind="failure"}`: 1},
 		},
 		{
 			name: "redis errors by operation, none outside pkg/poller's",
@@ -106,15 +103,10 @@ func TestPoller(t *testing.T) {
 					p.RedisError(op)
 				}
 			},
-			changed: map[string]float64{
-				`craft_poller_redis_errors_total{op="load"}`:             2,
-				`craft_poller_redis_errors_total{op="load_app"}`:         1,
-				`craft_poller_redis_errors_total{op="claim"}`:            1,
-				`craft_poller_redis_errors_total{op="put_fetch"}`:        1,
-				`craft_poller_redis_errors_total{op="put_not_modified"}`: 1,
-				`craft_poller_redis_errors_total{op="put_failure"}`:      1,
-				`craft_poller_redis_errors_total{op="put_backoff"}`:      1,
-			},
+			changed: map[string]float64{`craft_poller_redis_errors_total{op="load"}`: 2, `craft_poller_redis_errors_total{op="load_app"}`: 1,
+				`craft_poller_redis_errors_total{op="claim"}`: 1, `craft_poller_redis_errors_total{op="put_fetch"}`: 1,
+				`craft_poller_redis_errors_total{op="put_not_modified"}`: 1, `craft_poller_redis_errors_total{op="put_failure"}`: 1,
+				`craft_poller_redis_errors_total{op="put_backoff"}`: 1},
 		},
 		{
 			name: "rounds: the last mode is 1, the backoff is the last one held",
