@@ -87,18 +87,13 @@ func TestPick(t *testing.T) {
 }
 
 func TestPreferred(t *testing.T) {
-	tests := []struct {
+	for _, tt := range []struct {
 		os   string
 		want []string
 	}{
-		{"windows", []string{"msi", "portable_zip"}},
-		{"macos", []string{"dmg", "cli_zip"}},
-		{"linux", []string{"app_image", "deb", "rpm", "flatpak", "tar_gz"}},
-		{"freebsd", []string{"tar_gz"}},
-		{"web", []string{"web_zip"}},
-		{"plan9", nil},
-	}
-	for _, tt := range tests {
+		{"windows", []string{"msi", "portable_zip"}}, {"macos", []string{"dmg", "cli_zip"}}, {"linux", []string{"app_image", "deb", "rpm", "flatpak", "tar_gz"}},
+		{"freebsd", []string{"tar_gz"}}, {"web", []string{"web_zip"}}, {"plan9", nil},
+	} {
 		if got := download.Preferred(tt.os); !reflect.DeepEqual(got, tt.want) {
 			t.Errorf("Preferred(%q) = %q, want %q", tt.os, got, tt.want)
 		}
