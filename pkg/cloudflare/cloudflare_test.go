@@ -24,9 +24,8 @@ const token = "cf-token-s3cret"
 
 // counts is an Observer that counts purge calls and their files by outcome.
 type counts struct {
-	mu    sync.Mutex
-	files map[string]int
-	calls map[string]int
+	mu           sync.Mutex
+	files, calls map[string]int
 }
 
 func (c *counts) Purge(outcome string, files int) {

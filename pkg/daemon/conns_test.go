@@ -89,6 +89,16 @@ func dial(t testing.TB, addr string) net.Conn {
 	return c
 }
 
+// dialSend dials addr and sends s.
+func dialSend(t testing.TB, addr, s string) net.Conn {
+	t.Helper()
+	c := dial(t, addr)
+	if _, err := io.WriteString(c, s); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
 // dialIdle dials addr and makes one request, answered.
 func dialIdle(t *testing.T, addr string) *idleConn {
 	t.Helper()
@@ -132,11 +142,7 @@ func TestConnectionCap(t *testing.T) {
 	const body = `{"zen":"slow"}`
 	busy := make([]net.Conn, max)
 	for i := range busy {
-		c := dial(t, addr)
-		if _, err := fmt.Fprintf(c, "POST %s HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n%s", "/slow", len(body), body[:1]); err != nil {
-			t.Fatal(err)
-		}
-		busy[i] = c
+		busy[i] = dialSend(t, addr, fmt.Sprintf("POST /slow HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n%s", len(body), body[:1]))
 	}
 	for i, c := range open {
 		if _, err := c.br.ReadByte(); err != io.EOF {
@@ -181,11 +187,8 @@ func TestSilentConnectionsAtTheCap(t *testing.T) {
 			silent := make([]*bufio.Reader, max)
 			conns := make([]net.Conn, max)
 			for i := range silent {
-				c := dial(t, addr)
-				if _, err := io.WriteString(c, first); err != nil {
-					t.Fatal(err)
-				}
-				conns[i], silent[i] = c, bufio.NewReader(c)
+				conns[i] = dialSend(t, addr, first)
+				silent[i] = bufio.NewReader(conns[i])
 				if i < max-1 {
 					// Each is the server's before the next: a request on another
 					// connection, under the cap, is answered after it was accepted.
@@ -241,23 +244,15 @@ func TestShutdownClosesUnusedConnections(t *testing.T) {
 // its time to send its headers starts then.
 func TestAgeStartsWithTheSlot(t *testing.T) {
 	addr := serveOnLoopback(t, testHandler(), 1, serverTimeouts)
-	busy := dial(t, addr)
-	if _, err := io.WriteString(busy, "POST /slow HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\nx"); err != nil {
-		t.Fatal(err)
-	}
+	busy := dialSend(t, addr, "POST /slow HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\nx")
 	waiting := dial(t, addr)    // accepted, waits for room
 	time.Sleep(2 * headerGrace) // not a timed assertion: it waits longer than the grace
 	_ = dial(t, addr)           // in the backlog, accepted once waiting has its slot
 	busy.Close()                // the slot frees: waiting gets it, the next looks for room at once
 	time.Sleep(headerGrace / 5) // within the grace, counted from the slot
-	if _, err := io.WriteString(waiting, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil {
-		t.Fatal(err)
+	if code, err := (&idleConn{Conn: waiting, br: bufio.NewReader(waiting)}).get(HealthzPath); err != nil || code != http.StatusOK {
+		t.Fatalf("the connection that waited for room: %d, %v; want it served", code, err)
 	}
-	res, err := http.ReadResponse(bufio.NewReader(waiting), nil)
-	if err != nil || res.StatusCode != http.StatusOK {
-		t.Fatalf("the connection that waited for room: %v, %v; want it served", res, err)
-	}
-	res.Body.Close()
 }
 
 // TestStuckWriteAtTheCap: at the cap, a connection whose answer the client
@@ -290,10 +285,7 @@ func TestStuckWriteAtTheCap(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			addr := serveOnLoopback(t, handler, 1, serverTimeouts)
-			c := dial(t, addr)
-			if _, err := io.WriteString(c, "GET /large HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil {
-				t.Fatal(err)
-			}
+			c := dialSend(t, addr, "GET /large HTTP/1.1\r\nHost: x\r\n\r\n")
 			read := make(chan int64, 1) // how much of the answer's body was read
 			if tt.readEvery > 0 {
 				go func() {
@@ -356,11 +348,8 @@ func TestErrorsCloseCleanly(t *testing.T) {
 		{"a body the route does not take", "POST /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: 200000\r\n\r\nx", "HTTP/1.1 405 "},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			c := dial(t, addr)
+			c := dialSend(t, addr, tt.request)
 			_ = c.SetDeadline(time.Now().Add(ReadTimeout / 2)) // the answer and EOF before the read timeout
-			if _, err := io.WriteString(c, tt.request); err != nil {
-				t.Fatal(err)
-			}
 			got, err := io.ReadAll(c)
 			if err != nil || !strings.HasPrefix(string(got), tt.want) {
 				t.Errorf("got %.40q, %v; want %q..., then EOF", got, err, tt.want)

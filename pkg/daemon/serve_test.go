@@ -69,18 +69,23 @@ func get(url string) <-chan result {
 	return out
 }
 
+// shutDuringRequest serves a blocking handler with the given shutdown
+// timeout, and starts the shutdown once a request is in it.
+func shutDuringRequest(t *testing.T, shutdown time.Duration) (h blocking, ln *closeNotifier, served <-chan error, inFlight <-chan result) {
+	t.Helper()
+	h, ln = newBlocking(), listen(t)
+	cancel, served := startServe(Endpoint{Handler: h, Listener: ln}, serverTimeouts, shutdown)
+	t.Cleanup(cancel)
+	inFlight = get("http://" + ln.Addr().String() + "/slow")
+	<-h.entered
+	cancel()
+	return h, ln, served, inFlight
+}
+
 // TestServeGraceful: a shutdown stops accepting at once and waits for the
 // request in flight.
 func TestServeGraceful(t *testing.T) {
-	h := newBlocking()
-	ln := listen(t)
-	addr := ln.Addr().String()
-	cancel, served := startServe(Endpoint{Handler: h, Listener: ln}, serverTimeouts, time.Minute)
-	defer cancel()
-
-	inFlight := get("http://" + addr + "/slow")
-	<-h.entered
-	cancel()
+	h, ln, served, inFlight := shutDuringRequest(t, time.Minute)
 	// The listener closing is what refuses new connections. (Dialling the
 	// port to prove it would be flaky: another test may listen on it by now.)
 	<-ln.closed
@@ -103,17 +108,8 @@ func TestServeGraceful(t *testing.T) {
 
 // TestServeShutdownDeadline: a request still running at the deadline is cut.
 func TestServeShutdownDeadline(t *testing.T) {
-	h := newBlocking()
-	ln := listen(t)
-	cancel, served := startServe(Endpoint{Handler: h, Listener: ln}, serverTimeouts, 10*time.Millisecond)
-	defer cancel()
-
-	inFlight := get("http://" + ln.Addr().String() + "/slow")
-	<-h.entered
-	cancel()
-
-	err := <-served
-	if !errors.Is(err, context.DeadlineExceeded) {
+	h, _, served, inFlight := shutDuringRequest(t, 10*time.Millisecond)
+	if err := <-served; !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("Serve: got %v, want the shutdown deadline exceeded", err)
 	}
 	close(h.release)
@@ -164,24 +160,14 @@ func TestTimeouts(t *testing.T) {
 		}
 	}
 
-	half := dial(t, addr)
-	if _, err := io.WriteString(half, "GET /healthz HTTP/1.1\r\nHost: x\r\n"); err != nil {
-		t.Fatal(err)
-	}
-	closed("headers never ended", half)
+	closed("headers never ended", dialSend(t, addr, "GET /healthz HTTP/1.1\r\nHost: x\r\n"))
 
-	body := dial(t, addr)
-	if _, err := io.WriteString(body, "POST /slow HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\nx"); err != nil {
-		t.Fatal(err)
-	}
+	body := dialSend(t, addr, "POST /slow HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\nx")
 	if res, err := http.ReadResponse(bufio.NewReader(body), nil); err != nil || res.StatusCode != http.StatusUnauthorized {
 		t.Errorf("a body that stopped: %v, %v; want the handler's read cut off, then its answer", res, err)
 	}
 
-	unread := dial(t, addr)
-	if _, err := io.WriteString(unread, "GET /flood HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil {
-		t.Fatal(err)
-	}
+	dialSend(t, addr, "GET /flood HTTP/1.1\r\nHost: x\r\n\r\n")
 	select {
 	case err := <-stuck:
 		if !errors.Is(err, os.ErrDeadlineExceeded) {

@@ -3,6 +3,7 @@ package download_test
 import (
 	"errors"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -21,23 +22,12 @@ func assets(names ...string) []release.Asset {
 }
 
 func TestPick(t *testing.T) {
-	full := assets(
-		"SHA256SUMS.txt",
-		"photocraft-1.0.0-windows-x64-portable.zip",
-		"photocraft-1.0.0-windows-x64.msi",
-		"photocraft-1.0.0-windows-arm64.msi",
-		"photocraft-1.0.0-windows-x64.msi", // a second x64 msi: the first wins
-		"photocraft-1.0.0-macos-arm64.dmg",
-		"photocraft-1.0.0-macos-universal.dmg",
-		"photocraft-cli-1.0.0-macos-universal.zip",
-		"photocraft-1.0.0-linux-x86_64.AppImage.zsync",
-		"photocraft-1.0.0-linux-x86_64.tar.gz",
-		"photocraft-1.0.0-linux-x86_64.deb",
-		"photocraft-1.0.0-linux-x86_64.AppImage",
-		"photocraft-1.0.0-linux-aarch64.rpm",
-		"photocraft-1.0.0-freebsd-x86_64.tar.gz",
-		"photocraft-web-1.0.0.zip",
-	)
+	// Two x64 msi: the first wins.
+	full := assets("SHA256SUMS.txt", "photocraft-1.0.0-windows-x64-portable.zip", "photocraft-1.0.0-windows-x64.msi",
+		"photocraft-1.0.0-windows-arm64.msi", "photocraft-1.0.0-windows-x64.msi", "photocraft-1.0.0-macos-arm64.dmg",
+		"photocraft-1.0.0-macos-universal.dmg", "photocraft-cli-1.0.0-macos-universal.zip", "photocraft-1.0.0-linux-x86_64.AppImage.zsync",
+		"photocraft-1.0.0-linux-x86_64.tar.gz", "photocraft-1.0.0-linux-x86_64.deb", "photocraft-1.0.0-linux-x86_64.AppImage",
+		"photocraft-1.0.0-linux-aarch64.rpm", "photocraft-1.0.0-freebsd-x86_64.tar.gz", "photocraft-web-1.0.0.zip")
 	tests := []struct {
 		name   string
 		assets []release.Asset
@@ -52,8 +42,7 @@ func TestPick(t *testing.T) {
 		{"windows portable when no msi", assets("a-1-windows-x64-portable.zip"), download.Want{OS: "windows", Arch: "x64"}, true, "a-1-windows-x64-portable.zip"},
 		{"no x86 build", full, download.Want{OS: "windows", Arch: "x86"}, false, ""},
 		{"macos arm64: the first of arm64 and universal", full, download.Want{OS: "macos", Arch: "arm64"}, true, "photocraft-1.0.0-macos-arm64.dmg"},
-		{"macos arm64: the native build though a universal one comes first",
-			assets("a-1-macos-universal.dmg", "a-1-macos-arm64.dmg"), download.Want{OS: "macos", Arch: "arm64"}, true, "a-1-macos-arm64.dmg"},
+		{"macos arm64: the native build though a universal one comes first", assets("a-1-macos-universal.dmg", "a-1-macos-arm64.dmg"), download.Want{OS: "macos", Arch: "arm64"}, true, "a-1-macos-arm64.dmg"},
 		{"macos x64: the universal build when no native one", assets("a-1-macos-universal.dmg", "a-1-macos-arm64.dmg"), download.Want{OS: "macos", Arch: "x64"}, true, "a-1-macos-universal.dmg"},
 		{"macos x64 takes the universal build", full, download.Want{OS: "macos", Arch: "x64"}, true, "photocraft-1.0.0-macos-universal.dmg"},
 		{"macos universal asked for", full, download.Want{OS: "macos", Arch: "universal"}, true, "photocraft-1.0.0-macos-universal.dmg"},
@@ -90,35 +79,21 @@ func TestPick(t *testing.T) {
 			if got := tt.assets[i].Name; got != tt.asset {
 				t.Errorf("Pick(%+v) = %s, want %s", tt.want, got, tt.asset)
 			}
-			if i != firstIndex(tt.assets, tt.asset) {
+			if i != slices.IndexFunc(tt.assets, func(a release.Asset) bool { return a.Name == tt.asset }) {
 				t.Errorf("Pick(%+v) = index %d, want the first %s", tt.want, i, tt.asset)
 			}
 		})
 	}
 }
 
-func firstIndex(as []release.Asset, name string) int {
-	for i, a := range as {
-		if a.Name == name {
-			return i
-		}
-	}
-	return -1
-}
-
 func TestPreferred(t *testing.T) {
-	tests := []struct {
+	for _, tt := range []struct {
 		os   string
 		want []string
 	}{
-		{"windows", []string{"msi", "portable_zip"}},
-		{"macos", []string{"dmg", "cli_zip"}},
-		{"linux", []string{"app_image", "deb", "rpm", "flatpak", "tar_gz"}},
-		{"freebsd", []string{"tar_gz"}},
-		{"web", []string{"web_zip"}},
-		{"plan9", nil},
-	}
-	for _, tt := range tests {
+		{"windows", []string{"msi", "portable_zip"}}, {"macos", []string{"dmg", "cli_zip"}}, {"linux", []string{"app_image", "deb", "rpm", "flatpak", "tar_gz"}},
+		{"freebsd", []string{"tar_gz"}}, {"web", []string{"web_zip"}}, {"plan9", nil},
+	} {
 		if got := download.Preferred(tt.os); !reflect.DeepEqual(got, tt.want) {
 			t.Errorf("Preferred(%q) = %q, want %q", tt.os, got, tt.want)
 		}

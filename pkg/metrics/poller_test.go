@@ -24,42 +24,24 @@ func unix(d time.Duration) float64 { return float64(t0.Add(d).UnixNano()) / 1e9 
 
 // zeroPoller is what a Poller of apps a and b exposes before any call.
 func zeroPoller() map[string]float64 {
-	return map[string]float64{
-		`craft_poller_github_requests_total{app="a",outcome="fetched"}`:      0,
-		`craft_poller_github_requests_total{app="a",outcome="not_modified"}`: 0,
-		`craft_poller_github_requests_total{app="a",outcome="failed"}`:       0,
-		`craft_poller_github_requests_total{app="a",outcome="rate_limited"}`: 0,
-		`craft_poller_github_requests_total{app="b",outcome="fetched"}`:      0,
-		`craft_poller_github_requests_total{app="b",outcome="not_modified"}`: 0,
-		`craft_poller_github_requests_total{app="b",outcome="failed"}`:       0,
-		`craft_poller_github_requests_total{app="b",outcome="rate_limited"}`: 0,
-		`craft_poller_claims_total{result="won"}`:                            0,
-		`craft_poller_claims_total{result="lost"}`:                           0,
-		`craft_poller_writes_refused_total{kind="fetch"}`:                    0,
-		`craft_poller_writes_refused_total{kind="not_modified"}`:             0,
-		`craft_poller_writes_refused_total{kind="failure"}`:                  0,
-		`craft_poller_redis_errors_total{op="load"}`:                         0,
-		`craft_poller_redis_errors_total{op="load_app"}`:                     0,
-		`craft_poller_redis_errors_total{op="claim"}`:                        0,
-		`craft_poller_redis_errors_total{op="put_fetch"}`:                    0,
-		`craft_poller_redis_errors_total{op="put_not_modified"}`:             0,
-		`craft_poller_redis_errors_total{op="put_failure"}`:                  0,
-		`craft_poller_redis_errors_total{op="put_backoff"}`:                  0,
-		`craft_poller_mode{mode="coordinated"}`:                              0,
-		`craft_poller_mode{mode="standalone"}`:                               0,
-		`craft_poller_mode{mode="uncoordinated"}`:                            0,
-		`craft_poller_store_write_path{path="script"}`:                       0,
-		`craft_poller_store_write_path{path="watch"}`:                        0,
-		`craft_poller_backoff_until_timestamp_seconds`:                       0,
-		`craft_poller_round_duration_seconds_count`:                          0,
-		`craft_poller_round_duration_seconds_sum`:                            0,
-		`craft_poller_redis_entries_refused_total{app="a"}`:                  0,
-		`craft_poller_redis_entries_refused_total{app="b"}`:                  0,
-		`craft_poller_clock_offset_seconds`:                                  0,
-		`craft_poller_effective_interval_seconds`:                            0,
-		`craft_poller_app_failures{app="a",repo="o/a"}`:                      0,
-		`craft_poller_app_failures{app="b",repo="o/b"}`:                      0,
+	z := map[string]float64{}
+	for _, app := range []string{"a", "b"} {
+		for _, o := range []string{"fetched", "not_modified", "failed", "rate_limited"} {
+			z[`craft_poller_github_requests_total{app="`+app+`",outcome="`+o+`"}`] = 0
+		}
+		z[`craft_poller_redis_entries_refused_total{app="`+app+`"}`] = 0
+		z[`craft_poller_app_failures{app="`+app+`",repo="o/`+app+`"}`] = 0
 	}
+	for _, s := range []string{`claims_total{result="won"}`, `claims_total{result="lost"}`,
+		`writes_refused_total{kind="fetch"}`, `writes_refused_total{kind="not_modified"}`, `writes_refused_total{kind="failure"}`,
+		`redis_errors_total{op="load"}`, `redis_errors_total{op="load_app"}`, `redis_errors_total{op="claim"}`, `redis_errors_total{op="put_fetch"}`,
+		`redis_errors_total{op="put_not_modified"}`, `redis_errors_total{op="put_failure"}`, `redis_errors_total{op="put_backoff"}`,
+		`mode{mode="coordinated"}`, `mode{mode="standalone"}`, `mode{mode="uncoordinated"}`,
+		`store_write_path{path="script"}`, `store_write_path{path="watch"}`, `backoff_until_timestamp_seconds`,
+		`round_duration_seconds_count`, `round_duration_seconds_sum`, `clock_offset_seconds`, `effective_interval_seconds`} {
+		z["craft_poller_"+s] = 0
+	}
+	return z
 }
 
 func answer(o release.Outcome, remaining int, reset time.Time) release.Answer {
@@ -93,41 +75,25 @@ func TestPoller(t *testing.T) {
 				`craft_poller_github_quota_reset_timestamp_seconds`: unix(3 * time.Hour),
 			},
 		},
-		{
-			name: "a quota of 0 is a quota",
-			calls: func(p *metrics.Poller) {
-				p.Answer("a", answer(release.RateLimited, 0, t0.Add(time.Hour)))
-			},
+		{name: "a quota of 0 is a quota", calls: func(p *metrics.Poller) { p.Answer("a", answer(release.RateLimited, 0, t0.Add(time.Hour))) },
 			changed: map[string]float64{
 				`craft_poller_github_requests_total{app="a",outcome="rate_limited"}`: 1,
 				`craft_poller_github_quota_remaining`:                                0,
 				`craft_poller_github_quota_reset_timestamp_seconds`:                  unix(time.Hour),
 			},
 		},
-		{
-			name: "claims won and lost",
-			calls: func(p *metrics.Poller) {
-				p.Claim(true)
-				p.Claim(true)
-				p.Claim(false)
-			},
+		{name: "claims won and lost", calls: func(p *metrics.Poller) { p.Claim(true); p.Claim(true); p.Claim(false) },
 			changed: map[string]float64{`craft_poller_claims_total{result="won"}`: 2, `craft_poller_claims_total{result="lost"}`: 1},
 		},
 		{
 			name: "refused writes by kind; other operations are no write",
 			calls: func(p *metrics.Poller) {
-				p.WriteRefused(poller.OpPutFetch)
-				p.WriteRefused(poller.OpPutNotModified)
-				p.WriteRefused(poller.OpPutNotModified)
-				p.WriteRefused(poller.OpPutFailure)
-				p.WriteRefused(poller.OpPutBackoff)
-				p.WriteRefused(poller.OpClaim)
+				for _, op := range []poller.Op{poller.OpPutFetch, poller.OpPutNotModified, poller.OpPutNotModified, poller.OpPutFailure, poller.OpPutBackoff, poller.OpClaim} {
+					p.WriteRefused(op)
+				}
 			},
-			changed: map[string]float64{
-				`craft_poller_writes_refused_total{kind="fetch"}`:        1,
-				`craft_poller_writes_refused_total{kind="not_modified"}`: 2,
-				`craft_poller_writes_refused_total{kind="failure"}`:      1,
-			},
+			changed: map[string]float64{`craft_poller_writes_refused_total{kind="fetch"}`: 1, `craft_poller_writes_refused_total{kind="not_modified"}`: 2,
+				`craft_poller_writes_refused_total{kind="failure"}`: 1},
 		},
 		{
 			name: "redis errors by operation, none outside pkg/poller's",
@@ -137,15 +103,10 @@ func TestPoller(t *testing.T) {
 					p.RedisError(op)
 				}
 			},
-			changed: map[string]float64{
-				`craft_poller_redis_errors_total{op="load"}`:             2,
-				`craft_poller_redis_errors_total{op="load_app"}`:         1,
-				`craft_poller_redis_errors_total{op="claim"}`:            1,
-				`craft_poller_redis_errors_total{op="put_fetch"}`:        1,
-				`craft_poller_redis_errors_total{op="put_not_modified"}`: 1,
-				`craft_poller_redis_errors_total{op="put_failure"}`:      1,
-				`craft_poller_redis_errors_total{op="put_backoff"}`:      1,
-			},
+			changed: map[string]float64{`craft_poller_redis_errors_total{op="load"}`: 2, `craft_poller_redis_errors_total{op="load_app"}`: 1,
+				`craft_poller_redis_errors_total{op="claim"}`: 1, `craft_poller_redis_errors_total{op="put_fetch"}`: 1,
+				`craft_poller_redis_errors_total{op="put_not_modified"}`: 1, `craft_poller_redis_errors_total{op="put_failure"}`: 1,
+				`craft_poller_redis_errors_total{op="put_backoff"}`: 1},
 		},
 		{
 			name: "rounds: the last mode is 1, the backoff is the last one held",
@@ -161,24 +122,15 @@ func TestPoller(t *testing.T) {
 				`craft_poller_round_duration_seconds_sum`:      3.5,
 			},
 		},
-		{
-			name: "the store's write path: the last one is 1",
-			calls: func(p *metrics.Poller) {
-				p.WritePath(store.ModeScript)
-				p.WritePath(store.ModeWatch)
-			},
-			changed: map[string]float64{`craft_poller_store_write_path{path="watch"}`: 1},
-		},
+		{name: "the store's write path: the last one is 1", calls: func(p *metrics.Poller) { p.WritePath(store.ModeScript); p.WritePath(store.ModeWatch) },
+			changed: map[string]float64{`craft_poller_store_write_path{path="watch"}`: 1}},
 		{
 			name: "a backoff that cleared is 0",
 			calls: func(p *metrics.Poller) {
 				p.Round(poller.Uncoordinated, 0, schedule.Backoff{Until: t0.Add(time.Hour), Trouble: 1})
 				p.Round(poller.Uncoordinated, 0, schedule.Backoff{})
 			},
-			changed: map[string]float64{
-				`craft_poller_mode{mode="uncoordinated"}`:   1,
-				`craft_poller_round_duration_seconds_count`: 2,
-			},
+			changed: map[string]float64{`craft_poller_mode{mode="uncoordinated"}`: 1, `craft_poller_round_duration_seconds_count`: 2},
 		},
 		{
 			name: "fetch times of configured apps only",
@@ -207,42 +159,24 @@ func TestPoller(t *testing.T) {
 				`craft_poller_app_has_release{app="b",repo="o/b"}`: 0,
 			},
 		},
-		{
-			name: "a failure never fetched has no release series",
-			calls: func(p *metrics.Poller) {
-				p.Entry("b", release.Entry{FailedAt: t0, Failures: 1})
-			},
-			changed: map[string]float64{`craft_poller_app_failures{app="b",repo="o/b"}`: 1},
-		},
-		{
-			name: "the schedule and GitHub's quota",
-			calls: func(p *metrics.Poller) {
-				p.Schedule(173.3, 60)
-			},
-			changed: map[string]float64{
-				`craft_poller_schedule_requests_per_hour`: 173.3,
-				`craft_poller_github_quota_per_hour`:      60,
-			},
-		},
+		{name: "a failure never fetched has no release series", calls: func(p *metrics.Poller) { p.Entry("b", release.Entry{FailedAt: t0, Failures: 1}) },
+			changed: map[string]float64{`craft_poller_app_failures{app="b",repo="o/b"}`: 1}},
+		{name: "the schedule and GitHub's quota", calls: func(p *metrics.Poller) { p.Schedule(173.3, 60) },
+			changed: map[string]float64{`craft_poller_schedule_requests_per_hour`: 173.3, `craft_poller_github_quota_per_hour`: 60}},
 		{
 			name: "refused entries by app, the clock's offset",
 			calls: func(p *metrics.Poller) {
-				p.Refused("a")
-				p.Refused("a")
-				p.Refused("nobody")
+				for _, app := range []string{"a", "a", "nobody"} {
+					p.Refused(app)
+				}
 				p.ClockOffset(-3600 * time.Second)
 				p.Paced(930 * time.Second)
 			},
 			changed: map[string]float64{`craft_poller_redis_entries_refused_total{app="a"}`: 2, `craft_poller_clock_offset_seconds`: -3600,
 				`craft_poller_effective_interval_seconds`: 930},
 		},
-		{
-			name: "a schedule against an API whose quota is unknown",
-			calls: func(p *metrics.Poller) {
-				p.Schedule(26.4, 0)
-			},
-			changed: map[string]float64{`craft_poller_schedule_requests_per_hour`: 26.4},
-		},
+		{name: "a schedule against an API whose quota is unknown", calls: func(p *metrics.Poller) { p.Schedule(26.4, 0) },
+			changed: map[string]float64{`craft_poller_schedule_requests_per_hour`: 26.4}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -275,15 +209,10 @@ func TestPollerHistorySeries(t *testing.T) {
 	p.Entry("a:history", release.Entry{FailedAt: t0, Failures: 1})
 	reg := prometheus.NewPedanticRegistry()
 	reg.MustRegister(p)
-	got := scrape.Samples(t, reg)
-	for s, w := range map[string]float64{
+	testkit.WantSamples(t, scrape.Samples(t, reg), map[string]float64{
 		`craft_poller_github_requests_total{app="a:history",outcome="failed"}`: 1,
 		`craft_poller_app_failures{app="a:history",repo="o/a"}`:                1,
-	} {
-		if v, ok := got[s]; !ok || v != w {
-			t.Errorf("%s: got %v (present %v), want %v", s, v, ok, w)
-		}
-	}
+	})
 }
 
 // TestPollerBounded checks that the series stay those of the configured apps

@@ -18,14 +18,9 @@ func TestRequests(t *testing.T) {
 		requests map[string][]int // route → status codes answered, each in 250 µs
 		want     map[string]float64
 	}{
-		{
-			name:     "a route's duration series exists from the start, its counters from the first request",
-			requests: map[string][]int{"/a": nil},
-			want: map[string]float64{
-				`craft_api_request_duration_seconds_count{route="/a"}`:            0,
-				`craft_api_request_duration_seconds_bucket{route="/a",le="+Inf"}`: 0,
-			},
-		},
+		{"a route's duration series exists from the start, its counters from the first request", map[string][]int{"/a": nil}, map[string]float64{
+			`craft_api_request_duration_seconds_count{route="/a"}`: 0, `craft_api_request_duration_seconds_bucket{route="/a",le="+Inf"}`: 0,
+		}},
 		{
 			name:     "by route and code",
 			requests: map[string][]int{"/a": {200, 200, 304, 503}, "unmatched": {404, 404, 404}},
@@ -41,38 +36,21 @@ func TestRequests(t *testing.T) {
 				`craft_api_request_duration_seconds_bucket{route="unmatched",le="1"}`: 3,
 			},
 		},
-		{
-			name:     "a code net/http never sends is 0",
-			requests: map[string][]int{"/a": {-1, 1000, 999}},
-			want: map[string]float64{
-				`craft_api_requests_total{code="0",route="/a"}`:        2,
-				`craft_api_requests_total{code="999",route="/a"}`:      1,
-				`craft_api_request_duration_seconds_count{route="/a"}`: 3,
-			},
-		},
+		{"a code net/http never sends is 0", map[string][]int{"/a": {-1, 1000, 999}}, map[string]float64{
+			`craft_api_requests_total{code="0",route="/a"}`: 2, `craft_api_requests_total{code="999",route="/a"}`: 1, `craft_api_request_duration_seconds_count{route="/a"}`: 3,
+		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			r := metrics.NewRequests()
-			reg := prometheus.NewPedanticRegistry()
-			reg.MustRegister(r)
+			reg := pedantic(r)
 			for route, codes := range tt.requests {
 				record := r.Route(route)
 				for _, code := range codes {
 					record(code, 250*time.Microsecond)
 				}
 			}
-			got := scrape.Samples(t, reg)
-			for s, w := range tt.want {
-				if v, ok := got[s]; !ok || v != w {
-					t.Errorf("%s: got %v (present %v), want %v", s, v, ok, w)
-				}
-			}
-			for s := range testkit.Family(got, "craft_api_requests_total") {
-				if _, ok := tt.want[s]; !ok {
-					t.Errorf("unexpected series %s", s)
-				}
-			}
+			testkit.WantSamples(t, scrape.Samples(t, reg), tt.want, "craft_api_requests_total")
 			scrape.Lint(t, reg)
 		})
 	}
@@ -139,19 +117,11 @@ func TestFeeds(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	got := scrape.Samples(t, reg)
-	for s, w := range map[string]float64{
+	testkit.WantSamples(t, scrape.Samples(t, reg), map[string]float64{
 		`craft_api_updates_total{app="photocraft",code="200",decision="staged",feed="tauri"}`:     8,
 		`craft_api_updates_total{app="photocraft",code="204",decision="none",feed="tauri"}`:       8,
 		`craft_api_updates_total{app="(unknown)",code="404",decision="none",feed="tauri_static"}`: 8,
-	} {
-		if v, ok := got[s]; !ok || v != w {
-			t.Errorf("%s: got %v (present %v), want %v", s, v, ok, w)
-		}
-	}
-	if n := len(testkit.Family(got, "craft_api_updates_total")); n != 3 {
-		t.Errorf("%d series, want 3", n)
-	}
+	}, "craft_api_updates_total")
 	scrape.Lint(t, reg)
 }
 

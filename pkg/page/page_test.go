@@ -17,19 +17,13 @@ func TestNotes(t *testing.T) {
 		want           []string // substrings of the HTML
 		notWant        []string
 	}{
-		{"markdown", "# New\n\n- **bold** and `code`\n\n| a |\n| - |\n| 1 |\n",
-			[]string{"<h1>New</h1>", "<strong>bold</strong>", "<code>code</code>", "<td>1</td>"}, nil},
-		{"a script block is text", "<script>alert(1)</script>\n",
-			[]string{"<pre><code>&lt;script&gt;alert(1)&lt;/script&gt;"}, []string{"<script"}},
-		{"inline HTML is text", "a <img src=x onerror=alert(1)> b",
-			[]string{"a &lt;img src=x onerror=alert(1)&gt; b"}, []string{"<img"}},
-		{"javascript: links lose their link", "[x](javascript:alert(1)) <javascript:alert(2)>",
-			[]string{"x", "javascript:alert(2)"}, []string{"href=\"javascript", "<a href=\"\""}},
-		{"links to the web stay, marked", "[x](https://example.com/a) https://example.com/b",
-			[]string{`<a href="https://example.com/a" rel="nofollow noreferrer">x</a>`, `<a href="https://example.com/b" rel="nofollow noreferrer">`}, nil},
+		{"markdown", "# New\n\n- **bold** and `code`\n\n| a |\n| - |\n| 1 |\n", []string{"<h1>New</h1>", "<strong>bold</strong>", "<code>code</code>", "<td>1</td>"}, nil},
+		{"a script block is text", "<script>alert(1)</script>\n", []string{"<pre><code>&lt;script&gt;alert(1)&lt;/script&gt;"}, []string{"<script"}},
+		{"inline HTML is text", "a <img src=x onerror=alert(1)> b", []string{"a &lt;img src=x onerror=alert(1)&gt; b"}, []string{"<img"}},
+		{"javascript: links lose their link", "[x](javascript:alert(1)) <javascript:alert(2)>", []string{"x", "javascript:alert(2)"}, []string{"href=\"javascript", "<a href=\"\""}},
+		{"links to the web stay, marked", "[x](https://example.com/a) https://example.com/b", []string{`<a href="https://example.com/a" rel="nofollow noreferrer">x</a>`, `<a href="https://example.com/b" rel="nofollow noreferrer">`}, nil},
 		{"relative links are dropped", "[x](/admin)", []string{"x"}, []string{"href"}},
-		{"an image is a link", "![diagram](https://example.com/d.png) ![](https://example.com/e.png)",
-			[]string{`<a href="https://example.com/d.png" rel="nofollow noreferrer">diagram</a>`, `>image</a>`}, []string{"<img"}},
+		{"an image is a link", "![diagram](https://example.com/d.png) ![](https://example.com/e.png)", []string{`<a href="https://example.com/d.png" rel="nofollow noreferrer">diagram</a>`, `>image</a>`}, []string{"<img"}},
 		{"a javascript: image", "![x](javascript:alert(1))", []string{"x"}, []string{"javascript:alert"}},
 		{"style attributes are dropped", "| a |\n|:-:|\n| 1 |\n", []string{"<th>a</th>"}, []string{"style"}},
 	}

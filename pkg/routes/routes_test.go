@@ -94,10 +94,9 @@ func TestPurgePathsTauri(t *testing.T) {
 	debOnly := releaseOf("storytold/artcraft", "artcraft-v0.40.0", "ArtCraft_0.40.0_amd64.deb", "ArtCraft_0.40.0_amd64.deb.sig")
 	debOnly.Version = "0.40.0"
 	for _, tc := range []struct {
-		name     string
-		key      string
-		old, new *release.Release
-		want     []string
+		name, key string
+		old, new  *release.Release
+		want      []string
 	}{
 		{"a release", "artcraft-launcher", v040, v041, want("?current_version=0.40.0", paths...)},
 		{"the first release", "artcraft-launcher", nil, v041, want("", paths...)},

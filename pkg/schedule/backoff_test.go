@@ -23,11 +23,9 @@ func TestNext(t *testing.T) {
 		r    schedule.Round
 		// want is the backoff: base after now jittered, but never before
 		// floor after now; or the zero Backoff when wantNone.
-		base     time.Duration
-		floor    time.Duration
-		trouble  int
-		wantNone bool
-		wantPrev bool
+		base, floor        time.Duration
+		trouble            int
+		wantNone, wantPrev bool
 	}{
 		{name: "nothing asked keeps no backoff", prev: schedule.Backoff{}, r: schedule.Round{}, wantPrev: true},
 		{name: "nothing asked keeps an expired backoff and its trouble", prev: expired, r: schedule.Round{}, wantPrev: true},
@@ -81,31 +79,18 @@ func TestNext(t *testing.T) {
 func TestNextWorkedExamples(t *testing.T) {
 	start := time.Date(2026, 10, 10, 12, 0, 0, 0, time.UTC)
 	tests := []struct {
-		name  string
-		first schedule.Round // the first round, ending at start
-		then  schedule.Round // every later round
+		name        string
+		first, then schedule.Round // the first round, ending at start; every later round
 		// about is each round's backoff before jitter; past its end the last
 		// value repeats.
 		about []time.Duration
 	}{
-		{
-			name:  "rate limit with reset 50 min away, then no reset times",
-			first: schedule.Round{RateLimited: true, RetryAt: start.Add(50 * time.Minute)},
-			then:  schedule.Round{RateLimited: true},
-			about: []time.Duration{51 * time.Minute, time.Hour, 2 * time.Hour, 4 * time.Hour},
-		},
-		{
-			name:  "rate limits with no reset times",
-			first: schedule.Round{RateLimited: true},
-			then:  schedule.Round{RateLimited: true},
-			about: []time.Duration{30 * time.Minute, time.Hour, 2 * time.Hour, 4 * time.Hour},
-		},
-		{
-			name:  "all-failed rounds",
-			first: schedule.Round{Failed: 13},
-			then:  schedule.Round{Failed: 13},
-			about: []time.Duration{time.Minute, 2 * time.Minute, 4 * time.Minute, 8 * time.Minute, 16 * time.Minute, 30 * time.Minute},
-		},
+		{"rate limit with reset 50 min away, then no reset times", schedule.Round{RateLimited: true, RetryAt: start.Add(50 * time.Minute)},
+			schedule.Round{RateLimited: true}, []time.Duration{51 * time.Minute, time.Hour, 2 * time.Hour, 4 * time.Hour}},
+		{"rate limits with no reset times", schedule.Round{RateLimited: true}, schedule.Round{RateLimited: true},
+			[]time.Duration{30 * time.Minute, time.Hour, 2 * time.Hour, 4 * time.Hour}},
+		{"all-failed rounds", schedule.Round{Failed: 13}, schedule.Round{Failed: 13},
+			[]time.Duration{time.Minute, 2 * time.Minute, 4 * time.Minute, 8 * time.Minute, 16 * time.Minute, 30 * time.Minute}},
 	}
 	for _, tt := range tests {
 		for _, u := range draws {

@@ -32,20 +32,15 @@ func TestPace(t *testing.T) {
 		// 1,000 × 3600 / (I − 30) ≤ 0.8 × 5,000: I − 30 ≥ 900 s.
 		{"1,000 apps, 5,000 an hour", i120, 1000, schedule.Quota{PerHour: 5000, Remaining: -1}, 930 * time.Second},
 		// Half the hour left and 1,000 requests: 1,000 × 1,800 / (0.8 × 1,000) = 2,250 s.
-		{"a quota half spent by someone else", i120, 1000,
-			schedule.Quota{PerHour: 5000, Remaining: 1000, Reset: now.Add(30 * time.Minute)}, 2280 * time.Second},
-		{"plenty left until the reset", i120, 13,
-			schedule.Quota{PerHour: 5000, Remaining: 4000, Reset: now.Add(30 * time.Minute)}, 120 * time.Second},
-		{"GitHub Enterprise: only what is left", i120, 1000,
-			schedule.Quota{Remaining: 4000, Reset: now.Add(time.Hour)}, 1155 * time.Second},
+		{"a quota half spent by someone else", i120, 1000, schedule.Quota{PerHour: 5000, Remaining: 1000, Reset: now.Add(30 * time.Minute)}, 2280 * time.Second},
+		{"plenty left until the reset", i120, 13, schedule.Quota{PerHour: 5000, Remaining: 4000, Reset: now.Add(30 * time.Minute)}, 120 * time.Second},
+		{"GitHub Enterprise: only what is left", i120, 1000, schedule.Quota{Remaining: 4000, Reset: now.Add(time.Hour)}, 1155 * time.Second},
 		{"a reset in the past says nothing", i120, 1000, schedule.Quota{Remaining: 10, Reset: now.Add(-time.Second)}, 120 * time.Second},
 		{"none left is the rate limit's", i120, 1000, schedule.Quota{Remaining: 0, Reset: now.Add(time.Hour)}, 120 * time.Second},
-		{"a longer interval than the quota needs", schedule.Timing{Interval: time.Hour, MaxBackoff: 4 * time.Hour}, 1000,
-			schedule.Quota{PerHour: 5000, Remaining: -1}, time.Hour},
+		{"a longer interval than the quota needs", schedule.Timing{Interval: time.Hour, MaxBackoff: 4 * time.Hour}, 1000, schedule.Quota{PerHour: 5000, Remaining: -1}, time.Hour},
 		{"no apps", i120, 0, schedule.Quota{PerHour: 60, Remaining: 1, Reset: now.Add(time.Hour)}, 120 * time.Second},
 		// A short stretch keeps M = I/4: 20 apps, 60 an hour, 900 s / (0.8 × 60).
-		{"a short interval", schedule.Timing{Interval: 10 * time.Second, MaxBackoff: time.Hour}, 1,
-			schedule.Quota{Remaining: 48, Reset: now.Add(15 * time.Minute)}, 32 * time.Second},
+		{"a short interval", schedule.Timing{Interval: 10 * time.Second, MaxBackoff: time.Hour}, 1, schedule.Quota{Remaining: 48, Reset: now.Add(15 * time.Minute)}, 32 * time.Second},
 
 		// What a header can do is bounded: a reset more than MaxResetAhead
 		// away is not believed, and no stretch goes past the max backoff.
@@ -66,8 +61,7 @@ func TestPace(t *testing.T) {
 		{"a reset a second past belief", i120, 1000, token(4000, now.Add(schedule.MaxResetAhead+time.Second)), 930 * time.Second},
 		// 1,000 × 3600 / (I − 30) ≤ 0.8 × 60 needs I ≈ 20.8 h.
 		{"no token, 1,000 apps: capped", prod, 1000, schedule.Quota{PerHour: 60, Remaining: -1}, 4 * time.Hour},
-		{"a cap shorter than the interval is the interval", schedule.Timing{Interval: time.Hour}, 1000,
-			token(1, now.Add(time.Hour)), time.Hour},
+		{"a cap shorter than the interval is the interval", schedule.Timing{Interval: time.Hour}, 1000, token(1, now.Add(time.Hour)), time.Hour},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

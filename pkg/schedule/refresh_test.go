@@ -18,13 +18,12 @@ func TestRefreshAt(t *testing.T) {
 	tagged := release.Refresh{At: at, Tag: "v2"}
 
 	tests := []struct {
-		name      string
-		r         release.Refresh
-		e         release.Entry
-		now       time.Time
-		wantOK    bool
-		wantAt    time.Time
-		wantPoint time.Time
+		name              string
+		r                 release.Refresh
+		e                 release.Entry
+		now               time.Time
+		wantOK            bool
+		wantAt, wantPoint time.Time
 	}{
 		{"fresh fetch before the request: at once", plain, release.Entry{FetchedAt: s(-10), Release: v1}, s(0), true, s(0), s(0)},
 		{"never fetched: at once", plain, release.Entry{}, s(0), true, s(0), s(0)},
@@ -46,22 +45,15 @@ func TestRefreshAt(t *testing.T) {
 		{"a zero request: nothing", release.Refresh{}, release.Entry{}, s(0), false, time.Time{}, time.Time{}},
 
 		// The per-app retry stands: 1 failure → F − M = 30 s after it.
-		{"failed since the request: per-app retry, from the failure",
-			plain, release.Entry{FetchedAt: s(-100), Release: v1, FailedAt: s(0.1), Failures: 1}, s(1), true, s(30.1), s(0.1)},
-		{"failing before the request: the retry still stands",
-			plain, release.Entry{FetchedAt: s(-100), Release: v1, FailedAt: s(-10), Failures: 1}, s(0), true, s(20), s(0)},
-		{"failing long ago: at once",
-			plain, release.Entry{FetchedAt: s(-1000), Release: v1, FailedAt: s(-500), Failures: 1}, s(0), true, s(0), s(0)},
-		{"3 failures: 210 s after the last",
-			tagged, release.Entry{FetchedAt: s(0.1), Release: v1, FailedAt: s(2.1), Failures: 3}, s(3), true, s(212.1), s(2.1)},
+		{"failed since the request: per-app retry, from the failure", plain, release.Entry{FetchedAt: s(-100), Release: v1, FailedAt: s(0.1), Failures: 1}, s(1), true, s(30.1), s(0.1)},
+		{"failing before the request: the retry still stands", plain, release.Entry{FetchedAt: s(-100), Release: v1, FailedAt: s(-10), Failures: 1}, s(0), true, s(20), s(0)},
+		{"failing long ago: at once", plain, release.Entry{FetchedAt: s(-1000), Release: v1, FailedAt: s(-500), Failures: 1}, s(0), true, s(0), s(0)},
+		{"3 failures: 210 s after the last", tagged, release.Entry{FetchedAt: s(0.1), Release: v1, FailedAt: s(2.1), Failures: 3}, s(3), true, s(212.1), s(2.1)},
 
 		// Another poller's claim for this attempt is waited out.
-		{"claimed since the point: wait the claim window",
-			plain, release.Entry{FetchedAt: s(-100), Release: v1, ClaimedAt: s(0.01)}, s(0.02), true, s(60.01), s(0)},
-		{"claimed before the point: at once",
-			plain, release.Entry{FetchedAt: s(-100), Release: v1, ClaimedAt: s(-0.01)}, s(0), true, s(0), s(0)},
-		{"claimed before the 2 s point: at 2 s",
-			tagged, release.Entry{FetchedAt: s(0.1), Release: v1, ClaimedAt: s(0.05)}, s(1), true, s(2), s(2)},
+		{"claimed since the point: wait the claim window", plain, release.Entry{FetchedAt: s(-100), Release: v1, ClaimedAt: s(0.01)}, s(0.02), true, s(60.01), s(0)},
+		{"claimed before the point: at once", plain, release.Entry{FetchedAt: s(-100), Release: v1, ClaimedAt: s(-0.01)}, s(0), true, s(0), s(0)},
+		{"claimed before the 2 s point: at 2 s", tagged, release.Entry{FetchedAt: s(0.1), Release: v1, ClaimedAt: s(0.05)}, s(1), true, s(2), s(2)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

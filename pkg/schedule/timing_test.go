@@ -14,9 +14,8 @@ var draws = []float64{0, 0.5, 0.999}
 
 func TestTimingMargins(t *testing.T) {
 	tests := []struct {
-		name                       string
-		interval                   time.Duration
-		skew, claim, retry, margin time.Duration
+		name                                 string
+		interval, skew, claim, retry, margin time.Duration
 	}{
 		{"default 1800 s", 1800 * time.Second, 30 * time.Second, time.Minute, time.Minute, time.Minute},
 		{"token 120 s", 120 * time.Second, 30 * time.Second, time.Minute, time.Minute, time.Minute},

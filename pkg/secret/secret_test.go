@@ -97,10 +97,9 @@ func TestRedact(t *testing.T) {
 
 func TestExcerpt(t *testing.T) {
 	for _, tc := range []struct {
-		name string
-		in   string
-		max  int
-		want string
+		name, in string
+		max      int
+		want     string
 	}{
 		{"short", "bad gateway", 200, `"bad gateway"`},
 		{"control and non-ASCII characters escaped", "é\x00\n\u202e", 200, `"\u00e9\x00\n\u202e"`},

@@ -53,23 +53,14 @@ func TestParse(t *testing.T) {
 }
 
 func TestMatching(t *testing.T) {
-	apps := []release.App{
-		{Key: "photocraft", Repo: "storytold/photocraft"},
-		{Key: "vectorcraft", Repo: "storytold/vectorcraft"},
-		{Key: "photo2", Repo: "StoryTold/PhotoCraft"},
-	}
-	tests := []struct {
+	apps := []release.App{{Key: "photocraft", Repo: "storytold/photocraft"}, {Key: "vectorcraft", Repo: "storytold/vectorcraft"}, {Key: "photo2", Repo: "StoryTold/PhotoCraft"}}
+	for _, tt := range []struct {
 		repo string
 		want []string
 	}{
-		{"storytold/photocraft", []string{"photocraft", "photo2"}},
-		{"STORYTOLD/PHOTOCRAFT", []string{"photocraft", "photo2"}},
-		{"storytold/vectorcraft", []string{"vectorcraft"}},
-		{"storytold/filmcraft", nil},
-		{"storytold/photocraf", nil},
-		{"", nil},
-	}
-	for _, tt := range tests {
+		{"storytold/photocraft", []string{"photocraft", "photo2"}}, {"STORYTOLD/PHOTOCRAFT", []string{"photocraft", "photo2"}},
+		{"storytold/vectorcraft", []string{"vectorcraft"}}, {"storytold/filmcraft", nil}, {"storytold/photocraf", nil}, {"", nil},
+	} {
 		if got := webhook.Matching(apps, tt.repo); !reflect.DeepEqual(got, tt.want) {
 			t.Errorf("Matching(%q) got %v, want %v", tt.repo, got, tt.want)
 		}

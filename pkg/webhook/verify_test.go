@@ -16,11 +16,10 @@ func TestVerify(t *testing.T) {
 		sig     = "sha256=757107ea0eb2509fc211221cce984b8a37570b6d7586c22c46f4379c8b043e17"
 	)
 	tests := []struct {
-		name      string
-		secrets   []string
-		body      string
-		signature string
-		want      bool
+		name            string
+		secrets         []string
+		body, signature string
+		want            bool
 	}{
 		{"GitHub's example", []string{secret}, payload, sig, true},
 		{"upper-case hex", []string{secret}, payload, "sha256=757107EA0EB2509FC211221CCE984B8A37570B6D7586C22C46F4379C8B043E17", true},

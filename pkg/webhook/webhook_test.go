@@ -91,14 +91,10 @@ const publishedBody = `{"action":"published","release":{"tag_name":"v1.2.0","dra
 func delivery(event, id, body, signature string) *http.Request {
 	req := httptest.NewRequest(http.MethodPost, "/v1/craft_apps/github_webhook", strings.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
-	if event != "" {
-		req.Header.Set(webhook.EventHeader, event)
-	}
-	if id != "" {
-		req.Header.Set(webhook.DeliveryHeader, id)
-	}
-	if signature != "" {
-		req.Header.Set(webhook.SignatureHeader, signature)
+	for k, v := range map[string]string{webhook.EventHeader: event, webhook.DeliveryHeader: id, webhook.SignatureHeader: signature} {
+		if v != "" {
+			req.Header.Set(k, v)
+		}
 	}
 	return req
 }

@@ -21,11 +21,10 @@ func fired(ch <-chan time.Time) (time.Time, bool) {
 
 func TestAfter(t *testing.T) {
 	tests := []struct {
-		name      string
-		wait      time.Duration
-		move      time.Duration // Advance after After
-		wantFired bool
-		wantLeft  int // Waiters after the move
+		name       string
+		wait, move time.Duration // move: Advance after After
+		wantFired  bool
+		wantLeft   int // Waiters after the move
 	}{
 		{"zero fires at once", 0, 0, true, 0},
 		{"negative fires at once", -time.Second, 0, true, 0},
@@ -95,10 +94,7 @@ func TestNextAndParked(t *testing.T) {
 
 func TestSkipAndOnAfter(t *testing.T) {
 	c := fakeclock.New(t0)
-	type call struct {
-		d   time.Duration
-		now time.Duration
-	}
+	type call struct{ d, now time.Duration }
 	var calls []call
 	c.OnAfter(func(d time.Duration, now time.Time) { calls = append(calls, call{d, now.Sub(t0)}) })
 	c.Skip(2)

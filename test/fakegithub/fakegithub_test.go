@@ -83,9 +83,8 @@ func TestETagAndNotModified(t *testing.T) {
 	}
 
 	tests := []struct {
-		name        string
-		ifNoneMatch string
-		want        int
+		name, ifNoneMatch string
+		want              int
 	}{
 		{"current etag", etag, http.StatusNotModified},
 		{"in a list", `"other", ` + etag, http.StatusNotModified},
@@ -119,15 +118,12 @@ func TestNotFound(t *testing.T) {
 	s.Publish("storytold/gone", NewRelease("storytold/gone", "v1.0.0"))
 	s.Unpublish("storytold/gone")
 
-	tests := []struct {
-		name, path string
-	}{
+	for _, tt := range []struct{ name, path string }{
 		{"unknown repo", "repos/storytold/unknown/releases/latest"},
 		{"unpublished repo", "repos/storytold/gone/releases/latest"},
 		{"other route", "repos/" + repo + "/releases/42"},
 		{"missing project", "repos/storytold//releases/latest"},
-	}
-	for _, tt := range tests {
+	} {
 		t.Run(tt.name, func(t *testing.T) {
 			resp, err := try(context.Background(), s, tt.path, nil)
 			if err != nil {
@@ -162,22 +158,14 @@ func TestFaults(t *testing.T) {
 	}{
 		{"server error", ServerError(), 500, nil, `"message":"Internal Server Error"`},
 		{"any status", Status(http.StatusBadGateway), 502, nil, "Bad Gateway"},
-		{"rate limit with reset", RateLimit(reset), 403, map[string]string{
-			"X-Ratelimit-Remaining": "0", "X-Ratelimit-Reset": "1900000000", "Retry-After": "",
-		}, "rate limit exceeded"},
-		{"rate limit without reset", RateLimit(time.Time{}), 403, map[string]string{
-			"X-Ratelimit-Remaining": "0", "X-Ratelimit-Reset": "",
-		}, ""},
+		{"rate limit with reset", RateLimit(reset), 403, map[string]string{"X-Ratelimit-Remaining": "0", "X-Ratelimit-Reset": "1900000000", "Retry-After": ""}, "rate limit exceeded"},
+		{"rate limit without reset", RateLimit(time.Time{}), 403, map[string]string{"X-Ratelimit-Remaining": "0", "X-Ratelimit-Reset": ""}, ""},
 		{"429 with seconds", TooManyRequests("120"), 429, map[string]string{"Retry-After": "120"}, ""},
 		{"429 with a date", TooManyRequests(date), 429, map[string]string{"Retry-After": date}, ""},
 		{"429 without retry-after", TooManyRequests(""), 429, map[string]string{"Retry-After": ""}, ""},
-		{"secondary rate limit", SecondaryRateLimit("60"), 403, map[string]string{
-			"Retry-After": "60", "X-Ratelimit-Remaining": "4999",
-		}, "secondary-rate-limits"},
+		{"secondary rate limit", SecondaryRateLimit("60"), 403, map[string]string{"Retry-After": "60", "X-Ratelimit-Remaining": "4999"}, "secondary-rate-limits"},
 		{"malformed", Malformed(), 200, nil, `{"tag_name":"v1.0.0","name":"Trunc`},
-		{"raw draft", Raw(`{"tag_name":"v1","draft":true}`), 200, map[string]string{
-			"ETag": etagOf([]byte(`{"tag_name":"v1","draft":true}`)),
-		}, `"draft":true`},
+		{"raw draft", Raw(`{"tag_name":"v1","draft":true}`), 200, map[string]string{"ETag": etagOf([]byte(`{"tag_name":"v1","draft":true}`))}, `"draft":true`},
 		{"header removed", Fault{Status: 500, Header: http.Header{"X-Ratelimit-Limit": nil}}, 500,
 			map[string]string{"X-Ratelimit-Limit": "", "X-Ratelimit-Remaining": "4999"}, ""},
 		{"slow then normal", Slow(time.Millisecond), 200, map[string]string{"ETag": "set"}, `"tag_name":"v1.0.0"`},
@@ -214,18 +202,12 @@ func TestFaultOrder(t *testing.T) {
 	s.Stick(repo, Status(504))
 	s.Stick(AnyRepo, Status(505))
 
-	steps := []struct {
+	// The repo's own queue first, in order, then the queue of any repo, then
+	// the repo's stuck fault, then the one stuck for any repo; stuck faults stay.
+	for i, st := range []struct {
 		repo string
 		want int
-	}{
-		{repo, 501},  // the repo's own queue first, in order
-		{repo, 502},  //
-		{other, 503}, // then the queue of any repo
-		{repo, 504},  // then the repo's stuck fault
-		{other, 505}, // then the one stuck for any repo
-		{repo, 504},  // stuck faults stay
-	}
-	for i, st := range steps {
+	}{{repo, 501}, {repo, 502}, {other, 503}, {repo, 504}, {other, 505}, {repo, 504}} {
 		if resp, _ := get(t, s, st.repo, nil); resp.StatusCode != st.want {
 			t.Errorf("request %d for %s: status = %d, want %d", i, st.repo, resp.StatusCode, st.want)
 		}
@@ -260,10 +242,7 @@ func TestSlowHonoursCancellation(t *testing.T) {
 		t.Errorf("error = %v, want context.Canceled", err)
 	}
 	idle := make(chan struct{})
-	go func() {
-		s.active.Wait()
-		close(idle)
-	}()
+	go func() { s.active.Wait(); close(idle) }()
 	select {
 	case <-idle:
 	case <-time.After(10 * time.Second):
@@ -275,10 +254,7 @@ func TestRecording(t *testing.T) {
 	s := New(t)
 	s.Publish(repo, NewRelease(repo, "v1.0.0"))
 	before := time.Now()
-	get(t, s, repo, http.Header{
-		"If-None-Match": {`"abc"`},
-		"Authorization": {"Bearer t0ken"},
-	})
+	get(t, s, repo, http.Header{"If-None-Match": {`"abc"`}, "Authorization": {"Bearer t0ken"}})
 	get(t, s, "storytold/other", nil)
 	if _, err := try(context.Background(), s, "elsewhere", nil); err != nil {
 		t.Fatal(err)
@@ -289,7 +265,7 @@ func TestRecording(t *testing.T) {
 		t.Fatalf("%d requests recorded, want 3", len(reqs))
 	}
 	r := reqs[0]
-	checks := []struct{ name, got, want string }{
+	for _, c := range []struct{ name, got, want string }{
 		{"Method", r.Method, "GET"},
 		{"Path", r.Path, "/repos/" + repo + "/releases/latest"},
 		{"Repo", r.Repo, repo},
@@ -299,8 +275,7 @@ func TestRecording(t *testing.T) {
 		{"second Authorization", reqs[1].Authorization, ""},
 		{"third Repo", reqs[2].Repo, ""},
 		{"third Path", reqs[2].Path, "/elsewhere"},
-	}
-	for _, c := range checks {
+	} {
 		if c.got != c.want {
 			t.Errorf("%s = %q, want %q", c.name, c.got, c.want)
 		}
@@ -312,11 +287,10 @@ func TestRecording(t *testing.T) {
 		t.Errorf("At = %v, want between %v and now", r.At, before)
 	}
 
-	counts := []struct {
+	for _, c := range []struct {
 		repo string
 		want int
-	}{{repo, 1}, {"storytold/other", 1}, {"storytold/none", 0}, {AnyRepo, 3}}
-	for _, c := range counts {
+	}{{repo, 1}, {"storytold/other", 1}, {"storytold/none", 0}, {AnyRepo, 3}} {
 		if got := s.Count(c.repo); got != c.want {
 			t.Errorf("Count(%q) = %d, want %d", c.repo, got, c.want)
 		}
@@ -338,15 +312,9 @@ func TestQuotaHeaders(t *testing.T) {
 		quota *Quota
 		want  map[string]string
 	}{
-		{"default", nil, map[string]string{
-			"X-Ratelimit-Limit": "5000", "X-Ratelimit-Remaining": "4999", "X-Ratelimit-Used": "1", "X-Ratelimit-Reset": "set",
-		}},
-		{"set", &Quota{Limit: 60, Remaining: 7, Reset: time.Unix(1_900_000_000, 0)}, map[string]string{
-			"X-Ratelimit-Limit": "60", "X-Ratelimit-Remaining": "7", "X-Ratelimit-Reset": "1900000000",
-		}},
-		{"none", &Quota{}, map[string]string{
-			"X-Ratelimit-Limit": "", "X-Ratelimit-Remaining": "", "X-Ratelimit-Reset": "",
-		}},
+		{"default", nil, map[string]string{"X-Ratelimit-Limit": "5000", "X-Ratelimit-Remaining": "4999", "X-Ratelimit-Used": "1", "X-Ratelimit-Reset": "set"}},
+		{"set", &Quota{Limit: 60, Remaining: 7, Reset: time.Unix(1_900_000_000, 0)}, map[string]string{"X-Ratelimit-Limit": "60", "X-Ratelimit-Remaining": "7", "X-Ratelimit-Reset": "1900000000"}},
+		{"none", &Quota{}, map[string]string{"X-Ratelimit-Limit": "", "X-Ratelimit-Remaining": "", "X-Ratelimit-Reset": ""}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

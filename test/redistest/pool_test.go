@@ -29,11 +29,7 @@ func TestPool(t *testing.T) {
 		for _, c := range []struct {
 			args []string
 			want string
-		}{
-			{[]string{"DBSIZE"}, "0"},
-			{[]string{"EXISTS", "k"}, "0"},
-			{[]string{"ACL", "LOG"}, "0"},
-		} {
+		}{{[]string{"DBSIZE"}, "0"}, {[]string{"EXISTS", "k"}, "0"}, {[]string{"ACL", "LOG"}, "0"}} {
 			if got := s.MustDo(c.args...); got != c.want {
 				t.Errorf("%v = %s, want %s", c.args, got, c.want)
 			}

@@ -37,24 +37,12 @@ func TestAPI(t *testing.T) {
 		hydrator apipod.Hydrator
 		want     map[string]float64
 	}{
+		// Never fetched is no fetch time at all, not 0 (data 56 years old).
+		{name: "cold standalone pod: never fetched, one render, no hydrator series", want: map[string]float64{`craft_api_apps_unfetched`: 2, `craft_api_renders_total`: 1}},
 		{
-			// Never fetched is no fetch time at all, not 0 (data 56 years old).
-			name: "cold standalone pod: never fetched, one render, no hydrator series",
-			want: map[string]float64{
-				`craft_api_apps_unfetched`: 2,
-				`craft_api_renders_total`:  1,
-			},
-		},
-		{
-			name: "one app fetched: last_fetched is still null",
-			entries: []map[string]release.Entry{
-				{"a": {FetchedAt: t0, ETag: `"e"`, Release: v1}, "not-configured": {FetchedAt: t0}},
-			},
-			want: map[string]float64{
-				`craft_api_app_fetched_timestamp_seconds{app="a"}`: unix(0),
-				`craft_api_apps_unfetched`:                         1,
-				`craft_api_renders_total`:                          2,
-			},
+			name:    "one app fetched: last_fetched is still null",
+			entries: []map[string]release.Entry{{"a": {FetchedAt: t0, ETag: `"e"`, Release: v1}, "not-configured": {FetchedAt: t0}}},
+			want:    map[string]float64{`craft_api_app_fetched_timestamp_seconds{app="a"}`: unix(0), `craft_api_apps_unfetched`: 1, `craft_api_renders_total`: 2},
 		},
 		{
 			name: "every app fetched, in split mode",
@@ -66,42 +54,21 @@ func TestAPI(t *testing.T) {
 			hydrator: stats{Connected: true, Hydrations: 7, Invalidations: 11, Reads: 120, CacheHits: 99, Missing: 2, Failures: 3, Metas: 4,
 				Refused: 5, ClockOffset: -90 * time.Second},
 			want: map[string]float64{
-				`craft_api_app_fetched_timestamp_seconds{app="a"}`: unix(time.Minute + time.Millisecond),
-				`craft_api_app_fetched_timestamp_seconds{app="b"}`: unix(time.Second),
-				`craft_api_last_fetched_timestamp_seconds`:         unix(time.Second),
-				`craft_api_apps_unfetched`:                         0,
-				`craft_api_renders_total`:                          3,
-				`craft_api_hydrations_total`:                       7,
-				`craft_api_invalidations_total`:                    11,
-				`craft_api_redis_connected`:                        1,
-				`craft_api_redis_reads_total`:                      120,
-				`craft_api_redis_cache_hits_total`:                 99,
-				`craft_api_redis_missing_total`:                    2,
-				`craft_api_redis_failures_total`:                   3,
-				`craft_api_redis_fallback`:                         0,
-				`craft_api_meta_updates_total`:                     4,
-				`craft_api_redis_entries_refused_total`:            5,
-				`craft_api_clock_offset_seconds`:                   -90,
+				`craft_api_app_fetched_timestamp_seconds{app="a"}`: unix(time.Minute + time.Millisecond), `craft_api_app_fetched_timestamp_seconds{app="b"}`: unix(time.Second),
+				`craft_api_last_fetched_timestamp_seconds`: unix(time.Second), `craft_api_apps_unfetched`: 0, `craft_api_renders_total`: 3, `craft_api_hydrations_total`: 7, `craft_api_invalidations_total`: 11,
+				`craft_api_redis_connected`: 1, `craft_api_redis_reads_total`: 120, `craft_api_redis_cache_hits_total`: 99,
+				`craft_api_redis_missing_total`: 2, `craft_api_redis_failures_total`: 3, `craft_api_redis_fallback`: 0,
+				`craft_api_meta_updates_total`: 4, `craft_api_redis_entries_refused_total`: 5, `craft_api_clock_offset_seconds`: -90,
 			},
 		},
 		{
 			name:     "split mode, Redis lost",
 			hydrator: stats{Connected: false, Fallback: true},
-			want: map[string]float64{
-				`craft_api_apps_unfetched`:              2,
-				`craft_api_renders_total`:               1,
-				`craft_api_hydrations_total`:            0,
-				`craft_api_invalidations_total`:         0,
-				`craft_api_redis_connected`:             0,
-				`craft_api_redis_reads_total`:           0,
-				`craft_api_redis_cache_hits_total`:      0,
-				`craft_api_redis_missing_total`:         0,
-				`craft_api_redis_failures_total`:        0,
-				`craft_api_redis_fallback`:              1,
-				`craft_api_meta_updates_total`:          0,
-				`craft_api_redis_entries_refused_total`: 0,
-				`craft_api_clock_offset_seconds`:        0,
-			},
+			want: map[string]float64{`craft_api_apps_unfetched`: 2, `craft_api_renders_total`: 1, `craft_api_hydrations_total`: 0,
+				`craft_api_invalidations_total`: 0, `craft_api_redis_connected`: 0, `craft_api_redis_reads_total`: 0,
+				`craft_api_redis_cache_hits_total`: 0, `craft_api_redis_missing_total`: 0, `craft_api_redis_failures_total`: 0,
+				`craft_api_redis_fallback`: 1, `craft_api_meta_updates_total`: 0, `craft_api_redis_entries_refused_total`: 0,
+				`craft_api_clock_offset_seconds`: 0},
 		},
 	}
 	for _, tt := range tests {

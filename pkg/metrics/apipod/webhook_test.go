@@ -3,18 +3,17 @@ package apipod_test
 import (
 	"testing"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/storytold/craft-releases/pkg/metrics/apipod"
 	"github.com/storytold/craft-releases/pkg/webhook"
 	"github.com/storytold/craft-releases/test/scrape"
+	"github.com/storytold/craft-releases/test/testkit"
 )
 
 func TestWebhook(t *testing.T) {
 	w := apipod.NewWebhook()
-	reg := prometheus.NewPedanticRegistry()
-	reg.MustRegister(w)
+	reg := reg(w)
 	w.Delivery(webhook.EventRelease, webhook.Accepted)
 	w.Delivery(webhook.EventRelease, webhook.Accepted)
 	w.Delivery(webhook.EventOther, webhook.BadSignature)
@@ -24,15 +23,10 @@ func TestWebhook(t *testing.T) {
 	if got, want := testutil.CollectAndCount(w), 24; got != want {
 		t.Errorf("series: got %d, want %d", got, want)
 	}
-	got := scrape.Samples(t, reg)
-	for series, want := range map[string]float64{
+	testkit.WantSamples(t, scrape.Samples(t, reg), map[string]float64{
 		`craft_api_webhook_deliveries_total{event="release",outcome="accepted"}`:    2,
 		`craft_api_webhook_deliveries_total{event="other",outcome="bad_signature"}`: 1,
 		`craft_api_webhook_deliveries_total{event="ping",outcome="accepted"}`:       0,
-	} {
-		if got[series] != want {
-			t.Errorf("%s got %v, want %v", series, got[series], want)
-		}
-	}
+	})
 	scrape.Lint(t, reg)
 }

@@ -180,28 +180,22 @@ func TestConnectionLoss(t *testing.T) {
 		name string
 		lose func(t testing.TB, srv *redistest.Server, hs *harness)
 	}{
-		{
-			name: "redis restarted empty",
-			lose: func(t testing.TB, srv *redistest.Server, hs *harness) {
-				before, calls0 := hs.sink.state()
-				srv.Stop()
-				testkit.Eventually(t, "a failed read", func() bool { return !hs.h.Counts().Connected })
-				hs.mustBeRunning(t)
-				// While Redis is down the sink keeps what it has.
-				if after, calls := hs.sink.state(); calls != calls0 || describeAll(after) != describeAll(before) {
-					t.Errorf("sink while Redis is down (%d SetAll calls, want %d):\n got %s\nwant %s", calls, calls0, describeAll(after), describeAll(before))
-				}
-				srv.Restart()
-			},
-		},
-		{
-			name: "connections killed",
-			lose: func(t testing.TB, srv *redistest.Server, hs *harness) {
-				inv := hs.h.Counts().Invalidations
-				srv.MustDo("CLIENT", "KILL", "TYPE", "normal")
-				testkit.Eventually(t, "the lost connection noticed", func() bool { return hs.h.Counts().Invalidations > inv })
-			},
-		},
+		{"redis restarted empty", func(t testing.TB, srv *redistest.Server, hs *harness) {
+			before, calls0 := hs.sink.state()
+			srv.Stop()
+			testkit.Eventually(t, "a failed read", func() bool { return !hs.h.Counts().Connected })
+			hs.mustBeRunning(t)
+			// While Redis is down the sink keeps what it has.
+			if after, calls := hs.sink.state(); calls != calls0 || describeAll(after) != describeAll(before) {
+				t.Errorf("sink while Redis is down (%d SetAll calls, want %d):\n got %s\nwant %s", calls, calls0, describeAll(after), describeAll(before))
+			}
+			srv.Restart()
+		}},
+		{"connections killed", func(t testing.TB, srv *redistest.Server, hs *harness) {
+			inv := hs.h.Counts().Invalidations
+			srv.MustDo("CLIENT", "KILL", "TYPE", "normal")
+			testkit.Eventually(t, "the lost connection noticed", func() bool { return hs.h.Counts().Invalidations > inv })
+		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -271,10 +265,11 @@ func TestFallbackWithoutClientTracking(t *testing.T) {
 		after  func(t testing.TB, srv *redistest.Server)        // once loaded
 	}{
 		{"refused from the start", func(_ testing.TB, srv *redistest.Server) string { return apiUser(srv, "pw", "-client") }, func(testing.TB, *redistest.Server) {}},
-		{"refused after a reconnect", func(_ testing.TB, srv *redistest.Server) string { return apiUser(srv, "pw") }, func(t testing.TB, srv *redistest.Server) {
-			srv.MustDo("ACL", "SETUSER", "api", "-client")
-			srv.MustDo("CLIENT", "KILL", "USER", "api")
-		}},
+		{"refused after a reconnect", func(_ testing.TB, srv *redistest.Server) string { return apiUser(srv, "pw") },
+			func(_ testing.TB, srv *redistest.Server) {
+				srv.MustDo("ACL", "SETUSER", "api", "-client")
+				srv.MustDo("CLIENT", "KILL", "USER", "api")
+			}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -345,10 +340,9 @@ func TestPasswordNeverShown(t *testing.T) {
 	t.Parallel()
 	const secret = "s3cr/3t-pw"
 	tests := []struct {
-		name     string
-		password string
-		url      func(srv *redistest.Server, password string) string
-		wantLog  string // what the log must say instead
+		name, password string
+		url            func(srv *redistest.Server, password string) string
+		wantLog        string // what the log must say instead
 	}{
 		{"wrong password", secret, func(srv *redistest.Server, pw string) string {
 			apiUser(srv, "right")
@@ -356,10 +350,7 @@ func TestPasswordNeverShown(t *testing.T) {
 		}, "WRONGPASS"},
 		// rueidis quotes no password today; a password that happens to be
 		// part of an error's text shows the log would cut it.
-		{"password inside an error's text", "refused", func(srv *redistest.Server, pw string) string {
-			srv.Stop()
-			return "redis://api:" + pw + "@" + srv.Addr
-		}, "connection [redacted]"},
+		{"password inside an error's text", "refused", func(srv *redistest.Server, pw string) string { srv.Stop(); return "redis://api:" + pw + "@" + srv.Addr }, "connection [redacted]"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

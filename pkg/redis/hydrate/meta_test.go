@@ -79,8 +79,7 @@ func TestMetaLoad(t *testing.T) {
 		{name: "a published meta and no apps", setup: published, want: []string{"hello"}},
 		{name: "no meta: no MySQL anywhere", apps: testApps, setup: func(testing.TB, *redistest.Server) {}},
 		{name: "an unreadable meta", apps: testApps, setup: func(t testing.TB, srv *redistest.Server) {
-			srv.MustDo("HSET", store.MetaKey, "v", "1", "read_ms", ms(base), "app_renames", "[]",
-				"repo_renames", "[]", "announcements", "{", "alerts", "[]")
+			srv.MustDo("HSET", store.MetaKey, "v", "1", "read_ms", ms(base), "app_renames", "[]", "repo_renames", "[]", "announcements", "{", "alerts", "[]")
 		}},
 		{name: "without WithMeta, not read", apps: testApps, noMeta: true, setup: published},
 		{name: "without WithMeta and no apps", noMeta: true, setup: func(testing.TB, *redistest.Server) {}},
@@ -126,9 +125,7 @@ func TestMetaNeverGoesBack(t *testing.T) {
 		want  []string // every meta the sink got so far
 	}{
 		{"a newer read", func() { putMeta(t, pub, announcing("v2"), base.Add(time.Minute)) }, []string{"v1", "v2"}},
-		{"an older read written over the guard", func() {
-			srv.MustDo("HSET", store.MetaKey, "read_ms", ms(base), "announcements", `[{"title":"old"}]`)
-		}, []string{"v1", "v2"}},
+		{"an older read written over the guard", func() { srv.MustDo("HSET", store.MetaKey, "read_ms", ms(base), "announcements", `[{"title":"old"}]`) }, []string{"v1", "v2"}},
 		{"the hash deleted", func() { srv.MustDo("DEL", store.MetaKey) }, []string{"v1", "v2"}},
 		{"a newer read again", func() { putMeta(t, pub, announcing("v3"), base.Add(2*time.Minute)) }, []string{"v1", "v2", "v3"}},
 		{"an empty newer read", func() { putMeta(t, pub, release.Bulletin{}, base.Add(3*time.Minute)) }, []string{"v1", "v2", "v3", ""}},

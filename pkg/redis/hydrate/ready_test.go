@@ -139,11 +139,7 @@ func TestReadyDuringAnOutage(t *testing.T) {
 		name string
 		url  func(t *testing.T) string
 	}{
-		{"connection refused", func(t *testing.T) string {
-			srv := redistest.Start(t)
-			srv.Stop()
-			return srv.URL()
-		}},
+		{"connection refused", func(t *testing.T) string { srv := redistest.Start(t); srv.Stop(); return srv.URL() }},
 		{"a silent Redis (timeouts)", func(t *testing.T) string { return fakeredis.StartSilent(t).URL() }},
 	}
 	for _, tt := range tests {
