@@ -102,22 +102,17 @@ func startNginx(t testing.TB, pods []*proc) *cache {
 			t.Fatalf("nginx exited: %v\n%s", p.err, p.logs)
 		default:
 		}
-		_, err := c.ask("/healthz")
+		_, err := ask(c.base + "/healthz")
 		return err == nil
 	})
 	return c
 }
 
-// ask sends GET path to the cache with the header pairs given, and keeps a
-// redirect as the answer.
-func (c *cache) ask(path string, header ...string) (answer, error) {
-	return ask(c.base+path, header...)
-}
-
-// get asks the cache and fails the test on a transport error.
+// get asks the cache, keeping a redirect as the answer, and fails the test
+// on a transport error.
 func (c *cache) get(t testing.TB, path string, header ...string) answer {
 	t.Helper()
-	a, err := c.ask(path, header...)
+	a, err := ask(c.base+path, header...)
 	if err != nil {
 		t.Fatalf("cache GET %s: %v", path, err)
 	}

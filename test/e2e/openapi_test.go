@@ -1,8 +1,6 @@
 package e2e
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"maps"
 	"net/http"
@@ -12,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/storytold/craft-releases/pkg/release"
 	"github.com/storytold/craft-releases/test/fakegithub"
 	"github.com/storytold/craft-releases/test/fakeredis"
 	"github.com/storytold/craft-releases/test/openapitest"
@@ -111,13 +108,6 @@ func TestOpenAPI(t *testing.T) {
 // records its status in seen.
 func askAll(t *testing.T, doc *openapitest.Doc, seen map[string]map[string]bool, port, name, base string) {
 	t.Helper()
-	// A transport of our own, so Go neither adds Accept-Encoding nor
-	// decompresses: the answers are checked as sent.
-	client := &http.Client{
-		Transport: &http.Transport{DisableCompression: true},
-		// A redirect is an answer to check, not to follow.
-		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
-	}
 	ask := func(op string, r openapitest.Request, acceptEncoding, ifNoneMatch string) *http.Response {
 		method, _, _ := strings.Cut(op, " ")
 		req := openapitest.NewRequest(t, method, base, r)
@@ -127,7 +117,7 @@ func askAll(t *testing.T, doc *openapitest.Doc, seen map[string]map[string]bool,
 		if ifNoneMatch != "" {
 			req.Header.Set("If-None-Match", ifNoneMatch)
 		}
-		res, err := client.Do(req)
+		res, err := testkit.Client.Do(req) // the answer as sent: no Accept-Encoding added, no redirect followed
 		if err != nil {
 			t.Fatalf("%s: %s %s: %v", name, method, r.Target, err)
 		}
@@ -163,14 +153,8 @@ const signedBundleSig = "dW50cnVzdGVkIGNvbW1lbnQ6IHNpZ25hdHVyZSBmcm9tIG1pbmlzaWd
 func withSignedBundle(repo string, r fakegithub.Release) fakegithub.Release {
 	_, project, _ := strings.Cut(repo, "/")
 	name := project + "_" + strings.TrimPrefix(r.TagName, "v") + "_x64-setup.exe"
-	for i, a := range []fakegithub.Asset{{Name: name, Size: 1 << 20}, {Name: name + ".sig", Content: []byte(signedBundleSig)}} {
-		a.ID, a.State, a.ContentType = int64(5000+i), "uploaded", "application/octet-stream"
-		a.BrowserDownloadURL = release.DownloadURL(repo, r.TagName, a.Name)
-		if a.Content != nil {
-			a.Size = int64(len(a.Content))
-		}
-		r.Assets = append(r.Assets, a)
-	}
+	r.Assets = append(r.Assets, tauriAsset(repo, r.TagName, 5000, name, make([]byte, 1<<20), nil),
+		tauriAsset(repo, r.TagName, 5001, name+".sig", []byte(signedBundleSig), []byte(signedBundleSig)))
 	return r
 }
 
@@ -180,10 +164,7 @@ func withSignedBundle(repo string, r fakegithub.Release) fakegithub.Release {
 func withUpdaterFiles(repo string, r fakegithub.Release) fakegithub.Release {
 	for i, name := range slices.Sorted(maps.Keys(openapitest.UpdaterFiles)) {
 		body := []byte(openapitest.UpdaterFiles[name])
-		sum := sha256.Sum256(body)
-		r.Assets = append(r.Assets, fakegithub.Asset{ID: int64(6000 + i), Name: name, State: "uploaded", ContentType: "application/octet-stream",
-			Size: int64(len(body)), Digest: "sha256:" + hex.EncodeToString(sum[:]), Content: body,
-			BrowserDownloadURL: release.DownloadURL(repo, r.TagName, name)})
+		r.Assets = append(r.Assets, tauriAsset(repo, r.TagName, int64(6000+i), name, body, body))
 	}
 	return r
 }

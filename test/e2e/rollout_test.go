@@ -48,22 +48,21 @@ func TestReleaseControl(t *testing.T) {
 		}
 		return false
 	}
-	verb := func(args ...string) string {
+	verb := func(args ...string) {
 		t.Helper()
 		cmd := exec.Command(binary(t, "poller"), args...)
 		cmd.Env = os.Environ()
 		for k, v := range env {
 			cmd.Env = append(cmd.Env, k+"="+v)
 		}
-		out, err := cmd.CombinedOutput()
-		if err != nil {
+		if out, err := cmd.CombinedOutput(); err != nil {
 			t.Fatalf("poller %s: %v\n%s", strings.Join(args, " "), err, out)
 		}
-		return string(out)
 	}
 	verb("migrate")
-	startPollers(t, 2, env)
-	pods := startPods(t, 2, podEnv(rs.URL(), apps))
+	d := deployment{gh: gh, url: rs.URL(), apps: apps, pollerEnv: env}
+	d.pollers(t, 2)
+	pods := d.pods(t, 2)
 	waitTags(t, map[string]string{"photocraft": "v2.0.0"}, pods...)
 
 	for i, step := range []struct {

@@ -38,8 +38,8 @@ func TestReleaseReachesEveryPod(t *testing.T) {
 	gh := fakegithub.New(t)
 	want := publishFirst(gh)
 	rs := redistest.Start(t)
-	pollers := startPollers(t, 2, pollerEnv(gh, rs.URL(), testAppsEnv))
-	pods := startPods(t, 2, podEnv(rs.URL(), testAppsEnv))
+	d := deployment{gh: gh, url: rs.URL(), apps: testAppsEnv}
+	pollers, pods := d.pollers(t, 2), d.pods(t, 2)
 	waitTags(t, want, pods...)
 
 	gh.Publish(photocraft, fakegithub.NewRelease(photocraft, "v1.1.0"))

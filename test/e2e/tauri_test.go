@@ -90,9 +90,9 @@ type minisignKey struct {
 	pubkey   string // the base64 of the public-key file: tauri.conf.json's pubkey
 }
 
-// runMinisign runs the minisign binary with args in dir and returns its
-// output and how it ended. A missing binary fails the test.
-func runMinisign(t testing.TB, dir string, args ...string) ([]byte, error) {
+// minisign runs the minisign binary with args in dir; its error holds the
+// output. A missing binary fails the test.
+func minisign(t testing.TB, dir string, args ...string) error {
 	t.Helper()
 	bin, err := exec.LookPath("minisign")
 	if err != nil {
@@ -100,22 +100,19 @@ func runMinisign(t testing.TB, dir string, args ...string) ([]byte, error) {
 	}
 	cmd := exec.Command(bin, args...)
 	cmd.Dir = dir
-	return cmd.CombinedOutput()
-}
-
-// mustMinisign is runMinisign failing the test unless minisign exits 0.
-func mustMinisign(t testing.TB, dir string, args ...string) {
-	t.Helper()
-	if out, err := runMinisign(t, dir, args...); err != nil {
-		t.Fatalf("minisign %s: %v\n%s", strings.Join(args, " "), err, out)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("minisign %s: %w\n%s", strings.Join(args, " "), err, out)
 	}
+	return nil
 }
 
 func newMinisignKey(t testing.TB) minisignKey {
 	t.Helper()
 	dir := t.TempDir()
 	k := minisignKey{pub: filepath.Join(dir, "pub"), sec: filepath.Join(dir, "sec")}
-	mustMinisign(t, dir, "-G", "-W", "-p", k.pub, "-s", k.sec)
+	if err := minisign(t, dir, "-G", "-W", "-p", k.pub, "-s", k.sec); err != nil {
+		t.Fatal(err)
+	}
 	b, err := os.ReadFile(k.pub)
 	if err != nil {
 		t.Fatal(err)
@@ -148,7 +145,9 @@ func newSignedRelease(t testing.TB, repo, tag string, firstID int64, key minisig
 		if err := os.WriteFile(file, data, 0o600); err != nil {
 			t.Fatal(err)
 		}
-		mustMinisign(t, dir, "-S", "-s", key.sec, "-m", file, "-x", file+".minisig")
+		if err := minisign(t, dir, "-S", "-s", key.sec, "-m", file, "-x", file+".minisig"); err != nil {
+			t.Fatal(err)
+		}
 		box, err := os.ReadFile(file + ".minisig")
 		if err != nil {
 			t.Fatal(err)
@@ -279,8 +278,8 @@ func checkBundle(t testing.TB, what string, s signedRelease, key minisignKey, ra
 	if err := os.WriteFile(sigFile, box, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if out, err := runMinisign(t, filepath.Dir(sigFile), "-V", "-p", key.pub, "-m", file, "-x", sigFile); err != nil {
-		t.Errorf("%s: minisign -V of %s with the served signature: %v\n%s", what, name, err, out)
+	if err := minisign(t, filepath.Dir(sigFile), "-V", "-p", key.pub, "-m", file, "-x", sigFile); err != nil {
+		t.Errorf("%s: %s with the served signature: %v", what, name, err)
 	}
 }
 
@@ -312,13 +311,6 @@ func checkNotFound(t testing.TB, p *proc, path, want string) {
 	}
 }
 
-// tauriEnv adds the tag prefix and the public keys to env.
-func tauriEnv(env map[string]string, pubkeys string) map[string]string {
-	env["CRAFT_APPS_RELEASE_TAG_PREFIXES"] = tauriPrefixes
-	env["CRAFT_APPS_RELEASE_TAURI_PUBKEYS"] = pubkeys
-	return env
-}
-
 // newTauriGitHub returns a fake GitHub whose quota leaves one request a
 // second for each app unpaced.
 func newTauriGitHub(t testing.TB) *fakegithub.Server {
@@ -341,11 +333,11 @@ func TestTauriStandalone(t *testing.T) {
 	forged := newSignedRelease(t, photocraft, "v1.2.0", 7000, other, "PhotoCraft_1.2.0_x64-setup.exe", "PhotoCraft_1.2.0_amd64.AppImage")
 	gh.Publish(photocraft, forged.rel)
 
-	env := tauriEnv(standaloneEnv(gh, tauriApps), "artcraft="+key.pubkey+", photocraft="+key.pubkey)
-	env["CRAFT_APPS_RELEASE_POLL_INTERVAL_SECS"], env["CRAFT_APPS_RELEASE_TICK_SECS"] = "1", "1"
-	bin := binary(t, "api")
+	d := deployment{gh: gh, apps: tauriApps, podEnv: map[string]string{"CRAFT_APPS_RELEASE_POLL_INTERVAL_SECS": "1", "CRAFT_APPS_RELEASE_TICK_SECS": "1",
+		"CRAFT_APPS_RELEASE_TAG_PREFIXES": tauriPrefixes, "CRAFT_APPS_RELEASE_TAURI_PUBKEYS": "artcraft=" + key.pubkey + ", photocraft=" + key.pubkey}}
+	binary(t, "api") // built before the clock starts
 	began := time.Now()
-	api := start(t, "api-standalone", bin, env)
+	api := d.pods(t, 1)[0]
 	testkit.Eventually(t, "the feed serves artcraft 0.41.0", func() bool { return serves(t, api, "artcraft", "0.41.0") })
 	t.Logf("the feed served every bundle of artcraft-v0.41.0 %v after the process started", time.Since(began).Round(time.Millisecond))
 

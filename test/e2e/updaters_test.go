@@ -334,12 +334,11 @@ func TestUpdatersStandalone(t *testing.T) {
 	gh.Publish(photocraft, photo.release())
 	gh.SetList(photocraft, photoPre.release(), photo.release())
 
-	env := standaloneEnv(gh, testAppsEnv)
-	env["CRAFT_APPS_RELEASE_POLL_INTERVAL_SECS"], env["CRAFT_APPS_RELEASE_TICK_SECS"] = "1", "1"
-	env["CRAFT_APPS_RELEASE_PRERELEASE_APPS"] = "photocraft"
-	bin := binary(t, "api")
+	d := deployment{gh: gh, apps: testAppsEnv, podEnv: map[string]string{"CRAFT_APPS_RELEASE_POLL_INTERVAL_SECS": "1",
+		"CRAFT_APPS_RELEASE_TICK_SECS": "1", "CRAFT_APPS_RELEASE_PRERELEASE_APPS": "photocraft"}}
+	binary(t, "api") // built before the clock starts
 	began := time.Now()
-	api := start(t, "api-standalone", bin, env)
+	api := d.pods(t, 1)[0]
 	testkit.Eventually(t, "every feed serves filmcraft v1.2.0", func() bool {
 		return servesFiles(t, api, "filmcraft", "", film, film.companions...)
 	})
