@@ -70,16 +70,20 @@ func median(xs []float64) float64 {
 // the fake GitHub makes (11 assets, notes) written as a poller writes it,
 // and pods serving them.
 type splitStack struct {
-	store *store.Store
-	pods  []*proc
-	base  time.Time // fetch time of the first writes
+	store   *store.Store
+	pods    []*proc
+	base    time.Time           // fetch time of the first writes
+	rels    [2]*release.Release // photocraft's, in turns
+	changes int                 // writes of photocraft so far
+	etags   []string            // what each pod serves
 }
 
 // newSplitStack starts the stack on the Redis at url, of any topology, on
 // TLS with ca's certificates when ca is not nil.
 func newSplitStack(b *testing.B, url string, ca *redistest.CA, pods int) *splitStack {
 	b.Helper()
-	st := &splitStack{base: time.Now().Truncate(time.Millisecond)}
+	st := &splitStack{base: time.Now().Truncate(time.Millisecond),
+		rels: [2]*release.Release{fakeRelease(b, photocraft, "v2.0.0"), fakeRelease(b, photocraft, "v2.0.1")}}
 	d := deployment{url: url}
 	var tlsCfg *tls.Config
 	if ca != nil {
@@ -87,37 +91,51 @@ func newSplitStack(b *testing.B, url string, ca *redistest.CA, pods int) *splitS
 	}
 	st.store = newStore(b, url, tlsCfg)
 	for i, a := range config.DefaultApps() {
-		e := release.Entry{FetchedAt: st.base, ETag: fmt.Sprintf(`"%s-%d"`, a.Key, i), Release: fakeRelease(b, a.Repo, fmt.Sprintf("v1.%d.0", i))}
-		if ok, err := st.store.PutFetch(context.Background(), a.Key, e); err != nil || !ok {
-			b.Fatalf("put fetch %s: written %v, %v", a.Key, ok, err)
-		}
+		st.put(b, a.Key, release.Entry{FetchedAt: st.base, ETag: fmt.Sprintf(`"%s-%d"`, a.Key, i), Release: fakeRelease(b, a.Repo, fmt.Sprintf("v1.%d.0", i))})
 	}
 	st.pods = d.pods(b, pods)
 	for _, p := range st.pods {
 		testkit.Eventually(b, p.name+" serves every app", p.warm)
+		st.etags = append(st.etags, p.get(b).header.Get("ETag"))
 	}
 	return st
 }
 
-// publish writes a new fetch of photocraft, the n-th since the stack
-// started, as a poller does.
-func (st *splitStack) publish(b *testing.B, n int, rels [2]*release.Release) {
-	b.Helper()
-	e := release.Entry{FetchedAt: st.base.Add(time.Duration(n) * time.Millisecond), ETag: `"photocraft-` + strconv.Itoa(n) + `"`, Release: rels[n%2]}
-	if ok, err := st.store.PutFetch(context.Background(), "photocraft", e); err != nil || !ok {
-		b.Fatalf("put fetch %d: written %v, %v", n, ok, err)
+func (st *splitStack) put(b *testing.B, app string, e release.Entry) {
+	if ok, err := st.store.PutFetch(context.Background(), app, e); err != nil || !ok {
+		b.Fatalf("put fetch %s: written %v, %v", app, ok, err)
 	}
 }
 
-func photocraftReleases(b *testing.B) [2]*release.Release {
-	return [2]*release.Release{fakeRelease(b, photocraft, "v2.0.0"), fakeRelease(b, photocraft, "v2.0.1")}
+// change writes a new fetch of photocraft as a poller does, and returns how
+// long from the call that writes it to every pod serving a new ETag (each
+// pod asked in a tight loop with If-None-Match of the ETag it served).
+func (st *splitStack) change(b *testing.B) time.Duration {
+	b.Helper()
+	st.changes++
+	n, began := st.changes, time.Now()
+	st.put(b, "photocraft", release.Entry{FetchedAt: st.base.Add(time.Duration(n) * time.Millisecond), ETag: `"photocraft-` + strconv.Itoa(n) + `"`, Release: st.rels[n%2]})
+	for i, p := range st.pods {
+		for {
+			a, err := ask(p.base+infoPath, "If-None-Match", st.etags[i])
+			if err != nil {
+				b.Fatalf("%s: %v", p.name, err)
+			}
+			if a.status == http.StatusOK {
+				st.etags[i] = a.header.Get("ETag")
+				break
+			}
+			if time.Since(began) > waitFor {
+				b.Fatalf("%s still served ETag %s after %v", p.name, st.etags[i], waitFor)
+			}
+		}
+	}
+	return time.Since(began)
 }
 
-// BenchmarkPropagation times, for each guarded write of a new photocraft
-// fetch, from the call that writes it to both pods serving a new ETag (each
-// pod asked in a tight loop with If-None-Match of the ETag it served), on a
-// single server and on a Cluster of 3 primaries with a replica each, in
-// plain text and on TLS.
+// BenchmarkPropagation times each change of the split stack (the write to
+// every pod serving it), on a single server and on a Cluster of 3 primaries
+// with a replica each, in plain text and on TLS.
 func BenchmarkPropagation(b *testing.B) {
 	b.Run("single", func(b *testing.B) { propagation(b, newSplitStack(b, redistest.Start(b).URL(), nil, 2)) })
 	b.Run("cluster", func(b *testing.B) { propagation(b, newSplitStack(b, redistest.StartCluster(b, 3, 1).URL(), nil, 2)) })
@@ -128,17 +146,9 @@ func BenchmarkPropagation(b *testing.B) {
 }
 
 func propagation(b *testing.B, st *splitStack) {
-	rels := photocraftReleases(b)
-	old := etags(b, st.pods)
 	var samples []time.Duration
-	n := 0
 	for b.Loop() {
-		n++
-		began := time.Now()
-		st.publish(b, n, rels)
-		var took []time.Duration
-		took, old = changedETags(b, began, old, st.pods...)
-		samples = append(samples, slices.Max(took))
+		samples = append(samples, st.change(b))
 	}
 	slices.Sort(samples)
 	p50, p99, most := percentile(samples, 50), percentile(samples, 99), samples[len(samples)-1]
@@ -147,30 +157,6 @@ func propagation(b *testing.B, st *splitStack) {
 	b.ReportMetric(ms(p99), "p99-ms")
 	b.ReportMetric(ms(most), "max-ms")
 	b.Logf("%d writes: from the guarded write to both pods serving it, p50 %v, p99 %v, max %v", len(samples), p50, p99, most)
-}
-
-// changedETags waits until every pod serves a plain ETag other than old[i]
-// and returns how long each took since from and the new ETags.
-func changedETags(tb testing.TB, from time.Time, old []string, pods ...*proc) ([]time.Duration, []string) {
-	tb.Helper()
-	took := make([]time.Duration, len(pods))
-	now := make([]string, len(pods))
-	for i, p := range pods {
-		for {
-			a, err := ask(p.base+infoPath, "If-None-Match", old[i])
-			if err != nil {
-				tb.Fatalf("%s: %v", p.name, err)
-			}
-			if a.status == http.StatusOK {
-				took[i], now[i] = time.Since(from), a.header.Get("ETag")
-				break
-			}
-			if time.Since(from) > waitFor {
-				tb.Fatalf("%s still served ETag %s after %v", p.name, old[i], waitFor)
-			}
-		}
-	}
-	return took, now
 }
 
 // BenchmarkThroughput measures requests per second of one pod's endpoint,
@@ -253,35 +239,27 @@ func throughput(b *testing.B, pod *proc, perRun, warmRun int) {
 func BenchmarkRedisLoad(b *testing.B) {
 	rs := redistest.Start(b)
 	st := newSplitStack(b, rs.URL(), nil, 2)
-	rels := photocraftReleases(b)
 	const perPod = 20_000
 	const changes = 200
 	var during, idle, onChange map[string]int64
-	var requests, writes int
+	var requests int
 	for b.Loop() {
-		before := redisCalls(b, rs.Addr)
-		began := time.Now()
-		for _, p := range st.pods {
-			load(b, p, loadConns, perPod/2, false)
-			load(b, p, loadConns, perPod/2, true)
-		}
-		window := time.Since(began)
-		during = delta(before, redisCalls(b, rs.Addr))
-		requests += len(st.pods) * perPod
-
-		before = redisCalls(b, rs.Addr)
-		time.Sleep(window)
-		idle = delta(before, redisCalls(b, rs.Addr))
-
-		old := etags(b, st.pods)
-		before = redisCalls(b, rs.Addr)
-		for range changes {
-			writes++
+		var window time.Duration
+		during = redisCalls(b, rs.Addr, func() {
 			began := time.Now()
-			st.publish(b, writes, rels)
-			_, old = changedETags(b, began, old, st.pods...)
-		}
-		onChange = delta(before, redisCalls(b, rs.Addr))
+			for _, p := range st.pods {
+				load(b, p, loadConns, perPod/2, false)
+				load(b, p, loadConns, perPod/2, true)
+			}
+			window = time.Since(began)
+		})
+		requests += len(st.pods) * perPod
+		idle = redisCalls(b, rs.Addr, func() { time.Sleep(window) })
+		onChange = redisCalls(b, rs.Addr, func() {
+			for range changes {
+				st.change(b)
+			}
+		})
 	}
 	// The writer's guarded write: the script and the commands it runs.
 	writer := []string{"evalsha", "eval", "script|load", "type", "hmget", "hset", "pexpire", "del"}
@@ -306,19 +284,6 @@ func scaleApps(gh *fakegithub.Server, n int) string {
 		entries[i] = fmt.Sprintf("craft-%04d=Craft %d=%s", i, i, repo)
 	}
 	return strings.Join(entries, ",")
-}
-
-// standaloneEnv is the environment of an API that polls gh itself with a
-// token, every app due at once and no spacing between requests.
-func standaloneEnv(gh *fakegithub.Server, apps string) map[string]string {
-	return map[string]string{
-		"CRAFT_APPS_RELEASE_APPS":                apps,
-		"CRAFT_APPS_RELEASE_GITHUB_API_URL":      gh.URL(),
-		"CRAFT_APPS_RELEASE_GITHUB_TOKEN":        "e2e-scale-token",
-		"CRAFT_APPS_RELEASE_STARTUP_JITTER_SECS": "0",
-		"CRAFT_APPS_RELEASE_REQUEST_SPACING_MS":  "0",
-		"SHUTDOWN_TIMEOUT_SECS":                  "5",
-	}
 }
 
 // warm reports whether p's full answer is cached as warm: every app was
@@ -365,7 +330,7 @@ func scale(b *testing.B, split bool) {
 				if split {
 					rs = redistest.Start(b)
 					empty, d.url = redisInt(b, rs.Addr, "memory", "used_memory"), rs.URL()
-					d.pollerEnv = map[string]string{"CRAFT_APPS_RELEASE_GITHUB_TOKEN": "e2e-scale-token", "CRAFT_APPS_RELEASE_POLL_INTERVAL_SECS": "120"}
+					d.pollerEnv = map[string]string{"CRAFT_APPS_RELEASE_POLL_INTERVAL_SECS": "120"}
 					poller = d.pollers(b, 1)[0]
 					clients = redisInt(b, rs.Addr, "clients", "connected_clients")
 				}
@@ -415,32 +380,32 @@ func redisInt(b *testing.B, addr, section, field string) int64 {
 	return v
 }
 
-// redisCalls returns the calls of every command Redis counted (INFO
-// commandstats), by name as Redis spells it ("hgetall", "client|caching").
-func redisCalls(t testing.TB, addr string) map[string]int64 {
-	t.Helper()
-	info, err := redistest.Info(addr, "commandstats")
-	if err != nil {
-		t.Fatalf("info commandstats: %v", err)
-	}
-	calls := make(map[string]int64)
-	for k, v := range info {
-		name, ok := strings.CutPrefix(k, "cmdstat_")
-		n, _, _ := strings.Cut(strings.TrimPrefix(v, "calls="), ",")
-		c, err := strconv.ParseInt(n, 10, 64)
-		if !ok || err != nil {
-			t.Fatalf("info commandstats: %s:%s", k, v)
+// redisCalls returns the calls of each command Redis counted (INFO
+// commandstats, by name as Redis spells it: "hgetall", "client|caching")
+// while during ran, leaving out the INFO calls that measured it.
+func redisCalls(b *testing.B, addr string, during func()) map[string]int64 {
+	b.Helper()
+	calls := func() map[string]int64 {
+		info, err := redistest.Info(addr, "commandstats")
+		if err != nil {
+			b.Fatalf("info commandstats: %v", err)
 		}
-		calls[name] = c
+		calls := make(map[string]int64)
+		for k, v := range info {
+			name, ok := strings.CutPrefix(k, "cmdstat_")
+			n, _, _ := strings.Cut(strings.TrimPrefix(v, "calls="), ",")
+			c, err := strconv.ParseInt(n, 10, 64)
+			if !ok || err != nil {
+				b.Fatalf("info commandstats: %s:%s", k, v)
+			}
+			calls[name] = c
+		}
+		return calls
 	}
-	return calls
-}
-
-// delta returns after − before for every command that changed, leaving out
-// the INFO calls that measured it.
-func delta(before, after map[string]int64) map[string]int64 {
+	before := calls()
+	during()
 	d := make(map[string]int64)
-	for name, n := range after {
+	for name, n := range calls() {
 		if name != "info" && n != before[name] {
 			d[name] = n - before[name]
 		}

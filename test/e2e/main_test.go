@@ -132,40 +132,48 @@ func start(t testing.TB, name, path string, env map[string]string) *proc {
 }
 
 // deployment is the fleet a test or a benchmark runs: pollers asking the
-// fake GitHub and writing to a Redis of any topology, and pods reading it,
-// or, without a Redis, pods polling GitHub themselves.
+// fake GitHub each second and writing to a Redis of any topology, and pods
+// reading it, or, without a Redis, pods polling GitHub themselves with a
+// token; every app due at once, no spacing between requests.
 type deployment struct {
 	gh                *fakegithub.Server
 	url, caFile       string            // the Redis ("": standalone pods), REDIS_TLS_CA_FILE for rediss://
 	apps              string            // CRAFT_APPS_RELEASE_APPS; "" for the default apps
-	pollerEnv, podEnv map[string]string // set over each one's defaults
+	pollerEnv, podEnv map[string]string // set over each one's defaults; "" unsets
 }
 
-// pollers starts n pollers of d.
-func (d deployment) pollers(t testing.TB, n int) []*proc {
-	t.Helper()
-	return d.start(t, "poller", n, pollerEnv(d.gh, d.url, d.apps), d.pollerEnv)
-}
-
-// pods starts n API pods of d.
-func (d deployment) pods(t testing.TB, n int) []*proc {
-	t.Helper()
-	if d.url == "" {
-		return d.start(t, "api", n, standaloneEnv(d.gh, d.apps), d.podEnv)
+// env is the environment of a cmd/<kind> of d.
+func (d deployment) env(kind string) map[string]string {
+	env := map[string]string{"REDIS_URL": d.url, "REDIS_TLS_CA_FILE": d.caFile, "CRAFT_APPS_RELEASE_APPS": d.apps, "SHUTDOWN_TIMEOUT_SECS": "5"}
+	extra := d.podEnv
+	switch {
+	case kind == "poller":
+		env["CRAFT_APPS_RELEASE_POLL_INTERVAL_SECS"], env["CRAFT_APPS_RELEASE_TICK_SECS"], extra = "1", "1", d.pollerEnv
+	case d.url == "":
+		env["CRAFT_APPS_RELEASE_GITHUB_TOKEN"] = "e2e-token"
+	default:
+		env["CRAFT_APPS_HYDRATE_TIMEOUT_SECS"] = "10"
 	}
-	return d.start(t, "api", n, podEnv(d.url, d.apps), d.podEnv)
-}
-
-// start starts n processes of cmd/<kind>, named kind-1 and on.
-func (d deployment) start(t testing.TB, kind string, n int, env, extra map[string]string) []*proc {
-	t.Helper()
+	if kind == "poller" || d.url == "" {
+		env["CRAFT_APPS_RELEASE_GITHUB_API_URL"] = d.gh.URL()
+		env["CRAFT_APPS_RELEASE_STARTUP_JITTER_SECS"], env["CRAFT_APPS_RELEASE_REQUEST_SPACING_MS"] = "0", "0"
+	}
 	maps.Copy(env, extra)
-	if d.caFile != "" {
-		env["REDIS_TLS_CA_FILE"] = d.caFile
-	}
+	maps.DeleteFunc(env, func(_, v string) bool { return v == "" })
+	return env
+}
+
+// pollers starts n pollers of d, named poller-1 and on.
+func (d deployment) pollers(t testing.TB, n int) []*proc { return d.start(t, "poller", n) }
+
+// pods starts n API pods of d, named api-1 and on.
+func (d deployment) pods(t testing.TB, n int) []*proc { return d.start(t, "api", n) }
+
+func (d deployment) start(t testing.TB, kind string, n int) []*proc {
+	t.Helper()
 	procs := make([]*proc, n)
 	for i := range procs {
-		procs[i] = start(t, fmt.Sprintf("%s-%d", kind, i+1), binary(t, kind), env)
+		procs[i] = start(t, fmt.Sprintf("%s-%d", kind, i+1), binary(t, kind), d.env(kind))
 	}
 	return procs
 }
@@ -370,34 +378,6 @@ var (
 	}
 	testAppsEnv = "photocraft=PhotoCraft=storytold/photocraft, vectorcraft=VectorCraft=storytold/vectorcraft, filmcraft=FilmCraft=storytold/filmcraft"
 )
-
-// podEnv is the environment of an API pod in split mode.
-func podEnv(redisURL, apps string) map[string]string {
-	env := map[string]string{
-		"REDIS_URL":                       redisURL,
-		"CRAFT_APPS_HYDRATE_TIMEOUT_SECS": "10",
-		"SHUTDOWN_TIMEOUT_SECS":           "5",
-	}
-	if apps != "" {
-		env["CRAFT_APPS_RELEASE_APPS"] = apps
-	}
-	return env
-}
-
-// pollerEnv is the environment of a poller that asks gh about every app
-// each second.
-func pollerEnv(gh *fakegithub.Server, redisURL, apps string) map[string]string {
-	return map[string]string{
-		"REDIS_URL":                              redisURL,
-		"CRAFT_APPS_RELEASE_APPS":                apps,
-		"CRAFT_APPS_RELEASE_GITHUB_API_URL":      gh.URL(),
-		"CRAFT_APPS_RELEASE_POLL_INTERVAL_SECS":  "1",
-		"CRAFT_APPS_RELEASE_TICK_SECS":           "1",
-		"CRAFT_APPS_RELEASE_STARTUP_JITTER_SECS": "0",
-		"CRAFT_APPS_RELEASE_REQUEST_SPACING_MS":  "0",
-		"SHUTDOWN_TIMEOUT_SECS":                  "5",
-	}
-}
 
 // newStore returns a Store on the poller's own kind of connection to the
 // Redis at url, trusting tlsCfg's CA for rediss:// (nil: the system's), to

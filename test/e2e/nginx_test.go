@@ -62,11 +62,10 @@ type cache struct {
 // whose binary is in /usr/sbin, which a user's PATH may lack.
 func nginxPath(t testing.TB) string {
 	t.Helper()
-	if p, err := exec.LookPath("nginx"); err == nil {
-		return p
-	}
-	if _, err := os.Stat("/usr/sbin/nginx"); err == nil {
-		return "/usr/sbin/nginx"
+	for _, name := range []string{"nginx", "/usr/sbin/nginx"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
 	}
 	t.Fatal("nginx not found (the test task installs it: apt-get install nginx)")
 	return ""

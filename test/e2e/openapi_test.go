@@ -29,12 +29,9 @@ import (
 func TestOpenAPI(t *testing.T) {
 	t.Parallel()
 	silent := fakeredis.StartSilent(t)
-	coldEnv := podEnv(silent.URL(), testAppsEnv)
-	coldEnv["CRAFT_APPS_HYDRATE_TIMEOUT_SECS"] = "600"
-	coldEnv["METRICS_ADDR"] = testkit.FreeAddr(t)
-	// The webhook's deliveries cannot be recorded on a silent Redis: 503.
-	coldEnv["CRAFT_APPS_RELEASE_WEBHOOK_SECRET"] = openapitest.WebhookSecret
-	coldPod := start(t, "api-cold", binary(t, "api"), coldEnv)
+	cold := deployment{gh: fakegithub.New(t), url: silent.URL(), apps: testAppsEnv, podEnv: map[string]string{"CRAFT_APPS_HYDRATE_TIMEOUT_SECS": "600",
+		"CRAFT_APPS_RELEASE_WEBHOOK_SECRET": openapitest.WebhookSecret}} // whose deliveries cannot be recorded on a silent Redis: 503
+	coldPod := cold.pods(t, 1)[0]
 
 	served, err := ask(coldPod.base + "/openapi.json")
 	if err != nil || served.status != http.StatusOK || served.header.Get("Content-Type") != "application/json" {
@@ -45,10 +42,10 @@ func TestOpenAPI(t *testing.T) {
 
 	// A poller's start-up load from a silent Redis takes its Redis timeout
 	// (5 s): until then it is not ready.
-	coldPoller := start(t, "poller-cold", binary(t, "poller"), pollerEnv(fakegithub.New(t), silent.URL(), testAppsEnv))
+	coldPoller := cold.pollers(t, 1)[0]
 	askAll(t, doc, seen, "poller", coldPoller.name, coldPoller.base)
 	askAll(t, doc, seen, "api", coldPod.name, coldPod.base)
-	askAll(t, doc, seen, "api-metrics", coldPod.name, "http://"+coldEnv["METRICS_ADDR"])
+	askAll(t, doc, seen, "api-metrics", coldPod.name, metricsBase(t, coldPod))
 
 	// The warm deployment has pre-release channels: one pre-release
 	// served, one null, one app without the key.
@@ -57,14 +54,9 @@ func TestOpenAPI(t *testing.T) {
 	gh.Publish(photocraft, withUpdaterFiles(photocraft, withSignedBundle(photocraft, fakegithub.NewRelease(photocraft, "v1.0.0"))))
 	publishChannels(gh)
 	rs := redistest.Start(t)
-	pollerEnv := pollerEnv(gh, rs.URL(), testAppsEnv)
-	pollerEnv["CRAFT_APPS_RELEASE_PRERELEASE_APPS"] = prereleaseApps
-	poller := start(t, "poller", binary(t, "poller"), pollerEnv)
-	env := podEnv(rs.URL(), testAppsEnv)
-	env["CRAFT_APPS_RELEASE_PRERELEASE_APPS"] = prereleaseApps
-	env["METRICS_ADDR"] = testkit.FreeAddr(t)
-	env["CRAFT_APPS_RELEASE_WEBHOOK_SECRET"] = "an-old-secret," + openapitest.WebhookSecret
-	pod := start(t, "api", binary(t, "api"), env)
+	d := deployment{gh: gh, url: rs.URL(), apps: testAppsEnv, pollerEnv: map[string]string{"CRAFT_APPS_RELEASE_PRERELEASE_APPS": prereleaseApps},
+		podEnv: map[string]string{"CRAFT_APPS_RELEASE_PRERELEASE_APPS": prereleaseApps, "CRAFT_APPS_RELEASE_WEBHOOK_SECRET": "an-old-secret," + openapitest.WebhookSecret}}
+	poller, pod := d.pollers(t, 1)[0], d.pods(t, 1)[0]
 	waitTags(t, want, pod)
 	testkit.Eventually(t, "the pod serves the pre-releases", func() bool {
 		return maps.Equal(channels(t, pod), map[string]string{"photocraft": "v1.1.0-beta.1", "vectorcraft": ""})
@@ -89,7 +81,7 @@ func TestOpenAPI(t *testing.T) {
 		return a.header.Get("ETag") == b.header.Get("ETag")
 	})
 	askAll(t, doc, seen, "api", pod.name, pod.base)
-	askAll(t, doc, seen, "api-metrics", pod.name, "http://"+env["METRICS_ADDR"])
+	askAll(t, doc, seen, "api-metrics", pod.name, metricsBase(t, pod))
 
 	for _, port := range []string{"api", "api-metrics", "poller"} {
 		for _, op := range doc.Operations(t, port) {

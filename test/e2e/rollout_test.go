@@ -33,11 +33,9 @@ func TestReleaseControl(t *testing.T) {
 	gh.Publish(repo, newer)
 	gh.SetList(repo, newer, older)
 	rs, cf := redistest.Start(t), fakecloudflare.Start(t)
-	env := pollerEnv(gh, rs.URL(), apps)
-	env["MYSQL_DSN"] = mariadbtest.Shared(t).NewDatabase(t).DSN()
 	const public = "https://releases.example.com"
-	env["CLOUDFLARE_API_TOKEN"], env["CLOUDFLARE_ZONE_ID"] = cfToken, cfZone
-	env["CLOUDFLARE_API_URL"], env["CRAFT_APPS_PUBLIC_URL"] = cf.URL(), public
+	d := deployment{gh: gh, url: rs.URL(), apps: apps, pollerEnv: map[string]string{"MYSQL_DSN": mariadbtest.Shared(t).NewDatabase(t).DSN(),
+		"CLOUDFLARE_API_TOKEN": cfToken, "CLOUDFLARE_ZONE_ID": cfZone, "CLOUDFLARE_API_URL": cf.URL(), "CRAFT_APPS_PUBLIC_URL": public}}
 	// purged reports whether Cloudflare was asked after since to purge the
 	// app's own answer.
 	purged := func(since time.Time) bool {
@@ -52,7 +50,7 @@ func TestReleaseControl(t *testing.T) {
 		t.Helper()
 		cmd := exec.Command(binary(t, "poller"), args...)
 		cmd.Env = os.Environ()
-		for k, v := range env {
+		for k, v := range d.env("poller") {
 			cmd.Env = append(cmd.Env, k+"="+v)
 		}
 		if out, err := cmd.CombinedOutput(); err != nil {
@@ -60,7 +58,6 @@ func TestReleaseControl(t *testing.T) {
 		}
 	}
 	verb("migrate")
-	d := deployment{gh: gh, url: rs.URL(), apps: apps, pollerEnv: env}
 	d.pollers(t, 2)
 	pods := d.pods(t, 2)
 	waitTags(t, map[string]string{"photocraft": "v2.0.0"}, pods...)

@@ -119,8 +119,13 @@ func runFailover(tb testing.TB, f failover) failoverFigures {
 
 	stopWatch := watchAnswers(pods)
 	var denied []string
+	readDenied := func(n *redistest.Server, when string) {
+		for _, l := range n.Denied() {
+			denied = append(denied, n.Addr+when+": "+l)
+		}
+	}
 	for _, n := range f.nodes {
-		denied = append(denied, prefixed(n.Addr+" before the kill: ", n.Denied())...)
+		readDenied(n, " before the kill")
 	}
 	killed := time.Now()
 	dead, promoted := f.kill(store.AppKey("photocraft"))
@@ -144,7 +149,7 @@ func runFailover(tb testing.TB, f failover) failoverFigures {
 	fig.bad, fig.answers = stopWatch()
 	for _, n := range f.nodes {
 		if n != dead {
-			denied = append(denied, prefixed(n.Addr+": ", n.Denied())...)
+			readDenied(n, "")
 		}
 	}
 	if len(denied) > 0 {
@@ -162,14 +167,6 @@ func withUser(tb testing.TB, rawURL, user, password string) string {
 	}
 	u.User = url.UserPassword(user, password)
 	return u.String()
-}
-
-func prefixed(prefix string, lines []string) []string {
-	out := make([]string, len(lines))
-	for i, l := range lines {
-		out[i] = prefix + l
-	}
-	return out
 }
 
 // invalidations is the sum of the pods' craft_api_invalidations_total.
