@@ -82,17 +82,13 @@ func TestBehindACache(t *testing.T) {
 	waitTags(t, want, pods...)
 	// The first fetch of each app changed what is served (from nothing):
 	// purged once each app. Then nothing until a release.
-	settled := func() int {
+	first := len(cf.Calls())
+	testkit.Eventually(t, "the first purges end", func() bool {
+		time.Sleep(2500 * time.Millisecond)
 		n := len(cf.Calls())
-		testkit.Eventually(t, "the first purges end", func() bool {
-			time.Sleep(2500 * time.Millisecond)
-			m := len(cf.Calls())
-			defer func() { n = m }()
-			return m == n
-		})
-		return n
-	}
-	first := settled()
+		defer func() { first = n }()
+		return n == first
+	})
 	t.Logf("purge calls for the first fetches of 3 apps by 2 pollers: %d", first)
 
 	// Warm answers are cached, per representation; the bytes a client gets

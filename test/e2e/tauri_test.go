@@ -22,7 +22,6 @@ import (
 
 	"github.com/storytold/craft-releases/pkg/release"
 	"github.com/storytold/craft-releases/test/fakegithub"
-	"github.com/storytold/craft-releases/test/testkit"
 )
 
 // The Tauri app of the feed's tests, with its tags as tauri-action makes
@@ -30,7 +29,6 @@ import (
 const (
 	artcraft       = "storytold/artcraft"
 	artcraftApp    = "artcraft=ArtCraft=storytold/artcraft"
-	tauriApps      = artcraftApp + ", photocraft=PhotoCraft=storytold/photocraft"
 	tauriPrefixes  = "artcraft=artcraft-v"
 	updatesPath    = "/v1/craft_apps/updates/"
 	tauriBundleLen = 64 << 10
@@ -308,53 +306,5 @@ func checkNotFound(t testing.TB, p *proc, path, want string) {
 	}
 	if a.status != http.StatusNotFound || json.Unmarshal(a.body, &e) != nil || e.Success == nil || *e.Success || e.Error != want {
 		t.Errorf("%s %s: %d %s, want 404 with the error %q", p.name, path, a.status, a.body, want)
-	}
-}
-
-// newTauriGitHub returns a fake GitHub whose quota leaves one request a
-// second for each app unpaced.
-func newTauriGitHub(t testing.TB) *fakegithub.Server {
-	gh := fakegithub.New(t)
-	gh.SetQuota(fakegithub.Quota{Limit: 1 << 20, Remaining: 1 << 20, Reset: time.Now().Add(time.Hour)})
-	return gh
-}
-
-// TestTauriStandalone runs the one-command default, cmd/api polling the fake
-// GitHub itself: every request of an updater gets its bundle with a
-// signature that minisign verifies against the bundle's bytes, and a
-// signature by another key than the app's, as configured, is never offered
-// while the app's release is served all the same.
-func TestTauriStandalone(t *testing.T) {
-	t.Parallel()
-	key, other := newMinisignKey(t), newMinisignKey(t)
-	gh := newTauriGitHub(t)
-	v41 := newSignedRelease(t, artcraft, "artcraft-v0.41.0", 5000, key, artcraftBundles("0.41.0")...)
-	gh.Publish(artcraft, v41.rel)
-	forged := newSignedRelease(t, photocraft, "v1.2.0", 7000, other, "PhotoCraft_1.2.0_x64-setup.exe", "PhotoCraft_1.2.0_amd64.AppImage")
-	gh.Publish(photocraft, forged.rel)
-
-	d := deployment{gh: gh, apps: tauriApps, podEnv: map[string]string{"CRAFT_APPS_RELEASE_POLL_INTERVAL_SECS": "1", "CRAFT_APPS_RELEASE_TICK_SECS": "1",
-		"CRAFT_APPS_RELEASE_TAG_PREFIXES": tauriPrefixes, "CRAFT_APPS_RELEASE_TAURI_PUBKEYS": "artcraft=" + key.pubkey + ", photocraft=" + key.pubkey}}
-	binary(t, "api") // built before the clock starts
-	began := time.Now()
-	api := d.pods(t, 1)[0]
-	testkit.Eventually(t, "the feed serves artcraft 0.41.0", func() bool { return serves(t, api, "artcraft", "0.41.0") })
-	t.Logf("the feed served every bundle of artcraft-v0.41.0 %v after the process started", time.Since(began).Round(time.Millisecond))
-
-	checkFeed(t, api, v41, key)
-	if a := feed(t, api, "artcraft/tauri/windows/x86_64/nsis?current_version=0.41.0"); a.status != http.StatusNoContent || len(a.body) != 0 {
-		t.Errorf("current_version=0.41.0: %d %q, want 204 without a body", a.status, a.body)
-	}
-	checkNotFound(t, api, "artcraft/tauri/linux/aarch64/deb?current_version=0.40.9",
-		"artcraft artcraft-v0.41.0 has no signed updater bundle for linux aarch64 deb")
-
-	refused := `craft_poller_companions_total{app="photocraft",outcome="refused"}`
-	metrics := metricsBase(t, api) + "/metrics"
-	testkit.Eventually(t, "photocraft's two signatures refused", func() bool { return testkit.Scrape(t, metrics)[refused] >= 2 })
-	checkNotFound(t, api, "photocraft/tauri/windows/x86_64/nsis", "photocraft v1.2.0 has no signed updater bundle for windows x86_64 nsis")
-	checkNotFound(t, api, "photocraft/tauri/linux/x86_64", "photocraft v1.2.0 has no signed updater bundle for linux x86_64 unknown")
-	checkNotFound(t, api, "photocraft/tauri/latest.json", "photocraft v1.2.0 has no signed updater bundle")
-	if got := tags(api.served(t)); got["photocraft"] != "v1.2.0" || got["artcraft"] != "artcraft-v0.41.0" {
-		t.Errorf("release_info serves %v, want photocraft v1.2.0 and artcraft artcraft-v0.41.0", got)
 	}
 }
