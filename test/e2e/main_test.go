@@ -36,11 +36,15 @@ const (
 // binaries are built once per run of the package, by the first test or
 // benchmark that starts a process, without the race detector: the packages'
 // own tests run with it, and here the processes are what is observed.
-var binaries struct {
-	dir  string
-	once sync.Once
-	err  error
-}
+var (
+	binDir string
+	build  = sync.OnceValue(func() error {
+		if out, err := exec.Command("go", "build", "-o", binDir+string(filepath.Separator), module+"/cmd/api", module+"/cmd/poller").CombinedOutput(); err != nil {
+			return fmt.Errorf("go build: %w\n%s", err, out)
+		}
+		return nil
+	})
+)
 
 func TestMain(m *testing.M) {
 	if file := os.Getenv(baselineEnv); file != "" {
@@ -57,7 +61,7 @@ func TestMain(m *testing.M) {
 			fmt.Fprintln(os.Stderr, "e2e:", err)
 			return 1
 		}
-		binaries.dir = dir
+		binDir = dir
 		defer os.RemoveAll(dir)
 		return mariadbtest.Main(m)
 	}))
@@ -67,20 +71,10 @@ func TestMain(m *testing.M) {
 // first time it is called.
 func binary(t testing.TB, name string) string {
 	t.Helper()
-	binaries.once.Do(func() {
-		began := time.Now()
-		cmd := exec.Command("go", "build", "-o", binaries.dir+string(filepath.Separator),
-			module+"/cmd/api", module+"/cmd/poller")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			binaries.err = fmt.Errorf("go build: %w\n%s", err, out)
-			return
-		}
-		t.Logf("built cmd/api and cmd/poller in %v", time.Since(began).Round(time.Millisecond))
-	})
-	if binaries.err != nil {
-		t.Fatal(binaries.err)
+	if err := build(); err != nil {
+		t.Fatal(err)
 	}
-	return filepath.Join(binaries.dir, name)
+	return filepath.Join(binDir, name)
 }
 
 // proc is one process under test: a pod, a poller, nginx or the reference
@@ -237,7 +231,6 @@ func (p *proc) stop(t testing.TB) {
 	})
 }
 
-// status returns the status of GET path, or 0 when the request failed.
 func (p *proc) status(path string) int { return testkit.Status(p.base + path) }
 
 // rss returns the process's resident memory in bytes (VmRSS) and its peak (VmHWM).

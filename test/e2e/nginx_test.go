@@ -55,7 +55,6 @@ http {
 type cache struct {
 	base string // "http://" and its address
 	dir  string // of its cache files
-	proc *proc
 }
 
 // nginxPath returns nginx's path: the test task installs Debian's package,
@@ -92,9 +91,9 @@ func startNginx(t testing.TB, pods []*proc) *cache {
 	cmd := exec.Command(nginxPath(t), "-p", dir, "-c", conf, "-e", "stderr")
 	cmd.Env = []string{}
 	p := spawn(t, "nginx", cmd)
-	// SIGQUIT is nginx's graceful stop; its exit status is not ours to check.
+	// SIGINT is nginx's fast stop; its exit status is not ours to check.
 	t.Cleanup(func() { p.reap(t, func() error { return p.cmd.Process.Signal(os.Interrupt) }) })
-	c := &cache{base: "http://" + addr, dir: filepath.Join(dir, "cache"), proc: p}
+	c := &cache{base: "http://" + addr, dir: filepath.Join(dir, "cache")}
 	testkit.Eventually(t, "nginx answers", func() bool {
 		select {
 		case <-p.exited:

@@ -29,7 +29,8 @@ func TestReleaseControl(t *testing.T) {
 	gh := fakegithub.New(t)
 	older, newer := fakegithub.NewRelease(repo, "v1.0.0"), fakegithub.NewRelease(repo, "v2.0.0")
 	day := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
-	older.PublishedAt, newer.PublishedAt = &day, ptr(day.AddDate(0, 0, 1))
+	next := day.AddDate(0, 0, 1)
+	older.PublishedAt, newer.PublishedAt = &day, &next
 	gh.Publish(repo, newer)
 	gh.SetList(repo, newer, older)
 	rs, cf := redistest.Start(t), fakecloudflare.Start(t)
@@ -102,5 +103,3 @@ func TestReleaseControl(t *testing.T) {
 		t.Errorf("GitHub was asked about v2.0.0 %d times, want once: by the first verb that named it", got)
 	}
 }
-
-func ptr[T any](v T) *T { return &v }

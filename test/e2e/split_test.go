@@ -5,6 +5,8 @@ import (
 	"compress/gzip"
 	"context"
 	"io"
+	"maps"
+	"slices"
 	"testing"
 
 	"github.com/storytold/craft-releases/test/fakegithub"
@@ -25,14 +27,6 @@ func publishFirst(gh *fakegithub.Server) map[string]string {
 	return map[string]string{"filmcraft": "", "photocraft": "v1.0.0", "vectorcraft": "v2.0.0"}
 }
 
-func appKeys() []string {
-	keys := make([]string, len(testApps))
-	for i, a := range testApps {
-		keys[i] = a.Key
-	}
-	return keys
-}
-
 func TestReleaseReachesEveryPod(t *testing.T) {
 	t.Parallel()
 	gh := fakegithub.New(t)
@@ -51,7 +45,7 @@ func TestReleaseReachesEveryPod(t *testing.T) {
 	for _, p := range pollers {
 		p.stop(t)
 	}
-	entries, _, err := newStore(t, rs.URL(), nil).Load(context.Background(), appKeys())
+	entries, _, err := newStore(t, rs.URL(), nil).Load(context.Background(), slices.Collect(maps.Keys(want)))
 	if err != nil {
 		t.Fatal(err)
 	}

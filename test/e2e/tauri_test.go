@@ -47,31 +47,18 @@ func artcraftBundles(v string) []string {
 	}
 }
 
-// tauriCase is an updater's request (the path after the app's tauri/) and
-// the bundle it must get, an index into artcraftBundles.
-type tauriCase struct {
+// tauriCases are the requests that get a bundle of artcraftBundles: each an
+// updater's request (the path after the app's tauri/) and the index of the
+// bundle it must get. Every target, arch and bundle type that has one, the
+// route without a bundle type, and the placeholder an updater before plugin
+// 2.10 leaves.
+var tauriCases = []struct {
 	path   string
 	bundle int
-}
-
-// tauriCases are the requests that get a bundle of artcraftBundles: every
-// target, arch and bundle type that has one, the route without a bundle
-// type, and the placeholder an updater before plugin 2.10 leaves.
-var tauriCases = []tauriCase{
-	{"windows/x86_64/nsis", 0},
-	{"windows/x86_64/msi", 1},
-	{"windows/x86_64/unknown", 0},
-	{"windows/x86_64", 0},
-	{"windows/x86_64/%7B%7Bbundle_type%7D%7D", 0},
-	{"darwin/x86_64/app", 2},
-	{"darwin/x86_64/unknown", 2},
-	{"darwin/aarch64/app", 2},
-	{"darwin/aarch64/unknown", 2},
-	{"linux/x86_64/appimage", 3},
-	{"linux/x86_64/deb", 4},
-	{"linux/x86_64/rpm", 5},
-	{"linux/x86_64/unknown", 3},
-	{"linux/x86_64", 3},
+}{
+	{"windows/x86_64/nsis", 0}, {"windows/x86_64/msi", 1}, {"windows/x86_64/unknown", 0}, {"windows/x86_64", 0}, {"windows/x86_64/%7B%7Bbundle_type%7D%7D", 0},
+	{"darwin/x86_64/app", 2}, {"darwin/x86_64/unknown", 2}, {"darwin/aarch64/app", 2}, {"darwin/aarch64/unknown", 2},
+	{"linux/x86_64/appimage", 3}, {"linux/x86_64/deb", 4}, {"linux/x86_64/rpm", 5}, {"linux/x86_64/unknown", 3}, {"linux/x86_64", 3},
 }
 
 // tauriPlatforms are the keys of latest.json for artcraftBundles, each with
@@ -177,10 +164,11 @@ type tauriUpdate struct {
 	Signature string `json:"signature"`
 }
 
-// feed GETs path of p, failing the test when the request fails.
-func feed(t testing.TB, p *proc, path string) answer {
+// feed GETs path of p with the header pairs given, failing the test when
+// the request fails.
+func feed(t testing.TB, p *proc, path string, header ...string) answer {
 	t.Helper()
-	a, err := ask(p.base + updatesPath + path)
+	a, err := ask(p.base+updatesPath+path, header...)
 	if err != nil {
 		t.Fatalf("%s %s: %v", p.name, path, err)
 	}

@@ -289,19 +289,13 @@ func checkRevalidation(t testing.TB, p *proc, path, want string) {
 			t.Errorf("%s%s: %d, ETag %q, want the answer without the query (ETag %s)", base, q, a.status, a.header.Get("ETag"), etag)
 		}
 	}
-	a, err := ask(p.base+updatesPath+path, "Accept-Encoding", "gzip")
-	if err != nil {
-		t.Fatal(err)
-	}
+	a := feed(t, p, path, "Accept-Encoding", "gzip")
 	gzETag := a.header.Get("ETag")
 	if a.status != http.StatusOK || a.header.Get("Content-Encoding") != "gzip" || string(gunzip(t, a.body)) != want || gzETag == etag || gzETag == "" {
 		t.Errorf("%s gzip: %d, Content-Encoding %q, ETag %q, want 200 gzip of the same bytes under its own ETag", path, a.status, a.header.Get("Content-Encoding"), gzETag)
 	}
 	for _, c := range []struct{ etag, encoding string }{{etag, ""}, {gzETag, "gzip"}} {
-		a, err := ask(p.base+updatesPath+path, "If-None-Match", c.etag, "Accept-Encoding", c.encoding)
-		if err != nil {
-			t.Fatal(err)
-		}
+		a := feed(t, p, path, "If-None-Match", c.etag, "Accept-Encoding", c.encoding)
 		if a.status != http.StatusNotModified || len(a.body) != 0 || a.header.Get("ETag") != c.etag {
 			t.Errorf("%s If-None-Match %s: %d, want 304 without a body", path, c.etag, a.status)
 		}

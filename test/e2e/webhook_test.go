@@ -20,12 +20,10 @@ const (
 	webhookSecret = "It's a Secret to Everybody"
 )
 
-// deliveryIDs makes each delivery's X-GitHub-Delivery distinct.
 var deliveryIDs atomic.Int64
 
-func newDeliveryID() string {
-	return fmt.Sprintf("72d3162e-cc78-11e3-81ab-%012d", deliveryIDs.Add(1))
-}
+// newDeliveryID returns a new X-GitHub-Delivery.
+func newDeliveryID() string { return fmt.Sprintf("72d3162e-cc78-11e3-81ab-%012d", deliveryIDs.Add(1)) }
 
 // releaseEvent is the body of a release event of action for repo's tag, as
 // GitHub sends it: the release object as releases/latest has it.
