@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"net/http"
 	"os"
@@ -32,151 +33,131 @@ import (
 	"github.com/storytold/craft-releases/test/testkit"
 )
 
-// The scale figures (docs/operations.md, "Sizing"). Each benchmark starts its own redis-server and
-// pods serving the 13 default apps, each with the release the fake GitHub
-// makes (11 assets, notes), written as a poller writes it. They report their
-// figures with ReportMetric; the load benchmarks suppress ns/op, which would
-// only time a whole measurement.
+// The scale figures (docs/operations.md, "Sizing"). Each benchmark starts
+// its own Redis and processes (deployment) and reports its figures
+// (report).
 //
-//	go test -run '^$' -bench . -benchtime=1s ./test/e2e
+//	CRAFT_TEST_INTEGRATION=1 go test -run '^$' -bench . -benchtime=1x ./test/e2e
 
 // loadConns is how many keep-alive connections the load generator keeps
 // busy, one request in flight on each.
 const loadConns = 16
 
-// splitStack is a redis-server holding the 13 default apps, and pods
-// serving them.
-type splitStack struct {
-	redis *redistest.Server // nil on another topology than a single server
-	store *store.Store
-	pods  []*proc
-	base  time.Time // fetch time of the first writes
-}
-
-func newSplitStack(b *testing.B, pods int) *splitStack {
-	b.Helper()
-	rs := redistest.Start(b)
-	st := newSplitStackOn(b, rs.URL(), nil, pods)
-	st.redis = rs
-	return st
-}
-
-// newSplitStackOn is newSplitStack on the Redis at url, of any topology, on
-// TLS with ca's certificates when ca is not nil; the stack's redis is nil.
-func newSplitStackOn(b *testing.B, url string, ca *redistest.CA, pods int) *splitStack {
-	b.Helper()
-	st := &splitStack{base: time.Now().Truncate(time.Millisecond)}
-	env := podEnv(url, "")
-	var tlsCfg *tls.Config
-	if ca != nil {
-		env["REDIS_TLS_CA_FILE"] = ca.File
-		tlsCfg = &tls.Config{RootCAs: ca.Pool}
+// report reports figures (unit → value) as the benchmark's metrics, with
+// ns/op suppressed: it would only time a whole measurement.
+func report(b *testing.B, figures map[string]float64) {
+	b.ReportMetric(0, "ns/op")
+	for unit, v := range figures {
+		b.ReportMetric(v, unit)
 	}
-	st.store = newStore(b, url, tlsCfg)
-	for i, a := range config.DefaultApps() {
-		e := release.Entry{
-			FetchedAt: st.base,
-			ETag:      fmt.Sprintf(`"%s-%d"`, a.Key, i),
-			Release:   fakeRelease(b, a.Repo, fmt.Sprintf("v1.%d.0", i)),
-		}
-		if ok, err := st.store.PutFetch(context.Background(), a.Key, e); err != nil || !ok {
-			b.Fatalf("put fetch %s: written %v, %v", a.Key, ok, err)
-		}
-	}
-	st.pods = startPods(b, pods, env)
-	for _, p := range st.pods {
-		testkit.Eventually(b, p.name+" serves every app", func() bool {
-			a := p.get(b)
-			return a.header.Get("Cache-Control") == "public, max-age=60, stale-while-revalidate=30, stale-if-error=86400"
-		})
-	}
-	return st
-}
-
-// publish writes a new fetch of photocraft, the n-th since the stack
-// started, as a poller does.
-func (st *splitStack) publish(b *testing.B, n int, rels [2]*release.Release) {
-	b.Helper()
-	e := release.Entry{
-		FetchedAt: st.base.Add(time.Duration(n) * time.Millisecond),
-		ETag:      `"photocraft-` + strconv.Itoa(n) + `"`,
-		Release:   rels[n%2],
-	}
-	if ok, err := st.store.PutFetch(context.Background(), "photocraft", e); err != nil || !ok {
-		b.Fatalf("put fetch %d: written %v, %v", n, ok, err)
-	}
-}
-
-func photocraftReleases(b *testing.B) [2]*release.Release {
-	return [2]*release.Release{fakeRelease(b, photocraft, "v2.0.0"), fakeRelease(b, photocraft, "v2.0.1")}
-}
-
-// BenchmarkPropagation times, for each guarded write of a new photocraft
-// fetch, from the call that writes it to both pods serving a new ETag (each
-// pod asked in a tight loop with If-None-Match of the ETag it served), on a
-// single server and on a Cluster of 3 primaries with a replica each, in
-// plain text and on TLS.
-func BenchmarkPropagation(b *testing.B) {
-	b.Run("single", func(b *testing.B) { propagation(b, newSplitStack(b, 2)) })
-	b.Run("cluster", func(b *testing.B) {
-		propagation(b, newSplitStackOn(b, redistest.StartCluster(b, 3, 1).URL(), nil, 2))
-	})
-	b.Run("cluster-tls", func(b *testing.B) {
-		ca := redistest.NewCA(b)
-		propagation(b, newSplitStackOn(b, redistest.StartClusterTLS(b, ca, 3, 1).URL(), ca, 2))
-	})
-}
-
-func propagation(b *testing.B, st *splitStack) {
-	rels := photocraftReleases(b)
-	old := etags(b, st.pods)
-	var samples []time.Duration
-	n := 0
-	for b.Loop() {
-		n++
-		began := time.Now()
-		st.publish(b, n, rels)
-		var took []time.Duration
-		took, old = changedETags(b, began, old, st.pods...)
-		samples = append(samples, slices.Max(took))
-	}
-	slices.Sort(samples)
-	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
-	b.ReportMetric(ms(percentile(samples, 50)), "p50-ms")
-	b.ReportMetric(ms(percentile(samples, 99)), "p99-ms")
-	b.ReportMetric(ms(samples[len(samples)-1]), "max-ms")
-	b.Logf("%d writes: from the guarded write to both pods serving it, p50 %v, p99 %v, max %v",
-		len(samples), percentile(samples, 50), percentile(samples, 99), samples[len(samples)-1])
-}
-
-// changedETags waits until every pod serves a plain ETag other than old[i]
-// and returns how long each took since from and the new ETags.
-func changedETags(tb testing.TB, from time.Time, old []string, pods ...*proc) ([]time.Duration, []string) {
-	tb.Helper()
-	took := make([]time.Duration, len(pods))
-	now := make([]string, len(pods))
-	for i, p := range pods {
-		for {
-			a, err := ask(p.base+infoPath, "If-None-Match", old[i])
-			if err != nil {
-				tb.Fatalf("%s: %v", p.name, err)
-			}
-			if a.status == http.StatusOK {
-				took[i], now[i] = time.Since(from), a.header.Get("ETag")
-				break
-			}
-			if time.Since(from) > waitFor {
-				tb.Fatalf("%s still served ETag %s after %v", p.name, old[i], waitFor)
-			}
-		}
-	}
-	return took, now
 }
 
 // percentile returns the p-th percentile of sorted samples (nearest rank).
 func percentile(sorted []time.Duration, p int) time.Duration {
 	i := (len(sorted)*p + 99) / 100
 	return sorted[max(0, i-1)]
+}
+
+// median returns the median of xs.
+func median(xs []float64) float64 {
+	s := slices.Sorted(slices.Values(xs))
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+// splitStack is a Redis holding the 13 default apps, each with the release
+// the fake GitHub makes (11 assets, notes) written as a poller writes it,
+// and pods serving them.
+type splitStack struct {
+	store   *store.Store
+	pods    []*proc
+	base    time.Time           // fetch time of the first writes
+	rels    [2]*release.Release // photocraft's, in turns
+	changes int                 // writes of photocraft so far
+	etags   []string            // what each pod serves
+}
+
+// newSplitStack starts the stack on the Redis at url, of any topology, on
+// TLS with ca's certificates when ca is not nil.
+func newSplitStack(b *testing.B, url string, ca *redistest.CA, pods int) *splitStack {
+	b.Helper()
+	st := &splitStack{base: time.Now().Truncate(time.Millisecond),
+		rels: [2]*release.Release{fakeRelease(b, photocraft, "v2.0.0"), fakeRelease(b, photocraft, "v2.0.1")}}
+	d := deployment{url: url}
+	var tlsCfg *tls.Config
+	if ca != nil {
+		d.caFile, tlsCfg = ca.File, &tls.Config{RootCAs: ca.Pool}
+	}
+	st.store = newStore(b, url, tlsCfg)
+	for i, a := range config.DefaultApps() {
+		st.put(b, a.Key, release.Entry{FetchedAt: st.base, ETag: fmt.Sprintf(`"%s-%d"`, a.Key, i), Release: fakeRelease(b, a.Repo, fmt.Sprintf("v1.%d.0", i))})
+	}
+	st.pods = d.pods(b, pods)
+	for _, p := range st.pods {
+		testkit.Eventually(b, p.name+" serves every app", p.warm)
+		st.etags = append(st.etags, p.get(b).header.Get("ETag"))
+	}
+	return st
+}
+
+func (st *splitStack) put(b *testing.B, app string, e release.Entry) {
+	if ok, err := st.store.PutFetch(context.Background(), app, e); err != nil || !ok {
+		b.Fatalf("put fetch %s: written %v, %v", app, ok, err)
+	}
+}
+
+// change writes a new fetch of photocraft as a poller does, and returns how
+// long from the call that writes it to every pod serving a new ETag (each
+// pod asked in a tight loop with If-None-Match of the ETag it served).
+func (st *splitStack) change(b *testing.B) time.Duration {
+	b.Helper()
+	st.changes++
+	n, began := st.changes, time.Now()
+	st.put(b, "photocraft", release.Entry{FetchedAt: st.base.Add(time.Duration(n) * time.Millisecond), ETag: `"photocraft-` + strconv.Itoa(n) + `"`, Release: st.rels[n%2]})
+	for i, p := range st.pods {
+		for {
+			a, err := ask(p.base+infoPath, "If-None-Match", st.etags[i])
+			if err != nil {
+				b.Fatalf("%s: %v", p.name, err)
+			}
+			if a.status == http.StatusOK {
+				st.etags[i] = a.header.Get("ETag")
+				break
+			}
+			if time.Since(began) > waitFor {
+				b.Fatalf("%s still served ETag %s after %v", p.name, st.etags[i], waitFor)
+			}
+		}
+	}
+	return time.Since(began)
+}
+
+// BenchmarkPropagation times each change of the split stack (the write to
+// every pod serving it), on a single server and on a Cluster of 3 primaries
+// with a replica each, in plain text and on TLS.
+func BenchmarkPropagation(b *testing.B) {
+	b.Run("single", func(b *testing.B) { propagation(b, newSplitStack(b, redistest.Start(b).URL(), nil, 2)) })
+	b.Run("cluster", func(b *testing.B) { propagation(b, newSplitStack(b, redistest.StartCluster(b, 3, 1).URL(), nil, 2)) })
+	b.Run("cluster-tls", func(b *testing.B) {
+		ca := redistest.NewCA(b)
+		propagation(b, newSplitStack(b, redistest.StartClusterTLS(b, ca, 3, 1).URL(), ca, 2))
+	})
+}
+
+func propagation(b *testing.B, st *splitStack) {
+	var samples []time.Duration
+	for b.Loop() {
+		samples = append(samples, st.change(b))
+	}
+	slices.Sort(samples)
+	p50, p99, most := percentile(samples, 50), percentile(samples, 99), samples[len(samples)-1]
+	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+	b.ReportMetric(ms(p50), "p50-ms")
+	b.ReportMetric(ms(p99), "p99-ms")
+	b.ReportMetric(ms(most), "max-ms")
+	b.Logf("%d writes: from the guarded write to both pods serving it, p50 %v, p99 %v, max %v", len(samples), p50, p99, most)
 }
 
 // BenchmarkThroughput measures requests per second of one pod's endpoint,
@@ -197,14 +178,12 @@ func BenchmarkThroughput(b *testing.B) {
 		b.Skip("the race detector would slow the reference server, not the pod")
 	}
 	b.Run("apps=13", func(b *testing.B) {
-		throughput(b, newSplitStack(b, 1).pods[0], 3000, 1000)
+		throughput(b, newSplitStack(b, redistest.Start(b).URL(), nil, 1).pods[0], 3000, 1000)
 	})
 	b.Run("apps=1000", func(b *testing.B) {
 		gh := fakegithub.New(b)
-		env := standaloneEnv(gh, scaleApps(gh, 1000))
-		// No poll while the rates are measured.
-		env["CRAFT_APPS_RELEASE_POLL_INTERVAL_SECS"] = "3600"
-		pod := start(b, "api", binary(b, "api"), env)
+		d := deployment{gh: gh, apps: scaleApps(gh, 1000), podEnv: map[string]string{"CRAFT_APPS_RELEASE_POLL_INTERVAL_SECS": "3600"}} // no poll while measured
+		pod := d.pods(b, 1)[0]
 		testkit.Eventually(b, "every app served", pod.warm)
 		throughput(b, pod, 150, 50)
 	})
@@ -213,74 +192,45 @@ func BenchmarkThroughput(b *testing.B) {
 // throughput measures pod against a reference serving its answers, in
 // pairs of runs of perRun requests after a warm-up of warmRun each.
 func throughput(b *testing.B, pod *proc, perRun, warmRun int) {
-	ref := startReference(b, pod)
 	const pairs = 8
-	modes := []struct {
-		name string
-		gzip bool
-	}{{"plain", false}, {"gzip", true}}
-	type figures struct {
-		podRPS, refRPS, ratios []float64
-		podCPU, refCPU         time.Duration
-		requests               int
-	}
-	fig := make(map[string]*figures)
-	for _, m := range modes {
-		fig[m.name] = &figures{}
-	}
-	// run loads p and returns its rate and the CPU time it spent.
-	run := func(p *proc, gzip bool) (float64, time.Duration) {
-		cpu := p.cpu(b)
-		rps := load(b, p, loadConns, perRun, gzip)
-		return rps, p.cpu(b) - cpu
+	servers := [2]*proc{pod, startReference(b, pod)}
+	var fig [2]struct { // plain, gzip
+		rps      [2][]float64     // of each server
+		cpu      [2]time.Duration // of each server
+		ratios   []float64
+		requests int
 	}
 	for b.Loop() {
-		for _, m := range modes {
-			f := fig[m.name]
-			load(b, pod, loadConns, warmRun, m.gzip)
-			load(b, ref, loadConns, warmRun, m.gzip)
+		for m := range fig {
+			for _, s := range servers {
+				load(b, s, loadConns, warmRun, m == 1)
+			}
 			for i := range pairs {
-				var p, r float64
-				var pc, rc time.Duration
+				var rate [2]float64
 				// Turns alternate, so neither always runs on a warmer machine.
-				if i%2 == 0 {
-					p, pc = run(pod, m.gzip)
-					r, rc = run(ref, m.gzip)
-				} else {
-					r, rc = run(ref, m.gzip)
-					p, pc = run(pod, m.gzip)
+				for _, s := range []int{i % 2, 1 - i%2} {
+					cpu := servers[s].cpu(b)
+					rate[s] = load(b, servers[s], loadConns, perRun, m == 1)
+					fig[m].cpu[s] += servers[s].cpu(b) - cpu
+					fig[m].rps[s] = append(fig[m].rps[s], rate[s])
 				}
-				f.podRPS, f.refRPS, f.ratios = append(f.podRPS, p), append(f.refRPS, r), append(f.ratios, p/r)
-				f.podCPU, f.refCPU, f.requests = f.podCPU+pc, f.refCPU+rc, f.requests+perRun
+				fig[m].ratios = append(fig[m].ratios, rate[0]/rate[1])
+				fig[m].requests += perRun
 			}
 		}
 	}
-	b.ReportMetric(0, "ns/op")
 	us := func(d time.Duration, n int) float64 { return float64(d) / float64(time.Microsecond) / float64(n) }
-	for _, m := range modes {
-		f := fig[m.name]
-		p, r, ratio := median(f.podRPS), median(f.refRPS), median(f.ratios)
-		podUS, refUS := us(f.podCPU, f.requests), us(f.refCPU, f.requests)
-		b.ReportMetric(p, m.name+"-req/s")
-		b.ReportMetric(r, m.name+"-ref-req/s")
-		b.ReportMetric(ratio, m.name+"-ratio")
-		b.ReportMetric(podUS, m.name+"-cpu-µs/req")
-		b.ReportMetric(refUS, m.name+"-ref-cpu-µs/req")
-		b.ReportMetric(refUS/podUS, m.name+"-cpu-ratio")
+	for m, name := range []string{"plain", "gzip"} {
+		f := fig[m]
+		p, r, ratio := median(f.rps[0]), median(f.rps[1]), median(f.ratios)
+		podUS, refUS := us(f.cpu[0], f.requests), us(f.cpu[1], f.requests)
+		report(b, map[string]float64{name + "-req/s": p, name + "-ref-req/s": r, name + "-ratio": ratio,
+			name + "-cpu-µs/req": podUS, name + "-ref-cpu-µs/req": refUS, name + "-cpu-ratio": refUS / podUS})
 		b.Logf("%s: pod %.0f req/s, net/http %.0f req/s, ratio %.2f (median of %d pairs of %d requests on %d connections; from %.2f to %.2f)",
-			m.name, p, r, ratio, len(f.ratios), perRun, loadConns, slices.Min(f.ratios), slices.Max(f.ratios))
+			name, p, r, ratio, len(f.ratios), perRun, loadConns, slices.Min(f.ratios), slices.Max(f.ratios))
 		b.Logf("%s: CPU per request: pod %.1f µs, net/http %.1f µs, ratio %.2f (%d requests each)",
-			m.name, podUS, refUS, refUS/podUS, f.requests)
+			name, podUS, refUS, refUS/podUS, f.requests)
 	}
-}
-
-// median returns the median of xs.
-func median(xs []float64) float64 {
-	s := slices.Sorted(slices.Values(xs))
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
 
 // BenchmarkRedisLoad counts, with Redis's own INFO commandstats, the
@@ -288,36 +238,29 @@ func median(xs []float64) float64 {
 // (the goal is none), and per release change per pod. An idle window as long
 // as the request window shows what the pods send with no request at all.
 func BenchmarkRedisLoad(b *testing.B) {
-	st := newSplitStack(b, 2)
-	rels := photocraftReleases(b)
+	rs := redistest.Start(b)
+	st := newSplitStack(b, rs.URL(), nil, 2)
 	const perPod = 20_000
 	const changes = 200
 	var during, idle, onChange map[string]int64
-	var requests, writes int
+	var requests int
 	for b.Loop() {
-		before := redisCalls(b, st.redis.Addr)
-		began := time.Now()
-		for _, p := range st.pods {
-			load(b, p, loadConns, perPod/2, false)
-			load(b, p, loadConns, perPod/2, true)
-		}
-		window := time.Since(began)
-		during = delta(before, redisCalls(b, st.redis.Addr))
-		requests += len(st.pods) * perPod
-
-		before = redisCalls(b, st.redis.Addr)
-		time.Sleep(window)
-		idle = delta(before, redisCalls(b, st.redis.Addr))
-
-		old := etags(b, st.pods)
-		before = redisCalls(b, st.redis.Addr)
-		for range changes {
-			writes++
+		var window time.Duration
+		during = redisCalls(b, rs.Addr, func() {
 			began := time.Now()
-			st.publish(b, writes, rels)
-			_, old = changedETags(b, began, old, st.pods...)
-		}
-		onChange = delta(before, redisCalls(b, st.redis.Addr))
+			for _, p := range st.pods {
+				load(b, p, loadConns, perPod/2, false)
+				load(b, p, loadConns, perPod/2, true)
+			}
+			window = time.Since(began)
+		})
+		requests += len(st.pods) * perPod
+		idle = redisCalls(b, rs.Addr, func() { time.Sleep(window) })
+		onChange = redisCalls(b, rs.Addr, func() {
+			for range changes {
+				st.change(b)
+			}
+		})
 	}
 	// The writer's guarded write: the script and the commands it runs.
 	writer := []string{"evalsha", "eval", "script|load", "type", "hmget", "hset", "pexpire", "del"}
@@ -325,13 +268,155 @@ func BenchmarkRedisLoad(b *testing.B) {
 	// rueidis pings a connection that has been quiet for a while, requests
 	// or not: the idle window shows as many.
 	perRequest := sum(during) - sum(during, "ping")
-	b.ReportMetric(0, "ns/op")
-	b.ReportMetric(float64(perRequest)/float64(requests), "cmds/request")
-	b.ReportMetric(float64(podCmds)/float64(changes*len(st.pods)), "cmds/change/pod")
+	report(b, map[string]float64{"cmds/request": float64(perRequest) / float64(requests), "cmds/change/pod": float64(podCmds) / float64(changes*len(st.pods))})
 	b.Logf("%d requests to %d pods, no change: %d commands besides pings %v; the same time idle: %v",
 		requests, len(st.pods), perRequest, during, idle)
 	b.Logf("%d release changes: the writer %d commands, the pods %d (%.1f per change per pod) %v",
 		changes, sum(onChange, writer...), podCmds, float64(podCmds)/float64(changes*len(st.pods)), onChange)
+}
+
+// scaleApps publishes a release of n apps on gh and returns them as
+// CRAFT_APPS_RELEASE_APPS takes them.
+func scaleApps(gh *fakegithub.Server, n int) string {
+	entries := make([]string, n)
+	for i := range entries {
+		repo := fmt.Sprintf("storytold/craft-%04d", i)
+		gh.Publish(repo, fakegithub.NewRelease(repo, fmt.Sprintf("v1.%d.0", i)))
+		entries[i] = fmt.Sprintf("craft-%04d=Craft %d=%s", i, i, repo)
+	}
+	return strings.Join(entries, ",")
+}
+
+// warm reports whether p's full answer is cached as warm: every app was
+// fetched. A HEAD costs the pod no body.
+func (p *proc) warm() bool {
+	req, err := http.NewRequest(http.MethodHead, p.base+infoPath, nil)
+	if err != nil {
+		return false
+	}
+	res, err := testkit.Client.Do(req)
+	if err != nil {
+		return false
+	}
+	res.Body.Close()
+	return res.StatusCode == http.StatusOK && res.Header.Get("Cache-Control") != "no-store"
+}
+
+// BenchmarkScale starts the real cmd/api standalone against the fake GitHub
+// with 13 and with 1,000 apps and reports the first round (from the start of
+// the process to an answer with every app fetched: within 10 s at 1,000),
+// then the resident memory and its peak (VmHWM: under 100 MiB at 1,000)
+// after 200 full answers, half of them gzip, over loadConns connections.
+func BenchmarkScale(b *testing.B) { scale(b, false) }
+
+// BenchmarkSplitScale runs the split deployment from the real binaries with
+// 13 and with 1,000 apps: one poller fills an empty redis-server from the
+// fake GitHub, then one API pod loads it. It reports Redis's memory per app
+// (INFO memory's used_memory, less the empty server's, over the apps; the
+// tracking table of the pod's client-side cache included), the pod's peak
+// resident memory (VmHWM) once it served 200 full answers, and the Redis
+// connections the pod holds.
+func BenchmarkSplitScale(b *testing.B) { scale(b, true) }
+
+func scale(b *testing.B, split bool) {
+	for _, n := range []int{13, 1000} {
+		b.Run(fmt.Sprintf("apps=%d", n), func(b *testing.B) {
+			gh := fakegithub.New(b)
+			d := deployment{gh: gh, apps: scaleApps(gh, n)}
+			var fig map[string]float64
+			for b.Loop() {
+				var empty, clients int64
+				var poller *proc
+				var rs *redistest.Server
+				if split {
+					rs = redistest.Start(b)
+					empty, d.url = redisInt(b, rs.Addr, "memory", "used_memory"), rs.URL()
+					d.pollerEnv = map[string]string{"CRAFT_APPS_RELEASE_GITHUB_TOKEN": "e2e-token", "CRAFT_APPS_RELEASE_POLL_INTERVAL_SECS": "120"}
+					poller = d.pollers(b, 1)[0]
+					clients = redisInt(b, rs.Addr, "clients", "connected_clients")
+				}
+				began := time.Now()
+				p := d.pods(b, 1)[0]
+				if !testkit.Within(time.Minute, p.warm) {
+					b.Fatalf("%d apps: not every app served after a minute\n%s", n, p.logs)
+				}
+				round, body := time.Since(began), len(p.get(b).body)
+				load(b, p, loadConns, 100, false)
+				load(b, p, loadConns, 100, true)
+				rss, peak := p.rss(b)
+				mib := func(n int64) float64 { return float64(n) / (1 << 20) }
+				if split {
+					fig = map[string]float64{"redis-B/app": float64(redisInt(b, rs.Addr, "memory", "used_memory")-empty) / float64(n),
+						"pod-peak-MiB": mib(peak), "pod-redis-conns": float64(redisInt(b, rs.Addr, "clients", "connected_clients") - clients)}
+					b.Logf("%d apps: Redis holds %.0f bytes per app; the pod served every app %v after it started, VmHWM %.1f MiB, %v Redis connections",
+						n, fig["redis-B/app"], round.Round(time.Millisecond), mib(peak), fig["pod-redis-conns"])
+					poller.stop(b)
+				} else {
+					fig = map[string]float64{"first-round-s": round.Seconds(), "rss-MiB": mib(rss), "peak-MiB": mib(peak), "body-bytes": float64(body)}
+					b.Logf("%d apps: every app served %v after the start; VmRSS %.1f MiB, VmHWM %.1f MiB; the body has %d bytes",
+						n, round.Round(time.Millisecond), mib(rss), mib(peak), body)
+				}
+				p.stop(b)
+			}
+			report(b, fig)
+		})
+	}
+}
+
+// redisInt returns the field of INFO section of the Redis at addr, as an
+// integer (connected_clients counts the connection that asks).
+func redisInt(b *testing.B, addr, section, field string) int64 {
+	b.Helper()
+	info, err := redistest.Info(addr, section)
+	v, err2 := strconv.ParseInt(info[field], 10, 64)
+	if err := errors.Join(err, err2); err != nil {
+		b.Fatalf("info %s %s: %v", section, field, err)
+	}
+	return v
+}
+
+// redisCalls returns the calls of each command Redis counted (INFO
+// commandstats, by name as Redis spells it: "hgetall", "client|caching")
+// while during ran, leaving out the INFO calls that measured it.
+func redisCalls(b *testing.B, addr string, during func()) map[string]int64 {
+	b.Helper()
+	calls := func() map[string]int64 {
+		info, err := redistest.Info(addr, "commandstats")
+		if err != nil {
+			b.Fatalf("info commandstats: %v", err)
+		}
+		calls := make(map[string]int64)
+		for k, v := range info {
+			name, ok := strings.CutPrefix(k, "cmdstat_")
+			n, _, _ := strings.Cut(strings.TrimPrefix(v, "calls="), ",")
+			c, err := strconv.ParseInt(n, 10, 64)
+			if !ok || err != nil {
+				b.Fatalf("info commandstats: %s:%s", k, v)
+			}
+			calls[name] = c
+		}
+		return calls
+	}
+	before := calls()
+	during()
+	d := make(map[string]int64)
+	for name, n := range calls() {
+		if name != "info" && n != before[name] {
+			d[name] = n - before[name]
+		}
+	}
+	return d
+}
+
+// sum adds up the calls of the named commands, or of all when none is named.
+func sum(calls map[string]int64, names ...string) int64 {
+	var n int64
+	for name, c := range calls {
+		if len(names) == 0 || slices.Contains(names, name) {
+			n += c
+		}
+	}
+	return n
 }
 
 // load sends total GET requests for the endpoint to p over conns keep-alive
@@ -415,8 +500,9 @@ func readAnswer(r *bufio.Reader) error {
 }
 
 // baselineEnv names, in the environment of the re-executed test binary, the
-// directory of the answers the reference server serves.
-const baselineEnv = "CRAFT_E2E_REFERENCE_DIR"
+// file of the answers the reference server serves: a JSON object of
+// references by encoding, "identity" and "gzip".
+const baselineEnv = "CRAFT_E2E_REFERENCE"
 
 // reference is one representation the reference server serves.
 type reference struct {
@@ -429,33 +515,27 @@ type reference struct {
 // checks that the reference's answers are the pod's.
 func startReference(b *testing.B, pod *proc) *proc {
 	b.Helper()
-	dir := b.TempDir()
-	encodings := []string{"identity", "gzip"}
-	want := make(map[string]answer)
-	for _, enc := range encodings {
+	refs := map[string]reference{}
+	for _, enc := range []string{"identity", "gzip"} {
 		a := pod.get(b, "Accept-Encoding", enc)
-		want[enc] = a
-		ref := reference{Header: a.header.Clone(), Body: a.body}
-		ref.Header.Del("Date")
-		data, err := json.Marshal(ref)
-		if err != nil {
-			b.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, enc+".json"), data, 0o600); err != nil {
-			b.Fatal(err)
-		}
+		a.header.Del("Date")
+		refs[enc] = reference{Header: a.header, Body: a.body}
 	}
-	exe, err := os.Executable()
-	if err != nil {
+	data, err := json.Marshal(refs)
+	file := filepath.Join(b.TempDir(), "answers.json")
+	if err == nil {
+		err = os.WriteFile(file, data, 0o600)
+	}
+	exe, err2 := os.Executable()
+	if err := errors.Join(err, err2); err != nil {
 		b.Fatal(err)
 	}
-	ref := start(b, "net/http", exe, map[string]string{baselineEnv: dir})
-	for _, enc := range encodings {
-		got, want := ref.get(b, "Accept-Encoding", enc), want[enc]
+	ref := start(b, "net/http", exe, map[string]string{baselineEnv: file})
+	for enc, want := range refs {
+		got := ref.get(b, "Accept-Encoding", enc)
 		got.header.Del("Date")
-		want.header.Del("Date")
-		if !reflect.DeepEqual(got.header, want.header) || !bytes.Equal(got.body, want.body) {
-			b.Fatalf("the reference's %s answer differs from the pod's: headers %v, want %v", enc, got.header, want.header)
+		if !reflect.DeepEqual(got.header, want.Header) || !bytes.Equal(got.body, want.Body) {
+			b.Fatalf("the reference's %s answer differs from the pod's: headers %v, want %v", enc, got.header, want.Header)
 		}
 	}
 	return ref
@@ -463,21 +543,17 @@ func startReference(b *testing.B, pod *proc) *proc {
 
 // serveBaseline is the reference server, run by TestMain in a re-executed
 // test binary: it answers every GET with the plain or the gzip answer read
-// from dir, as the client accepts gzip or not, until SIGTERM.
-func serveBaseline(dir string) error {
-	var plain, zipped reference
-	for _, r := range []struct {
-		name string
-		into *reference
-	}{{"identity", &plain}, {"gzip", &zipped}} {
-		data, err := os.ReadFile(filepath.Join(dir, r.name+".json"))
-		if err != nil {
-			return err
-		}
-		if err := json.Unmarshal(data, r.into); err != nil {
-			return err
-		}
+// from file, as the client accepts gzip or not, until SIGTERM.
+func serveBaseline(file string) error {
+	var refs map[string]reference
+	data, err := os.ReadFile(file)
+	if err == nil {
+		err = json.Unmarshal(data, &refs)
 	}
+	if err != nil {
+		return err
+	}
+	plain, zipped := refs["identity"], refs["gzip"]
 	ln, err := net.Listen("tcp", os.Getenv("HTTP_ADDR"))
 	if err != nil {
 		return err
@@ -494,10 +570,7 @@ func serveBaseline(dir string) error {
 		if strings.Contains(r.Header.Get("Accept-Encoding"), "gzip") {
 			ref = &zipped
 		}
-		h := w.Header()
-		for k, v := range ref.Header {
-			h[k] = v
-		}
+		maps.Copy(w.Header(), ref.Header)
 		w.WriteHeader(http.StatusOK)
 		_, _ = w.Write(ref.Body)
 	})

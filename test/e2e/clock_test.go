@@ -23,8 +23,9 @@ func TestRedisClockStepsBack(t *testing.T) {
 	want := publishFirst(gh)
 	shift := redistest.NewShift(t, time.Hour)
 	rs := shift.Start(t)
-	startPollers(t, 1, pollerEnv(gh, rs.URL(), testAppsEnv))
-	pods := startPods(t, 2, podEnv(rs.URL(), testAppsEnv))
+	d := deployment{gh: gh, url: rs.URL(), apps: testAppsEnv}
+	d.pollers(t, 1)
+	pods := d.pods(t, 2)
 	waitTags(t, want, pods...)
 	for _, p := range pods {
 		a := p.get(t)

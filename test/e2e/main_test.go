@@ -1,18 +1,13 @@
 package e2e
 
 import (
-	"bufio"
 	"crypto/tls"
-	"encoding/json"
 	"fmt"
-	"io"
 	"maps"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -41,16 +36,20 @@ const (
 // binaries are built once per run of the package, by the first test or
 // benchmark that starts a process, without the race detector: the packages'
 // own tests run with it, and here the processes are what is observed.
-var binaries struct {
-	dir  string
-	once sync.Once
-	err  error
-}
+var (
+	binDir string
+	build  = sync.OnceValue(func() error {
+		if out, err := exec.Command("go", "build", "-o", binDir+string(filepath.Separator), module+"/cmd/api", module+"/cmd/poller").CombinedOutput(); err != nil {
+			return fmt.Errorf("go build: %w\n%s", err, out)
+		}
+		return nil
+	})
+)
 
 func TestMain(m *testing.M) {
-	if dir := os.Getenv(baselineEnv); dir != "" {
+	if file := os.Getenv(baselineEnv); file != "" {
 		// The test binary re-executed as BenchmarkThroughput's reference server.
-		if err := serveBaseline(dir); err != nil {
+		if err := serveBaseline(file); err != nil {
 			fmt.Fprintln(os.Stderr, "baseline:", err)
 			os.Exit(1)
 		}
@@ -62,7 +61,7 @@ func TestMain(m *testing.M) {
 			fmt.Fprintln(os.Stderr, "e2e:", err)
 			return 1
 		}
-		binaries.dir = dir
+		binDir = dir
 		defer os.RemoveAll(dir)
 		return mariadbtest.Main(m)
 	}))
@@ -72,28 +71,19 @@ func TestMain(m *testing.M) {
 // first time it is called.
 func binary(t testing.TB, name string) string {
 	t.Helper()
-	binaries.once.Do(func() {
-		began := time.Now()
-		cmd := exec.Command("go", "build", "-o", binaries.dir+string(filepath.Separator),
-			module+"/cmd/api", module+"/cmd/poller")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			binaries.err = fmt.Errorf("go build: %w\n%s", err, out)
-			return
-		}
-		t.Logf("built cmd/api and cmd/poller in %v", time.Since(began).Round(time.Millisecond))
-	})
-	if binaries.err != nil {
-		t.Fatal(binaries.err)
+	if err := build(); err != nil {
+		t.Fatal(err)
 	}
-	return filepath.Join(binaries.dir, name)
+	return filepath.Join(binDir, name)
 }
 
-// proc is one process under test: a pod, a poller, or the reference server.
+// proc is one process under test: a pod, a poller, nginx or the reference
+// server.
 type proc struct {
 	name string
 	cmd  *exec.Cmd
 	base string // "http://" and the address it logged as listening on
-	logs *logs
+	logs *testkit.Buffer
 
 	exited chan struct{} // closed once the process exited and its output was read
 	err    error         // its exit status, once exited is closed
@@ -103,66 +93,95 @@ type proc struct {
 
 // start runs path with exactly env (nothing inherited, so a developer's
 // REDIS_URL or token cannot leak in), HTTP_ADDR and METRICS_ADDR on free
-// loopback ports unless env has them, and waits until it logs the address it listens on and
-// /healthz answers 200. When the test ends it is stopped with SIGTERM, and
-// the test fails unless it exits 0; its output is shown if the test failed.
+// loopback ports unless env has them, and waits until it logs the address it
+// listens on and /healthz answers 200. When the test ends it is stopped with
+// SIGTERM, and the test fails unless it exits 0; its output is shown if the
+// test failed.
 func start(t testing.TB, name, path string, env map[string]string) *proc {
 	t.Helper()
-	p := launch(t, name, path, env)
-	select {
-	case addr := <-p.logs.listening:
-		p.base = "http://" + addr
-	case <-p.exited:
-		t.Fatalf("%s exited at start-up: %v\n%s", name, p.err, p.logs)
-	case <-time.After(waitFor):
-		t.Fatalf("%s did not log a listening address\n%s", name, p.logs)
-	}
-	testkit.Eventually(t, name+" answers /healthz", func() bool { return p.status("/healthz") == http.StatusOK })
-	return p
-}
-
-// launch starts the process without waiting for it to listen.
-func launch(t testing.TB, name, path string, env map[string]string) *proc {
-	t.Helper()
 	cmd := exec.Command(path)
-	cmd.Env = []string{} // not nil, which would inherit ours
-	if _, ok := env["HTTP_ADDR"]; !ok {
-		cmd.Env = append(cmd.Env, "HTTP_ADDR=127.0.0.1:0")
-	}
-	if _, ok := env["METRICS_ADDR"]; !ok {
-		cmd.Env = append(cmd.Env, "METRICS_ADDR=127.0.0.1:0") // the API's; the poller reads none
-	}
+	cmd.Env = []string{"HTTP_ADDR=127.0.0.1:0", "METRICS_ADDR=127.0.0.1:0"} // the poller reads no METRICS_ADDR
 	for k, v := range env {
-		cmd.Env = append(cmd.Env, k+"="+v)
+		cmd.Env = append(cmd.Env, k+"="+v) // the last of a name wins
 	}
 	p := spawn(t, name, cmd)
 	t.Cleanup(func() {
 		p.stop(t)
-		// A test that took over stopping may have failed half-way.
-		p.reap(t, p.cmd.Process.Kill)
+		p.reap(t, p.cmd.Process.Kill) // a test that took over stopping may have failed half-way
+	})
+	testkit.Eventually(t, name+" listens and answers /healthz", func() bool {
+		select {
+		case <-p.exited:
+			t.Fatalf("%s exited at start-up: %v\n%s", name, p.err, p.logs)
+		default:
+		}
+		for _, l := range p.logs.Lines("listening") {
+			if addr, _ := l["addr"].(string); addr != "" && p.base == "" {
+				p.base = "http://" + addr
+			}
+		}
+		return p.base != "" && p.status("/healthz") == http.StatusOK
 	})
 	return p
 }
 
-// spawn starts cmd, its output read into the proc's logs.
+// deployment is the fleet a test or a benchmark runs: pollers asking the
+// fake GitHub each second and writing to a Redis of any topology, and pods
+// reading it, or, without a Redis, pods polling GitHub themselves with a
+// token; every app due at once, no spacing between requests.
+type deployment struct {
+	gh                *fakegithub.Server
+	url, caFile       string            // the Redis ("": standalone pods), REDIS_TLS_CA_FILE for rediss://
+	apps              string            // CRAFT_APPS_RELEASE_APPS; "" for the default apps
+	pollerEnv, podEnv map[string]string // set over each one's defaults; "" unsets
+}
+
+// env is the environment of a cmd/<kind> of d.
+func (d deployment) env(kind string) map[string]string {
+	env := map[string]string{"REDIS_URL": d.url, "REDIS_TLS_CA_FILE": d.caFile, "CRAFT_APPS_RELEASE_APPS": d.apps, "SHUTDOWN_TIMEOUT_SECS": "5"}
+	extra := d.podEnv
+	switch {
+	case kind == "poller":
+		env["CRAFT_APPS_RELEASE_POLL_INTERVAL_SECS"], env["CRAFT_APPS_RELEASE_TICK_SECS"], extra = "1", "1", d.pollerEnv
+	case d.url == "":
+		env["CRAFT_APPS_RELEASE_GITHUB_TOKEN"] = "e2e-token"
+	default:
+		env["CRAFT_APPS_HYDRATE_TIMEOUT_SECS"] = "10"
+	}
+	if kind == "poller" || d.url == "" {
+		env["CRAFT_APPS_RELEASE_GITHUB_API_URL"] = d.gh.URL()
+		env["CRAFT_APPS_RELEASE_STARTUP_JITTER_SECS"], env["CRAFT_APPS_RELEASE_REQUEST_SPACING_MS"] = "0", "0"
+	}
+	maps.Copy(env, extra)
+	maps.DeleteFunc(env, func(_, v string) bool { return v == "" })
+	return env
+}
+
+// pollers starts n pollers of d, named poller-1 and on.
+func (d deployment) pollers(t testing.TB, n int) []*proc { return d.start(t, "poller", n) }
+
+// pods starts n API pods of d, named api-1 and on.
+func (d deployment) pods(t testing.TB, n int) []*proc { return d.start(t, "api", n) }
+
+func (d deployment) start(t testing.TB, kind string, n int) []*proc {
+	t.Helper()
+	procs := make([]*proc, n)
+	for i := range procs {
+		procs[i] = start(t, fmt.Sprintf("%s-%d", kind, i+1), binary(t, kind), d.env(kind))
+	}
+	return procs
+}
+
+// spawn starts cmd, its output kept in the proc's logs.
 func spawn(t testing.TB, name string, cmd *exec.Cmd) *proc {
 	t.Helper()
-	p := &proc{name: name, cmd: cmd, logs: newLogs(), exited: make(chan struct{})}
-	r, w, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	p.cmd.Stdout, p.cmd.Stderr = w, w
-	if err := p.cmd.Start(); err != nil {
-		r.Close()
-		w.Close()
+	p := &proc{name: name, cmd: cmd, logs: &testkit.Buffer{}, exited: make(chan struct{})}
+	cmd.Stdout, cmd.Stderr, cmd.WaitDelay = p.logs, p.logs, waitFor
+	if err := cmd.Start(); err != nil {
 		t.Fatalf("start %s: %v", name, err)
 	}
-	w.Close()
 	go func() {
-		p.logs.read(r)
-		r.Close()
-		p.err = p.cmd.Wait()
+		p.err = cmd.Wait()
 		close(p.exited)
 	}()
 	return p
@@ -192,47 +211,27 @@ func (p *proc) reap(t testing.TB, end func() error) {
 func (p *proc) stop(t testing.TB) {
 	t.Helper()
 	p.stopOnce.Do(func() {
-		p.signal(t, syscall.SIGTERM)
-		p.wait(t)
+		select {
+		case <-p.exited:
+		default:
+			if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+				t.Errorf("signal %s: %v", p.name, err)
+			}
+		}
+		select {
+		case <-p.exited:
+			if p.err != nil {
+				t.Errorf("%s exited with %v, want status 0", p.name, p.err)
+			}
+		case <-time.After(waitFor):
+			_ = p.cmd.Process.Kill()
+			<-p.exited
+			t.Errorf("%s still ran %v after SIGTERM; killed", p.name, waitFor)
+		}
 	})
 }
 
-// wait waits for the process to exit and fails the test unless it exited 0.
-func (p *proc) wait(t testing.TB) {
-	t.Helper()
-	select {
-	case <-p.exited:
-	case <-time.After(waitFor):
-		_ = p.cmd.Process.Kill()
-		<-p.exited
-		t.Errorf("%s still ran %v after SIGTERM; killed", p.name, waitFor)
-		return
-	}
-	if p.err != nil {
-		t.Errorf("%s exited with %v, want status 0", p.name, p.err)
-	}
-}
-
-func (p *proc) signal(t testing.TB, sig os.Signal) {
-	t.Helper()
-	select {
-	case <-p.exited:
-		return
-	default:
-	}
-	if err := p.cmd.Process.Signal(sig); err != nil {
-		t.Errorf("signal %s: %v", p.name, err)
-	}
-}
-
-// status returns the status of GET path, or 0 when the request failed.
-func (p *proc) status(path string) int {
-	a, err := ask(p.base + path)
-	if err != nil {
-		return 0
-	}
-	return a.status
-}
+func (p *proc) status(path string) int { return testkit.Status(p.base + path) }
 
 // rss returns the process's resident memory in bytes (VmRSS) and its peak (VmHWM).
 func (p *proc) rss(t testing.TB) (rss, peak int64) {
@@ -241,20 +240,17 @@ func (p *proc) rss(t testing.TB) (rss, peak int64) {
 	if err != nil {
 		t.Fatalf("read %s's status: %v", p.name, err)
 	}
-	kib := func(field string) int64 {
-		for line := range strings.Lines(string(b)) {
-			if v, ok := strings.CutPrefix(line, field+":"); ok {
-				n, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
-				if err != nil {
-					t.Fatalf("%s of %s: %v", field, p.name, err)
-				}
-				return n << 10
-			}
+	kib := map[string]int64{}
+	for line := range strings.Lines(string(b)) {
+		k, v, _ := strings.Cut(line, ":")
+		if n, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64); err == nil {
+			kib[k] = n << 10
 		}
-		t.Fatalf("no %s in /proc/%d/status", field, p.cmd.Process.Pid)
-		return 0
 	}
-	return kib("VmRSS"), kib("VmHWM")
+	if kib["VmRSS"] == 0 || kib["VmHWM"] == 0 {
+		t.Fatalf("no VmRSS or VmHWM in %s's status:\n%s", p.name, b)
+	}
+	return kib["VmRSS"], kib["VmHWM"]
 }
 
 // cpu returns the CPU time the process has used so far, user and system,
@@ -266,14 +262,14 @@ func (p *proc) cpu(t testing.TB) time.Duration {
 		t.Fatalf("read %s's stat: %v", p.name, err)
 	}
 	// The command name, in parentheses, may hold spaces: fields count from
-	// after it, where the state is field 3 of proc(5).
+	// after it, where the state is field 3 of proc(5); utime and stime are 14 and 15.
 	_, rest, _ := strings.Cut(string(b), ") ")
 	f := strings.Fields(rest)
 	if len(f) < 13 {
 		t.Fatalf("%s's stat %q", p.name, b)
 	}
 	var ticks int64
-	for _, v := range f[11:13] { // utime, stime
+	for _, v := range f[11:13] {
 		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil {
 			t.Fatalf("%s's stat %q: %v", p.name, b, err)
@@ -281,53 +277,6 @@ func (p *proc) cpu(t testing.TB) time.Duration {
 		ticks += n
 	}
 	return time.Duration(ticks) * 10 * time.Millisecond
-}
-
-// logs keeps a process's output, one line each, and notes the address it
-// logs with the message "listening".
-type logs struct {
-	listening chan string
-
-	mu    sync.Mutex
-	lines []string
-}
-
-func newLogs() *logs { return &logs{listening: make(chan string, 1)} }
-
-func (l *logs) read(r io.Reader) {
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64<<10), 4<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		l.mu.Lock()
-		l.lines = append(l.lines, line)
-		l.mu.Unlock()
-		if rec := parseLine(line); rec.Msg == "listening" && rec.Addr != "" {
-			select {
-			case l.listening <- rec.Addr:
-			default:
-			}
-		}
-	}
-}
-
-// record is what the tests read of a JSON log line.
-type record struct {
-	Level string `json:"level"`
-	Msg   string `json:"msg"`
-	Addr  string `json:"addr"`
-}
-
-func parseLine(line string) record {
-	var rec record
-	_ = json.Unmarshal([]byte(line), &rec)
-	return rec
-}
-
-func (l *logs) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return strings.Join(l.lines, "\n")
 }
 
 // answer is one HTTP answer, read whole.
@@ -370,24 +319,8 @@ func (p *proc) served(t testing.TB) release.Info {
 // and fetch time, and its length, which tells bodies apart that describe
 // alike.
 func summary(body []byte) string {
-	var info release.Info
-	if err := json.Unmarshal(body, &info); err != nil {
-		return fmt.Sprintf("%d bytes that do not decode: %v", len(body), err)
-	}
-	var b strings.Builder
-	for _, k := range slices.Sorted(maps.Keys(info.ReleaseInfo.Apps)) {
-		a := info.ReleaseInfo.Apps[k]
-		tag, at := "none", "never"
-		if a.LatestRelease != nil {
-			tag = a.LatestRelease.Tag
-		}
-		if a.AppLastFetched != nil {
-			at = a.AppLastFetched.Format(time.StampMilli)
-		}
-		fmt.Fprintf(&b, "%s=%s@%s ", k, tag, at)
-	}
-	fmt.Fprintf(&b, "(%d bytes)", len(body))
-	return b.String()
+	info, err := testkit.DecodeInfo(body)
+	return fmt.Sprintf("%v %v (%d bytes; %v)", tags(info), fetched(info), len(body), err)
 }
 
 // tags returns each app's served tag: "" for no release.
@@ -439,54 +372,6 @@ var (
 	testAppsEnv = "photocraft=PhotoCraft=storytold/photocraft, vectorcraft=VectorCraft=storytold/vectorcraft, filmcraft=FilmCraft=storytold/filmcraft"
 )
 
-// podEnv is the environment of an API pod in split mode.
-func podEnv(redisURL, apps string) map[string]string {
-	env := map[string]string{
-		"REDIS_URL":                       redisURL,
-		"CRAFT_APPS_HYDRATE_TIMEOUT_SECS": "10",
-		"SHUTDOWN_TIMEOUT_SECS":           "5",
-	}
-	if apps != "" {
-		env["CRAFT_APPS_RELEASE_APPS"] = apps
-	}
-	return env
-}
-
-// pollerEnv is the environment of a poller that asks gh about every app
-// each second.
-func pollerEnv(gh *fakegithub.Server, redisURL, apps string) map[string]string {
-	return map[string]string{
-		"REDIS_URL":                              redisURL,
-		"CRAFT_APPS_RELEASE_APPS":                apps,
-		"CRAFT_APPS_RELEASE_GITHUB_API_URL":      gh.URL(),
-		"CRAFT_APPS_RELEASE_POLL_INTERVAL_SECS":  "1",
-		"CRAFT_APPS_RELEASE_TICK_SECS":           "1",
-		"CRAFT_APPS_RELEASE_STARTUP_JITTER_SECS": "0",
-		"CRAFT_APPS_RELEASE_REQUEST_SPACING_MS":  "0",
-		"SHUTDOWN_TIMEOUT_SECS":                  "5",
-	}
-}
-
-// startPods starts n API pods reading redisURL.
-func startPods(t testing.TB, n int, env map[string]string) []*proc {
-	t.Helper()
-	pods := make([]*proc, n)
-	for i := range pods {
-		pods[i] = start(t, fmt.Sprintf("api-%d", i+1), binary(t, "api"), env)
-	}
-	return pods
-}
-
-// startPollers starts n pollers.
-func startPollers(t testing.TB, n int, env map[string]string) []*proc {
-	t.Helper()
-	pollers := make([]*proc, n)
-	for i := range pollers {
-		pollers[i] = start(t, fmt.Sprintf("poller-%d", i+1), binary(t, "poller"), env)
-	}
-	return pollers
-}
-
 // newStore returns a Store on the poller's own kind of connection to the
 // Redis at url, trusting tlsCfg's CA for rediss:// (nil: the system's), to
 // write as a poller does.
@@ -510,88 +395,4 @@ func fakeRelease(t testing.TB, repo, tag string) *release.Release {
 		t.Fatalf("parse the fake's %s %s: %v", repo, tag, err)
 	}
 	return r
-}
-
-// redisInfo returns the fields of one section of INFO (name → value). It
-// asks on a connection of its own, which adds one "info" call.
-func redisInfo(t testing.TB, addr, section string) map[string]string {
-	t.Helper()
-	conn, err := net.DialTimeout("tcp", addr, time.Second)
-	if err != nil {
-		t.Fatalf("info %s: %v", section, err)
-	}
-	defer conn.Close()
-	_ = conn.SetDeadline(time.Now().Add(5 * time.Second))
-	if _, err := fmt.Fprintf(conn, "*2\r\n$4\r\nINFO\r\n$%d\r\n%s\r\n", len(section), section); err != nil {
-		t.Fatalf("info %s: %v", section, err)
-	}
-	r := bufio.NewReader(conn)
-	head, err := r.ReadString('\n')
-	if err != nil || !strings.HasPrefix(head, "$") {
-		t.Fatalf("info %s: reply %q, %v", section, head, err)
-	}
-	n, err := strconv.Atoi(strings.TrimSpace(head[1:]))
-	if err != nil {
-		t.Fatalf("info %s: reply %q", section, head)
-	}
-	body := make([]byte, n)
-	if _, err := io.ReadFull(r, body); err != nil {
-		t.Fatalf("info %s: %v", section, err)
-	}
-	fields := make(map[string]string)
-	for line := range strings.Lines(string(body)) {
-		if k, v, ok := strings.Cut(strings.TrimSpace(line), ":"); ok && !strings.HasPrefix(k, "#") {
-			fields[k] = v
-		}
-	}
-	return fields
-}
-
-// redisCalls returns the calls of every command Redis counted (INFO
-// commandstats), by name as Redis spells it ("hgetall", "client|caching").
-func redisCalls(t testing.TB, addr string) map[string]int64 {
-	t.Helper()
-	calls := make(map[string]int64)
-	for k, v := range redisInfo(t, addr, "commandstats") {
-		name, ok := strings.CutPrefix(k, "cmdstat_")
-		n, _, _ := strings.Cut(strings.TrimPrefix(v, "calls="), ",")
-		c, err := strconv.ParseInt(n, 10, 64)
-		if !ok || err != nil {
-			t.Fatalf("info commandstats: %s:%s", k, v)
-		}
-		calls[name] = c
-	}
-	return calls
-}
-
-// delta returns after − before for every command that changed, leaving out
-// the INFO calls that measured it.
-func delta(before, after map[string]int64) map[string]int64 {
-	d := make(map[string]int64)
-	for name, n := range after {
-		if name == "info" {
-			continue
-		}
-		if n != before[name] {
-			d[name] = n - before[name]
-		}
-	}
-	return d
-}
-
-// sum adds up the calls of the named commands, or of all when none is named.
-func sum(calls map[string]int64, names ...string) int64 {
-	var n int64
-	for name, c := range calls {
-		if len(names) == 0 {
-			n += c
-			continue
-		}
-		for _, want := range names {
-			if name == want {
-				n += c
-			}
-		}
-	}
-	return n
 }

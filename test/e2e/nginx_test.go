@@ -55,18 +55,16 @@ http {
 type cache struct {
 	base string // "http://" and its address
 	dir  string // of its cache files
-	proc *proc
 }
 
 // nginxPath returns nginx's path: the test task installs Debian's package,
 // whose binary is in /usr/sbin, which a user's PATH may lack.
 func nginxPath(t testing.TB) string {
 	t.Helper()
-	if p, err := exec.LookPath("nginx"); err == nil {
-		return p
-	}
-	if _, err := os.Stat("/usr/sbin/nginx"); err == nil {
-		return "/usr/sbin/nginx"
+	for _, name := range []string{"nginx", "/usr/sbin/nginx"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
 	}
 	t.Fatal("nginx not found (the test task installs it: apt-get install nginx)")
 	return ""
@@ -93,31 +91,26 @@ func startNginx(t testing.TB, pods []*proc) *cache {
 	cmd := exec.Command(nginxPath(t), "-p", dir, "-c", conf, "-e", "stderr")
 	cmd.Env = []string{}
 	p := spawn(t, "nginx", cmd)
-	// SIGQUIT is nginx's graceful stop; its exit status is not ours to check.
+	// SIGINT is nginx's fast stop; its exit status is not ours to check.
 	t.Cleanup(func() { p.reap(t, func() error { return p.cmd.Process.Signal(os.Interrupt) }) })
-	c := &cache{base: "http://" + addr, dir: filepath.Join(dir, "cache"), proc: p}
+	c := &cache{base: "http://" + addr, dir: filepath.Join(dir, "cache")}
 	testkit.Eventually(t, "nginx answers", func() bool {
 		select {
 		case <-p.exited:
 			t.Fatalf("nginx exited: %v\n%s", p.err, p.logs)
 		default:
 		}
-		_, err := c.ask("/healthz")
+		_, err := ask(c.base + "/healthz")
 		return err == nil
 	})
 	return c
 }
 
-// ask sends GET path to the cache with the header pairs given, and keeps a
-// redirect as the answer.
-func (c *cache) ask(path string, header ...string) (answer, error) {
-	return ask(c.base+path, header...)
-}
-
-// get asks the cache and fails the test on a transport error.
+// get asks the cache, keeping a redirect as the answer, and fails the test
+// on a transport error.
 func (c *cache) get(t testing.TB, path string, header ...string) answer {
 	t.Helper()
-	a, err := c.ask(path, header...)
+	a, err := ask(c.base+path, header...)
 	if err != nil {
 		t.Fatalf("cache GET %s: %v", path, err)
 	}

@@ -1,8 +1,6 @@
 package e2e
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"maps"
 	"net/http"
@@ -12,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/storytold/craft-releases/pkg/release"
 	"github.com/storytold/craft-releases/test/fakegithub"
 	"github.com/storytold/craft-releases/test/fakeredis"
 	"github.com/storytold/craft-releases/test/openapitest"
@@ -32,26 +29,23 @@ import (
 func TestOpenAPI(t *testing.T) {
 	t.Parallel()
 	silent := fakeredis.StartSilent(t)
-	coldEnv := podEnv(silent.URL(), testAppsEnv)
-	coldEnv["CRAFT_APPS_HYDRATE_TIMEOUT_SECS"] = "600"
-	coldEnv["METRICS_ADDR"] = testkit.FreeAddr(t)
-	// The webhook's deliveries cannot be recorded on a silent Redis: 503.
-	coldEnv["CRAFT_APPS_RELEASE_WEBHOOK_SECRET"] = openapitest.WebhookSecret
-	coldPod := start(t, "api-cold", binary(t, "api"), coldEnv)
+	cold := deployment{gh: fakegithub.New(t), url: silent.URL(), apps: testAppsEnv, podEnv: map[string]string{"CRAFT_APPS_HYDRATE_TIMEOUT_SECS": "600",
+		"CRAFT_APPS_RELEASE_WEBHOOK_SECRET": openapitest.WebhookSecret}} // whose deliveries cannot be recorded on a silent Redis: 503
+	coldPod := cold.pods(t, 1)[0]
 
 	served, err := ask(coldPod.base + "/openapi.json")
 	if err != nil || served.status != http.StatusOK || served.header.Get("Content-Type") != "application/json" {
 		t.Fatalf("GET /openapi.json: %d %s, %v; want 200 application/json", served.status, served.header.Get("Content-Type"), err)
 	}
 	doc := openapitest.Load(t, served.body)
-	seen := map[string]map[string]bool{} // "port METHOD path" → statuses answered
+	seen := map[string]bool{} // "port METHOD path status" answered
 
 	// A poller's start-up load from a silent Redis takes its Redis timeout
 	// (5 s): until then it is not ready.
-	coldPoller := start(t, "poller-cold", binary(t, "poller"), pollerEnv(fakegithub.New(t), silent.URL(), testAppsEnv))
+	coldPoller := cold.pollers(t, 1)[0]
 	askAll(t, doc, seen, "poller", coldPoller.name, coldPoller.base)
 	askAll(t, doc, seen, "api", coldPod.name, coldPod.base)
-	askAll(t, doc, seen, "api-metrics", coldPod.name, "http://"+coldEnv["METRICS_ADDR"])
+	askAll(t, doc, seen, "api-metrics", coldPod.name, metricsBase(t, coldPod))
 
 	// The warm deployment has pre-release channels: one pre-release
 	// served, one null, one app without the key.
@@ -60,14 +54,9 @@ func TestOpenAPI(t *testing.T) {
 	gh.Publish(photocraft, withUpdaterFiles(photocraft, withSignedBundle(photocraft, fakegithub.NewRelease(photocraft, "v1.0.0"))))
 	publishChannels(gh)
 	rs := redistest.Start(t)
-	pollerEnv := pollerEnv(gh, rs.URL(), testAppsEnv)
-	pollerEnv["CRAFT_APPS_RELEASE_PRERELEASE_APPS"] = prereleaseApps
-	poller := start(t, "poller", binary(t, "poller"), pollerEnv)
-	env := podEnv(rs.URL(), testAppsEnv)
-	env["CRAFT_APPS_RELEASE_PRERELEASE_APPS"] = prereleaseApps
-	env["METRICS_ADDR"] = testkit.FreeAddr(t)
-	env["CRAFT_APPS_RELEASE_WEBHOOK_SECRET"] = "an-old-secret," + openapitest.WebhookSecret
-	pod := start(t, "api", binary(t, "api"), env)
+	d := deployment{gh: gh, url: rs.URL(), apps: testAppsEnv, pollerEnv: map[string]string{"CRAFT_APPS_RELEASE_PRERELEASE_APPS": prereleaseApps},
+		podEnv: map[string]string{"CRAFT_APPS_RELEASE_PRERELEASE_APPS": prereleaseApps, "CRAFT_APPS_RELEASE_WEBHOOK_SECRET": "an-old-secret," + openapitest.WebhookSecret}}
+	poller, pod := d.pollers(t, 1)[0], d.pods(t, 1)[0]
 	waitTags(t, want, pod)
 	testkit.Eventually(t, "the pod serves the pre-releases", func() bool {
 		return maps.Equal(channels(t, pod), map[string]string{"photocraft": "v1.1.0-beta.1", "vectorcraft": ""})
@@ -92,12 +81,12 @@ func TestOpenAPI(t *testing.T) {
 		return a.header.Get("ETag") == b.header.Get("ETag")
 	})
 	askAll(t, doc, seen, "api", pod.name, pod.base)
-	askAll(t, doc, seen, "api-metrics", pod.name, "http://"+env["METRICS_ADDR"])
+	askAll(t, doc, seen, "api-metrics", pod.name, metricsBase(t, pod))
 
 	for _, port := range []string{"api", "api-metrics", "poller"} {
 		for _, op := range doc.Operations(t, port) {
 			for _, code := range doc.Statuses(t, op) {
-				if !seen[port+" "+op][code] {
+				if !seen[port+" "+op+" "+code] {
 					t.Errorf("%s %s: documented status %s never answered by the running binary", port, op, code)
 				}
 			}
@@ -109,34 +98,22 @@ func TestOpenAPI(t *testing.T) {
 // process called name), with and without gzip, and for an answer with an
 // ETag once more with If-None-Match, checks each answer against doc and
 // records its status in seen.
-func askAll(t *testing.T, doc *openapitest.Doc, seen map[string]map[string]bool, port, name, base string) {
+func askAll(t *testing.T, doc *openapitest.Doc, seen map[string]bool, port, name, base string) {
 	t.Helper()
-	// A transport of our own, so Go neither adds Accept-Encoding nor
-	// decompresses: the answers are checked as sent.
-	client := &http.Client{
-		Transport: &http.Transport{DisableCompression: true},
-		// A redirect is an answer to check, not to follow.
-		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
-	}
 	ask := func(op string, r openapitest.Request, acceptEncoding, ifNoneMatch string) *http.Response {
 		method, _, _ := strings.Cut(op, " ")
 		req := openapitest.NewRequest(t, method, base, r)
-		if acceptEncoding != "" {
-			req.Header.Set("Accept-Encoding", acceptEncoding)
+		for k, v := range map[string]string{"Accept-Encoding": acceptEncoding, "If-None-Match": ifNoneMatch} {
+			if v != "" {
+				req.Header.Set(k, v)
+			}
 		}
-		if ifNoneMatch != "" {
-			req.Header.Set("If-None-Match", ifNoneMatch)
-		}
-		res, err := client.Do(req)
+		res, err := testkit.Client.Do(req) // the answer as sent: no Accept-Encoding added, no redirect followed
 		if err != nil {
 			t.Fatalf("%s: %s %s: %v", name, method, r.Target, err)
 		}
 		doc.Check(t, req, res)
-		key := port + " " + op
-		if seen[key] == nil {
-			seen[key] = map[string]bool{}
-		}
-		seen[key][strconv.Itoa(res.StatusCode)] = true
+		seen[port+" "+op+" "+strconv.Itoa(res.StatusCode)] = true
 		return res
 	}
 	for _, op := range doc.Operations(t, port) {
@@ -163,14 +140,8 @@ const signedBundleSig = "dW50cnVzdGVkIGNvbW1lbnQ6IHNpZ25hdHVyZSBmcm9tIG1pbmlzaWd
 func withSignedBundle(repo string, r fakegithub.Release) fakegithub.Release {
 	_, project, _ := strings.Cut(repo, "/")
 	name := project + "_" + strings.TrimPrefix(r.TagName, "v") + "_x64-setup.exe"
-	for i, a := range []fakegithub.Asset{{Name: name, Size: 1 << 20}, {Name: name + ".sig", Content: []byte(signedBundleSig)}} {
-		a.ID, a.State, a.ContentType = int64(5000+i), "uploaded", "application/octet-stream"
-		a.BrowserDownloadURL = release.DownloadURL(repo, r.TagName, a.Name)
-		if a.Content != nil {
-			a.Size = int64(len(a.Content))
-		}
-		r.Assets = append(r.Assets, a)
-	}
+	r.Assets = append(r.Assets, tauriAsset(repo, r.TagName, 5000, name, make([]byte, 1<<20), nil),
+		tauriAsset(repo, r.TagName, 5001, name+".sig", []byte(signedBundleSig), []byte(signedBundleSig)))
 	return r
 }
 
@@ -180,10 +151,7 @@ func withSignedBundle(repo string, r fakegithub.Release) fakegithub.Release {
 func withUpdaterFiles(repo string, r fakegithub.Release) fakegithub.Release {
 	for i, name := range slices.Sorted(maps.Keys(openapitest.UpdaterFiles)) {
 		body := []byte(openapitest.UpdaterFiles[name])
-		sum := sha256.Sum256(body)
-		r.Assets = append(r.Assets, fakegithub.Asset{ID: int64(6000 + i), Name: name, State: "uploaded", ContentType: "application/octet-stream",
-			Size: int64(len(body)), Digest: "sha256:" + hex.EncodeToString(sum[:]), Content: body,
-			BrowserDownloadURL: release.DownloadURL(repo, r.TagName, name)})
+		r.Assets = append(r.Assets, tauriAsset(repo, r.TagName, int64(6000+i), name, body, body))
 	}
 	return r
 }

@@ -29,15 +29,14 @@ func TestReleaseControl(t *testing.T) {
 	gh := fakegithub.New(t)
 	older, newer := fakegithub.NewRelease(repo, "v1.0.0"), fakegithub.NewRelease(repo, "v2.0.0")
 	day := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
-	older.PublishedAt, newer.PublishedAt = &day, ptr(day.AddDate(0, 0, 1))
+	next := day.AddDate(0, 0, 1)
+	older.PublishedAt, newer.PublishedAt = &day, &next
 	gh.Publish(repo, newer)
 	gh.SetList(repo, newer, older)
 	rs, cf := redistest.Start(t), fakecloudflare.Start(t)
-	env := pollerEnv(gh, rs.URL(), apps)
-	env["MYSQL_DSN"] = mariadbtest.Shared(t).NewDatabase(t).DSN()
 	const public = "https://releases.example.com"
-	env["CLOUDFLARE_API_TOKEN"], env["CLOUDFLARE_ZONE_ID"] = cfToken, cfZone
-	env["CLOUDFLARE_API_URL"], env["CRAFT_APPS_PUBLIC_URL"] = cf.URL(), public
+	d := deployment{gh: gh, url: rs.URL(), apps: apps, pollerEnv: map[string]string{"MYSQL_DSN": mariadbtest.Shared(t).NewDatabase(t).DSN(),
+		"CLOUDFLARE_API_TOKEN": cfToken, "CLOUDFLARE_ZONE_ID": cfZone, "CLOUDFLARE_API_URL": cf.URL(), "CRAFT_APPS_PUBLIC_URL": public}}
 	// purged reports whether Cloudflare was asked after since to purge the
 	// app's own answer.
 	purged := func(since time.Time) bool {
@@ -48,22 +47,20 @@ func TestReleaseControl(t *testing.T) {
 		}
 		return false
 	}
-	verb := func(args ...string) string {
+	verb := func(args ...string) {
 		t.Helper()
 		cmd := exec.Command(binary(t, "poller"), args...)
 		cmd.Env = os.Environ()
-		for k, v := range env {
+		for k, v := range d.env("poller") {
 			cmd.Env = append(cmd.Env, k+"="+v)
 		}
-		out, err := cmd.CombinedOutput()
-		if err != nil {
+		if out, err := cmd.CombinedOutput(); err != nil {
 			t.Fatalf("poller %s: %v\n%s", strings.Join(args, " "), err, out)
 		}
-		return string(out)
 	}
 	verb("migrate")
-	startPollers(t, 2, env)
-	pods := startPods(t, 2, podEnv(rs.URL(), apps))
+	d.pollers(t, 2)
+	pods := d.pods(t, 2)
 	waitTags(t, map[string]string{"photocraft": "v2.0.0"}, pods...)
 
 	for i, step := range []struct {
@@ -106,5 +103,3 @@ func TestReleaseControl(t *testing.T) {
 		t.Errorf("GitHub was asked about v2.0.0 %d times, want once: by the first verb that named it", got)
 	}
 }
-
-func ptr[T any](v T) *T { return &v }

@@ -5,6 +5,8 @@ import (
 	"compress/gzip"
 	"context"
 	"io"
+	"maps"
+	"slices"
 	"testing"
 
 	"github.com/storytold/craft-releases/test/fakegithub"
@@ -25,21 +27,13 @@ func publishFirst(gh *fakegithub.Server) map[string]string {
 	return map[string]string{"filmcraft": "", "photocraft": "v1.0.0", "vectorcraft": "v2.0.0"}
 }
 
-func appKeys() []string {
-	keys := make([]string, len(testApps))
-	for i, a := range testApps {
-		keys[i] = a.Key
-	}
-	return keys
-}
-
 func TestReleaseReachesEveryPod(t *testing.T) {
 	t.Parallel()
 	gh := fakegithub.New(t)
 	want := publishFirst(gh)
 	rs := redistest.Start(t)
-	pollers := startPollers(t, 2, pollerEnv(gh, rs.URL(), testAppsEnv))
-	pods := startPods(t, 2, podEnv(rs.URL(), testAppsEnv))
+	d := deployment{gh: gh, url: rs.URL(), apps: testAppsEnv}
+	pollers, pods := d.pollers(t, 2), d.pods(t, 2)
 	waitTags(t, want, pods...)
 
 	gh.Publish(photocraft, fakegithub.NewRelease(photocraft, "v1.1.0"))
@@ -51,7 +45,7 @@ func TestReleaseReachesEveryPod(t *testing.T) {
 	for _, p := range pollers {
 		p.stop(t)
 	}
-	entries, _, err := newStore(t, rs.URL(), nil).Load(context.Background(), appKeys())
+	entries, _, err := newStore(t, rs.URL(), nil).Load(context.Background(), slices.Collect(maps.Keys(want)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,21 +91,12 @@ func TestReleaseReachesEveryPod(t *testing.T) {
 func gunzip(t testing.TB, b []byte) []byte {
 	t.Helper()
 	zr, err := gzip.NewReader(bytes.NewReader(b))
+	var out []byte
+	if err == nil {
+		out, err = io.ReadAll(zr)
+	}
 	if err != nil {
 		t.Fatalf("gunzip: %v", err)
-	}
-	out, err := io.ReadAll(zr)
-	if err != nil {
-		t.Fatalf("gunzip: %v", err)
-	}
-	return out
-}
-
-func etags(t testing.TB, pods []*proc) []string {
-	t.Helper()
-	out := make([]string, len(pods))
-	for i, p := range pods {
-		out[i] = p.get(t).header.Get("ETag")
 	}
 	return out
 }

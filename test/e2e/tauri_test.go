@@ -22,7 +22,6 @@ import (
 
 	"github.com/storytold/craft-releases/pkg/release"
 	"github.com/storytold/craft-releases/test/fakegithub"
-	"github.com/storytold/craft-releases/test/testkit"
 )
 
 // The Tauri app of the feed's tests, with its tags as tauri-action makes
@@ -30,7 +29,6 @@ import (
 const (
 	artcraft       = "storytold/artcraft"
 	artcraftApp    = "artcraft=ArtCraft=storytold/artcraft"
-	tauriApps      = artcraftApp + ", photocraft=PhotoCraft=storytold/photocraft"
 	tauriPrefixes  = "artcraft=artcraft-v"
 	updatesPath    = "/v1/craft_apps/updates/"
 	tauriBundleLen = 64 << 10
@@ -49,31 +47,18 @@ func artcraftBundles(v string) []string {
 	}
 }
 
-// tauriCase is an updater's request (the path after the app's tauri/) and
-// the bundle it must get, an index into artcraftBundles.
-type tauriCase struct {
+// tauriCases are the requests that get a bundle of artcraftBundles: each an
+// updater's request (the path after the app's tauri/) and the index of the
+// bundle it must get. Every target, arch and bundle type that has one, the
+// route without a bundle type, and the placeholder an updater before plugin
+// 2.10 leaves.
+var tauriCases = []struct {
 	path   string
 	bundle int
-}
-
-// tauriCases are the requests that get a bundle of artcraftBundles: every
-// target, arch and bundle type that has one, the route without a bundle
-// type, and the placeholder an updater before plugin 2.10 leaves.
-var tauriCases = []tauriCase{
-	{"windows/x86_64/nsis", 0},
-	{"windows/x86_64/msi", 1},
-	{"windows/x86_64/unknown", 0},
-	{"windows/x86_64", 0},
-	{"windows/x86_64/%7B%7Bbundle_type%7D%7D", 0},
-	{"darwin/x86_64/app", 2},
-	{"darwin/x86_64/unknown", 2},
-	{"darwin/aarch64/app", 2},
-	{"darwin/aarch64/unknown", 2},
-	{"linux/x86_64/appimage", 3},
-	{"linux/x86_64/deb", 4},
-	{"linux/x86_64/rpm", 5},
-	{"linux/x86_64/unknown", 3},
-	{"linux/x86_64", 3},
+}{
+	{"windows/x86_64/nsis", 0}, {"windows/x86_64/msi", 1}, {"windows/x86_64/unknown", 0}, {"windows/x86_64", 0}, {"windows/x86_64/%7B%7Bbundle_type%7D%7D", 0},
+	{"darwin/x86_64/app", 2}, {"darwin/x86_64/unknown", 2}, {"darwin/aarch64/app", 2}, {"darwin/aarch64/unknown", 2},
+	{"linux/x86_64/appimage", 3}, {"linux/x86_64/deb", 4}, {"linux/x86_64/rpm", 5}, {"linux/x86_64/unknown", 3}, {"linux/x86_64", 3},
 }
 
 // tauriPlatforms are the keys of latest.json for artcraftBundles, each with
@@ -90,9 +75,9 @@ type minisignKey struct {
 	pubkey   string // the base64 of the public-key file: tauri.conf.json's pubkey
 }
 
-// runMinisign runs the minisign binary with args in dir and returns its
-// output and how it ended. A missing binary fails the test.
-func runMinisign(t testing.TB, dir string, args ...string) ([]byte, error) {
+// minisign runs the minisign binary with args in dir; its error holds the
+// output. A missing binary fails the test.
+func minisign(t testing.TB, dir string, args ...string) error {
 	t.Helper()
 	bin, err := exec.LookPath("minisign")
 	if err != nil {
@@ -100,22 +85,19 @@ func runMinisign(t testing.TB, dir string, args ...string) ([]byte, error) {
 	}
 	cmd := exec.Command(bin, args...)
 	cmd.Dir = dir
-	return cmd.CombinedOutput()
-}
-
-// mustMinisign is runMinisign failing the test unless minisign exits 0.
-func mustMinisign(t testing.TB, dir string, args ...string) {
-	t.Helper()
-	if out, err := runMinisign(t, dir, args...); err != nil {
-		t.Fatalf("minisign %s: %v\n%s", strings.Join(args, " "), err, out)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("minisign %s: %w\n%s", strings.Join(args, " "), err, out)
 	}
+	return nil
 }
 
 func newMinisignKey(t testing.TB) minisignKey {
 	t.Helper()
 	dir := t.TempDir()
 	k := minisignKey{pub: filepath.Join(dir, "pub"), sec: filepath.Join(dir, "sec")}
-	mustMinisign(t, dir, "-G", "-W", "-p", k.pub, "-s", k.sec)
+	if err := minisign(t, dir, "-G", "-W", "-p", k.pub, "-s", k.sec); err != nil {
+		t.Fatal(err)
+	}
 	b, err := os.ReadFile(k.pub)
 	if err != nil {
 		t.Fatal(err)
@@ -148,7 +130,9 @@ func newSignedRelease(t testing.TB, repo, tag string, firstID int64, key minisig
 		if err := os.WriteFile(file, data, 0o600); err != nil {
 			t.Fatal(err)
 		}
-		mustMinisign(t, dir, "-S", "-s", key.sec, "-m", file, "-x", file+".minisig")
+		if err := minisign(t, dir, "-S", "-s", key.sec, "-m", file, "-x", file+".minisig"); err != nil {
+			t.Fatal(err)
+		}
 		box, err := os.ReadFile(file + ".minisig")
 		if err != nil {
 			t.Fatal(err)
@@ -180,10 +164,11 @@ type tauriUpdate struct {
 	Signature string `json:"signature"`
 }
 
-// feed GETs path of p, failing the test when the request fails.
-func feed(t testing.TB, p *proc, path string) answer {
+// feed GETs path of p with the header pairs given, failing the test when
+// the request fails.
+func feed(t testing.TB, p *proc, path string, header ...string) answer {
 	t.Helper()
-	a, err := ask(p.base + updatesPath + path)
+	a, err := ask(p.base+updatesPath+path, header...)
 	if err != nil {
 		t.Fatalf("%s %s: %v", p.name, path, err)
 	}
@@ -279,8 +264,8 @@ func checkBundle(t testing.TB, what string, s signedRelease, key minisignKey, ra
 	if err := os.WriteFile(sigFile, box, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if out, err := runMinisign(t, filepath.Dir(sigFile), "-V", "-p", key.pub, "-m", file, "-x", sigFile); err != nil {
-		t.Errorf("%s: minisign -V of %s with the served signature: %v\n%s", what, name, err, out)
+	if err := minisign(t, filepath.Dir(sigFile), "-V", "-p", key.pub, "-m", file, "-x", sigFile); err != nil {
+		t.Errorf("%s: %s with the served signature: %v", what, name, err)
 	}
 }
 
@@ -309,60 +294,5 @@ func checkNotFound(t testing.TB, p *proc, path, want string) {
 	}
 	if a.status != http.StatusNotFound || json.Unmarshal(a.body, &e) != nil || e.Success == nil || *e.Success || e.Error != want {
 		t.Errorf("%s %s: %d %s, want 404 with the error %q", p.name, path, a.status, a.body, want)
-	}
-}
-
-// tauriEnv adds the tag prefix and the public keys to env.
-func tauriEnv(env map[string]string, pubkeys string) map[string]string {
-	env["CRAFT_APPS_RELEASE_TAG_PREFIXES"] = tauriPrefixes
-	env["CRAFT_APPS_RELEASE_TAURI_PUBKEYS"] = pubkeys
-	return env
-}
-
-// newTauriGitHub returns a fake GitHub whose quota leaves one request a
-// second for each app unpaced.
-func newTauriGitHub(t testing.TB) *fakegithub.Server {
-	gh := fakegithub.New(t)
-	gh.SetQuota(fakegithub.Quota{Limit: 1 << 20, Remaining: 1 << 20, Reset: time.Now().Add(time.Hour)})
-	return gh
-}
-
-// TestTauriStandalone runs the one-command default, cmd/api polling the fake
-// GitHub itself: every request of an updater gets its bundle with a
-// signature that minisign verifies against the bundle's bytes, and a
-// signature by another key than the app's, as configured, is never offered
-// while the app's release is served all the same.
-func TestTauriStandalone(t *testing.T) {
-	t.Parallel()
-	key, other := newMinisignKey(t), newMinisignKey(t)
-	gh := newTauriGitHub(t)
-	v41 := newSignedRelease(t, artcraft, "artcraft-v0.41.0", 5000, key, artcraftBundles("0.41.0")...)
-	gh.Publish(artcraft, v41.rel)
-	forged := newSignedRelease(t, photocraft, "v1.2.0", 7000, other, "PhotoCraft_1.2.0_x64-setup.exe", "PhotoCraft_1.2.0_amd64.AppImage")
-	gh.Publish(photocraft, forged.rel)
-
-	env := tauriEnv(standaloneEnv(gh, tauriApps), "artcraft="+key.pubkey+", photocraft="+key.pubkey)
-	env["CRAFT_APPS_RELEASE_POLL_INTERVAL_SECS"], env["CRAFT_APPS_RELEASE_TICK_SECS"] = "1", "1"
-	bin := binary(t, "api")
-	began := time.Now()
-	api := start(t, "api-standalone", bin, env)
-	testkit.Eventually(t, "the feed serves artcraft 0.41.0", func() bool { return serves(t, api, "artcraft", "0.41.0") })
-	t.Logf("the feed served every bundle of artcraft-v0.41.0 %v after the process started", time.Since(began).Round(time.Millisecond))
-
-	checkFeed(t, api, v41, key)
-	if a := feed(t, api, "artcraft/tauri/windows/x86_64/nsis?current_version=0.41.0"); a.status != http.StatusNoContent || len(a.body) != 0 {
-		t.Errorf("current_version=0.41.0: %d %q, want 204 without a body", a.status, a.body)
-	}
-	checkNotFound(t, api, "artcraft/tauri/linux/aarch64/deb?current_version=0.40.9",
-		"artcraft artcraft-v0.41.0 has no signed updater bundle for linux aarch64 deb")
-
-	refused := `craft_poller_companions_total{app="photocraft",outcome="refused"}`
-	metrics := metricsBase(t, api) + "/metrics"
-	testkit.Eventually(t, "photocraft's two signatures refused", func() bool { return testkit.Scrape(t, metrics)[refused] >= 2 })
-	checkNotFound(t, api, "photocraft/tauri/windows/x86_64/nsis", "photocraft v1.2.0 has no signed updater bundle for windows x86_64 nsis")
-	checkNotFound(t, api, "photocraft/tauri/linux/x86_64", "photocraft v1.2.0 has no signed updater bundle for linux x86_64 unknown")
-	checkNotFound(t, api, "photocraft/tauri/latest.json", "photocraft v1.2.0 has no signed updater bundle")
-	if got := tags(api.served(t)); got["photocraft"] != "v1.2.0" || got["artcraft"] != "artcraft-v0.41.0" {
-		t.Errorf("release_info serves %v, want photocraft v1.2.0 and artcraft artcraft-v0.41.0", got)
 	}
 }

@@ -3,14 +3,13 @@ package e2e
 import (
 	"fmt"
 	"net/http"
-	"net/url"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/storytold/craft-releases/pkg/redis/store"
+	"github.com/storytold/craft-releases/pkg/release"
 	"github.com/storytold/craft-releases/test/fakegithub"
 	"github.com/storytold/craft-releases/test/redistest"
 	"github.com/storytold/craft-releases/test/testkit"
@@ -19,14 +18,64 @@ import (
 // A failover is a Redis topology with pollers and pods serving through it,
 // and the kill of the primary that holds photocraft's key.
 type failover struct {
-	url    string // without credentials: runFailover adds the users'
-	caFile string // REDIS_TLS_CA_FILE for a rediss:// url
-	// nodes are the data nodes (primaries and replicas, not sentinels):
-	// the binaries' users are made on each.
-	nodes []*redistest.Server
+	url    string              // without credentials: runFailover adds the users'
+	caFile string              // REDIS_TLS_CA_FILE for a rediss:// url
+	nodes  []*redistest.Server // primaries and replicas, where the binaries' users are made
 	// kill SIGKILLs the primary of key and returns it, and what reports
 	// that its replica was promoted.
 	kill func(key string) (killed *redistest.Server, promoted func() bool)
+}
+
+// topologies are a Cluster of 3 primaries with a replica each and a primary
+// with a replica and 3 sentinels, each in plain text and on TLS only, with a
+// CA of the test's.
+var topologies = []struct {
+	name          string
+	sentinel, tls bool
+}{{"cluster", false, false}, {"cluster-tls", false, true}, {"sentinel", true, false}, {"sentinel-tls", true, true}}
+
+// newFailover starts a topology of topologies.
+func newFailover(tb testing.TB, sentinel, onTLS bool) failover {
+	var f failover
+	var ca *redistest.CA
+	if onTLS {
+		ca = redistest.NewCA(tb)
+		f.caFile = ca.File
+	}
+	if !sentinel {
+		var c *redistest.Cluster
+		if ca != nil {
+			c = redistest.StartClusterTLS(tb, ca, 3, 1)
+		} else {
+			c = redistest.StartCluster(tb, 3, 1)
+		}
+		f.url, f.nodes = c.URL(), c.Nodes
+		f.kill = func(key string) (*redistest.Server, func() bool) {
+			primary := c.Primary(key)
+			replica := c.ReplicaOf(primary)
+			primary.Kill()
+			return primary, func() bool { return replica.Role() == "master" }
+		}
+		return f
+	}
+	args := []string{"--repl-diskless-sync-delay", "0"}
+	var primary *redistest.Server
+	if ca != nil {
+		primary = redistest.StartTLS(tb, ca, args...) // and so its replica and sentinels
+	} else {
+		primary = redistest.Start(tb, args...)
+	}
+	replica := redistest.StartReplica(tb, primary)
+	sentinels := redistest.StartSentinels(tb, "craft", primary, 3, 2)
+	f.url, f.nodes = redistest.SentinelURL("craft", sentinels...), []*redistest.Server{primary, replica}
+	f.kill = func(string) (*redistest.Server, func() bool) {
+		primary.Kill()
+		return primary, func() bool {
+			addr, err := sentinels[0].MasterAddr()
+			return err == nil && addr == replica.Addr && replica.Role() == "master"
+		}
+	}
+	return f
 }
 
 // The least-privilege users the binaries run as (store.PollerACL,
@@ -40,20 +89,13 @@ const (
 type failoverFigures struct {
 	promoted time.Duration // kill → the replica is a primary
 	served   time.Duration // kill → every pod serves the release published after the promotion
-	bad      int64         // answers that were not 200, or went back in time, meanwhile
-	answers  int64
-	badSeen  string // what the bad answers were
+	bad      []string      // answers that were not 200, or went back in time, meanwhile
+	answers  int
 	// invalidations is how many invalidations the pods counted between the
 	// second release published after the promotion and every pod serving
 	// it: as many as pods means client-side caching works through the new
 	// primary, not only the safety-net re-read.
 	invalidations float64
-}
-
-// pod is an API pod with its metrics port.
-type pod struct {
-	*proc
-	metrics string
 }
 
 // runFailover makes the binaries' users on every node, starts 2 pollers and
@@ -70,20 +112,19 @@ func runFailover(tb testing.TB, f failover) failoverFigures {
 	}
 	gh := fakegithub.New(tb)
 	want := publishFirst(gh)
-	startPollers(tb, 2, f.env(pollerEnv(gh, withUser(tb, f.url, pollerUser, pollerPassword), testAppsEnv)))
-	pods := make([]pod, 2)
-	for i := range pods {
-		env := f.env(podEnv(withUser(tb, f.url, apiUser, apiPassword), testAppsEnv))
-		env["METRICS_ADDR"] = testkit.FreeAddr(tb)
-		pods[i] = pod{start(tb, fmt.Sprintf("api-%d", i+1), binary(tb, "api"), env), "http://" + env["METRICS_ADDR"] + "/metrics"}
-	}
-	procs := []*proc{pods[0].proc, pods[1].proc}
-	waitTags(tb, want, procs...)
+	deployment{gh: gh, url: withUser(f.url, pollerUser, pollerPassword), caFile: f.caFile, apps: testAppsEnv}.pollers(tb, 2)
+	pods := deployment{url: withUser(f.url, apiUser, apiPassword), caFile: f.caFile, apps: testAppsEnv}.pods(tb, 2)
+	waitTags(tb, want, pods...)
 
-	w := watchAnswers(procs)
+	stopWatch := watchAnswers(pods)
 	var denied []string
+	readDenied := func(n *redistest.Server, when string) {
+		for _, l := range n.Denied() {
+			denied = append(denied, n.Addr+when+": "+l)
+		}
+	}
 	for _, n := range f.nodes {
-		denied = append(denied, prefixed(n.Addr+" before the kill: ", n.Denied())...)
+		readDenied(n, " before the kill")
 	}
 	killed := time.Now()
 	dead, promoted := f.kill(store.AppKey("photocraft"))
@@ -93,7 +134,7 @@ func runFailover(tb testing.TB, f failover) failoverFigures {
 
 	gh.Publish(photocraft, fakegithub.NewRelease(photocraft, "v1.1.0"))
 	want["photocraft"] = "v1.1.0"
-	waitTags(tb, want, procs...)
+	waitTags(tb, want, pods...)
 	fig.served = time.Since(killed)
 
 	// The first change may reach a pod by the re-read of its reconnection;
@@ -102,13 +143,12 @@ func runFailover(tb testing.TB, f failover) failoverFigures {
 	before := invalidations(tb, pods)
 	gh.Publish(photocraft, fakegithub.NewRelease(photocraft, "v1.2.0"))
 	want["photocraft"] = "v1.2.0"
-	waitTags(tb, want, procs...)
+	waitTags(tb, want, pods...)
 	fig.invalidations = invalidations(tb, pods) - before
-	fig.bad, fig.answers = w.stop()
-	fig.badSeen = w.String()
+	fig.bad, fig.answers = stopWatch()
 	for _, n := range f.nodes {
 		if n != dead {
-			denied = append(denied, prefixed(n.Addr+": ", n.Denied())...)
+			readDenied(n, "")
 		}
 	}
 	if len(denied) > 0 {
@@ -117,164 +157,72 @@ func runFailover(tb testing.TB, f failover) failoverFigures {
 	return fig
 }
 
-// env is base with f's REDIS_TLS_CA_FILE.
-func (f failover) env(base map[string]string) map[string]string {
-	if f.caFile != "" {
-		base["REDIS_TLS_CA_FILE"] = f.caFile
-	}
-	return base
-}
-
-// withUser is rawURL with user and password.
-func withUser(tb testing.TB, rawURL, user, password string) string {
-	tb.Helper()
-	u, err := url.Parse(rawURL)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	u.User = url.UserPassword(user, password)
-	return u.String()
-}
-
-func prefixed(prefix string, lines []string) []string {
-	out := make([]string, len(lines))
-	for i, l := range lines {
-		out[i] = prefix + l
-	}
-	return out
+// withUser is url, which has no user, with user and password, which need
+// no escaping.
+func withUser(url, user, password string) string {
+	return strings.Replace(url, "://", "://"+user+":"+password+"@", 1)
 }
 
 // invalidations is the sum of the pods' craft_api_invalidations_total.
-func invalidations(tb testing.TB, pods []pod) float64 {
+func invalidations(tb testing.TB, pods []*proc) float64 {
 	tb.Helper()
 	var n float64
 	for _, p := range pods {
-		n += testkit.Scrape(tb, p.metrics)["craft_api_invalidations_total"]
+		n += testkit.Scrape(tb, metricsBase(tb, p)+"/metrics")["craft_api_invalidations_total"]
 	}
 	return n
 }
 
-// answerWatch asks every pod in a loop and counts the answers that are not
-// 200 or that serve an app fetched earlier than it served before.
-type answerWatch struct {
-	done         chan struct{}
-	wg           sync.WaitGroup
-	bad, answers atomic.Int64
-	mu           sync.Mutex
-	badDescribed []string
-}
-
-func watchAnswers(pods []*proc) *answerWatch {
-	w := &answerWatch{done: make(chan struct{})}
+// watchAnswers asks every pod in a loop until the function it returns is
+// called, which returns the answers that were not 200 or that served an app
+// fetched earlier than the pod served before, and how many answers there
+// were.
+func watchAnswers(pods []*proc) func() (bad []string, answers int) {
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var bad []string
+	answers := 0
 	for _, p := range pods {
-		w.wg.Add(1)
-		go func() {
-			defer w.wg.Done()
+		wg.Go(func() {
 			last := map[string]time.Time{}
 			for {
 				select {
-				case <-w.done:
+				case <-done:
 					return
 				case <-time.After(5 * time.Millisecond):
 				}
+				var seen []string
 				a, err := ask(p.base + infoPath)
-				w.answers.Add(1)
-				if err != nil || a.status != http.StatusOK {
-					w.note(fmt.Sprintf("%s: %v %d", p.name, err, a.status))
-					continue
+				if err == nil && a.status != http.StatusOK {
+					err = fmt.Errorf("status %d", a.status)
 				}
-				info, err := testkit.DecodeInfo(a.body)
-				if err != nil {
-					w.note(fmt.Sprintf("%s: %v", p.name, err))
-					continue
-				}
-				for app, at := range fetched(info) {
-					if at.Before(last[app]) {
-						w.note(fmt.Sprintf("%s: %s went back from %v to %v", p.name, app, last[app], at))
+				if err == nil {
+					var info release.Info
+					if info, err = testkit.DecodeInfo(a.body); err == nil {
+						for app, at := range fetched(info) {
+							if at.Before(last[app]) {
+								seen = append(seen, fmt.Sprintf("%s: %s went back from %v to %v", p.name, app, last[app], at))
+							}
+							last[app] = at
+						}
 					}
-					last[app] = at
 				}
+				if err != nil {
+					seen = append(seen, fmt.Sprintf("%s: %v", p.name, err))
+				}
+				mu.Lock()
+				answers++
+				bad = append(bad, seen...)
+				mu.Unlock()
 			}
-		}()
+		})
 	}
-	return w
-}
-
-func (w *answerWatch) note(what string) {
-	w.bad.Add(1)
-	w.mu.Lock()
-	w.badDescribed = append(w.badDescribed, what)
-	w.mu.Unlock()
-}
-
-func (w *answerWatch) stop() (bad, answers int64) {
-	close(w.done)
-	w.wg.Wait()
-	return w.bad.Load(), w.answers.Load()
-}
-
-func (w *answerWatch) String() string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return strings.Join(w.badDescribed, "\n")
-}
-
-// clusterFailover is a Cluster of 3 primaries with a replica each; with a
-// CA, on TLS only (StartClusterTLS).
-func clusterFailover(tb testing.TB, ca *redistest.CA) failover {
-	var c *redistest.Cluster
-	f := failover{}
-	if ca != nil {
-		c, f.caFile = redistest.StartClusterTLS(tb, ca, 3, 1), ca.File
-	} else {
-		c = redistest.StartCluster(tb, 3, 1)
+	return func() ([]string, int) {
+		close(done)
+		wg.Wait()
+		return bad, answers
 	}
-	f.url, f.nodes = c.URL(), c.Nodes
-	f.kill = func(key string) (*redistest.Server, func() bool) {
-		primary := c.Primary(key)
-		replica := c.ReplicaOf(primary)
-		primary.Kill()
-		return primary, func() bool { return replica.Role() == "master" }
-	}
-	return f
-}
-
-// sentinelFailover is a primary, a replica and 3 sentinels; with a CA, on
-// TLS only (StartTLS, and so its replica and sentinels).
-func sentinelFailover(tb testing.TB, ca *redistest.CA) failover {
-	var primary *redistest.Server
-	f := failover{}
-	if ca != nil {
-		primary, f.caFile = redistest.StartTLS(tb, ca, "--repl-diskless-sync-delay", "0"), ca.File
-	} else {
-		primary = redistest.Start(tb, "--repl-diskless-sync-delay", "0")
-	}
-	replica := redistest.StartReplica(tb, primary)
-	sentinels := redistest.StartSentinels(tb, "craft", primary, 3, 2)
-	f.url, f.nodes = redistest.SentinelURL("craft", sentinels...), []*redistest.Server{primary, replica}
-	f.kill = func(string) (*redistest.Server, func() bool) {
-		primary.Kill()
-		return primary, func() bool {
-			addr, err := sentinels[0].MasterAddr()
-			return err == nil && addr == replica.Addr && replica.Role() == "master"
-		}
-	}
-	return f
-}
-
-// topology is a failover of TestFailover and BenchmarkFailover.
-type topology struct {
-	name  string
-	setup func(testing.TB) failover
-}
-
-// topologies are each topology in plain text and on TLS with a CA of the
-// test's.
-var topologies = []topology{
-	{"cluster", func(tb testing.TB) failover { return clusterFailover(tb, nil) }},
-	{"cluster-tls", func(tb testing.TB) failover { return clusterFailover(tb, redistest.NewCA(tb)) }},
-	{"sentinel", func(tb testing.TB) failover { return sentinelFailover(tb, nil) }},
-	{"sentinel-tls", func(tb testing.TB) failover { return sentinelFailover(tb, redistest.NewCA(tb)) }},
 }
 
 // refusedWithoutTheCA starts a poller and a pod on f's rediss:// url without
@@ -282,13 +230,8 @@ var topologies = []topology{
 // is not ready.
 func refusedWithoutTheCA(t *testing.T, f failover) {
 	t.Helper()
-	gh := fakegithub.New(t)
-	env := podEnv(f.url, testAppsEnv)
-	env["CRAFT_APPS_HYDRATE_TIMEOUT_SECS"] = "1"
-	procs := []*proc{
-		start(t, "poller-without-the-ca", binary(t, "poller"), pollerEnv(gh, f.url, testAppsEnv)),
-		start(t, "api-without-the-ca", binary(t, "api"), env),
-	}
+	d := deployment{gh: fakegithub.New(t), url: f.url, apps: testAppsEnv, podEnv: map[string]string{"CRAFT_APPS_HYDRATE_TIMEOUT_SECS": "1"}}
+	procs := append(d.pollers(t, 1), d.pods(t, 1)...)
 	for _, p := range procs {
 		testkit.Eventually(t, p.name+" logs the refused certificate", func() bool {
 			return strings.Contains(p.logs.String(), "certificate signed by unknown authority")
@@ -315,19 +258,19 @@ func TestFailover(t *testing.T) {
 	for _, tc := range topologies {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			f := tc.setup(t)
+			f := newFailover(t, tc.sentinel, tc.tls)
 			if f.caFile != "" {
 				refusedWithoutTheCA(t, f)
 			}
 			fig := runFailover(t, f)
-			if fig.bad > 0 {
-				t.Errorf("%d of %d answers were not 200 or went back in time:\n%s", fig.bad, fig.answers, fig.badSeen)
+			if len(fig.bad) > 0 {
+				t.Errorf("%d of %d answers were not 200 or went back in time:\n%s", len(fig.bad), fig.answers, strings.Join(fig.bad, "\n"))
 			}
 			if fig.invalidations < 2 {
 				t.Errorf("%v invalidations reached the 2 pods after the failover, want one each at least: the change came by the safety-net re-read", fig.invalidations)
 			}
 			t.Logf("kill → promoted %v, kill → served by every pod %v, %d answers, %d bad, %v invalidations",
-				fig.promoted.Round(time.Millisecond), fig.served.Round(time.Millisecond), fig.answers, fig.bad, fig.invalidations)
+				fig.promoted.Round(time.Millisecond), fig.served.Round(time.Millisecond), fig.answers, len(fig.bad), fig.invalidations)
 		})
 	}
 }
@@ -342,13 +285,10 @@ func BenchmarkFailover(b *testing.B) {
 		b.Run(tc.name, func(b *testing.B) {
 			var fig failoverFigures
 			for b.Loop() {
-				fig = runFailover(b, tc.setup(b))
+				fig = runFailover(b, newFailover(b, tc.sentinel, tc.tls))
 			}
-			b.ReportMetric(fig.promoted.Seconds(), "promoted-s")
-			b.ReportMetric(fig.served.Seconds(), "served-s")
-			b.ReportMetric(float64(fig.bad), "bad-answers")
-			b.ReportMetric(float64(fig.answers), "answers")
-			b.ReportMetric(0, "ns/op")
+			report(b, map[string]float64{"promoted-s": fig.promoted.Seconds(), "served-s": fig.served.Seconds(),
+				"bad-answers": float64(len(fig.bad)), "answers": float64(fig.answers)})
 		})
 	}
 }
