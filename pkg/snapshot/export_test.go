@@ -30,3 +30,6 @@ func (s *Snapshot) Chunks() RenderedChunks {
 	}
 	return c
 }
+
+// Held reports how many answers f holds rendered.
+func (f *Feed) Held() int { return len(f.offers) }

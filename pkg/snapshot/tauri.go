@@ -49,8 +49,8 @@ func (o *Offer) Newer(current string) bool {
 }
 
 // Offer returns f's answer to req. A request that tauri.AllRequests does
-// not list (a target or arch the updater never sends) gets its 404, made
-// now.
+// not list (a target or arch the updater never sends), or any request of a
+// release without a signed bundle, gets its 404, made now.
 func (f *Feed) Offer(req tauri.Request) *Offer {
 	req.BundleType = tauri.BundleType(req.BundleType)
 	if o, ok := f.offers[req]; ok {
@@ -71,6 +71,14 @@ func (f *Feed) Offer(req tauri.Request) *Offer {
 func renderFeed(app string, old *Feed, rel *release.Release, sigs *release.Companions, critical bool) *Feed {
 	if old != nil && sameRelease(old.rel, rel) && old.sigs.Equal(sigs) && old.critical == critical {
 		return old
+	}
+	if len(tauri.Companions(rel)) == 0 {
+		// Nothing signed to offer, as for apps that are not Tauri apps:
+		// every answer is a 404, made when asked (Offer) rather than held
+		// for every request an updater may send.
+		if _, err := tauri.Static(app, rel, nil); err != nil {
+			return &Feed{app: app, rel: rel, sigs: sigs, critical: critical, Manifest: &Offer{Err: err.Error()}}
+		}
 	}
 	if old == nil {
 		old = &Feed{}

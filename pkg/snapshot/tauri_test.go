@@ -2,6 +2,7 @@ package snapshot_test
 
 import (
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -169,5 +170,26 @@ func TestFeedManifestAndPrerelease(t *testing.T) {
 	}
 	if got := app.Tauri.Offer(tauri.Request{Target: "beos", Arch: "x86_64"}).Err; got != "unknown target: want darwin, linux or windows" {
 		t.Errorf("unknown target: %q", got)
+	}
+}
+
+// TestFeedOfAnUnsignedRelease: a release without a signed bundle (an app
+// that is no Tauri app) holds no answer for each request an updater may
+// send, and answers each with the 404 a signed feed would give.
+func TestFeedOfAnUnsignedRelease(t *testing.T) {
+	t.Parallel()
+	s := snapshot.New([]release.App{launcher}, fakeclock.New(t0.Add(24*time.Hour)))
+	r := tauriRelease("1.0.0", 0)
+	r.Assets = slices.DeleteFunc(r.Assets, func(a release.Asset) bool { return strings.HasSuffix(a.Name, ".sig") })
+	s.Set(launcher.Key, release.Entry{FetchedAt: t0, Release: r})
+	f := s.Current().Apps[launcher.Key].Tauri
+	if n := f.Held(); n != 0 {
+		t.Errorf("%d answers held, want none", n)
+	}
+	if got, want := offered(t, f.Offer(windows)), "404 artcraft-launcher v1.0.0 has no signed updater bundle for windows x86_64 nsis"; got != want {
+		t.Errorf("windows: %s, want %s", got, want)
+	}
+	if f.Manifest.Err == "" {
+		t.Error("latest.json of an unsigned release is no 404")
 	}
 }
