@@ -247,10 +247,10 @@ func TestRolloutAllocs(t *testing.T) {
 	}
 	srv := rolloutServer(t, release.Decisions{Rollout: &release.Rollout{Tag: "v2.0.0", Percent: 30}}, nil)
 	const id = "0f8fad5b-d9cb-469f-a165-70867728950e"
-	without := allocsPerRequest(srv, http.MethodGet, rolloutNSIS, http.Header{})
+	without := testing.AllocsPerRun(100, serving(srv, http.MethodGet, rolloutNSIS, http.Header{}))
 	for name, got := range map[string]float64{
-		"header": allocsPerRequest(srv, http.MethodGet, rolloutNSIS, http.Header{"X-Install-Id": {id}}),
-		"query":  allocsPerRequest(srv, http.MethodGet, rolloutNSIS+"?install_id="+id, http.Header{}),
+		"header": testing.AllocsPerRun(100, serving(srv, http.MethodGet, rolloutNSIS, http.Header{"X-Install-Id": {id}})),
+		"query":  testing.AllocsPerRun(100, serving(srv, http.MethodGet, rolloutNSIS+"?install_id="+id, http.Header{})),
 	} {
 		if got > without {
 			t.Errorf("%s: %v allocations per request, want at most %v, as without an id", name, got, without)
