@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"html"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -83,9 +84,7 @@ func downloads(t testing.TB) *snapshot.Snapshot {
 func serve(t testing.TB, s *Server, method, target string, header http.Header) *httptest.ResponseRecorder {
 	t.Helper()
 	req := httptest.NewRequest(method, target, nil)
-	for k, vs := range header {
-		req.Header[k] = vs
-	}
+	maps.Copy(req.Header, header)
 	rec := httptest.NewRecorder()
 	s.ServeHTTP(rec, req)
 	return rec
