@@ -212,11 +212,6 @@ func TestOpenAPIServed(t *testing.T) {
 	if b, err := io.ReadAll(zr); err != nil || !bytes.Equal(b, openAPIDoc) {
 		t.Errorf("gzip body: %d bytes, %v; want the embedded document", len(b), err)
 	}
-	rec = httptest.NewRecorder()
-	daemon.NewHealth(new(daemon.Gate), nil, zap.NewNop(), nil).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, routes.OpenAPIPath, nil))
-	if rec.Code != http.StatusNotFound {
-		t.Errorf("poller GET %s: %d, want 404 (the document is the API's)", routes.OpenAPIPath, rec.Code)
-	}
 }
 
 // TestOpenAPIAnswers checks every documented status of every route, with
