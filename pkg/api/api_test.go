@@ -24,7 +24,9 @@ import (
 
 // TestRoutes: what the router answers per path and method, and under which
 // route it observes the request, with the status sent; every answer is
-// nosniff, every error no-store. The health paths answer as pkg/daemon's
+// nosniff, every error no-store. A request with a body on any route but the
+// webhook's is answered with Connection: close, which daemon.Serve takes as
+// leave the body unread. The health paths answer as pkg/daemon's
 // handler does (TestHealthAnswersAsTheRouter).
 func TestRoutes(t *testing.T) {
 	t.Parallel()
@@ -47,8 +49,9 @@ func TestRoutes(t *testing.T) {
 		name                string
 		opts                Options
 		panics              bool // the Renderer panics
-		method, path        string
+		method, path, body  string
 		header              http.Header
+		wantClose           bool // Connection: close
 		wantStatus          int
 		wantBody, wantRoute string // "" to skip; as observed, "" for none
 		wantHeader          map[string]string
@@ -56,10 +59,11 @@ func TestRoutes(t *testing.T) {
 		{name: "release_info while not ready", method: "GET", path: ri, wantStatus: 200, wantRoute: ri},
 		{name: "release_info HEAD", method: "HEAD", path: ri, wantStatus: 200, wantRoute: ri},
 		{name: "release_info not modified", method: "GET", path: ri, header: http.Header{"If-None-Match": {cur.ETag}}, wantStatus: 304, wantRoute: ri},
-		{name: "POST release_info", method: "POST", path: ri, wantStatus: 405, wantRoute: ri},
-		{name: "POST an app", method: "POST", path: ri + "/photocraft", wantStatus: 405, wantRoute: app},
+		{name: "POST release_info", opts: Options{Webhook: hook}, method: "POST", path: ri, body: "{}", wantStatus: 405, wantRoute: ri, wantClose: true},
+		{name: "POST release_info without a body", method: "POST", path: ri, wantStatus: 405, wantRoute: ri},
+		{name: "POST an app", method: "POST", path: ri + "/photocraft", body: "{}", wantStatus: 405, wantRoute: app, wantClose: true},
 		{name: "PUT a download", method: "PUT", path: "/v1/craft_apps/download/photocraft", wantStatus: 405, wantRoute: dl},
-		{name: "POST the page", method: "POST", path: "/", wantStatus: 405, wantRoute: "/"},
+		{name: "POST the page", method: "POST", path: "/", body: "{}", wantStatus: 405, wantRoute: "/", wantClose: true},
 		{name: "PUT the document", method: "PUT", path: routes.OpenAPIPath, wantStatus: 405, wantRoute: routes.OpenAPIPath},
 		{name: "DELETE healthz", method: "DELETE", path: "/healthz", wantStatus: 405, wantRoute: "/healthz"},
 		{name: "readyz while not ready", method: "GET", path: "/readyz", wantStatus: 503, wantRoute: "/readyz"},
@@ -67,19 +71,20 @@ func TestRoutes(t *testing.T) {
 		{name: "metrics", opts: Options{Metrics: metrics}, method: "GET", path: "/metrics", wantStatus: 200, wantBody: "metric 1\n", wantRoute: "/metrics"},
 		{name: "unknown path", method: "GET", path: "/wp-login.php", wantStatus: 404, wantRoute: unmatched},
 		{name: "unknown path HEAD", method: "HEAD", path: "/nope", wantStatus: 404, wantRoute: unmatched},
-		{name: "unknown path POST", method: "POST", path: "/v1/craft_apps", wantStatus: 404, wantRoute: unmatched},
+		{name: "unknown path POST", opts: Options{Webhook: hook}, method: "POST", path: "/v1/craft_apps", body: "{}", wantStatus: 404, wantRoute: unmatched, wantClose: true},
 		{name: "trailing slash", method: "GET", path: ri + "/", wantStatus: 404, wantRoute: unmatched},
 		{name: "one app", method: "GET", path: ri + "/photocraft", wantStatus: 200, wantRoute: app},
 		{name: "an unknown app", method: "GET", path: ri + "/x", wantStatus: 404, wantRoute: app},
 		{name: "below an app: the rest is the key", method: "GET", path: ri + "/photocraft/x", wantStatus: 404, wantRoute: app},
 		{name: "a download", method: "GET", path: "/v1/craft_apps/download/photocraft?os=linux&arch=x64", wantStatus: 404, wantRoute: dl},
 		{name: "the page", method: "GET", path: "/", wantStatus: 200, wantRoute: "/"},
-		{name: "webhook absent", method: "POST", path: routes.WebhookPath, wantStatus: 404, wantRoute: unmatched},
-		{name: "webhook", opts: Options{Webhook: hook}, method: "POST", path: routes.WebhookPath, wantStatus: 202, wantBody: "{}", wantRoute: routes.WebhookPath},
+		{name: "webhook absent", method: "POST", path: routes.WebhookPath, body: "{}", wantStatus: 404, wantRoute: unmatched, wantClose: true},
+		{name: "webhook", opts: Options{Webhook: hook}, method: "POST", path: routes.WebhookPath, body: "{}", wantStatus: 202, wantBody: "{}", wantRoute: routes.WebhookPath},
 		{name: "webhook GET", opts: Options{Webhook: hook}, method: "GET", path: routes.WebhookPath, wantStatus: 405, wantRoute: routes.WebhookPath},
 		{name: "webhook OPTIONS, the router's own", opts: Options{Webhook: hook}, method: "OPTIONS", path: routes.WebhookPath, wantStatus: 204},
 		// OPTIONS is answered by the route itself, with the Vary of its other answers.
 		{name: "OPTIONS release_info", method: "OPTIONS", path: ri, wantStatus: 204, wantRoute: ri, wantHeader: options("Accept-Encoding")},
+		{name: "OPTIONS with a body", opts: Options{Webhook: hook}, method: "OPTIONS", path: ri, body: "x", wantStatus: 204, wantRoute: ri, wantClose: true},
 		{name: "OPTIONS an app", method: "OPTIONS", path: ri + "/photocraft", wantStatus: 204, wantRoute: app, wantHeader: options("Accept-Encoding")},
 		{name: "OPTIONS a download", method: "OPTIONS", path: "/v1/craft_apps/download/photocraft", wantStatus: 204, wantRoute: dl, wantHeader: options("User-Agent")},
 		{name: "OPTIONS the page", method: "OPTIONS", path: "/", wantStatus: 204, wantRoute: "/", wantHeader: options("Accept-Encoding")},
@@ -101,11 +106,7 @@ func TestRoutes(t *testing.T) {
 			// Routes that fail the ways a handler can, to see what is recorded.
 			s.echo.GET("/fail/error", s.observe("/fail/error")(func(echo.Context) error { return errors.New("broken") }))
 			s.echo.GET("/fail/teapot", s.observe("/fail/teapot")(func(echo.Context) error { return echo.NewHTTPError(http.StatusTeapot) }))
-			var body io.Reader
-			if tt.method == "POST" {
-				body = strings.NewReader("{}")
-			}
-			req := httptest.NewRequest(tt.method, tt.path, body)
+			req := httptest.NewRequest(tt.method, tt.path, strings.NewReader(tt.body))
 			maps.Copy(req.Header, tt.header)
 			rec := httptest.NewRecorder()
 			s.ServeHTTP(rec, req)
@@ -118,6 +119,9 @@ func TestRoutes(t *testing.T) {
 			}
 			if got := obs.take(); !slices.Equal(got, want) {
 				t.Errorf("observed %q, want %q", got, want)
+			}
+			if got := rec.Header().Get("Connection") == "close"; got != tt.wantClose {
+				t.Errorf("Connection: close %v, want %v", got, tt.wantClose)
 			}
 			if tt.wantBody != "" && rec.Body.String() != tt.wantBody {
 				t.Errorf("body: got %q, want %q", rec.Body.String(), tt.wantBody)

@@ -53,24 +53,23 @@ func defaultApps(tb testing.TB) *snapshot.Rendering {
 		repo := "storytold/" + k
 		apps = append(apps, release.App{Key: k, Name: k, Repo: repo})
 		tag := fmt.Sprintf("v0.%d.0", i)
-		r := &release.Release{Tag: tag, Version: tag[1:], Name: tag, HTMLURL: "https://github.com/" + repo,
-			NotesMarkdown: strings.Repeat(fmt.Sprintf("%s change %d. ", k, i), 2048/20)}
+		var names []string
 		for _, platform := range []string{"windows-x64.msi", "windows-x64-portable.zip", "windows-arm64.msi",
 			"macos-universal.dmg", "linux-x86_64.AppImage", "linux-x86_64.AppImage.zsync", "linux-x86_64.deb",
 			"linux-x86_64.rpm", "linux-aarch64.AppImage", "linux-x86_64.tar.gz"} {
-			name := k + "-" + tag[1:] + "-" + platform
-			r.Assets = append(r.Assets, release.Asset{Name: name, SizeBytes: 1 << 20,
-				DownloadURL: "https://github.com/" + repo + "/releases/download/" + tag + "/" + name, Platform: release.ParseAsset(name)})
+			names = append(names, k+"-"+tag[1:]+"-"+platform)
 		}
 		sigs := map[string]string{}
 		for _, bundle := range []string{"_" + tag[1:] + "_x64-setup.exe", "_" + tag[1:] + "_x64_en-US.msi", "_universal.app.tar.gz",
 			"_" + tag[1:] + "_amd64.AppImage", "_" + tag[1:] + "_amd64.deb", "-" + tag[1:] + "-1.x86_64.rpm"} {
-			for _, name := range []string{k + bundle, k + bundle + ".sig"} {
-				r.Assets = append(r.Assets, release.Asset{Name: name, SizeBytes: 1 << 20,
-					DownloadURL: "https://github.com/" + repo + "/releases/download/" + tag + "/" + name, Platform: release.ParseAsset(name)})
-			}
+			names = append(names, k+bundle, k+bundle+".sig")
 			// A .sig's text as Tauri's CLI writes it: some 400 bytes.
 			sigs[k+bundle+".sig"] = strings.Repeat("dW50cnVzdGVkIGNvbW1lbnQ6", 17)
+		}
+		r := releaseOf(repo, tag, names...)
+		r.NotesMarkdown = strings.Repeat(fmt.Sprintf("%s change %d. ", k, i), 2048/20)
+		for j := range r.Assets {
+			r.Assets[j].SizeBytes = 1 << 20
 		}
 		entries[k] = release.Entry{FetchedAt: t0, Release: r, Companions: release.NewCompanions(sigs)}
 	}

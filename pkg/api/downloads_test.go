@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"html"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -83,28 +84,31 @@ func downloads(t testing.TB) *snapshot.Snapshot {
 func serve(t testing.TB, s *Server, method, target string, header http.Header) *httptest.ResponseRecorder {
 	t.Helper()
 	req := httptest.NewRequest(method, target, nil)
-	for k, vs := range header {
-		req.Header[k] = vs
-	}
+	maps.Copy(req.Header, header)
 	rec := httptest.NewRecorder()
 	s.ServeHTTP(rec, req)
 	return rec
 }
 
-// TestReleaseInfoApp: an app's own answer, served as TestReleaseInfo pins
-// for the full one (gzip, HEAD, 304), with its own ETag and Cache-Control.
+// TestReleaseInfoApp: an app's own answer and the page, served as
+// TestReleaseInfo pins for the full one (gzip, HEAD, 304), with their own
+// ETag, Cache-Control and, for the page, its own headers.
 func TestReleaseInfoApp(t *testing.T) {
 	t.Parallel()
 	snap := downloads(t)
 	s := New(snap, new(daemon.Gate), zap.NewNop(), Options{})
 	cur := snap.Current()
-	photo, film := cur.Apps["photocraft"], cur.Apps["filmcraft"]
+	photo, film, pg := cur.Apps["photocraft"], cur.Apps["filmcraft"], cur.Page
+	pageHeader := func(contentType string) map[string]string {
+		return map[string]string{"Etag": pg.ETag, "Vary": "Accept-Encoding", "Cache-Control": "no-store",
+			"Content-Security-Policy": page.ContentSecurityPolicy(), "Referrer-Policy": "no-referrer", "Content-Type": contentType}
+	}
 	for _, tt := range []struct {
-		name, method, key string
-		header            http.Header
-		wantStatus        int
-		wantBody          []byte
-		wantHeader        map[string]string
+		name, method, target string // target below release_info/, or "/" for the page
+		header               http.Header
+		wantStatus           int
+		wantBody             []byte
+		wantHeader           map[string]string
 	}{
 		{"fetched", "GET", "photocraft", nil, 200, photo.Body(), map[string]string{
 			"Cache-Control": "public, max-age=60, stale-while-revalidate=30, stale-if-error=86400", "Etag": photo.ETag, "Vary": "Accept-Encoding",
@@ -119,14 +123,20 @@ func TestReleaseInfoApp(t *testing.T) {
 			[]byte(`{"success":false,"error":"unknown app \"` + strings.Repeat("a", 64) + `…\""}`), nil},
 		{"keys are case-sensitive", "GET", "PhotoCraft", nil, 404, []byte(`{"success":false,"error":"unknown app \"PhotoCraft\""}`), nil},
 		{"unknown HEAD", "HEAD", "nope", nil, 404, nil, nil},
+		{"the page", "GET", "/", nil, 200, pg.Body(), pageHeader("text/html; charset=utf-8")},
+		{"the page not modified", "GET", "/", http.Header{"If-None-Match": {pg.ETag}}, 304, nil, pageHeader("")},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			rec := serve(t, s, tt.method, routes.ReleaseInfoPath+"/"+tt.key, tt.header)
+			target := tt.target
+			if target != "/" {
+				target = routes.ReleaseInfoPath + "/" + target
+			}
+			rec := serve(t, s, tt.method, target, tt.header)
 			if rec.Code != tt.wantStatus {
 				t.Fatalf("status: got %d, want %d", rec.Code, tt.wantStatus)
 			}
 			if !bytes.Equal(rec.Body.Bytes(), tt.wantBody) {
-				t.Errorf("body:\n got %s\nwant %s", rec.Body.Bytes(), tt.wantBody)
+				t.Errorf("body:\n got %.300s\nwant %.300s", rec.Body.Bytes(), tt.wantBody)
 			}
 			for k, want := range tt.wantHeader {
 				if got := rec.Header().Get(k); got != want {
@@ -134,6 +144,9 @@ func TestReleaseInfoApp(t *testing.T) {
 				}
 			}
 		})
+	}
+	if csp := page.ContentSecurityPolicy(); !strings.HasPrefix(csp, "default-src 'none';") || strings.Contains(csp, "script") {
+		t.Errorf("Content-Security-Policy %q: want default-src 'none' and no script source", csp)
 	}
 }
 
@@ -210,38 +223,6 @@ func TestDownload(t *testing.T) {
 				t.Errorf("Content-Type: got %q, want application/json", got)
 			}
 		})
-	}
-}
-
-// TestPage: the page, served as TestReleaseInfo pins for the full answer,
-// with its own headers.
-func TestPage(t *testing.T) {
-	t.Parallel()
-	snap := downloads(t)
-	s := New(snap, new(daemon.Gate), zap.NewNop(), Options{})
-	pg := snap.Current().Page
-	for _, tt := range []struct {
-		header http.Header
-		status int
-		body   []byte
-	}{{nil, 200, pg.Body()}, {http.Header{"If-None-Match": {pg.ETag}}, 304, nil}} {
-		rec := serve(t, s, "GET", "/", tt.header)
-		if rec.Code != tt.status || !bytes.Equal(rec.Body.Bytes(), tt.body) {
-			t.Fatalf("got %d %.80q, want %d %.80q", rec.Code, rec.Body.Bytes(), tt.status, tt.body)
-		}
-		want := map[string]string{"Etag": pg.ETag, "Vary": "Accept-Encoding", "Cache-Control": "no-store",
-			"Content-Security-Policy": page.ContentSecurityPolicy(), "Referrer-Policy": "no-referrer", "Content-Type": ""}
-		if tt.status == 200 {
-			want["Content-Type"] = "text/html; charset=utf-8"
-		}
-		for k, v := range want {
-			if got := rec.Header().Get(k); got != v {
-				t.Errorf("%d: %s: got %q, want %q", tt.status, k, got, v)
-			}
-		}
-	}
-	if csp := page.ContentSecurityPolicy(); !strings.HasPrefix(csp, "default-src 'none';") || strings.Contains(csp, "script") {
-		t.Errorf("Content-Security-Policy %q: want default-src 'none' and no script source", csp)
 	}
 }
 

@@ -7,9 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -98,41 +96,5 @@ func TestBodyOnGetRefused(t *testing.T) {
 	}
 	if got := obs.take(); !slices.Contains(got, routes.ReleaseInfoPath+" 400") || !slices.Contains(got, daemon.UnmatchedRoute+" 400") {
 		t.Errorf("observed %v, want the 400s counted under their route and %s", got, daemon.UnmatchedRoute)
-	}
-}
-
-// TestOnlyTheWebhookTakesABody: a request with a body on any route but the
-// webhook's is answered with Connection: close, which daemon.Serve takes
-// as leave the body unread; the webhook reads its body and keeps the
-// connection.
-func TestOnlyTheWebhookTakesABody(t *testing.T) {
-	t.Parallel()
-	webhook := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		_, _ = io.Copy(io.Discard, r.Body)
-		w.WriteHeader(http.StatusAccepted)
-	})
-	with := New(fixed{rendering(t, true)}, new(daemon.Gate), zap.NewNop(), Options{Webhook: webhook})
-	without := New(fixed{rendering(t, true)}, new(daemon.Gate), zap.NewNop(), Options{})
-	for _, tt := range []struct {
-		name               string
-		s                  *Server
-		method, path, body string
-		wantStatus         int
-		wantClose          bool
-	}{
-		{"POST of the endpoint", with, "POST", routes.ReleaseInfoPath, "x", 405, true},
-		{"POST of an unknown path", with, "POST", "/nope", "x", 404, true},
-		{"OPTIONS with a body", with, "OPTIONS", routes.ReleaseInfoPath, "x", 204, true},
-		{"the webhook", with, "POST", routes.WebhookPath, "{}", 202, false},
-		{"the webhook's path without one", without, "POST", routes.WebhookPath, "{}", 404, true},
-		{"POST without a body", with, "POST", routes.ReleaseInfoPath, "", 405, false},
-	} {
-		t.Run(tt.name, func(t *testing.T) {
-			w := httptest.NewRecorder()
-			tt.s.ServeHTTP(w, httptest.NewRequest(tt.method, tt.path, strings.NewReader(tt.body)))
-			if got := w.Header().Get("Connection") == "close"; w.Code != tt.wantStatus || got != tt.wantClose {
-				t.Errorf("status %d, Connection: close %v; want %d, %v", w.Code, got, tt.wantStatus, tt.wantClose)
-			}
-		})
 	}
 }

@@ -54,23 +54,22 @@ func TestObserverRoutes(t *testing.T) {
 		routes.SquirrelMacPath, routes.SquirrelWindowsPath, routes.SquirrelWindowsArchPath, routes.VelopackPath, routes.ElectronPath,
 		"/", routes.OpenAPIPath, "/healthz", "/readyz"}
 	for _, tt := range []struct {
-		name  string
-		build func(daemon.Observer)
-		want  []string
+		name    string
+		health  bool // pkg/daemon's handler, not the API's
+		metrics http.Handler
+		want    []string
 	}{
-		{"api", func(o daemon.Observer) {
-			New(fixed{rendering(t, true)}, new(daemon.Gate), zap.NewNop(), Options{Observer: o})
-		}, api},
-		{"api with metrics", func(o daemon.Observer) {
-			New(fixed{rendering(t, true)}, new(daemon.Gate), zap.NewNop(), Options{Observer: o, Metrics: metrics})
-		}, append(slices.Clone(api), "/metrics")},
-		{"health with metrics", func(o daemon.Observer) {
-			daemon.NewHealth(new(daemon.Gate), metrics, zap.NewNop(), o)
-		}, []string{daemon.UnmatchedRoute, "/healthz", "/readyz", "/metrics"}},
+		{"api", false, nil, api},
+		{"api with metrics", false, metrics, append(slices.Clone(api), "/metrics")},
+		{"health with metrics", true, metrics, []string{daemon.UnmatchedRoute, "/healthz", "/readyz", "/metrics"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			obs := &recorder{}
-			tt.build(obs)
+			if tt.health {
+				daemon.NewHealth(new(daemon.Gate), tt.metrics, zap.NewNop(), obs)
+			} else {
+				New(fixed{rendering(t, true)}, new(daemon.Gate), zap.NewNop(), Options{Observer: obs, Metrics: tt.metrics})
+			}
 			if !slices.Equal(obs.routes, tt.want) {
 				t.Errorf("routes asked %q, want %q", obs.routes, tt.want)
 			}

@@ -27,14 +27,17 @@ type fixed struct{ r *snapshot.Rendering }
 
 func (f fixed) Current() *snapshot.Rendering { return f.r }
 
-// rendering returns a rendering of two apps: both fetched when warm, one
+// twoApps are the apps of rendering and fullRendering, and of the webhook.
+var twoApps = []release.App{
+	{Key: "photocraft", Name: "PhotoCraft", Repo: "storytold/photocraft"},
+	{Key: "filmcraft", Name: "FilmCraft", Repo: "storytold/filmcraft"},
+}
+
+// rendering returns a rendering of twoApps: both fetched when warm, one
 // never fetched otherwise.
 func rendering(t testing.TB, warm bool) *snapshot.Rendering {
 	t.Helper()
-	s := snapshot.New([]release.App{
-		{Key: "photocraft", Name: "PhotoCraft", Repo: "storytold/photocraft"},
-		{Key: "filmcraft", Name: "FilmCraft", Repo: "storytold/filmcraft"},
-	}, fakeclock.New(t0))
+	s := snapshot.New(twoApps, fakeclock.New(t0))
 	s.Set("photocraft", release.Entry{FetchedAt: t0, Release: &release.Release{
 		Tag: "v1.0.0", Version: "1.0.0", Name: "PhotoCraft 1.0.0",
 		NotesMarkdown: strings.Repeat("Faster brushes. ", 100),
@@ -52,13 +55,11 @@ func TestReleaseInfo(t *testing.T) {
 		gzipTag  = "{gzip}"  // replaced by its GzipETag
 	)
 	tests := []struct {
-		name        string
-		cold        bool // some app never fetched
-		method      string
-		accept      []string // Accept-Encoding field lines
-		ifNoneMatch []string // If-None-Match field lines
-		wantStatus  int
-		wantGzip    bool
+		name, method        string
+		cold                bool     // some app never fetched
+		accept, ifNoneMatch []string // Accept-Encoding, If-None-Match field lines
+		wantStatus          int
+		wantGzip            bool
 	}{
 		{name: "plain", wantStatus: 200},
 		{name: "gzip", accept: []string{"gzip"}, wantStatus: 200, wantGzip: true},
@@ -108,16 +109,9 @@ func TestReleaseInfo(t *testing.T) {
 			if tt.cold {
 				wantCache = "no-store"
 			}
-			wantHeader := map[string]string{
-				"Cache-Control":          wantCache,
-				"Etag":                   wantETag,
-				"Vary":                   "Accept-Encoding",
-				"X-Content-Type-Options": "nosniff",
-				// 304 carries no representation metadata besides the above.
-				"Content-Type":     "",
-				"Content-Encoding": "",
-				"Content-Length":   "",
-			}
+			// 304 carries no representation metadata besides the first four.
+			wantHeader := map[string]string{"Cache-Control": wantCache, "Etag": wantETag, "Vary": "Accept-Encoding", "X-Content-Type-Options": "nosniff",
+				"Content-Type": "", "Content-Encoding": "", "Content-Length": ""}
 			if tt.wantStatus == http.StatusOK {
 				wantHeader["Content-Type"] = "application/json"
 				wantHeader["Content-Encoding"] = wantEncoding
