@@ -269,6 +269,12 @@ func TestSetMeta(t *testing.T) {
 			if body := s.Current().Body(); !bytes.HasSuffix(body, []byte(tt.wantSuffix)) || !bytes.Contains(body, []byte(`"assets":[]`)) {
 				t.Errorf("body: got %s, want it to end with %s and assets []", body, tt.wantSuffix)
 			}
+			// The caller's lists, changed since, are a change to render: the
+			// snapshot held a copy, not them.
+			s.SetMeta(meta)
+			if changed := bytes.Contains(s.Current().Body(), []byte("storytold/changed")); changed != (len(meta.RepoRenames) > 0) {
+				t.Errorf("the changed renames given again: shown %v, want %v", changed, len(meta.RepoRenames) > 0)
+			}
 		})
 	}
 }
