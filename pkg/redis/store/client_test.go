@@ -27,10 +27,7 @@ func TestSilentRedis(t *testing.T) {
 	before := runtime.NumGoroutine()
 
 	const timeout = 300 * time.Millisecond
-	c, err := redis.OpenURL(withTimeout(srv.URL(), timeout))
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := must(redis.OpenURL(withTimeout(srv.URL(), timeout)))(t)
 	s := New(c, "poller-a", testApps)
 	w := New(c, "poller-a", testApps)
 	w.watch.Store(true)
@@ -54,12 +51,8 @@ func TestSilentRedis(t *testing.T) {
 	// the caller's context allows far longer.
 	generous, cancel := context.WithTimeout(ctx, 20*timeout)
 	defer cancel()
-	client, err := c.Client(generous)
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = client.Do(generous, client.B().Ping().Build()).Error()
-	if !errors.Is(err, os.ErrDeadlineExceeded) {
+	client := must(c.Client(generous))(t)
+	if err := client.Do(generous, client.B().Ping().Build()).Error(); !errors.Is(err, os.ErrDeadlineExceeded) {
 		t.Errorf("PING with a generous deadline: got %v, want the connection's own timeout", err)
 	}
 	if got := srv.Accepted(); got == 0 {
@@ -109,10 +102,7 @@ func TestConnections(t *testing.T) {
 	if got := s.Mode(); got != ModeWatch {
 		t.Fatalf("Mode() = %v, want %v: the transactions' connection went unused", got, ModeWatch)
 	}
-	list, err := newAdmin(t, srv).do("CLIENT", "LIST").ToString()
-	if err != nil {
-		t.Fatal(err)
-	}
+	list := must(newAdmin(t, srv).do("CLIENT", "LIST").ToString())(t)
 	var conns int
 	for line := range strings.Lines(list) {
 		if strings.Contains(line, " user=poller ") {

@@ -255,10 +255,7 @@ func TestReleaseMemo(t *testing.T) {
 	t.Parallel()
 	v1, v2 := encoded(t, rel("v1.0.0")), encoded(t, rel("v2.0.0"))
 	var memo releaseMemo
-	first, err := memo.decode(photocraft, v1)
-	if err != nil {
-		t.Fatal(err)
-	}
+	first := must(memo.decode(photocraft, v1))(t)
 	if again, err := memo.decode(photocraft, strings.Clone(v1)); err != nil || again != first {
 		t.Errorf("the same bytes again: %p, %v; want the release decoded first, %p", again, err, first)
 	}
@@ -286,11 +283,7 @@ func TestReleaseMemo(t *testing.T) {
 
 func encoded(t testing.TB, r *release.Release) string {
 	t.Helper()
-	s, err := encodeRelease(r)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
+	return must(encodeRelease(r))(t)
 }
 
 func TestDecodeBackoff(t *testing.T) {

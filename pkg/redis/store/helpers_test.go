@@ -339,6 +339,17 @@ func wrote(t testing.TB) func(ok bool, err error) {
 	}
 }
 
+// must returns v, failing the test at once if err is not nil.
+func must[T any](v T, err error) func(t testing.TB) T {
+	return func(t testing.TB) T {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+}
+
 // with returns a copy of h with the fields of the pairs set, or deleted
 // when the value is "<del>".
 func with(h map[string]string, kv ...string) map[string]string {
@@ -356,10 +367,7 @@ func with(h map[string]string, kv ...string) map[string]string {
 // encJSON is v as release.Marshal encodes it.
 func encJSON(t testing.TB, v any) string {
 	t.Helper()
-	b, err := release.Marshal(v)
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := must(release.Marshal(v))(t)
 	return string(b)
 }
 
@@ -444,11 +452,7 @@ func (c *countingClient) reset() []int {
 // dbsize returns how many keys the database holds.
 func (a *admin) dbsize() int64 {
 	a.t.Helper()
-	n, err := a.do("DBSIZE").AsInt64()
-	if err != nil {
-		a.t.Fatal(err)
-	}
-	return n
+	return must(a.do("DBSIZE").AsInt64())(a.t)
 }
 
 // each is the refresh r for every key.

@@ -35,24 +35,15 @@ func testMeta() release.Bulletin {
 // nil list and an empty one are the same.
 func sameMeta(t testing.TB, got, want release.Bulletin) bool {
 	t.Helper()
-	g, err := encodeMeta(got)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w, err := encodeMeta(want)
-	if err != nil {
-		t.Fatal(err)
-	}
+	g := must(encodeMeta(got))(t)
+	w := must(encodeMeta(want))(t)
 	return reflect.DeepEqual(g, w)
 }
 
 func TestDecodeMeta(t *testing.T) {
 	t.Parallel()
 	noon := at("12:00")
-	full, err := New(nil, "poller-a", testApps).metaWrite(testMeta(), noon)
-	if err != nil {
-		t.Fatal(err)
-	}
+	full := must(New(nil, "poller-a", testApps).metaWrite(testMeta(), noon))(t)
 	lists := func(kv ...string) map[string]string {
 		return with(map[string]string{"v": "1", "read_ms": ms(noon), "app_renames": "[]", "repo_renames": "[]", "announcements": "[]", "alerts": "[]"}, kv...)
 	}

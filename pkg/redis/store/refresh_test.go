@@ -37,10 +37,7 @@ func TestDeliver(t *testing.T) {
 			t.Errorf("%s refresh TTL %v, want an hour", app, ttl)
 		}
 	}
-	got, err := s.Refreshes(ctx, []string{"photocraft", "photo2", "vectorcraft"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	got := must(s.Refreshes(ctx, []string{"photocraft", "photo2", "vectorcraft"}))(t)
 	if len(got) != 2 || !got["photocraft"].At.Equal(t0) || got["photocraft"].Tag != "v1.2.0" || got["photo2"].Tag != "v1.2.0" {
 		t.Errorf("Refreshes got %v, want photocraft and photo2 at t0 with v1.2.0", got)
 	}
@@ -152,10 +149,7 @@ func TestOversizedRefreshIsNotRead(t *testing.T) {
 			clear(counted)
 			for range 3 {
 				sent := netOutput(t, srv)
-				got, err := s.Refreshes(ctx, []string{"photocraft", "filmcraft"})
-				if err != nil {
-					t.Fatal(err)
-				}
+				got := must(s.Refreshes(ctx, []string{"photocraft", "filmcraft"}))(t)
 				n := netOutput(t, srv) - sent
 				t.Logf("Redis sent %d bytes for one read of both requests", n)
 				if n > 64<<10 {

@@ -163,11 +163,7 @@ func TestDecide(t *testing.T) {
 		return map[string]string{"v": "1", "fetched_ms": ms(when), "etag": etag, "release": relJSON}
 	}
 	mustFetch := func(e release.Entry) write {
-		w, err := s.fetchWrite("photocraft", e)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return s.of("photocraft", w)
+		return s.of("photocraft", must(s.fetchWrite("photocraft", e))(t))
 	}
 	claim := func(when time.Time) write { return s.of("photocraft", s.claimWrite(when, time.Minute)) }
 	claimedAt := func(v string) map[string]string { return map[string]string{"v": "1", "claimed_ms": v} }
@@ -177,13 +173,7 @@ func TestDecide(t *testing.T) {
 	failure := func(when time.Time) write {
 		return s.of("photocraft", s.failureWrite(release.Entry{FailedAt: when, Failures: 1}))
 	}
-	meta := func(when time.Time) write {
-		w, err := s.metaWrite(testMeta(), when)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return w
-	}
+	meta := func(when time.Time) write { return must(s.metaWrite(testMeta(), when))(t) }
 	readableMeta := func(when time.Time) map[string]string {
 		return map[string]string{"v": "1", "read_ms": ms(when), "app_renames": "[]", "repo_renames": "[]", "announcements": ` [{"title":"t","body":"b","created_at":null}]`, "alerts": "[null]"}
 	}

@@ -100,11 +100,7 @@ func TestRefusedFields(t *testing.T) {
 // netOutput is how many bytes srv has sent its clients.
 func netOutput(t testing.TB, srv *redistest.Server) int64 {
 	t.Helper()
-	n, err := srv.BytesSent()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return n
+	return must(srv.BytesSent())(t)
 }
 
 // TestFutureTimes: a Store reads and decides at the time of its clock (a
@@ -130,10 +126,7 @@ func TestFutureTimes(t *testing.T) {
 	for _, skew := range []time.Duration{time.Hour, -time.Hour, 40 * time.Second, -40 * time.Second, 5 * time.Second} {
 		told := clock.NewCorrected(fakeclock.New(time.Now().Add(skew)))
 		s := newStore(t, srv.URL(), WithClock(told))
-		residual, err := s.ClockOffset(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
+		residual := must(s.ClockOffset(ctx))(t)
 		if (residual - skew).Abs() > time.Second {
 			t.Errorf("skew %v: measured %v", skew, residual)
 		}
