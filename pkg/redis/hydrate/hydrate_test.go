@@ -446,7 +446,6 @@ func start(t testing.TB, redisURL string, opts ...hydrate.Option) *harness {
 	return startApps(t, redisURL, testApps, opts...)
 }
 
-// startApps is start for the given apps.
 func startApps(t testing.TB, redisURL string, apps []release.App, opts ...hydrate.Option) *harness {
 	t.Helper()
 	o, err := redis.Parse(redisURL)
@@ -497,7 +496,6 @@ func (hs *harness) wantEntry(t testing.TB, app string, fetched time.Time, tag, w
 	}
 }
 
-// wantLogged checks that msg was logged n times.
 func (hs *harness) wantLogged(t testing.TB, msg string, n int) {
 	t.Helper()
 	if got := hs.logs.FilterMessage(msg).Len(); got != n {
@@ -563,7 +561,6 @@ func (s *fakeSink) state() (map[string]release.Entry, int) {
 	return maps.Clone(s.entries), s.calls
 }
 
-// waitFor waits until cond holds for the sink's entries.
 func (s *fakeSink) waitFor(t testing.TB, what string, cond func(map[string]release.Entry) bool) {
 	t.Helper()
 	timeout := time.After(waitLimit)

@@ -96,7 +96,6 @@ func TestClockSetRightBeforeAFutureHash(t *testing.T) {
 	hs.wantEntry(t, "photocraft", now.Add(time.Hour), "v0.5.0", " kept")
 }
 
-// netOutput is how many bytes srv has sent its clients.
 func netOutput(t testing.TB, srv *redistest.Server) int64 {
 	t.Helper()
 	n, err := srv.BytesSent()

@@ -379,7 +379,6 @@ func FuzzDecodeApp(f *testing.F) {
 	})
 }
 
-// trimZeros drops the leading zeros of a decimal number.
 func trimZeros(s string) string {
 	for len(s) > 1 && s[0] == '0' {
 		s = s[1:]

@@ -66,13 +66,11 @@ func started(t testing.TB, opts ...Option) on {
 	return on{srv: srv, a: newAdmin(t, srv), url: srv.URL(), s: newStore(t, srv.URL(), opts...)}
 }
 
-// observed is a logger of warnings and what it logged.
 func observed() (*zap.Logger, *observer.ObservedLogs) {
 	core, logs := observer.New(zapcore.WarnLevel)
 	return zap.New(core), logs
 }
 
-// noDenials fails the test if Redis's ACL LOG holds a refusal.
 func noDenials(t testing.TB, srv *redistest.Server) {
 	t.Helper()
 	if denied := srv.Denied(); len(denied) > 0 {
@@ -91,7 +89,6 @@ func hashOf(writes ...write) map[string]string {
 	return h
 }
 
-// call is one call of a Store to Redis, by name.
 type call struct {
 	name string
 	do   func() error
@@ -151,7 +148,6 @@ func eachPath(t *testing.T, f func(t *testing.T, o on)) {
 	}
 }
 
-// newStore returns a Store on a redis.Conn for url, closed by t.Cleanup.
 func newStore(t testing.TB, url string, opts ...Option) *Store {
 	t.Helper()
 	c, err := redis.OpenURL(url)
@@ -310,7 +306,6 @@ func fmtEntry(e release.Entry) string {
 
 func sameEntry(got, want release.Entry) bool { return fmtEntry(got) == fmtEntry(want) }
 
-// load is app's entry as s reads it.
 func load(t testing.TB, s *Store, app string) release.Entry {
 	t.Helper()
 	e, _, err := s.LoadApp(context.Background(), app)
@@ -364,7 +359,6 @@ func with(h map[string]string, kv ...string) map[string]string {
 	return h
 }
 
-// encJSON is v as release.Marshal encodes it.
 func encJSON(t testing.TB, v any) string {
 	t.Helper()
 	b := must(release.Marshal(v))(t)
@@ -381,10 +375,8 @@ func encList(t testing.TB, rels ...*release.Release) string {
 	return "[" + strings.Join(parts, ",") + "]"
 }
 
-// history is photocraft's history entry.
 var history = photocraft.HistoryEntry()
 
-// datedRel is rel(tag) published h hours after t0.
 func datedRel(tag string, h int) *release.Release {
 	r := rel(tag)
 	r.PublishedAt = release.NewTime(t0.Add(time.Duration(h) * time.Hour))
@@ -449,13 +441,11 @@ func (c *countingClient) reset() []int {
 	return calls
 }
 
-// dbsize returns how many keys the database holds.
 func (a *admin) dbsize() int64 {
 	a.t.Helper()
 	return must(a.do("DBSIZE").AsInt64())(a.t)
 }
 
-// each is the refresh r for every key.
 func each(r release.Refresh, keys ...string) map[string]release.Refresh {
 	m := make(map[string]release.Refresh, len(keys))
 	for _, k := range keys {

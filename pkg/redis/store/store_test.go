@@ -67,7 +67,6 @@ func TestWritesByKind(t *testing.T) {
 		return func(s *Store) (bool, error) { return s.PutFailure(ctx, app, e) }
 	}
 	mine := notModified(fetch(at("12:03"), `"e2"`, v2))
-	// h is a hash of poller-a's with the fields of the pairs.
 	h := func(kv ...string) map[string]string {
 		return with(map[string]string{"v": "1", "by": "poller-a"}, kv...)
 	}
@@ -90,11 +89,9 @@ func TestWritesByKind(t *testing.T) {
 		{name: "fetch", do: putFetch(fetch(at("12:02"), `"e2"`, v2)), want: true, after: h("fetched_ms", ms(at("12:02")), "etag", `"e2"`, "release", v2JSON)},
 		{name: "fetch of no release", do: putFetch(fetch(at("12:02"), "", nil)), want: true, after: noRelease},
 		{name: "failure", do: failure(release.Entry{FailedAt: at("12:05"), Failures: 2}), want: true, after: failed("12:05", "2")},
-		{name: "failure in a run of 404s", do: failure(release.Entry{FailedAt: at("12:05"), Failures: 3, NotFoundSince: at("12:01"), NotFound: 2}), want: true,
-			after: with(failed("12:05", "3"), "notfound_since_ms", ms(at("12:01")), "notfound", "2")},
+		{name: "failure in a run of 404s", do: failure(release.Entry{FailedAt: at("12:05"), Failures: 3, NotFoundSince: at("12:01"), NotFound: 2}), want: true, after: with(failed("12:05", "3"), "notfound_since_ms", ms(at("12:01")), "notfound", "2")},
 		{name: "failure counts at least one", do: failure(release.Entry{FailedAt: at("12:05")}), want: true, after: failed("12:05", "1")},
-		{name: "304 moves only the fetch time", before: fetched, do: notModified(fetch(at("12:03"), `"e2"`, rel("v9"))), want: true,
-			after: h("fetched_ms", ms(at("12:03")), "etag", `"e2"`, "release", v2JSON, "failed_ms", ms(at("12:01")), "failures", "3", "claimed_ms", ms(at("12:00")))},
+		{name: "304 moves only the fetch time", before: fetched, do: notModified(fetch(at("12:03"), `"e2"`, rel("v9"))), want: true, after: h("fetched_ms", ms(at("12:03")), "etag", `"e2"`, "release", v2JSON, "failed_ms", ms(at("12:01")), "failures", "3", "claimed_ms", ms(at("12:00")))},
 		{name: "failure over a hash without a version", before: []string{"fetched_ms", ms(at("12:02")), "etag", "x"}, do: failure(release.Entry{FailedAt: at("12:05"), Failures: 1}), want: true, after: failed("12:05", "1")},
 		{name: "fetch over a string", wrong: true, do: putFetch(fetch(at("12:02"), "", nil)), want: true, after: noRelease},
 		{name: "refused claim", before: []string{"v", "1", "claimed_ms", ms(at("12:00")), "by", "poller-b"}, do: claim(at("12:00").Add(time.Second))},
@@ -297,7 +294,6 @@ func (v verdict) String() string {
 	return "verdict(" + strconv.Itoa(int(v)) + ")"
 }
 
-// pairsOf flattens a hash into HSET's field/value pairs.
 func pairsOf(h map[string]string) []string {
 	pairs := make([]string, 0, 2*len(h))
 	for k, v := range h {
@@ -364,8 +360,7 @@ func TestPublish(t *testing.T) {
 		{"a history", a, history.Key, false, listed("v3.0.0", sigs3), true, true},
 		{"the same history", a, history.Key, false, listed("v3.0.0", sigs3), true, false},
 		{"its other companions from the other poller", b, history.Key, false, listed("v2.0.0", sigs2), true, true},
-		{"a newer list", a, history.Key, false, release.Entry{FetchedAt: at("12:30"), ETag: `"l2"`,
-			History: release.NewHistory([]*release.Release{datedRel("v4.0.0", 4), h3})}, true, true},
+		{"a newer list", a, history.Key, false, release.Entry{FetchedAt: at("12:30"), ETag: `"l2"`, History: release.NewHistory([]*release.Release{datedRel("v4.0.0", 4), h3})}, true, true},
 		{"an older list", b, history.Key, false, listed("v3.0.0", sigs3), false, false},
 	}
 	ctx := context.Background()

@@ -97,7 +97,6 @@ func TestRefusedFields(t *testing.T) {
 	})
 }
 
-// netOutput is how many bytes srv has sent its clients.
 func netOutput(t testing.TB, srv *redistest.Server) int64 {
 	t.Helper()
 	return must(srv.BytesSent())(t)
