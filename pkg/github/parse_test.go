@@ -289,9 +289,7 @@ func TestParseReleaseAssetFilters(t *testing.T) {
 		// Unicode case folding takes U+212A KELVIN SIGN for "k"; GitHub does not.
 		a := asset(map[string]any{"browser_download_url": "https://github.com/storytold/\u212araft/releases/download/v1/a.msi"})
 		r, err := github.ParseRelease(release.App{Key: "kraft", Repo: "storytold/kraft"}, releaseJSON(t, map[string]any{"assets": []any{a}}))
-		if err != nil {
-			t.Fatal(err)
-		}
+		must(t, err)
 		if len(r.Assets) != 0 {
 			t.Errorf("asset under storytold/\\u212araft kept for storytold/kraft: %+v", r.Assets)
 		}
