@@ -19,15 +19,11 @@ func TestAPIUserWritesNothing(t *testing.T) {
 	rs := redistest.Start(t)
 	rs.MustDo(store.SetUser("craft-api", "api-secret", store.APIACL)...)
 	conn, err := redis.OpenURL("redis://craft-api:api-secret@" + rs.Addr)
-	if err != nil {
-		t.Fatal(err)
-	}
+	must(t, err)
 	t.Cleanup(conn.Close)
 	ctx := context.Background()
 	c, err := conn.Client(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	must(t, err)
 	key := store.AppKey("photocraft")
 	for _, cmd := range [][]string{
 		{"HSET", key, "fetched_ms", "1"},

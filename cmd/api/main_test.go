@@ -27,6 +27,13 @@ type process struct {
 	private string // the metrics port
 }
 
+func must(t testing.TB, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
 // start runs the api with env on free ports and waits for /healthz.
 func start(t testing.TB, env map[string]string) *process {
 	t.Helper()
@@ -141,9 +148,7 @@ func TestBadEnvironmentStopsWithTheVariableNames(t *testing.T) {
 func TestHelpListsEveryVariable(t *testing.T) {
 	t.Parallel()
 	var out strings.Builder
-	if err := run(context.Background(), []string{"--help"}, func(string) string { return "" }, &out, io.Discard); err != nil {
-		t.Fatal(err)
-	}
+	must(t, run(context.Background(), []string{"--help"}, func(string) string { return "" }, &out, io.Discard))
 	// With the safe interval for the 13 built-in apps without a token.
 	for _, want := range append(config.Names("api"), "For the 13 configured apps", "at least 1005") {
 		if !strings.Contains(out.String(), want) {

@@ -64,9 +64,7 @@ func TestMetricsSplit(t *testing.T) {
 	t.Parallel()
 	rs := redistest.Start(t)
 	client, err := redis.OpenURL(rs.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
+	must(t, err)
 	t.Cleanup(client.Close)
 	at := time.Now().Add(-time.Minute).Truncate(time.Millisecond)
 	rel := &release.Release{Tag: "v1.0.0", Version: "1.0.0", Name: "v1.0.0",

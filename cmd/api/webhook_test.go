@@ -24,22 +24,16 @@ func TestStandaloneWebhook(t *testing.T) {
 	post := func(t *testing.T, p *process, id string, body []byte, wantStatus int, want string) {
 		t.Helper()
 		req, err := http.NewRequest(http.MethodPost, p.base+routes.WebhookPath, bytes.NewReader(body))
-		if err != nil {
-			t.Fatal(err)
-		}
+		must(t, err)
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set(webhook.EventHeader, "release")
 		req.Header.Set(webhook.DeliveryHeader, id)
 		req.Header.Set(webhook.SignatureHeader, webhook.Sign(secret, body))
 		res, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
+		must(t, err)
 		defer res.Body.Close()
 		b, err := io.ReadAll(res.Body)
-		if err != nil {
-			t.Fatal(err)
-		}
+		must(t, err)
 		if res.StatusCode != wantStatus || !strings.Contains(string(b), want) {
 			t.Fatalf("delivery %s answered %d %s, want %d with %s", id, res.StatusCode, b, wantStatus, want)
 		}

@@ -40,7 +40,6 @@ func startPoller(t *testing.T, vars map[string]string) (string, *testkit.Process
 	return base, testkit.StartProcess(t, run, vars, base+"/healthz")
 }
 
-// ready reports whether the poller at base answers /readyz with 200.
 func ready(base string) func() bool {
 	return func() bool { return testkit.Status(base+"/readyz") == http.StatusOK }
 }

@@ -48,9 +48,21 @@ func TestPollerPollsWithMySQLDown(t *testing.T) {
 	gh := fakegithub.New(t)
 	gh.Publish("storytold/photocraft", fakegithub.NewRelease("storytold/photocraft", "v0.5.0"))
 	rs := redistest.Start(t)
-	down := hangUp(t)
+	// A MySQL that is down, as its clients see it: it closes each connection at once, counting them.
+	l := testkit.Listen(t)
+	var accepted atomic.Int64
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			accepted.Add(1)
+			c.Close()
+		}
+	}()
 	vars := env(gh, rs.URL())
-	vars["MYSQL_DSN"] = "craft:secretpw@tcp(" + down.addr + ")/craft"
+	vars["MYSQL_DSN"] = "craft:secretpw@tcp(" + l.Addr().String() + ")/craft"
 	vars["MYSQL_QUERY_TIMEOUT_SECS"] = "1"
 	vars["CRAFT_APPS_META_REFRESH_SECS"] = "1"
 	_, p := startPoller(t, vars)
@@ -60,7 +72,7 @@ func TestPollerPollsWithMySQLDown(t *testing.T) {
 		return err == nil && n == "2"
 	})
 	// The start-up check and three refreshes at least.
-	testkit.Eventually(t, "four attempts to reach MySQL", func() bool { return down.accepted.Load() >= 4 })
+	testkit.Eventually(t, "four attempts to reach MySQL", func() bool { return accepted.Load() >= 4 })
 	if err := p.Stop(); err != nil {
 		t.Fatalf("run: %v", err)
 	}
@@ -99,30 +111,6 @@ func hget(t testing.TB, rs *redistest.Server, key, field string) string {
 		return ""
 	}
 	return v
-}
-
-// downMySQL accepts connections and closes them at once, counting them: a
-// MySQL that is down, as its clients see it.
-type downMySQL struct {
-	addr     string
-	accepted atomic.Int64
-}
-
-func hangUp(t testing.TB) *downMySQL {
-	t.Helper()
-	l := testkit.Listen(t)
-	d := &downMySQL{addr: l.Addr().String()}
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			d.accepted.Add(1)
-			c.Close()
-		}
-	}()
-	return d
 }
 
 // noSource is a poller.Source never asked.

@@ -29,7 +29,6 @@ const (
 	apiURLVar  = "CRAFT_APPS_RELEASE_GITHUB_API_URL"
 )
 
-// lookup returns a getenv over vars.
 func lookup(vars map[string]string) func(string) string {
 	return func(name string) string { return vars[name] }
 }
@@ -50,15 +49,21 @@ func with(vars map[string]string, pairs ...string) map[string]string {
 // env returns the environment of the pairs name, value, ….
 func env(pairs ...string) map[string]string { return with(nil, pairs...) }
 
+func must(t testing.TB, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
 // loadCase is one environment and what a loader makes of it: want edits the
 // defaults (nil: none) and warn lists the warnings; or err lists what the
 // error must contain, each naming its variable.
 type loadCase[T any] struct {
-	name string
-	vars map[string]string
-	want func(*T)
-	warn []string
-	err  []string
+	name      string
+	vars      map[string]string
+	want      func(*T)
+	warn, err []string
 }
 
 // runLoads runs each case through load and compares with def edited by the
@@ -120,9 +125,7 @@ func withRedis(t testing.TB, s *config.Shared) {
 	s.Redis.Options = redis.Options{}
 	if s.Redis.Configured() {
 		o, err := redis.Parse(s.Redis.URL.Reveal())
-		if err != nil {
-			t.Fatal(err)
-		}
+		must(t, err)
 		s.Redis.Options = o
 	}
 }
@@ -171,7 +174,6 @@ func defaultAPI() config.API {
 		Cloudflare: config.Cloudflare{APIURL: "https://api.cloudflare.com/client/v4/"}}
 }
 
-// defaultPoller is the poller's defaults with REDIS_URL localRedis.
 func defaultPoller() config.Poller {
 	a := defaultAPI()
 	a.Redis.URL = localRedis

@@ -68,9 +68,7 @@ func TestDocReferences(t *testing.T) {
 		}
 		return nil
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	must(t, err)
 	if refs == 0 {
 		t.Fatal("found no reference to a section of docs/: the pattern no longer matches how comments link them")
 	}

@@ -45,9 +45,7 @@ func TestScheduleQuota(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg, _, err := config.LoadPoller(lookup(with(tt.env, coordVar, "false")), checkDSN)
-			if err != nil {
-				t.Fatal(err)
-			}
+			must(t, err)
 			sc := cfg.Schedule(len(cfg.Apps))
 			if d := sc.RequestsPerHour - tt.rph; d > 0.05 || d < -0.05 {
 				t.Errorf("RequestsPerHour = %v, want %v", sc.RequestsPerHour, tt.rph)
@@ -77,9 +75,8 @@ func TestScheduleQuota(t *testing.T) {
 
 func TestScheduleUsage(t *testing.T) {
 	tests := []struct {
-		name string
-		apps string
-		want []string
+		name, apps string
+		want       []string
 	}{
 		{"the built-in list", "", []string{"For the 13 configured apps", "at least 1005", "at least 60"}},
 		{"one app", "a=App=org/repo", []string{"For the 1 configured apps", "at least 300", "at least 60"}},

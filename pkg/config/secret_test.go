@@ -61,9 +61,7 @@ func TestConfigNeverPrintsSecrets(t *testing.T) {
 func TestFields(t *testing.T) {
 	pub := testkit.NewMinisignKey(t).PublicKey()
 	key, err := minisign.ParsePublicKey(pub)
-	if err != nil {
-		t.Fatal(err)
-	}
+	must(t, err)
 	a, p := loadBoth(t, env(tokenVar, token, "REDIS_URL", redisURL, "CRAFT_APPS_RELEASE_WEBHOOK_SECRET", webhookSecret+",next",
 		"CRAFT_APPS_RELEASE_APPS", "a=A=org/a,b=B=org/b", "CRAFT_APPS_RELEASE_TAG_PREFIXES", "b=b-v", "CRAFT_APPS_RELEASE_TAURI_PUBKEYS", "b="+pub))
 	both := map[string]any{"redis_url": "redis://user:[redacted]@127.0.0.1:6379/0", "apps": []any{"a", "b"},
@@ -102,9 +100,7 @@ func loadBoth(t *testing.T, vars map[string]string) (config.API, config.Poller) 
 	t.Helper()
 	a, _, err := config.LoadAPI(lookup(vars))
 	p, _, perr := config.LoadPoller(lookup(vars), checkDSN)
-	if err := errors.Join(err, perr); err != nil {
-		t.Fatal(err)
-	}
+	must(t, errors.Join(err, perr))
 	return a, p
 }
 

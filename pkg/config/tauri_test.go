@@ -14,9 +14,7 @@ func TestTauriPublicKeys(t *testing.T) {
 	k1, k2 := testkit.NewMinisignKey(t), testkit.NewMinisignKey(t)
 	pub := func(k testkit.MinisignKey) minisign.PublicKey {
 		p, err := minisign.ParsePublicKey(k.PublicKey())
-		if err != nil {
-			t.Fatal(err)
-		}
+		must(t, err)
 		return p
 	}
 	const v = "CRAFT_APPS_RELEASE_TAURI_PUBKEYS"

@@ -29,16 +29,19 @@ func TestRedisTLS(t *testing.T) {
 			}
 			// A certificate the CA issued verifies against the roots.
 			server, _ := ca.Issue("redis")
-			if _, err := parseCert(t, server).Verify(x509.VerifyOptions{Roots: s.Redis.TLS.Config().RootCAs}); err != nil {
+			data, err := os.ReadFile(server)
+			must(t, err)
+			block, _ := pem.Decode(data)
+			issued, err := x509.ParseCertificate(block.Bytes)
+			must(t, err)
+			if _, err := issued.Verify(x509.VerifyOptions{Roots: s.Redis.TLS.Config().RootCAs}); err != nil {
 				t.Errorf("a certificate of the CA does not verify against RedisTLS.RootCAs: %v", err)
 			}
 		})
 	}
 	// The private key is never printed: the settings print as the files.
 	p, _, err := loadPoller(vars)
-	if err != nil {
-		t.Fatal(err)
-	}
+	must(t, err)
 	b, err := json.Marshal(p)
 	if err != nil {
 		t.Fatalf("json of the settings: %v", err)
@@ -64,9 +67,7 @@ func TestRedisTLSBad(t *testing.T) {
 	_, otherKey := ca.Issue("other")
 	dir := t.TempDir()
 	garbage := filepath.Join(dir, "garbage.pem")
-	if err := os.WriteFile(garbage, []byte("not a certificate\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	must(t, os.WriteFile(garbage, []byte("not a certificate\n"), 0o600))
 	tests := []struct {
 		name string
 		vars map[string]string
@@ -107,18 +108,4 @@ func TestRedisURLReportedFirst(t *testing.T) {
 			t.Errorf("%s: load got %v, want one error, naming REDIS_URL", bin.name, err)
 		}
 	}
-}
-
-func parseCert(t *testing.T, file string) *x509.Certificate {
-	t.Helper()
-	data, err := os.ReadFile(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	block, _ := pem.Decode(data)
-	cert, err := x509.ParseCertificate(block.Bytes)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return cert
 }

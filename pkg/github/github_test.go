@@ -48,6 +48,13 @@ func errText(err error) string {
 	return err.Error()
 }
 
+func must(t testing.TB, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
 func TestLatestClassification(t *testing.T) {
 	reset := time.Unix(1_900_000_000, 0).UTC()
 	quota := &fakegithub.Quota{Limit: 60, Remaining: 59, Reset: reset}
@@ -457,9 +464,7 @@ func TestLatestUnsent(t *testing.T) {
 func closedAddr(t testing.TB) string {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	must(t, err)
 	defer l.Close()
 	return l.Addr().String()
 }
@@ -513,9 +518,7 @@ func TestLiveGitHub(t *testing.T) {
 		t.Skip("talks to the real GitHub: set CRAFT_APPS_LIVE_GITHUB=1 (and optionally CRAFT_APPS_RELEASE_GITHUB_TOKEN) to run it")
 	}
 	c, err := github.New(github.Options{Token: os.Getenv("CRAFT_APPS_RELEASE_GITHUB_TOKEN")})
-	if err != nil {
-		t.Fatal(err)
-	}
+	must(t, err)
 	live := release.App{Key: "gh", Name: "GitHub CLI", Repo: "cli/cli"}
 	a := c.Latest(context.Background(), live, "")
 	if a.Outcome != release.Fetched || a.Release == nil {

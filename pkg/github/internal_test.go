@@ -55,26 +55,27 @@ func TestRequestURL(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			c, err := New(Options{BaseURL: tt.base})
-			if err != nil {
-				t.Fatal(err)
-			}
+			must(t, err)
 			repo := cmp.Or(tt.repo, "storytold/photocraft")
 			req, err := c.newRequest(c.gh(), latestRequest, repo, "")
-			if err != nil {
-				t.Fatal(err)
-			}
+			must(t, err)
 			if got := req.URL.String(); got != tt.want {
 				t.Errorf("URL = %s, want %s", got, tt.want)
 			}
 			req, err = c.newRequest(c.gh(), listRequest, repo, "")
-			if err != nil {
-				t.Fatal(err)
-			}
+			must(t, err)
 			want := strings.TrimSuffix(tt.want, "/latest") + "?per_page=10"
 			if got := req.URL.String(); got != want {
 				t.Errorf("list URL = %s, want %s", got, want)
 			}
 		})
+	}
+}
+
+func must(t testing.TB, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -105,13 +106,9 @@ func TestCappedBody(t *testing.T) {
 			})
 			req, _ := http.NewRequest(http.MethodGet, "http://127.0.0.1/", nil)
 			resp, err := capped{next}.RoundTrip(req)
-			if err != nil {
-				t.Fatal(err)
-			}
+			must(t, err)
 			b, err := io.ReadAll(resp.Body)
-			if err != nil {
-				t.Fatal(err)
-			}
+			must(t, err)
 			if len(b) != tt.want {
 				t.Errorf("read %d bytes, want %d", len(b), tt.want)
 			}

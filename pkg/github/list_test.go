@@ -38,9 +38,7 @@ func undated(r *fakegithub.Release) { r.PublishedAt = nil }
 func listJSON(t testing.TB, rs ...fakegithub.Release) []byte {
 	t.Helper()
 	b, err := json.Marshal(append([]fakegithub.Release{}, rs...))
-	if err != nil {
-		t.Fatal(err)
-	}
+	must(t, err)
 	return b
 }
 
@@ -90,9 +88,7 @@ func TestParseLists(t *testing.T) {
 			body, got, tags := listJSON(t, tt.list...), []*release.Release(nil), none
 			if tt.history {
 				h, err := github.ParseHistory(app, body)
-				if err != nil {
-					t.Fatal(err)
-				}
+				must(t, err)
 				got, tags = h.Releases, h.Tags()
 			} else if r, err := github.ParsePrereleases(app, body); err != nil {
 				t.Fatal(err)

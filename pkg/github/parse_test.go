@@ -21,11 +21,9 @@ import (
 
 const repo = "storytold/photocraft"
 
-// releaseJSON is a minimal good release with fields replaced or added.
-// A nil value removes a field; use json.RawMessage("null") for a JSON null.
-func releaseJSON(t testing.TB, fields map[string]any) []byte {
-	t.Helper()
-	m := map[string]any{"tag_name": "v1.2.3"}
+// edit replaces or adds m's fields from fields and returns m; a nil value
+// removes a field: use json.RawMessage("null") for a JSON null.
+func edit(m, fields map[string]any) map[string]any {
 	for k, v := range fields {
 		if v == nil {
 			delete(m, k)
@@ -33,29 +31,21 @@ func releaseJSON(t testing.TB, fields map[string]any) []byte {
 		}
 		m[k] = v
 	}
-	b, err := json.Marshal(m)
-	if err != nil {
-		t.Fatalf("encode release: %v", err)
-	}
+	return m
+}
+
+// releaseJSON is a minimal good release edited by fields.
+func releaseJSON(t testing.TB, fields map[string]any) []byte {
+	t.Helper()
+	b, err := json.Marshal(edit(map[string]any{"tag_name": "v1.2.3"}, fields))
+	must(t, err)
 	return b
 }
 
-// asset is a good asset of repo's release v1.2.3 with fields replaced; a nil
-// value removes one. Its download URL is that of its name, unless fields
-// replace it.
+// asset is a good asset of repo's release v1.2.3 edited by fields. Its
+// download URL is that of its name, unless fields replace it.
 func asset(fields map[string]any) map[string]any {
-	m := map[string]any{
-		"name":   "photocraft-1.2.3-windows-x64.msi",
-		"size":   7,
-		"digest": "sha256:" + strings.Repeat("ab", 32),
-	}
-	for k, v := range fields {
-		if v == nil {
-			delete(m, k)
-			continue
-		}
-		m[k] = v
-	}
+	m := edit(map[string]any{"name": "photocraft-1.2.3-windows-x64.msi", "size": 7, "digest": "sha256:" + strings.Repeat("ab", 32)}, fields)
 	if _, ok := fields["browser_download_url"]; !ok {
 		name, _ := m["name"].(string)
 		m["browser_download_url"] = release.DownloadURL(repo, "v1.2.3", name)
@@ -289,9 +279,7 @@ func TestParseReleaseAssetFilters(t *testing.T) {
 		// Unicode case folding takes U+212A KELVIN SIGN for "k"; GitHub does not.
 		a := asset(map[string]any{"browser_download_url": "https://github.com/storytold/\u212araft/releases/download/v1/a.msi"})
 		r, err := github.ParseRelease(release.App{Key: "kraft", Repo: "storytold/kraft"}, releaseJSON(t, map[string]any{"assets": []any{a}}))
-		if err != nil {
-			t.Fatal(err)
-		}
+		must(t, err)
 		if len(r.Assets) != 0 {
 			t.Errorf("asset under storytold/\\u212araft kept for storytold/kraft: %+v", r.Assets)
 		}

@@ -25,10 +25,9 @@ func TestRelease(t *testing.T) {
 	c := newClient(t, gh, github.Options{Token: "ghp_secret"})
 	ctx := context.Background()
 	tests := []struct {
-		name    string
-		tag     string
-		fault   *fakegithub.Fault
-		wantErr string // "" for found
+		name, tag string
+		fault     *fakegithub.Fault
+		wantErr   string // "" for found
 	}{
 		{"the latest", "v0.6.0", nil, ""},
 		{"an older one", "v0.5.0", nil, ""},

@@ -58,15 +58,11 @@ func BenchmarkRefresh(b *testing.B) {
 	seed(b, db)
 	srv := redistest.Start(b)
 	client, err := redis.OpenURL(srv.URL())
-	if err != nil {
-		b.Fatal(err)
-	}
+	must(b, err)
 	b.Cleanup(client.Close)
 	clock := fakeclock.New(noon)
 	f, err := mysql.NewRefresher(db, store.New(client, "bench", nil), time.Minute, nil, clock)
-	if err != nil {
-		b.Fatal(err)
-	}
+	must(b, err)
 	ctx := context.Background()
 	b.ReportAllocs()
 	for b.Loop() {

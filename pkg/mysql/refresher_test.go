@@ -108,13 +108,12 @@ func TestRefreshPublishes(t *testing.T) {
 func TestRefreshOutages(t *testing.T) {
 	down := errors.New("dial tcp 127.0.0.1:3306: connection refused")
 	type step struct {
-		after     time.Duration // since noon
-		mysqlErr  error
-		redisErr  error
-		wantWarn  string // the message of the one warning logged, if any
-		wantInfo  string // the message of the one recovery line logged, if any
-		wantAway  time.Duration
-		published bool
+		after              time.Duration // since noon
+		mysqlErr, redisErr error
+		wantWarn           string // the message of the one warning logged, if any
+		wantInfo           string // the message of the one recovery line logged, if any
+		wantAway           time.Duration
+		published          bool
 	}
 	tests := []struct {
 		name  string
