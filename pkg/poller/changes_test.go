@@ -31,22 +31,19 @@ func TestChanges(t *testing.T) {
 			{0, notModified(), nil},
 			{0, failed(), nil},
 			{0, fetched("v2", "e3"), []string{"a v1→v2"}},
-			{0, fetched("", "e4"), []string{"a v2→none"}},
-		}},
+			{0, fetched("", "e4"), []string{"a v2→none"}}}},
 		{name: "two pollers uncoordinated", fleet: true, polls: []poll{
 			{0, fetched("v1", "e1"), []string{"a none→v1"}},
 			{1, fetched("v1", "e1"), nil},
 			{1, fetched("v2", "e2"), []string{"a v1→v2"}},
 			{0, fetched("v2", "e2"), nil},
 			{0, notModified(), nil},
-			{1, failed(), nil},
-		}},
+			{1, failed(), nil}}},
 		{name: "two pollers coordinated", fleet: true, coordinate: true, polls: []poll{
 			{0, fetched("v1", "e1"), []string{"a none→v1"}},
 			{1, fetched("v2", "e2"), []string{"a v1→v2"}},
 			{0, fetched("v2", "e3"), nil},
-			{0, notModified(), nil},
-		}},
+			{0, notModified(), nil}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -76,8 +76,7 @@ func TestRefreshRound(t *testing.T) {
 					request(h, "photocraft", m, "v2")
 					request(h, "filmcraft", m, "")
 				}, answers: answers{"photocraft": fetched("v2", `"e2"`)}, asked: []string{`photocraft("e1")`}, next: none},
-				{at: 2 * m, reqs: []release.Refresh{{At: at(m), Tag: "v2"}}, next: none},
-			},
+				{at: 2 * m, reqs: []release.Refresh{{At: at(m), Tag: "v2"}}, next: none}},
 			check: func(t *testing.T, h *harness) {
 				if got := h.sink.entry("photocraft").Release; tagOf(got) != "v2" {
 					t.Errorf("served %s, want v2", tagOf(got))
@@ -94,14 +93,12 @@ func TestRefreshRound(t *testing.T) {
 				{at: m + 2*s, answers: answers{"photocraft": notModified()}, asked: []string{`photocraft("e1")`}, next: m + 5*s},
 				{at: m + 5*s, answers: answers{"photocraft": notModified()}, asked: []string{`photocraft("e1")`}, next: m + 15*s},
 				{at: m + 15*s, answers: answers{"photocraft": notModified()}, asked: []string{`photocraft("e1")`}, next: none},
-				{at: m + time.Hour, next: none},
-			}},
+				{at: m + time.Hour, next: none}}},
 		{name: "a retry that gets the tag ends the request",
 			steps: []rstep{
 				{at: m, reqs: []release.Refresh{{Tag: "v2"}},
 					answers: answers{"photocraft": notModified()}, asked: []string{`photocraft("e1")`}, next: m + 2*s},
-				{at: m + 2*s, answers: answers{"photocraft": fetched("v2", `"e2"`)}, asked: []string{`photocraft("e1")`}, next: none},
-			},
+				{at: m + 2*s, answers: answers{"photocraft": fetched("v2", `"e2"`)}, asked: []string{`photocraft("e1")`}, next: none}},
 			check: func(t *testing.T, h *harness) {
 				if got := h.sink.entry("photocraft").Release; tagOf(got) != "v2" {
 					t.Errorf("served %s, want v2", tagOf(got))
@@ -119,15 +116,13 @@ func TestRefreshRound(t *testing.T) {
 						request(h, "photocraft", m+100*ms+time.Duration(i)*50*ms, "")
 					}
 				}, next: m + 1010*ms},
-				{at: m + 1010*ms, answers: answers{"photocraft": notModified()}, asked: []string{`photocraft("e1")`}, next: none},
-			}},
+				{at: m + 1010*ms, answers: answers{"photocraft": notModified()}, asked: []string{`photocraft("e1")`}, next: none}}},
 		{name: "the fleet backoff holds a request", fleet: true,
 			steps: []rstep{{at: m, before: func(_ *testing.T, h *harness) {
 				h.fleet.setBackoff(schedule.Backoff{Until: at(time.Hour), Trouble: 1})
 				h.p.Tick(context.Background()) // reads it
 				request(h, "photocraft", m, "")
-			}, next: time.Hour}},
-		},
+			}, next: time.Hour}}},
 		{name: "a failing app's own retry holds a request",
 			steps: []rstep{
 				{at: 1774 * s, before: func(t *testing.T, h *harness) {
@@ -138,20 +133,17 @@ func TestRefreshRound(t *testing.T) {
 					}
 					request(h, "vectorcraft", 1774*s, "")
 				}, next: 1803 * s},
-				{at: 1803 * s, answers: answers{"vectorcraft": fetched("v1", `"e1"`)}, asked: []string{`vectorcraft("e1")`}, next: none},
-			}},
+				{at: 1803 * s, answers: answers{"vectorcraft": fetched("v1", `"e1"`)}, asked: []string{`vectorcraft("e1")`}, next: none}}},
 		{name: "a rate limit backs the fleet off", fleet: true,
 			steps: []rstep{{at: m, before: func(_ *testing.T, h *harness) {
 				request(h, "photocraft", m, "")
 				request(h, "vectorcraft", m, "")
 			}, answers: answers{"photocraft": rateLimited(at(30 * m))}, asked: []string{`photocraft("e1")`}, next: 31 * m,
-				calls: []string{"LoadApp photocraft", "Claim photocraft", "PutBackoff until 31m0s trouble 1"}}},
-		},
+				calls: []string{"LoadApp photocraft", "Claim photocraft", "PutBackoff until 31m0s trouble 1"}}}},
 		{name: "a claim from before the request does not keep us off", fleet: true,
 			steps: []rstep{{at: m, reqs: []release.Refresh{{}},
 				answers: answers{"photocraft": notModified()}, asked: []string{`photocraft("e1")`}, next: none,
-				calls: []string{"LoadApp photocraft", "Claim photocraft", "PutNotModified photocraft"}}},
-		},
+				calls: []string{"LoadApp photocraft", "Claim photocraft", "PutNotModified photocraft"}}}},
 		{name: "another poller's claim for the request keeps us off until it lapses or its fetch arrives", fleet: true,
 			steps: []rstep{
 				{at: m + 20*ms, before: func(_ *testing.T, h *harness) {
@@ -165,8 +157,7 @@ func TestRefreshRound(t *testing.T) {
 					e.FetchedAt, e.ETag, e.Release = at(m+50*ms), `"e2"`, &release.Release{Tag: "v2", Assets: []release.Asset{}}
 					h.fleet.set("photocraft", e)
 					h.p.Tick(context.Background()) // reads it
-				}, next: none},
-			}},
+				}, next: none}}},
 		{name: "a claim lost in a race", fleet: true,
 			steps: []rstep{{at: m + 10*ms, before: func(_ *testing.T, h *harness) {
 				h.fleet.during = func(f *fakeFleet, op, arg string) {
@@ -177,8 +168,7 @@ func TestRefreshRound(t *testing.T) {
 					}
 				}
 				request(h, "photocraft", m, "")
-			}, next: 2*m + 10*ms}},
-		},
+			}, next: 2*m + 10*ms}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

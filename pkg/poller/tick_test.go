@@ -140,8 +140,7 @@ func TestTickStandalone(t *testing.T) {
 				waits: []time.Duration{s, s},
 				entries: map[string]release.Entry{
 					"a": {FetchedAt: t0, ETag: "e1", Release: rel("v1")}, "b": {FetchedAt: at(1 * s), ETag: "e1", Release: rel("v1")},
-					"c": {FetchedAt: at(2 * s)},
-				}}}},
+					"c": {FetchedAt: at(2 * s)}}}}},
 		{name: "one app's entry through every answer", apps: []string{"a"},
 			steps: []step{
 				{answers: answers{"a": notFound()}, asked: []string{"a"}, sets: []string{"a"}, round: round(sa, 1, 0, 0, false, 0, 0),
@@ -149,8 +148,7 @@ func TestTickStandalone(t *testing.T) {
 				},
 				{at: 1800 * s, answers: answers{"a": notModified()}, asked: []string{"a"}, sets: []string{"a"}, warns: failedWarn,
 					round:   round(sa, 0, 0, 1, false, time.Minute, 1), // a 304 to a request without an etag
-					entries: map[string]release.Entry{"a": {FetchedAt: t0, FailedAt: at(1800 * s), Failures: 1}},
-				},
+					entries: map[string]release.Entry{"a": {FetchedAt: t0, FailedAt: at(1800 * s), Failures: 1}}},
 				{at: 1859 * s},
 				{at: 1860 * s, answers: answers{"a": fetched("v1", "e1")}, asked: []string{"a"}, sets: []string{"a"},
 					round:   round(sa, 1, 0, 0, false, 0, 0),
@@ -166,18 +164,15 @@ func TestTickStandalone(t *testing.T) {
 				},
 				{at: 5490 * s, answers: answers{"a": fetched("", "")}, asked: []string{"a(e1)"}, sets: []string{"a"},
 					round:   round(sa, 1, 0, 0, false, 0, 0), // forgets the release and the etag
-					entries: map[string]release.Entry{"a": {FetchedAt: at(5490 * s), FailedAt: at(3630 * s), Failures: 1}},
-				}}},
+					entries: map[string]release.Entry{"a": {FetchedAt: at(5490 * s), FailedAt: at(3630 * s), Failures: 1}}}}},
 		{
 			// A round whose only request failed, beside a healthy app, sets no fleet backoff.
 			name: "a failing app counts its failures in a row, and alone sets no backoff", apps: []string{"a", "b"},
 			steps: []step{
 				{answers: answers{"a": failed(), "b": fetched("v1", "e1")}, asked: []string{"a", "b"}, sets: []string{"a", "b"},
-					warns: failedWarn, round: round(sa, 1, 0, 1, false, 0, 0),
-				},
+					warns: failedWarn, round: round(sa, 1, 0, 1, false, 0, 0)},
 				{at: 30 * s, answers: answers{"a": failed()}, asked: []string{"a"}, sets: []string{"a"}, warns: failedWarn,
-					round: round(sa, 0, 0, 1, false, 0, 0), entries: map[string]release.Entry{"a": {FailedAt: at(30 * s), Failures: 2}},
-				},
+					round: round(sa, 0, 0, 1, false, 0, 0), entries: map[string]release.Entry{"a": {FailedAt: at(30 * s), Failures: 2}}},
 				{at: 120 * s, answers: answers{"a": fetched("v1", "e2")}, asked: []string{"a"}, sets: []string{"a"}, round: round(sa, 1, 0, 0, false, 0, 0)},
 				{at: 1890 * s, answers: answers{"a": failed(), "b": notModified()}, asked: []string{"a(e2)", "b(e1)"}, sets: []string{"a", "b"},
 					warns: failedWarn, round: round(sa, 0, 1, 1, false, 0, 0),
@@ -197,12 +192,10 @@ func TestTickStandalone(t *testing.T) {
 			steps: []step{
 				{answers: answers{"a": fetched("v1", "e1"), "b": rateLimited(at(1*s + 50*time.Minute))},
 					asked: []string{"a", "b"}, sets: []string{"a"}, warns: []string{"github rate limit"},
-					round: round(sa, 1, 0, 0, true, 51*time.Minute, 1), waits: []time.Duration{s},
-				},
+					round: round(sa, 1, 0, 0, true, 51*time.Minute, 1), waits: []time.Duration{s}},
 				{at: 51 * time.Minute},
 				{at: 51*time.Minute + 1*s, answers: answers{"a": notModified(), "b": fetched("v1", "e1"), "c": fetched("v1", "e1")},
-					asked: []string{"a(e1)", "b", "c"}, sets: []string{"a", "b", "c"}, round: round(sa, 2, 1, 0, false, 0, 0),
-				}}},
+					asked: []string{"a(e1)", "b", "c"}, sets: []string{"a", "b", "c"}, round: round(sa, 2, 1, 0, false, 0, 0)}}},
 		{name: "the Observer hears every answer with its quota, every fetch and every round with its backoff",
 			apps: []string{"a", "b", "c", "d"},
 			steps: []step{
@@ -210,28 +203,23 @@ func TestTickStandalone(t *testing.T) {
 					"a": quota(fetched("v1", "e1"), 59, at(time.Hour)),
 					// No ETag was sent: the 304 counts as a failure, its quota stays.
 					"b": quota(notModified(), 58, at(time.Hour)), "c": failed(),
-					"d": quota(rateLimited(at(50*time.Minute)), 0, at(50*time.Minute)),
-				},
+					"d": quota(rateLimited(at(50*time.Minute)), 0, at(50*time.Minute))},
 					asked: []string{"a", "b", "c", "d"}, sets: []string{"a", "b", "c"},
 					warns: []string{"github request failed", "github request failed", "github rate limit"},
 					round: round(sa, 1, 0, 2, true, 50*time.Minute+57*s, 1),
 					observed: []string{
 						"answer a fetched 59 1h0m0s", "fetched a 0s", "answer b failed 58 1h0m0s", "answer c failed -1 never",
-						"answer d rate_limited 0 50m0s", "round standalone 3s 51m0s 1",
-					}},
+						"answer d rate_limited 0 50m0s", "round standalone 3s 51m0s 1"}},
 				{at: 10 * time.Minute, observed: []string{"round standalone 0s 51m0s 1"}},
 				{at: 52 * time.Minute,
 					answers: answers{
-						"a": quota(notModified(), 57, at(2*time.Hour)), "b": fetched("", ""), "c": fetched("v3", "e3"), "d": fetched("v4", "e4"),
-					},
+						"a": quota(notModified(), 57, at(2*time.Hour)), "b": fetched("", ""), "c": fetched("v3", "e3"), "d": fetched("v4", "e4")},
 					asked: []string{"a(e1)", "b", "c", "d"}, sets: []string{"a", "b", "c", "d"}, round: round(sa, 3, 1, 0, false, 0, 0),
 					observed: []string{
 						"answer a not_modified 57 2h0m0s", "fetched a 52m0s", "answer b fetched -1 never", "fetched b 52m1s",
 						"answer c fetched -1 never", "fetched c 52m2s", "answer d fetched -1 never", "fetched d 52m3s",
-						"round standalone 3s never 0",
-					}},
-				{at: 53 * time.Minute, round: idle(sa), observed: []string{"round standalone 0s never 0"}},
-			}},
+						"round standalone 3s never 0"}},
+				{at: 53 * time.Minute, round: idle(sa), observed: []string{"round standalone 0s never 0"}}}},
 	})
 }
 
@@ -250,8 +238,7 @@ func TestTickCoordinated(t *testing.T) {
 						"LoadApp c", "Claim c", "PutFailure c"},
 					sets: []string{"a", "b", "c"}, warns: failedWarn, round: round(co, 2, 0, 1, false, 0, 0),
 					entries: map[string]release.Entry{
-						"shared a": {FetchedAt: t0, ETag: "e1", Release: rel("v1")}, "shared c": {FailedAt: at(2 * s), Failures: 1},
-					}},
+						"shared a": {FetchedAt: t0, ETag: "e1", Release: rel("v1")}, "shared c": {FailedAt: at(2 * s), Failures: 1}}},
 				{at: 1772 * s, answers: answers{"a": notModified(), "b": notModified(), "c": failed()},
 					asked: []string{"a(e1)", "b(e1)", "c"},
 					calls: []string{"Load", "LoadApp a", "Claim a", "PutNotModified a", "LoadApp b", "Claim b", "PutNotModified b",
@@ -259,8 +246,7 @@ func TestTickCoordinated(t *testing.T) {
 					sets: []string{"a", "b", "c"}, warns: failedWarn, round: round(co, 0, 2, 1, false, 0, 0),
 					entries: map[string]release.Entry{
 						"shared a": {FetchedAt: at(1772 * s), ETag: "e1", Release: rel("v1")},
-						"shared c": {FailedAt: at(1774 * s), Failures: 2},
-					}}}},
+						"shared c": {FailedAt: at(1774 * s), Failures: 2}}}}},
 		{name: "the Observer hears what the fleet knows, claims won and lost, and refused writes of each kind",
 			apps: []string{"a", "b", "c", "d", "e"}, coordinate: true,
 			fleet: func(f *fakeFleet) {
@@ -287,11 +273,9 @@ func TestTickCoordinated(t *testing.T) {
 					"fetched b -10s", "fetched d -30m0s", "claim lost",
 					"claim won", "answer c fetched -1 never", "refused put_fetch", "fetched c 0s",
 					"claim won", "answer d not_modified -1 never", "refused put_not_modified", "fetched d 1s",
-					"claim won", "answer e failed -1 never", "refused put_failure", "round coordinated 2s never 0",
-				},
+					"claim won", "answer e failed -1 never", "refused put_failure", "round coordinated 2s never 0"},
 				// A refused write still moves memory.
-				entries: map[string]release.Entry{"c": {FetchedAt: t0, ETag: "e1", Release: rel("v1")}},
-			}}},
+				entries: map[string]release.Entry{"c": {FetchedAt: t0, ETag: "e1", Release: rel("v1")}}}}},
 		{name: "another pod's fresh fetch, read at the load or at the re-read, makes the app not due",
 			apps: []string{"a", "b", "c"}, coordinate: true,
 			fleet: func(f *fakeFleet) {
@@ -314,8 +298,7 @@ func TestTickCoordinated(t *testing.T) {
 					calls: []string{"Load", "LoadApp a", "Claim a", "LoadApp b", "Claim b", "PutFetch b"}, sets: []string{"b"}, round: round(co, 1, 0, 0, false, 0, 0),
 				},
 				{at: 49 * s, calls: []string{"Load", "LoadApp a", "Claim a"}, round: idle(co)},
-				func() step { st := fetchA; st.at = 50 * s; return st }(),
-			}},
+				func() step { st := fetchA; st.at = 50 * s; return st }()}},
 		{name: "the fleet backoff is honoured and reported, and a good round deletes the one it read, not another pod's",
 			apps: []string{"a"}, coordinate: true,
 			fleet: func(f *fakeFleet) {
@@ -331,10 +314,8 @@ func TestTickCoordinated(t *testing.T) {
 				{at: 10*time.Minute - 1, calls: []string{"Load"}},
 				{at: 10 * time.Minute, answers: answers{"a": fetched("v1", "e1")}, asked: []string{"a"},
 					calls: []string{"Load", "LoadApp a", "Claim a", "PutFetch a", "ClearBackoff read 10m0s trouble 2"},
-					sets:  []string{"a"}, round: round(co, 1, 0, 0, false, 0, 0),
-				},
-				{at: 10*time.Minute + 30*s, calls: []string{"Load"}, observed: []string{"round coordinated 0s 1h0m0s 3"}},
-			}},
+					sets:  []string{"a"}, round: round(co, 1, 0, 0, false, 0, 0)},
+				{at: 10*time.Minute + 30*s, calls: []string{"Load"}, observed: []string{"round coordinated 0s 1h0m0s 3"}}}},
 		{name: "a backoff that another pod sets mid-round stops the round and stands", apps: []string{"a", "b"}, coordinate: true,
 			fleet: func(f *fakeFleet) {
 				f.during = func(f *fakeFleet, op, arg string) {
@@ -347,19 +328,15 @@ func TestTickCoordinated(t *testing.T) {
 				{answers: answers{"a": fetched("v1", "e1")}, asked: []string{"a"},
 					calls: []string{"Load", "LoadApp a", "Claim a", "PutFetch a", "LoadApp b"}, sets: []string{"a"},
 					// b's re-check comes after the spacing, so the round ends 1 s in.
-					round: round(co, 1, 0, 0, false, time.Hour-time.Second, 3),
-				},
+					round: round(co, 1, 0, 0, false, time.Hour-time.Second, 3)},
 				// It stands: the next tick reads it, unchanged.
-				{at: 30 * s, calls: []string{"Load"}, observed: []string{"round coordinated 0s 1h0m0s 3"}},
-			}},
+				{at: 30 * s, calls: []string{"Load"}, observed: []string{"round coordinated 0s 1h0m0s 3"}}}},
 		{name: "a rate limit is shared as the fleet backoff", apps: []string{"a"}, fleet: func(*fakeFleet) {}, coordinate: true,
 			steps: []step{
 				{answers: answers{"a": rateLimited(at(50 * time.Minute))}, asked: []string{"a"},
 					calls: []string{"Load", "LoadApp a", "Claim a", "PutBackoff until 51m0s trouble 1"},
-					warns: []string{"github rate limit"}, round: round(co, 0, 0, 0, true, 51*time.Minute, 1),
-				},
-				{at: 50 * time.Minute, calls: []string{"Load"}},
-			}},
+					warns: []string{"github rate limit"}, round: round(co, 0, 0, 0, true, 51*time.Minute, 1)},
+				{at: 50 * time.Minute, calls: []string{"Load"}}}},
 		{name: "a failed read runs the tick standalone, without the fleet backoff", apps: []string{"a", "b"}, coordinate: true,
 			fleet: func(f *fakeFleet) {
 				f.setErr(errRedisDown, "Load")
@@ -370,16 +347,14 @@ func TestTickCoordinated(t *testing.T) {
 				calls: []string{"Load"}, sets: []string{"a", "b"}, warns: []string{"redis unavailable", "github request failed"},
 				round: round(sa, 1, 0, 1, false, 0, 0),
 				observed: []string{"redis_error load", "answer a fetched -1 never", "fetched a 0s", "answer b failed -1 never",
-					"round standalone 1s never 0"},
-			}}},
+					"round standalone 1s never 0"}}}},
 		{name: "a failed re-read: the app is still asked, the rest of the round is standalone",
 			apps: []string{"a", "b"}, coordinate: true, fleet: func(f *fakeFleet) { f.setErr(errRedisDown, "LoadApp") },
 			steps: []step{{
 				answers: answers{"a": rateLimited(time.Time{})}, asked: []string{"a"},
 				calls: []string{"Load", "LoadApp a"}, warns: []string{"redis unavailable", "github rate limit"},
 				round:    round(sa, 0, 0, 0, true, 30*time.Minute, 1),
-				observed: []string{"redis_error load_app", "answer a rate_limited 0 never", "round standalone 0s 30m0s 1"},
-			}}},
+				observed: []string{"redis_error load_app", "answer a rate_limited 0 never", "round standalone 0s 30m0s 1"}}}},
 		{name: "a failed claim: the app is still asked, the rest of the round is standalone", apps: []string{"a", "b"}, coordinate: true,
 			fleet: func(f *fakeFleet) { f.setErr(errRedisDown, "Claim") },
 			steps: []step{{
@@ -387,8 +362,7 @@ func TestTickCoordinated(t *testing.T) {
 				calls: []string{"Load", "LoadApp a", "Claim a"}, sets: []string{"a", "b"}, warns: []string{"redis unavailable"},
 				round: round(sa, 2, 0, 0, false, 0, 0),
 				observed: []string{"redis_error claim", "answer a fetched -1 never", "fetched a 0s", "answer b fetched -1 never",
-					"fetched b 1s", "round standalone 1s never 0"},
-			}}},
+					"fetched b 1s", "round standalone 1s never 0"}}}},
 		{name: "a failed shared write: memory still moves, the rest of the round is standalone",
 			apps: []string{"a", "b"}, coordinate: true, fleet: func(f *fakeFleet) { f.setErr(errRedisDown, "PutFetch") },
 			steps: []step{{
@@ -397,8 +371,7 @@ func TestTickCoordinated(t *testing.T) {
 				warns: []string{"redis unavailable", "github request failed"}, round: round(sa, 1, 0, 1, false, 0, 0),
 				observed: []string{"claim won", "answer a fetched -1 never", "redis_error put_fetch", "fetched a 0s",
 					"answer b failed -1 never", "round standalone 1s never 0"},
-				entries: map[string]release.Entry{"a": {FetchedAt: t0, ETag: "e1", Release: rel("v1")}},
-			}}},
+				entries: map[string]release.Entry{"a": {FetchedAt: t0, ETag: "e1", Release: rel("v1")}}}}},
 		{name: "a failed failure write: the rest of the round is standalone", apps: []string{"a", "b"}, coordinate: true,
 			fleet: func(f *fakeFleet) { f.setErr(errRedisDown, "PutFailure") },
 			steps: []step{{
@@ -406,8 +379,7 @@ func TestTickCoordinated(t *testing.T) {
 				calls: []string{"Load", "LoadApp a", "Claim a", "PutFailure a"}, sets: []string{"a", "b"},
 				warns: []string{"redis unavailable", "github request failed"}, round: round(sa, 1, 0, 1, false, 0, 0),
 				observed: []string{"claim won", "answer a failed -1 never", "redis_error put_failure",
-					"answer b fetched -1 never", "fetched b 1s", "round standalone 1s never 0"},
-			}}},
+					"answer b fetched -1 never", "fetched b 1s", "round standalone 1s never 0"}}}},
 		{name: "a failed backoff write is Redis trouble", apps: []string{"a"}, coordinate: true,
 			fleet: func(f *fakeFleet) { f.setErr(errRedisDown, "PutBackoff") },
 			steps: []step{{
@@ -415,8 +387,7 @@ func TestTickCoordinated(t *testing.T) {
 				calls: []string{"Load", "LoadApp a", "Claim a", "PutFailure a", "PutBackoff until 1m0s trouble 1"},
 				sets:  []string{"a"}, warns: []string{"redis unavailable", "github request failed"},
 				round:    round(sa, 0, 0, 1, false, time.Minute, 1),
-				observed: []string{"claim won", "answer a failed -1 never", "redis_error put_backoff", "round standalone 0s 1m0s 1"},
-			}}},
+				observed: []string{"claim won", "answer a failed -1 never", "redis_error put_backoff", "round standalone 0s 1m0s 1"}}}},
 		{name: "a failed 304 write leaves memory ahead, and an older shared entry is written back, never read back",
 			apps: []string{"a"}, fleet: func(*fakeFleet) {}, coordinate: true,
 			steps: []step{
@@ -426,49 +397,42 @@ func TestTickCoordinated(t *testing.T) {
 					calls: []string{"Load", "LoadApp a", "Claim a", "PutNotModified a"}, sets: []string{"a"},
 					warns: []string{"redis unavailable"}, round: round(sa, 0, 1, 0, false, 0, 0),
 					observed: []string{"claim won", "answer a not_modified -1 never", "redis_error put_not_modified",
-						"fetched a 29m30s", "round standalone 0s never 0"},
-				},
+						"fetched a 29m30s", "round standalone 0s never 0"}},
 				{at: 1800 * s, before: func(h *harness) { h.fleet.setErr(nil, "PutNotModified") },
 					calls: []string{"Load", "PutFetch a"}, round: idle(co),
 					entries: map[string]release.Entry{
 						"a":        {FetchedAt: at(1770 * s), ETag: "e1", Release: rel("v1")},
-						"shared a": {FetchedAt: at(1770 * s), ETag: "e1", Release: rel("v1")},
-					}}}},
+						"shared a": {FetchedAt: at(1770 * s), ETag: "e1", Release: rel("v1")}}}}},
 		{name: "a flushed fleet is written back from memory at the next tick, without asking GitHub",
 			apps: []string{"a", "b", "c"}, fleet: func(*fakeFleet) {}, coordinate: true,
 			steps: []step{
 				{answers: answers{"a": fetched("v1", "e1"), "b": fetched("v2", "e2"), "c": failed()}, asked: []string{"a", "b", "c"},
 					calls: []string{"Load", "LoadApp a", "Claim a", "PutFetch a", "LoadApp b", "Claim b", "PutFetch b",
 						"LoadApp c", "Claim c", "PutFailure c"},
-					sets: []string{"a", "b", "c"}, warns: failedWarn, round: round(co, 2, 0, 1, false, 0, 0),
-				},
+					sets: []string{"a", "b", "c"}, warns: failedWarn, round: round(co, 2, 0, 1, false, 0, 0)},
 				{
 					// FLUSHALL: c was never fetched, so there is nothing to write back.
 					at: 30 * s, before: func(h *harness) { h.fleet.entries = map[string]release.Entry{} },
 					calls: []string{"Load", "PutFetch a", "PutFetch b"}, round: idle(co),
 					entries: map[string]release.Entry{
 						"shared a": {FetchedAt: t0, ETag: "e1", Release: rel("v1")},
-						"shared b": {FetchedAt: at(1 * s), ETag: "e2", Release: rel("v2")},
-					}},
+						"shared b": {FetchedAt: at(1 * s), ETag: "e2", Release: rel("v2")}}},
 				{at: 60 * s, answers: answers{"c": fetched("v3", "e3")}, asked: []string{"c"},
-					calls: []string{"Load", "LoadApp c", "Claim c", "PutFetch c"}, sets: []string{"c"}, round: round(co, 1, 0, 0, false, 0, 0),
-				},
+					calls: []string{"Load", "LoadApp c", "Claim c", "PutFetch c"}, sets: []string{"c"}, round: round(co, 1, 0, 0, false, 0, 0)},
 				{
 					// A write lost in a failover: the shared fetch is older than memory's.
 					at: 90 * s, before: func(h *harness) {
 						h.fleet.set("a", release.Entry{FetchedAt: at(-time.Hour), ETag: "e0", Release: rel("v0")})
 					},
 					calls: []string{"Load", "PutFetch a"}, round: idle(co),
-					entries: map[string]release.Entry{"shared a": {FetchedAt: t0, ETag: "e1", Release: rel("v1")}},
-				},
+					entries: map[string]release.Entry{"shared a": {FetchedAt: t0, ETag: "e1", Release: rel("v1")}}},
 				{
 					// A Redis error while writing back makes the round standalone.
 					at: 120 * s, before: func(h *harness) {
 						h.fleet.entries = map[string]release.Entry{}
 						h.fleet.setErr(errReadOnly, "PutFetch")
 					},
-					calls: []string{"Load", "PutFetch a"}, warns: []string{"redis unavailable"}, round: idle(sa),
-				},
+					calls: []string{"Load", "PutFetch a"}, warns: []string{"redis unavailable"}, round: idle(sa)},
 				{
 					// Entries are written back during a fleet backoff too.
 					at: 150 * s, before: func(h *harness) {
@@ -476,8 +440,7 @@ func TestTickCoordinated(t *testing.T) {
 						h.fleet.setBackoff(schedule.Backoff{Until: at(time.Hour), Trouble: 1})
 					},
 					calls:   []string{"Load", "PutFetch a", "PutFetch b", "PutFetch c"},
-					entries: map[string]release.Entry{"shared c": {FetchedAt: at(60 * s), ETag: "e3", Release: rel("v3")}},
-				}}},
+					entries: map[string]release.Entry{"shared c": {FetchedAt: at(60 * s), ETag: "e3", Release: rel("v3")}}}}},
 		{name: "a refused shared write still moves memory, and the fleet's newer entry is read next",
 			apps: []string{"a"}, coordinate: true,
 			fleet: func(f *fakeFleet) {
@@ -496,8 +459,7 @@ func TestTickCoordinated(t *testing.T) {
 					}
 					return st
 				}(),
-				{at: 30 * s, calls: []string{"Load"}, sets: []string{"a"}, round: idle(co)},
-			}},
+				{at: 30 * s, calls: []string{"Load"}, sets: []string{"a"}, round: idle(co)}}},
 		{name: "uncoordinated pollers never read the fleet but share their results", apps: []string{"a", "b"},
 			fleet: func(f *fakeFleet) {
 				f.set("a", release.Entry{FetchedAt: at(-10 * s), ETag: "x1", Release: rel("vX"), ClaimedAt: at(-10 * s)})
@@ -508,13 +470,11 @@ func TestTickCoordinated(t *testing.T) {
 					calls: []string{"PutFetch a"}, sets: []string{"a"}, warns: []string{"github rate limit"},
 					round: round("uncoordinated", 1, 0, 0, true, 30*time.Minute, 1),
 					observed: []string{"answer a fetched -1 never", "fetched a 0s", "answer b rate_limited 0 never",
-						"round uncoordinated 1s 30m1s 1"},
-				},
+						"round uncoordinated 1s 30m1s 1"}},
 				{at: 30 * time.Minute},
 				{at: 30*time.Minute + 1*s, answers: answers{"a": notModified(), "b": failed()},
 					asked: []string{"a(e1)", "b"}, calls: []string{"PutNotModified a", "PutFailure b"}, sets: []string{"a", "b"},
-					warns: failedWarn, round: round("uncoordinated", 0, 1, 1, false, 0, 0),
-				}}},
+					warns: failedWarn, round: round("uncoordinated", 0, 1, 1, false, 0, 0)}}},
 	})
 }
 
