@@ -2,7 +2,7 @@ package poller_test
 
 import (
 	"context"
-	"slices"
+	"fmt"
 	"testing"
 	"time"
 
@@ -20,10 +20,9 @@ func TestChanges(t *testing.T) {
 		want   []string
 	}
 	tests := []struct {
-		name       string
-		fleet      bool
-		coordinate bool
-		polls      []poll
+		name              string
+		fleet, coordinate bool
+		polls             []poll
 	}{
 		{name: "standalone", polls: []poll{
 			{0, fetched("v1", "e1"), []string{"a none→v1"}},
@@ -64,9 +63,7 @@ func TestChanges(t *testing.T) {
 				if asked, _ := h.source.take(); len(asked) != 1 {
 					t.Fatalf("poll %d: asked %q, want a", i, asked)
 				}
-				if !slices.Equal(h.changes, p.want) {
-					t.Errorf("poll %d (poller %d, %s): changes %q, want %q", i, p.poller, p.answer.Outcome, h.changes, p.want)
-				}
+				wantList(t, fmt.Sprintf("poll %d (poller %d, %s): changes", i, p.poller, p.answer.Outcome), h.changes, p.want)
 				h.changes = nil
 			}
 		})

@@ -713,6 +713,14 @@ func wantFields(t testing.TB, what string, got, want map[string]any) {
 	}
 }
 
+// wantList fails the test, and goes on, unless got is want.
+func wantList(t testing.TB, what string, got, want []string) {
+	t.Helper()
+	if !slices.Equal(got, want) {
+		t.Errorf("%s %q, want %q", what, got, want)
+	}
+}
+
 func mentions(calls []string, s string) []string {
 	var out []string
 	for _, c := range calls {

@@ -33,10 +33,9 @@ func TestRequestsPerEntry(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name        string
-		apps        int
+		apps, hours int
 		prereleases bool
 		decided     []string
-		hours       int
 		lo, hi      int // requests per entry in that time
 	}{
 		{name: "13 apps with their pre-releases", apps: 13, prereleases: true, hours: 10, lo: 20, hi: 21},
@@ -109,12 +108,8 @@ func TestHistoryNewlyDecided(t *testing.T) {
 
 	h.p.SetDecided([]string{"b"})
 	h.tick(t, timing.Tick, nil)
-	if got := h.source.takeAsked(); !slices.Equal(got, []string{"b:history"}) {
-		t.Errorf("the tick after the decision asked %v, want b's history", got)
-	}
-	if got := h.fleet.entry("b:history").History.Tags(); !slices.Equal(got, []string{"v2", "v1"}) {
-		t.Errorf("shared history %q, want v2, v1", got)
-	}
+	wantList(t, "the tick after the decision asked", h.source.takeAsked(), []string{"b:history"})
+	wantList(t, "shared history", h.fleet.entry("b:history").History.Tags(), []string{"v2", "v1"})
 	if calls := h.fleet.calls.take(); !slices.Contains(calls, "PutFetch b:history") {
 		t.Errorf("fleet calls %v, want b's history written", calls)
 	}
@@ -192,9 +187,7 @@ func TestHistoryRefresh(t *testing.T) {
 		request(h, key, time.Minute, "")
 	}
 	h.p.RefreshRound(context.Background())
-	if got, want := h.source.takeAsked(), []string{`a("e1")`, `a:history("h1")`, "b:history", `c("e1")`}; !slices.Equal(got, want) {
-		t.Errorf("refresh round asked %v, want %v", got, want)
-	}
+	wantList(t, "refresh round asked", h.source.takeAsked(), []string{`a("e1")`, `a:history("h1")`, "b:history", `c("e1")`})
 	h.ticks(t, time.Minute+timing.Tick, time.Minute+timing.Interval+timing.Tick, nil, nil)
 	if got := mentions(h.source.takeAsked(), "b:history"); got != nil {
 		t.Errorf("without a decision, ticks asked %q", got)

@@ -71,12 +71,8 @@ func TestRedisOutageLogs(t *testing.T) {
 					}
 				}
 			}
-			if !slices.Equal(got, tt.want) {
-				t.Errorf("lines %q, want %q", got, tt.want)
-			}
-			if !slices.Equal(modes, wantModes) {
-				t.Errorf("round modes %q, want %q", modes, wantModes)
-			}
+			wantList(t, "lines", got, tt.want)
+			wantList(t, "round modes", modes, wantModes)
 		})
 	}
 }

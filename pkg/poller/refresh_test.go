@@ -56,13 +56,11 @@ func TestRefreshRound(t *testing.T) {
 	const m = time.Minute
 	const ms = time.Millisecond
 	type rstep struct {
-		at      time.Duration
-		reqs    []release.Refresh // for photocraft, filed before the round (At: the step's when zero)
-		before  func(t *testing.T, h *harness)
-		answers answers
-		asked   []string
-		next    time.Duration
-		calls   []string // the Fleet's calls; nil: unchecked
+		at, next     time.Duration
+		reqs         []release.Refresh // for photocraft, filed before the round (At: the step's when zero)
+		before       func(t *testing.T, h *harness)
+		answers      answers
+		asked, calls []string // calls: the Fleet's calls; nil: unchecked
 	}
 	tests := []struct {
 		name  string
@@ -195,9 +193,7 @@ func TestRefreshRound(t *testing.T) {
 					t.Errorf("at %v: asked %q, next attempt at %v; want %q, %v (-1: none)", st.at, asked, next, st.asked, st.next)
 				}
 				if st.calls != nil {
-					if got := fleet.calls.take(); !slices.Equal(got, st.calls) {
-						t.Errorf("at %v: fleet calls %q, want %q", st.at, got, st.calls)
-					}
+					wantList(t, fmt.Sprintf("at %v: fleet calls", st.at), fleet.calls.take(), st.calls)
 				}
 			}
 			if tt.check != nil {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -69,8 +68,7 @@ func TestRunSequence(t *testing.T) {
 		loadErr           error
 		u                 float64
 		until             time.Duration
-		want              []string
-		warns             []string
+		want, warns       []string
 	}{
 		{name: "coordinated: the start-up load comes before the jitter", fleet: true, coordinate: true, u: 0.5,
 			want: []string{
@@ -124,15 +122,12 @@ func TestRunSequence(t *testing.T) {
 			if err := h.p.Run(ctx); err != nil {
 				t.Fatalf("Run() = %v, want nil", err)
 			}
-			if got := ev.take(); !slices.Equal(got, tt.want) {
-				t.Errorf("events:\n got %q\nwant %q", got, tt.want)
-			}
+			wantList(t, "events", ev.take(), tt.want)
 			if !isClosed(h.p.Loaded()) {
 				t.Error("Loaded() still open after Run")
 			}
-			if _, warns, _ := h.tickLogs(t); !slices.Equal(warns, tt.warns) {
-				t.Errorf("warnings %q, want %q", warns, tt.warns)
-			}
+			_, warns, _ := h.tickLogs(t)
+			wantList(t, "warnings", warns, tt.warns)
 		})
 	}
 }
@@ -143,11 +138,10 @@ func TestRunSequence(t *testing.T) {
 // at once, and Run goes back to waiting for the tick.
 func TestRunCancel(t *testing.T) {
 	tests := []struct {
-		name    string
-		fire    int // waits that pass before the one cancelled
-		parked  time.Duration
-		refresh time.Duration // if set, a refresh arrives a second in, and Run waits this long again
-		asked   []string
+		name            string
+		fire            int           // waits that pass before the one cancelled
+		parked, refresh time.Duration // refresh, if set: a refresh arrives a second in, and Run waits this long again
+		asked           []string
 	}{
 		{name: "during the start-up jitter", fire: 0, parked: 15 * time.Second},
 		{name: "during the spacing of a round", fire: 1, parked: time.Second, asked: []string{"a"}},
@@ -182,9 +176,7 @@ func TestRunCancel(t *testing.T) {
 			if err := <-done; err != nil {
 				t.Errorf("Run() = %v, want nil", err)
 			}
-			if asked := h.source.takeAsked(); !slices.Equal(asked, tt.asked) {
-				t.Errorf("asked %q, want %q", asked, tt.asked)
-			}
+			wantList(t, "asked", h.source.takeAsked(), tt.asked)
 			if leak := pollerGoroutines(); leak != "" {
 				t.Errorf("goroutines left after Run returned:\n%s", leak)
 			}

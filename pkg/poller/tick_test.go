@@ -60,17 +60,12 @@ func runScenario(t *testing.T, sc scenario) {
 		}
 		h.waits = nil
 		h.tick(t, st.at, st.answers)
-		check := func(what string, got, want []string) {
-			t.Helper()
-			if !slices.Equal(got, want) {
-				t.Errorf("step %d (at %v): %s\n%q\nwant\n%q", i, st.at, what, got, want)
-			}
-		}
-		check("asked", h.source.takeAsked(), st.asked)
+		where := fmt.Sprintf("step %d (at %v): ", i, st.at)
+		wantList(t, where+"asked", h.source.takeAsked(), st.asked)
 		if fleet != nil {
-			check("fleet calls", fleet.calls.take(), st.calls)
+			wantList(t, where+"fleet calls", fleet.calls.take(), st.calls)
 		}
-		check("sink sets", h.sink.sets.take(), st.sets)
+		wantList(t, where+"sink sets", h.sink.sets.take(), st.sets)
 		rounds, warns, _ := h.tickLogs(t)
 		var want []roundLine
 		if st.round != nil {
@@ -79,9 +74,9 @@ func runScenario(t *testing.T, sc scenario) {
 		if !slices.Equal(rounds, want) {
 			t.Errorf("step %d (at %v): round lines %#v, want %#v", i, st.at, rounds, want)
 		}
-		check("warnings", warns, st.warns)
+		wantList(t, where+"warnings", warns, st.warns)
 		if got := h.obs.take(""); st.observed != nil {
-			check("observed", got, st.observed)
+			wantList(t, where+"observed", got, st.observed)
 		}
 		if st.waits != nil && !slices.Equal(h.waits, st.waits) {
 			t.Errorf("step %d (at %v): waits %v, want %v", i, st.at, h.waits, st.waits)
@@ -91,18 +86,14 @@ func runScenario(t *testing.T, sc scenario) {
 			if key, ok := strings.CutPrefix(app, "shared "); ok {
 				got = fleet.entry(key)
 			}
-			if !sameEntry(got, want) {
+			if show(got) != show(want) {
 				t.Errorf("step %d (at %v): %s = %s, want %s", i, st.at, app, show(got), show(want))
 			}
 		}
 	}
 }
 
-func sameEntry(got, want release.Entry) bool {
-	return got.FetchedAt.Equal(want.FetchedAt) && got.ETag == want.ETag && tagOf(got.Release) == tagOf(want.Release) &&
-		got.FailedAt.Equal(want.FailedAt) && got.Failures == want.Failures
-}
-
+// show is what an entry says that a step can want.
 func show(e release.Entry) string {
 	return fmt.Sprintf("fetched %s etag %q release %s failed %s failures %d",
 		since(e.FetchedAt), e.ETag, tagOf(e.Release), since(e.FailedAt), e.Failures)
@@ -483,13 +474,11 @@ func TestTickCoordinated(t *testing.T) {
 // outage or a GitHub failure, nor a round.
 func TestTickCancelled(t *testing.T) {
 	tests := []struct {
-		name     string
-		backoff  bool   // a fleet backoff holds, learnt by a tick before
-		cancelOn string // the Fleet call during which shutdown begins
-		err      error  // what that call returns
-		calls    []string
-		observed []string
-		logged   []string
+		name                    string
+		backoff                 bool   // a fleet backoff holds, learnt by a tick before
+		cancelOn                string // the Fleet call during which shutdown begins
+		err                     error  // what that call returns
+		calls, observed, logged []string
 	}{
 		{name: "during the claim", cancelOn: "Claim", err: context.Canceled, calls: []string{"Load", "LoadApp a", "Claim a"}},
 		{name: "after the claim, before the answer", cancelOn: "Claim", calls: []string{"Load", "LoadApp a", "Claim a"},
@@ -519,12 +508,8 @@ func TestTickCancelled(t *testing.T) {
 			h.fleet.setErr(tt.err, tt.cancelOn)
 			h.source.script = answers{"a": failed()}
 			h.p.Tick(ctx)
-			if got := h.obs.take(""); !slices.Equal(got, tt.observed) {
-				t.Errorf("observed %q, want %q", got, tt.observed)
-			}
-			if got := h.fleet.calls.take(); !slices.Equal(got, tt.calls) {
-				t.Errorf("fleet calls %q, want %q", got, tt.calls)
-			}
+			wantList(t, "observed", h.obs.take(""), tt.observed)
+			wantList(t, "fleet calls", h.fleet.calls.take(), tt.calls)
 			if got := h.sink.sets.take(); got != nil {
 				t.Errorf("sink sets %q, want none", got)
 			}
@@ -532,9 +517,7 @@ func TestTickCancelled(t *testing.T) {
 			for _, e := range h.logs.TakeAll() {
 				logged = append(logged, e.Message)
 			}
-			if !slices.Equal(logged, tt.logged) {
-				t.Errorf("logged %q, want %q", logged, tt.logged)
-			}
+			wantList(t, "logged", logged, tt.logged)
 		})
 	}
 }
