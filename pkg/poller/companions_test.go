@@ -97,9 +97,7 @@ func TestCompanions(t *testing.T) {
 		}
 		wantList(t, st.name+": outcomes", h.obs.take("companion"), st.outcomes)
 	}
-	if n := h.logged("companion refused"); n != 2 {
-		t.Errorf("refusals logged: got %d, want 2", n)
-	}
+	wantEq(t, "refusals logged", h.logged("companion refused"), 2)
 }
 
 // TestCompanionsChanges checks that Config.Changes hears of the signatures

@@ -159,18 +159,14 @@ func TestRunCancel(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			done := make(chan error)
 			go func() { done <- h.p.Run(ctx) }()
-			if got := parked(t, h.clock, 1); got != tt.parked {
-				t.Errorf("parked in a wait of %v, want %v", got, tt.parked)
-			}
+			wantEq(t, "parked in a wait", parked(t, h.clock, 1), tt.parked)
 			if tt.refresh != 0 {
 				h.source.mu.Lock()
 				h.source.script = answers{"a": fetched("v2", `"e2"`)}
 				h.source.mu.Unlock()
 				h.clock.Advance(time.Second)
 				h.p.Refresh("a", release.Refresh{At: h.clock.Now(), Tag: "v2"})
-				if got := parked(t, h.clock, 2); got != tt.refresh {
-					t.Errorf("parked again in a wait of %v, want the %v left to the next tick", got, tt.refresh)
-				}
+				wantEq(t, "parked again in a wait (what is left to the next tick)", parked(t, h.clock, 2), tt.refresh)
 			}
 			cancel()
 			if err := <-done; err != nil {

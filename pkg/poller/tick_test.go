@@ -106,7 +106,6 @@ func round(mode string, fetched, unchanged, failed int64, rateLimited bool, back
 // idle is the round line of a tick in which nothing was due.
 func idle(mode string) *roundLine { return round(mode, 0, 0, 0, false, 0, 0) }
 
-// quota returns a with the quota GitHub announced on it.
 func quota(a release.Answer, remaining int, reset time.Time) release.Answer {
 	a.Remaining, a.Reset = remaining, reset
 	return a
@@ -124,42 +123,39 @@ func TestTickStandalone(t *testing.T) {
 	const sa = "standalone"
 	failedWarn := []string{"github request failed"}
 	runScenarios(t, []scenario{
-		{name: "due apps are asked in order, one spacing apart", apps: []string{"a", "b", "c"},
-			steps: []step{{
-				answers: answers{"a": fetched("v1", "e1"), "b": fetched("v1", "e1"), "c": fetched("", "")},
-				asked:   []string{"a", "b", "c"}, sets: []string{"a", "b", "c"}, round: round(sa, 3, 0, 0, false, 0, 0),
-				waits: []time.Duration{s, s},
-				entries: map[string]release.Entry{
-					"a": {FetchedAt: t0, ETag: "e1", Release: rel("v1")}, "b": {FetchedAt: at(1 * s), ETag: "e1", Release: rel("v1")},
-					"c": {FetchedAt: at(2 * s)}}}}},
-		{name: "one app's entry through every answer", apps: []string{"a"},
-			steps: []step{
-				{answers: answers{"a": notFound()}, asked: []string{"a"}, sets: []string{"a"}, round: round(sa, 1, 0, 0, false, 0, 0),
-					waits: []time.Duration{}, entries: map[string]release.Entry{"a": {FetchedAt: t0}}, // never had a release: no failure
-				},
-				{at: 1800 * s, answers: answers{"a": notModified()}, asked: []string{"a"}, sets: []string{"a"}, warns: failedWarn,
-					round:   round(sa, 0, 0, 1, false, time.Minute, 1), // a 304 to a request without an etag
-					entries: map[string]release.Entry{"a": {FetchedAt: t0, FailedAt: at(1800 * s), Failures: 1}}},
-				{at: 1859 * s},
-				{at: 1860 * s, answers: answers{"a": fetched("v1", "e1")}, asked: []string{"a"}, sets: []string{"a"},
-					round:   round(sa, 1, 0, 0, false, 0, 0),
-					entries: map[string]release.Entry{"a": {FetchedAt: at(1860 * s), ETag: "e1", Release: rel("v1"), FailedAt: at(1800 * s), Failures: 1}},
-				},
-				{at: 3630 * s, answers: answers{"a": failed()}, asked: []string{"a(e1)"}, sets: []string{"a"}, warns: failedWarn,
-					round:   round(sa, 0, 0, 1, false, time.Minute, 1), // keeps the good release
-					entries: map[string]release.Entry{"a": {FetchedAt: at(1860 * s), ETag: "e1", Release: rel("v1"), FailedAt: at(3630 * s), Failures: 1}},
-				},
-				{at: 3690 * s, answers: answers{"a": notModified()}, asked: []string{"a(e1)"}, sets: []string{"a"},
-					round:   round(sa, 0, 1, 0, false, 0, 0), // only moves the fetch time
-					entries: map[string]release.Entry{"a": {FetchedAt: at(3690 * s), ETag: "e1", Release: rel("v1"), FailedAt: at(3630 * s), Failures: 1}},
-				},
-				{at: 5490 * s, answers: answers{"a": fetched("", "")}, asked: []string{"a(e1)"}, sets: []string{"a"},
-					round:   round(sa, 1, 0, 0, false, 0, 0), // forgets the release and the etag
-					entries: map[string]release.Entry{"a": {FetchedAt: at(5490 * s), FailedAt: at(3630 * s), Failures: 1}}}}},
+		{name: "due apps are asked in order, one spacing apart", apps: []string{"a", "b", "c"}, steps: []step{{
+			answers: answers{"a": fetched("v1", "e1"), "b": fetched("v1", "e1"), "c": fetched("", "")},
+			asked:   []string{"a", "b", "c"}, sets: []string{"a", "b", "c"}, round: round(sa, 3, 0, 0, false, 0, 0),
+			waits: []time.Duration{s, s},
+			entries: map[string]release.Entry{
+				"a": {FetchedAt: t0, ETag: "e1", Release: rel("v1")}, "b": {FetchedAt: at(1 * s), ETag: "e1", Release: rel("v1")},
+				"c": {FetchedAt: at(2 * s)}}}}},
+		{name: "one app's entry through every answer", apps: []string{"a"}, steps: []step{
+			{answers: answers{"a": notFound()}, asked: []string{"a"}, sets: []string{"a"}, round: round(sa, 1, 0, 0, false, 0, 0),
+				waits: []time.Duration{}, entries: map[string]release.Entry{"a": {FetchedAt: t0}}, // never had a release: no failure
+			},
+			{at: 1800 * s, answers: answers{"a": notModified()}, asked: []string{"a"}, sets: []string{"a"}, warns: failedWarn,
+				round:   round(sa, 0, 0, 1, false, time.Minute, 1), // a 304 to a request without an etag
+				entries: map[string]release.Entry{"a": {FetchedAt: t0, FailedAt: at(1800 * s), Failures: 1}}},
+			{at: 1859 * s},
+			{at: 1860 * s, answers: answers{"a": fetched("v1", "e1")}, asked: []string{"a"}, sets: []string{"a"},
+				round:   round(sa, 1, 0, 0, false, 0, 0),
+				entries: map[string]release.Entry{"a": {FetchedAt: at(1860 * s), ETag: "e1", Release: rel("v1"), FailedAt: at(1800 * s), Failures: 1}},
+			},
+			{at: 3630 * s, answers: answers{"a": failed()}, asked: []string{"a(e1)"}, sets: []string{"a"}, warns: failedWarn,
+				round:   round(sa, 0, 0, 1, false, time.Minute, 1), // keeps the good release
+				entries: map[string]release.Entry{"a": {FetchedAt: at(1860 * s), ETag: "e1", Release: rel("v1"), FailedAt: at(3630 * s), Failures: 1}},
+			},
+			{at: 3690 * s, answers: answers{"a": notModified()}, asked: []string{"a(e1)"}, sets: []string{"a"},
+				round:   round(sa, 0, 1, 0, false, 0, 0), // only moves the fetch time
+				entries: map[string]release.Entry{"a": {FetchedAt: at(3690 * s), ETag: "e1", Release: rel("v1"), FailedAt: at(3630 * s), Failures: 1}},
+			},
+			{at: 5490 * s, answers: answers{"a": fetched("", "")}, asked: []string{"a(e1)"}, sets: []string{"a"},
+				round:   round(sa, 1, 0, 0, false, 0, 0), // forgets the release and the etag
+				entries: map[string]release.Entry{"a": {FetchedAt: at(5490 * s), FailedAt: at(3630 * s), Failures: 1}}}}},
 		{
 			// A round whose only request failed, beside a healthy app, sets no fleet backoff.
-			name: "a failing app counts its failures in a row, and alone sets no backoff", apps: []string{"a", "b"},
-			steps: []step{
+			name: "a failing app counts its failures in a row, and alone sets no backoff", apps: []string{"a", "b"}, steps: []step{
 				{answers: answers{"a": failed(), "b": fetched("v1", "e1")}, asked: []string{"a", "b"}, sets: []string{"a", "b"},
 					warns: failedWarn, round: round(sa, 1, 0, 1, false, 0, 0)},
 				{at: 30 * s, answers: answers{"a": failed()}, asked: []string{"a"}, sets: []string{"a"}, warns: failedWarn,
@@ -169,18 +165,16 @@ func TestTickStandalone(t *testing.T) {
 					warns: failedWarn, round: round(sa, 0, 1, 1, false, 0, 0),
 					entries: map[string]release.Entry{"a": {FetchedAt: at(120 * s), ETag: "e2", Release: rel("v1"), FailedAt: at(1890 * s), Failures: 1}},
 				}}},
-		{name: "all-failed rounds back off, the backoff holds every app, and a good round clears it", apps: []string{"a"},
-			steps: []step{
-				{answers: answers{"a": failed()}, asked: []string{"a"}, sets: []string{"a"}, warns: failedWarn, round: round(sa, 0, 0, 1, false, time.Minute, 1)},
-				{at: 59 * s},
-				{at: 60 * s, answers: answers{"a": failed()}, asked: []string{"a"}, sets: []string{"a"}, warns: failedWarn, round: round(sa, 0, 0, 1, false, 2*time.Minute, 2)},
-				{at: 180 * s, answers: answers{"a": fetched("v1", "e1")}, asked: []string{"a"}, sets: []string{"a"}, round: round(sa, 1, 0, 0, false, 0, 0)},
-				// The next bad round starts over.
-				{at: 1950 * s, answers: answers{"a": failed()}, asked: []string{"a(e1)"}, sets: []string{"a"}, warns: failedWarn, round: round(sa, 0, 0, 1, false, time.Minute, 1)},
-			}},
+		{name: "all-failed rounds back off, the backoff holds every app, and a good round clears it", apps: []string{"a"}, steps: []step{
+			{answers: answers{"a": failed()}, asked: []string{"a"}, sets: []string{"a"}, warns: failedWarn, round: round(sa, 0, 0, 1, false, time.Minute, 1)},
+			{at: 59 * s},
+			{at: 60 * s, answers: answers{"a": failed()}, asked: []string{"a"}, sets: []string{"a"}, warns: failedWarn, round: round(sa, 0, 0, 1, false, 2*time.Minute, 2)},
+			{at: 180 * s, answers: answers{"a": fetched("v1", "e1")}, asked: []string{"a"}, sets: []string{"a"}, round: round(sa, 1, 0, 0, false, 0, 0)},
+			// The next bad round starts over.
+			{at: 1950 * s, answers: answers{"a": failed()}, asked: []string{"a(e1)"}, sets: []string{"a"}, warns: failedWarn, round: round(sa, 0, 0, 1, false, time.Minute, 1)},
+		}},
 		{name: "a rate limit stops the round, without another wait, and holds every app until the backoff ends",
-			apps: []string{"a", "b", "c"},
-			steps: []step{
+			apps: []string{"a", "b", "c"}, steps: []step{
 				{answers: answers{"a": fetched("v1", "e1"), "b": rateLimited(at(1*s + 50*time.Minute))},
 					asked: []string{"a", "b"}, sets: []string{"a"}, warns: []string{"github rate limit"},
 					round: round(sa, 1, 0, 0, true, 51*time.Minute, 1), waits: []time.Duration{s}},
@@ -188,8 +182,7 @@ func TestTickStandalone(t *testing.T) {
 				{at: 51*time.Minute + 1*s, answers: answers{"a": notModified(), "b": fetched("v1", "e1"), "c": fetched("v1", "e1")},
 					asked: []string{"a(e1)", "b", "c"}, sets: []string{"a", "b", "c"}, round: round(sa, 2, 1, 0, false, 0, 0)}}},
 		{name: "the Observer hears every answer with its quota, every fetch and every round with its backoff",
-			apps: []string{"a", "b", "c", "d"},
-			steps: []step{
+			apps: []string{"a", "b", "c", "d"}, steps: []step{
 				{answers: answers{
 					"a": quota(fetched("v1", "e1"), 59, at(time.Hour)),
 					// No ETag was sent: the 304 counts as a failure, its quota stays.
@@ -283,8 +276,7 @@ func TestTickCoordinated(t *testing.T) {
 				round: round(co, 1, 0, 0, false, 0, 0), entries: map[string]release.Entry{"a": {FetchedAt: at(-10 * s), ETag: "x1", Release: rel("vX")}},
 			}}},
 		{name: "a refused claim skips the app until the claim lapses", apps: []string{"a", "b"}, coordinate: true,
-			fleet: func(f *fakeFleet) { f.set("a", release.Entry{ClaimedAt: at(-10 * s)}) },
-			steps: []step{
+			fleet: func(f *fakeFleet) { f.set("a", release.Entry{ClaimedAt: at(-10 * s)}) }, steps: []step{
 				{answers: answers{"b": fetched("v1", "e1")}, asked: []string{"b"},
 					calls: []string{"Load", "LoadApp a", "Claim a", "LoadApp b", "Claim b", "PutFetch b"}, sets: []string{"b"}, round: round(co, 1, 0, 0, false, 0, 0),
 				},
@@ -340,23 +332,20 @@ func TestTickCoordinated(t *testing.T) {
 				observed: []string{"redis_error load", "answer a fetched -1 never", "fetched a 0s", "answer b failed -1 never",
 					"round standalone 1s never 0"}}}},
 		{name: "a failed re-read: the app is still asked, the rest of the round is standalone",
-			apps: []string{"a", "b"}, coordinate: true, fleet: func(f *fakeFleet) { f.setErr(errRedisDown, "LoadApp") },
-			steps: []step{{
+			apps: []string{"a", "b"}, coordinate: true, fleet: func(f *fakeFleet) { f.setErr(errRedisDown, "LoadApp") }, steps: []step{{
 				answers: answers{"a": rateLimited(time.Time{})}, asked: []string{"a"},
 				calls: []string{"Load", "LoadApp a"}, warns: []string{"redis unavailable", "github rate limit"},
 				round:    round(sa, 0, 0, 0, true, 30*time.Minute, 1),
 				observed: []string{"redis_error load_app", "answer a rate_limited 0 never", "round standalone 0s 30m0s 1"}}}},
 		{name: "a failed claim: the app is still asked, the rest of the round is standalone", apps: []string{"a", "b"}, coordinate: true,
-			fleet: func(f *fakeFleet) { f.setErr(errRedisDown, "Claim") },
-			steps: []step{{
+			fleet: func(f *fakeFleet) { f.setErr(errRedisDown, "Claim") }, steps: []step{{
 				answers: answers{"a": fetched("v1", "e1"), "b": fetched("v1", "e1")}, asked: []string{"a", "b"},
 				calls: []string{"Load", "LoadApp a", "Claim a"}, sets: []string{"a", "b"}, warns: []string{"redis unavailable"},
 				round: round(sa, 2, 0, 0, false, 0, 0),
 				observed: []string{"redis_error claim", "answer a fetched -1 never", "fetched a 0s", "answer b fetched -1 never",
 					"fetched b 1s", "round standalone 1s never 0"}}}},
 		{name: "a failed shared write: memory still moves, the rest of the round is standalone",
-			apps: []string{"a", "b"}, coordinate: true, fleet: func(f *fakeFleet) { f.setErr(errRedisDown, "PutFetch") },
-			steps: []step{{
+			apps: []string{"a", "b"}, coordinate: true, fleet: func(f *fakeFleet) { f.setErr(errRedisDown, "PutFetch") }, steps: []step{{
 				answers: answers{"a": fetched("v1", "e1"), "b": failed()}, asked: []string{"a", "b"},
 				calls: []string{"Load", "LoadApp a", "Claim a", "PutFetch a"}, sets: []string{"a", "b"},
 				warns: []string{"redis unavailable", "github request failed"}, round: round(sa, 1, 0, 1, false, 0, 0),
@@ -364,24 +353,21 @@ func TestTickCoordinated(t *testing.T) {
 					"answer b failed -1 never", "round standalone 1s never 0"},
 				entries: map[string]release.Entry{"a": {FetchedAt: t0, ETag: "e1", Release: rel("v1")}}}}},
 		{name: "a failed failure write: the rest of the round is standalone", apps: []string{"a", "b"}, coordinate: true,
-			fleet: func(f *fakeFleet) { f.setErr(errRedisDown, "PutFailure") },
-			steps: []step{{
+			fleet: func(f *fakeFleet) { f.setErr(errRedisDown, "PutFailure") }, steps: []step{{
 				answers: answers{"a": failed(), "b": fetched("v1", "e1")}, asked: []string{"a", "b"},
 				calls: []string{"Load", "LoadApp a", "Claim a", "PutFailure a"}, sets: []string{"a", "b"},
 				warns: []string{"redis unavailable", "github request failed"}, round: round(sa, 1, 0, 1, false, 0, 0),
 				observed: []string{"claim won", "answer a failed -1 never", "redis_error put_failure",
 					"answer b fetched -1 never", "fetched b 1s", "round standalone 1s never 0"}}}},
 		{name: "a failed backoff write is Redis trouble", apps: []string{"a"}, coordinate: true,
-			fleet: func(f *fakeFleet) { f.setErr(errRedisDown, "PutBackoff") },
-			steps: []step{{
+			fleet: func(f *fakeFleet) { f.setErr(errRedisDown, "PutBackoff") }, steps: []step{{
 				answers: answers{"a": failed()}, asked: []string{"a"},
 				calls: []string{"Load", "LoadApp a", "Claim a", "PutFailure a", "PutBackoff until 1m0s trouble 1"},
 				sets:  []string{"a"}, warns: []string{"redis unavailable", "github request failed"},
 				round:    round(sa, 0, 0, 1, false, time.Minute, 1),
 				observed: []string{"claim won", "answer a failed -1 never", "redis_error put_backoff", "round standalone 0s 1m0s 1"}}}},
 		{name: "a failed 304 write leaves memory ahead, and an older shared entry is written back, never read back",
-			apps: []string{"a"}, fleet: func(*fakeFleet) {}, coordinate: true,
-			steps: []step{
+			apps: []string{"a"}, fleet: func(*fakeFleet) {}, coordinate: true, steps: []step{
 				fetchA,
 				{at: 1770 * s, before: func(h *harness) { h.fleet.setErr(errRedisDown, "PutNotModified") },
 					answers: answers{"a": notModified()}, asked: []string{"a(e1)"},
@@ -395,8 +381,7 @@ func TestTickCoordinated(t *testing.T) {
 						"a":        {FetchedAt: at(1770 * s), ETag: "e1", Release: rel("v1")},
 						"shared a": {FetchedAt: at(1770 * s), ETag: "e1", Release: rel("v1")}}}}},
 		{name: "a flushed fleet is written back from memory at the next tick, without asking GitHub",
-			apps: []string{"a", "b", "c"}, fleet: func(*fakeFleet) {}, coordinate: true,
-			steps: []step{
+			apps: []string{"a", "b", "c"}, fleet: func(*fakeFleet) {}, coordinate: true, steps: []step{
 				{answers: answers{"a": fetched("v1", "e1"), "b": fetched("v2", "e2"), "c": failed()}, asked: []string{"a", "b", "c"},
 					calls: []string{"Load", "LoadApp a", "Claim a", "PutFetch a", "LoadApp b", "Claim b", "PutFetch b",
 						"LoadApp c", "Claim c", "PutFailure c"},
@@ -432,8 +417,7 @@ func TestTickCoordinated(t *testing.T) {
 					},
 					calls:   []string{"Load", "PutFetch a", "PutFetch b", "PutFetch c"},
 					entries: map[string]release.Entry{"shared c": {FetchedAt: at(60 * s), ETag: "e3", Release: rel("v3")}}}}},
-		{name: "a refused shared write still moves memory, and the fleet's newer entry is read next",
-			apps: []string{"a"}, coordinate: true,
+		{name: "a refused shared write still moves memory, and the fleet's newer entry is read next", apps: []string{"a"}, coordinate: true,
 			fleet: func(f *fakeFleet) {
 				f.during = func(f *fakeFleet, op, _ string) {
 					if op == "PutFetch" {
@@ -510,9 +494,7 @@ func TestTickCancelled(t *testing.T) {
 			h.p.Tick(ctx)
 			wantList(t, "observed", h.obs.take(""), tt.observed)
 			wantList(t, "fleet calls", h.fleet.calls.take(), tt.calls)
-			if got := h.sink.sets.take(); got != nil {
-				t.Errorf("sink sets %q, want none", got)
-			}
+			wantList(t, "sink sets", h.sink.sets.take(), nil)
 			var logged []string
 			for _, e := range h.logs.TakeAll() {
 				logged = append(logged, e.Message)
