@@ -2,7 +2,7 @@ package poller_test
 
 import (
 	"context"
-	"slices"
+	"fmt"
 	"testing"
 	"time"
 
@@ -20,10 +20,9 @@ func TestChanges(t *testing.T) {
 		want   []string
 	}
 	tests := []struct {
-		name       string
-		fleet      bool
-		coordinate bool
-		polls      []poll
+		name              string
+		fleet, coordinate bool
+		polls             []poll
 	}{
 		{name: "standalone", polls: []poll{
 			{0, fetched("v1", "e1"), []string{"a none→v1"}},
@@ -31,22 +30,19 @@ func TestChanges(t *testing.T) {
 			{0, notModified(), nil},
 			{0, failed(), nil},
 			{0, fetched("v2", "e3"), []string{"a v1→v2"}},
-			{0, fetched("", "e4"), []string{"a v2→none"}},
-		}},
+			{0, fetched("", "e4"), []string{"a v2→none"}}}},
 		{name: "two pollers uncoordinated", fleet: true, polls: []poll{
 			{0, fetched("v1", "e1"), []string{"a none→v1"}},
 			{1, fetched("v1", "e1"), nil},
 			{1, fetched("v2", "e2"), []string{"a v1→v2"}},
 			{0, fetched("v2", "e2"), nil},
 			{0, notModified(), nil},
-			{1, failed(), nil},
-		}},
+			{1, failed(), nil}}},
 		{name: "two pollers coordinated", fleet: true, coordinate: true, polls: []poll{
 			{0, fetched("v1", "e1"), []string{"a none→v1"}},
 			{1, fetched("v2", "e2"), []string{"a v1→v2"}},
 			{0, fetched("v2", "e3"), nil},
-			{0, notModified(), nil},
-		}},
+			{0, notModified(), nil}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -67,9 +63,7 @@ func TestChanges(t *testing.T) {
 				if asked, _ := h.source.take(); len(asked) != 1 {
 					t.Fatalf("poll %d: asked %q, want a", i, asked)
 				}
-				if !slices.Equal(h.changes, p.want) {
-					t.Errorf("poll %d (poller %d, %s): changes %q, want %q", i, p.poller, p.answer.Outcome, h.changes, p.want)
-				}
+				wantList(t, fmt.Sprintf("poll %d (poller %d, %s): changes", i, p.poller, p.answer.Outcome), h.changes, p.want)
 				h.changes = nil
 			}
 		})

@@ -2,7 +2,6 @@ package poller_test
 
 import (
 	"maps"
-	"slices"
 	"testing"
 	"time"
 
@@ -89,22 +88,16 @@ func TestCompanions(t *testing.T) {
 		if got := h.source.takeAsked(); len(got) != st.asked {
 			t.Errorf("%s: releases asked %q, want %d", st.name, got, st.asked)
 		}
-		if got := h.source.sigAsked.take(); !slices.Equal(got, st.sigAsked) {
-			t.Errorf("%s: companions asked %v, want %v", st.name, got, st.sigAsked)
-		}
+		wantList(t, st.name+": companions asked", h.source.sigAsked.take(), st.sigAsked)
 		if got := fleet.entry("artcraft").Companions.Map(); !maps.Equal(got, st.kept) {
 			t.Errorf("%s: shared signatures %v, want %v", st.name, got, st.kept)
 		}
 		if got := h.sink.entry("artcraft").Companions.Map(); !maps.Equal(got, st.kept) {
 			t.Errorf("%s: sink's signatures %v, want %v", st.name, got, st.kept)
 		}
-		if got := h.obs.take("companion"); !slices.Equal(got, st.outcomes) {
-			t.Errorf("%s: outcomes %v, want %v", st.name, got, st.outcomes)
-		}
+		wantList(t, st.name+": outcomes", h.obs.take("companion"), st.outcomes)
 	}
-	if n := h.logged("companion refused"); n != 2 {
-		t.Errorf("refusals logged: got %d, want 2", n)
-	}
+	wantEq(t, "refusals logged", h.logged("companion refused"), 2)
 }
 
 // TestCompanionsChanges checks that Config.Changes hears of the signatures
@@ -117,11 +110,10 @@ func TestCompanionsChanges(t *testing.T) {
 	sigA := key.Sign("ArtCraft_v1_amd64.AppImage", []byte("appimage"))
 	sigB := key.Sign("ArtCraft_v1_x64-setup.exe", []byte("nsis"))
 	steps := []struct {
-		name       string
-		answers    map[int64]companionAnswer // companion answers, by asset id
-		beforeB    bool                      // another poller shares B first, as this one fetches it
-		fleet      []string                  // the changes heard with a fleet
-		standalone []string                  // and standalone
+		name              string
+		answers           map[int64]companionAnswer // companion answers, by asset id
+		beforeB           bool                      // another poller shares B first, as this one fetches it
+		fleet, standalone []string                  // the changes heard with a fleet, and standalone
 	}{
 		{"the 200: A kept, B fails", map[int64]companionAnswer{1: bytesOf(sigA), 2: companionFailure}, false,
 			[]string{"artcraft none→v1", "artcraft v1→v1"}, []string{"artcraft none→v1", "artcraft v1→v1"}},
@@ -153,9 +145,7 @@ func TestCompanionsChanges(t *testing.T) {
 				if withFleet {
 					want = step.fleet
 				}
-				if !slices.Equal(h.changes, want) {
-					t.Errorf("%s: changes %q, want %q", step.name, h.changes, want)
-				}
+				wantList(t, step.name+": changes", h.changes, want)
 				h.changes = nil
 			}
 			if want := map[string]string{"ArtCraft_v1_amd64.AppImage.sig": sigA, "ArtCraft_v1_x64-setup.exe.sig": sigB}; withFleet && !maps.Equal(fleet.entry("artcraft").Companions.Map(), want) {
@@ -191,9 +181,8 @@ func TestCompanionsAfterRestart(t *testing.T) {
 	for _, st := range steps {
 		h.logs.TakeAll()
 		h.tick(t, st.at, st.answers)
-		if got, sigs := h.source.takeAsked(), h.source.sigAsked.take(); !slices.Equal(got, st.asked) || !slices.Equal(sigs, st.sigs) {
-			t.Errorf("%s: releases asked %q, companions %q; want %q, %q", st.name, got, sigs, st.asked, st.sigs)
-		}
+		wantList(t, st.name+": releases asked", h.source.takeAsked(), st.asked)
+		wantList(t, st.name+": companions asked", h.source.sigAsked.take(), st.sigs)
 	}
 	// The companion's rate limit is the round's, as a release's is: the
 	// round says so and the fleet backs off.

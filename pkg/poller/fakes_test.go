@@ -555,7 +555,6 @@ func (o *fakeObserver) durations(t testing.TB, kind string) []time.Duration {
 	return out
 }
 
-// deferredBy returns how many refresh requests were deferred for why.
 func (o *fakeObserver) deferredBy(why string) (n int) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
@@ -636,7 +635,6 @@ func newHarness(t testing.TB, keys []string, fleet *fakeFleet, coordinate bool, 
 // withHistory polls the history entry of every app too (release.Entries).
 func withHistory(c *poller.Config) { c.Apps = release.Entries(c.Apps) }
 
-// tick runs one tick at d after t0, GitHub answering answers.
 func (h *harness) tick(t testing.TB, d time.Duration, answers map[string]release.Answer) {
 	t.Helper()
 	setClock(t, h.clock, at(d))
@@ -653,10 +651,7 @@ func (h *harness) ticks(t testing.TB, from, until time.Duration, answer func(tim
 		h.source.script = nil
 		if answer != nil {
 			a := answer(d)
-			h.source.script = map[string]release.Answer{}
-			for _, app := range h.apps {
-				h.source.script[app] = a
-			}
+			h.source.script = all(h.apps, func() release.Answer { return a })
 		}
 		h.p.Tick(context.Background())
 		if each != nil {
@@ -710,6 +705,22 @@ func wantFields(t testing.TB, what string, got, want map[string]any) {
 		if !ok || g != w {
 			t.Errorf("%s: field %s = %v, want %v", what, k, g, w)
 		}
+	}
+}
+
+// wantList fails the test, and goes on, unless got is want.
+func wantList(t testing.TB, what string, got, want []string) {
+	t.Helper()
+	if !slices.Equal(got, want) {
+		t.Errorf("%s %q, want %q", what, got, want)
+	}
+}
+
+// wantEq fails the test, and goes on, unless got is want.
+func wantEq[T comparable](t testing.TB, what string, got, want T) {
+	t.Helper()
+	if got != want {
+		t.Errorf("%s: got %v, want %v", what, got, want)
 	}
 }
 

@@ -83,7 +83,6 @@ func (f *fleet) add(name, url string, coordinate bool, seed uint64) *member {
 	return m
 }
 
-// settle waits until every poller is parked on the clock.
 func (f *fleet) settle() {
 	f.t.Helper()
 	guard := time.NewTimer(settleWait)
@@ -121,7 +120,6 @@ func (f *fleet) runWhile(d time.Duration, more func() bool) bool {
 	return true
 }
 
-// runFor runs the fleet for d from now.
 func (f *fleet) runFor(d time.Duration) { f.runWhile(d, func() bool { return true }) }
 
 // stop cancels every poller, waits for their Run to return and closes their
@@ -167,7 +165,6 @@ func (f *fleet) asked(from, to time.Time) []ask {
 	return out
 }
 
-// byApp counts asks per app.
 func byApp(asks []ask) map[string]int {
 	n := make(map[string]int)
 	for _, a := range asks {
@@ -176,7 +173,6 @@ func byApp(asks []ask) map[string]int {
 	return n
 }
 
-// load reads the entries of the apps from Redis at url.
 func (f *fleet) load(url string) map[string]release.Entry {
 	f.t.Helper()
 	conn, err := redis.OpenURL(url)
@@ -279,9 +275,7 @@ func TestRequestsPerAppPerInterval(t *testing.T) {
 				if got := m.store.Mode(); tt.coordinate && got != mode {
 					t.Errorf("%s: store mode %v, want %v", m.name, got, mode)
 				}
-				if n := m.logged("redis unavailable"); n != 0 {
-					t.Errorf("%s: %d redis warnings, want none", m.name, n)
-				}
+				wantEq(t, m.name+": redis warnings", m.logged("redis unavailable"), 0)
 			}
 		})
 	}
@@ -324,12 +318,8 @@ func TestRedisStoppedAndRestarted(t *testing.T) {
 			t.Errorf("%s asked %s during the outage, want a revalidation of %s (a 304)", a.poller, a.call, etag)
 		}
 	}
-	if got := first.logged("redis unavailable"); got != 1 {
-		t.Errorf("%d \"redis unavailable\" warnings in %v of outage, want 1", got, outage)
-	}
-	if got := first.logged("redis is back"); got != 0 {
-		t.Errorf("%d \"redis is back\" while Redis is down, want 0", got)
-	}
+	wantEq(t, fmt.Sprintf(`"redis unavailable" warnings in %v of outage`, outage), first.logged("redis unavailable"), 1)
+	wantEq(t, `"redis is back" while Redis is down`, first.logged("redis is back"), 0)
 
 	up := f.clock.Now()
 	srv.Restart()
@@ -337,12 +327,8 @@ func TestRedisStoppedAndRestarted(t *testing.T) {
 	// From memory: the 304s of the outage's last interval.
 	f.shared(srv.URL(), up.Add(-interval))
 	f.runFor(interval)
-	if got := first.logged("redis is back"); got != 1 {
-		t.Errorf("%d \"redis is back\" after the restart, want 1", got)
-	}
-	if got := first.logged("redis unavailable"); got != 1 {
-		t.Errorf("%d \"redis unavailable\" warnings in all, want 1", got)
-	}
+	wantEq(t, `"redis is back" after the restart`, first.logged("redis is back"), 1)
+	wantEq(t, `"redis unavailable" warnings in all`, first.logged("redis unavailable"), 1)
 	shared := f.shared(srv.URL(), up)
 	if t.Failed() {
 		t.FailNow()
@@ -477,9 +463,7 @@ func TestIdleTickIsThreeRoundTrips(t *testing.T) {
 	for i := range ticks {
 		h.tick(t, time.Duration(i+1)*timing.Tick, nil)
 	}
-	if got := trips.Load(); got != 3*ticks {
-		t.Errorf("%d round trips in %d idle ticks, want %d", got, ticks, 3*ticks)
-	}
+	wantEq(t, fmt.Sprintf("round trips in %d idle ticks", ticks), trips.Load(), 3*ticks)
 	info, err := admin.Do(ctx, admin.B().Info().Section("commandstats").Build()).ToString()
 	if err != nil {
 		t.Fatalf("INFO commandstats: %v", err)
@@ -504,7 +488,5 @@ func TestIdleTickIsThreeRoundTrips(t *testing.T) {
 	if want := map[string]int{"hmget": ticks * 14, "hstrlen": ticks * (13*11 + 4), "time": ticks}; !maps.Equal(cmds, want) {
 		t.Errorf("Redis ran %v in %d idle ticks, want %v", cmds, ticks, want)
 	}
-	if got := h.source.takeAsked(); len(got) != 0 {
-		t.Errorf("GitHub asked %q in idle ticks, want nothing", got)
-	}
+	wantList(t, "GitHub asked in idle ticks", h.source.takeAsked(), nil)
 }

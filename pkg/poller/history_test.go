@@ -33,10 +33,9 @@ func TestRequestsPerEntry(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name        string
-		apps        int
+		apps, hours int
 		prereleases bool
 		decided     []string
-		hours       int
 		lo, hi      int // requests per entry in that time
 	}{
 		{name: "13 apps with their pre-releases", apps: 13, prereleases: true, hours: 10, lo: 20, hi: 21},
@@ -109,12 +108,8 @@ func TestHistoryNewlyDecided(t *testing.T) {
 
 	h.p.SetDecided([]string{"b"})
 	h.tick(t, timing.Tick, nil)
-	if got := h.source.takeAsked(); !slices.Equal(got, []string{"b:history"}) {
-		t.Errorf("the tick after the decision asked %v, want b's history", got)
-	}
-	if got := h.fleet.entry("b:history").History.Tags(); !slices.Equal(got, []string{"v2", "v1"}) {
-		t.Errorf("shared history %q, want v2, v1", got)
-	}
+	wantList(t, "the tick after the decision asked", h.source.takeAsked(), []string{"b:history"})
+	wantList(t, "shared history", h.fleet.entry("b:history").History.Tags(), []string{"v2", "v1"})
 	if calls := h.fleet.calls.take(); !slices.Contains(calls, "PutFetch b:history") {
 		t.Errorf("fleet calls %v, want b's history written", calls)
 	}
@@ -129,9 +124,7 @@ func TestHistoryNewlyDecided(t *testing.T) {
 		h.fleet.set(key, release.Entry{})
 	}
 	h.tick(t, 2*timing.Tick, nil)
-	if got := h.source.takeAsked(); len(got) != 0 {
-		t.Errorf("after a flush asked GitHub %v, want nothing (all fresh)", got)
-	}
+	wantList(t, "after a flush (all fresh), asked GitHub", h.source.takeAsked(), nil)
 	if got := h.fleet.entry("b:history"); !got.FetchedAt.Equal(want.FetchedAt) || !slices.Equal(got.History.Tags(), want.History.Tags()) {
 		t.Errorf("after the flush: %+v, want %+v written back", got, want)
 	}
@@ -142,9 +135,7 @@ func TestHistoryNewlyDecided(t *testing.T) {
 	h.p.SetDecided(nil)
 	h.fleet.set("b:history", release.Entry{})
 	h.ticks(t, 3*timing.Tick, 3*timing.Tick+2*timing.Interval, nil, nil)
-	if got := mentions(append(h.source.takeAsked(), h.fleet.calls.take()...), "history"); got != nil {
-		t.Errorf("without a decision: %q, want nothing of the history", got)
-	}
+	wantList(t, "without a decision, of the history", mentions(append(h.source.takeAsked(), h.fleet.calls.take()...), "history"), nil)
 }
 
 // TestHistoryKept: a failed answer (a list that does not parse) keeps the
@@ -192,13 +183,9 @@ func TestHistoryRefresh(t *testing.T) {
 		request(h, key, time.Minute, "")
 	}
 	h.p.RefreshRound(context.Background())
-	if got, want := h.source.takeAsked(), []string{`a("e1")`, `a:history("h1")`, "b:history", `c("e1")`}; !slices.Equal(got, want) {
-		t.Errorf("refresh round asked %v, want %v", got, want)
-	}
+	wantList(t, "refresh round asked", h.source.takeAsked(), []string{`a("e1")`, `a:history("h1")`, "b:history", `c("e1")`})
 	h.ticks(t, time.Minute+timing.Tick, time.Minute+timing.Interval+timing.Tick, nil, nil)
-	if got := mentions(h.source.takeAsked(), "b:history"); got != nil {
-		t.Errorf("without a decision, ticks asked %q", got)
-	}
+	wantList(t, "without a decision, ticks asked", mentions(h.source.takeAsked(), "b:history"), nil)
 }
 
 // TestHistoryCompanions: after a history's 200, the companions of the
@@ -234,10 +221,6 @@ func TestHistoryCompanions(t *testing.T) {
 		}
 	}
 	h.tick(t, timing.Interval, answers{"artcraft:history": notModified()})
-	if got := h.source.sigAsked.take(); len(got) != 0 {
-		t.Errorf("after a 304, companions asked: %v, want none", got)
-	}
-	if got := h.sink.entry("artcraft:history").History.CompanionsOf("v1").Len(); got != 1 {
-		t.Errorf("after a 304: %d companions of v1, want 1 kept", got)
-	}
+	wantList(t, "after a 304, companions asked", h.source.sigAsked.take(), nil)
+	wantEq(t, "after a 304, companions of v1 kept", h.sink.entry("artcraft:history").History.CompanionsOf("v1").Len(), 1)
 }

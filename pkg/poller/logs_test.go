@@ -71,12 +71,8 @@ func TestRedisOutageLogs(t *testing.T) {
 					}
 				}
 			}
-			if !slices.Equal(got, tt.want) {
-				t.Errorf("lines %q, want %q", got, tt.want)
-			}
-			if !slices.Equal(modes, wantModes) {
-				t.Errorf("round modes %q, want %q", modes, wantModes)
-			}
+			wantList(t, "lines", got, tt.want)
+			wantList(t, "round modes", modes, wantModes)
 		})
 	}
 }
@@ -102,21 +98,16 @@ func TestGitHubWarnings(t *testing.T) {
 	}{
 		{name: "first run, GitHub unreachable", now: failing(thirteen...),
 			want:   []string{"every github request failed, no app has a release yet"},
-			fields: map[string]any{"failed": int64(13), "no_release_yet": int64(13), "err": "HTTP 502", "retry_in": time.Minute},
-		},
+			fields: map[string]any{"failed": int64(13), "no_release_yet": int64(13), "err": "HTTP 502", "retry_in": time.Minute}},
 		{name: "every request failing after releases were fetched", before: failing(), now: failing(thirteen...),
 			want:   []string{"every github request failed, serving the last releases fetched"},
-			fields: map[string]any{"failed": int64(13), "no_release_yet": int64(0), "err": "HTTP 502", "retry_in": time.Minute},
-		},
+			fields: map[string]any{"failed": int64(13), "no_release_yet": int64(0), "err": "HTTP 502", "retry_in": time.Minute}},
 		{name: "one app failing among healthy ones", now: failing("m"), want: []string{"github request failed"},
-			fields: map[string]any{"app": "m", "repo": "storytold/m", "failures": int64(1), "err": "HTTP 502"},
-		},
+			fields: map[string]any{"app": "m", "repo": "storytold/m", "failures": int64(1), "err": "HTTP 502"}},
 		{name: "two apps failing among healthy ones", now: failing("c", "m"),
-			want: []string{"github request failed", "github request failed"}, fields: map[string]any{"app": "m", "repo": "storytold/m"},
-		},
+			want: []string{"github request failed", "github request failed"}, fields: map[string]any{"app": "m", "repo": "storytold/m"}},
 		{name: "a rate limit", now: answers{"a": rateLimited(at(2 * time.Hour))}, want: []string{"github rate limit"},
-			fields: map[string]any{"app": "a", "repo": "storytold/a", "retry_at": at(2 * time.Hour), "err": "HTTP 403"},
-		},
+			fields: map[string]any{"app": "a", "repo": "storytold/a", "retry_at": at(2 * time.Hour), "err": "HTTP 403"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

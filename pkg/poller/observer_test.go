@@ -28,9 +28,7 @@ func TestObserverEntries(t *testing.T) {
 			t.Fatalf("retries: entries %q, want b failing 2, then 3, …", got)
 		}
 		h.tick(t, timing.Interval, answers{"a": notFound(), "b": fetched("v2", "e2")})
-		if got, want := h.obs.take("entry"), []string{"a v1 failing 1", "b v2 ok"}; !slices.Equal(got, want) {
-			t.Errorf("a 404 and b's recovery: entries %q, want %q", got, want)
-		}
+		wantList(t, "a 404 and b's recovery: entries", h.obs.take("entry"), []string{"a v1 failing 1", "b v2 ok"})
 	})
 	t.Run("coordinated: another poller's failures, read from the fleet", func(t *testing.T) {
 		f := newFleet()
@@ -38,12 +36,8 @@ func TestObserverEntries(t *testing.T) {
 		f.set("b", release.Entry{FailedAt: at(-time.Minute), Failures: 4})
 		h := newHarness(t, []string{"a", "b"}, f, true)
 		h.p.Tick(context.Background())
-		if got, want := h.obs.take("entry"), []string{"a v1 ok", "b never failing 4"}; !slices.Equal(got, want) {
-			t.Errorf("entries %q, want %q", got, want)
-		}
+		wantList(t, "entries", h.obs.take("entry"), []string{"a v1 ok", "b never failing 4"})
 		h.p.Tick(context.Background())
-		if got := h.obs.take("entry"); len(got) != 0 {
-			t.Errorf("a tick that changed nothing: entries %q, want none", got)
-		}
+		wantList(t, "a tick that changed nothing: entries", h.obs.take("entry"), nil)
 	})
 }

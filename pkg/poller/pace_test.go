@@ -26,7 +26,6 @@ func pacedHarness(t *testing.T, keys []string, tm schedule.Timing, headers func(
 	return h
 }
 
-// askedAt returns, by app, when each was asked.
 func askedAt(h *harness) map[string][]time.Time {
 	asked, when := h.source.take()
 	out := map[string][]time.Time{}
@@ -45,7 +44,7 @@ func askedAt(h *harness) map[string][]time.Time {
 func TestPacingAtProductionNumbers(t *testing.T) {
 	var hour time.Time // the window being spent
 	used, denied := 0, 0
-	tm := schedule.Timing{Interval: 120 * time.Second, MaxBackoff: 4 * time.Hour, Tick: 30 * time.Second}
+	tm := schedule.Timing{Interval: 120 * time.Second, MaxBackoff: 4 * time.Hour, Tick: timing.Tick}
 	h := pacedHarness(t, numbered("app", 1000, 4), tm, func(now time.Time) (int, time.Time) {
 		if w := now.Truncate(time.Hour); !w.Equal(hour) {
 			hour, used = w, 0
@@ -57,18 +56,12 @@ func TestPacingAtProductionNumbers(t *testing.T) {
 		used++
 		return 5000 - used, hour.Add(time.Hour)
 	})
-	for end := h.clock.Now().Add(4 * time.Hour); h.clock.Now().Before(end); h.clock.Advance(tm.Tick) {
-		h.tick(t, h.clock.Now().Sub(t0), nil)
-	}
+	h.ticks(t, 0, 4*time.Hour, nil, nil)
 	if denied > 0 {
 		t.Errorf("%d requests refused for the rate limit, want none", denied)
 	}
-	if got := lastPaced(t, h); got != 930*time.Second {
-		t.Errorf("effective interval reported last %v, want 930s", got)
-	}
-	if n := h.logged("schedule paced to github quota"); n != 1 {
-		t.Errorf("logged the pacing %d times, want once", n)
-	}
+	wantEq(t, "effective interval reported last", lastPaced(t, h), 930*time.Second)
+	wantEq(t, "pacing lines", h.logged("schedule paced to github quota"), 1)
 	// Every app is asked no sooner than the paced interval allows (930 s −
 	// M), and the quota is used, not wasted: each hour after the first, when
 	// every app was fetched at once, spends between 70 % and 100 % of it.
@@ -82,14 +75,12 @@ func TestPacingAtProductionNumbers(t *testing.T) {
 		}
 	}
 	for hr, n := range perHour {
-		if hr.After(h.clock.Now().Add(-4*time.Hour)) && (n < 3500 || n > 5000) {
+		if hr.After(t0) && (n < 3500 || n > 5000) {
 			t.Errorf("%d requests in the hour from %v, want 3,500 to 5,000", n, hr.Format("15:04"))
 		}
 	}
 }
 
-// longestGap returns the longest time any app of asked went without a
-// request between from and to.
 func longestGap(asked map[string][]time.Time, from, to time.Time) time.Duration {
 	var longest time.Duration
 	for _, times := range asked {
@@ -118,37 +109,24 @@ func TestPacingBoundedByHeaders(t *testing.T) {
 		}
 		return 4900, now.Truncate(time.Hour).Add(time.Hour)
 	})
-	run := func(d time.Duration) {
-		for end := h.clock.Now().Add(d); h.clock.Now().Before(end); h.clock.Advance(timing.Tick) {
-			h.tick(t, h.clock.Now().Sub(t0), nil)
-		}
-	}
-	run(12 * time.Hour)
-	if got := lastPaced(t, h); got != timing.MaxBackoff {
-		t.Errorf("effective interval %v under the headers, want %v", got, timing.MaxBackoff)
-	}
-	asked := askedAt(h)
+	const changed = 12 * time.Hour // when the headers are normal again
+	h.ticks(t, 0, changed, nil, nil)
+	wantEq(t, "effective interval under the headers", lastPaced(t, h), timing.MaxBackoff)
 	// Due once its fetch is I − M old, and asked at the next tick.
-	if got, limit := longestGap(asked, t0, h.clock.Now()), timing.MaxBackoff+timing.Tick; got > limit {
+	if got, limit := longestGap(askedAt(h), t0, at(changed)), timing.MaxBackoff+timing.Tick; got > limit {
 		t.Errorf("an app went %v without a request, want at most %v", got, limit)
 	}
 	oneLeft = false
-	changed := h.clock.Now()
-	run(timing.MaxBackoff + 4*time.Hour)
-	if got := lastPaced(t, h); got != timing.Interval {
-		t.Errorf("effective interval %v after normal headers, want %v", got, timing.Interval)
-	}
-	if got, limit := longestGap(askedAt(h), changed.Add(timing.MaxBackoff+timing.Tick), h.clock.Now()), timing.Interval+timing.Tick; got > limit {
+	end := changed + timing.MaxBackoff + 4*time.Hour
+	h.ticks(t, changed, end, nil, nil)
+	wantEq(t, "effective interval after normal headers", lastPaced(t, h), timing.Interval)
+	if got, limit := longestGap(askedAt(h), at(changed+timing.MaxBackoff+timing.Tick), at(end)), timing.Interval+timing.Tick; got > limit {
 		t.Errorf("an app went %v without a request after normal headers, want at most %v", got, limit)
 	}
-	paced := h.logged("schedule paced to github quota")
-	back := h.logged("schedule back to its interval")
-	if paced != 1 || back != 1 {
-		t.Errorf("logged pacing %d times and its end %d times, want once each", paced, back)
-	}
+	wantEq(t, "pacing lines", h.logged("schedule paced to github quota"), 1)
+	wantEq(t, "lines that pacing ended", h.logged("schedule back to its interval"), 1)
 }
 
-// lastPaced is the effective interval the Observer heard of last.
 func lastPaced(t *testing.T, h *harness) time.Duration {
 	t.Helper()
 	paced := h.obs.durations(t, "paced")

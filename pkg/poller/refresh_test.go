@@ -44,7 +44,6 @@ func refreshRound(t *testing.T, h *harness, d time.Duration, answers answers) (a
 	return h.source.takeAsked(), next
 }
 
-// request files a refresh request for app made at d, naming tag.
 func request(h *harness, app string, d time.Duration, tag string) {
 	h.p.Refresh(app, release.Refresh{At: at(d), Tag: tag})
 }
@@ -53,132 +52,102 @@ func request(h *harness, app string, d time.Duration, tag string) {
 // schedule.RefreshAt's rules (pinned in its package): which entry is
 // asked, and when RefreshRound says the next attempt is.
 func TestRefreshRound(t *testing.T) {
-	const m = time.Minute
-	const ms = time.Millisecond
+	const m, ms = time.Minute, time.Millisecond
 	type rstep struct {
-		at      time.Duration
-		reqs    []release.Refresh // for photocraft, filed before the round (At: the step's when zero)
-		before  func(t *testing.T, h *harness)
-		answers answers
-		asked   []string
-		next    time.Duration
-		calls   []string // the Fleet's calls; nil: unchecked
+		at, next     time.Duration
+		reqs         []release.Refresh // for photocraft, filed before the round (At: the step's when zero)
+		before       func(t *testing.T, h *harness)
+		answers      answers
+		asked, calls []string // calls: the Fleet's calls; nil: unchecked
 	}
 	tests := []struct {
-		name  string
-		fleet bool
-		steps []rstep
-		check func(t *testing.T, h *harness)
+		name, served string // served: the tag served after the steps; "": unchecked
+		fleet        bool
+		steps        []rstep
+		check        func(t *testing.T, h *harness)
 	}{
-		{name: "a fresh app is fetched at once, an unknown one ignored, and a request done asks nothing more",
-			steps: []rstep{
-				{at: m, before: func(_ *testing.T, h *harness) {
-					request(h, "photocraft", m, "v2")
-					request(h, "filmcraft", m, "")
-				}, answers: answers{"photocraft": fetched("v2", `"e2"`)}, asked: []string{`photocraft("e1")`}, next: none},
-				{at: 2 * m, reqs: []release.Refresh{{At: at(m), Tag: "v2"}}, next: none},
-			},
-			check: func(t *testing.T, h *harness) {
-				if got := h.sink.entry("photocraft").Release; tagOf(got) != "v2" {
-					t.Errorf("served %s, want v2", tagOf(got))
-				}
+		{name: "a fresh app is fetched at once, an unknown one ignored, and a request done asks nothing more", steps: []rstep{
+			{at: m, before: func(_ *testing.T, h *harness) {
+				request(h, "photocraft", m, "v2")
+				request(h, "filmcraft", m, "")
+			}, answers: answers{"photocraft": fetched("v2", `"e2"`)}, asked: []string{`photocraft("e1")`}, next: none},
+			{at: 2 * m, reqs: []release.Refresh{{At: at(m), Tag: "v2"}}, next: none}},
+			served: "v2", check: func(t *testing.T, h *harness) {
 				if got := h.obs.take(""); !slices.Contains(got, "refreshed photocraft 0s") {
 					t.Errorf("observed %q, want a refreshed photocraft", got)
 				}
 			}},
-		{name: "a tag not served yet is asked again at 2, 5 and 15 s, then given up",
-			steps: []rstep{
-				{at: m, reqs: []release.Refresh{{Tag: "v2"}},
-					answers: answers{"photocraft": notModified()}, asked: []string{`photocraft("e1")`}, next: m + 2*s},
-				{at: m + s, next: m + 2*s},
-				{at: m + 2*s, answers: answers{"photocraft": notModified()}, asked: []string{`photocraft("e1")`}, next: m + 5*s},
-				{at: m + 5*s, answers: answers{"photocraft": notModified()}, asked: []string{`photocraft("e1")`}, next: m + 15*s},
-				{at: m + 15*s, answers: answers{"photocraft": notModified()}, asked: []string{`photocraft("e1")`}, next: none},
-				{at: m + time.Hour, next: none},
-			}},
-		{name: "a retry that gets the tag ends the request",
-			steps: []rstep{
-				{at: m, reqs: []release.Refresh{{Tag: "v2"}},
-					answers: answers{"photocraft": notModified()}, asked: []string{`photocraft("e1")`}, next: m + 2*s},
-				{at: m + 2*s, answers: answers{"photocraft": fetched("v2", `"e2"`)}, asked: []string{`photocraft("e1")`}, next: none},
-			},
-			check: func(t *testing.T, h *harness) {
-				if got := h.sink.entry("photocraft").Release; tagOf(got) != "v2" {
-					t.Errorf("served %s, want v2", tagOf(got))
+		{name: "a tag not served yet is asked again at 2, 5 and 15 s, then given up", steps: []rstep{
+			{at: m, reqs: []release.Refresh{{Tag: "v2"}},
+				answers: answers{"photocraft": notModified()}, asked: []string{`photocraft("e1")`}, next: m + 2*s},
+			{at: m + s, next: m + 2*s},
+			{at: m + 2*s, answers: answers{"photocraft": notModified()}, asked: []string{`photocraft("e1")`}, next: m + 5*s},
+			{at: m + 5*s, answers: answers{"photocraft": notModified()}, asked: []string{`photocraft("e1")`}, next: m + 15*s},
+			{at: m + 15*s, answers: answers{"photocraft": notModified()}, asked: []string{`photocraft("e1")`}, next: none},
+			{at: m + time.Hour, next: none}}},
+		{name: "a retry that gets the tag ends the request", steps: []rstep{
+			{at: m, reqs: []release.Refresh{{Tag: "v2"}},
+				answers: answers{"photocraft": notModified()}, asked: []string{`photocraft("e1")`}, next: m + 2*s},
+			{at: m + 2*s, answers: answers{"photocraft": fetched("v2", `"e2"`)}, asked: []string{`photocraft("e1")`}, next: none}},
+			served: "v2"},
+		{name: "a burst is one fetch, and one more a second after the last", steps: []rstep{
+			{at: m + 10*ms, before: func(_ *testing.T, h *harness) {
+				for i := range 10 {
+					request(h, "photocraft", m+time.Duration(i)*ms, "")
 				}
-			}},
-		{name: "a burst is one fetch, and one more a second after the last",
-			steps: []rstep{
-				{at: m + 10*ms, before: func(_ *testing.T, h *harness) {
-					for i := range 10 {
-						request(h, "photocraft", m+time.Duration(i)*ms, "")
-					}
-				}, answers: answers{"photocraft": notModified()}, asked: []string{`photocraft("e1")`}, next: none},
-				{at: m + 600*ms, before: func(_ *testing.T, h *harness) {
-					for i := range 10 {
-						request(h, "photocraft", m+100*ms+time.Duration(i)*50*ms, "")
-					}
-				}, next: m + 1010*ms},
-				{at: m + 1010*ms, answers: answers{"photocraft": notModified()}, asked: []string{`photocraft("e1")`}, next: none},
-			}},
-		{name: "the fleet backoff holds a request", fleet: true,
-			steps: []rstep{{at: m, before: func(_ *testing.T, h *harness) {
-				h.fleet.setBackoff(schedule.Backoff{Until: at(time.Hour), Trouble: 1})
+			}, answers: answers{"photocraft": notModified()}, asked: []string{`photocraft("e1")`}, next: none},
+			{at: m + 600*ms, before: func(_ *testing.T, h *harness) {
+				for i := range 10 {
+					request(h, "photocraft", m+100*ms+time.Duration(i)*50*ms, "")
+				}
+			}, next: m + 1010*ms},
+			{at: m + 1010*ms, answers: answers{"photocraft": notModified()}, asked: []string{`photocraft("e1")`}, next: none}}},
+		{name: "the fleet backoff holds a request", fleet: true, steps: []rstep{{at: m, before: func(_ *testing.T, h *harness) {
+			h.fleet.setBackoff(schedule.Backoff{Until: at(time.Hour), Trouble: 1})
+			h.p.Tick(context.Background()) // reads it
+			request(h, "photocraft", m, "")
+		}, next: time.Hour}}},
+		{name: "a failing app's own retry holds a request", steps: []rstep{
+			{at: 1774 * s, before: func(t *testing.T, h *harness) {
+				// vectorcraft is due at I − M: it fails 1773 s in, and is retried F − M = 30 s after.
+				h.tick(t, 1772*s, answers{"photocraft": fetched("v1", `"e1"`), "vectorcraft": failed()})
+				if _, when := h.source.take(); len(when) != 2 || !when[1].Equal(at(1773*s)) {
+					t.Fatalf("asked at %v, want both, vectorcraft at 1773 s", when)
+				}
+				request(h, "vectorcraft", 1774*s, "")
+			}, next: 1803 * s},
+			{at: 1803 * s, answers: answers{"vectorcraft": fetched("v1", `"e1"`)}, asked: []string{`vectorcraft("e1")`}, next: none}}},
+		{name: "a rate limit backs the fleet off", fleet: true, steps: []rstep{{at: m, before: func(_ *testing.T, h *harness) {
+			request(h, "photocraft", m, "")
+			request(h, "vectorcraft", m, "")
+		}, answers: answers{"photocraft": rateLimited(at(30 * m))}, asked: []string{`photocraft("e1")`}, next: 31 * m,
+			calls: []string{"LoadApp photocraft", "Claim photocraft", "PutBackoff until 31m0s trouble 1"}}}},
+		{name: "a claim from before the request does not keep us off", fleet: true, steps: []rstep{{at: m, reqs: []release.Refresh{{}},
+			answers: answers{"photocraft": notModified()}, asked: []string{`photocraft("e1")`}, next: none,
+			calls: []string{"LoadApp photocraft", "Claim photocraft", "PutNotModified photocraft"}}}},
+		{name: "another poller's claim for the request keeps us off until it lapses or its fetch arrives", fleet: true, steps: []rstep{
+			{at: m + 20*ms, before: func(_ *testing.T, h *harness) {
+				e := h.fleet.entry("photocraft")
+				e.ClaimedAt = at(m + 10*ms)
+				h.fleet.set("photocraft", e)
+				request(h, "photocraft", m, "")
+			}, next: 2*m + 10*ms, calls: []string{"LoadApp photocraft"}},
+			{at: m + s, before: func(_ *testing.T, h *harness) {
+				e := h.fleet.entry("photocraft")
+				e.FetchedAt, e.ETag, e.Release = at(m+50*ms), `"e2"`, &release.Release{Tag: "v2", Assets: []release.Asset{}}
+				h.fleet.set("photocraft", e)
 				h.p.Tick(context.Background()) // reads it
-				request(h, "photocraft", m, "")
-			}, next: time.Hour}},
-		},
-		{name: "a failing app's own retry holds a request",
-			steps: []rstep{
-				{at: 1774 * s, before: func(t *testing.T, h *harness) {
-					// vectorcraft is due at I − M: it fails 1773 s in, and is retried F − M = 30 s after.
-					h.tick(t, 1772*s, answers{"photocraft": fetched("v1", `"e1"`), "vectorcraft": failed()})
-					if _, when := h.source.take(); len(when) != 2 || !when[1].Equal(at(1773*s)) {
-						t.Fatalf("asked at %v, want both, vectorcraft at 1773 s", when)
-					}
-					request(h, "vectorcraft", 1774*s, "")
-				}, next: 1803 * s},
-				{at: 1803 * s, answers: answers{"vectorcraft": fetched("v1", `"e1"`)}, asked: []string{`vectorcraft("e1")`}, next: none},
-			}},
-		{name: "a rate limit backs the fleet off", fleet: true,
-			steps: []rstep{{at: m, before: func(_ *testing.T, h *harness) {
-				request(h, "photocraft", m, "")
-				request(h, "vectorcraft", m, "")
-			}, answers: answers{"photocraft": rateLimited(at(30 * m))}, asked: []string{`photocraft("e1")`}, next: 31 * m,
-				calls: []string{"LoadApp photocraft", "Claim photocraft", "PutBackoff until 31m0s trouble 1"}}},
-		},
-		{name: "a claim from before the request does not keep us off", fleet: true,
-			steps: []rstep{{at: m, reqs: []release.Refresh{{}},
-				answers: answers{"photocraft": notModified()}, asked: []string{`photocraft("e1")`}, next: none,
-				calls: []string{"LoadApp photocraft", "Claim photocraft", "PutNotModified photocraft"}}},
-		},
-		{name: "another poller's claim for the request keeps us off until it lapses or its fetch arrives", fleet: true,
-			steps: []rstep{
-				{at: m + 20*ms, before: func(_ *testing.T, h *harness) {
-					e := h.fleet.entry("photocraft")
-					e.ClaimedAt = at(m + 10*ms)
-					h.fleet.set("photocraft", e)
-					request(h, "photocraft", m, "")
-				}, next: 2*m + 10*ms, calls: []string{"LoadApp photocraft"}},
-				{at: m + s, before: func(_ *testing.T, h *harness) {
-					e := h.fleet.entry("photocraft")
-					e.FetchedAt, e.ETag, e.Release = at(m+50*ms), `"e2"`, &release.Release{Tag: "v2", Assets: []release.Asset{}}
-					h.fleet.set("photocraft", e)
-					h.p.Tick(context.Background()) // reads it
-				}, next: none},
-			}},
-		{name: "a claim lost in a race", fleet: true,
-			steps: []rstep{{at: m + 10*ms, before: func(_ *testing.T, h *harness) {
-				h.fleet.during = func(f *fakeFleet, op, arg string) {
-					if op == "Claim" {
-						e := f.entries[arg]
-						e.ClaimedAt = at(m + 5*ms)
-						f.entries[arg] = e
-					}
+			}, next: none}}},
+		{name: "a claim lost in a race", fleet: true, steps: []rstep{{at: m + 10*ms, before: func(_ *testing.T, h *harness) {
+			h.fleet.during = func(f *fakeFleet, op, arg string) {
+				if op == "Claim" {
+					e := f.entries[arg]
+					e.ClaimedAt = at(m + 5*ms)
+					f.entries[arg] = e
 				}
-				request(h, "photocraft", m, "")
-			}, next: 2*m + 10*ms}},
-		},
+			}
+			request(h, "photocraft", m, "")
+		}, next: 2*m + 10*ms}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -205,10 +174,11 @@ func TestRefreshRound(t *testing.T) {
 					t.Errorf("at %v: asked %q, next attempt at %v; want %q, %v (-1: none)", st.at, asked, next, st.asked, st.next)
 				}
 				if st.calls != nil {
-					if got := fleet.calls.take(); !slices.Equal(got, st.calls) {
-						t.Errorf("at %v: fleet calls %q, want %q", st.at, got, st.calls)
-					}
+					wantList(t, fmt.Sprintf("at %v: fleet calls", st.at), fleet.calls.take(), st.calls)
 				}
+			}
+			if got := tagOf(h.sink.entry("photocraft").Release); tt.served != "" && got != tt.served {
+				t.Errorf("served %s, want %s", got, tt.served)
 			}
 			if tt.check != nil {
 				tt.check(t, h)

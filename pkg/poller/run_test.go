@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -69,19 +68,16 @@ func TestRunSequence(t *testing.T) {
 		loadErr           error
 		u                 float64
 		until             time.Duration
-		want              []string
-		warns             []string
+		want, warns       []string
 	}{
 		{name: "coordinated: the start-up load comes before the jitter", fleet: true, coordinate: true, u: 0.5,
 			want: []string{
 				"Load", "loaded false", "wait 15s", "Load", "loaded true", "LoadApp a", "Claim a", "ask a", "PutFetch a", "wait 30s",
-				"Load", "loaded true", "wait 30s",
-			}},
+				"Load", "loaded true", "wait 30s"}},
 		{name: "coordinated with Redis down: the load is tried, then the poller goes on alone",
 			fleet: true, coordinate: true, loadErr: errors.New("connection refused"), u: 0.5,
 			want:  []string{"Load", "loaded false", "wait 15s", "Load", "loaded true", "ask a", "wait 30s", "Load", "loaded true", "wait 30s"},
-			warns: []string{"redis unavailable"},
-		},
+			warns: []string{"redis unavailable"}},
 		{name: "standalone: no load, the jitter first", u: 0.5, want: []string{"wait 15s", "ask a", "wait 30s", "wait 30s"}},
 		{name: "uncoordinated: no load, but results are shared", fleet: true, u: 0.5,
 			want: []string{"wait 15s", "ask a", "PutFetch a", "wait 30s", "wait 30s"}},
@@ -126,15 +122,12 @@ func TestRunSequence(t *testing.T) {
 			if err := h.p.Run(ctx); err != nil {
 				t.Fatalf("Run() = %v, want nil", err)
 			}
-			if got := ev.take(); !slices.Equal(got, tt.want) {
-				t.Errorf("events:\n got %q\nwant %q", got, tt.want)
-			}
+			wantList(t, "events", ev.take(), tt.want)
 			if !isClosed(h.p.Loaded()) {
 				t.Error("Loaded() still open after Run")
 			}
-			if _, warns, _ := h.tickLogs(t); !slices.Equal(warns, tt.warns) {
-				t.Errorf("warnings %q, want %q", warns, tt.warns)
-			}
+			_, warns, _ := h.tickLogs(t)
+			wantList(t, "warnings", warns, tt.warns)
 		})
 	}
 }
@@ -145,11 +138,10 @@ func TestRunSequence(t *testing.T) {
 // at once, and Run goes back to waiting for the tick.
 func TestRunCancel(t *testing.T) {
 	tests := []struct {
-		name    string
-		fire    int // waits that pass before the one cancelled
-		parked  time.Duration
-		refresh time.Duration // if set, a refresh arrives a second in, and Run waits this long again
-		asked   []string
+		name            string
+		fire            int           // waits that pass before the one cancelled
+		parked, refresh time.Duration // refresh, if set: a refresh arrives a second in, and Run waits this long again
+		asked           []string
 	}{
 		{name: "during the start-up jitter", fire: 0, parked: 15 * time.Second},
 		{name: "during the spacing of a round", fire: 1, parked: time.Second, asked: []string{"a"}},
@@ -167,26 +159,20 @@ func TestRunCancel(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			done := make(chan error)
 			go func() { done <- h.p.Run(ctx) }()
-			if got := parked(t, h.clock, 1); got != tt.parked {
-				t.Errorf("parked in a wait of %v, want %v", got, tt.parked)
-			}
+			wantEq(t, "parked in a wait", parked(t, h.clock, 1), tt.parked)
 			if tt.refresh != 0 {
 				h.source.mu.Lock()
 				h.source.script = answers{"a": fetched("v2", `"e2"`)}
 				h.source.mu.Unlock()
 				h.clock.Advance(time.Second)
 				h.p.Refresh("a", release.Refresh{At: h.clock.Now(), Tag: "v2"})
-				if got := parked(t, h.clock, 2); got != tt.refresh {
-					t.Errorf("parked again in a wait of %v, want the %v left to the next tick", got, tt.refresh)
-				}
+				wantEq(t, "parked again in a wait (what is left to the next tick)", parked(t, h.clock, 2), tt.refresh)
 			}
 			cancel()
 			if err := <-done; err != nil {
 				t.Errorf("Run() = %v, want nil", err)
 			}
-			if asked := h.source.takeAsked(); !slices.Equal(asked, tt.asked) {
-				t.Errorf("asked %q, want %q", asked, tt.asked)
-			}
+			wantList(t, "asked", h.source.takeAsked(), tt.asked)
 			if leak := pollerGoroutines(); leak != "" {
 				t.Errorf("goroutines left after Run returned:\n%s", leak)
 			}

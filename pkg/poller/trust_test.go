@@ -117,14 +117,10 @@ func TestClockSkew(t *testing.T) {
 				t.Errorf("offsets observed %v, want %v at every tick", got, skew)
 			}
 			want := map[bool]int{false: 0, true: 1}[far]
-			if got := h.logged("clock differs from redis's"); got != want {
-				t.Errorf("warned %d times, want %d", got, want)
-			}
+			wantEq(t, "warnings", h.logged("clock differs from redis's"), want)
 			off.Store(0) // the clocks are put right
 			h.p.Tick(context.Background())
-			if got := h.logged("clock agrees with redis's again"); got != want {
-				t.Errorf("told %d times that the clocks agree again, want %d", got, want)
-			}
+			wantEq(t, "lines that the clocks agree again", h.logged("clock agrees with redis's again"), want)
 			if got := told.Now(); !got.Equal(node.Now()) {
 				t.Errorf("after the fix the poller's time is %v off its node's, want its own", got.Sub(node.Now()))
 			}
@@ -132,7 +128,6 @@ func TestClockSkew(t *testing.T) {
 	}
 }
 
-// nowFunc is a clock read from a function.
 type nowFunc func() time.Time
 
 func (f nowFunc) Now() time.Time { return f() }
