@@ -154,9 +154,7 @@ func propagation(b *testing.B, st *splitStack) {
 	slices.Sort(samples)
 	p50, p99, most := percentile(samples, 50), percentile(samples, 99), samples[len(samples)-1]
 	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
-	b.ReportMetric(ms(p50), "p50-ms")
-	b.ReportMetric(ms(p99), "p99-ms")
-	b.ReportMetric(ms(most), "max-ms")
+	report(b, map[string]float64{"p50-ms": ms(p50), "p99-ms": ms(p99), "max-ms": ms(most)})
 	b.Logf("%d writes: from the guarded write to both pods serving it, p50 %v, p99 %v, max %v", len(samples), p50, p99, most)
 }
 
@@ -559,21 +557,16 @@ func serveBaseline(file string) error {
 		return err
 	}
 	fmt.Fprintf(os.Stderr, "{\"msg\":\"listening\",\"addr\":%q}\n", ln.Addr().String())
-	srv := &http.Server{
-		ReadHeaderTimeout: daemon.ReadHeaderTimeout,
-		ReadTimeout:       daemon.ReadTimeout,
-		WriteTimeout:      daemon.WriteTimeout,
-		IdleTimeout:       daemon.IdleTimeout,
-	}
-	srv.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		ref := &plain
-		if strings.Contains(r.Header.Get("Accept-Encoding"), "gzip") {
-			ref = &zipped
-		}
-		maps.Copy(w.Header(), ref.Header)
-		w.WriteHeader(http.StatusOK)
-		_, _ = w.Write(ref.Body)
-	})
+	srv := &http.Server{ReadHeaderTimeout: daemon.ReadHeaderTimeout, ReadTimeout: daemon.ReadTimeout, WriteTimeout: daemon.WriteTimeout, IdleTimeout: daemon.IdleTimeout,
+		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			ref := &plain
+			if strings.Contains(r.Header.Get("Accept-Encoding"), "gzip") {
+				ref = &zipped
+			}
+			maps.Copy(w.Header(), ref.Header)
+			w.WriteHeader(http.StatusOK)
+			_, _ = w.Write(ref.Body)
+		})}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
 	defer stop()
 	go func() {

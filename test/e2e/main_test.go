@@ -296,13 +296,17 @@ func ask(url string, header ...string) (answer, error) {
 	return answer{status: res.StatusCode, header: res.Header, body: body}, nil
 }
 
+// fetch is ask that fails the test on a transport error.
+func fetch(t testing.TB, url string, header ...string) answer {
+	t.Helper()
+	res, body := testkit.Get(t, url, header...)
+	return answer{status: res.StatusCode, header: res.Header, body: body}
+}
+
 // get asks the pod's endpoint and fails the test unless it answers 200.
 func (p *proc) get(t testing.TB, header ...string) answer {
 	t.Helper()
-	a, err := ask(p.base+infoPath, header...)
-	if err != nil {
-		t.Fatalf("%s: %v", p.name, err)
-	}
+	a := fetch(t, p.base+infoPath, header...)
 	if a.status != http.StatusOK {
 		t.Fatalf("%s answered %d, want 200: %s", p.name, a.status, a.body)
 	}

@@ -9,6 +9,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"slices"
 	"strings"
@@ -195,8 +196,8 @@ func withChannel(path, channel string) string {
 }
 
 // servesFiles reports whether p answers a 200 of u on app's feed of each
-// companion file, asked on channel: one that names u's version (checkFiles
-// checks the rest).
+// companion file, asked on channel: one that names u's version
+// (checkUpdaterFeeds checks the rest).
 func servesFiles(t testing.TB, p *proc, app, channel string, u *updaterRelease) bool {
 	t.Helper()
 	for _, f := range updaterFeeds {
@@ -207,10 +208,11 @@ func servesFiles(t testing.TB, p *proc, app, channel string, u *updaterRelease) 
 	return true
 }
 
-// checkFiles checks that p serves each companion file of u on app's feed,
-// asked on channel, as u.served says, byte for byte, with its type and
-// cacheControl.
-func checkFiles(t testing.TB, p *proc, app, channel string, u *updaterRelease, cacheControl string) {
+// checkUpdaterFeeds checks every feed of app on p, asked on channel, against
+// u: each companion file served with its packages' GitHub URLs and every
+// hash as published, Squirrel.Mac's answers, the AppImage redirect, each
+// with cacheControl; and what u lacks answering the 404 naming it.
+func checkUpdaterFeeds(t testing.TB, p *proc, app, channel string, u *updaterRelease, cacheControl string) {
 	t.Helper()
 	for _, f := range updaterFeeds {
 		path := app + "/" + withChannel(f.path, channel)
@@ -223,15 +225,6 @@ func checkFiles(t testing.TB, p *proc, app, channel string, u *updaterRelease, c
 			t.Errorf("%s: Content-Type, Cache-Control, Vary %q, want %q, %q, Accept-Encoding", path, got, f.contentType, cacheControl)
 		}
 	}
-}
-
-// checkUpdaterFeeds checks every feed of app on p, asked on channel, against
-// u: each companion file served with its packages' GitHub URLs and every
-// hash as published, Squirrel.Mac's answers, the AppImage redirect, each
-// with cacheControl; and what u lacks answering the 404 naming it.
-func checkUpdaterFeeds(t testing.TB, p *proc, app, channel string, u *updaterRelease, cacheControl string) {
-	t.Helper()
-	checkFiles(t, p, app, channel, u, cacheControl)
 
 	rel := u.release()
 	for _, c := range []struct{ arch, zip string }{{"x64", u.macZip()}, {"arm64", u.macZipARM()}} {
@@ -270,36 +263,6 @@ func checkUpdaterFeeds(t testing.TB, p *proc, app, channel string, u *updaterRel
 	checkNotFound(t, p, app+"/"+withChannel("squirrel-win/x64/RELEASES", channel), app+" "+u.tag+" has no RELEASES for x64")
 	checkNotFound(t, p, app+"/"+withChannel("electron/latest-linux.yml", channel), app+" "+u.tag+" has no latest-linux.yml")
 	checkNotFound(t, p, app+"/"+withChannel("velopack/releases.osx.json", channel), app+" "+u.tag+" has no releases.osx.json")
-}
-
-// checkRevalidation checks on path of p the headers every feed shares with
-// release_info: a strong ETag per representation, gzip when accepted, 304
-// to a matching If-None-Match, the same answer whatever query the client
-// adds.
-func checkRevalidation(t testing.TB, p *proc, path, want string) {
-	t.Helper()
-	base, _, _ := strings.Cut(path, "?")
-	plain := feed(t, p, base)
-	etag := plain.header.Get("ETag")
-	if plain.status != http.StatusOK || string(plain.body) != want || !strings.HasPrefix(etag, `"`) {
-		t.Fatalf("%s: %d, ETag %q, want 200 with a strong ETag", base, plain.status, etag)
-	}
-	for _, q := range []string{"?noCache=0.123", "?noCache=9&id=x&localVersion=0.1.0&arch=x64&os=win&rid=win-x64&stagingId=42"} {
-		if a := feed(t, p, base+q); a.status != http.StatusOK || string(a.body) != want || a.header.Get("ETag") != etag {
-			t.Errorf("%s%s: %d, ETag %q, want the answer without the query (ETag %s)", base, q, a.status, a.header.Get("ETag"), etag)
-		}
-	}
-	a := feed(t, p, path, "Accept-Encoding", "gzip")
-	gzETag := a.header.Get("ETag")
-	if a.status != http.StatusOK || a.header.Get("Content-Encoding") != "gzip" || string(gunzip(t, a.body)) != want || gzETag == etag || gzETag == "" {
-		t.Errorf("%s gzip: %d, Content-Encoding %q, ETag %q, want 200 gzip of the same bytes under its own ETag", path, a.status, a.header.Get("Content-Encoding"), gzETag)
-	}
-	for _, c := range []struct{ etag, encoding string }{{etag, ""}, {gzETag, "gzip"}} {
-		a := feed(t, p, path, "If-None-Match", c.etag, "Accept-Encoding", c.encoding)
-		if a.status != http.StatusNotModified || len(a.body) != 0 || a.header.Get("ETag") != c.etag {
-			t.Errorf("%s If-None-Match %s: %d, want 304 without a body", path, c.etag, a.status)
-		}
-	}
 }
 
 // TestFeedsStandalone runs the one-command default, cmd/api polling a fake
@@ -344,7 +307,41 @@ func TestFeedsStandalone(t *testing.T) {
 	const public = "public, max-age=60, stale-while-revalidate=30, stale-if-error=86400"
 
 	t.Run("tauri", func(t *testing.T) {
-		checkFeed(t, api, v41, key)
+		// Each of tauriCases gets v41's version and its bundle, whose
+		// signature minisign -V verifies with key against the bytes its url
+		// names; latest.json the same for each platform.
+		version := strings.TrimPrefix(v41.rel.TagName, "artcraft-v")
+		bundles := artcraftBundles(version)
+		for _, c := range tauriCases {
+			a := feed(t, api, "artcraft/tauri/"+c.path+"?current_version=0.40.9")
+			var u tauriUpdate
+			if a.status != http.StatusOK || json.Unmarshal(a.body, &u) != nil {
+				t.Errorf("%s %s: %d %s, want 200 with an update", api.name, c.path, a.status, a.body)
+				continue
+			}
+			if u.Version != version || u.PubDate != v41.rel.PublishedAt.Format(time.RFC3339) || !strings.Contains(u.Notes, "Faster start-up") {
+				t.Errorf("%s %s: version %q, pub_date %q, notes %q; want %q, %s and the release's notes",
+					api.name, c.path, u.Version, u.PubDate, u.Notes, version, v41.rel.PublishedAt.Format(time.RFC3339))
+			}
+			checkBundle(t, api.name+" "+c.path, v41, key, u.URL, u.Signature, bundles[c.bundle])
+		}
+
+		a := feed(t, api, "artcraft/tauri/latest.json")
+		var m struct {
+			Version   string
+			Platforms map[string]struct{ URL, Signature string }
+		}
+		if a.status != http.StatusOK || json.Unmarshal(a.body, &m) != nil {
+			t.Fatalf("%s latest.json: %d %s, want 200", api.name, a.status, a.body)
+		}
+		if got, want := slices.Sorted(maps.Keys(m.Platforms)), slices.Sorted(maps.Keys(tauriPlatforms)); m.Version != version || !slices.Equal(got, want) {
+			t.Errorf("%s latest.json: version %q, platforms %v; want %q, %v", api.name, m.Version, got, version, want)
+		}
+		for platform, b := range tauriPlatforms {
+			if pl, ok := m.Platforms[platform]; ok {
+				checkBundle(t, api.name+" latest.json "+platform, v41, minisignKey{}, pl.URL, pl.Signature, bundles[b])
+			}
+		}
 		if a := feed(t, api, "artcraft/tauri/windows/x86_64/nsis?current_version=0.41.0"); a.status != http.StatusNoContent || len(a.body) != 0 {
 			t.Errorf("current_version=0.41.0: %d %q, want 204 without a body", a.status, a.body)
 		}
@@ -362,7 +359,32 @@ func TestFeedsStandalone(t *testing.T) {
 
 	t.Run("feeds", func(t *testing.T) {
 		checkUpdaterFeeds(t, api, "filmcraft", "", film, public)
-		checkRevalidation(t, api, "filmcraft/electron/latest.yml?noCache=0.5", film.served(latestYML))
+		// The headers every feed shares with release_info: a strong ETag per
+		// representation, gzip when accepted, 304 to a matching
+		// If-None-Match, the same answer whatever query the client adds.
+		base, want := "filmcraft/electron/latest.yml", film.served(latestYML)
+		path := base + "?noCache=0.5"
+		plain := feed(t, api, base)
+		etag := plain.header.Get("ETag")
+		if plain.status != http.StatusOK || string(plain.body) != want || !strings.HasPrefix(etag, `"`) {
+			t.Fatalf("%s: %d, ETag %q, want 200 with a strong ETag", base, plain.status, etag)
+		}
+		for _, q := range []string{"?noCache=0.123", "?noCache=9&id=x&localVersion=0.1.0&arch=x64&os=win&rid=win-x64&stagingId=42"} {
+			if a := feed(t, api, base+q); a.status != http.StatusOK || string(a.body) != want || a.header.Get("ETag") != etag {
+				t.Errorf("%s%s: %d, ETag %q, want the answer without the query (ETag %s)", base, q, a.status, a.header.Get("ETag"), etag)
+			}
+		}
+		a := feed(t, api, path, "Accept-Encoding", "gzip")
+		gzETag := a.header.Get("ETag")
+		if a.status != http.StatusOK || a.header.Get("Content-Encoding") != "gzip" || string(gunzip(t, a.body)) != want || gzETag == etag || gzETag == "" {
+			t.Errorf("%s gzip: %d, Content-Encoding %q, ETag %q, want 200 gzip of the same bytes under its own ETag", path, a.status, a.header.Get("Content-Encoding"), gzETag)
+		}
+		for _, c := range []struct{ etag, encoding string }{{etag, ""}, {gzETag, "gzip"}} {
+			a := feed(t, api, path, "If-None-Match", c.etag, "Accept-Encoding", c.encoding)
+			if a.status != http.StatusNotModified || len(a.body) != 0 || a.header.Get("ETag") != c.etag {
+				t.Errorf("%s If-None-Match %s: %d, want 304 without a body", path, c.etag, a.status)
+			}
+		}
 	})
 
 	t.Run("clients", func(t *testing.T) {
