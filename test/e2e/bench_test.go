@@ -52,12 +52,6 @@ func report(b *testing.B, figures map[string]float64) {
 	}
 }
 
-// percentile returns the p-th percentile of sorted samples (nearest rank).
-func percentile(sorted []time.Duration, p int) time.Duration {
-	i := (len(sorted)*p + 99) / 100
-	return sorted[max(0, i-1)]
-}
-
 // median returns the median of xs.
 func median(xs []float64) float64 {
 	s := slices.Sorted(slices.Values(xs))
@@ -152,7 +146,8 @@ func propagation(b *testing.B, st *splitStack) {
 		samples = append(samples, st.change(b))
 	}
 	slices.Sort(samples)
-	p50, p99, most := percentile(samples, 50), percentile(samples, 99), samples[len(samples)-1]
+	percentile := func(p int) time.Duration { return samples[max(0, (len(samples)*p+99)/100-1)] } // nearest rank
+	p50, p99, most := percentile(50), percentile(99), samples[len(samples)-1]
 	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 	report(b, map[string]float64{"p50-ms": ms(p50), "p99-ms": ms(p99), "max-ms": ms(most)})
 	b.Logf("%d writes: from the guarded write to both pods serving it, p50 %v, p99 %v, max %v", len(samples), p50, p99, most)
@@ -238,8 +233,7 @@ func throughput(b *testing.B, pod *proc, perRun, warmRun int) {
 func BenchmarkRedisLoad(b *testing.B) {
 	rs := redistest.Start(b)
 	st := newSplitStack(b, rs.URL(), nil, 2)
-	const perPod = 20_000
-	const changes = 200
+	const perPod, changes = 20_000, 200
 	var during, idle, onChange map[string]int64
 	var requests int
 	for b.Loop() {
@@ -288,11 +282,7 @@ func scaleApps(gh *fakegithub.Server, n int) string {
 // warm reports whether p's full answer is cached as warm: every app was
 // fetched. A HEAD costs the pod no body.
 func (p *proc) warm() bool {
-	req, err := http.NewRequest(http.MethodHead, p.base+infoPath, nil)
-	if err != nil {
-		return false
-	}
-	res, err := testkit.Client.Do(req)
+	res, err := testkit.Client.Head(p.base + infoPath)
 	if err != nil {
 		return false
 	}

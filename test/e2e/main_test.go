@@ -80,10 +80,11 @@ func binary(t testing.TB, name string) string {
 // proc is one process under test: a pod, a poller, nginx or the reference
 // server.
 type proc struct {
-	name string
-	cmd  *exec.Cmd
-	base string // "http://" and the address it logged as listening on
-	logs *testkit.Buffer
+	name    string
+	cmd     *exec.Cmd
+	base    string // "http://" and the address it logged as listening on
+	metrics string // the same of an API pod's metrics port
+	logs    *testkit.Buffer
 
 	exited chan struct{} // closed once the process exited and its output was read
 	err    error         // its exit status, once exited is closed
@@ -117,7 +118,8 @@ func start(t testing.TB, name, path string, env map[string]string) *proc {
 		}
 		for _, l := range p.logs.Lines("listening") {
 			if addr, _ := l["addr"].(string); addr != "" && p.base == "" {
-				p.base = "http://" + addr
+				metrics, _ := l["metrics_addr"].(string)
+				p.base, p.metrics = "http://"+addr, "http://"+metrics
 			}
 		}
 		return p.base != "" && p.status("/healthz") == http.StatusOK

@@ -45,7 +45,7 @@ func TestOpenAPI(t *testing.T) {
 	coldPoller := cold.pollers(t, 1)[0]
 	askAll(t, doc, seen, "poller", coldPoller.name, coldPoller.base)
 	askAll(t, doc, seen, "api", coldPod.name, coldPod.base)
-	askAll(t, doc, seen, "api-metrics", coldPod.name, metricsBase(t, coldPod))
+	askAll(t, doc, seen, "api-metrics", coldPod.name, coldPod.metrics)
 
 	// The warm deployment has pre-release channels: one pre-release
 	// served, one null, one app without the key.
@@ -96,7 +96,7 @@ func TestOpenAPI(t *testing.T) {
 		return a.header.Get("ETag") == b.header.Get("ETag")
 	})
 	askAll(t, doc, seen, "api", pod.name, pod.base)
-	askAll(t, doc, seen, "api-metrics", pod.name, metricsBase(t, pod))
+	askAll(t, doc, seen, "api-metrics", pod.name, pod.metrics)
 
 	for _, port := range []string{"api", "api-metrics", "poller"} {
 		for _, op := range doc.Operations(t, port) {

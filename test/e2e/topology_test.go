@@ -168,7 +168,7 @@ func invalidations(tb testing.TB, pods []*proc) float64 {
 	tb.Helper()
 	var n float64
 	for _, p := range pods {
-		n += testkit.Scrape(tb, metricsBase(tb, p)+"/metrics")["craft_api_invalidations_total"]
+		n += testkit.Scrape(tb, p.metrics+"/metrics")["craft_api_invalidations_total"]
 	}
 	return n
 }

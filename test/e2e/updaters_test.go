@@ -83,29 +83,15 @@ func newUpdaterRelease(repo, product, tag string, hours int, firstID int64) *upd
 	size := func(name string) int { return len(u.data[name]) }
 	u.set(releasesFile, fmt.Sprintf("%s %s %d\n%s %s %d # 50%%\n", sha1Of(u.full()), u.full(), size(u.full()), sha1Of(u.delta()), u.delta(), size(u.delta())))
 	u.set(releasesARM64File, fmt.Sprintf("%s %s %d\n", sha1Of(u.fullARM()), u.fullARM(), size(u.fullARM())))
-	date := u.published.Format("2006-01-02T15:04:05.000Z")
-	u.set(latestYML, fmt.Sprintf(`version: %s
-files:
-  - url: %s
-    sha512: %s
-    size: %d
-path: %s
-sha512: %s
-releaseDate: '%s'
-`, u.version, u.setup(), u.sha512(u.setup()), size(u.setup()), u.setup(), u.sha512(u.setup()), date))
-	u.set(latestMacYML, fmt.Sprintf(`version: %s
-files:
-  - url: %s
-    sha512: %s
-    size: %d
-  - url: %s
-    sha512: %s
-    size: %d
-path: %s
-sha512: %s
-releaseDate: '%s'
-`, u.version, u.macZip(), u.sha512(u.macZip()), size(u.macZip()), u.macZipARM(), u.sha512(u.macZipARM()), size(u.macZipARM()),
-		u.macZip(), u.sha512(u.macZip()), date))
+	yml := func(files ...string) string { // path and sha512 name the first file
+		text := "version: " + u.version + "\nfiles:\n"
+		for _, f := range files {
+			text += fmt.Sprintf("  - url: %s\n    sha512: %s\n    size: %d\n", f, u.sha512(f), size(f))
+		}
+		return text + fmt.Sprintf("path: %s\nsha512: %s\nreleaseDate: '%s'\n", files[0], u.sha512(files[0]), u.published.Format("2006-01-02T15:04:05.000Z"))
+	}
+	u.set(latestYML, yml(u.setup()))
+	u.set(latestMacYML, yml(u.macZip(), u.macZipARM()))
 	var entries []string
 	for _, p := range []struct{ name, kind string }{{u.full(), "Full"}, {u.delta(), "Delta"}} {
 		sum := sha256.Sum256(u.data[p.name])
@@ -303,7 +289,7 @@ func TestFeedsStandalone(t *testing.T) {
 		return serves(t, api, "artcraft", "0.41.0") && servesFiles(t, api, "filmcraft", "", film)
 	})
 	t.Logf("every bundle of artcraft-v0.41.0 and every companion file of filmcraft v1.2.0 served %v after the process started", time.Since(began).Round(time.Millisecond))
-	metrics := metricsBase(t, api) + "/metrics"
+	metrics := api.metrics + "/metrics"
 	const public = "public, max-age=60, stale-while-revalidate=30, stale-if-error=86400"
 
 	t.Run("tauri", func(t *testing.T) {
