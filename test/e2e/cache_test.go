@@ -132,8 +132,7 @@ func TestBehindACache(t *testing.T) {
 			}
 		}
 	}
-	a := c.get(t, "/v1/craft_apps/download/photocraft", "User-Agent", uaMac)
-	t.Logf("inferred download: %s", headers(a))
+	t.Logf("inferred download: %s", headers(c.get(t, "/v1/craft_apps/download/photocraft", "User-Agent", uaMac)))
 	for range 2 {
 		if a := c.get(t, "/v1/craft_apps/release_infos"); a.status != http.StatusNotFound ||
 			a.header.Get("Cache-Control") != "no-store" || a.header.Get("X-Cache-Status") == "HIT" {

@@ -242,17 +242,14 @@ func (p *proc) rss(t testing.TB) (rss, peak int64) {
 	if err != nil {
 		t.Fatalf("read %s's status: %v", p.name, err)
 	}
-	kib := map[string]int64{}
 	for line := range strings.Lines(string(b)) {
-		k, v, _ := strings.Cut(line, ":")
-		if n, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64); err == nil {
-			kib[k] = n << 10
-		}
+		_, _ = fmt.Sscanf(line, "VmRSS: %d kB", &rss)
+		_, _ = fmt.Sscanf(line, "VmHWM: %d kB", &peak)
 	}
-	if kib["VmRSS"] == 0 || kib["VmHWM"] == 0 {
+	if rss == 0 || peak == 0 {
 		t.Fatalf("no VmRSS or VmHWM in %s's status:\n%s", p.name, b)
 	}
-	return kib["VmRSS"], kib["VmHWM"]
+	return rss << 10, peak << 10
 }
 
 // cpu returns the CPU time the process has used so far, user and system,

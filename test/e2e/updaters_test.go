@@ -381,16 +381,14 @@ func TestFeedsStandalone(t *testing.T) {
 		for _, name := range []string{latestYML, latestMacYML} {
 			bodies = append(bodies, string(feed(t, api, "filmcraft/electron/"+name+"?noCache=0.42").body))
 		}
-		want := [][]string{{film.setup()}, {film.macZip(), film.macZipARM()}}
+		download := func(name string) string { return film.url(name) + " " + film.sha512(name) }
+		want := [][]string{{download(film.setup())}, {download(film.macZip()), download(film.macZipARM())}}
 		for i, got := range testkit.ElectronResolve(t, base, bodies) {
 			var downloads []string
 			for _, f := range got.Files {
 				downloads = append(downloads, f.URL+" "+f.SHA512)
 			}
-			var wantDownloads []string
-			for _, name := range want[i] {
-				wantDownloads = append(wantDownloads, film.url(name)+" "+film.sha512(name))
-			}
+			wantDownloads := want[i]
 			if !got.OK || got.Version != film.version || !slices.Equal(downloads, wantDownloads) {
 				t.Errorf("electron-updater read the served file %d: ok %v (%s), version %q, downloads %q; want %s, %q", i, got.OK, got.Error, got.Version, downloads, film.version, wantDownloads)
 			}
