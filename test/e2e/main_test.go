@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -264,18 +263,14 @@ func (p *proc) cpu(t testing.TB) time.Duration {
 	// after it, where the state is field 3 of proc(5); utime and stime are 14 and 15.
 	_, rest, _ := strings.Cut(string(b), ") ")
 	f := strings.Fields(rest)
+	var utime, stime int64
 	if len(f) < 13 {
 		t.Fatalf("%s's stat %q", p.name, b)
 	}
-	var ticks int64
-	for _, v := range f[11:13] {
-		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil {
-			t.Fatalf("%s's stat %q: %v", p.name, b, err)
-		}
-		ticks += n
+	if _, err := fmt.Sscan(f[11]+" "+f[12], &utime, &stime); err != nil {
+		t.Fatalf("%s's stat %q: %v", p.name, b, err)
 	}
-	return time.Duration(ticks) * 10 * time.Millisecond
+	return time.Duration(utime+stime) * 10 * time.Millisecond
 }
 
 // answer is one HTTP answer, read whole.

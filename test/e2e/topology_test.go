@@ -129,8 +129,7 @@ func runFailover(tb testing.TB, f failover) failoverFigures {
 	killed := time.Now()
 	dead, promoted := f.kill(store.AppKey("photocraft"))
 	testkit.Eventually(tb, "the replica is promoted", promoted)
-	var fig failoverFigures
-	fig.promoted = time.Since(killed)
+	fig := failoverFigures{promoted: time.Since(killed)}
 
 	gh.Publish(photocraft, fakegithub.NewRelease(photocraft, "v1.1.0"))
 	want["photocraft"] = "v1.1.0"
