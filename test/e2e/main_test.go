@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -80,10 +79,11 @@ func binary(t testing.TB, name string) string {
 // proc is one process under test: a pod, a poller, nginx or the reference
 // server.
 type proc struct {
-	name string
-	cmd  *exec.Cmd
-	base string // "http://" and the address it logged as listening on
-	logs *testkit.Buffer
+	name    string
+	cmd     *exec.Cmd
+	base    string // "http://" and the address it logged as listening on
+	metrics string // the same of an API pod's metrics port
+	logs    *testkit.Buffer
 
 	exited chan struct{} // closed once the process exited and its output was read
 	err    error         // its exit status, once exited is closed
@@ -117,7 +117,8 @@ func start(t testing.TB, name, path string, env map[string]string) *proc {
 		}
 		for _, l := range p.logs.Lines("listening") {
 			if addr, _ := l["addr"].(string); addr != "" && p.base == "" {
-				p.base = "http://" + addr
+				metrics, _ := l["metrics_addr"].(string)
+				p.base, p.metrics = "http://"+addr, "http://"+metrics
 			}
 		}
 		return p.base != "" && p.status("/healthz") == http.StatusOK
@@ -240,17 +241,14 @@ func (p *proc) rss(t testing.TB) (rss, peak int64) {
 	if err != nil {
 		t.Fatalf("read %s's status: %v", p.name, err)
 	}
-	kib := map[string]int64{}
 	for line := range strings.Lines(string(b)) {
-		k, v, _ := strings.Cut(line, ":")
-		if n, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64); err == nil {
-			kib[k] = n << 10
-		}
+		_, _ = fmt.Sscanf(line, "VmRSS: %d kB", &rss)
+		_, _ = fmt.Sscanf(line, "VmHWM: %d kB", &peak)
 	}
-	if kib["VmRSS"] == 0 || kib["VmHWM"] == 0 {
+	if rss == 0 || peak == 0 {
 		t.Fatalf("no VmRSS or VmHWM in %s's status:\n%s", p.name, b)
 	}
-	return kib["VmRSS"], kib["VmHWM"]
+	return rss << 10, peak << 10
 }
 
 // cpu returns the CPU time the process has used so far, user and system,
@@ -265,18 +263,14 @@ func (p *proc) cpu(t testing.TB) time.Duration {
 	// after it, where the state is field 3 of proc(5); utime and stime are 14 and 15.
 	_, rest, _ := strings.Cut(string(b), ") ")
 	f := strings.Fields(rest)
+	var utime, stime int64
 	if len(f) < 13 {
 		t.Fatalf("%s's stat %q", p.name, b)
 	}
-	var ticks int64
-	for _, v := range f[11:13] {
-		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil {
-			t.Fatalf("%s's stat %q: %v", p.name, b, err)
-		}
-		ticks += n
+	if _, err := fmt.Sscan(f[11]+" "+f[12], &utime, &stime); err != nil {
+		t.Fatalf("%s's stat %q: %v", p.name, b, err)
 	}
-	return time.Duration(ticks) * 10 * time.Millisecond
+	return time.Duration(utime+stime) * 10 * time.Millisecond
 }
 
 // answer is one HTTP answer, read whole.
@@ -296,13 +290,17 @@ func ask(url string, header ...string) (answer, error) {
 	return answer{status: res.StatusCode, header: res.Header, body: body}, nil
 }
 
+// fetch is ask that fails the test on a transport error.
+func fetch(t testing.TB, url string, header ...string) answer {
+	t.Helper()
+	res, body := testkit.Get(t, url, header...)
+	return answer{status: res.StatusCode, header: res.Header, body: body}
+}
+
 // get asks the pod's endpoint and fails the test unless it answers 200.
 func (p *proc) get(t testing.TB, header ...string) answer {
 	t.Helper()
-	a, err := ask(p.base+infoPath, header...)
-	if err != nil {
-		t.Fatalf("%s: %v", p.name, err)
-	}
+	a := fetch(t, p.base+infoPath, header...)
 	if a.status != http.StatusOK {
 		t.Fatalf("%s answered %d, want 200: %s", p.name, a.status, a.body)
 	}

@@ -57,19 +57,6 @@ type cache struct {
 	dir  string // of its cache files
 }
 
-// nginxPath returns nginx's path: the test task installs Debian's package,
-// whose binary is in /usr/sbin, which a user's PATH may lack.
-func nginxPath(t testing.TB) string {
-	t.Helper()
-	for _, name := range []string{"nginx", "/usr/sbin/nginx"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
-	}
-	t.Fatal("nginx not found (the test task installs it: apt-get install nginx)")
-	return ""
-}
-
 // startNginx starts nginx with its files in a directory of the test's, in
 // front of pods, and waits until it answers. It is stopped with the test.
 func startNginx(t testing.TB, pods []*proc) *cache {
@@ -88,7 +75,15 @@ func startNginx(t testing.TB, pods []*proc) *cache {
 	if err := os.WriteFile(conf, fmt.Appendf(nil, nginxConf, user, dir, upstreams.String(), addr), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(nginxPath(t), "-p", dir, "-c", conf, "-e", "stderr")
+	// The test task installs Debian's package, whose binary is in /usr/sbin,
+	// which a user's PATH may lack.
+	bin, err := exec.LookPath("nginx")
+	if err != nil {
+		if bin, err = exec.LookPath("/usr/sbin/nginx"); err != nil {
+			t.Fatal("nginx not found (the test task installs it: apt-get install nginx)")
+		}
+	}
+	cmd := exec.Command(bin, "-p", dir, "-c", conf, "-e", "stderr")
 	cmd.Env = []string{}
 	p := spawn(t, "nginx", cmd)
 	// SIGINT is nginx's fast stop; its exit status is not ours to check.
@@ -106,15 +101,9 @@ func startNginx(t testing.TB, pods []*proc) *cache {
 	return c
 }
 
-// get asks the cache, keeping a redirect as the answer, and fails the test
-// on a transport error.
 func (c *cache) get(t testing.TB, path string, header ...string) answer {
 	t.Helper()
-	a, err := ask(c.base+path, header...)
-	if err != nil {
-		t.Fatalf("cache GET %s: %v", path, err)
-	}
-	return a
+	return fetch(t, c.base+path, header...)
 }
 
 // purge deletes the cached copies of urls, every variant (each

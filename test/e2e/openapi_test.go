@@ -45,14 +45,29 @@ func TestOpenAPI(t *testing.T) {
 	coldPoller := cold.pollers(t, 1)[0]
 	askAll(t, doc, seen, "poller", coldPoller.name, coldPoller.base)
 	askAll(t, doc, seen, "api", coldPod.name, coldPod.base)
-	askAll(t, doc, seen, "api-metrics", coldPod.name, metricsBase(t, coldPod))
+	askAll(t, doc, seen, "api-metrics", coldPod.name, coldPod.metrics)
 
 	// The warm deployment has pre-release channels: one pre-release
 	// served, one null, one app without the key.
 	gh := fakegithub.New(t)
 	want := publishFirst(gh)
-	gh.Publish(photocraft, withUpdaterFiles(photocraft, withSignedBundle(photocraft, fakegithub.NewRelease(photocraft, "v1.0.0"))))
-	publishChannels(gh)
+	// photocraft's release has a Tauri NSIS installer for Windows x86_64 and
+	// its .sig, and openapitest's UpdaterFiles, each companion served by the
+	// asset endpoint with its digest.
+	r := fakegithub.NewRelease(photocraft, "v1.0.0")
+	r.Assets = append(r.Assets, tauriAsset(photocraft, r.TagName, 5000, "photocraft_1.0.0_x64-setup.exe", make([]byte, 1<<20), nil),
+		tauriAsset(photocraft, r.TagName, 5001, "photocraft_1.0.0_x64-setup.exe.sig", []byte(signedBundleSig), []byte(signedBundleSig)))
+	for i, name := range slices.Sorted(maps.Keys(openapitest.UpdaterFiles)) {
+		body := []byte(openapitest.UpdaterFiles[name])
+		r.Assets = append(r.Assets, tauriAsset(photocraft, r.TagName, int64(6000+i), name, body, body))
+	}
+	gh.Publish(photocraft, r)
+	// photocraft's list has a draft first, then a pre-release newer than its
+	// release; vectorcraft's only a pre-release older than its release.
+	draft := prerelease(photocraft, "v2.0.0-alpha.1", 3)
+	draft.Draft, draft.PublishedAt = true, nil
+	gh.SetList(photocraft, draft, prerelease(photocraft, "v1.1.0-beta.1", 1), fakegithub.NewRelease(photocraft, "v1.0.0"))
+	gh.SetList(vectorcraft, fakegithub.NewRelease(vectorcraft, "v2.0.0"), prerelease(vectorcraft, "v2.0.0-rc.1", -1))
 	rs := redistest.Start(t)
 	d := deployment{gh: gh, url: rs.URL(), apps: testAppsEnv, pollerEnv: map[string]string{"CRAFT_APPS_RELEASE_PRERELEASE_APPS": prereleaseApps},
 		podEnv: map[string]string{"CRAFT_APPS_RELEASE_PRERELEASE_APPS": prereleaseApps, "CRAFT_APPS_RELEASE_WEBHOOK_SECRET": "an-old-secret," + openapitest.WebhookSecret}}
@@ -81,7 +96,7 @@ func TestOpenAPI(t *testing.T) {
 		return a.header.Get("ETag") == b.header.Get("ETag")
 	})
 	askAll(t, doc, seen, "api", pod.name, pod.base)
-	askAll(t, doc, seen, "api-metrics", pod.name, metricsBase(t, pod))
+	askAll(t, doc, seen, "api-metrics", pod.name, pod.metrics)
 
 	for _, port := range []string{"api", "api-metrics", "poller"} {
 		for _, op := range doc.Operations(t, port) {
@@ -135,27 +150,6 @@ func askAll(t *testing.T, doc *openapitest.Doc, seen map[string]bool, port, name
 // checked as a minisign signature only.
 const signedBundleSig = "dW50cnVzdGVkIGNvbW1lbnQ6IHNpZ25hdHVyZSBmcm9tIG1pbmlzaWduIHNlY3JldCBrZXkKUlVSTzJvWmlkWHR6UDVPVVMzQUE2RmlxUkZGQW10RERrVHVYYVpSQkR0QnhUcytHVUlaL21jZStXRVlzeHpiWmp1aDRueEJ4U2dMUXk0U0lTQzd4ZUZIOWRNVGY3TUxlSkFjPQp0cnVzdGVkIGNvbW1lbnQ6IHRpbWVzdGFtcDoxNzk2NTQ0OTcyCWZpbGU6ZgloYXNoZWQKUi9NamlpcnNHWlgvQUhrODVWYnQxZTIvdThwQmRmZkRsOU1Rek5saGFFU1hJMkNSTnVHa01PTFdsWmpJSlg2b3U2ZHhzaTlCc3BSQjlwbDJRNzlRQWc9PQo="
 
-// withSignedBundle returns r, a release of repo, with a Tauri NSIS installer
-// for Windows x86_64 and its .sig, so that the Tauri feed has an update.
-func withSignedBundle(repo string, r fakegithub.Release) fakegithub.Release {
-	_, project, _ := strings.Cut(repo, "/")
-	name := project + "_" + strings.TrimPrefix(r.TagName, "v") + "_x64-setup.exe"
-	r.Assets = append(r.Assets, tauriAsset(repo, r.TagName, 5000, name, make([]byte, 1<<20), nil),
-		tauriAsset(repo, r.TagName, 5001, name+".sig", []byte(signedBundleSig), []byte(signedBundleSig)))
-	return r
-}
-
-// withUpdaterFiles returns r, a release of repo, with openapitest's
-// UpdaterFiles: the updaters' packages and the companion files naming them,
-// each companion served by the asset endpoint with its digest.
-func withUpdaterFiles(repo string, r fakegithub.Release) fakegithub.Release {
-	for i, name := range slices.Sorted(maps.Keys(openapitest.UpdaterFiles)) {
-		body := []byte(openapitest.UpdaterFiles[name])
-		r.Assets = append(r.Assets, tauriAsset(repo, r.TagName, int64(6000+i), name, body, body))
-	}
-	return r
-}
-
 // prereleaseApps puts photocraft and vectorcraft on the pre-release channel;
 // filmcraft stays off it.
 const prereleaseApps = "photocraft,vectorcraft"
@@ -168,16 +162,6 @@ func prerelease(repo, tag string, hours int) fakegithub.Release {
 	at := r.PublishedAt.Add(time.Duration(hours) * time.Hour)
 	r.PublishedAt = &at
 	return r
-}
-
-// publishChannels sets the lists the channel tests start from: photocraft's
-// has a draft first, then a pre-release newer than its release; vectorcraft's
-// only a pre-release older than its release.
-func publishChannels(gh *fakegithub.Server) {
-	draft := prerelease(photocraft, "v2.0.0-alpha.1", 3)
-	draft.Draft, draft.PublishedAt = true, nil
-	gh.SetList(photocraft, draft, prerelease(photocraft, "v1.1.0-beta.1", 1), fakegithub.NewRelease(photocraft, "v1.0.0"))
-	gh.SetList(vectorcraft, fakegithub.NewRelease(vectorcraft, "v2.0.0"), prerelease(vectorcraft, "v2.0.0-rc.1", -1))
 }
 
 // channels returns, for each app of p's answer, the tag of its

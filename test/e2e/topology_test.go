@@ -129,8 +129,7 @@ func runFailover(tb testing.TB, f failover) failoverFigures {
 	killed := time.Now()
 	dead, promoted := f.kill(store.AppKey("photocraft"))
 	testkit.Eventually(tb, "the replica is promoted", promoted)
-	var fig failoverFigures
-	fig.promoted = time.Since(killed)
+	fig := failoverFigures{promoted: time.Since(killed)}
 
 	gh.Publish(photocraft, fakegithub.NewRelease(photocraft, "v1.1.0"))
 	want["photocraft"] = "v1.1.0"
@@ -168,7 +167,7 @@ func invalidations(tb testing.TB, pods []*proc) float64 {
 	tb.Helper()
 	var n float64
 	for _, p := range pods {
-		n += testkit.Scrape(tb, metricsBase(tb, p)+"/metrics")["craft_api_invalidations_total"]
+		n += testkit.Scrape(tb, p.metrics+"/metrics")["craft_api_invalidations_total"]
 	}
 	return n
 }
@@ -225,26 +224,6 @@ func watchAnswers(pods []*proc) func() (bad []string, answers int) {
 	}
 }
 
-// refusedWithoutTheCA starts a poller and a pod on f's rediss:// url without
-// REDIS_TLS_CA_FILE: each logs that it refused the certificate, and the pod
-// is not ready.
-func refusedWithoutTheCA(t *testing.T, f failover) {
-	t.Helper()
-	d := deployment{gh: fakegithub.New(t), url: f.url, apps: testAppsEnv, podEnv: map[string]string{"CRAFT_APPS_HYDRATE_TIMEOUT_SECS": "1"}}
-	procs := append(d.pollers(t, 1), d.pods(t, 1)...)
-	for _, p := range procs {
-		testkit.Eventually(t, p.name+" logs the refused certificate", func() bool {
-			return strings.Contains(p.logs.String(), "certificate signed by unknown authority")
-		})
-	}
-	if got := procs[1].status("/readyz"); got == http.StatusOK {
-		t.Errorf("%s /readyz = %d without the CA, want not ready", procs[1].name, got)
-	}
-	for _, p := range procs {
-		p.stop(t)
-	}
-}
-
 // TestFailover: on a Cluster and on Sentinel, in plain text and over TLS,
 // with the binaries as their least-privilege users, SIGKILLing the primary
 // that holds photocraft's key promotes its replica; a release published
@@ -259,8 +238,20 @@ func TestFailover(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			f := newFailover(t, tc.sentinel, tc.tls)
-			if f.caFile != "" {
-				refusedWithoutTheCA(t, f)
+			if f.caFile != "" { // a poller and a pod without REDIS_TLS_CA_FILE
+				d := deployment{gh: fakegithub.New(t), url: f.url, apps: testAppsEnv, podEnv: map[string]string{"CRAFT_APPS_HYDRATE_TIMEOUT_SECS": "1"}}
+				procs := append(d.pollers(t, 1), d.pods(t, 1)...)
+				for _, p := range procs {
+					testkit.Eventually(t, p.name+" logs the refused certificate", func() bool {
+						return strings.Contains(p.logs.String(), "certificate signed by unknown authority")
+					})
+				}
+				if got := procs[1].status("/readyz"); got == http.StatusOK {
+					t.Errorf("%s /readyz = %d without the CA, want not ready", procs[1].name, got)
+				}
+				for _, p := range procs {
+					p.stop(t)
+				}
 			}
 			fig := runFailover(t, f)
 			if len(fig.bad) > 0 {

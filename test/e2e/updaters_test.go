@@ -9,6 +9,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"slices"
 	"strings"
@@ -82,29 +83,15 @@ func newUpdaterRelease(repo, product, tag string, hours int, firstID int64) *upd
 	size := func(name string) int { return len(u.data[name]) }
 	u.set(releasesFile, fmt.Sprintf("%s %s %d\n%s %s %d # 50%%\n", sha1Of(u.full()), u.full(), size(u.full()), sha1Of(u.delta()), u.delta(), size(u.delta())))
 	u.set(releasesARM64File, fmt.Sprintf("%s %s %d\n", sha1Of(u.fullARM()), u.fullARM(), size(u.fullARM())))
-	date := u.published.Format("2006-01-02T15:04:05.000Z")
-	u.set(latestYML, fmt.Sprintf(`version: %s
-files:
-  - url: %s
-    sha512: %s
-    size: %d
-path: %s
-sha512: %s
-releaseDate: '%s'
-`, u.version, u.setup(), u.sha512(u.setup()), size(u.setup()), u.setup(), u.sha512(u.setup()), date))
-	u.set(latestMacYML, fmt.Sprintf(`version: %s
-files:
-  - url: %s
-    sha512: %s
-    size: %d
-  - url: %s
-    sha512: %s
-    size: %d
-path: %s
-sha512: %s
-releaseDate: '%s'
-`, u.version, u.macZip(), u.sha512(u.macZip()), size(u.macZip()), u.macZipARM(), u.sha512(u.macZipARM()), size(u.macZipARM()),
-		u.macZip(), u.sha512(u.macZip()), date))
+	yml := func(files ...string) string { // path and sha512 name the first file
+		text := "version: " + u.version + "\nfiles:\n"
+		for _, f := range files {
+			text += fmt.Sprintf("  - url: %s\n    sha512: %s\n    size: %d\n", f, u.sha512(f), size(f))
+		}
+		return text + fmt.Sprintf("path: %s\nsha512: %s\nreleaseDate: '%s'\n", files[0], u.sha512(files[0]), u.published.Format("2006-01-02T15:04:05.000Z"))
+	}
+	u.set(latestYML, yml(u.setup()))
+	u.set(latestMacYML, yml(u.macZip(), u.macZipARM()))
 	var entries []string
 	for _, p := range []struct{ name, kind string }{{u.full(), "Full"}, {u.delta(), "Delta"}} {
 		sum := sha256.Sum256(u.data[p.name])
@@ -195,8 +182,8 @@ func withChannel(path, channel string) string {
 }
 
 // servesFiles reports whether p answers a 200 of u on app's feed of each
-// companion file, asked on channel: one that names u's version (checkFiles
-// checks the rest).
+// companion file, asked on channel: one that names u's version
+// (checkUpdaterFeeds checks the rest).
 func servesFiles(t testing.TB, p *proc, app, channel string, u *updaterRelease) bool {
 	t.Helper()
 	for _, f := range updaterFeeds {
@@ -207,10 +194,11 @@ func servesFiles(t testing.TB, p *proc, app, channel string, u *updaterRelease) 
 	return true
 }
 
-// checkFiles checks that p serves each companion file of u on app's feed,
-// asked on channel, as u.served says, byte for byte, with its type and
-// cacheControl.
-func checkFiles(t testing.TB, p *proc, app, channel string, u *updaterRelease, cacheControl string) {
+// checkUpdaterFeeds checks every feed of app on p, asked on channel, against
+// u: each companion file served with its packages' GitHub URLs and every
+// hash as published, Squirrel.Mac's answers, the AppImage redirect, each
+// with cacheControl; and what u lacks answering the 404 naming it.
+func checkUpdaterFeeds(t testing.TB, p *proc, app, channel string, u *updaterRelease, cacheControl string) {
 	t.Helper()
 	for _, f := range updaterFeeds {
 		path := app + "/" + withChannel(f.path, channel)
@@ -223,15 +211,6 @@ func checkFiles(t testing.TB, p *proc, app, channel string, u *updaterRelease, c
 			t.Errorf("%s: Content-Type, Cache-Control, Vary %q, want %q, %q, Accept-Encoding", path, got, f.contentType, cacheControl)
 		}
 	}
-}
-
-// checkUpdaterFeeds checks every feed of app on p, asked on channel, against
-// u: each companion file served with its packages' GitHub URLs and every
-// hash as published, Squirrel.Mac's answers, the AppImage redirect, each
-// with cacheControl; and what u lacks answering the 404 naming it.
-func checkUpdaterFeeds(t testing.TB, p *proc, app, channel string, u *updaterRelease, cacheControl string) {
-	t.Helper()
-	checkFiles(t, p, app, channel, u, cacheControl)
 
 	rel := u.release()
 	for _, c := range []struct{ arch, zip string }{{"x64", u.macZip()}, {"arm64", u.macZipARM()}} {
@@ -272,36 +251,6 @@ func checkUpdaterFeeds(t testing.TB, p *proc, app, channel string, u *updaterRel
 	checkNotFound(t, p, app+"/"+withChannel("velopack/releases.osx.json", channel), app+" "+u.tag+" has no releases.osx.json")
 }
 
-// checkRevalidation checks on path of p the headers every feed shares with
-// release_info: a strong ETag per representation, gzip when accepted, 304
-// to a matching If-None-Match, the same answer whatever query the client
-// adds.
-func checkRevalidation(t testing.TB, p *proc, path, want string) {
-	t.Helper()
-	base, _, _ := strings.Cut(path, "?")
-	plain := feed(t, p, base)
-	etag := plain.header.Get("ETag")
-	if plain.status != http.StatusOK || string(plain.body) != want || !strings.HasPrefix(etag, `"`) {
-		t.Fatalf("%s: %d, ETag %q, want 200 with a strong ETag", base, plain.status, etag)
-	}
-	for _, q := range []string{"?noCache=0.123", "?noCache=9&id=x&localVersion=0.1.0&arch=x64&os=win&rid=win-x64&stagingId=42"} {
-		if a := feed(t, p, base+q); a.status != http.StatusOK || string(a.body) != want || a.header.Get("ETag") != etag {
-			t.Errorf("%s%s: %d, ETag %q, want the answer without the query (ETag %s)", base, q, a.status, a.header.Get("ETag"), etag)
-		}
-	}
-	a := feed(t, p, path, "Accept-Encoding", "gzip")
-	gzETag := a.header.Get("ETag")
-	if a.status != http.StatusOK || a.header.Get("Content-Encoding") != "gzip" || string(gunzip(t, a.body)) != want || gzETag == etag || gzETag == "" {
-		t.Errorf("%s gzip: %d, Content-Encoding %q, ETag %q, want 200 gzip of the same bytes under its own ETag", path, a.status, a.header.Get("Content-Encoding"), gzETag)
-	}
-	for _, c := range []struct{ etag, encoding string }{{etag, ""}, {gzETag, "gzip"}} {
-		a := feed(t, p, path, "If-None-Match", c.etag, "Accept-Encoding", c.encoding)
-		if a.status != http.StatusNotModified || len(a.body) != 0 || a.header.Get("ETag") != c.etag {
-			t.Errorf("%s If-None-Match %s: %d, want 304 without a body", path, c.etag, a.status)
-		}
-	}
-}
-
 // TestFeedsStandalone runs the one-command default, cmd/api polling a fake
 // GitHub itself, whose releases carry Tauri bundles signed with the real
 // minisign and the companion files of Squirrel (macOS and Windows),
@@ -337,14 +286,53 @@ func TestFeedsStandalone(t *testing.T) {
 	began := time.Now()
 	api := d.pods(t, 1)[0]
 	testkit.Eventually(t, "the feeds serve artcraft 0.41.0 and filmcraft v1.2.0", func() bool {
-		return serves(t, api, "artcraft", "0.41.0") && servesFiles(t, api, "filmcraft", "", film)
+		for _, c := range tauriCases {
+			var u tauriUpdate
+			if a := feed(t, api, "artcraft/tauri/"+c.path+"?current_version=0.0.1"); a.status != http.StatusOK || json.Unmarshal(a.body, &u) != nil || u.Version != "0.41.0" {
+				return false
+			}
+		}
+		return servesFiles(t, api, "filmcraft", "", film)
 	})
 	t.Logf("every bundle of artcraft-v0.41.0 and every companion file of filmcraft v1.2.0 served %v after the process started", time.Since(began).Round(time.Millisecond))
-	metrics := metricsBase(t, api) + "/metrics"
+	metrics := api.metrics + "/metrics"
 	const public = "public, max-age=60, stale-while-revalidate=30, stale-if-error=86400"
 
 	t.Run("tauri", func(t *testing.T) {
-		checkFeed(t, api, v41, key)
+		// Each of tauriCases gets v41's version and its bundle, whose
+		// signature minisign -V verifies with key against the bytes its url
+		// names; latest.json the same for each platform.
+		version, bundles := "0.41.0", artcraftBundles("0.41.0")
+		for _, c := range tauriCases {
+			a := feed(t, api, "artcraft/tauri/"+c.path+"?current_version=0.40.9")
+			var u tauriUpdate
+			if a.status != http.StatusOK || json.Unmarshal(a.body, &u) != nil {
+				t.Errorf("%s %s: %d %s, want 200 with an update", api.name, c.path, a.status, a.body)
+				continue
+			}
+			if u.Version != version || u.PubDate != v41.rel.PublishedAt.Format(time.RFC3339) || !strings.Contains(u.Notes, "Faster start-up") {
+				t.Errorf("%s %s: version %q, pub_date %q, notes %q; want %q, %s and the release's notes",
+					api.name, c.path, u.Version, u.PubDate, u.Notes, version, v41.rel.PublishedAt.Format(time.RFC3339))
+			}
+			checkBundle(t, api.name+" "+c.path, v41, key, u.URL, u.Signature, bundles[c.bundle])
+		}
+
+		a := feed(t, api, "artcraft/tauri/latest.json")
+		var m struct {
+			Version   string
+			Platforms map[string]struct{ URL, Signature string }
+		}
+		if a.status != http.StatusOK || json.Unmarshal(a.body, &m) != nil {
+			t.Fatalf("%s latest.json: %d %s, want 200", api.name, a.status, a.body)
+		}
+		if got, want := slices.Sorted(maps.Keys(m.Platforms)), slices.Sorted(maps.Keys(tauriPlatforms)); m.Version != version || !slices.Equal(got, want) {
+			t.Errorf("%s latest.json: version %q, platforms %v; want %q, %v", api.name, m.Version, got, version, want)
+		}
+		for platform, b := range tauriPlatforms {
+			if pl, ok := m.Platforms[platform]; ok {
+				checkBundle(t, api.name+" latest.json "+platform, v41, minisignKey{}, pl.URL, pl.Signature, bundles[b])
+			}
+		}
 		if a := feed(t, api, "artcraft/tauri/windows/x86_64/nsis?current_version=0.41.0"); a.status != http.StatusNoContent || len(a.body) != 0 {
 			t.Errorf("current_version=0.41.0: %d %q, want 204 without a body", a.status, a.body)
 		}
@@ -362,7 +350,32 @@ func TestFeedsStandalone(t *testing.T) {
 
 	t.Run("feeds", func(t *testing.T) {
 		checkUpdaterFeeds(t, api, "filmcraft", "", film, public)
-		checkRevalidation(t, api, "filmcraft/electron/latest.yml?noCache=0.5", film.served(latestYML))
+		// The headers every feed shares with release_info: a strong ETag per
+		// representation, gzip when accepted, 304 to a matching
+		// If-None-Match, the same answer whatever query the client adds.
+		base, want := "filmcraft/electron/latest.yml", film.served(latestYML)
+		path := base + "?noCache=0.5"
+		plain := feed(t, api, base)
+		etag := plain.header.Get("ETag")
+		if plain.status != http.StatusOK || string(plain.body) != want || !strings.HasPrefix(etag, `"`) {
+			t.Fatalf("%s: %d, ETag %q, want 200 with a strong ETag", base, plain.status, etag)
+		}
+		for _, q := range []string{"?noCache=0.123", "?noCache=9&id=x&localVersion=0.1.0&arch=x64&os=win&rid=win-x64&stagingId=42"} {
+			if a := feed(t, api, base+q); a.status != http.StatusOK || string(a.body) != want || a.header.Get("ETag") != etag {
+				t.Errorf("%s%s: %d, ETag %q, want the answer without the query (ETag %s)", base, q, a.status, a.header.Get("ETag"), etag)
+			}
+		}
+		a := feed(t, api, path, "Accept-Encoding", "gzip")
+		gzETag := a.header.Get("ETag")
+		if a.status != http.StatusOK || a.header.Get("Content-Encoding") != "gzip" || string(gunzip(t, a.body)) != want || gzETag == etag || gzETag == "" {
+			t.Errorf("%s gzip: %d, Content-Encoding %q, ETag %q, want 200 gzip of the same bytes under its own ETag", path, a.status, a.header.Get("Content-Encoding"), gzETag)
+		}
+		for _, c := range []struct{ etag, encoding string }{{etag, ""}, {gzETag, "gzip"}} {
+			a := feed(t, api, path, "If-None-Match", c.etag, "Accept-Encoding", c.encoding)
+			if a.status != http.StatusNotModified || len(a.body) != 0 || a.header.Get("ETag") != c.etag {
+				t.Errorf("%s If-None-Match %s: %d, want 304 without a body", path, c.etag, a.status)
+			}
+		}
 	})
 
 	t.Run("clients", func(t *testing.T) {
@@ -373,16 +386,14 @@ func TestFeedsStandalone(t *testing.T) {
 		for _, name := range []string{latestYML, latestMacYML} {
 			bodies = append(bodies, string(feed(t, api, "filmcraft/electron/"+name+"?noCache=0.42").body))
 		}
-		want := [][]string{{film.setup()}, {film.macZip(), film.macZipARM()}}
+		download := func(name string) string { return film.url(name) + " " + film.sha512(name) }
+		want := [][]string{{download(film.setup())}, {download(film.macZip()), download(film.macZipARM())}}
 		for i, got := range testkit.ElectronResolve(t, base, bodies) {
 			var downloads []string
 			for _, f := range got.Files {
 				downloads = append(downloads, f.URL+" "+f.SHA512)
 			}
-			var wantDownloads []string
-			for _, name := range want[i] {
-				wantDownloads = append(wantDownloads, film.url(name)+" "+film.sha512(name))
-			}
+			wantDownloads := want[i]
 			if !got.OK || got.Version != film.version || !slices.Equal(downloads, wantDownloads) {
 				t.Errorf("electron-updater read the served file %d: ok %v (%s), version %q, downloads %q; want %s, %q", i, got.OK, got.Error, got.Version, downloads, film.version, wantDownloads)
 			}

@@ -55,19 +55,6 @@ func deliver(t testing.TB, p *proc, id string, body []byte, want string) {
 	}
 }
 
-// metricsBase returns "http://" and the address an API pod logged for its
-// metrics port.
-func metricsBase(t testing.TB, p *proc) string {
-	t.Helper()
-	for _, l := range p.logs.Lines("listening") {
-		if addr, _ := l["metrics_addr"].(string); addr != "" {
-			return "http://" + addr
-		}
-	}
-	t.Fatalf("%s logged no metrics address", p.name)
-	return ""
-}
-
 // TestWebhookReachesEveryPod: with pollers that would not ask GitHub for
 // ten minutes on their own, a signed delivery to one pod makes the fleet
 // ask GitHub once and both pods serve the release; GitHub's redelivery of
@@ -98,7 +85,7 @@ func TestWebhookReachesEveryPod(t *testing.T) {
 
 	deliver(t, pods[1], id, body, `"duplicate"`)
 	deliver(t, pods[0], id, body, `"duplicate"`)
-	testkit.WantSamples(t, testkit.Scrape(t, metricsBase(t, pods[0])+"/metrics"), map[string]float64{
+	testkit.WantSamples(t, testkit.Scrape(t, pods[0].metrics+"/metrics"), map[string]float64{
 		`craft_api_webhook_deliveries_total{event="release",outcome="accepted"}`:  1,
 		`craft_api_webhook_deliveries_total{event="release",outcome="duplicate"}`: 1,
 	})
