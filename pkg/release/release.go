@@ -1,7 +1,8 @@
 // Package release is the shared vocabulary of the service: the wire types of
-// GET /v1/craft_apps/release_info, the time format, the asset-name parser, and
-// what is known of one app (an Entry). It uses the standard library only and
-// does no I/O.
+// GET /v1/craft_apps/release_info, the time format, the asset-name parser,
+// what is known of one app (an Entry) and what operators decide about its
+// releases (Decisions). It uses the standard library and the SemVer grammar
+// (pkg/updates/semver) only, and does no I/O.
 package release
 
 import "time"
