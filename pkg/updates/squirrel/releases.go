@@ -195,8 +195,7 @@ func checkPackage(name string) error {
 	if !release.GoodAssetName(name) {
 		return fmt.Errorf("file %s: not a file name", excerpt(name))
 	}
-	base, ok := strings.CutSuffix(name, ".nupkg")
-	if !ok {
+	if !strings.HasSuffix(name, ".nupkg") {
 		return fmt.Errorf("file %s: not a .nupkg", excerpt(name))
 	}
 	// The client tells a delta by its suffix in any letter case, but
@@ -204,6 +203,20 @@ func checkPackage(name string) error {
 	lower := strings.ToLower(name)
 	if strings.HasSuffix(lower, "-delta.nupkg") && !strings.HasSuffix(name, "-delta.nupkg") {
 		return fmt.Errorf(`file %s: write "-delta.nupkg" in lowercase`, excerpt(name))
+	}
+	if _, ok := packageVersion(name); !ok {
+		return fmt.Errorf("file %s: no version Squirrel.Windows reads, as in App-1.2.0-full.nupkg", excerpt(name))
+	}
+	return nil
+}
+
+// packageVersion returns the version Squirrel.Windows reads in name, the
+// file name of a package (checkPackage): the leftmost one that runs to the
+// end, before "-full" or "-delta".
+func packageVersion(name string) (string, bool) {
+	base, ok := strings.CutSuffix(name, ".nupkg")
+	if !ok {
+		return "", false
 	}
 	if b, ok := strings.CutSuffix(base, "-delta"); ok {
 		base = b
@@ -214,10 +227,10 @@ func checkPackage(name string) error {
 	// at least two numbers can start at no "-" before the one found here.
 	for i := 1; i < len(base)-1; i++ {
 		if base[i] == '-' && nugetVersion(base[i+1:]) {
-			return nil
+			return base[i+1:], true
 		}
 	}
-	return fmt.Errorf("file %s: no version Squirrel.Windows reads, as in App-1.2.0-full.nupkg", excerpt(name))
+	return "", false
 }
 
 // nugetVersion reports whether s is a version Squirrel.Windows reads from

@@ -93,27 +93,6 @@ func squirrelVersion(s string) (string, bool) {
 	return s, nugetVersion(s)
 }
 
-// packageVersion returns the version Squirrel.Windows reads in name, the
-// file name of a package (checkPackage): the leftmost one that runs to the
-// end, before "-full" or "-delta".
-func packageVersion(name string) (string, bool) {
-	base, ok := strings.CutSuffix(name, ".nupkg")
-	if !ok {
-		return "", false
-	}
-	if b, ok := strings.CutSuffix(base, "-delta"); ok {
-		base = b
-	} else {
-		base = strings.TrimSuffix(base, "-full")
-	}
-	for i := 1; i < len(base)-1; i++ {
-		if base[i] == '-' && nugetVersion(base[i+1:]) {
-			return base[i+1:], true
-		}
-	}
-	return "", false
-}
-
 // sameVersion reports whether a and b, versions nugetVersion accepts, are
 // equal as NuGet's SemanticVersion compares them: each number as a number,
 // a missing one as 0, the tags without regard to letter case.
