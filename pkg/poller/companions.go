@@ -67,19 +67,10 @@ func keep(was *release.Release, sigs *release.Companions, rel *release.Release) 
 		return nil
 	}
 	return sigs.Keep(func(name string) bool {
-		a, okA := assetOf(was, name)
-		b, okB := assetOf(rel, name)
+		a, okA := was.Asset(name)
+		b, okB := rel.Asset(name)
 		return okA && okB && sameAsset(a, b)
 	})
-}
-
-func assetOf(rel *release.Release, name string) (release.Asset, bool) {
-	for _, a := range rel.Assets {
-		if a.Name == name {
-			return a, true
-		}
-	}
-	return release.Asset{}, false
 }
 
 func sameAsset(a, b release.Asset) bool {

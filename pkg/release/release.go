@@ -63,6 +63,19 @@ type Platform struct {
 	PackageType string  `json:"package_type"`
 }
 
+// Asset returns r's asset of that name, and whether it has one; none of a
+// nil release.
+func (r *Release) Asset(name string) (Asset, bool) {
+	if r != nil {
+		for _, a := range r.Assets {
+			if a.Name == name {
+				return a, true
+			}
+		}
+	}
+	return Asset{}, false
+}
+
 // Entry is everything known of one app: its last successful fetch (or 304
 // confirmation), its last failure, and its last claim. A zero time means never.
 // Entries are values; Merge combines two of them under the merge law.

@@ -282,9 +282,9 @@ func (r Releases) Check(rel *release.Release) error {
 		return fmt.Errorf("release %s: no page on GitHub", rel.Tag)
 	}
 	for i, e := range r.entries {
-		a := assetNamed(rel, e.Name)
+		a, ok := rel.Asset(e.Name)
 		switch {
-		case a == nil:
+		case !ok:
 			return fmt.Errorf("line %d: %s is not an asset of release %s", r.lines[i], e.Name, rel.Tag)
 		case e.URL != "" && e.URL != a.DownloadURL:
 			return fmt.Errorf("line %d: URL %s: not the download URL of %s in release %s", r.lines[i], excerpt(e.URL), e.Name, rel.Tag)
@@ -296,15 +296,6 @@ func (r Releases) Check(rel *release.Release) error {
 		}
 	}
 	return nil
-}
-
-// assetNamed returns rel's asset of that name, or nil.
-func assetNamed(rel *release.Release, name string) *release.Asset {
-	i := slices.IndexFunc(rel.Assets, func(a release.Asset) bool { return a.Name == name })
-	if i < 0 {
-		return nil
-	}
-	return &rel.Assets[i]
 }
 
 // Absolute returns r as the feed serves it for the release rel, once Check
@@ -323,7 +314,8 @@ func (r Releases) Absolute(rel *release.Release) ([]byte, error) {
 	for _, e := range r.entries {
 		b = append(b, e.SHA1...)
 		b = append(b, ' ')
-		b = append(b, assetNamed(rel, e.Name).DownloadURL...)
+		a, _ := rel.Asset(e.Name)
+		b = append(b, a.DownloadURL...)
 		b = append(b, ' ')
 		b = strconv.AppendInt(b, e.Size, 10)
 		if e.Staged {

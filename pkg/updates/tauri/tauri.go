@@ -48,7 +48,8 @@ func Companions(rel *release.Release) []string {
 }
 
 func hasAsset(rel *release.Release, name string) bool {
-	return slices.ContainsFunc(rel.Assets, func(a release.Asset) bool { return a.Name == name })
+	_, ok := rel.Asset(name)
+	return ok
 }
 
 // Request is what an updater sends: its {{target}}, {{arch}} and
