@@ -41,11 +41,7 @@ type Offer struct {
 // updater runs (tauri.Update.Newer): the answer is then the 200, else the
 // 204. The static latest.json is always newer.
 func (o *Offer) Newer(current string) bool {
-	if o.static {
-		return true
-	}
-	c, ok := tauri.ParseVersion(current)
-	return !ok || c.Compare(o.version) < 0
+	return o.static || tauri.NewerThan(o.version, current)
 }
 
 // Offer returns f's answer to req. A request that tauri.AllRequests does

@@ -88,12 +88,16 @@ type Update struct {
 }
 
 // Newer reports whether u is an update for an app at version current (the
-// request's current_version): current is not a version (ParseVersion), or
-// it is lower than u's in the updater's order, the Rust semver crate's
-// (semver.Version.Compare). When it is false, the endpoint answers 204.
-func (u Update) Newer(current string) bool {
+// request's current_version): NewerThan of u's version. When it is false,
+// the endpoint answers 204.
+func (u Update) Newer(current string) bool { return NewerThan(u.version, current) }
+
+// NewerThan reports whether v is an update for an app at version current:
+// current is not a version (ParseVersion), or it is lower than v in the
+// updater's order, the Rust semver crate's (semver.Version.Compare).
+func NewerThan(v semver.Version, current string) bool {
 	c, ok := ParseVersion(current)
-	return !ok || c.Compare(u.version) < 0
+	return !ok || c.Compare(v) < 0
 }
 
 // Offer returns the update the release rel of app offers an updater that
