@@ -90,24 +90,35 @@ func ElectronResolve(t testing.TB, base string, files []string) []ElectronFile {
 	for i, f := range files {
 		encoded[i] = []byte(f)
 	}
-	in, err := json.Marshal(map[string]any{"base": base, "files": encoded})
+	var read []ElectronFile
+	NodeJSON(t, dir, map[string]any{"base": base, "files": encoded}, &read, "resolve.js")
+	if len(read) != len(files) {
+		t.Fatalf("node resolve.js: %d answers for %d files", len(read), len(files))
+	}
+	return read
+}
+
+// NodeJSON runs node with args in dir, in as JSON on its standard input, and
+// reads its standard output as JSON into out; the test fails, with node's
+// standard error, when it fails or prints anything else.
+func NodeJSON(t testing.TB, dir string, in, out any, args ...string) {
+	t.Helper()
+	b, err := json.Marshal(in)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.CommandContext(t.Context(), "node", "resolve.js")
+	cmd := exec.CommandContext(t.Context(), "node", args...)
 	cmd.Dir = dir
-	cmd.Stdin = bytes.NewReader(in)
+	cmd.Stdin = bytes.NewReader(b)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
-	out, err := cmd.Output()
+	printed, err := cmd.Output()
 	if err != nil {
-		t.Fatalf("node resolve.js: %v\n%s", err, stderr.Bytes())
+		t.Fatalf("node %s: %v\n%s", strings.Join(args, " "), err, stderr.Bytes())
 	}
-	var read []ElectronFile
-	if err := json.Unmarshal(out, &read); err != nil || len(read) != len(files) {
-		t.Fatalf("node resolve.js: %d answers for %d files, %v\n%s", len(read), len(files), err, out)
+	if err := json.Unmarshal(printed, out); err != nil {
+		t.Fatalf("node %s: %v\n%s", strings.Join(args, " "), err, printed)
 	}
-	return read
 }
 
 // VelopackApp is a Velopack app as installed: its manifest's id, version

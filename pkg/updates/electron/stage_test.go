@@ -1,10 +1,7 @@
 package electron_test
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
-	"os/exec"
 	"reflect"
 	"strings"
 	"testing"
@@ -141,23 +138,13 @@ func TestStageClient(t *testing.T) {
 	// The publisher's own 100, for the install it leaves out.
 	files = append(files, []byte(stageFile+"stagingPercentage: 100\n"))
 
-	in, err := json.Marshal(map[string]any{"files": files, "ids": ids})
-	must(t, err)
-	cmd := exec.CommandContext(t.Context(), "node", "-e", stagingCheck)
-	cmd.Dir = dir
-	cmd.Stdin = bytes.NewReader(in)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("node: %v\n%s", err, stderr.Bytes())
-	}
 	var answers []struct {
 		Staging *int
 		Match   []bool
 	}
-	if err := json.Unmarshal(out, &answers); err != nil || len(answers) != len(files) {
-		t.Fatalf("node: %d answers for %d files, %v\n%s", len(answers), len(files), err, out)
+	testkit.NodeJSON(t, dir, map[string]any{"files": files, "ids": ids}, &answers, "-e", stagingCheck)
+	if len(answers) != len(files) {
+		t.Fatalf("node: %d answers for %d files", len(answers), len(files))
 	}
 
 	for i, p := range percents {
