@@ -387,48 +387,6 @@ func TestNoGoroutineLeft(t *testing.T) {
 	}
 }
 
-// BenchmarkPropagation measures the time from sending a write of a newer
-// entry to Redis to the sink holding it: the invalidation push, the re-read
-// and the merge.
-func BenchmarkPropagation(b *testing.B) {
-	srv := redistest.Start(b)
-	putAll(b, srv)
-	hs := start(b, srv.URL(), quiet)
-	hs.waitLoaded(b)
-	c := srv.Client(b)
-	rel := releaseJSON(b, "photocraft", "v2.0.0")
-
-	var took []time.Duration
-	for i := 1; b.Loop(); i++ {
-		at := base.Add(time.Duration(i) * time.Millisecond)
-		began := time.Now()
-		hset := c.B().Arbitrary("HSET").Keys(store.AppKey("photocraft")).Args("v", "1", "fetched_ms", ms(at), "etag", `"e"`, "release", rel, "by", "bench")
-		if err := c.Do(context.Background(), hset.Build()).Error(); err != nil {
-			b.Fatal(err)
-		}
-		hs.sink.waitFor(b, "the write", func(s map[string]release.Entry) bool { return !s["photocraft"].FetchedAt.Before(at) })
-		took = append(took, time.Since(began))
-	}
-	slices.Sort(took)
-	pct := func(p int) float64 { return float64(took[(len(took)-1)*p/100]) / float64(time.Millisecond) }
-	b.ReportMetric(pct(50), "p50-ms")
-	b.ReportMetric(pct(99), "p99-ms")
-}
-
-// BenchmarkShutdownOnSilentRedis measures how long Run takes to return once
-// cancelled while its Redis accepts connections and never answers.
-func BenchmarkShutdownOnSilentRedis(b *testing.B) {
-	srv := fakeredis.StartSilent(b)
-	for b.Loop() {
-		b.StopTimer()
-		accepted := srv.Accepted()
-		hs := start(b, srv.URL(), quiet)
-		testkit.Eventually(b, "a connection", func() bool { return srv.Accepted() > accepted })
-		b.StartTimer()
-		hs.stop(b)
-	}
-}
-
 // harness runs one Hydrator against a fake sink and an observed logger.
 type harness struct {
 	h      *hydrate.Hydrator
