@@ -86,10 +86,6 @@ func TestDecodeApp(t *testing.T) {
 		{name: "empty etag", h: full("etag", ""), want: unfetched.Merge(release.Entry{FetchedAt: noon, Release: v1}, now)},
 		{name: "no release", h: full("release", "<del>"), want: unfetched},
 		{name: "release of another repository", h: full("release", strings.ReplaceAll(relJSON, "storytold/photocraft", "evil/photocraft")), want: unfetched, refused: "^release: "},
-		{name: "release with a key in capitals", h: full("release", poisoned(`"tag"`, `"TAG"`)), want: unfetched, refused: "^release: "},
-		{name: "release with an unknown key", h: full("release", poisoned(`"assets"`, `"x":1,"assets"`)), want: unfetched, refused: "^release: "},
-		{name: "release whose version is not the tag's", h: full("release", poisoned(`"version":"1.0.0"`, `"version":"9"`)), want: unfetched, refused: "^release: "},
-		{name: "release with a bidi override", h: full("release", poisoned(`"name":"PhotoCraft`, `"name":"\u202ePhotoCraft`)), want: unfetched, refused: "^release: "},
 		{name: "release over the bound", h: full("release", `{"tag":"`+strings.Repeat("v", release.MaxEncoded)+`"}`), want: unfetched, refused: "^release: "},
 		{name: "release of 29 February of a leap year", h: full("release", poisoned("2026-10-08T14:52:50Z", "2024-02-29T00:00:00Z")), want: unfetched.Merge(release.Entry{FetchedAt: noon, ETag: `"e"`, Release: leapDay(v1)}, now)},
 		{name: "fetch an hour ahead", h: full("fetched_ms", ms(now.Add(time.Hour))), want: unfetched, refused: "^fetched_ms: "},
@@ -190,56 +186,30 @@ func TestDecodeApp(t *testing.T) {
 }
 
 // hostileReleases are release fields no poller writes, by what is wrong
-// with them: each makes a hash read as no fetch.
+// with them: each makes a hash read as no fetch. Why release.Decode refuses
+// each release is its own tests' (TestDecode, TestVerify, TestDownloadRepo,
+// TestTimeUnmarshalJSON); these are the refusals those do not show, and the
+// poisoned release TestRefusedFields writes.
 func hostileReleases(t testing.TB) map[string]string {
 	t.Helper()
 	good := rel("v1.0.0")
 	good.Assets = []release.Asset{{Name: "photocraft-1.0.0-linux-x64.deb",
 		DownloadURL: release.DownloadURL(photocraft.Repo, "v1.0.0", "photocraft-1.0.0-linux-x64.deb"),
 		Platform:    release.ParseAsset("photocraft-1.0.0-linux-x64.deb")}}
-	s := encJSON(t, good)
 	return map[string]string{
-		"with a download_url in another repository": strings.Replace(s, "photocraft/releases/download", "evilcraft/releases/download", 1),
-		"with an html_url in another repository":    strings.Replace(s, "photocraft/releases/tag", "evilcraft/releases/tag", 1),
-		"with a sha256 not hex":                     strings.Replace(s, `"sha256":null`, `"sha256":"<script>"`, 1),
-		"with a platform the name does not say":     strings.Replace(s, `"os":"linux"`, `"os":"windows"`, 1),
-		"of another repository, everywhere":         strings.ReplaceAll(encJSON(t, rel("v1.0.0")), "photocraft", "evilcraft"),
-		"empty":                                     "",
-		"cut":                                       "{",
-		"without tag":                               `{"name":"x"}`,
-		"with an empty tag":                         `{"tag":""}`,
+		"with a download_url in another repository": strings.Replace(encJSON(t, good), "photocraft/releases/download", "evilcraft/releases/download", 1),
 		"of the wrong shape":                        `{"tag":"v1","assets":{}}`,
-		"with a bad time":                           `{"tag":"v1","published_at":"yesterday"}`,
-		"as an array":                               `[]`,
-		"as an array of releases":                   `[{"tag":"v1"}]`,
-		"without assets":                            `{"tag":"v1"}`,
 		"with prerelease as text":                   `{"tag":"v1","prerelease":"yes"}`,
-		"with assets as an object":                  `{"tag":"v1","assets":{"a":1}}`,
 		"with a size as text":                       `{"tag":"v1","assets":[{"size_bytes":"7"}]}`,
 		"with a fractional size":                    `{"tag":"v1","assets":[{"size_bytes":7.5}]}`,
-		"with a size over 2^53":                     `{"tag":"v1","assets":[{"size_bytes":9007199254740993}]}`,
-		"with a size of 2^53 - 1":                   `{"tag":"v1","assets":[{"size_bytes":9007199254740991}]}`,
-		"with a negative size":                      `{"tag":"v1","assets":[{"size_bytes":-1}]}`,
 		"with a size in exponent form":              `{"tag":"v1","assets":[{"size_bytes":1e3}]}`,
 		"with a size beyond int64":                  `{"tag":"v1","assets":[{"size_bytes":9223372036854775808}]}`,
 		"with a bad platform":                       `{"tag":"v1","assets":[{"platform":{"os":1}}]}`,
 		"with a platform as an array":               `{"tag":"v1","assets":[{"platform":[]}]}`,
-		"with a download URL out of its repository": `{"tag":"v1","assets":[{"name":"e.msi","download_url":"https://github.com/o/p/releases/download/v1/../../../../x/y/releases/download/v1/e.msi"}]}`,
-		"with another asset's download URL":         `{"tag":"v1","assets":[{"name":"e.msi","download_url":"https://github.com/o/p/releases/download/v1/f.msi"}]}`,
-		"of another repository, exact":              `{"tag":"v1","html_url":"https://github.com/o/p/releases/tag/v1","assets":[{"name":"e f.msi","download_url":"https://github.com/o/p/releases/download/v1/e%20f.msi"}]}`,
-		"with an html_url out of its repository":    `{"tag":"v1","html_url":"https://github.com/o/p/releases/tag/../../../../x/y/releases/tag/evil"}`,
-		"with a tag of terminal escapes":            `{"tag":"v1\u001b]0;pwned\u0007"}`,
-		"with a right-to-left override in an asset": `{"tag":"v1","assets":[{"name":"a\u202eb.msi"}]}`,
-		"of good times and assets, another's":       `{"tag":"v1","published_at":"2026-10-08T14:52:50.120+02:00","assets":[{"name":"a.msi","size_bytes":7,"sha256":null,"platform":{"os":"web","arch":null,"package_type":"web_zip"}},null]}`,
-		"whose keys are in another case":            `{"TAG":"v9"}`,
-		"whose asset keys are in another case":      `{"Tag":"v9","Assets":[{"Size_Bytes":7,"PLATFORM":{"OS":"web"}}]}`,
-		"with month 13":                             `{"tag":"v1","published_at":"2026-13-01T00:00:00Z"}`,
 		"with 30 February":                          `{"tag":"v1","published_at":"2026-02-30T00:00:00Z"}`,
-		"with 29 February, of no app":               `{"tag":"v1","published_at":"2024-02-29T00:00:00Z"}`,
 		"at 24:00":                                  `{"tag":"v1","published_at":"2026-10-08T24:00:00Z"}`,
 		"at second 60":                              `{"tag":"v1","published_at":"2026-10-08T23:59:60Z"}`,
 		"with an escaped time":                      `{"tag":"v1","published_at":"2026\u002d10-08T12:00:00Z"}`,
-		"with unknown fields":                       `{"tag":"v1","x":{"y":[1,2]}}`,
 	}
 }
 
