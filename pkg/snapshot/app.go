@@ -1,8 +1,8 @@
 package snapshot
 
 import (
-	"crypto/sha256"
 	"hash/crc32"
+	"slices"
 	"time"
 
 	"github.com/storytold/craft-releases/pkg/release"
@@ -120,16 +120,24 @@ func track(rel *release.Release, old Track) Track {
 	return t
 }
 
+// The start of every app's own answer, shared by all: appHead, and the gzip
+// header followed by appHead as a stored block.
+var (
+	appHeadBytes = []byte(appHead)
+	appGzipHead  = appendStored(slices.Clone(gzipHeader[:]), appHeadBytes)
+)
+
 // newApp returns p's own answer, fetched at fetchedAt, from its pieces, reusing the downloads of
-// the answer it replaces when the release is the same. Its gzip copy takes
-// the object's deflate blocks as they are, so nothing is compressed again.
+// the answer it replaces when the release is the same. Its bytes are the
+// object's, in the chunk that holds them, until the answer is first served
+// (joined); its gzip copy takes the object's deflate blocks as they are, so
+// nothing is compressed again.
 func (p *part) newApp(fetchedAt time.Time, minimum string) *App {
-	body := make([]byte, 0, len(appHead)+len(p.obj.plain)+len(p.tail.plain)+1)
-	body = append(append(append(append(body, appHead...), p.obj.plain...), p.tail.plain...), '}')
-	gz := make([]byte, 0, len(gzipHeader)+len(p.obj.flat)+len(appHead)+len(p.tail.plain)+24)
-	gz = appendStored(append(gz, gzipHeader[:]...), []byte(appHead))
-	gz = appendStored(append(gz, p.obj.flat...), body[len(appHead)+len(p.obj.plain):])
-	gz = appendGzipTrailer(gz, crc32.ChecksumIEEE(body), len(body))
+	rest := append(slices.Clip(p.tail.plain), '}')
+	body := join(appHeadBytes, p.obj.plain, rest)
+	crc := crc32.Update(crc32.Update(crc32.ChecksumIEEE(appHeadBytes), crc32.IEEETable, p.obj.plain), crc32.IEEETable, rest)
+	gz := join(appGzipHead, p.obj.flat,
+		appendGzipTrailer(appendStored(make([]byte, 0, len(rest)+5+gzipTrailerLen), rest), crc, body.len()))
 
 	cc := CacheControlUnfetched
 	if p.fetched {
@@ -140,7 +148,7 @@ func (p *part) newApp(fetchedAt time.Time, minimum string) *App {
 		old = *p.app
 	}
 	return &App{
-		Doc:               newDoc(join(body), join(gz), tag([][32]byte{sha256.Sum256(body)}), tag([][32]byte{sha256.Sum256(gz)}), cc),
+		Doc:               newDoc(body, gz, tag([][32]byte{body.sum()}), tag([][32]byte{gz.sum()}), cc),
 		Fetched:           p.fetched,
 		FetchedAt:         fetchedAt,
 		Track:             track(p.rel, old.Track),

@@ -89,6 +89,20 @@ func (j *joined) len() int {
 	return n
 }
 
+// sum returns the SHA-256 of j's bytes, without joining them.
+func (j *joined) sum() [32]byte {
+	if j.parts == nil {
+		return sha256.Sum256(j.b)
+	}
+	h := sha256.New()
+	for _, p := range j.parts {
+		h.Write(p)
+	}
+	var sum [32]byte
+	h.Sum(sum[:0])
+	return sum
+}
+
 func (j *joined) join() {
 	if j.parts == nil {
 		return
