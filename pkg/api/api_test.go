@@ -65,8 +65,6 @@ func TestRoutes(t *testing.T) {
 		{name: "PUT a download", method: "PUT", path: "/v1/craft_apps/download/photocraft", wantStatus: 405, wantRoute: dl},
 		{name: "POST the page", method: "POST", path: "/", body: "{}", wantStatus: 405, wantRoute: "/", wantClose: true},
 		{name: "PUT the document", method: "PUT", path: routes.OpenAPIPath, wantStatus: 405, wantRoute: routes.OpenAPIPath},
-		{name: "DELETE healthz", method: "DELETE", path: "/healthz", wantStatus: 405, wantRoute: "/healthz"},
-		{name: "readyz while not ready", method: "GET", path: "/readyz", wantStatus: 503, wantRoute: "/readyz"},
 		{name: "metrics absent", method: "GET", path: "/metrics", wantStatus: 404, wantRoute: unmatched},
 		{name: "metrics", opts: Options{Metrics: metrics}, method: "GET", path: "/metrics", wantStatus: 200, wantBody: "metric 1\n", wantRoute: "/metrics"},
 		{name: "unknown path", method: "GET", path: "/wp-login.php", wantStatus: 404, wantRoute: unmatched},

@@ -181,6 +181,8 @@ func TestOpenAPIDocumentsEveryRoute(t *testing.T) {
 	}
 }
 
+// TestOpenAPIServed: the embedded document, byte for byte, and a gzip copy;
+// its headers' values are checked against the document (TestOpenAPIAnswers).
 func TestOpenAPIServed(t *testing.T) {
 	t.Parallel()
 	s := New(fixed{rendering(t, true)}, new(daemon.Gate), zap.NewNop(), Options{})
@@ -189,17 +191,7 @@ func TestOpenAPIServed(t *testing.T) {
 	if rec.Code != http.StatusOK || rec.Body.String() != string(openAPIDoc) {
 		t.Fatalf("GET %s: %d, %d bytes; want 200 and the embedded document", routes.OpenAPIPath, rec.Code, rec.Body.Len())
 	}
-	var v struct{ OpenAPI string }
-	if err := json.Unmarshal(rec.Body.Bytes(), &v); err != nil || !strings.HasPrefix(v.OpenAPI, "3.1.") {
-		t.Errorf("served document: openapi %q, %v; want 3.1.x", v.OpenAPI, err)
-	}
 	etag := rec.Header().Get("ETag")
-	if etag == "" || rec.Header().Get("Vary") != "Accept-Encoding" {
-		t.Errorf("GET %s: ETag %q, Vary %q; want a strong ETag and Vary: Accept-Encoding", routes.OpenAPIPath, etag, rec.Header().Get("Vary"))
-	}
-	if got, want := rec.Header().Get("Cache-Control"), "public, max-age=300, stale-while-revalidate=30, stale-if-error=86400"; got != want {
-		t.Errorf("GET %s: Cache-Control %q, want %q", routes.OpenAPIPath, got, want)
-	}
 	gz := serve(t, s, http.MethodGet, routes.OpenAPIPath, http.Header{"Accept-Encoding": {"gzip"}})
 	if gz.Header().Get("Content-Encoding") != "gzip" || gz.Header().Get("ETag") == etag || gz.Body.Len() >= len(openAPIDoc)/2 {
 		t.Fatalf("GET %s accepting gzip: Content-Encoding %q, ETag %q (plain %q), %d bytes of %d; want gzip, its own ETag, under half the size",

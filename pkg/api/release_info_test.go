@@ -63,19 +63,14 @@ func TestReleaseInfo(t *testing.T) {
 	}{
 		{name: "plain", wantStatus: 200},
 		{name: "gzip", accept: []string{"gzip"}, wantStatus: 200, wantGzip: true},
-		{name: "gzip on a second line", accept: []string{"br", "gzip"}, wantStatus: 200, wantGzip: true},
-		{name: "gzip q=0", accept: []string{"gzip;q=0"}, wantStatus: 200},
 		{name: "cold", cold: true, wantStatus: 200},
 		{name: "cold gzip", cold: true, accept: []string{"gzip"}, wantStatus: 200, wantGzip: true},
 
 		{name: "304 plain", ifNoneMatch: []string{plainTag}, wantStatus: 304},
 		{name: "304 gzip", accept: []string{"gzip"}, ifNoneMatch: []string{gzipTag}, wantStatus: 304, wantGzip: true},
 		{name: "304 cold", cold: true, ifNoneMatch: []string{plainTag}, wantStatus: 304},
-		{name: "304 on a second line", ifNoneMatch: []string{`"a"`, plainTag}, wantStatus: 304},
-		{name: "304 star gzip", accept: []string{"gzip"}, ifNoneMatch: []string{"*"}, wantStatus: 304, wantGzip: true},
 		{name: "gzip ETag without gzip accept", ifNoneMatch: []string{gzipTag}, wantStatus: 200},
 		{name: "plain ETag with gzip accept", accept: []string{"gzip"}, ifNoneMatch: []string{plainTag}, wantStatus: 200, wantGzip: true},
-		{name: "other ETag", ifNoneMatch: []string{`"other"`}, wantStatus: 200},
 
 		{name: "HEAD plain", method: http.MethodHead, wantStatus: 200},
 		{name: "HEAD gzip", method: http.MethodHead, accept: []string{"gzip"}, wantStatus: 200, wantGzip: true},

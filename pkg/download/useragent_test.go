@@ -67,10 +67,3 @@ func TestGuess(t *testing.T) {
 		})
 	}
 }
-
-func BenchmarkGuess(b *testing.B) {
-	ua := agents[0].ua
-	for b.Loop() {
-		download.Guess(ua)
-	}
-}

@@ -124,18 +124,14 @@ func TestLatestClassification(t *testing.T) {
 		{name: "301 is not followed", publish: true, fault: status(301, "Location", "/repos/storytold/photocraft/releases/latest?moved=1"), want: failed, wantErr: "HTTP 301"},
 
 		{name: "malformed json", fault: ptr(fakegithub.Malformed()), want: failed, wantErr: "decode release"},
-		{name: "not json", fault: ptr(fakegithub.Raw("<html>unicorn</html>")), want: failed, wantErr: "decode release"},
-		{name: "wrong type", fault: ptr(fakegithub.Raw(`{"tag_name":"v1","prerelease":"yes"}`)), want: failed, wantErr: "decode release"},
 		{name: "draft", fault: ptr(fakegithub.Raw(`{"tag_name":"v1","draft":true}`)), want: failed, wantErr: "draft"},
 		{name: "no tag", fault: ptr(fakegithub.Raw(`{"name":"v1"}`)), want: failed, wantErr: "tag_name"},
 		{name: "raw good release", fault: ptr(fakegithub.Raw(`{"tag_name":"v1"}`)), want: fetched, wantRel: true, wantETag: `"` /* some strong etag */},
 		{name: "body of exactly 4 MiB", fault: ptr(fakegithub.Oversized(github.MaxBody)), want: fetched, wantRel: true, wantETag: `"`},
 		{name: "body one byte over 4 MiB", fault: ptr(fakegithub.Oversized(github.MaxBody + 1)), want: failed, wantErr: "body is over 4194304 bytes"},
-		{name: "5 MiB body", fault: ptr(fakegithub.Oversized(5 << 20)), want: failed, wantErr: "body is over 4194304 bytes"},
 		{name: "5 MiB body announced", fault: big, want: failed, wantErr: "body of 5242880 bytes is over 4194304"},
 		{name: "5 MiB error body", fault: &fakegithub.Fault{Status: 500, Body: fakegithub.Oversized(5 << 20).Body}, want: failed, wantErr: "HTTP 500"},
 
-		{name: "bad tag", fault: ptr(fakegithub.Raw(`{"tag_name":"v1\u001b]0;pwned\u0007\u001b[2J"}`)), want: failed, wantErr: "tag"},
 		{name: "8 MB of headers", publish: true, fault: hdr("X-Junk", strings.Repeat("a", 8<<20)), want: failed, wantErr: "exceeded"},
 		{name: "headers at the bound", publish: true, fault: hdr("X-Junk", strings.Repeat("a", github.MaxHeaderBytes/2)), want: fetched, wantRel: true, wantETag: "current"},
 		{name: "2 MB etag fails with the headers", publish: true, fault: hdr("Etag", `"`+strings.Repeat("e", 2<<20)+`"`), want: failed, wantErr: "exceeded"},

@@ -492,16 +492,3 @@ func TestParseReleaseRealistic(t *testing.T) {
 		})
 	}
 }
-
-func BenchmarkParseRelease(b *testing.B) {
-	fr := fakegithub.NewRelease(repo, "v0.5.0")
-	fr.Body = strings.Repeat("* Fixed a crash when opening large files on some systems\n", 80)
-	body := fr.JSON()
-	b.SetBytes(int64(len(body)))
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, err := github.ParseRelease(app, body); err != nil {
-			b.Fatal(err)
-		}
-	}
-}

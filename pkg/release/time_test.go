@@ -63,8 +63,8 @@ func TestNewTime(t *testing.T) {
 	}
 }
 
-// TestTimeUnmarshalJSON: RFC 3339 in any zone reads as that instant in UTC,
-// and writes back to the same; anything else is an error.
+// TestTimeUnmarshalJSON: RFC 3339 in any zone reads as that instant in UTC
+// (written back as TestFormatTime pins); anything else is an error.
 func TestTimeUnmarshalJSON(t *testing.T) {
 	tests := []struct {
 		name, in string
@@ -93,15 +93,7 @@ func TestTimeUnmarshalJSON(t *testing.T) {
 				return
 			}
 			if err != nil || !got.Equal(tc.want) || got.Location() != time.UTC {
-				t.Fatalf("json.Unmarshal(%s) = %v, %v; want %v in UTC", tc.in, got.Time, err, tc.want)
-			}
-			b, err := json.Marshal(got)
-			if err != nil {
-				t.Fatalf("json.Marshal: %v", err)
-			}
-			var again release.Time
-			if err := json.Unmarshal(b, &again); err != nil || !again.Equal(got.Time) {
-				t.Errorf("round trip of %s: got %v, %v; want %v", b, again.Time, err, got.Time)
+				t.Errorf("json.Unmarshal(%s) = %v, %v; want %v in UTC", tc.in, got.Time, err, tc.want)
 			}
 		})
 	}

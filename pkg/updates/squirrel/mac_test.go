@@ -2,7 +2,6 @@ package squirrel_test
 
 import (
 	"encoding/json"
-	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -195,33 +194,4 @@ func TestNewer(t *testing.T) {
 			t.Errorf("Newer(%q) of %s = %v, %v; want %s", tc.current, tc.release, newer, err, tc.want)
 		}
 	}
-}
-
-// ExampleMacUpdate: the answer to a Squirrel.Mac app on Apple silicon at
-// 1.1.0, from an electron-builder release.
-func ExampleMacUpdate() {
-	rel := macRelease("1.2.0", "PhotoCraft-1.2.0-mac.zip", "PhotoCraft-1.2.0-arm64-mac.zip")
-	u, err := squirrel.MacUpdate("photocraft", rel, squirrel.ArchARM64)
-	if err != nil {
-		fmt.Println(404, err)
-		return
-	}
-	newer, err := u.Newer("1.1.0")
-	if err != nil {
-		fmt.Println(400, err)
-		return
-	}
-	if !newer {
-		fmt.Println(204)
-		return
-	}
-	b, _ := json.MarshalIndent(u, "", "  ")
-	fmt.Println(200, string(b))
-	// Output:
-	// 200 {
-	//   "url": "https://github.com/storytold/photocraft/releases/download/v1.2.0/PhotoCraft-1.2.0-arm64-mac.zip",
-	//   "name": "PhotoCraft 1.2.0",
-	//   "notes": "## Changes\n\n- faster",
-	//   "pub_date": "2026-03-01T12:00:00Z"
-	// }
 }
