@@ -20,6 +20,9 @@ func NewClient(done context.Context, o Options, invalidated func([]rueidis.Redis
 	opt := o.clientOption()
 	opt.DialCtxFn = closingDial(done, opt.DialCtxFn)
 	opt.RetryDelay = cachedRetryDelay
+	// A hash is a few KiB: buffers of 64 KiB, not rueidis's 0.5 MiB, per
+	// connection, since every pod holds them for as long as it runs.
+	opt.ReadBufferEachConn, opt.WriteBufferEachConn = 64<<10, 64<<10
 	if invalidated == nil {
 		opt.DisableCache = true
 	} else {
