@@ -329,7 +329,7 @@ func TestConcurrentUse(t *testing.T) {
 // TestList: the list route serves the latest release alone until SetList,
 // then the list's first per_page releases, with an ETag of each per_page;
 // faults of the repository and of its list are apart. The list's own ETag
-// and its 304 are pinned by github's TestPrereleaseChannel.
+// and its 304 are pinned by github's TestRevalidation.
 func TestList(t *testing.T) {
 	s := New(t)
 	path := "repos/" + repo + "/releases?per_page=2"
