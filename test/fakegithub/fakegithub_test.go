@@ -272,11 +272,11 @@ func TestQuotaHeaders(t *testing.T) {
 	}
 }
 
+// TestNewRelease: the URLs, digests and names of a release; that the same
+// repo and tag give the same bytes is TestNotModified's "same release same
+// etag".
 func TestNewRelease(t *testing.T) {
-	a, b := NewRelease(repo, "v0.5.0"), NewRelease(repo, "v0.5.0")
-	if string(a.JSON()) != string(b.JSON()) {
-		t.Error("NewRelease is not deterministic")
-	}
+	a := NewRelease(repo, "v0.5.0")
 	if a.HTMLURL != "https://github.com/"+repo+"/releases/tag/v0.5.0" {
 		t.Errorf("HTMLURL = %q", a.HTMLURL)
 	}
