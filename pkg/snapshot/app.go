@@ -127,28 +127,15 @@ var (
 	appGzipHead  = appendStored(slices.Clone(gzipHeader[:]), appHeadBytes)
 )
 
-// newApp returns p's own answer, fetched at fetchedAt, from its pieces, reusing the downloads of
-// the answer it replaces when the release is the same. Its bytes are the
-// object's, in the chunk that holds them, until the answer is first served
-// (joined); its gzip copy takes the object's deflate blocks as they are, so
-// nothing is compressed again.
+// newApp returns p's part of a rendering, fetched at fetchedAt, reusing the
+// downloads of the one it replaces when the release is the same. Its Doc is
+// filled in by appDoc once the chunks hold p's pieces.
 func (p *part) newApp(fetchedAt time.Time, minimum string) *App {
-	rest := append(slices.Clip(p.tail.plain), '}')
-	body := join(appHeadBytes, p.obj.plain, rest)
-	crc := crc32.Update(crc32.Update(crc32.ChecksumIEEE(appHeadBytes), crc32.IEEETable, p.obj.plain), crc32.IEEETable, rest)
-	gz := join(appGzipHead, p.obj.flat,
-		appendGzipTrailer(appendStored(make([]byte, 0, len(rest)+5+gzipTrailerLen), rest), crc, body.len()))
-
-	cc := CacheControlUnfetched
-	if p.fetched {
-		cc = CacheControlFetched
-	}
 	var old App
 	if p.app != nil {
 		old = *p.app
 	}
 	return &App{
-		Doc:               newDoc(body, gz, tag([][32]byte{body.sum()}), tag([][32]byte{gz.sum()}), cc),
 		Fetched:           p.fetched,
 		FetchedAt:         fetchedAt,
 		Track:             track(p.rel, old.Track),
@@ -162,6 +149,23 @@ func (p *part) newApp(fetchedAt time.Time, minimum string) *App {
 		Critical:          p.critical,
 		minimum:           minimumVersion(minimum),
 	}
+}
+
+// appDoc returns p's own answer, {"success":true,"app":AppInfo}. Its bytes
+// are the object's, in the chunk of the full answer that holds them, until
+// it is first served (joined); its gzip copy takes the object's deflate
+// blocks as they are, so nothing is compressed again.
+func (p *part) appDoc() Doc {
+	rest := append(slices.Clip(p.tail.plain), '}')
+	body := join(appHeadBytes, p.obj.plain, rest)
+	crc := crc32.Update(crc32.Update(crc32.ChecksumIEEE(appHeadBytes), crc32.IEEETable, p.obj.plain), crc32.IEEETable, rest)
+	gz := join(appGzipHead, p.obj.flat,
+		appendGzipTrailer(appendStored(make([]byte, 0, len(rest)+5+gzipTrailerLen), rest), crc, body.len()))
+	cc := CacheControlUnfetched
+	if p.fetched {
+		cc = CacheControlFetched
+	}
+	return newDoc(body, gz, tag([][32]byte{body.sum()}), tag([][32]byte{gz.sum()}), cc)
 }
 
 // minimumVersion parses a minimum version as the updaters' versions are

@@ -185,6 +185,10 @@ func (r *renderer) render(c change, prev *Rendering, now time.Time) *Rendering {
 	for i := range dirtyHTML {
 		r.html[i] = newChunk(r.htmlPieces(i), i == 0)
 	}
+	for i := range c.entries {
+		// After the chunks, so that an app's answer shares their bytes.
+		r.parts[i].app.Doc = r.parts[i].appDoc()
+	}
 	return r.rendering(c, prev, now)
 }
 
