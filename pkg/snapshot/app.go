@@ -156,16 +156,26 @@ func (p *part) newApp(fetchedAt time.Time, minimum string) *App {
 // it is first served (joined); its gzip copy takes the object's deflate
 // blocks as they are, so nothing is compressed again.
 func (p *part) appDoc() Doc {
-	rest := append(slices.Clip(p.tail.plain), '}')
-	body := join(appHeadBytes, p.obj.plain, rest)
-	crc := crc32.Update(crc32.Update(crc32.ChecksumIEEE(appHeadBytes), crc32.IEEETable, p.obj.plain), crc32.IEEETable, rest)
+	p.rest = append(slices.Clip(p.tail.plain), '}')
+	body := join(appHeadBytes, p.obj.plain, p.rest)
+	crc := crc32.Update(crc32.Update(crc32.ChecksumIEEE(appHeadBytes), crc32.IEEETable, p.obj.plain), crc32.IEEETable, p.rest)
 	gz := join(appGzipHead, p.obj.flat,
-		appendGzipTrailer(appendStored(make([]byte, 0, len(rest)+5+gzipTrailerLen), rest), crc, body.len()))
+		appendGzipTrailer(appendStored(make([]byte, 0, len(p.rest)+5+gzipTrailerLen), p.rest), crc, body.len()))
 	cc := CacheControlUnfetched
 	if p.fetched {
 		cc = CacheControlFetched
 	}
 	return newDoc(body, gz, tag([][32]byte{body.sum()}), tag([][32]byte{gz.sum()}), cc)
+}
+
+// rechunked returns p's part of the rendering as it is, but for its own
+// answer's bytes, which point into the chunk that holds p's pieces now:
+// they are the same, and so are its validators and its gzip copy (which
+// the chunks do not hold).
+func (p *part) rechunked() *App {
+	app := *p.app
+	app.body = join(appHeadBytes, p.obj.plain, p.rest)
+	return &app
 }
 
 // minimumVersion parses a minimum version as the updaters' versions are

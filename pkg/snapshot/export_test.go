@@ -33,3 +33,6 @@ func (s *Snapshot) Chunks() RenderedChunks {
 
 // Held reports how many answers f holds rendered.
 func (f *Feed) Held() int { return len(f.offers) }
+
+// AppsPerChunk is how many apps one chunk holds.
+const AppsPerChunk = appsPerChunk

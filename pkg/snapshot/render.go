@@ -42,9 +42,10 @@ type renderer struct {
 
 // part is one app's pieces and its own answer.
 type part struct {
-	key                 piece // `"photocraft":`, after a comma but for the first key; bytes only
-	obj, tail           piece // the app's object up to app_last_fetched (compressed, for its own answer), and from it (bytes only)
-	section, checked    piece // its part of the page: all but the checked line, and that line
+	key                 piece  // `"photocraft":`, after a comma but for the first key; bytes only
+	obj, tail           piece  // the app's object up to app_last_fetched (compressed, for its own answer), and from it (bytes only)
+	rest                []byte // what follows obj in its own answer: tail and the closing brace
+	section, checked    piece  // its part of the page: all but the checked line, and that line
 	fetched             bool
 	rel, pre            *release.Release // the release and the pre-release obj and section show
 	plan                release.Plan     // what the app's decisions make of its releases
@@ -185,15 +186,28 @@ func (r *renderer) render(c change, prev *Rendering, now time.Time) *Rendering {
 	for i := range dirtyHTML {
 		r.html[i] = newChunk(r.htmlPieces(i), i == 0)
 	}
-	for i := range c.entries {
-		// After the chunks, so that an app's answer shares their bytes.
-		r.parts[i].app.Doc = r.parts[i].appDoc()
+	// An app's own answer points into its chunk until first served: each
+	// app of a chunk made anew points into the new one (with the same bytes
+	// and validators, where it did not change), so that no older chunk
+	// stays alive.
+	var apps []int
+	for i := range dirtyJSON {
+		for _, a := range inChunk(r.byKey, i) {
+			p := r.parts[a]
+			if _, changed := c.entries[a]; changed {
+				p.app.Doc = p.appDoc()
+			} else {
+				p.app = p.rechunked()
+			}
+			apps = append(apps, a)
+		}
 	}
-	return r.rendering(c, prev, now)
+	return r.rendering(c, apps, prev, now)
 }
 
-// rendering returns the Rendering of the current chunks and parts.
-func (r *renderer) rendering(c change, prev *Rendering, now time.Time) *Rendering {
+// rendering returns the Rendering of the current chunks and parts, whose
+// apps are prev's but for apps.
+func (r *renderer) rendering(c change, apps []int, prev *Rendering, now time.Time) *Rendering {
 	cc := CacheControlUnfetched
 	if c.complete {
 		cc = CacheControlFetched
@@ -210,7 +224,7 @@ func (r *renderer) rendering(c change, prev *Rendering, now time.Time) *Renderin
 	} else {
 		out.Apps = maps.Clone(prev.Apps)
 	}
-	for i := range c.entries {
+	for _, i := range apps {
 		out.Apps[r.apps[i].Key] = r.parts[i].app
 	}
 	return out
