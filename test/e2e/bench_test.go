@@ -230,26 +230,26 @@ func throughput(b *testing.B, pod *proc, perRun, warmRun int) {
 
 // BenchmarkRedisLoad counts, with Redis's own INFO commandstats, the
 // commands two pods send: while they answer requests and nothing changes
-// (the goal is none), and per release change per pod. An idle window as long
-// as the request window shows what the pods send with no request at all.
+// (the goal is none), per release change per pod, and per key and minute
+// while nothing changes at all, over an idle minute and a safety-net read
+// more: every probe a pod holds lives a minute, so each key is read again
+// once in it.
 func BenchmarkRedisLoad(b *testing.B) {
 	rs := redistest.Start(b)
 	st := newSplitStack(b, rs.URL(), nil, 2)
 	const perPod, changes = 20_000, 200
+	const idleWindow = time.Minute + 5*time.Second
 	var during, idle, onChange map[string]int64
 	var requests int
 	for b.Loop() {
-		var window time.Duration
 		during = redisCalls(b, rs.Addr, func() {
-			began := time.Now()
 			for _, p := range st.pods {
 				load(b, p, loadConns, perPod/2, false)
 				load(b, p, loadConns, perPod/2, true)
 			}
-			window = time.Since(began)
 		})
 		requests += len(st.pods) * perPod
-		idle = redisCalls(b, rs.Addr, func() { time.Sleep(window) })
+		idle = redisCalls(b, rs.Addr, func() { time.Sleep(idleWindow) })
 		onChange = redisCalls(b, rs.Addr, func() {
 			for range changes {
 				st.change(b)
@@ -262,9 +262,14 @@ func BenchmarkRedisLoad(b *testing.B) {
 	// rueidis pings a connection that has been quiet for a while, requests
 	// or not: the idle window shows as many.
 	perRequest := sum(during) - sum(during, "ping")
-	report(b, map[string]float64{"cmds/request": float64(perRequest) / float64(requests), "cmds/change/pod": float64(podCmds) / float64(changes*len(st.pods))})
-	b.Logf("%d requests to %d pods, no change: %d commands besides pings %v; the same time idle: %v",
-		requests, len(st.pods), perRequest, during, idle)
+	// Each pod reads every app's key, its history key and the meta key.
+	keys := 2*len(config.DefaultApps()) + 1
+	idleCmds := sum(idle) - sum(idle, "ping")
+	perKeyMinute := float64(idleCmds) / float64(keys*len(st.pods)) / idleWindow.Minutes()
+	report(b, map[string]float64{"cmds/request": float64(perRequest) / float64(requests), "cmds/change/pod": float64(podCmds) / float64(changes*len(st.pods)),
+		"idle-cmds/key/min/pod": perKeyMinute})
+	b.Logf("%d requests to %d pods, no change: %d commands besides pings %v", requests, len(st.pods), perRequest, during)
+	b.Logf("%v idle: %d commands besides pings, %.1f per key and minute per pod %v", idleWindow, idleCmds, perKeyMinute, idle)
 	b.Logf("%d release changes: the writer %d commands, the pods %d (%.1f per change per pod) %v",
 		changes, sum(onChange, writer...), podCmds, float64(podCmds)/float64(changes*len(st.pods)), onChange)
 }

@@ -4,7 +4,7 @@
 // server-assisted client-side caching: Redis pushes an invalidation the moment
 // a hash changes and the Hydrator re-reads that hash at once. Where the server
 // refuses client tracking it re-reads every app each second instead. It never
-// writes to Redis.
+// writes to Redis. See docs/redis.md, "How API pods read".
 package hydrate
 
 import (
@@ -63,7 +63,7 @@ func WithClock(c clock.Clock) Option {
 }
 
 // WithMeta makes the Hydrator read the meta hash (store.MetaKey) with the
-// app hashes, with the same client-side caching, and pass each newer meta to
+// app hashes, tracked as they are, and pass each newer meta to
 // sink. The first load then includes the meta hash. A nil sink reads nothing
 // more.
 func WithMeta(sink MetaSink) Option {
@@ -74,8 +74,8 @@ func WithMeta(sink MetaSink) Option {
 type Stats struct {
 	Connected     bool   // the last exchange with Redis worked
 	Fallback      bool   // Redis refused client tracking: every app is re-read each second
-	Reads         uint64 // hashes read (the apps', and the meta hash with WithMeta), from Redis or from the local cache
-	CacheHits     uint64 // hash reads the local cache answered without a round trip
+	Reads         uint64 // hashes read (the apps', and the meta hash with WithMeta), from Redis or found unchanged
+	CacheHits     uint64 // hash reads that Redis's tracking showed unchanged, answered without a round trip
 	Missing       uint64 // app reads that found nothing usable: flushed, expired, another format version, not a hash
 	Failures      uint64 // connection attempts and reads that failed
 	Invalidations uint64 // invalidations received, including those for a flush or a lost connection
@@ -110,6 +110,7 @@ type Hydrator struct {
 	fallback atomic.Bool
 
 	// Owned by Run's goroutine.
+	recheck []bool    // keys[i] was not read, refused or dated ahead since its probe: read it whatever Redis tracks
 	metaAt  time.Time // read time of the last meta passed to the meta sink
 	started time.Time
 	outage  outage.Tracker
@@ -149,6 +150,7 @@ func New(o redis.Options, apps []release.App, sink Sink, log *zap.Logger, opts .
 		loaded:   make(chan struct{}),
 		wake:     make(chan struct{}, 1),
 		pending:  make([]bool, len(apps)),
+		recheck:  make([]bool, len(apps)),
 	}
 	for i, a := range apps {
 		h.keys[i] = store.AppKey(a.Key)
@@ -163,6 +165,7 @@ func New(o redis.Options, apps []release.App, sink Sink, log *zap.Logger, opts .
 		h.index[store.MetaKey] = len(h.keys)
 		h.keys = append(h.keys, store.MetaKey)
 		h.pending = append(h.pending, false)
+		h.recheck = append(h.recheck, false)
 	}
 	return h, nil
 }
@@ -334,22 +337,46 @@ func (h *Hydrator) serve(ctx context.Context, c rueidis.Client) error {
 	}
 }
 
-// read reads the hashes of keys idx, bounded (store.ReadBounded: two round
-// trips, through the client-side cache), and passes them to the sinks; with
-// every key, it also measures the clock against Redis's. A hash is judged
-// at Redis's time (store.DecodeApp): one refused is noted, and reads as
-// absent. It returns the first error, and then applies nothing.
+// read reads the hashes of keys idx that may have changed, bounded
+// (store.ReadBounded: two round trips), and passes them to the sinks; with
+// every key, it also measures the clock against Redis's. A hash may have
+// changed unless Redis still tracks it for the pod since it was last read
+// (store.Unchanged: an answer from the client-side cache) and what was read
+// then was taken: a hash refused or dated ahead is judged again at every
+// read, since time moves. A hash is judged at Redis's time
+// (store.DecodeApp): one refused is noted, and reads as absent. It returns
+// the first error, and then applies nothing.
 func (h *Hydrator) read(ctx context.Context, c rueidis.Client, idx []int) error {
 	ctx, cancel := context.WithTimeout(ctx, h.redisOpt.Timeout())
 	defer cancel()
-	reads := make([]store.HashFields, len(idx))
-	for i, a := range idx {
+	changed := idx
+	if !h.fallback.Load() {
+		keys := make([]string, len(idx))
+		for i, a := range idx {
+			keys[i] = h.keys[a]
+		}
+		unchanged, err := store.Unchanged(ctx, c, keys, cacheTTL)
+		if err != nil {
+			return fmt.Errorf("read: %w", err)
+		}
+		changed = nil
+		for i, a := range idx {
+			if !unchanged[i] || h.recheck[a] {
+				changed = append(changed, a)
+			}
+		}
+	}
+	reads := make([]store.HashFields, len(changed))
+	for i, a := range changed {
+		// Until it is read and judged: a probe this read sent is a cache
+		// hit at the next one, even if this read fails.
+		h.recheck[a] = true
 		reads[i] = store.HashFields{Key: h.keys[a], Fields: store.FieldsOf(h.keys[a])}
 		if a == len(h.apps) {
 			reads[i].Fields = store.MetaFields()
 		}
 	}
-	hashes, err := store.ReadBounded(ctx, c, reads, cacheTTL)
+	hashes, err := store.ReadBounded(ctx, c, reads)
 	if err != nil {
 		return fmt.Errorf("read: %w", err)
 	}
@@ -358,26 +385,25 @@ func (h *Hydrator) read(ctx context.Context, c rueidis.Client, idx []int) error 
 		// clock, against which a time in a hash is judged; and with every
 		// read while the pod tells time by Redis, whose clock may have been
 		// set right since, so that a time from the future is never judged
-		// by a correction that no longer holds. After the cached reads,
-		// which are the ones to tell of a refused CLIENT TRACKING.
+		// by a correction that no longer holds. After the probes, which are
+		// the ones to tell of a refused CLIENT TRACKING.
 		residual, err := store.ClockOffset(ctx, c, h.fleet)
 		if err != nil {
 			return fmt.Errorf("read: %w", err)
 		}
 		h.skewed(h.fleet.Correct(residual, release.MaxSkew))
 	}
-	read := make(map[string]release.Entry, len(idx))
+	h.reads.Add(uint64(len(idx)))
+	h.cacheHits.Add(uint64(len(idx) - len(changed)))
+	read := make(map[string]release.Entry, len(changed))
 	var meta *release.Bulletin
 	now := h.fleet.Now()
-	for i, a := range idx {
+	for i, a := range changed {
 		b := hashes[i]
-		h.reads.Add(1)
-		if b.CacheHits == len(reads[i].Fields)+1 {
-			h.cacheHits.Add(1)
-		}
 		if a == len(h.apps) {
 			// The meta hash: absent until a poller with MySQL publishes.
-			if m, at := store.DecodeMeta(b.Hash); at.After(h.metaAt) && at.Sub(now) <= release.MaxSkew {
+			m, at := store.DecodeMeta(b.Hash)
+			if h.recheck[a] = at.Sub(now) > release.MaxSkew; !h.recheck[a] && at.After(h.metaAt) {
 				h.metaAt, meta = at, &m
 			}
 			continue
@@ -388,6 +414,7 @@ func (h *Hydrator) read(ctx context.Context, c rueidis.Client, idx []int) error 
 			err = over
 		}
 		h.refusals.Note(app.Key, b.Hash, err)
+		h.recheck[a] = err != nil
 		if e == (release.Entry{}) {
 			h.missing.Add(1)
 		}

@@ -132,6 +132,25 @@ func TestRereadOfNothingNewPassesNothing(t *testing.T) {
 	}
 }
 
+// TestReadFailedAfterItsProbes: a read that fails once its probes were sent
+// (Redis refuses HMGET) is made again in full once Redis answers, although
+// the probes it sent now answer from the cache.
+func TestReadFailedAfterItsProbes(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	put(t, srv, "photocraft", base, "v1.0.0")
+	clk := fakeclock.New(base)
+	hs := start(t, apiUser(srv, "pw"), quiet, hydrate.WithClock(clk))
+	hs.waitLoaded(t)
+	srv.MustDo("ACL", "SETUSER", "api", "-hmget")
+	failures := hs.h.Counts().Failures
+	put(t, srv, "photocraft", base.Add(time.Minute), "v2.0.0")
+	testkit.Eventually(t, "the failed read", func() bool { return hs.h.Counts().Failures > failures })
+	srv.MustDo("ACL", "SETUSER", "api", "+hmget")
+	want := describe(entry(base.Add(time.Minute), "v2.0.0"))
+	advanceUntil(t, clk, 100*time.Millisecond, "the read made again", func() bool { got, _ := hs.sink.state(); return describe(got["photocraft"]) == want })
+}
+
 func TestLostEntryKeepsWhatSinkHas(t *testing.T) {
 	t.Parallel()
 	tests := []struct {

@@ -1,6 +1,7 @@
 package hydrate_test
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -94,6 +95,31 @@ func TestClockSetRightBeforeAFutureHash(t *testing.T) {
 	hset(t, srv, "photocraft", "fetched_ms", ms(now.Add(time.Hour+5*time.Second)), "release", releaseJSON(t, "photocraft", "v6.6.6"))
 	testkit.Eventually(t, "the refusal of the hash from the future", func() bool { return hs.h.Counts().Refused > refused })
 	hs.wantEntry(t, "photocraft", now.Add(time.Hour), "v0.5.0", " kept")
+}
+
+// TestFutureHashTakenWhenItsTimeComes: an app hash and a meta hash dated
+// ahead of the fleet's clock are refused; once the fleet's clock reaches
+// them, the next safety-net read takes them, although nothing wrote to them
+// since and Redis still tracks them for the pod.
+func TestFutureHashTakenWhenItsTimeComes(t *testing.T) {
+	t.Parallel()
+	shift := redistest.NewShift(t, 0)
+	srv := shift.Start(t)
+	now := time.Now()
+	put(t, srv, "photocraft", now.Add(time.Hour), "v0.5.0")
+	putMeta(t, publisher(t, srv), announcing("ahead"), now.Add(time.Hour))
+	clk, meta := fakeclock.New(now), new(metaSink)
+	hs := start(t, srv.URL(), hydrate.WithClock(clk), hydrate.WithMeta(meta))
+	hs.waitLoaded(t)
+	if n, metas := hs.h.Counts().Refused, meta.calls(); n != 1 || len(metas) != 0 {
+		t.Fatalf("at the load: refused %d app reads, gave the meta sink %q; want 1 and nothing", n, metas)
+	}
+	shift.Set(time.Hour)
+	want := describe(entry(now.Add(time.Hour), "v0.5.0"))
+	advanceUntil(t, clk, time.Second, "both hashes taken", func() bool {
+		got, _ := hs.sink.state()
+		return describe(got["photocraft"]) == want && slices.Equal(meta.calls(), []string{"ahead"})
+	})
 }
 
 func netOutput(t testing.TB, srv *redistest.Server) int64 {

@@ -66,9 +66,6 @@ type Bounded struct {
 	// Over are the fields left unread for being longer than their bound;
 	// they read as absent.
 	Over []string
-	// CacheHits counts the commands of this hash that the client-side cache
-	// answered, when read with it.
-	CacheHits int
 }
 
 // Err says why the hash was not read whole, or is nil.
@@ -89,22 +86,34 @@ type HashFields struct {
 // longer than its bound (release.MaxEncoded for the release and the meta
 // lists, their own for the companions and the history fields, 1 KiB for
 // the rest): HSTRLEN of every field, then, a round trip
-// later, HMGET of those within bounds. With cacheTTL > 0 both go through
-// rueidis's client-side cache (and are tracked for invalidation). A field
-// that grew past its bound between the two is dropped once read, and never
-// decoded. It returns the first error other than a key of another type.
-func ReadBounded(ctx context.Context, c rueidis.Client, reads []HashFields, cacheTTL time.Duration) ([]Bounded, error) {
-	send := func(cmds []rueidis.Completed) []rueidis.RedisResult { return c.DoMulti(ctx, cmds...) }
-	if cacheTTL > 0 {
-		send = func(cmds []rueidis.Completed) []rueidis.RedisResult {
-			cached := make([]rueidis.CacheableTTL, len(cmds))
-			for i, cmd := range cmds {
-				cached[i] = rueidis.CT(rueidis.Cacheable(cmd), cacheTTL)
-			}
-			return c.DoMultiCache(ctx, cached...)
-		}
+// later, HMGET of those within bounds. A field that grew past its bound
+// between the two is dropped once read, and never decoded. It returns the
+// first error other than a key of another type.
+func ReadBounded(ctx context.Context, c rueidis.Client, reads []HashFields) ([]Bounded, error) {
+	return readBounded(c.B(), func(cmds []rueidis.Completed) []rueidis.RedisResult { return c.DoMulti(ctx, cmds...) }, reads)
+}
+
+// Unchanged reports, for each key, whether no write reached it since its
+// tracking probe was last sent: rueidis's client-side cache still holds the
+// probe (HSTRLEN of the hash's format version, cached for at most ttl),
+// which Redis invalidates at the key's first write. A probe the cache does
+// not hold is sent, which tracks the key anew: a read of the key made after
+// Unchanged returns is current until the next invalidation. A key of another
+// type reports false; any other error is returned (rueidis.ErrNoCache where
+// Redis refuses client tracking). See docs/redis.md, "How API pods read".
+func Unchanged(ctx context.Context, c rueidis.Client, keys []string, ttl time.Duration) ([]bool, error) {
+	probes := make([]rueidis.CacheableTTL, len(keys))
+	for i, k := range keys {
+		probes[i] = rueidis.CT(c.B().Hstrlen().Key(k).Field(fieldV).Cache(), ttl)
 	}
-	return readBounded(c.B(), send, reads)
+	unchanged := make([]bool, len(keys))
+	for i, r := range c.DoMultiCache(ctx, probes...) {
+		if err := r.Error(); err != nil && !isWrongType(err) {
+			return nil, err
+		}
+		unchanged[i] = r.Error() == nil && r.IsCacheHit()
+	}
+	return unchanged, nil
 }
 
 // readBounded is ReadBounded with b to build and send to send the commands.
@@ -193,9 +202,6 @@ func sent(send func([]rueidis.Completed) []rueidis.RedisResult, cmds []rueidis.C
 				continue
 			}
 			return nil, err
-		}
-		if r.IsCacheHit() {
-			of(i).CacheHits++
 		}
 	}
 	return res, nil

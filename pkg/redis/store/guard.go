@@ -162,7 +162,7 @@ func (s *Store) apply(ctx context.Context, ch change) (verdict, error) {
 // fields still hold what was read; else it reads and decides again.
 func (s *Store) viaScript(ctx context.Context, c rueidis.Client, ch change) (verdict, error) {
 	for range watchAttempts {
-		read, err := ReadBounded(ctx, c, []HashFields{{Key: ch.key, Fields: ch.reads}}, 0)
+		read, err := ReadBounded(ctx, c, []HashFields{{Key: ch.key, Fields: ch.reads}})
 		if err != nil {
 			return 0, err
 		}

@@ -165,7 +165,7 @@ func (s *Store) Refreshes(ctx context.Context, apps []string) (map[string]releas
 	for i, app := range apps {
 		reads[i] = HashFields{Key: RefreshKey(app), Fields: refreshFields}
 	}
-	hashes, err := ReadBounded(ctx, c, reads, 0)
+	hashes, err := ReadBounded(ctx, c, reads)
 	if err != nil {
 		return nil, fmt.Errorf("read refreshes: %w", err)
 	}

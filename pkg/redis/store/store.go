@@ -215,7 +215,7 @@ func (s *Store) hashes(ctx context.Context, apps []string) ([]Bounded, error) {
 	for _, app := range apps {
 		reads = append(reads, HashFields{Key: AppKey(app), Fields: FieldsOf(app)})
 	}
-	return ReadBounded(ctx, c, append(reads, HashFields{Key: BackoffKey, Fields: backoffFields}), 0)
+	return ReadBounded(ctx, c, append(reads, HashFields{Key: BackoffKey, Fields: backoffFields}))
 }
 
 // Claim records that this poller starts a request for app at, unless another
@@ -581,7 +581,7 @@ func (s *Store) Status(ctx context.Context, apps []string) ([]AppStatus, Backoff
 		reads = append(reads, HashFields{Key: AppKey(app), Fields: FieldsOf(app)})
 	}
 	reads = append(reads, HashFields{Key: BackoffKey, Fields: backoffFields})
-	hashes, err := ReadBounded(ctx, c, reads, 0)
+	hashes, err := ReadBounded(ctx, c, reads)
 	if err != nil {
 		return nil, BackoffStatus{}, fmt.Errorf("status: %w", err)
 	}
