@@ -357,6 +357,10 @@ func (h *Hydrator) read(ctx context.Context, c rueidis.Client, idx []int) error 
 		}
 		unchanged, err := store.Unchanged(ctx, c, keys, cacheTTL)
 		if err != nil {
+			// Some probes may have been sent, and are cache hits now.
+			for _, a := range idx {
+				h.recheck[a] = true
+			}
 			return fmt.Errorf("read: %w", err)
 		}
 		changed = nil

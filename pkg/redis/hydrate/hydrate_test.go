@@ -128,27 +128,48 @@ func TestRereadOfNothingNewPassesNothing(t *testing.T) {
 	}
 	reads, hits, server := st.Reads-st0.Reads, st.CacheHits-st0.CacheHits, readCalls(t, srv)-server0
 	if hits != reads || server != 0 {
-		t.Errorf("%d re-reads: %d from the local cache, %d HMGET at the server; want all local, 0 at the server", reads, hits, server)
+		t.Errorf("%d re-reads: %d from the local cache, %d HSTRLEN and HMGET at the server; want all local, none at the server", reads, hits, server)
 	}
 }
 
-// TestReadFailedAfterItsProbes: a read that fails once its probes were sent
-// (Redis refuses HMGET) is made again in full once Redis answers, although
-// the probes it sent now answer from the cache.
+// TestReadFailedAfterItsProbes: a read that fails once some of its probes
+// were sent is made again in full once Redis answers, although those probes
+// now answer from the cache: when Redis refuses HMGET after every probe,
+// and when it refuses one key's probe (as one node of a Cluster may, while
+// the others answer) at the first load.
 func TestReadFailedAfterItsProbes(t *testing.T) {
 	t.Parallel()
-	srv := redistest.Start(t)
-	put(t, srv, "photocraft", base, "v1.0.0")
-	clk := fakeclock.New(base)
-	hs := start(t, apiUser(srv, "pw"), quiet, hydrate.WithClock(clk))
-	hs.waitLoaded(t)
-	srv.MustDo("ACL", "SETUSER", "api", "-hmget")
-	failures := hs.h.Counts().Failures
-	put(t, srv, "photocraft", base.Add(time.Minute), "v2.0.0")
-	testkit.Eventually(t, "the failed read", func() bool { return hs.h.Counts().Failures > failures })
-	srv.MustDo("ACL", "SETUSER", "api", "+hmget")
-	want := describe(entry(base.Add(time.Minute), "v2.0.0"))
-	advanceUntil(t, clk, 100*time.Millisecond, "the read made again", func() bool { got, _ := hs.sink.state(); return describe(got["photocraft"]) == want })
+	t.Run("the read", func(t *testing.T) {
+		srv := redistest.Start(t)
+		put(t, srv, "photocraft", base, "v1.0.0")
+		clk := fakeclock.New(base)
+		hs := start(t, apiUser(srv, "pw"), quiet, hydrate.WithClock(clk))
+		hs.waitLoaded(t)
+		srv.MustDo("ACL", "SETUSER", "api", "-hmget")
+		failures := hs.h.Counts().Failures
+		put(t, srv, "photocraft", base.Add(time.Minute), "v2.0.0")
+		testkit.Eventually(t, "the failed read", func() bool { return hs.h.Counts().Failures > failures })
+		srv.MustDo("ACL", "SETUSER", "api", "+hmget")
+		want := describe(entry(base.Add(time.Minute), "v2.0.0"))
+		advanceUntil(t, clk, 100*time.Millisecond, "the read made again", func() bool { got, _ := hs.sink.state(); return describe(got["photocraft"]) == want })
+	})
+	t.Run("one probe", func(t *testing.T) {
+		srv := redistest.Start(t)
+		putAll(t, srv)
+		clk := fakeclock.New(base)
+		url := apiUser(srv, "pw", "resetkeys", "~"+store.AppKey("filmcraft")+"*", "~"+store.AppKey("photocraft")+"*")
+		hs := start(t, url, quiet, hydrate.WithClock(clk))
+		testkit.Eventually(t, "a failed first load", func() bool { return hs.h.Counts().Failures > 0 })
+		srv.MustDo("ACL", "SETUSER", "api", "~*")
+		advanceUntil(t, clk, 100*time.Millisecond, "the first load", func() bool { return hs.h.Counts().Loaded })
+		want := map[string]release.Entry{}
+		for _, a := range testApps {
+			want[a.Key] = entry(base, "v1.0.0")
+		}
+		if got, _ := hs.sink.state(); describeAll(got) != describeAll(want) {
+			t.Errorf("sink after the first load:\n got %s\nwant %s", describeAll(got), describeAll(want))
+		}
+	})
 }
 
 func TestLostEntryKeepsWhatSinkHas(t *testing.T) {
@@ -643,21 +664,26 @@ func ms(t time.Time) string {
 	return strconv.FormatInt(t.UnixMilli(), 10)
 }
 
-// readCalls is how many HMGET, the reads of the fields, the server has answered.
+// readCalls is how many HSTRLEN and HMGET, the probes and the reads of the
+// fields, the server has answered.
 func readCalls(t testing.TB, srv *redistest.Server) int {
 	t.Helper()
 	info, err := srv.Info("commandstats")
 	if err != nil {
 		t.Fatal(err)
 	}
-	stat, ok := info["cmdstat_hmget"]
-	if !ok {
-		return 0
-	}
-	calls, _, _ := strings.Cut(strings.TrimPrefix(stat, "calls="), ",")
-	n, err := strconv.Atoi(calls)
-	if err != nil {
-		t.Fatalf("INFO commandstats cmdstat_hmget:%s: %v", stat, err)
+	n := 0
+	for _, cmd := range []string{"hstrlen", "hmget"} {
+		stat, ok := info["cmdstat_"+cmd]
+		if !ok {
+			continue
+		}
+		calls, _, _ := strings.Cut(strings.TrimPrefix(stat, "calls="), ",")
+		c, err := strconv.Atoi(calls)
+		if err != nil {
+			t.Fatalf("INFO commandstats cmdstat_%s:%s: %v", cmd, stat, err)
+		}
+		n += c
 	}
 	return n
 }

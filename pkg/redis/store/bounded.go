@@ -100,7 +100,9 @@ func ReadBounded(ctx context.Context, c rueidis.Client, reads []HashFields) ([]B
 // not hold is sent, which tracks the key anew: a read of the key made after
 // Unchanged returns is current until the next invalidation. A key of another
 // type reports false; any other error is returned (rueidis.ErrNoCache where
-// Redis refuses client tracking). See docs/redis.md, "How API pods read".
+// Redis refuses client tracking), and then some probes may have been sent.
+// A probe another caller of c has in flight reads as a hit: c is the
+// caller's alone. See docs/redis.md, "How API pods read".
 func Unchanged(ctx context.Context, c rueidis.Client, keys []string, ttl time.Duration) ([]bool, error) {
 	probes := make([]rueidis.CacheableTTL, len(keys))
 	for i, k := range keys {
