@@ -110,10 +110,11 @@ func Unchanged(ctx context.Context, c rueidis.Client, keys []string, ttl time.Du
 	}
 	unchanged := make([]bool, len(keys))
 	for i, r := range c.DoMultiCache(ctx, probes...) {
-		if err := r.Error(); err != nil && !isWrongType(err) {
+		err := r.Error()
+		if err != nil && !isWrongType(err) {
 			return nil, err
 		}
-		unchanged[i] = r.Error() == nil && r.IsCacheHit()
+		unchanged[i] = err == nil && r.IsCacheHit()
 	}
 	return unchanged, nil
 }
